@@ -1,0 +1,31 @@
+# attnviz: `make run` opens the app, `make test` runs the tests; both create .venv when it is missing.
+PYTHON ?= python3
+VENV ?= .venv
+TORCH_VERSION ?= 2.13.0
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-$(TORCH_VERSION)
+
+.PHONY: run test bench venv clean screenshot
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet torch==$(TORCH_VERSION)
+	$(PY) -m pip install --quiet -e ".[test]"
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(PY) -m attnviz $(ARGS)
+
+test: $(STAMP)
+	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q
+
+bench: $(STAMP)
+	$(PY) bench/run.py $(ARGS)
+
+screenshot: $(STAMP)
+	QT_QPA_PLATFORM=offscreen $(PY) tools/screenshot.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

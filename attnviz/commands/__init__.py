@@ -1,0 +1,1 @@
+"""One module per ``attnviz`` subcommand (see ``attnviz/cli.py``)."""

@@ -1,0 +1,132 @@
+"""A thin wrapper over sentencepiece with the ids the model and the UI share.
+
+Fixed ids: PAD 0, UNK 1, SOS (BOS) 2, EOS 3. Normalization is ``identity`` so Chinese
+full-width punctuation round-trips and pieces show as written; ``add_dummy_prefix`` is off
+for languages written without spaces (Chinese).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import sentencepiece as spm
+
+PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
+PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<s>", "</s>"
+SPECIAL_LABELS = {PAD_ID: "PAD", UNK_ID: "UNK", BOS_ID: "SOS", EOS_ID: "EOS"}
+
+
+class TokenizerError(ValueError):
+    """A tokenizer file that cannot be used (one-line message)."""
+
+
+class Tokenizer:
+    """Text <-> ids <-> pieces for one language."""
+
+    def __init__(self, model_proto: bytes):
+        self._proto = bytes(model_proto)
+        self.sp = spm.SentencePieceProcessor()
+        try:
+            self.sp.LoadFromSerializedProto(self._proto)
+        except Exception as exc:  # sentencepiece raises RuntimeError/OSError with long texts
+            raise TokenizerError(f"not a sentencepiece model ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})") from None
+        ids = (self.sp.pad_id(), self.sp.unk_id(), self.sp.bos_id(), self.sp.eos_id())
+        if ids != (PAD_ID, UNK_ID, BOS_ID, EOS_ID):
+            raise TokenizerError(f"special ids are {ids}, expected PAD 0, UNK 1, SOS 2, EOS 3")
+
+    # -- construction -----------------------------------------------------------
+    @classmethod
+    def train(
+        cls,
+        sentences: Iterable[str],
+        vocab_size: int = 2000,
+        model_type: str = "unigram",
+        add_dummy_prefix: bool = True,
+        character_coverage: float = 1.0,
+    ) -> "Tokenizer":
+        """Train a sentencepiece model on ``sentences`` (``model_type``: ``unigram`` or ``bpe``)."""
+        if model_type not in ("unigram", "bpe", "char", "word"):
+            raise TokenizerError(f"unknown tokenizer type {model_type!r}")
+        sentences = [s for s in sentences if s.strip()]
+        if not sentences:
+            raise TokenizerError("cannot train a tokenizer on no text")
+        buf = io.BytesIO()
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=iter(sentences),
+            model_writer=buf,
+            vocab_size=vocab_size,
+            model_type=model_type,
+            pad_id=PAD_ID,
+            unk_id=UNK_ID,
+            bos_id=BOS_ID,
+            eos_id=EOS_ID,
+            normalization_rule_name="identity",
+            add_dummy_prefix=add_dummy_prefix,
+            character_coverage=character_coverage,
+            hard_vocab_limit=False,
+            minloglevel=2,
+            num_threads=1,
+        )
+        return cls(buf.getvalue())
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "Tokenizer":
+        data = Path(path).read_bytes()
+        try:
+            return cls(data)
+        except TokenizerError as exc:
+            raise TokenizerError(f"{Path(path).name}: {exc}") from None
+
+    def to_bytes(self) -> bytes:
+        return self._proto
+
+    def save(self, path: str | os.PathLike) -> None:
+        Path(path).write_bytes(self._proto)
+
+    # -- use ----------------------------------------------------------------------
+    @property
+    def vocab_size(self) -> int:
+        return self.sp.get_piece_size()
+
+    pad_id, unk_id, bos_id, eos_id = PAD_ID, UNK_ID, BOS_ID, EOS_ID
+
+    def encode(self, text: str) -> list[int]:
+        """Ids of ``text`` without SOS/EOS. Characters the model does not know become UNK (id 1)."""
+        return list(self.sp.encode(text, out_type=int))
+
+    def encode_pieces(self, text: str) -> list[str]:
+        return list(self.sp.encode(text, out_type=str))
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """Text of ``ids``; PAD/SOS/EOS are dropped, UNK shows as ``⁇``."""
+        return self.sp.decode([int(i) for i in ids if int(i) not in (PAD_ID, BOS_ID, EOS_ID)])
+
+    def piece(self, token_id: int) -> str:
+        """A token's label as the UI shows it: SOS/EOS/PAD/UNK by name, otherwise its piece."""
+        token_id = int(token_id)
+        if token_id in SPECIAL_LABELS:
+            return SPECIAL_LABELS[token_id]
+        if not 0 <= token_id < self.vocab_size:
+            raise TokenizerError(f"token id {token_id} is outside the vocabulary (size {self.vocab_size})")
+        return self.sp.id_to_piece(token_id)
+
+    def pieces(self, ids: Sequence[int]) -> list[str]:
+        return [self.piece(i) for i in ids]
+
+    def piece_to_id(self, piece: str) -> int:
+        """Id of a piece (or of SOS/EOS/PAD/UNK by name); UNK for an unknown piece."""
+        for token_id, label in SPECIAL_LABELS.items():
+            if piece == label:
+                return token_id
+        return int(self.sp.piece_to_id(piece))
+
+    def unknown_characters(self, text: str) -> list[str]:
+        """The characters of ``text`` that encode to UNK (to tell the user)."""
+        out: list[str] = []
+        for ch in dict.fromkeys(text):
+            if not ch.isspace() and self.sp.encode(ch, out_type=int) and UNK_ID in self.sp.encode(ch, out_type=int):
+                out.append(ch)
+        return out
