@@ -92,8 +92,14 @@ def save_bundle(
     src_tokenizer: Tokenizer,
     tgt_tokenizer: Tokenizer,
     meta: dict[str, Any] | None = None,
+    *,
+    extra_files: dict[str, bytes] | None = None,
 ) -> Path:
-    """Write a bundle folder atomically; returns its path."""
+    """Write a bundle folder atomically; returns its path.
+
+    ``extra_files`` (name -> bytes) are written into the same folder in the same atomic swap
+    (a trainer's checkpoint state travels with the weights it belongs to); loading ignores them.
+    """
     path = Path(path)
     meta = dict(meta or {})
     meta.update(format=FORMAT, format_version=FORMAT_VERSION)
@@ -111,6 +117,10 @@ def save_bundle(
             TGT_TOK: tgt_tokenizer.to_bytes(),
             META: json.dumps(meta, indent=1, ensure_ascii=False, allow_nan=False).encode(),
         }
+        for name, data in (extra_files or {}).items():
+            if name in files or Path(name).name != name or name.startswith("."):
+                raise ValueError(f"bad extra file name {name!r}")
+            files[name] = bytes(data)
         for name, data in files.items():
             with open(tmp / name, "wb") as fh:
                 fh.write(data)

@@ -73,27 +73,31 @@ def _attn_sublayer(sub, j, attn, x, memory, mask, valid, rec, name, kind, past_k
     if sub.post:
         h = x
         a, kv = attn(h, memory if cross else h, mask, rec, n, past_kv=past_kv, static_kv=static_kv, cross=cross)
-        r = x + sub.dropout(a)
+        r = x + (sub.dropout(a) if sub.training else a)
         if rec is not None:
             rec.put(f"{name}.residual{j}", r)
         return sub.norm(r, valid, rec, f"{name}.norm{j}" if rec is not None else ""), kv
     h = sub.norm(x, valid, rec, f"{name}.norm{j}" if rec is not None else "")
     a, kv = attn(h, memory if cross else h, mask, rec, n, past_kv=past_kv, static_kv=static_kv, cross=cross)
-    r = x + sub.dropout(a)
+    r = x + (sub.dropout(a) if sub.training else a)
     if rec is not None:
         rec.put(f"{name}.residual{j}", r)
     return r, kv
 
 
+def _drop(sub, t):
+    return sub.dropout(t) if sub.training else t
+
+
 def _ffn_sublayer(sub, j, ffn, x, valid, rec, name):
     n = f"{name}.ffn" if rec is not None else ""
     if sub.post:
-        r = x + sub.dropout(ffn(x, rec, n))
+        r = x + _drop(sub, ffn(x, rec, n))
         if rec is not None:
             rec.put(f"{name}.residual{j}", r)
         return sub.norm(r, valid, rec, f"{name}.norm{j}" if rec is not None else "")
     h = sub.norm(x, valid, rec, f"{name}.norm{j}" if rec is not None else "")
-    r = x + sub.dropout(ffn(h, rec, n))
+    r = x + _drop(sub, ffn(h, rec, n))
     if rec is not None:
         rec.put(f"{name}.residual{j}", r)
     return r
@@ -167,7 +171,7 @@ class Transformer(nn.Module):
             rec.put(f"{name}.tokens", tokens)
             rec.put(f"{name}.positional", pos, batched=False)
             rec.put(f"{name}.sum", x)
-        return self.embed_dropout(x)
+        return self.embed_dropout(x) if self.training else x
 
     def encode(self, src: torch.Tensor, rec: Recorder | None = None) -> Encoded:
         """Run the encoder stack on ``src`` ``[B, Ls]``."""
@@ -212,8 +216,7 @@ class Transformer(nn.Module):
         logits = self.generator(hidden)
         if rec is not None:
             rec.put("generator.logits", logits)
-            if rec.wants("generator.probs"):
-                rec.put("generator.probs", torch.softmax(logits.float(), dim=-1))
+            rec.put_lazy("generator.probs", lambda: torch.softmax(logits.float(), dim=-1))
         return logits
 
     def forward(self, src: torch.Tensor, tgt: torch.Tensor, rec: Recorder | None = None) -> torch.Tensor:

@@ -56,10 +56,22 @@ class MultiHeadAttention(nn.Module):
         self.w_v = nn.Linear(d_model, d_model)
         self.w_o = nn.Linear(d_model, d_model)  # W^O
         self.dropout = nn.Dropout(dropout)
+        self._fused: tuple | None = None  # (weight versions, W_qkv, b_qkv) cache for inference
 
     def project(self, x: torch.Tensor, lin: nn.Linear) -> torch.Tensor:
         b, n, _ = x.shape
-        return lin(x).view(b, n, self.n_heads, self.d_k).transpose(1, 2)  # [B, h, n, dk]
+        return F.linear(x, lin.weight, lin.bias).view(b, n, self.n_heads, self.d_k).transpose(1, 2)  # [B, h, n, dk]
+
+    def _qkv(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Self-attention's Q, K, V from one fused matmul (in inference; same numbers as three)."""
+        ws = (self.w_q.weight, self.w_k.weight, self.w_v.weight, self.w_q.bias, self.w_k.bias, self.w_v.bias)
+        key = tuple((w.data_ptr(), w._version) for w in ws)
+        if self._fused is None or self._fused[0] != key:
+            self._fused = (key, torch.cat(ws[:3]).detach(), torch.cat(ws[3:]).detach())
+        b, n, _ = x.shape
+        qkv = F.linear(x, self._fused[1], self._fused[2]).view(b, n, 3, self.n_heads, self.d_k)  # [B, n, 3, h, dk]
+        qkv = qkv.permute(2, 0, 3, 1, 4)  # [3, B, h, n, dk]
+        return qkv[0], qkv[1], qkv[2]
 
     def forward(
         self,
@@ -73,13 +85,17 @@ class MultiHeadAttention(nn.Module):
         cross: bool = False,
     ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
         b, lq, d = x.shape
-        q = self.project(x, self.w_q)  # [B, h, Lq, dk]
         if static_kv is not None:
+            q = self.project(x, self.w_q)  # [B, h, Lq, dk]
             k, v = static_kv  # [B, h, Lk, dk]
         else:
             assert kv is not None
-            k = self.project(kv, self.w_k)  # [B, h, Lk, dk]
-            v = self.project(kv, self.w_v)
+            if kv is x and not torch.is_grad_enabled():
+                q, k, v = self._qkv(x)  # [B, h, Lq, dk] x3
+            else:
+                q = self.project(x, self.w_q)  # [B, h, Lq, dk]
+                k = self.project(kv, self.w_k)  # [B, h, Lk, dk]
+                v = self.project(kv, self.w_v)
             if past_kv is not None:
                 k = torch.cat([past_kv[0], k], dim=2)  # [B, h, t+Lq, dk]
                 v = torch.cat([past_kv[1], v], dim=2)
@@ -87,9 +103,9 @@ class MultiHeadAttention(nn.Module):
         scaled = scores * self.scale  # [B, h, Lq, Lk]
         masked = scaled if mask is None else scaled + mask  # [B, h, Lq, Lk]
         weights = torch.softmax(masked, dim=-1)  # [B, h, Lq, Lk]
-        z = self.dropout(weights) @ v  # [B, h, Lq, dk]
+        z = (self.dropout(weights) if self.training else weights) @ v  # [B, h, Lq, dk]
         concat = z.transpose(1, 2).reshape(b, lq, d)  # [B, Lq, d]
-        out = self.w_o(concat)  # [B, Lq, d]
+        out = F.linear(concat, self.w_o.weight, self.w_o.bias)  # [B, Lq, d]
         if rec is not None:
             rec.put(f"{name}.input", x)
             if cross and kv is not None:
@@ -99,9 +115,11 @@ class MultiHeadAttention(nn.Module):
             rec.put(f"{name}.v", v)
             rec.put(f"{name}.scores", scores)
             rec.put(f"{name}.scaled_scores", scaled)
-            if rec.wants(f"{name}.mask"):
-                full = torch.zeros(b, 1, lq, k.shape[2], device=x.device) if mask is None else mask.expand(b, 1, lq, k.shape[2])
-                rec.put(f"{name}.mask", full[:, 0])
+            lk = k.shape[2]
+            if mask is None:
+                rec.put_lazy(f"{name}.mask", lambda: torch.zeros(b, lq, lk, device=x.device))
+            else:
+                rec.put_lazy(f"{name}.mask", lambda: mask.expand(b, 1, lq, lk)[:, 0])
             rec.put(f"{name}.masked_scores", masked)
             rec.put(f"{name}.weights", weights)
             rec.put(f"{name}.z", z)
@@ -120,8 +138,8 @@ class FeedForward(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor, rec: Recorder | None = None, name: str = "") -> torch.Tensor:
-        hidden = torch.relu(self.linear1(x))  # [B, L, d_ff]
-        out = self.linear2(self.dropout(hidden))  # [B, L, d]
+        hidden = torch.relu(F.linear(x, self.linear1.weight, self.linear1.bias))  # [B, L, d_ff]
+        out = F.linear(self.dropout(hidden) if self.training else hidden, self.linear2.weight, self.linear2.bias)  # [B, L, d]
         if rec is not None:
             rec.put(f"{name}.hidden", hidden)
             rec.put(f"{name}.output", out)
@@ -141,8 +159,8 @@ class LayerNorm(nn.Module):
         y = F.layer_norm(x, x.shape[-1:], self.weight, self.bias, self.eps)  # [B, L, d]
         if rec is not None:
             rec.put(f"{name}.input", x)
-            rec.put(f"{name}.mean", x.mean(-1))  # [B, L]
-            rec.put(f"{name}.var", x.var(-1, unbiased=False))  # [B, L]
+            rec.put_lazy(f"{name}.mean", lambda: x.mean(-1))  # [B, L]
+            rec.put_lazy(f"{name}.var", lambda: x.var(-1, unbiased=False))  # [B, L]
             rec.put(f"{name}.output", y)
         return y
 
@@ -184,13 +202,12 @@ class MaskedBatchNorm(nn.Module):
         y = (x - use_mean) * torch.rsqrt(use_var + self.eps) * self.weight + self.bias  # [B, L, d]
         if rec is not None:
             rec.put(f"{name}.input", x)
-            if rec.wants(f"{name}.batch_mean") or rec.wants(f"{name}.batch_var"):
-                if self.training:
-                    bm, bv = mean, var
-                else:
-                    bm, bv, _ = self.batch_stats(x, valid)
-                rec.put(f"{name}.batch_mean", bm)
-                rec.put(f"{name}.batch_var", bv)
+            if self.training:
+                rec.put(f"{name}.batch_mean", mean)
+                rec.put(f"{name}.batch_var", var)
+            else:  # what this batch's statistics are, next to the running ones the model uses
+                rec.put_lazy(f"{name}.batch_mean", lambda: self.batch_stats(x, valid)[0])
+                rec.put_lazy(f"{name}.batch_var", lambda: self.batch_stats(x, valid)[1])
             rec.put(f"{name}.running_mean", self.running_mean.clone())
             rec.put(f"{name}.running_var", self.running_var.clone())
             rec.put(f"{name}.output", y)

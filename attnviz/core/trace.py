@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -141,23 +141,34 @@ def schema_table(config: "TransformerConfig") -> str:
 
 # ---------------------------------------------------------------------------
 class Trace(Mapping[str, np.ndarray]):
-    """An ordered, read-only mapping of dotted names to numpy arrays."""
+    """An ordered, read-only mapping of dotted names to numpy arrays (float32 unless noted).
 
-    __slots__ = ("_arrays",)
+    Arrays recorded during a forward pass are converted to numpy lazily, on first access,
+    so capture costs a dictionary insert per name while the model runs.
+    """
 
-    def __init__(self, arrays: Mapping[str, np.ndarray] | Iterable[tuple[str, np.ndarray]] = ()):
+    __slots__ = ("_arrays", "_pending")
+
+    def __init__(self, arrays: Mapping[str, np.ndarray] | Iterable[tuple[str, np.ndarray]] = (), _pending=None):
         items = arrays.items() if isinstance(arrays, Mapping) else arrays
-        self._arrays: dict[str, np.ndarray] = {}
+        self._arrays: dict[str, np.ndarray | None] = {}
+        self._pending: dict[str, Callable[[], np.ndarray]] = {}
         for k, v in items:
-            a = np.asarray(v)
-            a.flags.writeable = False
-            self._arrays[k] = a
+            self._arrays[k] = _readonly(np.asarray(v))
+        if _pending:
+            for k, fn in _pending.items():
+                self._arrays[k] = None
+                self._pending[k] = fn
 
     def __getitem__(self, name: str) -> np.ndarray:
         try:
-            return self._arrays[name]
+            a = self._arrays[name]
         except KeyError:
             raise KeyError(f"no array named {name!r} in this trace") from None
+        if a is None:
+            a = _readonly(self._pending[name]())
+            self._arrays[name] = a
+        return a
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._arrays)
@@ -165,18 +176,26 @@ class Trace(Mapping[str, np.ndarray]):
     def __len__(self) -> int:
         return len(self._arrays)
 
+    def __contains__(self, name: object) -> bool:
+        return name in self._arrays
+
     def __repr__(self) -> str:
         return f"Trace({len(self)} arrays)"
 
     def select(self, *patterns: str) -> "Trace":
         """The arrays whose names match any of the glob ``patterns``."""
-        return Trace((k, v) for k, v in self._arrays.items() if any(fnmatch.fnmatchcase(k, p) for p in patterns))
+        return Trace((k, self[k]) for k in self._arrays if any(fnmatch.fnmatchcase(k, p) for p in patterns))
 
     def merged(self, other: Mapping[str, np.ndarray]) -> "Trace":
-        return Trace(list(self._arrays.items()) + list(other.items()))
+        return Trace([(k, self[k]) for k in self] + [(k, other[k]) for k in other])
 
     def nbytes(self) -> int:
-        return sum(a.nbytes for a in self._arrays.values())
+        return sum(self[k].nbytes for k in self._arrays)
+
+
+def _readonly(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
 
 
 class Recorder:
@@ -185,13 +204,17 @@ class Recorder:
     ``names``: glob patterns (``"*.weights"``); ``None`` records everything.
     ``batch_index``: which batch element to keep (the batch dimension is dropped);
     ``None`` keeps the batch dimension on every per-sample array.
+
+    ``put`` only keeps a reference to the (detached) tensor; the conversion to a float32
+    numpy array happens when the ``Trace`` is read. The model never modifies a recorded
+    tensor in place, so the reference stays valid.
     """
 
     def __init__(self, names: Iterable[str] | None = None, batch_index: int | None = 0):
         self.patterns = None if names is None else tuple(names)
         self.batch_index = batch_index
         self._wanted: dict[str, bool] = {}
-        self._arrays: dict[str, np.ndarray] = {}
+        self._pending: dict[str, Callable[[], np.ndarray]] = {}
 
     def wants(self, name: str) -> bool:
         hit = self._wanted.get(name)
@@ -201,17 +224,33 @@ class Recorder:
         return hit
 
     def put(self, name: str, tensor: torch.Tensor, batched: bool | None = None) -> None:
-        """Store ``tensor`` (detached, float32, on the CPU) under ``name`` if wanted."""
-        if not self.wants(name):
-            return
-        if batched is None:
-            batched = _BATCHLESS.search(name) is None
-        t = tensor.detach()
+        """Record ``tensor`` under ``name`` if wanted (detached; converted on first read)."""
+        if self.wants(name):
+            self._pending[name] = _Convert(tensor.detach(), name, batched, self.batch_index)
+
+    def put_lazy(self, name: str, compute: Callable[[], torch.Tensor], batched: bool | None = None) -> None:
+        """Record a derived value (e.g. a statistic) computed only if the trace entry is read."""
+        if self.wants(name):
+            self._pending[name] = _Convert(compute, name, batched, self.batch_index)
+
+    def trace(self) -> Trace:
+        return Trace((), _pending=dict(self._pending))
+
+
+class _Convert:
+    __slots__ = ("source", "name", "batched", "batch_index")
+
+    def __init__(self, source, name: str, batched: bool | None, batch_index: int | None):
+        self.source, self.name, self.batched, self.batch_index = source, name, batched, batch_index
+
+    def __call__(self) -> np.ndarray:
+        t = self.source
+        if not isinstance(t, torch.Tensor):
+            with torch.inference_mode():
+                t = t().detach()
+        batched = self.batched if self.batched is not None else _BATCHLESS.search(self.name) is None
         if batched and self.batch_index is not None:
             t = t[self.batch_index]
         if t.dtype != torch.float32:
             t = t.float()
-        self._arrays[name] = t.cpu().numpy()
-
-    def trace(self) -> Trace:
-        return Trace(self._arrays)
+        return t.cpu().numpy()

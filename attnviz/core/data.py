@@ -1,0 +1,440 @@
+"""Parallel data: the HSK zh→en sentences, synthetic alignment tasks, user corpora, and batching.
+
+A data set is a ``Dataset`` of ``Pair`` objects split into ``train`` / ``valid`` / ``test``.
+
+* ``load_hsk()`` — the 4,354 Chinese→English sentences of the ``hsk-sentences-audio`` package
+  (CC-BY-SA-4.0; the data stays in that package). Each pair keeps the record's word
+  segmentation and CC-CEDICT glosses in ``pair.extra["tokens"]``.
+* ``synthetic(task)`` — ``copy``, ``reverse`` or ``sort`` of random digit (or letter) strings,
+  written with spaces (``"3 1 4"``), whose correct cross-attention is known: a diagonal, an
+  anti-diagonal, a permutation.
+* ``load_tsv(path)`` / ``load_parallel(src_path, tgt_path)`` — a UTF-8 TSV of
+  ``source<TAB>target``, or two line-aligned files. Bad lines (no tab or more than one, an
+  empty side, invalid UTF-8, a blank line, files of unequal length) are listed in
+  ``dataset.report.problems`` with their line numbers and counted; nothing is dropped silently.
+
+The split is deterministic: a pair goes to train / valid / test (90 / 5 / 5) by the SHA-256
+of its key — the record ``id`` for HSK and the synthetic tasks, the *source text* for user
+corpora (so a repeated source never lands on both sides of the split).
+``dataset.split_hash`` fingerprints the split (ids and texts) and goes into a bundle's meta.json.
+
+Batching is by tokens: ``make_batches`` sorts examples by length (ties broken by a seeded
+shuffle), cuts batches whose padded size stays within ``batch_tokens``, and shuffles the
+batch order, all from ``(seed, epoch)`` so an epoch's batches can be rebuilt exactly
+(resuming mid-epoch depends on it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+SPLITS = ("train", "valid", "test")
+SPLIT_PERCENT = (90, 5, 5)
+BUILTIN = ("hsk-zh-en", "copy", "reverse", "sort")
+SYNTHETIC_TASKS = ("copy", "reverse", "sort")
+HSK_NAME = "hsk-zh-en"
+HSK_LICENSE = "CC-BY-SA-4.0"
+HSK_SOURCE = "PyPI package hsk-sentences-audio (HSK 1-6 example sentences with English translations)"
+
+
+class DataError(ValueError):
+    """A data source that cannot be used at all (one-line message)."""
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One source/target sentence pair. ``extra`` holds whatever else the record had
+    (for HSK: ``tokens`` with ``word``/``pinyin``/``gloss_en``, ``hsk_level``, ``topic``)."""
+
+    src: str
+    tgt: str
+    id: str = ""
+    extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+
+@dataclass(frozen=True)
+class LineProblem:
+    """A line that could not be used: ``file`` (name), 1-based ``line`` and the ``reason``."""
+
+    file: str
+    line: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}: {self.reason}"
+
+
+@dataclass
+class DataReport:
+    """What happened while reading a data source: counts and every skipped line."""
+
+    source: str
+    lines_read: int = 0
+    pairs: int = 0
+    problems: list[LineProblem] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # e.g. pairs left out for being too long
+
+    @property
+    def skipped(self) -> int:
+        return len(self.problems)
+
+    def summary(self, limit: int = 10) -> str:
+        """Several lines for a terminal: the counts, then up to ``limit`` problems."""
+        lines = [f"{self.source}: {self.pairs} pairs from {self.lines_read} lines, {self.skipped} bad line(s) skipped"]
+        lines += [f"  {p}" for p in self.problems[:limit]]
+        if self.skipped > limit:
+            lines.append(f"  ... and {self.skipped - limit} more")
+        lines += [f"  note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+@dataclass
+class Dataset:
+    """A named parallel data set with a deterministic split."""
+
+    name: str
+    train: list[Pair]
+    valid: list[Pair]
+    test: list[Pair]
+    report: DataReport
+    spec: dict[str, Any] = field(default_factory=dict)  # how to load it again (goes into meta.json)
+    src_lang: str = ""
+    tgt_lang: str = ""
+    licence: str = ""
+    attribution: str = ""
+    src_spaces: bool = True  # False for text written without spaces (Chinese): no dummy-prefix piece
+
+    def split(self, name: str) -> list[Pair]:
+        if name not in SPLITS:
+            raise DataError(f"unknown split {name!r} (expected one of {', '.join(SPLITS)})")
+        return getattr(self, name)
+
+    @property
+    def sizes(self) -> dict[str, int]:
+        return {s: len(self.split(s)) for s in SPLITS}
+
+    @property
+    def split_hash(self) -> str:
+        """SHA-256 (hex, first 16 digits) of every pair's split, id and texts."""
+        h = hashlib.sha256()
+        for s in SPLITS:
+            for p in self.split(s):
+                h.update(json.dumps([s, p.id, p.src, p.tgt], ensure_ascii=False).encode())
+                h.update(b"\n")
+        return h.hexdigest()[:16]
+
+    def describe(self) -> dict[str, Any]:
+        """What meta.json records about the data."""
+        return {
+            "name": self.name,
+            "spec": self.spec,
+            "split_hash": self.split_hash,
+            "sizes": self.sizes,
+            "split": "90/5/5 by SHA-256 of the key (id for built-in data, source text for user corpora)",
+            "licence": self.licence,
+            "attribution": self.attribution,
+            "bad_lines": self.report.skipped,
+        }
+
+
+# -- the split ------------------------------------------------------------------------------
+def split_of(key: str) -> str:
+    """``"train"``, ``"valid"`` or ``"test"`` for a key, from its SHA-256 (90/5/5)."""
+    bucket = int.from_bytes(hashlib.sha256(key.encode("utf-8")).digest()[:8], "big") % 100
+    if bucket < SPLIT_PERCENT[0]:
+        return "train"
+    if bucket < SPLIT_PERCENT[0] + SPLIT_PERCENT[1]:
+        return "valid"
+    return "test"
+
+
+def _split(pairs: Iterable[Pair], key=lambda p: p.id) -> dict[str, list[Pair]]:
+    out: dict[str, list[Pair]] = {s: [] for s in SPLITS}
+    for p in pairs:
+        out[split_of(key(p))].append(p)
+    return out
+
+
+def _dataset(name: str, pairs: list[Pair], report: DataReport, key=lambda p: p.id, **kw: Any) -> Dataset:
+    parts = _split(pairs, key)
+    report.pairs = len(pairs)
+    return Dataset(name, parts["train"], parts["valid"], parts["test"], report, **kw)
+
+
+def mostly_unspaced(texts: Iterable[str]) -> bool:
+    """True when the texts are mostly CJK (written without spaces between words)."""
+    cjk = other = 0
+    for t in texts:
+        for ch in t:
+            if ch.isspace():
+                continue
+            if "CJK" in unicodedata.name(ch, "") or "\u3000" <= ch <= "\u30ff":
+                cjk += 1
+            else:
+                other += 1
+    return cjk > 0.3 * max(1, cjk + other)
+
+
+# -- HSK ------------------------------------------------------------------------------------
+def load_hsk() -> Dataset:
+    """The HSK zh→en sentences (``hsk-sentences-audio``), split 90/5/5 by a hash of ``id``."""
+    try:
+        from hsk_sentences_audio import load_sentences
+    except ImportError:
+        raise DataError("the HSK data needs the package hsk-sentences-audio (pip install hsk-sentences-audio)") from None
+    records = load_sentences()
+    report = DataReport(HSK_NAME, lines_read=len(records))
+    pairs = []
+    for i, r in enumerate(records, 1):
+        zh = (r.get("chinese") or "").strip()
+        en = ((r.get("translation") or {}).get("en") or "").strip()
+        rid = str(r.get("id") or f"record-{i}")
+        if not zh or not en:
+            report.problems.append(LineProblem(HSK_NAME, i, f"record {rid} has an empty {'Chinese' if not zh else 'English'} side"))
+            continue
+        extra = {k: r[k] for k in ("tokens", "hsk_level", "topic", "pinyin") if k in r}
+        pairs.append(Pair(zh, en, rid, extra))
+    return _dataset(
+        HSK_NAME,
+        pairs,
+        report,
+        spec={"kind": HSK_NAME},
+        src_lang="zh",
+        tgt_lang="en",
+        licence=HSK_LICENSE,
+        attribution=HSK_SOURCE,
+        src_spaces=False,
+    )
+
+
+# -- synthetic tasks ----------------------------------------------------------------------
+DIGITS = "0123456789"
+LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+
+def synthetic(
+    task: str,
+    n: int = 6000,
+    min_len: int = 3,
+    max_len: int = 10,
+    alphabet: str = DIGITS,
+    seed: int = 0,
+) -> Dataset:
+    """``n`` random strings over ``alphabet`` (lengths ``min_len``..``max_len``, symbols separated
+    by spaces) with their copy, reverse or sort. Deterministic for a given ``seed``."""
+    if task not in SYNTHETIC_TASKS:
+        raise DataError(f"unknown synthetic task {task!r} (expected one of {', '.join(SYNTHETIC_TASKS)})")
+    if not 1 <= min_len <= max_len:
+        raise DataError("synthetic lengths need 1 <= min_len <= max_len")
+    rng = random.Random(f"{task}-{seed}")
+    pairs = []
+    for i in range(n):
+        seq = [rng.choice(alphabet) for _ in range(rng.randint(min_len, max_len))]
+        out = seq if task == "copy" else seq[::-1] if task == "reverse" else sorted(seq)
+        pairs.append(Pair(" ".join(seq), " ".join(out), f"{task}-{i:06d}"))
+    report = DataReport(task, lines_read=n)
+    spec = {"kind": task, "n": n, "min_len": min_len, "max_len": max_len, "alphabet": alphabet, "seed": seed}
+    return _dataset(task, pairs, report, spec=spec, src_lang=task, tgt_lang=task)
+
+
+# -- user corpora -------------------------------------------------------------------------
+def _lines(path: Path) -> list[bytes]:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    return [ln[:-1] if ln.endswith(b"\r") else ln for ln in lines]
+
+
+def _text(raw: bytes) -> str | None:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def load_tsv(path: str | os.PathLike) -> Dataset:
+    """A UTF-8 file of ``source<TAB>target`` lines. Bad lines are reported, with line numbers."""
+    path = Path(path)
+    lines = _lines(path)
+    report = DataReport(path.name, lines_read=len(lines))
+    pairs = []
+    for n, raw in enumerate(lines, 1):
+        text = _text(raw)
+        if text is None:
+            report.problems.append(LineProblem(path.name, n, "invalid UTF-8"))
+            continue
+        if not text.strip():
+            report.problems.append(LineProblem(path.name, n, "blank line"))
+            continue
+        tabs = text.count("\t")
+        if tabs != 1:
+            report.problems.append(LineProblem(path.name, n, "no tab between source and target" if tabs == 0 else f"{tabs} tabs (expected one)"))
+            continue
+        src, tgt = (s.strip() for s in text.split("\t"))
+        if not src or not tgt:
+            report.problems.append(LineProblem(path.name, n, f"empty {'source' if not src else 'target'}"))
+            continue
+        pairs.append(Pair(src, tgt, f"{path.name}:{n}"))
+    return _user_dataset(path.stem, pairs, report, {"kind": "tsv", "path": str(path)})
+
+
+def load_parallel(src_path: str | os.PathLike, tgt_path: str | os.PathLike) -> Dataset:
+    """Two line-aligned UTF-8 files (line n of one translates line n of the other)."""
+    sp, tp = Path(src_path), Path(tgt_path)
+    s_lines, t_lines = _lines(sp), _lines(tp)
+    report = DataReport(f"{sp.name} + {tp.name}", lines_read=max(len(s_lines), len(t_lines)))
+    pairs = []
+    for n in range(1, report.lines_read + 1):
+        if n > len(s_lines) or n > len(t_lines):
+            short = sp if n > len(s_lines) else tp
+            report.problems.append(LineProblem(short.name, n, "missing (the two files have different numbers of lines)"))
+            continue
+        src, tgt = _text(s_lines[n - 1]), _text(t_lines[n - 1])
+        if src is None or tgt is None:
+            report.problems.append(LineProblem(sp.name if src is None else tp.name, n, "invalid UTF-8"))
+            continue
+        src, tgt = src.strip(), tgt.strip()
+        if not src or not tgt:
+            report.problems.append(LineProblem(sp.name if not src else tp.name, n, "empty line"))
+            continue
+        pairs.append(Pair(src, tgt, f"{sp.name}:{n}"))
+    return _user_dataset(sp.stem, pairs, report, {"kind": "parallel", "src_path": str(sp), "tgt_path": str(tp)})
+
+
+def _user_dataset(name: str, pairs: list[Pair], report: DataReport, spec: dict[str, Any]) -> Dataset:
+    if not pairs:
+        raise DataError(f"{report.source}: no usable pairs ({report.skipped} bad line(s); first: {report.problems[0] if report.problems else 'the file is empty'})")
+    return _dataset(name, pairs, report, key=lambda p: p.src, spec=spec, src_spaces=not mostly_unspaced(p.src for p in pairs[:2000]))
+
+
+def load_data(spec: str | dict[str, Any], target: str | os.PathLike | None = None) -> Dataset:
+    """A data set by name (``hsk-zh-en``, ``copy``, ``reverse``, ``sort``), by TSV path, by a pair
+    of line-aligned files (``spec`` = source file, ``target`` = target file), or from a
+    ``Dataset.spec`` dict (as stored in meta.json)."""
+    if isinstance(spec, dict):
+        kind = spec.get("kind")
+        if kind == HSK_NAME:
+            return load_hsk()
+        if kind in SYNTHETIC_TASKS:
+            kw = {k: spec[k] for k in ("n", "min_len", "max_len", "alphabet", "seed") if k in spec}
+            return synthetic(kind, **kw)
+        if kind == "tsv":
+            return load_tsv(spec["path"])
+        if kind == "parallel":
+            return load_parallel(spec["src_path"], spec["tgt_path"])
+        raise DataError(f"unknown data kind {kind!r}")
+    if target is not None:
+        return load_parallel(spec, target)
+    if spec == HSK_NAME:
+        return load_hsk()
+    if spec in SYNTHETIC_TASKS:
+        return synthetic(spec)
+    path = Path(spec)
+    if not path.exists():
+        raise DataError(f"{spec}: no such file (expected a TSV file or one of {', '.join(BUILTIN)})")
+    if path.is_dir():
+        raise DataError(f"{spec}: is a folder (expected a TSV file of source<TAB>target lines)")
+    return load_tsv(path)
+
+
+# -- tensors and batches ------------------------------------------------------------------
+@dataclass(frozen=True)
+class Example:
+    """A pair as token ids (no SOS/EOS): ``src`` for the encoder, ``tgt`` for the decoder/labels."""
+
+    src: tuple[int, ...]
+    tgt: tuple[int, ...]
+    index: int  # position in the list of pairs it came from
+
+
+def encode_pairs(pairs: Sequence[Pair], src_tok, tgt_tok, max_len: int | None = None, report: DataReport | None = None) -> list[Example]:
+    """Token ids of ``pairs``. With ``max_len``, pairs whose source is longer than ``max_len`` or whose
+    target + EOS is are left out and counted in ``report.notes`` (when given)."""
+    out, too_long = [], 0
+    for i, p in enumerate(pairs):
+        s, t = tuple(src_tok.encode(p.src)), tuple(tgt_tok.encode(p.tgt))
+        if max_len is not None and (len(s) > max_len or len(t) + 1 > max_len or not s):
+            too_long += 1
+            continue
+        out.append(Example(s, t, i))
+    if too_long and report is not None:
+        report.notes.append(f"{too_long} pair(s) left out: empty or longer than max_len ({max_len}) tokens")
+    return out
+
+
+def batch_cost(examples: Sequence[Example]) -> int:
+    """Padded size of a batch: rows x the longer of source and target + 1."""
+    return len(examples) * max(max(len(e.src), len(e.tgt) + 1) for e in examples)
+
+
+def make_batches(examples: Sequence[Example], batch_tokens: int, seed: int = 0, epoch: int = 0, shuffle: bool = True) -> list[list[int]]:
+    """Indices into ``examples`` grouped in batches of similar length whose padded size
+    (``batch_cost``) is at most ``batch_tokens`` (a single longer example gets a batch alone).
+    Deterministic for ``(seed, epoch)``; ``shuffle=False`` keeps length order (evaluation)."""
+    rng = random.Random(f"batches-{seed}-{epoch}")
+    order = list(range(len(examples)))
+    if shuffle:
+        rng.shuffle(order)
+    order.sort(key=lambda i: (len(examples[i].src), len(examples[i].tgt)))  # stable: shuffled ties
+    batches: list[list[int]] = []
+    cur: list[int] = []
+    width = 0
+    for i in order:
+        w = max(width, len(examples[i].src), len(examples[i].tgt) + 1)
+        if cur and (len(cur) + 1) * w > batch_tokens:
+            batches.append(cur)
+            cur, w = [], max(len(examples[i].src), len(examples[i].tgt) + 1)
+        cur.append(i)
+        width = w
+    if cur:
+        batches.append(cur)
+    if shuffle:
+        rng.shuffle(batches)
+    return batches
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Teacher-forcing tensors: ``src`` (encoder input), ``tgt_in`` (SOS + target), ``labels`` (target + EOS)."""
+
+    src: torch.Tensor  # [B, Ls] PAD-padded
+    tgt_in: torch.Tensor  # [B, Lt] SOS y1 .. yn PAD..
+    labels: torch.Tensor  # [B, Lt] y1 .. yn EOS PAD..
+    indices: tuple[int, ...]  # Example.index of each row
+
+    @property
+    def n_tokens(self) -> int:
+        """Number of real label tokens (what the loss averages over)."""
+        return int((self.labels != 0).sum())
+
+    def to(self, device: str | torch.device) -> "Batch":
+        return Batch(self.src.to(device), self.tgt_in.to(device), self.labels.to(device), self.indices)
+
+
+def collate(examples: Sequence[Example], pad_id: int = 0, bos_id: int = 2, eos_id: int = 3) -> Batch:
+    ls = max(len(e.src) for e in examples)
+    lt = max(len(e.tgt) for e in examples) + 1
+    src = torch.full((len(examples), ls), pad_id, dtype=torch.long)
+    tgt_in = torch.full((len(examples), lt), pad_id, dtype=torch.long)
+    labels = torch.full((len(examples), lt), pad_id, dtype=torch.long)
+    for r, e in enumerate(examples):
+        src[r, : len(e.src)] = torch.tensor(e.src, dtype=torch.long)
+        tgt_in[r, : len(e.tgt) + 1] = torch.tensor((bos_id, *e.tgt), dtype=torch.long)
+        labels[r, : len(e.tgt) + 1] = torch.tensor((*e.tgt, eos_id), dtype=torch.long)
+    return Batch(src, tgt_in, labels, tuple(e.index for e in examples))

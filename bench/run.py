@@ -1,0 +1,41 @@
+"""``make bench``: every benchmark prints figures as ratios to a reference measured in the same run.
+
+Usage: python bench/run.py [core|decoding|views|ui ...] [--threads N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+SUITES = ["core", "decoding", "views", "ui"]
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("suites", nargs="*", default=SUITES)
+    p.add_argument("--threads", type=int, default=1)
+    args = p.parse_args()
+    for suite in args.suites:
+        try:
+            mod = importlib.import_module(f"bench_{suite}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"bench_{suite}":
+                raise
+            print(f"(no benchmark '{suite}' yet)")
+            continue
+        if hasattr(mod, "run"):
+            mod.run(print, threads=args.threads) if "threads" in mod.run.__code__.co_varnames else mod.run(print)
+        else:
+            mod.main()
+        print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
