@@ -25,7 +25,7 @@ bench: $(STAMP)
 	$(PY) bench/run.py $(ARGS)
 
 screenshot: $(STAMP)
-	QT_QPA_PLATFORM=offscreen $(PY) tools/screenshot.py
+	QT_QPA_PLATFORM=offscreen $(PY) -m attnviz.qt.screenshot
 
 clean:
 	rm -rf $(VENV) build *.egg-info

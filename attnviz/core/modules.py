@@ -43,6 +43,14 @@ def padding_mask(ids: torch.Tensor, pad_id: int) -> torch.Tensor:
     return torch.zeros(ids.shape, dtype=torch.float32, device=ids.device).masked_fill(ids == pad_id, NEG_INF)[:, None, None, :]
 
 
+def _version(t: torch.Tensor) -> int:
+    """In-place modification counter (inference tensors have none: they cannot change outside inference mode)."""
+    try:
+        return t._version
+    except RuntimeError:
+        return -1
+
+
 class MultiHeadAttention(nn.Module):
     """softmax(Q_i K_i^T / sqrt(d_k) + M) V_i for each head i, then Concat(Z_1..Z_h) W^O."""
 
@@ -65,7 +73,7 @@ class MultiHeadAttention(nn.Module):
     def _qkv(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Self-attention's Q, K, V from one fused matmul (in inference; same numbers as three)."""
         ws = (self.w_q.weight, self.w_k.weight, self.w_v.weight, self.w_q.bias, self.w_k.bias, self.w_v.bias)
-        key = tuple((w.data_ptr(), w._version) for w in ws)
+        key = tuple((w.data_ptr(), _version(w)) for w in ws)
         if self._fused is None or self._fused[0] != key:
             self._fused = (key, torch.cat(ws[:3]).detach(), torch.cat(ws[3:]).detach())
         b, n, _ = x.shape

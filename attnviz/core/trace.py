@@ -225,12 +225,12 @@ class Recorder:
 
     def put(self, name: str, tensor: torch.Tensor, batched: bool | None = None) -> None:
         """Record ``tensor`` under ``name`` if wanted (detached; converted on first read)."""
-        if self.wants(name):
+        if self.patterns is None or self.wants(name):
             self._pending[name] = _Convert(tensor.detach(), name, batched, self.batch_index)
 
     def put_lazy(self, name: str, compute: Callable[[], torch.Tensor], batched: bool | None = None) -> None:
         """Record a derived value (e.g. a statistic) computed only if the trace entry is read."""
-        if self.wants(name):
+        if self.patterns is None or self.wants(name):
             self._pending[name] = _Convert(compute, name, batched, self.batch_index)
 
     def trace(self) -> Trace:

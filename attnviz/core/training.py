@@ -269,8 +269,9 @@ def greedy_decode(
 ) -> list[GreedyResult]:
     """Greedy decoding of source id lists with the KV cache (``start_decoding``/``decode_step``).
 
-    Runs in eval mode (and restores the previous mode). Sources are batched by length. An
-    empty source or one longer than the model's ``max_len`` raises ``ValueError``.
+    Runs in eval mode (and restores the previous mode). Sources are batched by length; each has
+    its own limit (``max_new``, default ``2 x source tokens + 10``), so batching does not change
+    a result. An empty source or one longer than the model's ``max_len`` raises ``ValueError``.
     """
     cfg = model.config
     for s in sources:
@@ -291,13 +292,13 @@ def greedy_decode(
             for r, i in enumerate(idx):
                 src[r, : len(sources[i])] = torch.tensor(list(sources[i]), dtype=torch.long)
             src = src.to(device)
-            limit = min(cfg.max_len, max_new if max_new is not None else default_max_new(ls, cfg.max_len))
+            limits = [min(cfg.max_len, max_new if max_new is not None else default_max_new(len(sources[i]), cfg.max_len)) for i in idx]
             cache = model.start_decoding(model.encode(src))
             token = torch.full((len(idx),), cfg.bos_id, dtype=torch.long, device=device)
             done = torch.zeros(len(idx), dtype=torch.bool, device=device)
             steps: list[torch.Tensor] = []
             tops: list[tuple[torch.Tensor, torch.Tensor]] = []
-            for _ in range(limit):
+            for _ in range(max(limits)):
                 logits, cache = model.decode_step(token, cache)  # [B, V]
                 if top_k:
                     p, t = torch.softmax(logits.float(), -1).topk(min(top_k, logits.shape[-1]), -1)
@@ -310,7 +311,7 @@ def greedy_decode(
                     break
             ids = torch.stack(steps, 1).cpu().tolist() if steps else [[] for _ in idx]
             for r, i in enumerate(idx):
-                row = ids[r]
+                row = ids[r][: limits[r]]  # each source has its own length limit
                 n = row.index(cfg.eos_id) if cfg.eos_id in row else len(row)
                 finished = n < len(row)
                 tk: tuple = ()
@@ -431,6 +432,11 @@ def _opt_state_from_files(tensors: dict[str, torch.Tensor], info: dict[str, Any]
     return {"state": state, "param_groups": groups}
 
 
+def _finite_or_none(v: float, digits: int = 5) -> float | None:
+    v = float(v)
+    return round(v, digits) if math.isfinite(v) else None
+
+
 def _round(a: np.ndarray, digits: int = 3) -> list:
     return np.round(a.astype(np.float64), digits).tolist()
 
@@ -495,13 +501,13 @@ class Trainer:
         out_dir: str | Path | None = None,
         src_vocab: int = 3000,
         tgt_vocab: int = 2000,
-        src_tokenizer: str = "unigram",
-        tgt_tokenizer: str = "unigram",
+        src_tokenizer_type: str = "unigram",
+        tgt_tokenizer_type: str = "unigram",
         command: str | None = None,
     ) -> "Trainer":
         """A new run: train the tokenizers on the training split, size the model to them, seed it."""
         options = options or TrainOptions()
-        src_tok, tgt_tok = build_tokenizers(dataset, src_vocab, tgt_vocab, src_tokenizer, tgt_tokenizer)
+        src_tok, tgt_tok = build_tokenizers(dataset, src_vocab, tgt_vocab, src_tokenizer_type, tgt_tokenizer_type)
         cfg = config.to_dict() if isinstance(config, TransformerConfig) else dict(config or {})
         cfg.update(src_vocab_size=src_tok.vocab_size, tgt_vocab_size=tgt_tok.vocab_size)
         model = build_model(TransformerConfig.from_dict(cfg), options.seed)
@@ -509,8 +515,8 @@ class Trainer:
             "command": command or "",
             "data": dataset.describe(),
             "tokenizers": {
-                "source": {"type": src_tokenizer, "vocab_size": src_tok.vocab_size, "asked": src_vocab},
-                "target": {"type": tgt_tokenizer, "vocab_size": tgt_tok.vocab_size, "asked": tgt_vocab},
+                "source": {"type": src_tokenizer_type, "vocab_size": src_tok.vocab_size, "asked": src_vocab},
+                "target": {"type": tgt_tokenizer_type, "vocab_size": tgt_tok.vocab_size, "asked": tgt_vocab},
             },
             "options": options.to_dict(),
         }
@@ -721,7 +727,7 @@ class Trainer:
         metrics["lr"] = self.optimizer.param_groups[0]["lr"]
         metrics["elapsed_s"] = self.elapsed_s
         probes, norms = self.probe()
-        self.history.append({"epoch": self.epoch + 1, "step": self.step, **{k: round(float(v), 5) for k, v in metrics.items()}})
+        self.history.append({"epoch": self.epoch + 1, "step": self.step, **{k: _finite_or_none(v) for k, v in metrics.items()}})
         self.snapshots.append(
             {
                 "epoch": self.epoch + 1,
@@ -742,7 +748,8 @@ class Trainer:
         prev_threads = torch.get_num_threads()
         torch.set_num_threads(o.threads)
         try:
-            return self._fit()
+            with torch.inference_mode(False), torch.enable_grad():  # grad mode is per thread: a worker may have turned it off
+                return self._fit()
         finally:
             torch.set_num_threads(prev_threads)
 
@@ -793,12 +800,13 @@ class Trainer:
                     g["lr"] = lr
                 logits = self.model(batch.src, batch.tgt_in)  # [B, Lt, V]
                 loss = F.cross_entropy(logits.transpose(1, 2), batch.labels, ignore_index=PAD_ID, label_smoothing=o.label_smoothing)
-                lv = float(loss)
+                lv = float(loss.detach())
                 if not math.isfinite(lv):
                     last = f"epoch {self.epoch}" if self.epoch else "none (no epoch finished yet)"
                     where = f" in {self.out_dir}" if self.out_dir else ""
+                    what = "NaN" if math.isnan(lv) else "infinite"
                     msg = (
-                        f"the loss became {lv} at step {self.step + 1} (epoch {self.epoch + 1}); training stopped. "
+                        f"the loss became {what} at step {self.step + 1} (epoch {self.epoch + 1}); training stopped. "
                         f"The last good checkpoint{where} is kept: {last}. Try a lower --lr or a longer --warmup."
                     )
                     self._message(msg, "error")
@@ -829,6 +837,15 @@ class Trainer:
                         ),
                     )
                     win_loss, win_n, win_tokens, win_t0 = 0.0, 0, 0, now
+            if not self._weights_finite():
+                last = f"epoch {self.epoch}" if self.epoch else "none (no epoch finished yet)"
+                where = f" in {self.out_dir}" if self.out_dir else ""
+                msg = (
+                    f"the weights became NaN or infinite by step {self.step} (epoch {self.epoch + 1}); training stopped. "
+                    f"The last good checkpoint{where} is kept: {last}. Try a lower --lr or a longer --warmup."
+                )
+                self._message(msg, "error")
+                return self._end("failed", msg)
             self._eval_and_record()
             self.epoch += 1
             self.batch_in_epoch = 0
@@ -843,6 +860,9 @@ class Trainer:
             self.elapsed_s += time.perf_counter() - t0
         self.save_checkpoint("final", "finished")
         return self._end(status, message or f"finished {o.epochs} epochs ({self.step} steps)", final)
+
+    def _weights_finite(self) -> bool:
+        return all(bool(torch.isfinite(t).all()) for t in self.model.state_dict().values() if t.is_floating_point())
 
     def _end(self, status: str, message: str, final: dict[str, Any] | None = None) -> TrainResult:
         final = final or {}

@@ -24,5 +24,26 @@ def run_app(model: str | None = None, src: str | None = None, tgt: str | None = 
     from .main_window import MainWindow
 
     window = MainWindow(model=Path(model) if model else None, src=src, tgt=tgt)
+    install_error_hook(window)
     window.show()
     return app.exec()
+
+
+def install_error_hook(window) -> None:
+    """An unexpected error in a slot becomes a one-line message in the window (and a traceback
+    on stderr for a bug report), never a crash or a silent failure."""
+    import traceback
+
+    previous = sys.excepthook
+
+    def hook(exc_type, exc, tb):
+        if issubclass(exc_type, KeyboardInterrupt):
+            previous(exc_type, exc, tb)
+            return
+        traceback.print_exception(exc_type, exc, tb)
+        try:
+            window.show_message("error", f"Unexpected error: {exc_type.__name__}: {exc}")
+        except Exception:  # noqa: BLE001 - the window may be gone
+            pass
+
+    sys.excepthook = hook

@@ -1,34 +1,536 @@
-"""The main window. (Minimal until the GUI issue: states which model it loaded, or why it could not.)"""
+"""The main window: wiring only. The session owns the state; each panel lives in its own module."""
 
 from __future__ import annotations
 
+import traceback
 from pathlib import Path
 
-from PySide6 import QtCore, QtWidgets
+from PySide6 import QtCore, QtGui, QtWidgets
 
+from attnviz import __version__
+from attnviz.core.bundle import Bundle
 from attnviz.paths import default_model
+
+from .colormaps import SEQUENTIAL_COLORMAPS, ui_font
+from .qt_attention_grid import QtAttentionGrid
+from .qt_decode_panel import QtInputBar, QtStepBar, QtTokenChips, QtTopKPanel
+from .qt_head_detail_view import QtHeadDetailView
+from .qt_line_view import QtLineView
+from .qt_mask_view import QtMaskView
+from .session import Session
+
+MAX_RECENT = 8
+ABOUT = """<h3>attnviz {version}</h3>
+<p>Watch attention work inside an encoder-decoder Transformer, built as
+"Attention Is All You Need" describes it.</p>
+<p><b>Data.</b> The default model is trained on the Chinese→English sentence pairs of the HSK
+example-sentence data set, distributed as the PyPI package <i>hsk-sentences-audio</i> under the
+Creative Commons Attribution-ShareAlike 4.0 licence (CC-BY-SA-4.0). Word glosses in that data come
+from CC-CEDICT.</p>"""
+SHORTCUTS = [
+    ("→", "Step: decode the next token"),
+    ("←", "Back: undo the last token"),
+    ("End", "Run to the end (EOS or the maximum length)"),
+    ("Home", "Reset to SOS"),
+    ("Enter (top-k list)", "Force the selected token"),
+    ("Ctrl+O", "Open a model bundle"),
+    ("Ctrl+E", "Export the current figure"),
+    ("Ctrl+Shift+E", "Export the current figure's data"),
+    ("Ctrl+Q", "Quit"),
+]
 
 
 class MainWindow(QtWidgets.QMainWindow):
-    def __init__(self, model: Path | None = None, src: str | None = None, tgt: str | None = None):
+    def __init__(self, model: Path | None = None, src: str | None = None, tgt: str | None = None, settings: QtCore.QSettings | None = None):
         super().__init__()
+        self.setObjectName("mainWindow")
         self.setWindowTitle("attnviz")
-        self.model_path = model or default_model()
-        self.bundle = None
-        self.status = QtWidgets.QLabel(objectName="modelStatus")
-        self.status.setAlignment(QtCore.Qt.AlignmentFlag.AlignCenter)
-        self.status.setWordWrap(True)
-        self.setCentralWidget(self.status)
-        self.resize(640, 240)
-        self.load_model(self.model_path)
+        self.setAcceptDrops(True)
+        self.settings = settings or QtCore.QSettings()
+        self.session = Session(self)
+        self._active_view: QtWidgets.QWidget | None = None
+        self._kind_set: set = set()
+        self._closing = False
+        self.create_actions()
+        self.create_central()
+        self.create_docks()
+        self.create_menus()
+        self.create_tool_bar()
+        self.create_status_bar()
+        self.session.modelChanged.connect(self._on_model_changed)
+        self.session.decodingChanged.connect(self._on_decoding_changed)
+        self.session.busyChanged.connect(self._on_busy)
+        self.session.message.connect(self.show_message)
+        self.session.runFinished.connect(self._update_actions)
+        self.read_settings()
+        self._load_examples()
+        examples = self.input_bar._examples
+        first = src if src is not None else (examples[0].source if examples else "我喜欢吃鱼。")
+        self.input_bar.set_texts(first, tgt or "")
+        self.session.source, self.session.target = first, tgt or ""
+        self._pending_run = src is None or not tgt  # decode the first sentence to the end once loaded
+        self.model_path = Path(model) if model else default_model()
+        self.open_model(self.model_path)
+        self._update_actions()
 
-    def load_model(self, path: Path) -> None:
-        from attnviz.core.bundle import BundleError, load_bundle
+    # -- construction ----------------------------------------------------------------------
+    def create_actions(self) -> None:
+        def act(text, slot, shortcut=None, tip="", name=""):
+            a = QtGui.QAction(text, self)
+            if shortcut is not None:
+                a.setShortcut(QtGui.QKeySequence(shortcut))
+            a.setStatusTip(tip)
+            a.setToolTip(f"{tip} ({a.shortcut().toString()})" if shortcut else tip)
+            a.triggered.connect(slot)
+            if name:
+                a.setObjectName(name)
+            return a
 
-        try:
-            self.bundle = load_bundle(path)
-        except BundleError as exc:
-            self.bundle = None
-            self.status.setText(f"No model loaded.\n{exc}")
+        st = self.style()
+        sp = QtWidgets.QStyle.StandardPixmap
+        self.open_act = act("&Open Model Bundle…", self.open_model_dialog, QtGui.QKeySequence.StandardKey.Open, "Open a model bundle folder", "openAction")
+        self.open_act.setIcon(st.standardIcon(sp.SP_DirOpenIcon))
+        self.export_fig_act = act("Export &Figure…", self.export_figure, "Ctrl+E", "Export the current view as PNG, SVG or PDF", "exportFigureAction")
+        self.export_fig_act.setIcon(st.standardIcon(sp.SP_DialogSaveButton))
+        self.export_data_act = act("Export &Data…", self.export_data, "Ctrl+Shift+E", "Export the data behind the current view (CSV or NPZ)", "exportDataAction")
+        self.export_all_act = act("Export &All Heads…", self.export_all_heads, None, "One figure per layer and head, for the chosen attention kind", "exportAllAction")
+        self.quit_act = act("&Quit", self.close, QtGui.QKeySequence.StandardKey.Quit, "Quit attnviz", "quitAction")
+        self.step_act = act("Step", self.session.step, QtCore.Qt.Key.Key_Right, "Decode the next token", "stepAction")
+        self.step_act.setIcon(st.standardIcon(sp.SP_MediaSeekForward))
+        self.back_act = act("Back", self.session.back, QtCore.Qt.Key.Key_Left, "Undo the last token", "backAction")
+        self.back_act.setIcon(st.standardIcon(sp.SP_MediaSeekBackward))
+        self.run_act = act("Run to End", self.session.run_to_end, QtCore.Qt.Key.Key_End, "Decode until EOS or the maximum length", "runAction")
+        self.run_act.setIcon(st.standardIcon(sp.SP_MediaSkipForward))
+        self.reset_act = act("Reset", self.session.reset, QtCore.Qt.Key.Key_Home, "Back to SOS", "resetAction")
+        self.reset_act.setIcon(st.standardIcon(sp.SP_MediaSkipBackward))
+        self.about_act = act("&About attnviz", self.about, None, "About attnviz and its data", "aboutAction")
+        self.keys_act = act("&Keyboard Shortcuts", self.show_shortcuts, None, "List the keyboard shortcuts", "shortcutsAction")
+        for a in (self.step_act, self.back_act, self.run_act, self.reset_act):
+            a.setShortcutContext(QtCore.Qt.ShortcutContext.WindowShortcut)
+
+    def create_central(self) -> None:
+        central = QtWidgets.QWidget()
+        layout = QtWidgets.QVBoxLayout(central)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        self.input_bar = QtInputBar(self.session)
+        self.step_bar = QtStepBar(self.session, {"step": self.step_act, "back": self.back_act, "run": self.run_act, "reset": self.reset_act})
+        self.chips = QtTokenChips()
+        self.message_bar = QtWidgets.QLabel(objectName="messageBar")
+        self.message_bar.setWordWrap(True)
+        self.message_bar.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.message_bar.setContentsMargins(8, 3, 8, 3)
+        self.message_bar.hide()
+        self.grid = QtAttentionGrid()
+        layout.addWidget(self.input_bar)
+        layout.addWidget(self.step_bar)
+        layout.addWidget(self.chips)
+        layout.addWidget(self.message_bar)
+        layout.addWidget(self.grid, 1)
+        self.setCentralWidget(central)
+        self._connect_view(self.grid)
+        self.grid.tileClicked.connect(self._on_grid_clicked)
+
+    def _dock(self, title: str, widget: QtWidgets.QWidget, name: str, area, tab_with: QtWidgets.QDockWidget | None = None) -> QtWidgets.QDockWidget:
+        dock = QtWidgets.QDockWidget(title, self)
+        dock.setObjectName(name)
+        dock.setWidget(widget)
+        self.addDockWidget(area, dock)
+        if tab_with is not None:
+            self.tabifyDockWidget(tab_with, dock)
+        dock.visibilityChanged.connect(lambda visible, w=widget: visible and self._refresh_view(w))
+        self.docks.append(dock)
+        return dock
+
+    def create_docks(self) -> None:
+        self.docks: list[QtWidgets.QDockWidget] = []
+        right = QtCore.Qt.DockWidgetArea.RightDockWidgetArea
+        left = QtCore.Qt.DockWidgetArea.LeftDockWidgetArea
+        bottom = QtCore.Qt.DockWidgetArea.BottomDockWidgetArea
+        self.topk_panel = QtTopKPanel()
+        self.topk_panel.forceRequested.connect(self.session.force)
+        self.head_detail = QtHeadDetailView()
+        self.line_view = QtLineView()
+        self.mask_view = QtMaskView()
+        self.topk_dock = self._dock("Next token (top-k)", self.topk_panel, "topkDock", left)
+        self.head_dock = self._dock("Head detail", self.head_detail, "headDetailDock", right)
+        self.line_dock = self._dock("Lines", self.line_view, "lineViewDock", right, self.head_dock)
+        self.mask_dock = self._dock("Masks", self.mask_view, "maskViewDock", right, self.line_dock)
+        self.head_dock.raise_()
+        for v in (self.head_detail, self.line_view, self.mask_view):
+            self._connect_view(v)
+        self.extra_views: list[QtWidgets.QWidget] = []
+        self._create_inside_docks(right, bottom)
+
+    def _create_inside_docks(self, right, bottom) -> None:
+        """Positional encoding, norm statistics, output distribution, walkthrough and training."""
+        from . import inside
+
+        self.inside = inside.InsidePanels(self, self.session)
+        prev = None
+        self.inside_docks: list[QtWidgets.QDockWidget] = []
+        for title, widget, name in self.inside.views():
+            dock = self._dock(title, widget, name, bottom, prev)
+            prev = dock
+            self.inside_docks.append(dock)
+            self._connect_view(widget)
+            self.extra_views.append(widget)
+        if self.inside_docks:
+            self.inside_docks[0].raise_()
+
+    def create_menus(self) -> None:
+        mb = self.menuBar()
+        file_menu = mb.addMenu("&File")
+        file_menu.addAction(self.open_act)
+        self.recent_menu = file_menu.addMenu("Open &Recent")
+        self.recent_menu.setObjectName("recentMenu")
+        file_menu.addSeparator()
+        file_menu.addAction(self.export_fig_act)
+        file_menu.addAction(self.export_data_act)
+        file_menu.addAction(self.export_all_act)
+        file_menu.addSeparator()
+        file_menu.addAction(self.quit_act)
+        self.view_menu = mb.addMenu("&View")
+        for dock in self.docks:
+            self.view_menu.addAction(dock.toggleViewAction())
+        self.view_menu.addSeparator()
+        cmap_menu = self.view_menu.addMenu("&Colormap")
+        self.cmap_group = QtGui.QActionGroup(self)
+        for name in SEQUENTIAL_COLORMAPS:
+            a = cmap_menu.addAction(name)
+            a.setCheckable(True)
+            a.setData(name)
+            self.cmap_group.addAction(a)
+        self.cmap_group.triggered.connect(lambda a: self.set_colormap(a.data()))
+        theme_menu = self.view_menu.addMenu("&Theme")
+        self.theme_group = QtGui.QActionGroup(self)
+        for name in ("light", "dark"):
+            a = theme_menu.addAction(name.capitalize())
+            a.setCheckable(True)
+            a.setData(name)
+            self.theme_group.addAction(a)
+        self.theme_group.triggered.connect(lambda a: self.set_theme(a.data()))
+        decode = mb.addMenu("&Decode")
+        for a in (self.step_act, self.back_act, self.run_act, self.reset_act):
+            decode.addAction(a)
+        decode.addSeparator()
+        strat = decode.addMenu("&Strategy")
+        for i in range(self.step_bar.strategy_combo.count()):
+            a = strat.addAction(self.step_bar.strategy_combo.itemText(i))
+            a.triggered.connect(lambda _=False, i=i: self.step_bar.strategy_combo.setCurrentIndex(i))
+        help_menu = mb.addMenu("&Help")
+        help_menu.addAction(self.keys_act)
+        help_menu.addAction(self.about_act)
+
+    def create_tool_bar(self) -> None:
+        tb = self.addToolBar("Main")
+        tb.setObjectName("mainToolBar")
+        tb.addAction(self.open_act)
+        tb.addSeparator()
+        for a in (self.reset_act, self.back_act, self.step_act, self.run_act):
+            tb.addAction(a)
+        tb.addSeparator()
+        tb.addAction(self.export_fig_act)
+
+    def create_status_bar(self) -> None:
+        sb = self.statusBar()
+        self.model_label = QtWidgets.QLabel(objectName="modelLabel")
+        self.step_label = QtWidgets.QLabel(objectName="stepLabel")
+        self.busy = QtWidgets.QProgressBar(objectName="busyIndicator")
+        self.busy.setRange(0, 0)
+        self.busy.setMaximumWidth(120)
+        self.busy.hide()
+        sb.addWidget(self.model_label, 1)
+        sb.addPermanentWidget(self.step_label)
+        sb.addPermanentWidget(self.busy)
+
+    # -- settings -----------------------------------------------------------------------------
+    def read_settings(self) -> None:
+        s = self.settings
+        geometry = s.value("window/geometry")
+        if geometry is not None:
+            self.restoreGeometry(geometry)
+        else:
+            self.resize(1400, 900)
+        state = s.value("window/state")
+        if state is None or not self.restoreState(state):
+            v, h = QtCore.Qt.Orientation.Vertical, QtCore.Qt.Orientation.Horizontal
+            self.resizeDocks([self.topk_dock, self.head_dock], [250, 520], h)
+            if self.inside_docks:
+                self.resizeDocks([self.inside_docks[0]], [340], v)
+        self.set_colormap(str(s.value("view/colormap", SEQUENTIAL_COLORMAPS[0])))
+        self.set_theme(str(s.value("view/theme", "light")))
+        self._update_recent_menu()
+
+    def write_settings(self) -> None:
+        s = self.settings
+        s.setValue("window/geometry", self.saveGeometry())
+        s.setValue("window/state", self.saveState())
+        s.setValue("view/colormap", self._colormap)
+        s.setValue("view/theme", self._theme)
+        s.sync()
+
+    def recent_models(self) -> list[str]:
+        value = self.settings.value("recent/models", [])
+        if isinstance(value, str):
+            value = [value]
+        return [str(v) for v in (value or [])]
+
+    def _add_recent(self, path: Path) -> None:
+        items = [str(path)] + [p for p in self.recent_models() if p != str(path)]
+        self.settings.setValue("recent/models", items[:MAX_RECENT])
+        self._update_recent_menu()
+
+    def _update_recent_menu(self) -> None:
+        self.recent_menu.clear()
+        recent = self.recent_models()
+        for p in recent:
+            a = self.recent_menu.addAction(p)
+            a.triggered.connect(lambda _=False, p=p: self.open_model(Path(p)))
+        self.recent_menu.setEnabled(bool(recent))
+
+    # -- model --------------------------------------------------------------------------------
+    def open_model_dialog(self) -> None:
+        start = str(self.model_path.parent if self.model_path else default_model().parent)
+        path = QtWidgets.QFileDialog.getExistingDirectory(self, "Open model bundle (a folder with config.json, model.safetensors…)", start)
+        if path:
+            self.open_model(Path(path))
+
+    def open_model(self, path: Path) -> None:
+        self.model_path = Path(path)
+        self.session.open_model(path)
+
+    def _on_model_changed(self, bundle: Bundle | None) -> None:
+        if bundle is None:
+            self.model_label.setText("No model")
             return
-        self.status.setText(f"Loaded model {self.bundle.name}\n{self.bundle.config.describe()}")
+        self._add_recent(bundle.path) if bundle.path else None
+        self.setWindowTitle(f"attnviz — {bundle.name}")
+        c = bundle.config
+        self.model_label.setText(f"{bundle.name}: {c.describe()}")
+        self.model_label.setToolTip(str(bundle.path))
+        if self._pending_run:  # the first sentence is decoded once the session has rebuilt
+            self._pending_run = False
+            QtCore.QTimer.singleShot(0, self.session.run_to_end)
+
+    def _load_examples(self) -> None:
+        from attnviz.core.examples import load_examples
+
+        self.input_bar.set_examples(load_examples())
+
+    # -- updates --------------------------------------------------------------------------------
+    def _on_decoding_changed(self) -> None:
+        self._update_actions()
+        self._update_chips()
+        self._update_topk()
+        for view in (self.grid, self.head_detail, self.line_view, self.mask_view, *self.extra_views):
+            if view.isVisible():
+                self._refresh_view(view)
+            else:
+                view._stale = True
+
+    def _refresh_view(self, view: QtWidgets.QWidget) -> None:
+        s = self.session
+        view._stale = False
+        try:
+            if view in (self.grid, self.head_detail, self.line_view):
+                data = {k: d for k in ("encoder", "decoder", "cross") if (d := s.attention_data(k)) is not None}
+                if data:
+                    view.set_data(data)
+                    if "cross" in data and view not in self._kind_set:  # open on cross-attention
+                        self._kind_set.add(view)
+                        if view is self.head_detail:
+                            view.select(kind="cross")
+                        else:
+                            view.set_kind("cross")
+                elif hasattr(view, "clear"):
+                    view.clear()
+            elif view is self.mask_view:
+                md = s.mask_data()
+                if md is not None:
+                    view.set_data(md)
+                elif hasattr(view, "clear"):
+                    view.clear()
+            elif hasattr(self, "inside"):
+                self.inside.refresh(view)
+        except Exception as exc:  # noqa: BLE001 - a view that cannot draw says so; the app goes on
+            self.show_message("error", f"Could not update {view.objectName()}: {type(exc).__name__}: {exc}")
+            traceback.print_exc()
+
+    def _update_actions(self) -> None:
+        s = self.session
+        self.step_act.setEnabled(s.can_step())
+        self.back_act.setEnabled(s.can_back())
+        self.run_act.setEnabled(s.can_step())
+        self.reset_act.setEnabled(s.can_back())
+        has = s.current is not None
+        self.export_fig_act.setEnabled(has)
+        self.export_data_act.setEnabled(has)
+        self.export_all_act.setEnabled(has)
+        if s.forced is not None:
+            n = len(s.forced.positions)
+            self.step_label.setText(f"teacher-forced · position {s.forced_cursor + 1}/{n} · loss {s.forced.loss:.3f} · accuracy {s.forced.accuracy:.0%}")
+        elif s.decoding is not None:
+            d = s.decoding
+            state = "finished" if d.finished else "running" if s.running else "ready"
+            self.step_label.setText(f"step {len(d.steps)}/{d.max_len} · {d.strategy.describe()} · {state}")
+        else:
+            self.step_label.setText("")
+
+    def _update_chips(self) -> None:
+        s = self.session
+        if s.forced is not None:
+            f = s.forced
+            note = f"→ predicted: {' '.join(p.predicted_piece for p in f.positions)}"
+            self.chips.set_tokens(f.input_pieces + ("EOS",), current=s.forced_cursor, note=note)
+        elif s.decoding is not None:
+            d = s.decoding
+            forced = [i + 1 for i, st in enumerate(d.steps) if st.forced]
+            note = f"“{d.translation()}”" if d.steps else ""
+            self.chips.set_tokens(d.tgt_pieces, forced=forced, current=len(d.tgt_pieces) - 1, note=note)
+        else:
+            self.chips.set_tokens(())
+
+    def _update_topk(self) -> None:
+        s = self.session
+        topk = s.next_topk()
+        if s.forced is not None:
+            pos = s.forced.positions[s.forced_cursor]
+            cap = (f"Position {pos.index + 1}: input {pos.input_piece} → target {pos.target_piece}; "
+                   f"P(target) = {pos.target_prob:.3f}, loss {pos.loss:.3f}")
+            self.topk_panel.set_topk(topk, chosen=pos.predicted_id, forcing_allowed=False, caption=cap)
+            self.topk_panel.set_beams(())
+            return
+        d = s.decoding
+        if d is None:
+            self.topk_panel.set_topk(())
+            self.topk_panel.set_beams(())
+            return
+        if d.can_step:
+            cap = f"Next token y_{len(d.steps) + 1}: click or press Enter to force it"
+            self.topk_panel.set_topk(topk, caption=cap)
+        else:
+            last = s.current_step()
+            cap = "Finished (EOS or maximum length): the last step's distribution. Back (←) to change it."
+            self.topk_panel.set_topk(topk, chosen=last.token_id if last else None, forcing_allowed=False, caption=cap)
+        beams = d.beams()
+        self.topk_panel.set_beams(beams if len(beams) > 1 else ())
+
+    def _on_grid_clicked(self, layer: int, head: int) -> None:
+        kind = self.grid.kind()
+        self.head_dock.show()
+        self.head_dock.raise_()
+        self.head_detail.select(layer=layer, head=head, mode="head", kind=kind)
+
+    def _on_busy(self, busy: bool, what: str) -> None:
+        self.busy.setVisible(busy)
+        if busy:
+            self.statusBar().showMessage(what)
+        else:
+            self.statusBar().clearMessage()
+
+    def show_message(self, level: str, text: str) -> None:
+        colors = {"error": ("#fdecea", "#8c1d18"), "warning": ("#fff4e5", "#7a4a00"), "info": ("#e8f1fd", "#174ea6")}
+        bg, fg = colors.get(level, colors["info"])
+        self.message_bar.setStyleSheet(f"QLabel#messageBar {{ background: {bg}; color: {fg}; }}")
+        self.message_bar.setText(text)
+        self.message_bar.setProperty("level", level)
+        self.message_bar.show()
+        self.statusBar().showMessage(text, 8000)
+        if level == "info":
+            QtCore.QTimer.singleShot(12000, lambda t=text: self.message_bar.text() == t and self.message_bar.hide())
+
+    # -- views: colormap, theme, active view, export -----------------------------------------------
+    def _connect_view(self, view: QtWidgets.QWidget) -> None:
+        view.installEventFilter(self)
+        for child in view.findChildren(QtWidgets.QWidget):
+            child.installEventFilter(self)
+
+    def eventFilter(self, obj, event) -> bool:  # noqa: N802 - Qt API
+        if event.type() in (QtCore.QEvent.Type.MouseButtonPress, QtCore.QEvent.Type.FocusIn, QtCore.QEvent.Type.ContextMenu):
+            w = obj
+            while w is not None and not hasattr(w, "figure_data"):
+                w = w.parentWidget()
+            if w is not None:
+                self._active_view = w
+        return False
+
+    def active_view(self) -> QtWidgets.QWidget:
+        return self._active_view if self._active_view is not None else self.grid
+
+    def all_views(self) -> list[QtWidgets.QWidget]:
+        return [self.grid, self.head_detail, self.line_view, self.mask_view, *self.extra_views]
+
+    def set_colormap(self, name: str) -> None:
+        self._colormap = name
+        for a in self.cmap_group.actions():
+            a.setChecked(a.data() == name)
+        for v in self.all_views():
+            if hasattr(v, "set_colormap"):
+                try:
+                    v.set_colormap(name)
+                except Exception:  # noqa: BLE001 - unknown colormap names fall back to the default
+                    pass
+
+    def set_theme(self, name: str) -> None:
+        self._theme = name
+        for a in self.theme_group.actions():
+            a.setChecked(a.data() == name)
+        for v in self.all_views():
+            if hasattr(v, "set_theme"):
+                v.set_theme(name)
+
+    def export_figure(self) -> None:
+        view = self.active_view()
+        if hasattr(view, "export_figure_dialog"):
+            view.export_figure_dialog()
+
+    def export_data(self) -> None:
+        view = self.active_view()
+        if hasattr(view, "export_data_dialog"):
+            view.export_data_dialog()
+
+    def export_all_heads(self) -> None:
+        """One figure per layer and head of the attention kind shown in the head detail."""
+        from .export import export_all_heads_dialog
+
+        kind = self.head_detail.kind() or self.session.selection.kind
+        data = self.session.attention_data(kind)
+        if data is None:
+            self.show_message("warning", "Nothing to export yet: decode a step first")
+            return
+        written = export_all_heads_dialog(self, data, theme=self._theme, colormap=self._colormap)
+        if written:
+            self.show_message("info", f"Exported {len(written)} figures to {written[0].parent}")
+
+    # -- help ---------------------------------------------------------------------------------------
+    def about(self) -> None:
+        QtWidgets.QMessageBox.about(self, "About attnviz", ABOUT.format(version=__version__))
+
+    def show_shortcuts(self) -> None:
+        rows = "".join(f"<tr><td><b>{k}</b></td><td>&nbsp;&nbsp;{v}</td></tr>" for k, v in SHORTCUTS)
+        QtWidgets.QMessageBox.information(self, "Keyboard shortcuts", f"<table>{rows}</table>")
+
+    # -- drag and drop, close -----------------------------------------------------------------------
+    def dragEnterEvent(self, event: QtGui.QDragEnterEvent) -> None:  # noqa: N802 - Qt API
+        urls = event.mimeData().urls()
+        if urls and urls[0].isLocalFile() and Path(urls[0].toLocalFile()).is_dir():
+            event.acceptProposedAction()
+
+    def dropEvent(self, event: QtGui.QDropEvent) -> None:  # noqa: N802 - Qt API
+        urls = event.mimeData().urls()
+        if urls and urls[0].isLocalFile():
+            self.open_model(Path(urls[0].toLocalFile()))
+            event.acceptProposedAction()
+
+    def closeEvent(self, event: QtGui.QCloseEvent) -> None:  # noqa: N802 - Qt API
+        if hasattr(self, "inside") and not self.inside.confirm_close(self):
+            event.ignore()
+            return
+        self._closing = True
+        self.session.stop_run()
+        if hasattr(self, "inside"):
+            self.inside.shutdown()
+        self.session.wait_for_workers(15000)
+        self.write_settings()
+        event.accept()

@@ -1,0 +1,344 @@
+"""``attnviz trace``: decode one sentence headless and write every captured array to an ``.npz``.
+
+Layout of the file (``numpy.load(path)``; no pickled objects):
+
+* every trace name under its documented name (``attnviz trace --names`` lists them with their
+  shapes). Encoder names come from the encoder pass. Decoder names hold the whole decoding:
+  the per-step rows stacked along the query axis (``DecodingSession.accumulated``), so they have
+  the shapes a full pass over the fed tokens gives, e.g. ``decoder.layers.1.cross_attn.weights``
+  ``[head, steps, src]``. With ``--tgt`` they come from the one teacher-forced pass.
+* ``tokens.src_ids``/``tokens.src_pieces`` ``[src]``; ``tokens.input_ids``/``tokens.input_pieces``
+  ``[steps]`` (what the decoder was fed: SOS + ..., the rows of every decoder matrix);
+  ``tokens.output_ids``/``tokens.output_pieces`` ``[steps]`` (what each row produced; with
+  ``--tgt``: the targets y + EOS).
+* ``steps.*`` per row: ``token_ids``, ``prob``, ``entropy`` ``[steps]``, ``forced`` (bool),
+  ``topk_ids``/``topk_probs``/``topk_pieces`` ``[steps, k]``; with ``--tgt`` also
+  ``predicted_ids``, ``match``, ``target_prob``, ``loss``.
+* ``beams.*`` (decoding only): the final beams, best first: ``token_ids`` ``[beam, len]`` padded
+  with -1, ``scores``, ``log_probs``, ``finished``.
+* ``analysis.*``: ``analysis.{encoder,decoder,cross}.{entropy,distance,max_weight}`` ``[layer, head]``;
+  ``analysis.cross.alignment`` ``[layer, head, steps]`` and ``analysis.cross.alignment_mean``
+  ``[layer, steps]`` (argmax source position); ``analysis.encoder.rollout`` ``[src, src]``;
+  ``analysis.cross.rollout`` ``[steps, src]`` (``decoder_rollout`` source part);
+  ``analysis.positional.{encoder,decoder}.{similarity,ratio}``; ``analysis.norm.<site>.<field>``
+  (``NormStats`` fields) and ``analysis.norm.<site>.compare.<field>`` (``NormComparison`` fields).
+
+The file is written to a temporary file next to ``--out`` and renamed into place, so a failed
+run never leaves a partial file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HELP = "decode one sentence headless and write every captured array (.npz) with tokens and analyses"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", metavar="DIR", help="model bundle folder (default: the bundled models/hsk-zh-en)")
+    p.add_argument("--src", metavar="TEXT", help="source sentence")
+    p.add_argument("--tgt", metavar="TEXT", help="target sentence: teacher-forced mode (SOS + target in, target + EOS out)")
+    p.add_argument("--strategy", default="greedy", metavar="S", help="greedy (default), beam:K or sample:T")
+    p.add_argument("--seed", type=int, default=0, help="random seed for sampling (default 0)")
+    p.add_argument("--max-len", type=int, metavar="N", help="most target tokens to generate")
+    p.add_argument("--top-k", type=int, default=10, metavar="K", help="entries in each step's top-k list (default 10)")
+    p.add_argument("--out", metavar="FILE.npz", help="where to write the arrays")
+    p.add_argument("--json", action="store_true", help="print a JSON summary (tokens, top-k per step, head statistics)")
+    p.add_argument("--names", action="store_true", help="print every trace name with its shape and meaning, then exit")
+    p.add_argument("--hsk-alignment", action="store_true",
+                   help="instead of one sentence: score cross-attention alignment against HSK gloss pairs (JSON on stdout)")
+    p.add_argument("--split", default="test", choices=("train", "valid", "test"), help="with --hsk-alignment: the HSK split (default test)")
+    p.add_argument("--limit", type=int, metavar="N", help="with --hsk-alignment: use only the first N records of the split")
+    p.add_argument("--write-meta", action="store_true", help="with --hsk-alignment: also keep the scores in the bundle's meta.json")
+
+
+def run(args: argparse.Namespace) -> int:
+    from attnviz.cli import CommandError
+    from attnviz.core.bundle import load_bundle
+    from attnviz.core.decoding import DecodingError
+    from attnviz.core.trace import schema_table
+    from attnviz.paths import default_model
+
+    if args.hsk_alignment:
+        return hsk_alignment(args)
+    if args.write_meta or args.limit is not None:
+        raise CommandError("--write-meta and --limit go with --hsk-alignment", code=2)
+    if not args.names and args.src is None:
+        raise CommandError("--src is required: the sentence to decode (or --names to list the trace names)", code=2)
+    if not args.names and not args.out and not args.json:
+        raise CommandError("nothing to do: give --out FILE.npz and/or --json", code=2)
+    if args.top_k < 1:
+        raise CommandError("--top-k must be at least 1", code=2)
+    out = Path(args.out) if args.out else None
+    if out is not None:
+        _check_writable(out)
+    bundle = load_bundle(args.model or default_model())
+    if args.names:
+        print(schema_table(bundle.config))
+        return 0
+    import torch
+
+    with torch.inference_mode():
+        try:
+            arrays, summary = collect(bundle, args)
+        except DecodingError as exc:
+            raise CommandError(str(exc)) from None
+    for note in summary["notices"]:
+        print(f"attnviz: note: {note}", file=sys.stderr)
+    if out is not None:
+        write_npz(out, arrays)
+        summary["out"] = str(out)
+    if args.json:
+        print(json.dumps(summary, ensure_ascii=False, indent=1))
+    else:
+        print(f"{summary['translation']}\nwrote {len(arrays)} arrays to {out}")
+    return 0
+
+
+def hsk_alignment(args: argparse.Namespace) -> int:
+    """``--hsk-alignment``: ``analysis.evaluate_hsk_alignment`` on an HSK split, as JSON."""
+    import time
+
+    import torch
+
+    from attnviz.cli import CommandError
+    from attnviz.core.analysis import evaluate_hsk_alignment, hsk_records
+    from attnviz.core.bundle import META, load_bundle
+    from attnviz.paths import default_model
+
+    if args.limit is not None and args.limit < 1:
+        raise CommandError("--limit must be at least 1", code=2)
+    bundle = load_bundle(args.model or default_model())
+    records = hsk_records(args.split)[: args.limit]
+    with torch.inference_mode():
+        report = evaluate_hsk_alignment(bundle, records)
+    report = {
+        "split": args.split,
+        "records": len(records),
+        "method": "argmax of cross-attention vs. gloss-derived reference pairs (attnviz.core.analysis.evaluate_hsk_alignment)",
+        "computed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        **report,
+    }
+    if args.write_meta:
+        meta_path = bundle.path / META
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        meta["hsk_alignment"] = report
+        write_bytes(meta_path, json.dumps(meta, indent=1, ensure_ascii=False, allow_nan=False).encode())
+    print(json.dumps(report, ensure_ascii=False, indent=1))
+    return 0
+
+
+def write_bytes(path: Path, data: bytes) -> None:
+    """Replace ``path`` atomically (temporary file in the same folder, then a rename)."""
+    from attnviz.cli import CommandError
+
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+        tmp = None
+    except OSError as exc:
+        raise CommandError(f"cannot write {path}: {exc.strerror or exc}") from None
+    finally:
+        if tmp is not None and os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _check_writable(out: Path) -> None:
+    from attnviz.cli import CommandError
+
+    parent = out.parent if str(out.parent) else Path(".")
+    if out.is_dir():
+        raise CommandError(f"cannot write {out}: it is a folder")
+    if not parent.is_dir():
+        raise CommandError(f"cannot write {out}: no folder {parent}")
+    if not os.access(parent, os.W_OK):
+        raise CommandError(f"cannot write {out}: the folder is not writable")
+
+
+def write_npz(out: Path, arrays: dict[str, np.ndarray]) -> None:
+    """Write atomically: a temporary file in the same folder, then a rename."""
+    from attnviz.cli import CommandError
+
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent if str(out.parent) else ".")
+        with os.fdopen(fd, "wb") as fh:
+            np.savez_compressed(fh, **arrays)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, out)
+        tmp = None
+    except OSError as exc:
+        raise CommandError(f"cannot write {out}: {exc.strerror or exc}") from None
+    finally:
+        if tmp is not None and os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _strs(items) -> np.ndarray:
+    return np.array(list(items), dtype=str) if len(items) else np.zeros(0, dtype="<U1")
+
+
+def collect(bundle, args: argparse.Namespace) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Decode (or teacher-force) and gather the arrays and the JSON summary."""
+    from attnviz.core.decoding import DecodingSession, parse_strategy, teacher_forced_from_bundle
+    from attnviz.core.trace import trace_names
+
+    cfg = bundle.config
+    arrays: dict[str, np.ndarray] = {}
+    summary: dict[str, Any] = {"model": bundle.name, "config": cfg.describe()}
+    if args.tgt is not None:
+        tf = teacher_forced_from_bundle(bundle, args.src, args.tgt, top_k=args.top_k)
+        for name in tf.trace:
+            arrays[name] = tf.trace[name]
+        inputs, outputs = tf.input_ids, tf.label_ids
+        rows = tf.positions
+        src_ids, src_pieces = tf.src_ids, tf.src_pieces
+        get = tf.all_attention
+        notices = list(tf.notices)
+        arrays["steps.predicted_ids"] = np.array([p.predicted_id for p in rows], dtype=np.int64)
+        arrays["steps.match"] = np.array([p.match for p in rows], dtype=bool)
+        arrays["steps.target_prob"] = np.array([p.target_prob for p in rows], dtype=np.float64)
+        arrays["steps.loss"] = np.array([p.loss for p in rows], dtype=np.float64)
+        arrays["steps.prob"] = arrays["steps.target_prob"]
+        arrays["steps.forced"] = np.ones(len(rows), dtype=bool)
+        summary.update(
+            mode="teacher-forced",
+            source=tf.source.text,
+            target=tf.target,
+            loss=round(tf.loss, 6),
+            accuracy=round(tf.accuracy, 6),
+            translation=bundle.tgt_tokenizer.decode(tf.predicted_ids),
+        )
+        step_rows = [
+            {
+                "index": p.index,
+                "input": p.input_piece,
+                "target": p.target_piece,
+                "predicted": p.predicted_piece,
+                "match": p.match,
+                "target_prob": round(p.target_prob, 6),
+                "loss": round(p.loss, 6),
+                "entropy": round(p.entropy, 6),
+                "topk": [[piece, i, round(prob, 6)] for piece, i, prob in p.topk],
+            }
+            for p in rows
+        ]
+    else:
+        strategy = parse_strategy(args.strategy, seed=args.seed)
+        session = DecodingSession.from_bundle(bundle, args.src, strategy=strategy, max_len=args.max_len, top_k=args.top_k)
+        session.run()
+        for name in session.encoder_trace:
+            arrays[name] = session.encoder_trace[name]
+        if session.steps:
+            for name in trace_names(cfg, encoder=False):
+                arrays[name] = session.accumulated(name)
+        rows = session.steps
+        inputs, outputs = session.tgt_ids[:-1], session.tgt_ids[1:]
+        src_ids, src_pieces = session.src_ids, session.src_pieces
+        get = session.all_attention
+        notices = session.notices
+        arrays["steps.prob"] = np.array([s.prob for s in rows], dtype=np.float64)
+        arrays["steps.forced"] = np.array([s.forced for s in rows], dtype=bool)
+        beams = session.beams()
+        width = max(len(b.token_ids) for b in beams)
+        ids = np.full((len(beams), width), -1, dtype=np.int64)
+        for i, b in enumerate(beams):
+            ids[i, : len(b.token_ids)] = b.token_ids
+        arrays["beams.token_ids"] = ids
+        arrays["beams.scores"] = np.array([b.score for b in beams], dtype=np.float64)
+        arrays["beams.log_probs"] = np.array([b.log_prob for b in beams], dtype=np.float64)
+        arrays["beams.finished"] = np.array([b.finished for b in beams], dtype=bool)
+        summary.update(mode="decode", strategy=strategy.describe(), source=session.source.text, translation=session.translation())
+        summary["beams"] = [{"pieces": list(b.pieces), "score": round(b.score, 6), "finished": b.finished} for b in beams]
+        step_rows = [
+            {
+                "index": s.index,
+                "piece": s.piece,
+                "id": s.token_id,
+                "prob": round(s.prob, 6),
+                "entropy": round(s.entropy, 6),
+                "forced": s.forced,
+                "topk": [[piece, i, round(prob, 6)] for piece, i, prob in s.topk],
+            }
+            for s in rows
+        ]
+    tok = bundle.tgt_tokenizer
+    arrays["tokens.src_ids"] = np.array(src_ids, dtype=np.int64)
+    arrays["tokens.src_pieces"] = _strs(src_pieces)
+    arrays["tokens.input_ids"] = np.array(inputs, dtype=np.int64)
+    arrays["tokens.input_pieces"] = _strs(tok.pieces(inputs))
+    arrays["tokens.output_ids"] = np.array(outputs, dtype=np.int64)
+    arrays["tokens.output_pieces"] = _strs(tok.pieces(outputs))
+    arrays["steps.token_ids"] = np.array(outputs, dtype=np.int64)
+    arrays["steps.entropy"] = np.array([r.entropy for r in rows], dtype=np.float64)
+    k = max((len(r.topk) for r in rows), default=0)
+    arrays["steps.topk_ids"] = np.array([[i for _, i, _ in r.topk] for r in rows], dtype=np.int64).reshape(len(rows), k)
+    arrays["steps.topk_probs"] = np.array([[p for _, _, p in r.topk] for r in rows], dtype=np.float64).reshape(len(rows), k)
+    arrays["steps.topk_pieces"] = _strs([[piece for piece, _, _ in r.topk] for r in rows]).reshape(len(rows), k)
+    heads = analyses(arrays, cfg, get, len(rows))
+    summary.update(
+        src_pieces=list(src_pieces),
+        input_pieces=list(tok.pieces(inputs)),
+        output_pieces=list(tok.pieces(outputs)),
+        notices=list(notices),
+        steps=step_rows,
+        heads=heads,
+    )
+    return arrays, summary
+
+
+def analyses(arrays: dict[str, np.ndarray], cfg, get, n_rows: int) -> dict[str, Any]:
+    """Add ``analysis.*`` arrays; returns the head statistics for the JSON summary."""
+    from attnviz.core import analysis as an
+
+    heads: dict[str, Any] = {}
+    att = {}
+    for kind, n_layers in (("encoder", cfg.n_encoder_layers), ("decoder", cfg.n_decoder_layers), ("cross", cfg.n_decoder_layers)):
+        if not n_layers or (kind != "encoder" and not n_rows):
+            continue
+        att[kind] = get(kind)  # [layer, head, query, key]
+        stats = an.head_statistics(att[kind])
+        heads[kind] = {}
+        for key, value in stats.items():
+            arrays[f"analysis.{kind}.{key}"] = value
+            heads[kind][key] = np.round(value, 6).tolist()
+    if "cross" in att:
+        arrays["analysis.cross.alignment"] = an.alignment(att["cross"])
+        arrays["analysis.cross.alignment_mean"] = an.alignment(att["cross"].mean(1))
+    enc_roll = None
+    if "encoder" in att:
+        enc_roll = an.rollout(att["encoder"])
+        arrays["analysis.encoder.rollout"] = enc_roll
+    if "cross" in att:
+        arrays["analysis.cross.rollout"] = an.decoder_rollout(att["decoder"], att["cross"], enc_roll)["source"]
+    for stack in ("encoder", "decoder"):
+        tokens, pos = arrays.get(f"{stack}.embed.tokens"), arrays.get(f"{stack}.embed.positional")
+        if tokens is None or pos is None:
+            continue
+        arrays[f"analysis.positional.{stack}.similarity"] = an.positional_similarity(pos)
+        arrays[f"analysis.positional.{stack}.ratio"] = an.embedding_positional_ratio(tokens, pos)["ratio"]
+    for site in an.norm_sites(arrays):
+        stats = an.norm_statistics(arrays, site)
+        for f in dataclasses.fields(stats):
+            v = getattr(stats, f.name)
+            if isinstance(v, np.ndarray):
+                arrays[f"analysis.norm.{site}.{f.name}"] = v
+        comp = an.compare_norms(arrays[f"{site}.input"], eps=cfg.norm_eps)
+        for f in dataclasses.fields(comp):
+            arrays[f"analysis.norm.{site}.compare.{f.name}"] = getattr(comp, f.name)
+    return heads

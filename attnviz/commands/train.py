@@ -1,0 +1,250 @@
+"""``attnviz train``: train a model bundle from the command line, with a progress bar on stderr."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import time
+from pathlib import Path
+
+HELP = "train a model bundle (HSK zh→en, a synthetic task, or your own parallel corpus)"
+
+MODEL_DEFAULTS = dict(d_model=128, heads=4, layers=3, d_ff=512, dropout=0.1, norm="layer", norm_placement="pre", max_len=128)
+TRAIN_DEFAULTS = dict(epochs=30, lr=1e-3, warmup=400, schedule="inverse-sqrt", batch_tokens=500, label_smoothing=0.1, clip=1.0, seed=0, threads=1, device="auto")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--data",
+        metavar="DATA",
+        help="hsk-zh-en (default), copy, reverse, sort, a UTF-8 TSV file of source<TAB>target lines, "
+        "or a source file whose line-aligned target file is given with --data-target",
+    )
+    p.add_argument("--data-target", metavar="FILE", help="target-language file, line-aligned with the --data file")
+    p.add_argument("--out", metavar="DIR", required=True, help="output model bundle folder, e.g. models/NAME or runs/NAME")
+    p.add_argument("--resume", action="store_true", help="continue the run saved in --out (same data; --epochs may extend it)")
+    p.add_argument("--force", action="store_true", help="overwrite an existing --out bundle instead of refusing")
+    m = p.add_argument_group("model")
+    m.add_argument("--d-model", type=int, help=f"width of the residual stream (default {MODEL_DEFAULTS['d_model']})")
+    m.add_argument("--heads", type=int, help=f"attention heads (default {MODEL_DEFAULTS['heads']})")
+    m.add_argument("--layers", type=int, help=f"encoder and decoder layers (default {MODEL_DEFAULTS['layers']})")
+    m.add_argument("--enc-layers", type=int, help="encoder layers (overrides --layers)")
+    m.add_argument("--dec-layers", type=int, help="decoder layers (overrides --layers)")
+    m.add_argument("--d-ff", type=int, help=f"feed-forward hidden width (default {MODEL_DEFAULTS['d_ff']})")
+    m.add_argument("--dropout", type=float, help=f"dropout (default {MODEL_DEFAULTS['dropout']})")
+    m.add_argument("--norm", choices=("layer", "batch"), help="LayerNorm or BatchNorm (default layer)")
+    m.add_argument("--norm-placement", choices=("post", "pre"), help="post-norm (the paper) or pre-norm (default pre: trains better here)")
+    m.add_argument("--max-len", type=int, help=f"longest sequence in tokens (default {MODEL_DEFAULTS['max_len']})")
+    m.add_argument("--tie-embeddings", action="store_true", help="share the target embedding with the output layer")
+    m.add_argument("--src-vocab", type=int, default=None, help="source sentencepiece vocabulary size (default 3000; 64 for synthetic tasks)")
+    m.add_argument("--tgt-vocab", type=int, default=None, help="target sentencepiece vocabulary size (default 2000; 64 for synthetic tasks)")
+    kinds = ("unigram", "bpe", "word", "char")
+    m.add_argument("--tokenizer", choices=kinds, default=None, help="sentencepiece model type for both sides (default unigram; word for synthetic tasks)")
+    m.add_argument("--src-tokenizer", choices=kinds, help="source model type (overrides --tokenizer)")
+    m.add_argument("--tgt-tokenizer", choices=kinds, help="target model type (overrides --tokenizer)")
+    t = p.add_argument_group("training")
+    t.add_argument("--epochs", type=int, help=f"passes over the training split (default {TRAIN_DEFAULTS['epochs']})")
+    t.add_argument("--lr", type=float, help=f"peak learning rate after the warm-up (default {TRAIN_DEFAULTS['lr']})")
+    t.add_argument("--warmup", type=int, help=f"linear warm-up steps (default {TRAIN_DEFAULTS['warmup']})")
+    t.add_argument("--schedule", choices=("inverse-sqrt", "linear", "constant"), help="learning rate after the warm-up (default inverse-sqrt)")
+    t.add_argument("--batch-tokens", type=int, help=f"padded tokens per batch (default {TRAIN_DEFAULTS['batch_tokens']})")
+    t.add_argument("--label-smoothing", type=float, help=f"label smoothing (default {TRAIN_DEFAULTS['label_smoothing']})")
+    t.add_argument("--clip", type=float, help="gradient clipping norm, 0 for none (default 1.0)")
+    t.add_argument("--seed", type=int, help="random seed for weights, dropout and batches (default 0)")
+    t.add_argument("--threads", type=int, help="torch CPU threads (default 1)")
+    t.add_argument("--device", help="auto (CUDA when present), cpu, cuda (default auto)")
+    t.add_argument("--n-examples", type=int, help="synthetic tasks: how many pairs (default 6000)")
+    t.add_argument("--quiet", action="store_true", help="no progress bar, only the summary")
+
+
+class Progress:
+    """A plain-text progress bar on stderr: redrawn in place on a terminal, one line per update otherwise."""
+
+    def __init__(self, stream=None, width: int = 24, every_s: float = 10.0):
+        self.stream = stream or sys.stderr
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.width = width
+        self.every_s = every_s
+        self.total = 1
+        self.epochs = 1
+        self._last = 0.0
+
+    def start(self, ev) -> None:
+        self.total, self.epochs = max(1, ev.total_steps), ev.epochs
+        self._line(
+            f"training {ev.n_parameters:,} parameters on {ev.device}: {ev.data['name']} "
+            f"({ev.data['sizes']['train']} train / {ev.data['sizes']['valid']} valid / {ev.data['sizes']['test']} test pairs), "
+            f"{ev.epochs} epochs x ~{ev.steps_per_epoch} steps" + (f", resuming at step {ev.start_step}" if ev.start_step else ""),
+            final=True,
+        )
+
+    def step(self, ev) -> None:
+        now = time.monotonic()
+        if not self.tty and now - self._last < self.every_s and ev.step < self.total:
+            return
+        self._last = now
+        frac = min(1.0, ev.step / self.total)
+        bar = "#" * int(frac * self.width) + "." * (self.width - int(frac * self.width))
+        eta = time.strftime("%H:%M:%S", time.gmtime(ev.eta_s))
+        self._line(
+            f"epoch {ev.epoch + 1}/{self.epochs} [{bar}] {frac * 100:5.1f}% step {ev.step}/{self.total} "
+            f"loss {ev.loss:.3f} lr {ev.lr:.2e} {ev.tokens_per_s:,.0f} tok/s ETA {eta}"
+        )
+
+    def eval(self, ev) -> None:
+        m = ev.metrics
+        text = f"epoch {ev.epoch + 1}: train loss {m['train_loss']:.3f}, valid loss {m['valid_loss']:.3f}, valid token acc {m['valid_token_accuracy'] * 100:.1f}%"
+        if "valid_bleu" in m:
+            text += f", BLEU {m['valid_bleu']:.1f}, chrF {m['valid_chrf']:.1f}"
+        if ev.probes:
+            p = ev.probes[0]
+            text += f" | {p.source} -> {p.hypothesis}"
+        self._line(text, final=True)
+
+    def message(self, ev) -> None:
+        self._line(f"{ev.level}: {ev.text}", final=True)
+
+    def _line(self, text: str, final: bool = False) -> None:
+        if self.tty:
+            self.stream.write("\r\x1b[2K" + text + ("\n" if final else ""))
+        else:
+            self.stream.write(text + "\n")
+        self.stream.flush()
+
+
+def _command(args: argparse.Namespace) -> str:
+    """The command line that ran this: ``sys.argv`` when it is a train command, else rebuilt from ``args``."""
+    from attnviz.core.training import command_line
+
+    if sys.argv[1:2] == ["train"]:
+        return command_line(sys.argv[1:])
+    words = ["train"]
+    for action, value in sorted(vars(args).items()):
+        if action in ("command",) or value is None or value is False:
+            continue
+        flag = "--" + action.replace("_", "-")
+        words += [flag] if value is True else [flag, str(value)]
+    return command_line(words)
+
+
+def _pick(value, default):
+    return default if value is None else value
+
+
+def run(args: argparse.Namespace) -> int:
+    from attnviz.cli import CommandError
+    from attnviz.core import data as D
+    from attnviz.core import training as T
+    from attnviz.core.bundle import META
+    from attnviz.core.config import ConfigError, TransformerConfig
+
+    out = Path(args.out)
+    command = _command(args)
+    try:
+        if args.resume:
+            dataset = None
+            if args.data:
+                dataset = D.load_data(args.data, args.data_target)
+            trainer = T.Trainer.from_checkpoint(out, dataset, epochs=args.epochs, threads=args.threads, device=args.device)
+            trainer.meta.setdefault("resumed_with", []).append(command)
+        else:
+            if out.exists() and any(out.iterdir()) and not args.force:
+                what = "a model bundle" if (out / META).exists() else "files"
+                raise CommandError(f"{out} already holds {what}; use --resume to continue it or --force to overwrite it")
+            data_name = args.data or "hsk-zh-en"
+            if args.data_target is None and data_name in D.SYNTHETIC_TASKS:
+                dataset = D.synthetic(data_name, n=_pick(args.n_examples, 6000))
+            else:
+                dataset = D.load_data(data_name, args.data_target)
+            if dataset.report.problems:
+                print(dataset.report.summary(), file=sys.stderr)
+            synthetic = dataset.spec.get("kind") in D.SYNTHETIC_TASKS
+            layers = _pick(args.layers, MODEL_DEFAULTS["layers"])
+            try:
+                config = TransformerConfig(
+                    d_model=_pick(args.d_model, MODEL_DEFAULTS["d_model"]),
+                    n_heads=_pick(args.heads, MODEL_DEFAULTS["heads"]),
+                    n_encoder_layers=_pick(args.enc_layers, layers),
+                    n_decoder_layers=_pick(args.dec_layers, layers),
+                    d_ff=_pick(args.d_ff, MODEL_DEFAULTS["d_ff"]),
+                    dropout=_pick(args.dropout, MODEL_DEFAULTS["dropout"]),
+                    norm=_pick(args.norm, MODEL_DEFAULTS["norm"]),
+                    norm_placement=_pick(args.norm_placement, MODEL_DEFAULTS["norm_placement"]),
+                    max_len=_pick(args.max_len, MODEL_DEFAULTS["max_len"]),
+                    tie_embeddings=bool(args.tie_embeddings),
+                )
+                options = T.TrainOptions(
+                    epochs=_pick(args.epochs, TRAIN_DEFAULTS["epochs"]),
+                    lr=_pick(args.lr, TRAIN_DEFAULTS["lr"]),
+                    warmup=_pick(args.warmup, TRAIN_DEFAULTS["warmup"]),
+                    schedule=_pick(args.schedule, TRAIN_DEFAULTS["schedule"]),
+                    batch_tokens=_pick(args.batch_tokens, TRAIN_DEFAULTS["batch_tokens"]),
+                    label_smoothing=_pick(args.label_smoothing, TRAIN_DEFAULTS["label_smoothing"]),
+                    clip=_pick(args.clip, TRAIN_DEFAULTS["clip"]),
+                    seed=_pick(args.seed, TRAIN_DEFAULTS["seed"]),
+                    threads=_pick(args.threads, TRAIN_DEFAULTS["threads"]),
+                    device=_pick(args.device, TRAIN_DEFAULTS["device"]),
+                )
+            except ConfigError as exc:
+                raise CommandError(str(exc)) from None
+            vocab_default = 64 if synthetic else None
+            tok = args.tokenizer or ("word" if synthetic else "unigram")
+            trainer = T.Trainer.create(
+                dataset,
+                config,
+                options,
+                out,
+                src_vocab=_pick(args.src_vocab, vocab_default or 3000),
+                tgt_vocab=_pick(args.tgt_vocab, vocab_default or 2000),
+                src_tokenizer_type=args.src_tokenizer or tok,
+                tgt_tokenizer_type=args.tgt_tokenizer or tok,
+                command=command,
+            )
+    except (D.DataError, T.TrainingError) as exc:
+        raise CommandError(str(exc)) from None
+
+    progress = Progress()
+    if not args.quiet:
+        trainer.add_callback("start", progress.start)
+        trainer.add_callback("step", progress.step)
+        trainer.add_callback("eval", progress.eval)
+    trainer.add_callback("message", progress.message)
+
+    def on_sigint(signum, frame):  # first Ctrl-C: save and stop after this step; second: abort
+        print("\nattnviz: stopping after this step and saving a checkpoint (Ctrl-C again to abort)", file=sys.stderr)
+        trainer.stop()
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    old = None
+    try:
+        old = signal.signal(signal.SIGINT, on_sigint)
+    except ValueError:  # not the main thread
+        pass
+    try:
+        result = trainer.fit()
+    finally:
+        if old is not None:
+            signal.signal(signal.SIGINT, old)
+    print(summary(result, trainer), file=sys.stderr)
+    if result.status == "failed":
+        raise CommandError(result.message)
+    return 0 if result.status == "finished" else 130
+
+
+def summary(result, trainer) -> str:
+    lines = [f"{result.status}: {result.message}", f"training time {result.elapsed_s / 60:.1f} min, {result.step} steps"]
+    if result.history:
+        h = result.history[-1]
+        line = f"last evaluation (epoch {h['epoch']}): valid loss {h['valid_loss']:.3f}, token accuracy {h['valid_token_accuracy'] * 100:.1f}%"
+        if "valid_bleu" in h:
+            line += f", BLEU {h['valid_bleu']:.1f}, chrF {h['valid_chrf']:.1f}"
+        lines.append(line)
+    for split, m in (result.final or {}).items():
+        line = f"{split:5s}: token accuracy {m['token_accuracy'] * 100:.1f}%, loss {m['loss']:.3f}"
+        if "bleu" in m:
+            line += f", BLEU {m['bleu']:.1f}, chrF {m['chrf']:.1f}, exact {m['exact'] * 100:.0f}%"
+        lines.append(line)
+    if result.path is not None:
+        lines.append(f"model bundle: {result.path}")
+    return "\n".join(lines)

@@ -1,0 +1,385 @@
+"""The app's state in one place: the open model, the decoding of the current sentence, and what
+the user selected. Views subscribe to its signals and render the data objects it builds; they
+never touch the model.
+
+Two modes:
+
+* **stepping** (no target typed): a ``DecodingSession`` drives step / back / force / run / reset;
+  the current step is the last one decoded.
+* **teacher-forced** (a target typed): one pass over "SOS + y" gives every position at once;
+  step / back move the highlighted position instead of decoding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from PySide6 import QtCore
+
+from attnviz.core.bundle import Bundle, BundleError, load_bundle
+from attnviz.core.decoding import (
+    BeamSearch,
+    DecodeStep,
+    DecodingError,
+    DecodingSession,
+    Greedy,
+    Sampling,
+    TeacherForced,
+    teacher_forced_from_bundle,
+)
+
+from .view_data import AttentionData, MaskData
+
+KIND_LAYERS = {"encoder": "n_encoder_layers", "decoder": "n_decoder_layers", "cross": "n_decoder_layers"}
+
+
+@dataclass(frozen=True)
+class Selection:
+    kind: str = "cross"  # encoder | decoder | cross
+    layer: int = 0
+    head: int = 0  # index, or -1 for the mean over heads
+
+
+class Session(QtCore.QObject):
+    """Owns the current model, its decoding and the selection; emits a signal on every change."""
+
+    modelChanged = QtCore.Signal(object)  # Bundle | None
+    decodingChanged = QtCore.Signal()  # tokens, current step or mode changed
+    selectionChanged = QtCore.Signal()
+    busyChanged = QtCore.Signal(bool, str)  # busy, what
+    message = QtCore.Signal(str, str)  # level ("info" | "warning" | "error"), one-line text
+    runFinished = QtCore.Signal()
+
+    def __init__(self, parent: QtCore.QObject | None = None):
+        super().__init__(parent)
+        self.bundle: Bundle | None = None
+        self.decoding: DecodingSession | None = None
+        self.forced: TeacherForced | None = None
+        self.forced_cursor = 0
+        self.source = ""
+        self.target = ""
+        self.strategy = Greedy()
+        self.selection = Selection()
+        self._run_timer = QtCore.QTimer(self, interval=0)
+        self._run_timer.timeout.connect(self._run_tick)
+        self._pool = QtCore.QThreadPool(self)
+        self._workers: list = []
+        self.error: str | None = None
+        self._peek_key = None
+        self._peek: tuple = ()
+
+    # -- model ------------------------------------------------------------------------------
+    def open_model(self, path: str | Path, source: str | None = None, target: str | None = None) -> None:
+        """Load a bundle in a worker thread; ``modelChanged`` (or an error message) follows."""
+        from .workers import FunctionWorker
+
+        path = Path(path)
+        self.busyChanged.emit(True, f"Opening {path.name}…")
+        worker = FunctionWorker(load_bundle, path, pool=self._pool, inference=False)  # parameters must stay normal tensors
+        self._workers.append(worker)
+
+        def done(bundle: Bundle) -> None:
+            self.set_bundle(bundle, source=source, target=target)
+
+        def failed(exc: BaseException) -> None:
+            text = str(exc) if isinstance(exc, BundleError) else f"{path}: {type(exc).__name__}: {exc}"
+            self.message.emit("error", f"Could not open the model: {text}")
+
+        def finished() -> None:
+            self.busyChanged.emit(False, "")
+            if worker in self._workers:
+                self._workers.remove(worker)
+
+        worker.returned.connect(done)
+        worker.errored.connect(failed)
+        worker.finished.connect(finished)
+        worker.start()
+
+    def wait_for_workers(self, msecs: int = 10000) -> bool:
+        for w in list(self._workers):
+            if hasattr(w, "quit"):
+                w.quit()
+        return self._pool.waitForDone(msecs)
+
+    def set_bundle(self, bundle: Bundle, source: str | None = None, target: str | None = None) -> None:
+        self.stop_run()
+        self.bundle = bundle
+        self.decoding = None
+        self.forced = None
+        sel = self.selection
+        self.selection = Selection(sel.kind, min(sel.layer, self.n_layers(sel.kind) - 1), min(sel.head, bundle.config.n_heads - 1))
+        self.modelChanged.emit(bundle)
+        if source is not None:
+            self.source = source
+        if target is not None:
+            self.target = target
+        if self.source:
+            self._rebuild()
+        else:
+            self.decodingChanged.emit()
+
+    def n_layers(self, kind: str) -> int:
+        if self.bundle is None:
+            return 0
+        return int(getattr(self.bundle.config, KIND_LAYERS[kind]))
+
+    # -- inputs -----------------------------------------------------------------------------
+    def set_source(self, text: str) -> None:
+        self.source = text
+        self._rebuild()
+
+    def set_target(self, text: str) -> None:
+        self.target = text
+        self._rebuild()
+
+    def set_inputs(self, source: str, target: str) -> None:
+        self.source, self.target = source, target
+        self._rebuild()
+
+    def set_strategy(self, strategy: Greedy | Sampling | BeamSearch) -> None:
+        self.strategy = strategy
+        if self.decoding is not None:
+            self.stop_run()
+            self.decoding.set_strategy(strategy)
+            self.decodingChanged.emit()
+
+    def _rebuild(self) -> None:
+        """Re-encode the source (and target) and restart decoding."""
+        self.stop_run()
+        self.decoding = None
+        self.forced = None
+        self.error = None
+        if self.bundle is None:
+            self.decodingChanged.emit()
+            return
+        try:
+            if self.target.strip():
+                self.forced = teacher_forced_from_bundle(self.bundle, self.source, self.target)
+                self.forced_cursor = len(self.forced.positions) - 1
+                notices = self.forced.notices
+            else:
+                self.decoding = DecodingSession.from_bundle(self.bundle, self.source, strategy=self.strategy)
+                notices = tuple(self.decoding.notices)
+        except DecodingError as exc:
+            self.error = str(exc)
+            self.message.emit("warning", str(exc))
+            self.decodingChanged.emit()
+            return
+        for n in notices:
+            self.message.emit("info", n)
+        self.decodingChanged.emit()
+
+    # -- stepping ---------------------------------------------------------------------------
+    @property
+    def teacher_forced_mode(self) -> bool:
+        return self.forced is not None
+
+    def can_step(self) -> bool:
+        if self.forced is not None:
+            return self.forced_cursor < len(self.forced.positions) - 1
+        return self.decoding is not None and self.decoding.can_step
+
+    def can_back(self) -> bool:
+        if self.forced is not None:
+            return self.forced_cursor > 0
+        return self.decoding is not None and self.decoding.can_back
+
+    def step(self) -> DecodeStep | None:
+        if self.forced is not None:
+            if self.can_step():
+                self.forced_cursor += 1
+                self.decodingChanged.emit()
+            return None
+        if self.decoding is None or not self.decoding.can_step:
+            return None
+        return self._guard(self.decoding.step)
+
+    def back(self) -> None:
+        self.stop_run()
+        if self.forced is not None:
+            if self.can_back():
+                self.forced_cursor -= 1
+                self.decodingChanged.emit()
+            return
+        if self.decoding is not None and self.decoding.can_back:
+            self._guard(self.decoding.back)
+
+    def force(self, token: str | int) -> DecodeStep | None:
+        self.stop_run()
+        if self.decoding is None:
+            return None
+        if self.decoding.finished:
+            self.message.emit("warning", "Decoding has finished: go back a step before forcing a token")
+            return None
+        return self._guard(lambda: self.decoding.force(token))
+
+    def reset(self) -> None:
+        self.stop_run()
+        if self.forced is not None:
+            self.forced_cursor = 0
+            self.decodingChanged.emit()
+        elif self.decoding is not None:
+            self._guard(self.decoding.reset)
+
+    def run_to_end(self) -> None:
+        """Step until EOS or the maximum length, one step per event-loop turn (the UI stays live)."""
+        if self.forced is not None:
+            self.forced_cursor = len(self.forced.positions) - 1
+            self.decodingChanged.emit()
+            self.runFinished.emit()
+            return
+        if self.decoding is None or not self.decoding.can_step:
+            self.runFinished.emit()
+            return
+        self._run_timer.start()
+
+    @property
+    def running(self) -> bool:
+        return self._run_timer.isActive()
+
+    def stop_run(self) -> None:
+        if self._run_timer.isActive():
+            self._run_timer.stop()
+            self.runFinished.emit()
+
+    def _run_tick(self) -> None:
+        if self.decoding is None or not self.decoding.can_step:
+            self._run_timer.stop()
+            self.runFinished.emit()
+            return
+        if self._guard(self.decoding.step) is None:
+            self._run_timer.stop()
+            self.runFinished.emit()
+
+    def _guard(self, fn):
+        try:
+            result = fn()
+        except DecodingError as exc:
+            self.message.emit("warning", str(exc))
+            return None
+        self.decodingChanged.emit()
+        return result if result is not None else True
+
+    # -- selection --------------------------------------------------------------------------
+    def select(self, kind: str | None = None, layer: int | None = None, head: int | None = None) -> None:
+        sel = self.selection
+        kind = sel.kind if kind is None else kind
+        n = max(self.n_layers(kind), 1)
+        new = Selection(kind, min(sel.layer if layer is None else layer, n - 1), sel.head if head is None else head)
+        if new != sel:
+            self.selection = new
+            self.selectionChanged.emit()
+
+    # -- what the views render --------------------------------------------------------------
+    @property
+    def current(self) -> DecodingSession | TeacherForced | None:
+        return self.forced if self.forced is not None else self.decoding
+
+    def n_rows(self) -> int:
+        """Decoder rows (fed tokens) available now."""
+        if self.forced is not None:
+            return len(self.forced.input_ids)
+        if self.decoding is not None:
+            return len(self.decoding.steps)
+        return 0
+
+    def current_row(self) -> int | None:
+        if self.forced is not None:
+            return self.forced_cursor
+        n = self.n_rows()
+        return n - 1 if n else None
+
+    def src_pieces(self) -> tuple[str, ...]:
+        cur = self.current
+        return tuple(cur.src_pieces) if cur is not None else ()
+
+    def input_pieces(self) -> tuple[str, ...]:
+        """Decoder inputs, one per row: SOS, y1, ... (fed tokens)."""
+        if self.forced is not None:
+            return tuple(self.forced.input_pieces)
+        if self.decoding is not None:
+            return tuple(self.decoding.input_pieces)
+        return ()
+
+    def output_pieces(self) -> tuple[str, ...]:
+        if self.forced is not None:
+            return tuple(self.forced.label_pieces)
+        if self.decoding is not None:
+            return tuple(self.decoding.output_pieces)
+        return ()
+
+    def attention_data(self, kind: str | None = None) -> AttentionData | None:
+        kind = kind or self.selection.kind
+        cur = self.current
+        if cur is None:
+            return None
+        weights = cur.all_attention(kind)
+        src, tgt = self.src_pieces(), self.input_pieces()
+        rows, cols = {"encoder": (src, src), "decoder": (tgt, tgt), "cross": (tgt, src)}[kind]
+        highlight = None if kind == "encoder" else self.current_row()
+        rollout = None
+        if weights.shape[2] == 0:
+            return AttentionData(kind, weights, rows, cols, highlight=None)
+        try:
+            from attnviz.core import analysis
+
+            if kind in ("encoder", "decoder"):
+                rollout = analysis.rollout(weights)
+            else:  # through the decoder down to the source tokens
+                enc = analysis.rollout(cur.all_attention("encoder"))
+                rollout = analysis.decoder_rollout(cur.all_attention("decoder"), weights, enc)["source_normalized"]
+        except Exception:  # noqa: BLE001 - a summary that cannot be computed is left out, not fatal
+            rollout = None
+        return AttentionData(kind, weights, rows, cols, highlight=highlight, rollout=rollout)
+
+    def mask_data(self) -> MaskData | None:
+        cur = self.current
+        if cur is None or self.n_rows() == 0:
+            return None
+        n_layers = self.n_layers("decoder")
+        names = [f"decoder.layers.{i}.self_attn" for i in range(n_layers)]
+        scaled = np.stack([cur.accumulated(n + ".scaled_scores") for n in names])
+        masked = np.stack([cur.accumulated(n + ".masked_scores") for n in names])
+        weights = np.stack([cur.accumulated(n + ".weights") for n in names])
+        mask = cur.accumulated(names[0] + ".mask")
+        look_ahead = cur.accumulated("masks.look_ahead")
+        tgt_pad = cur.accumulated("masks.tgt_padding")
+        src_pad = cur.accumulated("masks.src_padding")
+        tgt = self.input_pieces()
+        return MaskData(
+            tgt, tgt, look_ahead, scaled, weights, masked_scores=masked, mask=mask, tgt_padding=tgt_pad,
+            src_padding=src_pad, src_labels=self.src_pieces(), step=self.current_row(),
+        )
+
+    def current_step(self) -> DecodeStep | None:
+        if self.decoding is None or not self.decoding.steps:
+            return None
+        return self.decoding.steps[-1]
+
+    def next_topk(self) -> tuple[tuple[str, int, float], ...]:
+        """The distribution of the next position, P(y_t | y_<t, x), that the user can force from.
+
+        Stepping mode: computed by one look-ahead step that is undone at once (``back`` restores
+        the state exactly, sampling's random state included); cached until the state changes.
+        Finished decoding: the last step's distribution. Teacher-forced mode: the cursor's position.
+        """
+        if self.forced is not None:
+            return self.forced.positions[self.forced_cursor].topk
+        d = self.decoding
+        if d is None:
+            return ()
+        if not d.can_step:
+            step = self.current_step()
+            return step.topk if step is not None else ()
+        key = (id(d), d.tgt_ids, repr(d.strategy))
+        if self._peek_key != key:
+            try:
+                peek = d.step()
+                d.back()
+                self._peek = peek.topk
+            except DecodingError:
+                self._peek = ()
+            self._peek_key = key
+        return self._peek

@@ -1,0 +1,245 @@
+"""Plain data the views render: numpy arrays, label lists and the current step.
+
+Views never see a decoding session or a tensor. Whoever owns the session (the main
+window) builds these small frozen objects once per step and hands them to every view;
+construction checks the shapes, so a view can trust them.
+
+Kinds of attention (the tutorial's names)::
+
+    "encoder"  encoder self-attention      rows: source pieces       columns: source pieces
+    "decoder"  decoder masked self-attn.   rows: target pieces (SOS…) columns: target pieces
+    "cross"    cross-attention             rows: target (C_decoder)  columns: source (C_encoder)
+
+Layers and heads are 0-based indices in every API; the views label them 1-based
+("layer 1", "head 1", as Z_1 … Z_h in the tutorial).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+KINDS: tuple[str, ...] = ("encoder", "decoder", "cross")
+
+#: Title of each kind, in the tutorial's notation.
+KIND_TITLES: dict[str, str] = {
+    "encoder": "Encoder self-attention",
+    "decoder": "Decoder masked self-attention",
+    "cross": "Cross-attention",
+}
+#: The formula each kind's weights come from.
+KIND_FORMULAS: dict[str, str] = {
+    "encoder": "A = softmax(QKᵀ/√d_k)",
+    "decoder": "A = softmax(QKᵀ/√d_k + M)",
+    "cross": "A = softmax(QKᵀ/√d_k),  Q from C_decoder,  K, V from C_encoder",
+}
+#: Axis titles (rows = queries, columns = keys).
+KIND_AXES: dict[str, tuple[str, str]] = {
+    "encoder": ("queries · source (rows)", "keys · source (columns)"),
+    "decoder": ("queries · target (rows)", "keys · target (columns)"),
+    "cross": ("queries · target, C_decoder (rows)", "keys · source, C_encoder (columns)"),
+}
+
+
+def _labels(seq: Sequence[str], n: int, what: str) -> tuple[str, ...]:
+    labels = tuple(str(s) for s in seq)
+    if len(labels) != n:
+        raise ValueError(f"{what}: {len(labels)} labels for {n} positions")
+    return labels
+
+
+def _float32(a: np.ndarray | Sequence, ndim: int, what: str) -> np.ndarray:
+    arr = np.ascontiguousarray(a, dtype=np.float32)
+    if arr.ndim != ndim:
+        raise ValueError(f"{what}: expected {ndim} dimensions, got shape {arr.shape}")
+    arr.flags.writeable = False
+    return arr
+
+
+@dataclass(frozen=True, eq=False)
+class AttentionData:
+    """The attention weights of one kind, all layers and heads, for the current step.
+
+    weights       ``[layer, head, query, key]`` float32, rows sum to 1 (decoder: lower-triangular)
+    query_labels  ``query`` pieces (rows)
+    key_labels    ``key`` pieces (columns)
+    highlight     the current step's query row, or ``None`` (encoder self-attention)
+    head_mean     ``[layer, query, key]`` mean over heads (``None``: the views take the mean)
+    rollout       ``[query, key]`` attention rollout through all layers, or ``None`` (mode disabled)
+    """
+
+    kind: str
+    weights: np.ndarray
+    query_labels: tuple[str, ...]
+    key_labels: tuple[str, ...]
+    highlight: int | None = None
+    head_mean: np.ndarray | None = None
+    rollout: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, not {self.kind!r}")
+        w = _float32(self.weights, 4, "weights [layer, head, query, key]")
+        object.__setattr__(self, "weights", w)
+        _, _, nq, nk = w.shape
+        object.__setattr__(self, "query_labels", _labels(self.query_labels, nq, "query_labels"))
+        object.__setattr__(self, "key_labels", _labels(self.key_labels, nk, "key_labels"))
+        if self.highlight is not None:
+            h = int(self.highlight)
+            if not 0 <= h < nq:
+                raise ValueError(f"highlight row {h} outside 0..{nq - 1}")
+            object.__setattr__(self, "highlight", h)
+        if self.head_mean is not None:
+            m = _float32(self.head_mean, 3, "head_mean [layer, query, key]")
+            if m.shape != (w.shape[0], nq, nk):
+                raise ValueError(f"head_mean shape {m.shape} does not match weights {w.shape}")
+            object.__setattr__(self, "head_mean", m)
+        if self.rollout is not None:
+            r = _float32(self.rollout, 2, "rollout [query, key]")
+            if r.shape != (nq, nk):
+                raise ValueError(f"rollout shape {r.shape} does not match [query, key] = {(nq, nk)}")
+            object.__setattr__(self, "rollout", r)
+
+    @property
+    def n_layers(self) -> int:
+        return int(self.weights.shape[0])
+
+    @property
+    def n_heads(self) -> int:
+        return int(self.weights.shape[1])
+
+    @property
+    def title(self) -> str:
+        return KIND_TITLES[self.kind]
+
+    def mean(self, layer: int) -> np.ndarray:
+        """``[query, key]`` mean over the heads of ``layer``."""
+        if self.head_mean is not None:
+            return self.head_mean[layer]
+        return self.weights[layer].mean(axis=0)
+
+
+def as_attention_sets(data: "AttentionData | Mapping[str, AttentionData]") -> dict[str, AttentionData]:
+    """Normalise what ``set_data`` accepts: one ``AttentionData`` or a mapping kind → data."""
+    if isinstance(data, AttentionData):
+        return {data.kind: data}
+    out = {}
+    for kind, d in data.items():
+        if not isinstance(d, AttentionData) or d.kind != kind:
+            raise ValueError(f"set_data expects AttentionData keyed by its kind; got {kind!r} → {d!r}")
+        out[kind] = d
+    if not out:
+        raise ValueError("set_data needs at least one kind of attention")
+    return {k: out[k] for k in KINDS if k in out}
+
+
+@dataclass(frozen=True, eq=False)
+class MaskData:
+    """Decoder masked self-attention at the current step, the pieces of softmax(QKᵀ/√d_k + M).
+
+    query_labels   target pieces fed to the decoder (``SOS``, y₁, …), one per row
+    key_labels     target pieces as keys (same as ``query_labels`` for self-attention)
+    look_ahead     ``[query, key]`` M: 0 on and below the diagonal, −inf above
+    scaled_scores  ``[layer, head, query, key]`` QKᵀ/√d_k
+    weights        ``[layer, head, query, key]`` softmax(QKᵀ/√d_k + M), exact 0 above the diagonal
+    masked_scores  ``[layer, head, query, key]`` QKᵀ/√d_k + M (``None``: scaled_scores + mask)
+    mask           ``[query, key]`` the M actually added (look-ahead and padding); ``None``: look_ahead
+    tgt_padding    ``[key]`` 1.0 where a target key is PAD (``None``: no padding)
+    src_padding    ``[src]`` 1.0 where a source token is PAD (``None``: no padding)
+    src_labels     source pieces, one per ``src_padding`` entry
+    step           the current step's query row, or ``None``
+    """
+
+    query_labels: tuple[str, ...]
+    key_labels: tuple[str, ...]
+    look_ahead: np.ndarray
+    scaled_scores: np.ndarray
+    weights: np.ndarray
+    masked_scores: np.ndarray | None = None
+    mask: np.ndarray | None = None
+    tgt_padding: np.ndarray | None = None
+    src_padding: np.ndarray | None = None
+    src_labels: tuple[str, ...] = field(default=())
+    step: int | None = None
+
+    def __post_init__(self) -> None:
+        s = _float32(self.scaled_scores, 4, "scaled_scores [layer, head, query, key]")
+        w = _float32(self.weights, 4, "weights [layer, head, query, key]")
+        if w.shape != s.shape:
+            raise ValueError(f"weights {w.shape} and scaled_scores {s.shape} differ in shape")
+        _, _, nq, nk = s.shape
+        la = _float32(self.look_ahead, 2, "look_ahead [query, key]")
+        if la.shape != (nq, nk):
+            raise ValueError(f"look_ahead shape {la.shape} does not match [query, key] = {(nq, nk)}")
+        mask = la if self.mask is None else _float32(self.mask, 2, "mask [query, key]")
+        if mask.shape != (nq, nk):
+            raise ValueError(f"mask shape {mask.shape} does not match [query, key] = {(nq, nk)}")
+        if self.masked_scores is None:
+            ms = s + mask[None, None]
+            ms.flags.writeable = False
+        else:
+            ms = _float32(self.masked_scores, 4, "masked_scores [layer, head, query, key]")
+            if ms.shape != s.shape:
+                raise ValueError(f"masked_scores {ms.shape} and scaled_scores {s.shape} differ in shape")
+        for name, value in (("scaled_scores", s), ("weights", w), ("look_ahead", la), ("mask", mask), ("masked_scores", ms)):
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "query_labels", _labels(self.query_labels, nq, "query_labels"))
+        object.__setattr__(self, "key_labels", _labels(self.key_labels, nk, "key_labels"))
+        if self.tgt_padding is not None:
+            tp = _float32(self.tgt_padding, 1, "tgt_padding [key]")
+            if tp.shape != (nk,):
+                raise ValueError(f"tgt_padding has {tp.shape[0]} entries for {nk} keys")
+            object.__setattr__(self, "tgt_padding", tp)
+        if self.src_padding is not None:
+            sp = _float32(self.src_padding, 1, "src_padding [src]")
+            object.__setattr__(self, "src_labels", _labels(self.src_labels, sp.shape[0], "src_labels"))
+            object.__setattr__(self, "src_padding", sp)
+        if self.step is not None:
+            st = int(self.step)
+            if not 0 <= st < nq:
+                raise ValueError(f"step row {st} outside 0..{nq - 1}")
+            object.__setattr__(self, "step", st)
+
+    @property
+    def n_layers(self) -> int:
+        return int(self.scaled_scores.shape[0])
+
+    @property
+    def n_heads(self) -> int:
+        return int(self.scaled_scores.shape[1])
+
+
+@dataclass(frozen=True, eq=False)
+class FigureData:
+    """The data behind a figure, as written to CSV and NPZ.
+
+    ``values`` are arrays that all have the dimensions ``dims`` (one CSV column each, in
+    long form: one CSV row per element). ``coords`` gives labels along some dimensions
+    (token pieces along ``query``/``key``; ``layer``/``head`` get 1-based numbers).
+    ``extras`` are further arrays of other shapes, written to NPZ only.
+    """
+
+    title: str
+    dims: tuple[str, ...]
+    values: Mapping[str, np.ndarray]
+    coords: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    extras: Mapping[str, np.ndarray] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.values:
+            raise ValueError("FigureData needs at least one value array")
+        shapes = {np.shape(v) for v in self.values.values()}
+        if len(shapes) != 1 or len(next(iter(shapes))) != len(self.dims):
+            raise ValueError(f"value arrays must share the shape of dims {self.dims}; got {shapes}")
+        shape = next(iter(shapes))
+        for dim, labels in self.coords.items():
+            if dim not in self.dims:
+                raise ValueError(f"coords for unknown dimension {dim!r}")
+            if len(labels) != shape[self.dims.index(dim)]:
+                raise ValueError(f"{len(labels)} labels for dimension {dim!r} of size {shape[self.dims.index(dim)]}")
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(np.shape(next(iter(self.values.values()))))

@@ -1,0 +1,150 @@
+"""How long every view takes to show one new decoding step (set_data + repaint).
+
+Sizes: the default model (3 layers × 4 heads, 12 tokens) and a BASE config (6 layers ×
+8 heads, 20 tokens). Each figure is the median over repeated steps, in milliseconds, and
+its ratio to a reference measured in the same run: one plain 20×20 ``ImageItem`` updated
+and repainted. Target: all views together ≤ 16 ms (holding → stays fluid).
+
+    python bench/bench_views.py [--repeats N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+if "QT_QPA_PLATFORM" not in os.environ and not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
+    os.environ["QT_QPA_PLATFORM"] = "offscreen"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np  # noqa: E402
+import pyqtgraph as pg  # noqa: E402
+from PySide6 import QtWidgets  # noqa: E402
+
+from attnviz.qt.app import make_app  # noqa: E402
+from attnviz.qt.qt_attention_grid import QtAttentionGrid  # noqa: E402
+from attnviz.qt.qt_head_detail_view import QtHeadDetailView  # noqa: E402
+from attnviz.qt.qt_line_view import QtLineView  # noqa: E402
+from attnviz.qt.qt_mask_view import QtMaskView  # noqa: E402
+from attnviz.qt.sample_data import pieces, sample_attention, sample_masks  # noqa: E402
+
+SIZES = {
+    "default (3 layers × 4 heads, 12 tokens)": (3, 4, 12),
+    "BASE (6 layers × 8 heads, 20 tokens)": (6, 8, 20),
+}
+TARGET_MS = 16.0
+
+
+def _steps(n_layers: int, n_heads: int, n_tokens: int, count: int = 6):
+    """Per step: the data a step hands to each view (the target grows by one token)."""
+    source = pieces(n_tokens, prefix="源")
+    target = pieces(n_tokens, first="SOS")
+    steps = []
+    for i in range(count):
+        t = target[: n_tokens - count + 1 + i]
+        kw = dict(n_layers=n_layers, n_heads=n_heads, source=source, target=t, seed=i)
+        cross = sample_attention("cross", **kw)
+        steps.append({
+            "grid": cross,
+            "head": {k: sample_attention(k, **kw) for k in ("encoder", "decoder", "cross")},
+            "lines": cross,
+            "mask": sample_masks(n_layers=n_layers, n_heads=n_heads, target=t, source=source, seed=i),
+        })
+    return steps
+
+
+def _time(update, repeats: int) -> float:
+    app = QtWidgets.QApplication.instance()
+    samples = []
+    for i in range(repeats + 3):
+        t0 = time.perf_counter()
+        update(i)
+        app.processEvents()
+        t1 = time.perf_counter()
+        if i >= 3:  # warm-up
+            samples.append((t1 - t0) * 1000)
+    return statistics.median(samples)
+
+
+def _line_layer_latency(view: QtLineView, steps, repeats: int) -> float:
+    """Time from a new step to its line layer (drawn in a worker thread) being on screen."""
+    app = QtWidgets.QApplication.instance()
+    samples = []
+    for i in range(repeats):
+        t0 = time.perf_counter()
+        view.set_data(steps[(i + 1) % len(steps)]["lines"])
+        view.repaint()
+        while True:
+            app.processEvents()
+            if not view.lines.pending():
+                break
+            time.sleep(0.0005)
+        view.repaint()
+        samples.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(samples)
+
+
+def _reference(repeats: int) -> float:
+    win = pg.GraphicsLayoutWidget()
+    win.resize(640, 480)
+    plot = win.addPlot()
+    img = pg.ImageItem(axisOrder="row-major")
+    plot.addItem(img)
+    frames = [np.random.default_rng(i).random((20, 20)).astype(np.float32) for i in range(4)]
+    win.show()
+
+    def update(i):
+        img.setImage(frames[i % 4], autoLevels=False, levels=(0, 1))
+        win.repaint()
+
+    ms = _time(update, repeats)
+    win.close()
+    return ms
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=40)
+    args = parser.parse_args(argv)
+    make_app()
+    ref = _reference(args.repeats)
+    print(f"reference: one 20×20 ImageItem update + repaint = {ref:.2f} ms")
+    worst = 0.0
+    for title, (n_layers, n_heads, n_tokens) in SIZES.items():
+        steps = _steps(n_layers, n_heads, n_tokens)
+        views = {"grid": QtAttentionGrid(), "head": QtHeadDetailView(), "lines": QtLineView(), "mask": QtMaskView()}
+        sizes = {"grid": (760, 560), "head": (640, 560), "lines": (640, 560), "mask": (900, 760)}
+        for name, view in views.items():
+            view.resize(*sizes[name])
+            view.set_data(steps[0][name])
+            view.show()
+        if "head" in views:
+            views["head"].select(kind="cross")
+        QtWidgets.QApplication.processEvents()
+        print(f"\n{title}")
+        total = 0.0
+        for name, view in views.items():
+            def update(i, view=view, name=name):
+                view.set_data(steps[i % len(steps)][name])
+                view.repaint()
+
+            ms = _time(update, args.repeats)
+            total += ms
+            print(f"  {name:<6} {ms:7.2f} ms   ×{ms / ref:5.1f} reference")
+            if name == "lines":
+                lag = _line_layer_latency(view, steps, max(5, args.repeats // 4))
+                print(f"         {lag:7.2f} ms   until all lines are drawn off the GUI thread (not in the total)")
+        verdict = "ok" if total <= TARGET_MS else "over target"
+        print(f"  {'all':<6} {total:7.2f} ms   ×{total / ref:5.1f} reference   (target ≤ {TARGET_MS:.0f} ms: {verdict})")
+        worst = max(worst, total)
+        for view in views.values():
+            view.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

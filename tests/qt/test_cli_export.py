@@ -1,0 +1,85 @@
+"""``attnviz export``: the headless export draws with the app's own views."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+
+from attnviz.cli import main
+from attnviz.core.bundle import load_bundle
+from attnviz.core.decoding import DecodingSession
+from attnviz.paths import default_model
+
+SRC = "我喜欢吃鱼。"
+
+
+def svg_texts(path):
+    root = ET.parse(path).getroot()
+    return " ".join((t.text or "") for t in root.iter() if t.tag.endswith(("text", "tspan")))
+
+
+@pytest.mark.parametrize("fmt", ["png", "svg", "pdf"])
+def test_export_head_figure(qapp, tmp_path, capsys, fmt):
+    rc = main(["export", "--src", SRC, "--view", "head", "--kind", "cross", "--layer", "2", "--head", "3",
+               "--format", fmt, "--out", str(tmp_path)])
+    assert rc == 0
+    path = tmp_path / f"head_cross_layer2_head3.{fmt}"
+    data = path.read_bytes()
+    if fmt == "png":
+        from PySide6 import QtGui
+
+        img = QtGui.QImage.fromData(data)
+        assert not img.isNull() and img.width() > 300
+        colors = {img.pixel(x, y) for x in range(0, img.width(), 17) for y in range(0, img.height(), 17)}
+        assert len(colors) > 10  # not blank
+    elif fmt == "svg":
+        text = svg_texts(path)
+        bundle = load_bundle(default_model())
+        for piece in bundle.src_tokenizer.pieces(bundle.src_tokenizer.encode(SRC)):
+            assert piece in text, piece
+        assert "SOS" in text
+    else:
+        assert data.startswith(b"%PDF-") and b"/Page" in data
+
+
+def test_export_data_matches_the_session(qapp, tmp_path):
+    assert main(["export", "--src", SRC, "--view", "head", "--kind", "decoder", "--layer", "1", "--head", "2",
+                 "--format", "npz", "--out", str(tmp_path)]) == 0
+    bundle = load_bundle(default_model())
+    s = DecodingSession.from_bundle(bundle, SRC)
+    s.run()
+    with np.load(tmp_path / "head_decoder_layer1_head2.npz") as z:
+        assert any(np.allclose(z[k], s.attention("decoder", 0)[1]) for k in z.files if z[k].dtype.kind == "f")
+
+
+def test_export_all_heads_and_mask(qapp, tmp_path):
+    assert main(["export", "--src", SRC, "--view", "head", "--head", "all", "--kind", "encoder", "--format", "png",
+                 "--out", str(tmp_path / "all")]) == 0
+    cfg = load_bundle(default_model()).config
+    assert len(list((tmp_path / "all").glob("encoder_layer*_head*.png"))) == cfg.n_encoder_layers * cfg.n_heads
+    assert main(["export", "--src", SRC, "--view", "mask", "--format", "svg", "--out", str(tmp_path)]) == 0
+    assert "∞" in svg_texts(tmp_path / "mask_cross_layer1_head1.svg")
+
+
+def test_bad_destination_and_arguments(qapp, tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    assert main(["export", "--src", SRC, "--out", str(blocker / "sub")]) != 0
+    assert "error" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == [blocker]
+    assert main(["export", "--src", SRC, "--layer", "9", "--out", str(tmp_path)]) == 2
+    assert main(["export", "--src", "", "--out", str(tmp_path)]) == 1
+    assert "empty" in capsys.readouterr().err
+
+
+def test_export_runs_headless_in_a_subprocess(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
+    r = subprocess.run([sys.executable, "-m", "attnviz", "export", "--src", SRC, "--view", "lines", "--format", "png",
+                        "--out", str(tmp_path)], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "lines_cross_layer1_head1.png").stat().st_size > 1000

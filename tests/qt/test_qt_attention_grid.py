@@ -1,0 +1,114 @@
+"""QtAttentionGrid: all layers × heads in ONE tiled ImageItem; click a tile → (layer, head)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+import pytest
+from PySide6 import QtCore
+
+from attnviz.qt.qt_attention_grid import QtAttentionGrid, tile_image
+from attnviz.qt.sample_data import SOURCE, TARGET, pieces, sample_attention, sample_attention_sets
+
+
+@pytest.fixture
+def grid(qtbot):
+    g = QtAttentionGrid()
+    qtbot.addWidget(g)
+    g.resize(720, 540)
+    g.set_data(sample_attention_sets())
+    g.set_kind("cross")
+    g.show()
+    qtbot.waitExposed(g)
+    return g
+
+
+def test_one_tiled_image_holds_every_head(grid):
+    assert grid.objectName() == "attentionGrid"
+    images = [i for i in grid.canvas.scene().items() if isinstance(i, pg.ImageItem)]
+    assert images == [grid.image]
+    d = grid.data()
+    L, H, Q, K = d.weights.shape
+    tiled = grid.tiled_image()
+    gap = 1
+    assert tiled.shape == (L * (Q + gap) - gap, H * (K + gap) - gap)
+    for layer in range(L):
+        for head in range(H):
+            r0, c0 = layer * (Q + gap), head * (K + gap)
+            np.testing.assert_array_equal(tiled[r0 : r0 + Q, c0 : c0 + K], d.weights[layer, head])
+    assert np.isnan(tiled[Q, 0]) and np.isnan(tiled[0, K])  # the gaps are transparent
+    assert grid.tile_of_pixel(Q + 1 + 2, 1) == (1, 0, 2, 1)
+    assert grid.tile_of_pixel(Q, 0) is None
+
+
+def test_tile_image_is_reused_for_the_same_shape():
+    w = np.random.default_rng(0).random((2, 3, 4, 5)).astype(np.float32)
+    first = tile_image(w, 1)
+    again = tile_image(w * 0.5, 1, first)
+    assert again is first
+    np.testing.assert_array_equal(again[5:9, 6:11], w[1, 1] * 0.5)
+
+
+def test_update_in_place_and_step_highlight(grid):
+    image = grid.image
+    n_items = len(grid.canvas.scene().items())
+    grid.set_kind("decoder")
+    for step in range(1, 6):
+        grid.set_data(sample_attention("decoder", target=TARGET[: step + 1], step=step, seed=step))
+        assert grid.image is image
+        assert not grid.step_rows.path().isEmpty()
+    assert len(grid.canvas.scene().items()) == n_items
+    grid.set_data(sample_attention("encoder"))
+    assert grid.step_rows.path().isEmpty()  # the encoder has no current step
+
+
+def test_click_a_tile_emits_layer_and_head(grid, qtbot):
+    qtbot.wait_until(lambda: grid.plot.getViewBox().width() > 0)
+    pos = grid.canvas.mapFromScene(grid.tile_center_in_scene(2, 1))
+    with qtbot.waitSignal(grid.tileClicked, timeout=2000) as blocker:
+        qtbot.mouseClick(grid.canvas.viewport(), QtCore.Qt.MouseButton.LeftButton, pos=pos)
+    assert blocker.args == [2, 1]
+    assert grid.selected() == (2, 1)
+
+
+def test_keyboard_moves_and_opens(grid, qtbot):
+    grid.set_selected(0, 0)
+    qtbot.keyClick(grid, QtCore.Qt.Key.Key_Right)
+    qtbot.keyClick(grid, QtCore.Qt.Key.Key_Down)
+    with qtbot.waitSignal(grid.tileClicked, timeout=1000) as blocker:
+        qtbot.keyClick(grid, QtCore.Qt.Key.Key_Return)
+    assert blocker.args == [1, 1]
+
+
+def test_hover_names_layer_head_and_tokens(grid, qtbot):
+    qtbot.wait_until(lambda: grid.plot.getViewBox().width() > 0)
+    d = grid.data()
+    Q, K = d.weights.shape[2:]
+    # the pixel of query 1, key 3 in tile (layer 1, head 2)
+    row, col = 1 * (Q + 1) + 1, 2 * (K + 1) + 3
+    scene_pt = grid.image.mapToScene(QtCore.QPointF(col + 0.5, row + 0.5))
+    pos = grid.canvas.mapFromScene(scene_pt)
+    with qtbot.waitSignal(grid.hovered, timeout=2000, check_params_cb=lambda i: i is not None) as blocker:
+        qtbot.mouseMove(grid.canvas.viewport(), QtCore.QPoint(pos.x() - 1, pos.y()))
+        qtbot.mouseMove(grid.canvas.viewport(), pos)
+    info = blocker.args[0]
+    assert (info.layer, info.head, info.row, info.col) == (1, 2, 1, 3)
+    assert info.value == pytest.approx(float(d.weights[1, 2, 1, 3]))
+    assert "layer 2 · head 3" in grid.readout.text() and SOURCE[3] in grid.readout.text()
+
+
+def test_kind_selector(grid, qtbot):
+    assert grid.kind_combo.isVisible()
+    with qtbot.waitSignal(grid.kindChanged, timeout=1000) as blocker:
+        grid.kind_combo.setCurrentIndex(grid.kind_combo.findData("encoder"))
+    assert blocker.args == ["encoder"]
+    assert grid.tiled_image().shape[0] == 3 * (len(SOURCE) + 1) - 1
+
+
+def test_base_size(grid):
+    src = pieces(20, first="我")
+    tgt = pieces(20, first="SOS")
+    grid.set_data(sample_attention("cross", n_layers=6, n_heads=8, source=src, target=tgt, step=9))
+    assert grid.tiled_image().shape == (6 * 21 - 1, 8 * 21 - 1)
+    assert grid.plot.left_axis.labels() == tuple(f"layer {i}" for i in range(1, 7))
+    assert grid.plot.top_axis.labels() == tuple(f"head {i}" for i in range(1, 9))

@@ -1,0 +1,106 @@
+"""QtHeadDetailView: one head's matrix, token labels on its axes, modes, hover readout."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+import pytest
+from PySide6 import QtCore
+
+from attnviz.qt.qt_head_detail_view import QtHeadDetailView
+from attnviz.qt.sample_data import SOURCE, TARGET, sample_attention, sample_attention_sets
+from attnviz.qt.view_data import AttentionData
+
+
+@pytest.fixture
+def view(qtbot):
+    v = QtHeadDetailView()
+    qtbot.addWidget(v)
+    v.resize(640, 520)
+    v.set_data(sample_attention_sets())
+    v.show()
+    qtbot.waitExposed(v)
+    return v
+
+
+def test_object_name_and_one_head(view):
+    assert view.objectName() == "headDetail"
+    view.select(kind="cross", layer=1, head=2)
+    d = view.data()
+    # rows are queries (target pieces), columns are keys (source pieces)
+    np.testing.assert_array_equal(view.plot.matrix(), d.weights[1, 2])
+    assert view.plot.matrix().shape == (len(TARGET), len(SOURCE))
+    assert view.plot.row_axis.labels() == TARGET
+    assert view.plot.col_axis.labels() == SOURCE
+    assert "我" in view.plot.col_axis.labels()
+    assert view.plot.highlight_row() == len(TARGET) - 1
+    assert view.figure_title() == "Cross-attention · layer 2 · head 3"
+
+
+def test_mean_and_rollout_modes(view):
+    view.select(kind="encoder", layer=2, mode="mean")
+    d = view.data()
+    np.testing.assert_allclose(view.plot.matrix(), d.weights[2].mean(axis=0), rtol=1e-6)
+    view.select(mode="rollout")
+    np.testing.assert_array_equal(view.plot.matrix(), d.rollout)
+    assert not view.layer_combo.isEnabled()
+    # cross-attention has no rollout here: the mode falls back to one head and is disabled
+    view.select(kind="cross")
+    assert view.mode() == "head"
+    item = view.mode_combo.model().item(view.mode_combo.findData("rollout"))
+    assert not item.isEnabled()
+
+
+def test_updates_in_place(view):
+    image, bar = view.plot.image, view.plot.colorbar
+    n_items = len(view.canvas.scene().items())
+    view.select(kind="decoder")
+    for step in range(2, 6):
+        view.set_data(sample_attention("decoder", target=TARGET[: step + 1], seed=step))
+    assert view.plot.image is image and view.plot.colorbar is bar
+    assert len(view.canvas.scene().items()) == n_items
+    assert view.plot.matrix().shape == (6, 6)
+    # decoder self-attention: exact zeros above the diagonal survive the round trip
+    assert np.all(np.triu(view.plot.matrix(), 1) == 0.0)
+
+
+def test_selection_from_controls_emits(view, qtbot):
+    with qtbot.waitSignal(view.selectionChanged, timeout=1000) as blocker:
+        view.head_combo.setCurrentIndex(3)
+    kind, mode, layer, head = blocker.args
+    assert (mode, head) == ("head", 3)
+    np.testing.assert_array_equal(view.plot.matrix(), view.data().weights[layer, 3])
+
+
+def test_hover_readout_from_the_mouse(view, qtbot):
+    view.select(kind="cross", layer=0, head=0)
+    qtbot.wait_until(lambda: view.plot.getViewBox().width() > 0)
+    scene_pt = view.plot.cell_center_in_scene(2, 3)
+    pos = view.canvas.mapFromScene(scene_pt)
+    with qtbot.waitSignal(view.hovered, timeout=2000, check_params_cb=lambda info: info is not None) as blocker:
+        qtbot.mouseMove(view.canvas.viewport(), QtCore.QPoint(pos.x() - 2, pos.y()))
+        qtbot.mouseMove(view.canvas.viewport(), pos)
+    info = blocker.args[0]
+    assert (info.row, info.col) == (2, 3)
+    assert info.row_label == TARGET[2] and info.col_label == SOURCE[3]
+    assert info.value == pytest.approx(float(view.data().weights[0, 0, 2, 3]))
+    assert "鱼" in view.readout.text() and f"{info.value:.4f}" in view.readout.text()
+
+
+def test_bad_input_is_refused(view):
+    with pytest.raises(ValueError):
+        view.select(mode="diagonal")
+    with pytest.raises(ValueError):
+        AttentionData("cross", np.zeros((1, 1, 2, 3)), ("a", "b"), ("x", "y"))  # 2 key labels for 3 keys
+
+
+def test_context_menu_offers_exports(view):
+    menu = view.build_context_menu()
+    names = {a.objectName() for a in menu.actions()}
+    assert {"exportFigureAction", "exportDataAction", "exportAllHeadsAction"} <= names
+    assert all(a.isEnabled() for a in menu.actions() if a.objectName())
+
+
+def test_single_image_item(view):
+    images = [i for i in view.canvas.scene().items() if isinstance(i, pg.ImageItem)]
+    assert images == [view.plot.image]

@@ -1,0 +1,91 @@
+"""QtLineView: a line per (query, key) with opacity = weight, heads in colours, hover isolates."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PySide6 import QtCore
+
+from attnviz.qt.qt_line_view import QtLineView
+from attnviz.qt.sample_data import SOURCE, TARGET, sample_attention_sets
+
+
+@pytest.fixture
+def lines(qtbot):
+    v = QtLineView()
+    qtbot.addWidget(v)
+    v.resize(640, 480)
+    v.set_data(sample_attention_sets())
+    v.set_kind("cross")
+    v.show()
+    qtbot.waitExposed(v)
+    return v
+
+
+def _expected(weights: np.ndarray, heads) -> set[tuple[int, int, int]]:
+    return {(h, q, k) for h in heads for q, k in zip(*np.nonzero(weights[h] >= 0.01))}
+
+
+def test_lines_follow_the_weights(lines):
+    assert lines.objectName() == "lineView"
+    w = lines.data().weights[0]
+    drawn = lines.visible_lines()
+    assert {(s.head, s.query, s.key) for s in drawn} == _expected(w, range(4))
+    for s in drawn:
+        assert s.weight == pytest.approx(float(w[s.head, s.query, s.key]))  # opacity = weight
+
+
+def test_layer_and_heads(lines, qtbot):
+    lines.set_layer(2)
+    lines.set_heads([1, 3])
+    w = lines.data().weights[2]
+    assert lines.selected_heads() == (1, 3)
+    assert {(s.head, s.query, s.key) for s in lines.visible_lines()} == _expected(w, (1, 3))
+    assert "heads 2, 4" in lines.title.plain_text()
+    # the head buttons mirror the selection; clicking one emits the new selection
+    assert [b.isChecked() for b in lines._head_buttons] == [False, True, False, True]
+    with qtbot.waitSignal(lines.selectionChanged, timeout=1000) as blocker:
+        qtbot.mouseClick(lines._head_buttons[0], QtCore.Qt.MouseButton.LeftButton)
+    assert blocker.args == ["cross", 2, (0, 1, 3)]
+    with qtbot.waitSignal(lines.selectionChanged, timeout=1000) as blocker:
+        qtbot.mouseClick(lines.all_button, QtCore.Qt.MouseButton.LeftButton)
+    assert blocker.args[2] == (0, 1, 2, 3)
+
+
+def test_hover_isolates_a_token(lines):
+    lines.set_hover("query", 2)
+    drawn = lines.visible_lines()
+    assert drawn and all(s.query == 2 for s in drawn)
+    assert TARGET[2] in lines.readout.text()
+    lines.set_hover("key", 0)
+    drawn = lines.visible_lines()
+    assert drawn and all(s.key == 0 for s in drawn)
+    assert "我" in lines.readout.text()
+    lines.set_hover(None)
+    assert len(lines.visible_lines()) == len(_expected(lines.data().weights[0], range(4)))
+
+
+def test_mouse_hover_and_click_pin(lines, qtbot):
+    item = lines.lines
+    qtbot.wait_until(lambda: item.boundingRect().height() > 100)
+    pos = lines.canvas.mapFromScene(item.mapToScene(item.token_pos("key", 3)))
+    with qtbot.waitSignal(lines.tokenHovered, timeout=2000, check_params_cb=lambda side, i: side == "key") as blocker:
+        qtbot.mouseMove(lines.canvas.viewport(), QtCore.QPoint(pos.x() + 1, pos.y()))
+        qtbot.mouseMove(lines.canvas.viewport(), pos)
+    assert blocker.args == ["key", 3]
+    assert all(s.key == 3 for s in lines.visible_lines())
+    qtbot.mouseClick(lines.canvas.viewport(), QtCore.Qt.MouseButton.LeftButton, pos=pos)
+    assert lines._pinned == ("key", 3)
+    lines.set_hover(None)  # the mouse leaves: the pinned token stays isolated
+    assert all(s.key == 3 for s in lines.visible_lines())
+    with lines.export_mode():  # exports show the pinned isolation, never a transient hover
+        lines._hover = ("query", 0)
+        assert lines.focus_token() == ("key", 3)
+    lines._hover = None
+
+
+def test_encoder_kind_and_labels(lines):
+    lines.set_kind("encoder")
+    assert lines._query_labels == SOURCE and lines._key_labels == SOURCE
+    data = lines.figure_data()
+    assert data.dims == ("head", "query", "key") and data.shape == (4, 5, 5)

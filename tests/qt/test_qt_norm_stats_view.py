@@ -1,0 +1,123 @@
+"""The norm statistics view shows ``analysis.norm_statistics`` / ``compare_norms`` for LayerNorm and BatchNorm models."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import inside_fixtures as F
+from attnviz.core import analysis as A
+from attnviz.core.trace import trace_schema
+from attnviz.qt.export import render_view_to_file
+from attnviz.qt.qt_norm_stats_view import NormSiteData, QtNormStatsView, histogram
+
+
+def site_data(session):
+    names = [n for n, _, _ in trace_schema(session.config) if ".norm" in n or "final_norm" in n]
+    arrays = {n: session.accumulated(n) for n in names}
+    out = []
+    for site in A.norm_sites(arrays):
+        pieces = session.src_pieces if site.startswith("encoder") else session.input_pieces
+        x = arrays[site + ".input"]
+        out.append(NormSiteData(site, A.norm_statistics(arrays, site), x, arrays[site + ".output"], A.compare_norms(x), pieces))
+    return arrays, out
+
+
+def make_view(qtbot, sites, norm, placement):
+    view = QtNormStatsView()
+    qtbot.addWidget(view)
+    view.resize(1100, 900)
+    view.set_data(sites, norm, placement)
+    return view
+
+
+@pytest.mark.parametrize("norm,placement", [("layer", "post"), ("batch", "post"), ("layer", "pre")])
+def test_statistics_of_the_chosen_layer(qtbot, norm, placement):
+    session = F.session(norm=norm, placement=placement, steps=4)
+    arrays, sites = site_data(session)
+    view = make_view(qtbot, sites, norm, placement)
+    assert view.objectName() == "normStatsView"
+    n_final = 2 if placement == "pre" else 0
+    assert len(view.groups()) == 4 + n_final  # 2 encoder + 2 decoder layers (+ final norms)
+    view.select("decoder", 1)
+    group = view.group_sites()
+    assert [s.site for s in group] == [f"decoder.layers.1.norm{j}" for j in (1, 2, 3)]
+    for site, col in zip(group, view.columns):
+        st = A.norm_statistics(arrays, site.site)
+        assert st.kind == norm
+        if norm == "layer":  # per token, before and after
+            np.testing.assert_allclose(col.mean_a.getData()[1], st.input_mean)
+            np.testing.assert_allclose(col.mean_b.getData()[1], st.output_mean)
+            np.testing.assert_allclose(col.std_a.getData()[1], st.input_std)
+            np.testing.assert_allclose(col.std_b.getData()[1], st.output_std)
+            assert col.mean_axis.labels() == session.input_pieces
+        else:  # per feature: this batch's statistics and the running ones
+            np.testing.assert_allclose(col.mean_a.getData()[1], st.batch_mean)
+            np.testing.assert_allclose(col.mean_b.getData()[1], st.running_mean)
+            np.testing.assert_allclose(col.std_a.getData()[1], st.batch_var)
+            np.testing.assert_allclose(col.std_b.getData()[1], st.running_var)
+            np.testing.assert_allclose(st.running_mean, arrays[site.site + ".running_mean"])
+            assert len(col.mean_a.getData()[1]) == session.config.d_model
+        edges, before, after = histogram(arrays[site.site + ".input"], arrays[site.site + ".output"])
+        x, y = col.hist_before.getData()
+        np.testing.assert_allclose(x, edges)
+        np.testing.assert_array_equal(y, np.histogram(arrays[site.site + ".input"], edges)[0])
+        np.testing.assert_array_equal(col.hist_after.getData()[1], after)
+        assert before.sum() == arrays[site.site + ".input"].size
+    where = "after" if placement == "post" else "before"
+    assert f"norm2 · {where} cross-attention" in view.columns[1].title.plain_text()
+    assert view.group_combo.currentText() == "Decoder layer 2"
+
+
+def test_ln_vs_bn_on_the_same_matrix(qtbot):
+    session = F.session(norm="layer", steps=4)
+    arrays, sites = site_data(session)
+    view = make_view(qtbot, sites, "layer", "post")
+    assert view.groups()[0] == ("encoder", 0)
+    view.compare_combo.setCurrentIndex(1)  # norm2 of encoder layer 1
+    site = view.compared_site()
+    assert site.site == "encoder.layers.0.norm2"
+    x = arrays["encoder.layers.0.norm2.input"]
+    c = A.compare_norms(x)
+    np.testing.assert_array_equal(view.cmp_plots["x"].matrix(), x)
+    np.testing.assert_allclose(view.cmp_plots["layer"].matrix(), c.layer_output, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(view.cmp_plots["batch"].matrix(), c.batch_output, rtol=1e-5, atol=1e-6)
+    # LN: every row mean 0 / std 1; BN: every column
+    ln, bn = view.cmp_plots["layer"].matrix().astype(np.float64), view.cmp_plots["batch"].matrix().astype(np.float64)
+    np.testing.assert_allclose(ln.mean(1), 0, atol=1e-5)
+    np.testing.assert_allclose(ln.std(1), 1, atol=1e-3)
+    np.testing.assert_allclose(bn.mean(0), 0, atol=1e-5)
+    np.testing.assert_allclose(bn.std(0), 1, atol=1e-3)
+    assert not np.allclose(ln.mean(0), 0, atol=1e-3)  # they really differ
+    # the axes drawn on the matrices: a row for LN, a column for BN; clicking a cell moves both
+    n, d = x.shape
+    assert view.marked() == (n - 1, d // 3)
+    view.cmp_plots["batch"].sigCellClicked.emit(1, 5)
+    assert view.marked() == (1, 5)
+    row_band = view.axis_items["layer"][0]
+    col_band = view.axis_items["batch"][0]
+    assert row_band.rect().getRect() == (-0.5, 0.5, d, 1.0)
+    assert col_band.rect().getRect() == (4.5, -0.5, 1.0, n)
+    assert {i.data(0) for i in view.axis_items["x"]} == {"row", "col"}
+    assert "this model uses LayerNorm" in view.cmp_title.plain_text()
+    view.cmp_plots["x"].hover_cell(1, 5)
+    assert f"LN: (x − {c.layer_mean[1]:.3f})" in view.readout.text()
+
+
+def test_updates_in_place_and_exports(qtbot, tmp_path):
+    session = F.session(norm="batch", steps=3)
+    _, sites = site_data(session)
+    view = make_view(qtbot, sites, "batch", "post")
+    curve = view.columns[0].mean_a
+    session.step()
+    _, sites2 = site_data(session)
+    view.set_data(sites2, "batch", "post")
+    assert view.columns[0].mean_a is curve
+    assert view.cmp_plots["x"].matrix().shape[0] == len(session.src_pieces)  # encoder layer 1 is still shown
+    session.back()
+    for fmt in ("png", "svg", "pdf"):
+        data = render_view_to_file(view, tmp_path / f"norm.{fmt}").read_bytes()
+        assert len(data) > 2000 and data.startswith({"png": b"\x89PNG", "svg": b"<?xml", "pdf": b"%PDF"}[fmt])
+    fd = view.figure_data()
+    assert set(fd.values) == {"x", "layer_norm", "batch_norm", "model_output"}
+    assert "encoder.layers.0.norm1.running_var" in fd.extras

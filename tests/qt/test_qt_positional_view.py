@@ -1,0 +1,95 @@
+"""The positional view shows the analysis functions' PE, curves, similarity and norms."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import inside_fixtures as F
+from attnviz.core import analysis as A
+from attnviz.qt.export import render_view_to_file
+from attnviz.qt.qt_positional_view import PositionalData, QtPositionalView, TokenEmbeddingData, default_dimensions, parse_dimensions
+
+
+def side(session, name: str, stack: str, pieces) -> TokenEmbeddingData:
+    t = session.accumulated(f"{stack}.embed.tokens")
+    p = session.accumulated(f"{stack}.embed.positional")
+    r = A.embedding_positional_ratio(t, p)
+    return TokenEmbeddingData(name, pieces, t, p, session.accumulated(f"{stack}.embed.sum"), r["token_norm"], r["positional_norm"])
+
+
+@pytest.fixture(scope="module")
+def data():
+    s = F.session(steps=4)
+    n = max(len(s.src_pieces), len(s.input_pieces))
+    pe = A.positional_encoding(n, s.config.d_model)
+    return s, PositionalData(pe, A.positional_similarity(pe), (side(s, "source", "encoder", s.src_pieces), side(s, "target", "decoder", s.input_pieces)))
+
+
+def make_view(qtbot, d):
+    view = QtPositionalView()
+    qtbot.addWidget(view)
+    view.resize(1100, 900)
+    view.set_data(d)
+    return view
+
+
+def test_pe_similarity_and_curves(qtbot, data):
+    s, d = data
+    view = make_view(qtbot, d)
+    assert view.objectName() == "positionalView"
+    n, dm = d.pe.shape
+    np.testing.assert_allclose(view.pe_plot.matrix(), A.positional_encoding(n, dm), atol=1e-6)
+    np.testing.assert_allclose(view.sim_plot.matrix(), A.positional_similarity(d.pe), rtol=1e-6)
+    # the model's own PE rows are the same function
+    np.testing.assert_allclose(s.accumulated("encoder.embed.positional"), d.pe[: len(s.src_pieces)], atol=1e-6)
+    dims = default_dimensions(dm)
+    assert view.dimensions() == dims == [0, 1, 2, 3, dm // 2, dm // 2 + 1]
+    np.testing.assert_allclose(view.curve_data(), A.positional_curves(d.pe, dims), atol=1e-6)
+    # the user types other dimensions
+    view.dims_edit.setText("4-6, 30, 999, x")
+    view.dims_edit.editingFinished.emit()
+    assert view.dimensions() == [4, 5, 6, 30]
+    np.testing.assert_allclose(view.curve_data(), A.positional_curves(d.pe, [4, 5, 6, 30]), atol=1e-6)
+    assert [c.isVisible() for c in view.curves] == [True] * 4 + [False] * (len(view.curves) - 4)
+    assert parse_dimensions("1;3-2", 8) == [1] and parse_dimensions("7, 0", 8) == [7, 0]
+
+
+def test_embeddings_pe_and_sum_side_by_side(qtbot, data):
+    s, d = data
+    view = make_view(qtbot, d)
+    assert view.side() == "source"
+    np.testing.assert_array_equal(view.emb_plots["tokens"].matrix(), s.accumulated("encoder.embed.tokens"))
+    np.testing.assert_array_equal(view.emb_plots["positional"].matrix(), s.accumulated("encoder.embed.positional"))
+    np.testing.assert_array_equal(view.emb_plots["summed"].matrix(), s.accumulated("encoder.embed.sum"))
+    assert view.emb_plots["tokens"].row_labels() == s.src_pieces
+    ratio = A.embedding_positional_ratio(s.accumulated("encoder.embed.tokens"), s.accumulated("encoder.embed.positional"))
+    norms = view.norm_values()
+    np.testing.assert_allclose(norms["token_norm"], ratio["token_norm"])
+    np.testing.assert_allclose(norms["positional_norm"], ratio["positional_norm"])
+    np.testing.assert_allclose(norms["positional_norm"], np.sqrt(s.config.d_model / 2), rtol=1e-5)  # every PE row: √(d/2)
+    np.testing.assert_allclose(norms["sum_norm"], np.linalg.norm(s.accumulated("encoder.embed.sum").astype(np.float64), axis=-1), rtol=1e-6)
+    # the target side (SOS, y1, ...) through the combo
+    view.side_combo.setCurrentIndex(view.side_combo.findData("target"))
+    assert view.side() == "target"
+    np.testing.assert_array_equal(view.emb_plots["summed"].matrix(), s.accumulated("decoder.embed.sum"))
+    assert view.emb_plots["summed"].row_labels() == s.input_pieces
+    assert "Target tokens" in view.emb_title.plain_text()
+
+
+def test_updates_in_place_and_exports(qtbot, data, tmp_path):
+    s, d = data
+    view = make_view(qtbot, d)
+    plot = view.pe_plot
+    longer = A.positional_encoding(12, d.d_model)
+    view.set_data(PositionalData(longer, A.positional_similarity(longer), d.embeddings))
+    assert view.pe_plot is plot and view.pe_plot.matrix().shape == (12, d.d_model)
+    assert view.curve_data().shape == (6, 12)
+    for fmt in ("png", "svg", "pdf"):
+        data_ = render_view_to_file(view, tmp_path / f"pe.{fmt}").read_bytes()
+        assert len(data_) > 2000 and data_.startswith({"png": b"\x89PNG", "svg": b"<?xml", "pdf": b"%PDF"}[fmt])
+    assert s.src_pieces[0] in (tmp_path / "pe.svg").read_text(encoding="utf-8")
+    fd = view.figure_data()
+    np.testing.assert_array_equal(fd.values["pe"], longer.astype(np.float32))
+    with pytest.raises(ValueError, match="pieces"):
+        TokenEmbeddingData("source", ("a",), np.zeros((2, 4)), np.zeros((2, 4)), np.zeros((2, 4)))

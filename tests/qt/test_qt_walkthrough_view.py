@@ -1,0 +1,138 @@
+"""The one-head walkthrough view shows the walkthrough's numbers, window by window."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import inside_fixtures as F
+from attnviz.core.walkthrough import session_walkthrough
+from attnviz.qt.export import render_view_to_file
+from attnviz.qt.qt_walkthrough_view import WINDOW, QtWalkthroughView, plain
+
+LAYERS = {"encoder": 2, "decoder": 2, "cross": 2}
+
+
+@pytest.fixture(scope="module")
+def decoded():
+    bundle = F.bundle(d_model=64, n_heads=4)  # d_model 64 > window 8, d_k 16 > window 8: both elided
+    return bundle, F.session(steps=4, d_model=64, n_heads=4)
+
+
+def make_view(qtbot, walk):
+    view = QtWalkthroughView()
+    qtbot.addWidget(view)
+    view.resize(1200, 800)
+    view.set_data(walk, layers=LAYERS)
+    return view
+
+
+def test_tables_hold_the_walkthrough_numbers(qtbot, decoded):
+    bundle, session = decoded
+    w = session_walkthrough(bundle.model, session, "cross", 1, 2)
+    view = make_view(qtbot, w)
+    assert view.objectName() == "walkthroughView"
+    lo = 2 * w.d_k  # the d_model window starts at head i's columns
+    assert view.table("concat").window[1] == slice(lo, lo + WINDOW["model"])
+    np.testing.assert_array_equal(view.shown("x"), w.x[:, lo:lo + 8])
+    np.testing.assert_array_equal(view.shown("w_q"), w.w_q[lo:lo + 8, :8])
+    np.testing.assert_array_equal(view.shown("q"), w.q[:, :8])
+    np.testing.assert_array_equal(view.shown("k"), w.k[:, :8])
+    np.testing.assert_array_equal(view.shown("scores"), w.scores)
+    np.testing.assert_array_equal(view.shown("scaled_scores"), w.scaled_scores)
+    np.testing.assert_array_equal(view.shown("weights"), w.weights)
+    np.testing.assert_array_equal(view.shown("z"), w.z[:, :8])
+    np.testing.assert_array_equal(view.shown("concat"), w.concat[:, lo:lo + 8])
+    np.testing.assert_array_equal(view.shown("output"), w.output[:, lo:lo + 8])
+    np.testing.assert_array_equal(view.shown("x_kv"), w.x_kv[:, lo:lo + 8])  # C_encoder rows for cross-attention
+    # the chosen query's row is outlined; rows are labelled with the pieces
+    assert view.table("weights").highlight_row() == w.query == len(session.input_pieces) - 1
+    assert view.table("q").row_labels() == session.input_pieces
+    assert view.table("k").row_labels() == session.src_pieces
+    assert view.table("weights").col_labels() == session.src_pieces
+    assert view.table("w_q").col_labels() == tuple(str(i) for i in range(8))
+    assert "C" in plain(view.table("x_kv").titleLabel.text) and "encoder" in view.table("x_kv").titleLabel.text
+    assert "head 3 of 4" in view.figure_title() and "“" + w.query_labels[w.query] + "”" in view.figure_title()
+    # head i's columns of the concat are marked
+    assert view._head_marks[0].isVisible() and view._head_marks[0].rect().width() == 8
+
+
+def test_decoder_mask_and_scrolling(qtbot, decoded):
+    bundle, session = decoded
+    w = session_walkthrough(bundle.model, session, "decoder", 0, 1)
+    view = make_view(qtbot, w)
+    m = view.shown("mask")
+    n = len(session.input_pieces)
+    assert np.all(np.isneginf(m[np.triu_indices(n, 1)])) and np.all(m[np.tril_indices(n)] == 0)
+    assert np.all(view.shown("weights")[np.triu_indices(n, 1)] == 0)
+    # scrolling the d_k window with its scroll bar
+    bar = view.scrollbars["k"]
+    assert bar.isVisibleTo(view) and bar.maximum() == w.d_k - WINDOW["k"]
+    bar.setValue(8)
+    np.testing.assert_array_equal(view.shown("q"), w.q[:, 8:16])
+    np.testing.assert_array_equal(view.shown("w_v"), w.w_v[view.table("w_v").window[0], 8:16])
+    assert view.table("q").getAxis("top").labels()[0] == "8"
+    view.scroll_to("model", 40)
+    np.testing.assert_array_equal(view.shown("x"), w.x[:, 40:48])
+    assert view.table("x").elided() and not view.table("weights").elided()
+    assert not view.scrollbars["pos"].isVisibleTo(view)  # 4 positions fit
+
+
+def test_query_head_and_kind_changes(qtbot, decoded):
+    bundle, session = decoded
+    w = session_walkthrough(bundle.model, session, "encoder", 0, 0)
+    view = make_view(qtbot, w)
+    # a new query: only the highlight moves (no recompute)
+    with qtbot.waitSignal(view.queryChanged) as got:
+        view.query_combo.setCurrentIndex(1)
+    assert got.args == [1] and view.query() == 1 and view.table("q").highlight_row() == 1
+    np.testing.assert_array_equal(view.shown("weights"), w.weights)
+
+    def recompute(kind, layer, head, query):
+        view.set_data(session_walkthrough(bundle.model, session, kind, layer, head, query))
+
+    view.selectionRequested.connect(recompute)
+    with qtbot.waitSignal(view.selectionRequested) as req:
+        view.head_combo.setCurrentIndex(3)
+    assert req.args == ["encoder", 0, 3, 1]
+    w3 = view.data()
+    assert w3.head == 3 and w3.query == 1
+    assert view.table("concat").window[1].start == min(3 * w3.d_k, w3.d_model - WINDOW["model"])
+    np.testing.assert_array_equal(view.shown("q"), w3.q[:, :8])
+    with qtbot.waitSignal(view.selectionRequested) as req:
+        view.kind_combo.setCurrentIndex(view.kind_combo.findData("cross"))
+    assert req.args == ["cross", 0, 3, 0]  # a source row means nothing on the target side: back to the first query
+    assert view.data().kind == "cross" and view.table("k").row_labels() == session.src_pieces
+
+
+def test_hover_readout_and_exports(qtbot, decoded, tmp_path):
+    bundle, session = decoded
+    w = session_walkthrough(bundle.model, session, "cross", 0, 0)
+    view = make_view(qtbot, w)
+    info = view.table("weights").hover_cell(1, 2)
+    assert info.value == pytest.approx(float(w.weights[1, 2]))
+    assert "A_i" in view.readout.text() and "row sums to 1" in view.readout.text()
+    for fmt in ("png", "svg", "pdf"):
+        path = render_view_to_file(view, tmp_path / f"walk.{fmt}")
+        data = path.read_bytes()
+        assert len(data) > 2000
+        assert data.startswith({"png": b"\x89PNG", "svg": b"<?xml", "pdf": b"%PDF"}[fmt])
+    svg = (tmp_path / "walk.svg").read_text(encoding="utf-8")
+    assert "<text" in svg and session.src_pieces[1] in svg  # labels stay text, Chinese included
+    data = view.figure_data()
+    np.testing.assert_array_equal(data.values["weights"], w.weights)
+    np.testing.assert_array_equal(data.extras["concat"], w.concat)
+
+
+def test_views_never_import_torch():
+    code = (
+        "import sys\n"
+        "import attnviz.qt.qt_walkthrough_view, attnviz.qt.qt_output_view, attnviz.qt.qt_positional_view\n"
+        "import attnviz.qt.qt_norm_stats_view, attnviz.qt.qt_train_panel\n"
+        "print('torch' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env={"QT_QPA_PLATFORM": "offscreen", "PATH": ""})
+    assert out.stdout.strip() == "False"

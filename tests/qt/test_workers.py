@@ -1,0 +1,135 @@
+"""Workers: signals, inference mode in the worker thread, cooperative quit, and a PySide6 guard."""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+import pytest
+import torch
+from PySide6 import QtCore
+
+from attnviz.qt.workers import FunctionWorker, GeneratorWorker, active_workers, create_worker, wait_for_workers
+
+
+def test_function_worker_returns_in_the_gui_thread(qtbot):
+    seen = {}
+
+    def on_returned(value):
+        seen["value"] = value
+        seen["gui_thread"] = QtCore.QThread.currentThread() is QtCore.QCoreApplication.instance().thread()
+
+    worker = FunctionWorker(lambda a, b: (a + b, threading.current_thread() is threading.main_thread()), 2, b=3)
+    worker.returned.connect(on_returned)
+    with qtbot.waitSignal(worker.finished, timeout=5000):
+        worker.start()
+    assert seen["value"] == (5, False)  # computed off the main thread
+    assert seen["gui_thread"] is True  # reported in the GUI thread
+    qtbot.wait_until(lambda: worker not in active_workers())
+
+
+def test_errors_are_reported_not_raised(qtbot):
+    def boom():
+        raise ValueError("bad bundle")
+
+    worker = FunctionWorker(boom)
+    with qtbot.waitSignal(worker.errored, timeout=5000) as blocker:
+        worker.start()
+    assert isinstance(blocker.args[0], ValueError) and "bad bundle" in str(blocker.args[0])
+
+
+def test_inference_mode_is_entered_in_the_worker_thread(qtbot):
+    def probe():
+        x = torch.ones(2, requires_grad=True)
+        return torch.is_inference_mode_enabled(), (x * 2).requires_grad
+
+    worker = FunctionWorker(probe)
+    with qtbot.waitSignal(worker.returned, timeout=5000) as blocker:
+        worker.start()
+    assert blocker.args[0] == (True, False)
+    assert not torch.is_inference_mode_enabled()  # the GUI thread is untouched
+
+    plain = FunctionWorker(probe, inference=False)
+    with qtbot.waitSignal(plain.returned, timeout=5000) as blocker:
+        plain.start()
+    assert blocker.args[0] == (False, True)
+
+
+def test_generator_worker_yields_and_returns(qtbot):
+    def count(n):
+        for i in range(n):
+            yield i
+        return "done"
+
+    worker = create_worker(count, 5)
+    assert isinstance(worker, GeneratorWorker)
+    got = []
+    worker.yielded.connect(got.append)
+    with qtbot.waitSignal(worker.returned, timeout=5000) as blocker:
+        worker.start()
+    assert blocker.args == ["done"]
+    qtbot.wait_until(lambda: len(got) == 5)
+    assert got == [0, 1, 2, 3, 4]
+
+
+def test_quit_stops_a_generator_cooperatively(qtbot):
+    release = threading.Event()
+    closed = threading.Event()
+
+    def forever():
+        try:
+            i = 0
+            while True:
+                release.wait(5)
+                yield i
+                i += 1
+        finally:
+            closed.set()
+
+    worker = GeneratorWorker(forever)
+    returned = []
+    worker.returned.connect(returned.append)
+    with qtbot.waitSignal(worker.yielded, timeout=5000):
+        worker.start()
+        release.set()
+    with qtbot.waitSignals([worker.aborted, worker.finished], timeout=5000):
+        worker.quit()
+    assert worker.abort_requested and closed.is_set() and returned == []
+
+
+def test_wait_for_workers_on_close(qtbot):
+    gate = threading.Event()
+
+    def slow():
+        while not gate.wait(0.01):
+            yield None
+
+    workers = [GeneratorWorker(slow).start() for _ in range(3)]
+    assert len(active_workers()) >= 3
+    assert wait_for_workers(timeout_ms=5000)  # asks them to quit, then joins
+    assert all(w.is_done and w.abort_requested for w in workers)
+
+
+def test_a_worker_starts_once(qtbot):
+    worker = FunctionWorker(lambda: 1)
+    with qtbot.waitSignal(worker.finished, timeout=5000):
+        worker.start()
+    with pytest.raises(RuntimeError):
+        worker.start()
+
+
+class _Emitter(QtCore.QObject):
+    flag = QtCore.Signal(bool)
+
+
+def test_signal_emits_keep_references_to_true(qtbot):
+    """PySide6 6.12.0 drops a reference to True on every emit and aborts after ~1,000."""
+    emitter = _Emitter()
+    received = []
+    emitter.flag.connect(received.append)
+    before = sys.getrefcount(True)
+    for _ in range(10_000):
+        emitter.flag.emit(True)
+    del received[:]
+    after = sys.getrefcount(True)
+    assert after >= before - 100, f"refcount of True fell from {before} to {after}"
