@@ -107,13 +107,13 @@ def _reference(repeats: int) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark; ``argv`` as on the command line (``None``: the defaults, as ``make bench`` calls it)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=40)
-    args = parser.parse_args(argv)
+    args = parser.parse_args([] if argv is None else argv)
     make_app()
     ref = _reference(args.repeats)
     print(f"reference: one 20×20 ImageItem update + repaint = {ref:.2f} ms")
-    worst = 0.0
     for title, (n_layers, n_heads, n_tokens) in SIZES.items():
         steps = _steps(n_layers, n_heads, n_tokens)
         views = {"grid": QtAttentionGrid(), "head": QtHeadDetailView(), "lines": QtLineView(), "mask": QtMaskView()}
@@ -127,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         QtWidgets.QApplication.processEvents()
         print(f"\n{title}")
         total = 0.0
+        per_view: dict[str, float] = {}
         for name, view in views.items():
             def update(i, view=view, name=name):
                 view.set_data(steps[i % len(steps)][name])
@@ -134,17 +135,20 @@ def main(argv: list[str] | None = None) -> int:
 
             ms = _time(update, args.repeats)
             total += ms
+            per_view[name] = ms
             print(f"  {name:<6} {ms:7.2f} ms   ×{ms / ref:5.1f} reference")
             if name == "lines":
                 lag = _line_layer_latency(view, steps, max(5, args.repeats // 4))
                 print(f"         {lag:7.2f} ms   until all lines are drawn off the GUI thread (not in the total)")
         verdict = "ok" if total <= TARGET_MS else "over target"
         print(f"  {'all':<6} {total:7.2f} ms   ×{total / ref:5.1f} reference   (target ≤ {TARGET_MS:.0f} ms: {verdict})")
-        worst = max(worst, total)
+        shown = per_view["grid"] + per_view["head"]
+        verdict = "ok" if shown <= TARGET_MS else "over target"
+        print(f"  grid + head detail (the docks shown side by side by default): {shown:.2f} ms   ({verdict})")
         for view in views.values():
             view.close()
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(main(sys.argv[1:]))

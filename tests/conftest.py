@@ -1,8 +1,22 @@
+import gc
 import os
 
 # Must be set before any QApplication exists (pytest-qt creates one lazily).
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
+import pytest  # noqa: E402
 import torch  # noqa: E402
 
 torch.set_num_threads(1)
+
+# Python's cyclic garbage collector runs in whichever thread happens to allocate. If it frees a
+# Qt object there (a view left over from an earlier test, say) while a worker thread is running,
+# Qt crashes. As in the app (attnviz.qt.app.make_app), collect only in the main thread: here,
+# after every test.
+gc.disable()
+
+
+@pytest.fixture(autouse=True)
+def _collect_garbage_in_the_main_thread():
+    yield
+    gc.collect()

@@ -100,6 +100,7 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise CommandError(f"cannot create the output folder {out}: {exc.strerror or exc}") from None
 
+    cleanup: list = []
     try:
         if head_arg == "all" and args.view in ATTENTION_VIEWS:
             if args.fmt not in ("png", "svg", "pdf"):
@@ -111,6 +112,7 @@ def run(args: argparse.Namespace) -> int:
                 print(p)
             return 0
         view = _make_view(args.view, session, args.kind, layer, head, head_arg, args.theme)
+        cleanup.append(view)
         view.resize(*size)
         if args.colormap and hasattr(view, "set_colormap"):
             view.set_colormap(args.colormap)
@@ -123,6 +125,14 @@ def run(args: argparse.Namespace) -> int:
         print(path)
     except ExportError as exc:
         raise CommandError(str(exc)) from None
+    finally:  # Qt objects are destroyed here, in this thread, not by a later garbage collection
+        for view in cleanup:
+            view.close()
+            view.deleteLater()
+        session.deleteLater()
+        from PySide6 import QtCore, QtWidgets
+
+        QtWidgets.QApplication.sendPostedEvents(None, QtCore.QEvent.Type.DeferredDelete)
     return 0
 
 

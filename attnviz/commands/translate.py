@@ -6,14 +6,21 @@ import argparse
 import json
 import sys
 
-HELP = "translate sentences with a model bundle (greedy decoding); reads stdin lines when no TEXT is given"
+HELP = "translate sentences with a model bundle (greedy, beam search or sampling); reads stdin lines when no TEXT is given"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("text", nargs="*", metavar="TEXT", help="sentences to translate (default: one per line from stdin)")
     p.add_argument("--model", metavar="DIR", help="model bundle folder (default: the bundled models/hsk-zh-en)")
     p.add_argument("--json", action="store_true", help="one JSON object per line: translation, tokens, ids, per-step top-k probabilities")
-    p.add_argument("--top-k", type=int, default=5, help="with --json: how many candidates per step (default 5)")
+    p.add_argument("--candidates", type=int, default=5, help="with --json: how many top-k candidates per step to list (default 5)")
+    g = p.add_argument_group("strategy (default: greedy)")
+    g.add_argument("--beam", type=int, metavar="K", help="beam search of width K")
+    g.add_argument("--sample", action="store_true", help="sample from the distribution instead of taking the most likely token")
+    g.add_argument("--temperature", type=float, default=1.0, help="sampling temperature T: softmax(logits / T) (default 1)")
+    g.add_argument("--top-k", type=int, default=0, help="sampling: keep the K most likely tokens (default 0: all)")
+    g.add_argument("--top-p", type=float, default=1.0, help="sampling: keep the smallest set with probability >= P (default 1: all)")
+    g.add_argument("--seed", type=int, default=0, help="sampling seed: the same seed gives the same translation (default 0)")
     p.add_argument("--max-len", type=int, help="most target tokens per translation (default: 2 x source tokens + 10)")
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
 
@@ -36,8 +43,10 @@ def run(args: argparse.Namespace) -> int:
     empty = [i + 1 for i, t in enumerate(texts) if not t.strip()]
     if empty:
         raise CommandError(f"input {empty[0]} is empty (every input needs some text to translate)")
-    if args.top_k < 1:
-        raise CommandError("--top-k must be at least 1")
+    if args.candidates < 1:
+        raise CommandError("--candidates must be at least 1")
+    if args.beam is not None and args.sample:
+        raise CommandError("choose one strategy: --beam or --sample")
     torch.set_num_threads(max(1, args.threads))
     bundle = load_bundle(args.model or default_model())
     src_tok, tgt_tok, model = bundle.src_tokenizer, bundle.tgt_tokenizer, bundle.model
@@ -50,15 +59,70 @@ def run(args: argparse.Namespace) -> int:
         unknown = src_tok.unknown_characters(t)
         if unknown and not args.json:
             print(f"attnviz: note: input {i}: unknown character(s) {' '.join(unknown)} read as UNK", file=sys.stderr)
-    with torch.inference_mode():
-        results = greedy_decode(model, sources, max_new=args.max_len, top_k=args.top_k if args.json else 0)
+    strategy = _strategy(args)
     try:
-        _print_results(texts, sources, results, src_tok, tgt_tok, args.json)
+        if strategy is None:
+            with torch.inference_mode():
+                results = greedy_decode(model, sources, max_new=args.max_len, top_k=args.candidates if args.json else 0)
+            _print_results(texts, sources, results, src_tok, tgt_tok, args.json)
+        else:
+            _print_session_results(bundle, texts, strategy, args)
     except BrokenPipeError:  # e.g. piped into head: stop quietly
         import os
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
+
+
+def _strategy(args: argparse.Namespace):
+    """The decoding strategy the options ask for (``None``: batched greedy decoding)."""
+    from attnviz.cli import CommandError
+    from attnviz.core.decoding import BeamSearch, DecodingError, Sampling
+
+    try:
+        if args.beam is not None:
+            return BeamSearch(width=args.beam)
+        if args.sample or args.temperature != 1.0 or args.top_k or args.top_p != 1.0:
+            return Sampling(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed)
+    except (DecodingError, ValueError) as exc:
+        raise CommandError(str(exc), 2) from None
+    return None
+
+
+def _print_session_results(bundle, texts, strategy, args: argparse.Namespace) -> None:
+    """Beam search or sampling through the decoding session (one sentence at a time)."""
+    from attnviz.cli import CommandError
+    from attnviz.core.decoding import DecodingError, DecodingSession
+
+    src_tok, tgt_tok = bundle.src_tokenizer, bundle.tgt_tokenizer
+    for text in texts:
+        try:
+            session = DecodingSession.from_bundle(bundle, text, strategy=strategy, max_len=args.max_len, top_k=args.candidates, capture=False)
+            session.run()
+        except DecodingError as exc:
+            raise CommandError(str(exc)) from None
+        if not args.json:
+            print(session.translation())
+            continue
+        obj = {
+            "source": text,
+            "translation": session.translation(),
+            "strategy": strategy.describe(),
+            "source_tokens": list(session.src_pieces),
+            "source_ids": list(session.src_ids),
+            "unknown_characters": src_tok.unknown_characters(text),
+            "tokens": list(session.tgt_pieces[1:]),
+            "ids": list(session.tgt_ids[1:]),
+            "finished": session.finished and session.tgt_ids[-1] == tgt_tok.eos_id,
+            "steps": [
+                {"token": st.piece, "id": st.token_id, "top_k": [{"token": p, "id": i, "p": round(pr, 6)} for p, i, pr in st.topk]}
+                for st in session.steps
+            ],
+        }
+        if len(session.beams()) > 1:
+            obj["beams"] = [{"tokens": list(b.pieces), "score": round(b.score, 6), "finished": b.finished} for b in session.beams()]
+        print(json.dumps(obj, ensure_ascii=False))
+    sys.stdout.flush()
 
 
 def _print_results(texts, sources, results, src_tok, tgt_tok, as_json: bool) -> None:

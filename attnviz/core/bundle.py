@@ -107,6 +107,9 @@ def save_bundle(
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.saving-", dir=path.parent))
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes 0700; a bundle is an ordinary folder
     except OSError as exc:
         raise BundleError(path, f"cannot write here ({exc.strerror or exc})") from None
     try:

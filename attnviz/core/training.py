@@ -390,9 +390,24 @@ def build_tokenizers(
     dataset: D.Dataset, src_vocab: int = 3000, tgt_vocab: int = 2000, src_type: str = "unigram", tgt_type: str = "unigram"
 ) -> tuple[Tokenizer, Tokenizer]:
     """sentencepiece models trained on the training split only (source and target separately)."""
-    src = Tokenizer.train((p.src for p in dataset.train), src_vocab, src_type, add_dummy_prefix=dataset.src_spaces)
-    tgt = Tokenizer.train((p.tgt for p in dataset.train), tgt_vocab, tgt_type, add_dummy_prefix=True)
+    src = _train_tokenizer("source", [p.src for p in dataset.train], src_vocab, src_type, dataset.src_spaces)
+    tgt = _train_tokenizer("target", [p.tgt for p in dataset.train], tgt_vocab, tgt_type, True)
     return src, tgt
+
+
+def _train_tokenizer(side: str, texts: list[str], vocab: int, kind: str, dummy_prefix: bool) -> Tokenizer:
+    try:
+        return Tokenizer.train(texts, vocab, kind, add_dummy_prefix=dummy_prefix)
+    except RuntimeError as exc:  # sentencepiece explains in its own words; keep the useful part on one line
+        text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        chars = len({c for t in texts for c in t if not c.isspace()})
+        if "smaller than required_chars" in text:
+            flag = "--src-vocab" if side == "source" else "--tgt-vocab"
+            raise TrainingError(
+                f"the {side} vocabulary ({vocab}) is smaller than the {chars} distinct characters of the training text; "
+                f"use {flag} {chars + 50} or more"
+            ) from None
+        raise TrainingError(f"cannot train the {side} tokenizer ({text.split('] ')[-1][:200]})") from None
 
 
 def build_model(config: TransformerConfig, seed: int = 0) -> Transformer:

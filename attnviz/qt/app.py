@@ -16,6 +16,12 @@ def make_app(argv: list[str] | None = None) -> QtWidgets.QApplication:
         app = QtWidgets.QApplication(argv if argv is not None else sys.argv[:1])
     app.setOrganizationName(ORG)
     app.setApplicationName(APP)
+    if not hasattr(app, "_attnviz_gc"):
+        # Collect cyclic garbage only in the GUI thread, on a timer: a collection that happens
+        # to run in a worker thread and frees a Qt object there crashes Qt.
+        from pyqtgraph.util.garbage_collector import GarbageCollector
+
+        app._attnviz_gc = GarbageCollector(interval=1.0)
     return app
 
 

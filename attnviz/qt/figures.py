@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Iterator
 from typing import Protocol
 
 import numpy as np
@@ -259,16 +258,3 @@ def render_figure_bytes(view: FigureView, fmt: str, width: int | None = None, dp
     if fmt == "pdf":
         return render_pdf_bytes(view)
     raise ValueError(f"unknown figure format {fmt!r}; use png, svg or pdf")
-
-
-@contextlib.contextmanager
-def hidden_items(*items: QtWidgets.QGraphicsItem) -> Iterator[None]:
-    """Hide ``items`` for the duration (a view's ``export_mode`` helper)."""
-    was = [(item, item.isVisible()) for item in items if item is not None]
-    for item, _ in was:
-        item.setVisible(False)
-    try:
-        yield
-    finally:
-        for item, visible in was:
-            item.setVisible(visible)

@@ -100,6 +100,7 @@ class TokenAxis(pg.AxisItem):
         self._rotated = False
         self._show_labels = True
         self._show_line = True
+        self._elided: dict[tuple[str, bool], str] = {}
         self.setStyle(tickLength=-4, tickTextOffset=3, autoExpandTextSpace=False, showValues=True)
         self.setStyle(tickFont=self._font)
         self.enableAutoSIPrefix(False)  # token positions have no units; avoids relabelling on every range change
@@ -139,13 +140,17 @@ class TokenAxis(pg.AxisItem):
         self._labels = labels
         self._highlight = highlight
         if changed:
+            if len(self._elided) > 2048:
+                self._elided.clear()
             self.setTicks([[(float(i), "") for i in range(len(labels))], []])
             self._fit()
+        self.picture = None
         self.update()
 
     def set_labels_visible(self, visible: bool) -> None:
         self._show_labels = visible
         self._fit()
+        self.picture = None
         self.update()
 
     def labels(self) -> tuple[str, ...]:
@@ -170,6 +175,19 @@ class TokenAxis(pg.AxisItem):
             return 0.0
         return self.label.boundingRect().height() * 0.85
 
+    def _positions(self) -> np.ndarray | None:
+        """Each label's coordinate along the axis, in this item's coordinates (one mapping, then affine)."""
+        vb = self.linkedView()
+        if vb is None or not self._labels:
+            return None
+        a = self.mapFromScene(vb.mapViewToScene(QtCore.QPointF(0.0, 0.0)))
+        b = self.mapFromScene(vb.mapViewToScene(QtCore.QPointF(1.0, 1.0)))
+        if self._horizontal():
+            start, step = a.x(), b.x() - a.x()
+        else:
+            start, step = a.y(), b.y() - a.y()
+        return start + step * np.arange(len(self._labels), dtype=np.float64)
+
     def _pitch(self) -> float:
         """Pixels between neighbouring ticks along the axis."""
         vb = self.linkedView()
@@ -191,7 +209,7 @@ class TokenAxis(pg.AxisItem):
 
     def _fit(self) -> None:
         extent = self._label_extent()
-        ticks = 4.0 + 3.0
+        ticks = 4.0 + 5.0
         if self._horizontal():
             fm = QtGui.QFontMetricsF(self._bold)
             rotated = self._show_labels and extent + self._GAP > self._pitch()
@@ -217,11 +235,40 @@ class TokenAxis(pg.AxisItem):
             rotated = self._rotated
             self._fit()
             if rotated != self._rotated:
+                self.picture = None
                 self.update()
 
     # painting ---------------------------------------------------------------
-    def paint(self, p, opt, widget):
-        super().paint(p, opt, widget)  # axis line and tick marks (the tick strings are empty)
+    def generateDrawSpecs(self, p):
+        """Only the axis line and one tick per token (labels are drawn in ``paint``)."""
+        bounds = self.mapRectFromParent(self.geometry())
+        pen = self.pen()
+        o = self.orientation
+        edge = {"left": bounds.right(), "right": bounds.left(), "top": bounds.bottom(), "bottom": bounds.top()}[o]
+        out = {"left": -1.0, "right": 1.0, "top": -1.0, "bottom": 1.0}[o] * 4.0
+        if self._horizontal():
+            axis = (pen, pg.Point(bounds.left(), edge), pg.Point(bounds.right(), edge))
+        else:
+            axis = (pen, pg.Point(edge, bounds.top()), pg.Point(edge, bounds.bottom()))
+        ticks = []
+        positions = self._positions() if self._show_line else None
+        if positions is not None:
+            if self._horizontal():
+                lo, hi = bounds.left() - 0.5, bounds.right() + 0.5
+                ticks = [(pen, pg.Point(x, edge), pg.Point(x, edge + out)) for x in positions.tolist() if lo <= x <= hi]
+            else:
+                lo, hi = bounds.top() - 0.5, bounds.bottom() + 0.5
+                ticks = [(pen, pg.Point(edge, y), pg.Point(edge + out, y)) for y in positions.tolist() if lo <= y <= hi]
+        return axis, ticks, []
+
+    def drawPicture(self, p, axisSpec, tickSpecs, textSpecs):
+        """Axis line, ticks and the token labels, recorded once into pyqtgraph's cached picture
+        (re-recorded when the labels, the highlight or the view range change)."""
+        super().drawPicture(p, axisSpec, tickSpecs, textSpecs)
+        p.setClipping(False)
+        self._draw_labels(p)
+
+    def _draw_labels(self, p) -> None:
         vb = self.linkedView()
         if vb is None or not self._labels or not self._show_labels:
             return
@@ -229,19 +276,23 @@ class TokenAxis(pg.AxisItem):
         p.setRenderHint(QtGui.QPainter.RenderHint.TextAntialiasing, True)
         fm = QtGui.QFontMetricsF(self._bold)
         line_h = fm.height()
-        offset = 4.0 + 3.0
+        offset = 4.0 + 5.0
         bounds = self.boundingRect()
         text_pen = QtGui.QPen(QtGui.QColor(self._theme.foreground))
         hi_pen = QtGui.QPen(QtGui.QColor(self._theme.highlight))
         step = self.label_step()
+        positions = self._positions().tolist()
         for i, label in enumerate(self._labels):
             if i % step and i != self._highlight:
                 continue
-            pos = self.mapFromScene(vb.mapViewToScene(QtCore.QPointF(float(i), float(i))))
+            pos = QtCore.QPointF(positions[i], positions[i])
             bold = i == self._highlight
             p.setFont(self._bold if bold else self._font)
             p.setPen(hi_pen if bold else text_pen)
-            text = QtGui.QFontMetricsF(p.font()).elidedText(label, QtCore.Qt.TextElideMode.ElideRight, self.MAX_EXTENT)
+            text = self._elided.get((label, bold))
+            if text is None:
+                fm_label = QtGui.QFontMetricsF(self._bold if bold else self._font)
+                text = self._elided[(label, bold)] = fm_label.elidedText(label, QtCore.Qt.TextElideMode.ElideRight, self.MAX_EXTENT)
             if self.orientation == "left":
                 y = pos.y()
                 if y < bounds.top() - 1 or y > bounds.bottom() + 1:
@@ -377,7 +428,9 @@ class CellTextItem(pg.GraphicsObject):
     def __init__(self, point_size: float = 7.5):
         super().__init__()
         self._font = ui_font(point_size)
-        self._strings: list[list[str]] = []
+        self._values = np.zeros((0, 0), dtype=np.float32)
+        self._fmt: Callable[[float], str] = str
+        self._strings: list[list[str]] | None = None
         self._dark: np.ndarray | None = None  # [row, col] True: dark text
         self._zeros: np.ndarray | None = None  # [row, col] exact zeros, dotted when text does not fit
         self._shape = (0, 0)
@@ -385,6 +438,7 @@ class CellTextItem(pg.GraphicsObject):
         self._enabled = True
         self._dark_color = QtGui.QColor("#111111")
         self._light_color = QtGui.QColor("#ffffff")
+        self._static: dict[str, QtGui.QStaticText] = {}
         self.setZValue(5)
         self.setAcceptedMouseButtons(QtCore.Qt.MouseButton.NoButton)
 
@@ -392,18 +446,43 @@ class CellTextItem(pg.GraphicsObject):
         self._enabled = enabled
         self.update()
 
-    def set_cells(self, strings: list[list[str]], dark: np.ndarray, zeros: np.ndarray | None = None) -> None:
+    def set_cells(
+        self, values: np.ndarray, fmt: Callable[[float], str], dark: np.ndarray, zeros: np.ndarray | None = None
+    ) -> None:
+        """``values`` [row, col] written with ``fmt``; ``dark`` [row, col]: dark text on light cells.
+
+        Strings are only made when the cells are large enough to show them.
+        """
         self.prepareGeometryChange()
-        self._strings = strings
+        self._values = values
+        self._fmt = fmt
+        self._strings = None
         self._dark = dark
         self._zeros = zeros if zeros is not None and zeros.any() else None
         self._shape = dark.shape
-        fm = QtGui.QFontMetricsF(self._font)
-        self._max_text_w = max((fm.horizontalAdvance(s) for row in strings for s in row), default=0.0)
+        self._max_text_w = self._estimate_width(values, fmt)
         self.update()
 
+    def _estimate_width(self, values: np.ndarray, fmt: Callable[[float], str]) -> float:
+        if values.size == 0:
+            return 0.0
+        finite = values[np.isfinite(values)]
+        probes = [float(np.min(finite)), float(np.max(finite)), float(np.median(finite))] if finite.size else []
+        probes += [float(v) for v in values[~np.isfinite(values)][:1]]
+        if np.any(values == 0):
+            probes.append(0.0)
+        fm = QtGui.QFontMetricsF(self._font)
+        return max(fm.horizontalAdvance(fmt(v)) for v in probes) if probes else 0.0
+
+    def strings(self) -> list[list[str]]:
+        """The text of every cell (made on first use)."""
+        if self._strings is None:
+            fmt = self._fmt
+            self._strings = [[fmt(v) for v in row] for row in self._values.tolist()] if self._values.size else []
+        return self._strings
+
     def clear(self) -> None:
-        self.set_cells([], np.zeros((0, 0), dtype=bool))
+        self.set_cells(np.zeros((0, 0), dtype=np.float32), str, np.zeros((0, 0), dtype=bool))
 
     def boundingRect(self) -> QtCore.QRectF:
         rows, cols = self._shape
@@ -424,7 +503,7 @@ class CellTextItem(pg.GraphicsObject):
         return to_scene if ok else QtGui.QTransform()
 
     def paint(self, p, *args):
-        if not self._enabled or not self._strings:
+        if not self._enabled or self._values.size == 0:
             return
         p.save()
         t = self._scene_painting(p)
@@ -436,15 +515,37 @@ class CellTextItem(pg.GraphicsObject):
         p.setFont(self._font)
         fm = QtGui.QFontMetricsF(self._font)
         cell = t.mapRect(QtCore.QRectF(0, 0, 1, 1))
-        w, h = cell.width(), max(cell.height(), fm.height())
-        flags = int(QtCore.Qt.AlignmentFlag.AlignCenter)
-        for r, row in enumerate(self._strings):
-            for c, s in enumerate(row):
-                if not s:
-                    continue
-                centre = t.map(QtCore.QPointF(float(c), float(r)))
-                p.setPen(self._dark_color if self._dark[r, c] else self._light_color)
-                p.drawText(QtCore.QRectF(centre.x() - w / 2, centre.y() - h / 2, w, h), flags, s)
+        origin = t.map(QtCore.QPointF(0.0, 0.0))
+        dx, dy = cell.width(), cell.height()
+        dark, light = self._dark_color, self._light_color
+        strings = self.strings()
+        if is_vector_painter(p):  # real text in SVG/PDF
+            w, h = dx, max(dy, fm.height())
+            flags = int(QtCore.Qt.AlignmentFlag.AlignCenter)
+            for r, row in enumerate(strings):
+                for c, s in enumerate(row):
+                    if s:
+                        p.setPen(dark if self._dark[r, c] else light)
+                        x, y = origin.x() + c * dx, origin.y() + r * dy
+                        p.drawText(QtCore.QRectF(x - w / 2, y - h / 2, w, h), flags, s)
+        else:  # on screen and in PNGs: cached text layouts, one per distinct string
+            cache = self._static
+            for pen_dark in (True, False):
+                p.setPen(dark if pen_dark else light)
+                for r, row in enumerate(strings):
+                    flags_row = self._dark[r]
+                    for c, s in enumerate(row):
+                        if not s or bool(flags_row[c]) != pen_dark:
+                            continue
+                        st = cache.get(s)
+                        if st is None:
+                            st = cache[s] = QtGui.QStaticText(s)
+                            st.prepare(QtGui.QTransform(), self._font)
+                        size = st.size()
+                        p.drawStaticText(QtCore.QPointF(origin.x() + c * dx - size.width() / 2,
+                                                        origin.y() + r * dy - size.height() / 2), st)
+            if len(cache) > 4096:
+                cache.clear()
         p.restore()
 
     def _paint_zero_marks(self, p, t: QtGui.QTransform) -> None:
@@ -520,6 +621,14 @@ def _html(text: str) -> str:
 # ---------------------------------------------------------------------------
 # The plot
 # ---------------------------------------------------------------------------
+def quiet_axes(*plots: pg.PlotItem | None) -> None:
+    """No SI-prefix relabelling on range changes (it rewrites each axis title's HTML every step)."""
+    for plot in plots:
+        if plot is not None:
+            for name in ("left", "right", "top", "bottom"):
+                plot.getAxis(name).enableAutoSIPrefix(False)
+
+
 class HeatmapPlot(pg.PlotItem):
     """A labelled matrix: queries down the left, keys along the top, a colour bar on the right.
 
@@ -614,6 +723,7 @@ class HeatmapPlot(pg.PlotItem):
             )
             self.colorbar.setImageItem(self.image, insert_in=self)
             self.colorbar.axis.setWidth(38)
+        quiet_axes(self, self.colorbar)
         self.image.sigHovered.connect(self._on_cell_hovered)
         self.image.sigClicked.connect(self._on_cell_clicked)
         self.apply_theme(theme)
@@ -778,8 +888,7 @@ class HeatmapPlot(pg.PlotItem):
         masked = ~np.isfinite(values)
         masked_light = QtGui.QColor(self.theme.masked).lightnessF() > 0.5
         dark = np.where(masked, masked_light, luminance > 0.5)
-        strings = [[self._format(float(v)) for v in row] for row in self._raw]
-        self.cells.set_cells(strings, dark, (self._raw == 0.0) if self._mark_zeros else None)
+        self.cells.set_cells(self._raw, self._format, dark, (self._raw == 0.0) if self._mark_zeros else None)
 
     def raw_matrix(self) -> np.ndarray | None:
         """The matrix as given (−∞ kept), as written in the cells and the readout."""

@@ -51,6 +51,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self._active_view: QtWidgets.QWidget | None = None
         self._kind_set: set = set()
         self._closing = False
+        self.resize(1400, 900)  # lay the docks out at a realistic size from the start
         self.create_actions()
         self.create_central()
         self.create_docks()
@@ -171,7 +172,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.inside_docks: list[QtWidgets.QDockWidget] = []
         for title, widget, name in self.inside.views():
             dock = self._dock(title, widget, name, bottom, prev)
-            prev = dock
+            prev = prev or dock  # tabify with the group's first dock
             self.inside_docks.append(dock)
             self._connect_view(widget)
             self.extra_views.append(widget)
@@ -253,14 +254,33 @@ class MainWindow(QtWidgets.QMainWindow):
         else:
             self.resize(1400, 900)
         state = s.value("window/state")
-        if state is None or not self.restoreState(state):
-            v, h = QtCore.Qt.Orientation.Vertical, QtCore.Qt.Orientation.Horizontal
-            self.resizeDocks([self.topk_dock, self.head_dock], [250, 520], h)
-            if self.inside_docks:
-                self.resizeDocks([self.inside_docks[0]], [340], v)
+        self._needs_default_layout = state is None or not self.restoreState(state)
         self.set_colormap(str(s.value("view/colormap", SEQUENTIAL_COLORMAPS[0])))
         self.set_theme(str(s.value("view/theme", "light")))
         self._update_recent_menu()
+
+    def default_layout(self) -> None:
+        """First run: the grid gets the room; docks take their share of it."""
+        v, h = QtCore.Qt.Orientation.Vertical, QtCore.Qt.Orientation.Horizontal
+        self.resizeDocks([self.topk_dock, self.head_dock], [240, max(420, self.width() // 3)], h)
+        if self.inside_docks:
+            self.resizeDocks([self.inside_docks[0]], [max(260, self.height() // 3)], v)
+
+    def showEvent(self, event: QtGui.QShowEvent) -> None:  # noqa: N802 - Qt API
+        super().showEvent(event)
+        if self._needs_default_layout:
+            self._needs_default_layout = False
+            self.default_layout()
+        QtCore.QTimer.singleShot(0, self, self._hide_stale_tab_bars)
+
+    def _hide_stale_tab_bars(self) -> None:
+        """Qt can leave the tab bar of an earlier stage of a tabified dock group on screen
+        (seen with Qt 6.10): hide a bar whose tabs are all in a larger bar."""
+        bars = [b for b in self.findChildren(QtWidgets.QTabBar) if b.parent() is self and b.isVisibleTo(self)]
+        tabs = {b: {b.tabText(i) for i in range(b.count())} for b in bars}
+        for b in bars:
+            if any(o is not b and tabs[b] < tabs[o] for o in bars):
+                b.hide()
 
     def write_settings(self) -> None:
         s = self.settings
@@ -438,7 +458,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.message_bar.show()
         self.statusBar().showMessage(text, 8000)
         if level == "info":
-            QtCore.QTimer.singleShot(12000, lambda t=text: self.message_bar.text() == t and self.message_bar.hide())
+            QtCore.QTimer.singleShot(12000, self.message_bar, lambda t=text: self.message_bar.text() == t and self.message_bar.hide())
 
     # -- views: colormap, theme, active view, export -----------------------------------------------
     def _connect_view(self, view: QtWidgets.QWidget) -> None:

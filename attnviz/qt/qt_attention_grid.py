@@ -18,7 +18,7 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from .colormaps import Theme, get_colormap, lookup_table, ui_font
-from .heatmap import MatrixImageItem, TitleItem, TokenAxis
+from .heatmap import MatrixImageItem, TitleItem, TokenAxis, quiet_axes
 from .view_base import FigureViewBase, make_combo, set_combo_items
 from .view_data import KIND_FORMULAS, KIND_TITLES, AttentionData, FigureData, as_attention_sets
 
@@ -121,6 +121,7 @@ class QtAttentionGrid(FigureViewBase):
         )
         self.colorbar.setImageItem(self.image, insert_in=self.plot)
         self.colorbar.axis.setWidth(38)
+        quiet_axes(self.plot, self.colorbar)
 
         # outlines, in image-pixel coordinates (children of the image)
         self.step_rows = QtWidgets.QGraphicsPathItem(self.image)
@@ -134,6 +135,7 @@ class QtAttentionGrid(FigureViewBase):
             item.setBrush(QtGui.QBrush(QtCore.Qt.BrushStyle.NoBrush))
         self.image.sigHovered.connect(self._on_pixel_hovered)
         self.image.sigClicked.connect(self._on_pixel_clicked)
+        self.plot.getViewBox().sigResized.connect(self._fit_range)
         self._on_theme_changed()
         self._set_title()
 
@@ -216,14 +218,7 @@ class QtAttentionGrid(FigureViewBase):
             # image pixels → view units where tile (l, h) is centred on (h, l)
             sx, sy = 1.0 / (nk + gap), 1.0 / (nq + gap)
             self.image.setTransform(QtGui.QTransform(sx, 0, 0, 0, sy, 0, -nk * sx / 2, -nq * sy / 2, 1))
-            vb = self.plot.getViewBox()
-            vb.setAspectLocked(True, ratio=(nk + gap) / (nq + gap))
-            half_x, half_y = nk * sx / 2, nq * sy / 2
-            vb.setRange(
-                xRange=(-half_x - 0.02, n_heads - 1 + half_x + 0.02),
-                yRange=(-half_y - 0.02, n_layers - 1 + half_y + 0.02),
-                padding=0.0,
-            )
+            self._fit_range()
             self.plot.left_axis.set_labels([f"layer {i + 1}" for i in range(n_layers)])
             self.plot.top_axis.set_labels([f"head {i + 1}" for i in range(n_heads)])
             self._selected = (min(self._selected[0], n_layers - 1), min(self._selected[1], n_heads - 1))
@@ -231,6 +226,23 @@ class QtAttentionGrid(FigureViewBase):
             self.hover_outline.setVisible(False)
         self._update_step_rows(d)
         self._update_outlines()
+
+    def _fit_range(self) -> None:
+        """Square cells, tiles at the top under their head labels (spare height goes below)."""
+        n_layers, n_heads, nq, nk, gap = self._geometry
+        if not n_layers:
+            return
+        vb = self.plot.getViewBox()
+        sx, sy = 1.0 / (nk + gap), 1.0 / (nq + gap)
+        margin = 0.02
+        x0, x1 = -nk * sx / 2 - margin, n_heads - 1 + nk * sx / 2 + margin
+        y0, y1 = -nq * sy / 2 - margin, n_layers - 1 + nq * sy / 2 + margin
+        w_px, h_px = max(vb.width(), 1.0), max(vb.height(), 1.0)
+        ratio = (nk + gap) / (nq + gap)  # pixels per x unit over pixels per y unit, for square cells
+        scale = min(h_px / (y1 - y0), w_px / ((x1 - x0) * ratio))  # pixels per y unit
+        width = w_px / (scale * ratio)
+        cx = (x0 + x1) / 2
+        vb.setRange(xRange=(cx - width / 2, cx + width / 2), yRange=(y0, y0 + h_px / scale), padding=0.0)
 
     def _tile_rect(self, layer: int, head: int, grow: float = 0.0) -> QtCore.QRectF:
         _, _, nq, nk, gap = self._geometry

@@ -7,8 +7,9 @@ over the keys, or what attends to a key); clicking a token pins that isolation.
 
 from __future__ import annotations
 
+import contextlib
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,8 +28,50 @@ _MIN_WEIGHT = 0.01  # lines fainter than this are not drawn
 _SYNC_LINES = 160  # up to this many lines are drawn at once; more are drawn off the GUI thread
 _CACHE_SIZE = 4  # line layers kept (e.g. all lines while a hovered token shows only its own)
 
-# A line layer as plain data: [(r, g, b, a), [(x0, y0, x1, y1), ...]] per colour.
-LineGroups = list[tuple[tuple[int, int, int, int], list[tuple[float, float, float, float]]]]
+# A line layer as plain data: per colour, (r, g, b, a) and an [n, 4] array of x0, y0, x1, y1.
+LineGroups = list[tuple[tuple[int, int, int, int], np.ndarray]]
+
+
+def select_lines(weights: np.ndarray, heads: Iterable[int], focus: tuple[str, int] | None):
+    """Per selected head: (head, query indices, key indices, weights) of the lines to draw.
+
+    ``weights`` is one layer's ``[head, query, key]``; lines below ``_MIN_WEIGHT`` are left
+    out; with a ``focus`` token ("query"/"key", index) only that token's lines remain.
+    """
+    for head in heads:
+        w = weights[head]
+        mask = w >= _MIN_WEIGHT
+        if focus is not None:
+            side, idx = focus
+            keep = np.zeros_like(mask)
+            if side == "query" and idx < w.shape[0]:
+                keep[idx, :] = True
+            elif side == "key" and idx < w.shape[1]:
+                keep[:, idx] = True
+            mask &= keep
+        q, k = np.nonzero(mask)
+        yield head, q, k, w[q, k]
+
+
+def line_groups(weights, heads, focus, colours: dict[int, tuple[int, int, int]], x0, x1, top, pitch) -> LineGroups:
+    """The lines grouped by head colour and opacity level (opacity = weight); numpy only."""
+    groups: LineGroups = []
+    for head, q_idx, k_idx, w in select_lines(weights, heads, focus):
+        levels = np.minimum((w * _ALPHA_LEVELS).astype(np.int32), _ALPHA_LEVELS - 1)
+        segs = np.empty((len(w), 4), dtype=np.float64)
+        segs[:, 0] = x0
+        segs[:, 1] = top + (q_idx + 0.5) * pitch
+        segs[:, 2] = x1
+        segs[:, 3] = top + (k_idx + 0.5) * pitch
+        r, g, b = colours[head]
+        for level in np.unique(levels):
+            alpha = int(round(255 * min(1.0, (level + 1) / _ALPHA_LEVELS)))
+            groups.append(((r, g, b, alpha), segs[levels == level]))
+    return groups
+
+
+def count_lines(weights, heads, focus) -> int:
+    return sum(len(w) for _, _, _, w in select_lines(weights, heads, focus))
 
 
 def paint_line_groups(p: QtGui.QPainter, groups: LineGroups, width: float, cosmetic: bool) -> None:
@@ -40,12 +83,16 @@ def paint_line_groups(p: QtGui.QPainter, groups: LineGroups, width: float, cosme
         pen.setCosmetic(cosmetic)
         pen.setCapStyle(QtCore.Qt.PenCapStyle.FlatCap if cosmetic else QtCore.Qt.PenCapStyle.RoundCap)
         p.setPen(pen)
-        p.drawLines([QtCore.QLineF(*seg) for seg in segments])
+        p.drawLines([QtCore.QLineF(*seg) for seg in segments.tolist()])
     p.restore()
 
 
-def render_line_layer(key, size: tuple[int, int], origin: tuple[float, float], dpr: float, groups: LineGroups):
-    """The lines as a transparent image (``size`` in logical pixels); safe in a worker thread."""
+def render_line_layer(key, size: tuple[float, float], origin: tuple[float, float], dpr: float, spec: tuple):
+    """The lines as a transparent image (``size`` in logical pixels); safe in a worker thread.
+
+    ``spec`` is the argument tuple of :func:`line_groups`.
+    """
+    groups = line_groups(*spec)
     w, h = max(1, int(np.ceil(size[0] * dpr))), max(1, int(np.ceil(size[1] * dpr)))
     image = QtGui.QImage(w, h, QtGui.QImage.Format.Format_ARGB32_Premultiplied)
     image.setDevicePixelRatio(dpr)
@@ -93,8 +140,10 @@ class _LinesItem(pg.GraphicsWidget):
         self._owner = owner
         self._cache: OrderedDict = OrderedDict()
         self._job: FunctionWorker | None = None
+        self._job_key = None
         self._wanted = None
         self._last_drawn: QtGui.QImage | None = None
+        self._elided: dict[tuple[str, float], str] = {}
         self._font = ui_font(10)
         self._bold = ui_font(10, bold=True)
         self._small = ui_font(8.5)
@@ -183,26 +232,17 @@ class _LinesItem(pg.GraphicsWidget):
         p.restore()
 
     # lines -----------------------------------------------------------------------------
-    def line_groups(self, x0: float, x1: float, top: float, pitch: float) -> LineGroups:
-        """The lines to draw now, grouped by head colour and opacity level (opacity = weight)."""
-        groups: LineGroups = []
-        theme = self._owner.theme
-        for head, q_idx, k_idx, w in self._owner._line_arrays():
-            colour = theme.head_color(head)
-            levels = np.minimum((w * _ALPHA_LEVELS).astype(np.int32), _ALPHA_LEVELS - 1)
-            yq = top + (q_idx + 0.5) * pitch
-            yk = top + (k_idx + 0.5) * pitch
-            for level in np.unique(levels):
-                sel = levels == level
-                alpha = int(round(255 * min(1.0, (level + 1) / _ALPHA_LEVELS)))
-                segs = [(x0, float(a), x1, float(b)) for a, b in zip(yq[sel], yk[sel])]
-                groups.append(((colour.red(), colour.green(), colour.blue(), alpha), segs))
-        return groups
+    def line_spec(self, x0: float, x1: float, top: float, pitch: float) -> tuple:
+        """The arguments of :func:`line_groups` for the lines to draw now (plain data)."""
+        o = self._owner
+        heads = o.selected_heads()
+        colours = {h: o.theme.head_color(h).getRgb()[:3] for h in heads}
+        return (o._weights, heads, o.focus_token(), colours, x0, x1, top, pitch)
 
     def _paint_lines(self, p: QtGui.QPainter, x0: float, x1: float, top: float, pitch: float) -> None:
         if not isinstance(p.device(), QtWidgets.QWidget) or is_vector_painter(p):
             # files and grabs: draw every line now, wider, as vector shapes where the device allows
-            paint_line_groups(p, self.line_groups(x0, x1, top, pitch), 1.6, cosmetic=False)
+            paint_line_groups(p, line_groups(*self.line_spec(x0, x1, top, pitch)), 1.6, cosmetic=False)
             return
         rect = self.boundingRect()
         dpr = p.device().devicePixelRatioF()
@@ -210,10 +250,9 @@ class _LinesItem(pg.GraphicsWidget):
         key = (self._owner._state_key(), tuple(round(v, 2) for v in (*area, top, pitch)), dpr)
         image = self._cache.get(key)
         if image is None:
-            groups = self.line_groups(x0, x1, top, pitch)
-            n = sum(len(segs) for _, segs in groups)
-            args = (key, (area[2], area[3]), (area[0], area[1]), dpr, groups)
-            if n <= _SYNC_LINES:
+            spec = self.line_spec(x0, x1, top, pitch)
+            args = (key, (area[2], area[3]), (area[0], area[1]), dpr, spec)
+            if count_lines(*spec[:3]) <= _SYNC_LINES:
                 image = self._store(*render_line_layer(*args))
             else:
                 self._request(args)
@@ -230,6 +269,9 @@ class _LinesItem(pg.GraphicsWidget):
         return image
 
     def _request(self, args) -> None:
+        if self._job is not None and self._job_key == args[0]:
+            self._wanted = None  # already being drawn
+            return
         self._wanted = args
         if self._job is None:
             self._start_job()
@@ -240,17 +282,25 @@ class _LinesItem(pg.GraphicsWidget):
             return
         job = FunctionWorker(render_line_layer, *args, inference=False, pool=_line_render_pool())
         job.returned.connect(self._on_rendered)
-        self._job = job
+        job.errored.connect(self._on_render_failed)
+        self._job, self._job_key = job, args[0]
         job.start()
 
     def _on_rendered(self, result) -> None:
         key, image = result
-        self._job = None
+        self._job = self._job_key = None
         self._store(key, image)
         self.update()
-        if self._wanted is not None and self._wanted[0] != key:
-            self._start_job()
+        if self._wanted is not None:
+            if self._wanted[0] == key:
+                self._wanted = None
+            else:
+                self._start_job()
         self.layerReady.emit()
+
+    def _on_render_failed(self, exc) -> None:  # pragma: no cover - drawing into a QImage does not fail
+        self._job = self._job_key = None
+        self._wanted = None
 
     def pending(self) -> bool:
         """True while a line layer is being drawn off the GUI thread."""
@@ -278,7 +328,9 @@ class _LinesItem(pg.GraphicsWidget):
                 if focus is not None and not is_focus and connected is not None and i not in connected:
                     colour.setAlpha(90)
                 p.setPen(colour)
-            text = fm.elidedText(label, QtCore.Qt.TextElideMode.ElideRight, w - 2)
+            text = self._elided.get((label, w))
+            if text is None:
+                text = self._elided[(label, w)] = fm.elidedText(label, QtCore.Qt.TextElideMode.ElideRight, w - 2)
             p.drawText(rect, int(align | QtCore.Qt.AlignmentFlag.AlignVCenter), text)
 
 
@@ -409,21 +461,8 @@ class QtLineView(FigureViewBase):
     # internals --------------------------------------------------------------------------
     def _line_arrays(self):
         if self._weights is None:
-            return
-        focus = self.focus_token()
-        for head in self.selected_heads():
-            w = self._weights[head]
-            mask = w >= _MIN_WEIGHT
-            if focus is not None:
-                side, idx = focus
-                keep = np.zeros_like(mask)
-                if side == "query" and idx < w.shape[0]:
-                    keep[idx, :] = True
-                elif side == "key" and idx < w.shape[1]:
-                    keep[:, idx] = True
-                mask &= keep
-            q, k = np.nonzero(mask)
-            yield head, q, k, w[q, k]
+            return iter(())
+        return select_lines(self._weights, self.selected_heads(), self.focus_token())
 
     def _connected(self, side: str) -> set[int]:
         """Indices on ``side`` that have a drawn line to the focused token."""
@@ -513,6 +552,10 @@ class QtLineView(FigureViewBase):
 
     def _style_head_button(self, i: int, b: QtWidgets.QToolButton) -> None:
         c = self.theme.head_color(i).name()
+        key = f"{c}:{b.isChecked()}"
+        if b.property("styleKey") == key:
+            return
+        b.setProperty("styleKey", key)
         if b.isChecked():
             b.setStyleSheet(f"QToolButton {{ background: {c}; color: white; border: 1px solid {c}; border-radius: 3px; min-width: 18px; font-weight: 600; }}")
         else:
@@ -562,20 +605,16 @@ class QtLineView(FigureViewBase):
         self.lines.update()
 
     # figure protocol --------------------------------------------------------------------
-    def export_mode(self):
-        import contextlib
-
-        @contextlib.contextmanager
-        def mode():
-            self._exporting = True
+    @contextlib.contextmanager
+    def export_mode(self) -> Iterator[None]:
+        """Exports show the pinned token's isolation, never a passing hover."""
+        self._exporting = True
+        self.lines.update()
+        try:
+            yield
+        finally:
+            self._exporting = False
             self.lines.update()
-            try:
-                yield
-            finally:
-                self._exporting = False
-                self.lines.update()
-
-        return mode()
 
     def figure_title(self) -> str:
         d = self.data()

@@ -134,8 +134,10 @@ class FigureViewBase(QtWidgets.QWidget):
 
     def contextMenuEvent(self, event: QtGui.QContextMenuEvent) -> None:
         menu = self.build_context_menu()
-        menu.exec(event.globalPos())
-        menu.deleteLater()
+        menu.setObjectName("figureContextMenu")
+        menu.aboutToHide.connect(menu.deleteLater)
+        menu.popup(event.globalPos())
+        event.accept()
 
     def export_figure_dialog(self) -> None:
         from .export import export_figure_dialog

@@ -22,6 +22,7 @@ then, so widgets can import this module without torch.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import threading
 from collections.abc import Callable, Generator
@@ -275,3 +276,12 @@ def wait_for_workers(timeout_ms: int = 5000, *, quit: bool = True) -> bool:
         ok = pool.waitForDone(max(0, deadline.remainingTime())) and ok
     QtCore.QCoreApplication.sendPostedEvents()
     return ok
+
+
+@atexit.register
+def _join_at_exit() -> None:
+    """A script that ends while a worker runs must not tear Python down under it."""
+    if active_workers():
+        quit_all_workers()
+        for worker in active_workers():
+            worker.wait(5.0)

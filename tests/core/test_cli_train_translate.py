@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -82,7 +83,7 @@ def test_translate_lines_in_order(trained, capsys):
 
 
 def test_translate_json(trained, capsys):
-    assert main(["translate", "--model", str(trained), "--json", "--top-k", "3", "3 1 2"]) == 0
+    assert main(["translate", "--model", str(trained), "--json", "--candidates", "3", "3 1 2"]) == 0
     obj = json.loads(capsys.readouterr().out)
     assert obj["source"] == "3 1 2" and obj["source_tokens"] == ["▁3", "▁1", "▁2"] and len(obj["source_ids"]) == 3
     assert len(obj["ids"]) == len(obj["tokens"]) == len(obj["steps"])
@@ -134,3 +135,14 @@ def test_subprocess_ctrl_c_saves_then_translate_reads_stdin(tmp_path):
     )
     assert r.returncode == 0, r.stderr
     assert len(r.stdout.splitlines()) == 2
+
+
+def test_train_explains_a_vocabulary_smaller_than_the_alphabet(tmp_path, capsys):
+    tsv = tmp_path / "zh.tsv"
+    chars = [chr(0x4E00 + i) for i in range(80)]
+    tsv.write_text("".join(f"{a}{b}\t{i}\n" for i, (a, b) in enumerate(zip(chars, chars[1:]))), encoding="utf-8")
+    assert main(["train", "--data", str(tsv), "--out", str(tmp_path / "m"), "--src-vocab", "20", *TINY]) == 1
+    err = capsys.readouterr().err
+    m = re.match(r"attnviz: error: the source vocabulary \(20\) is smaller than the (\d+) distinct characters", err)
+    assert m and 60 < int(m.group(1)) <= 80  # the characters of the training split
+    assert f"--src-vocab {int(m.group(1)) + 50} or more" in err and len(err.strip().splitlines()) == 1

@@ -9,7 +9,6 @@ import shutil
 import subprocess
 import threading
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import numpy as np
 import pytest

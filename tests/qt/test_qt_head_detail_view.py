@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 import pytest
-from PySide6 import QtCore
+from PySide6 import QtCore, QtGui, QtWidgets
 
 from attnviz.qt.qt_head_detail_view import QtHeadDetailView
 from attnviz.qt.sample_data import SOURCE, TARGET, sample_attention, sample_attention_sets
@@ -99,6 +99,20 @@ def test_context_menu_offers_exports(view):
     names = {a.objectName() for a in menu.actions()}
     assert {"exportFigureAction", "exportDataAction", "exportAllHeadsAction"} <= names
     assert all(a.isEnabled() for a in menu.actions() if a.objectName())
+
+
+def test_right_click_on_the_figure_opens_the_export_menu(view, qtbot):
+    viewport, pos = view.canvas.viewport(), QtCore.QPoint(300, 250)
+    event = QtGui.QContextMenuEvent(QtGui.QContextMenuEvent.Reason.Mouse, pos, viewport.mapToGlobal(pos))
+    QtWidgets.QApplication.sendEvent(viewport, event)  # what a right click on the figure sends
+
+    def open_menus():
+        return [m for m in view.findChildren(QtWidgets.QMenu, "figureContextMenu") if m.isVisible()]
+
+    qtbot.wait_until(lambda: len(open_menus()) == 1)
+    menu = open_menus()[0]
+    assert [a.objectName() for a in menu.actions()][:2] == ["exportFigureAction", "exportDataAction"]
+    menu.close()
 
 
 def test_single_image_item(view):

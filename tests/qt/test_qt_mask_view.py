@@ -38,9 +38,9 @@ def test_panels_hold_the_pieces_of_the_formula(masks):
     # −∞ stays −∞ in the data, shows as masked cells and as "−∞" text
     assert np.all(np.isneginf(p["mask"].raw_matrix()[upper]))
     assert np.all(np.isnan(p["mask"].matrix()[upper]))
-    assert masks.panels["mask"].cells._strings[0][1] == "−∞"
-    assert masks.panels["mask"].cells._strings[1][0] == "0"
-    assert masks.panels["weights"].cells._strings[0][1] == "0"
+    assert masks.panels["mask"].cells.strings()[0][1] == "−∞"
+    assert masks.panels["mask"].cells.strings()[1][0] == "0"
+    assert masks.panels["weights"].cells.strings()[0][1] == "0"
 
 
 def test_titles_use_the_tutorials_notation(masks):

@@ -9,18 +9,19 @@ import inside_fixtures as F
 from attnviz.core import analysis as A
 from attnviz.core.trace import trace_schema
 from attnviz.qt.export import render_view_to_file
-from attnviz.qt.qt_norm_stats_view import NormSiteData, QtNormStatsView, histogram
+from attnviz.qt.qt_norm_stats_view import QtNormStatsView, histogram, norm_site_data_for
 
 
 def site_data(session):
+    """The trace arrays (read here, independently) and the view's data (built by ``norm_site_data_for``)."""
     names = [n for n, _, _ in trace_schema(session.config) if ".norm" in n or "final_norm" in n]
     arrays = {n: session.accumulated(n) for n in names}
-    out = []
-    for site in A.norm_sites(arrays):
-        pieces = session.src_pieces if site.startswith("encoder") else session.input_pieces
-        x = arrays[site + ".input"]
-        out.append(NormSiteData(site, A.norm_statistics(arrays, site), x, arrays[site + ".output"], A.compare_norms(x), pieces))
-    return arrays, out
+    sites = norm_site_data_for(session, session.config)
+    assert [s.site for s in sites] == A.norm_sites(arrays)
+    for s in sites:
+        np.testing.assert_array_equal(s.x_in, arrays[s.site + ".input"])
+        assert s.pieces == (session.src_pieces if s.site.startswith("encoder") else session.input_pieces)
+    return arrays, sites
 
 
 def make_view(qtbot, sites, norm, placement):
@@ -104,6 +105,20 @@ def test_ln_vs_bn_on_the_same_matrix(qtbot):
     assert f"LN: (x − {c.layer_mean[1]:.3f})" in view.readout.text()
 
 
+def test_teacher_forced_pass_and_no_decoder_rows_yet(qtbot):
+    forced = F.forced(norm="batch")
+    sites = norm_site_data_for(forced, F.bundle("batch").config)
+    assert {s.group for s in sites} == {("encoder", 0), ("encoder", 1), ("decoder", 0), ("decoder", 1)}
+    dec = next(s for s in sites if s.site == "decoder.layers.0.norm3")
+    assert dec.pieces == forced.input_pieces and dec.kind == "batch"
+    np.testing.assert_allclose(dec.stats.running_var, forced.trace["decoder.layers.0.norm3.running_var"])
+    fresh = F.session(steps=0)  # nothing decoded yet: the encoder's norms only
+    only_enc = norm_site_data_for(fresh, fresh.config)
+    assert only_enc and all(s.site.startswith("encoder") for s in only_enc)
+    view = make_view(qtbot, only_enc, "layer", "post")
+    assert view.groups() == [("encoder", 0), ("encoder", 1)]
+
+
 def test_updates_in_place_and_exports(qtbot, tmp_path):
     session = F.session(norm="batch", steps=3)
     _, sites = site_data(session)
@@ -121,3 +136,27 @@ def test_updates_in_place_and_exports(qtbot, tmp_path):
     fd = view.figure_data()
     assert set(fd.values) == {"x", "layer_norm", "batch_norm", "model_output"}
     assert "encoder.layers.0.norm1.running_var" in fd.extras
+
+
+@pytest.mark.parametrize("name,norm", [("hsk-zh-en", "layer"), ("hsk-zh-en-batchnorm", "batch")])
+def test_both_bundled_models(qtbot, name, norm):
+    from attnviz.core.bundle import load_bundle
+    from attnviz.core.decoding import teacher_forced_from_bundle
+    from attnviz.paths import models_dir
+
+    bundle = load_bundle(models_dir() / name)
+    assert bundle.config.norm == norm
+    forced = teacher_forced_from_bundle(bundle, "我喜欢吃鱼。", "I like eating fish.")
+    sites = norm_site_data_for(forced, bundle.config)
+    view = make_view(qtbot, sites, bundle.config.norm, bundle.config.norm_placement)
+    view.select("decoder", 2)
+    site = view.group_sites()[1]  # before (pre-norm) cross-attention
+    st = A.norm_statistics(forced.trace, site.site)
+    col = view.columns[1]
+    if norm == "layer":
+        np.testing.assert_allclose(col.std_a.getData()[1], st.input_std)
+        np.testing.assert_allclose(col.std_b.getData()[1], st.output_std)
+    else:
+        np.testing.assert_allclose(col.std_b.getData()[1], forced.trace[site.site + ".running_var"])
+        assert not np.allclose(st.batch_var, st.running_var)  # this sentence's statistics are not the running ones
+    assert f"this model uses {'LayerNorm' if norm == 'layer' else 'BatchNorm'}" in view.cmp_title.plain_text()

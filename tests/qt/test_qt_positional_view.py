@@ -8,7 +8,14 @@ import pytest
 import inside_fixtures as F
 from attnviz.core import analysis as A
 from attnviz.qt.export import render_view_to_file
-from attnviz.qt.qt_positional_view import PositionalData, QtPositionalView, TokenEmbeddingData, default_dimensions, parse_dimensions
+from attnviz.qt.qt_positional_view import (
+    PositionalData,
+    QtPositionalView,
+    TokenEmbeddingData,
+    default_dimensions,
+    parse_dimensions,
+    positional_data_for,
+)
 
 
 def side(session, name: str, stack: str, pieces) -> TokenEmbeddingData:
@@ -21,9 +28,27 @@ def side(session, name: str, stack: str, pieces) -> TokenEmbeddingData:
 @pytest.fixture(scope="module")
 def data():
     s = F.session(steps=4)
+    d = positional_data_for(s)
     n = max(len(s.src_pieces), len(s.input_pieces))
     pe = A.positional_encoding(n, s.config.d_model)
-    return s, PositionalData(pe, A.positional_similarity(pe), (side(s, "source", "encoder", s.src_pieces), side(s, "target", "decoder", s.input_pieces)))
+    by_hand = PositionalData(pe, A.positional_similarity(pe), (side(s, "source", "encoder", s.src_pieces), side(s, "target", "decoder", s.input_pieces)))
+    np.testing.assert_array_equal(d.pe, by_hand.pe)
+    for a, b in zip(d.embeddings, by_hand.embeddings):
+        assert a.side == b.side and a.pieces == b.pieces
+        np.testing.assert_array_equal(a.summed, b.summed)
+        np.testing.assert_array_equal(a.token_norm, b.token_norm)
+    return s, d
+
+
+def test_before_the_first_step_and_teacher_forcing():
+    fresh = F.session(steps=0)
+    d = positional_data_for(fresh)
+    assert [e.side for e in d.embeddings] == ["source"] and d.n_positions == len(fresh.src_pieces)
+    forced = F.forced()
+    d = positional_data_for(forced)
+    assert d.side("target").pieces == forced.input_pieces
+    assert d.n_positions == max(len(forced.src_pieces), len(forced.input_pieces))
+    np.testing.assert_array_equal(d.side("target").positional, forced.trace["decoder.embed.positional"])
 
 
 def make_view(qtbot, d):

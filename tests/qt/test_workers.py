@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 
 import pytest
 import torch
@@ -79,10 +80,11 @@ def test_quit_stops_a_generator_cooperatively(qtbot):
     def forever():
         try:
             i = 0
+            release.wait(5)
             while True:
-                release.wait(5)
                 yield i
                 i += 1
+                time.sleep(0.01)  # a real producer; a loop that floods the GUI thread with queued emits is not
         finally:
             closed.set()
 

@@ -1,0 +1,176 @@
+"""The Train panel trains a tiny synthetic task in a worker: curves, pause/resume/stop, errors, the bundle."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from PySide6 import QtCore
+
+from attnviz.core import training as T
+from attnviz.core.bundle import BundleError, load_bundle
+from attnviz.qt.export import render_view_to_file
+from attnviz.qt.qt_train_panel import TrainPanel, TrainRequest, summarize_norm_stats
+
+LEFT = QtCore.Qt.MouseButton.LeftButton
+TIMEOUT = 180_000  # ms; a tiny run takes seconds, but the machine is shared
+
+
+def tiny(out, epochs: int = 2, **kw) -> TrainRequest:
+    return TrainRequest(data="reverse", n_examples=160, size="tiny", norm=kw.pop("norm", "layer"), epochs=epochs, lr=3e-3, warmup=10,
+                        batch_tokens=120, out_dir=str(out), **kw)
+
+
+def make_panel(qtbot, req: TrainRequest) -> TrainPanel:
+    panel = TrainPanel()
+    qtbot.addWidget(panel)
+    panel.resize(1300, 800)
+    panel.set_request(req)
+    return panel
+
+
+def test_trains_to_completion_and_the_bundle_opens(qtbot, tmp_path):
+    out = tmp_path / "reverse-tiny"
+    panel = make_panel(qtbot, tiny(out, norm="batch"))
+    assert panel.objectName() == "trainPanel" and panel.state() == "idle"
+    assert panel.request().size == "tiny" and panel.request().norm == "batch" and panel.examples_spin.isVisibleTo(panel)
+    evals = []
+    panel.add_trainer_callback("eval", evals.append)
+    states = []
+    panel.stateChanged.connect(states.append)
+    with qtbot.waitSignal(panel.trainingFinished, timeout=TIMEOUT) as done:
+        qtbot.mouseClick(panel.start_button, LEFT)
+        assert panel.is_running() and not panel.start_button.isEnabled() and not panel.epochs_spin.isEnabled()
+    assert done.args == ["finished", str(out)]
+    assert states[0] == "preparing" and "running" in states and states[-1] == "finished"
+    # the curves received every logged point
+    steps = np.asarray(panel.steps)
+    assert len(steps) >= 2 and steps[-1, 0] == panel.total_steps
+    x, loss = panel.figure.train_curve.getData()
+    np.testing.assert_array_equal(x, steps[:, 0])
+    np.testing.assert_allclose(loss, steps[:, 1])
+    np.testing.assert_allclose(panel.figure.lr_curve.getData()[1], steps[:, 2])
+    assert [e["epoch"] for e in panel.evals] == [1, 2] and len(evals) == 2
+    vx, vl = panel.figure.valid_curve.getData()
+    np.testing.assert_allclose(vl, [e.metrics["valid_loss"] for e in evals])
+    np.testing.assert_allclose(panel.figure.acc_curve.getData()[1], [100 * e.metrics["valid_token_accuracy"] for e in evals])
+    np.testing.assert_allclose(panel.figure.bleu_curve.getData()[1], [e.metrics["valid_bleu"] for e in evals])
+    np.testing.assert_allclose(panel.figure.chrf_curve.getData()[1], [e.metrics["valid_chrf"] for e in evals])
+    assert panel.progress.value() == panel.progress.maximum() == panel.total_steps
+    # the probe's cross-attention, and the slider that scrubs through the snapshots
+    assert len(panel.snapshots) == 2 and panel.scrub.isEnabled() and panel.scrub.maximum() == 1 and panel.scrub.value() == 1
+    last = evals[-1].probes[0].cross_attention
+    np.testing.assert_allclose(panel.figure.probe.matrix(), last[max(last)].mean(0), rtol=1e-6)
+    panel.scrub.setValue(0)
+    first = evals[0].probes[0].cross_attention
+    np.testing.assert_allclose(panel.figure.probe.matrix(), first[max(first)].mean(0), rtol=1e-6)
+    assert "epoch 1 of 2" in panel.scrub_label.text()
+    # norm statistics over training (BatchNorm: running vs batch std)
+    site = panel.norm_site.currentData()
+    want = [summarize_norm_stats(e.norm_stats)[site] for e in evals]
+    np.testing.assert_allclose(panel.figure.norm_a.getData()[1], [w["running_std"] for w in want])
+    np.testing.assert_allclose(panel.figure.norm_b.getData()[1], [w["batch_std"] for w in want])
+    # the bundle is written and loads; one click hands it to the main window
+    b = load_bundle(out)
+    assert b.config.norm == "batch" and b.config.d_model == 32 and b.meta["status"] == "finished" and b.meta["epochs"] == 2
+    assert panel.open_button.isEnabled()
+    with qtbot.waitSignal(panel.bundleReady) as ready:
+        qtbot.mouseClick(panel.open_button, LEFT)
+    assert ready.args == [str(out)]
+    for fmt in ("png", "svg", "pdf"):  # the panel exports its figure like any view
+        data = render_view_to_file(panel, tmp_path / f"train.{fmt}").read_bytes()
+        assert len(data) > 2000 and data.startswith({"png": b"\x89PNG", "svg": b"<?xml", "pdf": b"%PDF"}[fmt])
+    np.testing.assert_array_equal(panel.figure_data().values["train_loss"], steps[:, 1])
+    panel.set_theme("dark")
+    assert panel.figure.theme.name == "dark" and panel.theme.name == "dark"
+
+
+def test_pause_resume_and_stop(qtbot, tmp_path):
+    out = tmp_path / "ctl"
+    panel = make_panel(qtbot, tiny(out, epochs=60))
+    with qtbot.waitSignal(panel.progressed, timeout=TIMEOUT):
+        qtbot.mouseClick(panel.start_button, LEFT)
+    with qtbot.waitSignal(panel.stateChanged, timeout=TIMEOUT, check_params_cb=lambda s: s == "paused"):
+        qtbot.mouseClick(panel.pause_button, LEFT)
+    trainer = panel.trainer
+    held = trainer.step
+    assert trainer.paused and panel._worker.is_running and panel.pause_button.text().startswith("Resume")
+    assert panel.state_label.text() == "Paused" and panel.is_running()
+    QtCore.QCoreApplication.processEvents()
+    assert trainer.step == held  # held between steps
+    with qtbot.waitSignal(panel.stateChanged, timeout=TIMEOUT, check_params_cb=lambda s: s == "running"):
+        qtbot.mouseClick(panel.pause_button, LEFT)
+    assert not trainer.paused and panel.pause_button.text().startswith("Pause")
+    with qtbot.waitSignal(panel.progressed, timeout=TIMEOUT, check_params_cb=lambda step, total: step > held):
+        pass
+    with qtbot.waitSignal(panel.trainingFinished, timeout=TIMEOUT) as done:
+        qtbot.mouseClick(panel.stop_button, LEFT)
+    assert done.args == ["stopped", str(out)]
+    assert held < trainer.step < trainer.total_steps
+    b = load_bundle(out)
+    assert b.meta["status"] == "stopped" and b.meta["step"] == trainer.step
+    assert panel.open_button.isEnabled() and panel.start_button.isEnabled() and not panel.error_text()
+
+
+def test_nan_loss_is_shown_and_the_last_good_checkpoint_kept(qtbot, tmp_path):
+    out = tmp_path / "nan"
+    req = tiny(out, epochs=4, extra_options={"log_every": 1})  # a step event per step
+    panel = make_panel(qtbot, req)
+
+    def poison(ev):  # two steps into epoch 2, after the first checkpoint
+        t = panel.trainer
+        if ev.step == t.steps_per_epoch + 2:
+            with torch.no_grad():
+                t.model.generator.weight.fill_(float("nan"))
+
+    panel.add_trainer_callback("step", poison)
+    with qtbot.waitSignal(panel.trainingFinished, timeout=TIMEOUT) as done:
+        panel.start(req)
+    assert done.args[0] == "failed" and panel.state() == "failed"
+    text = panel.error_text()
+    assert "NaN" in text and "last good checkpoint" in text
+    b = load_bundle(out)  # refuses NaN weights: what is there is the epoch-1 checkpoint
+    assert b.meta["epoch"] == 1 and torch.isfinite(b.model.generator.weight).all()
+    assert not panel.open_button.isEnabled()
+
+
+def test_a_full_disk_is_shown(qtbot, tmp_path, monkeypatch):
+    def full(path, *a, **kw):
+        raise BundleError(path, "cannot save (No space left on device)")
+
+    monkeypatch.setattr(T, "save_bundle", full)
+    panel = make_panel(qtbot, tiny(tmp_path / "full", epochs=2))
+    with qtbot.waitSignal(panel.trainingFinished, timeout=TIMEOUT) as done:
+        panel.start()
+    assert done.args[0] == "failed"
+    assert "No space left on device" in panel.error_text() and panel.error_banner.isVisibleTo(panel)
+    assert panel.state_label.text() == "Failed"
+
+
+def test_shutdown_stops_and_joins_the_worker(qtbot, tmp_path):
+    out = tmp_path / "closing"
+    panel = make_panel(qtbot, tiny(out, epochs=60))
+    finished = []
+    panel.trainingFinished.connect(lambda s, p: finished.append(s))
+    with qtbot.waitSignal(panel.progressed, timeout=TIMEOUT):
+        panel.start()
+    worker = panel._worker
+    assert panel.shutdown(timeout_s=120)
+    assert worker.is_done and not panel.is_running() and finished == ["stopped"]
+    assert load_bundle(out).meta["status"] == "stopped"
+
+
+def test_bad_requests(qtbot, tmp_path):
+    panel = make_panel(qtbot, tiny(tmp_path / "x"))
+    assert not panel.start(TrainRequest(out_dir=""))
+    assert "output folder" in panel.error_text()
+    f = tmp_path / "file"
+    f.write_text("x")
+    assert not panel.start(tiny(f))
+    panel.data_combo.setCurrentIndex(panel.data_combo.findData("tsv"))
+    assert panel.tsv_edit.isVisibleTo(panel) and not panel.examples_spin.isVisibleTo(panel)
+    with qtbot.waitSignal(panel.trainingFinished, timeout=TIMEOUT) as done:
+        assert panel.start(TrainRequest(data="tsv", tsv_path=str(tmp_path / "missing.tsv"), out_dir=str(tmp_path / "y")))
+    assert done.args[0] == "failed" and "missing.tsv" in panel.error_text()
+    assert math.isfinite(panel.progress.value())
