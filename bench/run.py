@@ -20,7 +20,17 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("suites", nargs="*", default=SUITES)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--in-process", action="store_true", help="run the suites in this process (default: one process each)")
     args = p.parse_args()
+    if not args.in_process and len(args.suites) > 1:
+        # One process per suite: each measures on a fresh interpreter, and the Qt suites'
+        # widgets and threads cannot disturb the next one.
+        import subprocess
+
+        rc = 0
+        for suite in args.suites:
+            rc |= subprocess.call([sys.executable, os.path.abspath(__file__), suite, "--threads", str(args.threads)])
+        return rc
     for suite in args.suites:
         try:
             mod = importlib.import_module(f"bench_{suite}")

@@ -116,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
         view.resize(*size)
         if args.colormap and hasattr(view, "set_colormap"):
             view.set_colormap(args.colormap)
-        name = f"{args.view}_{args.kind}_layer{args.layer}_{'head' + str(head + 1) if head_arg not in ('mean', 'rollout') else head_arg}"
+        name = file_stem(args.view, args.kind, args.layer, head_arg if head_arg in ("mean", "rollout") else f"head{head + 1}")
         path = out / f"{name}.{args.fmt}"
         if args.fmt in ("csv", "npz"):
             atomic_write_bytes(path, data_to_bytes(view.figure_data(), args.fmt))
@@ -134,6 +134,17 @@ def run(args: argparse.Namespace) -> int:
 
         QtWidgets.QApplication.sendPostedEvents(None, QtCore.QEvent.Type.DeferredDelete)
     return 0
+
+
+def file_stem(view: str, kind: str, layer: int, head: str) -> str:
+    """``head_cross_layer2_head3``, ``mask_layer1_head2``, ``norm_decoder_layer1``, ``pe`` (1-based, as on screen)."""
+    if view in ("pe", "output"):
+        return view
+    if view == "norm":
+        return f"norm_{'encoder' if kind == 'encoder' else 'decoder'}_layer{layer}"
+    if view == "mask":
+        return f"mask_layer{layer}_{head}"
+    return f"{view}_{kind}_layer{layer}_{head}"
 
 
 def _make_view(name: str, session, kind: str, layer: int, head: int, head_arg: str, theme: str):

@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     app = make_app()
     settings = QtCore.QSettings(str(Path(os.environ.get("TMPDIR", "/tmp")) / "attnviz-screenshot.ini"), QtCore.QSettings.Format.IniFormat)
     settings.clear()
-    window = MainWindow(src="我妈妈是老师，我爸爸是工人。", settings=settings)
+    window = MainWindow(src="医生救了他的生命。", settings=settings)
     window.resize(1500, 950)
     window.show()
     done = {"ok": False}
@@ -35,6 +35,10 @@ def main(argv: list[str] | None = None) -> int:
     while not done["ok"] and not deadline.hasExpired():
         app.processEvents(QtCore.QEventLoop.ProcessEventsFlag.AllEvents, 50)
     for _ in range(20):
+        app.processEvents()
+    window.head_detail.select(kind="cross", layer=2, head=2, mode="head")  # a head that aligns words
+    window.grid.set_selected(2, 2)
+    for _ in range(10):
         app.processEvents()
     window.grid.setFocus()
     image = window.grab()

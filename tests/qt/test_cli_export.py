@@ -63,7 +63,7 @@ def test_export_all_heads_and_mask(qapp, tmp_path):
     cfg = load_bundle(default_model()).config
     assert len(list((tmp_path / "all").glob("encoder_layer*_head*.png"))) == cfg.n_encoder_layers * cfg.n_heads
     assert main(["export", "--src", SRC, "--view", "mask", "--format", "svg", "--out", str(tmp_path)]) == 0
-    assert "∞" in svg_texts(tmp_path / "mask_cross_layer1_head1.svg")
+    assert "∞" in svg_texts(tmp_path / "mask_layer1_head1.svg")
 
 
 def test_bad_destination_and_arguments(qapp, tmp_path, capsys):
@@ -83,3 +83,24 @@ def test_export_runs_headless_in_a_subprocess(tmp_path):
                         "--out", str(tmp_path)], capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "lines_cross_layer1_head1.png").stat().st_size > 1000
+
+
+@pytest.mark.parametrize("view,stem", [("pe", "pe"), ("norm", "norm_decoder_layer2"), ("output", "output"),
+                                       ("walkthrough", "walkthrough_cross_layer2_head1")])
+def test_export_inside_views(qapp, tmp_path, view, stem):
+    for fmt in ("png", "svg", "pdf", "npz"):
+        assert main(["export", "--src", SRC, "--view", view, "--layer", "2", "--format", fmt, "--out", str(tmp_path)]) == 0
+        data = (tmp_path / f"{stem}.{fmt}").read_bytes()
+        assert len(data) > 300
+        if fmt == "svg":
+            assert "<text" in data.decode("utf-8", "replace")
+        if fmt == "npz":
+            with np.load(tmp_path / f"{stem}.npz") as z:
+                assert z.files and all(z[k].size for k in z.files)
+
+
+def test_export_teacher_forced_output(qapp, tmp_path):
+    assert main(["export", "--src", "老师，您好！", "--tgt", "Hello, teacher!", "--view", "output", "--format", "svg",
+                 "--out", str(tmp_path)]) == 0
+    text = svg_texts(tmp_path / "output.svg")
+    assert "EOS" in text and "teacher" in text

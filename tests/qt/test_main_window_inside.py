@@ -1,0 +1,90 @@
+"""The inside panels in the main window follow the decoding, and show what the core computes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PySide6 import QtCore, QtWidgets
+
+from attnviz.core import analysis
+from attnviz.core.walkthrough import session_walkthrough
+from attnviz.qt.main_window import MainWindow
+
+TIMEOUT = 30000
+
+
+@pytest.fixture
+def window(qtbot, tmp_path):
+    w = MainWindow(src="我喜欢吃鱼。", settings=QtCore.QSettings(str(tmp_path / "s.ini"), QtCore.QSettings.Format.IniFormat))
+    qtbot.addWidget(w)
+    w.resize(1400, 900)
+    w.show()
+    qtbot.waitUntil(lambda: w.session.decoding is not None and w.session.decoding.finished, timeout=TIMEOUT)
+    QtWidgets.QApplication.processEvents()
+    yield w
+    w.session.stop_run()
+    w.session.wait_for_workers(5000)
+
+
+def show(window, dock_name):
+    dock = window.findChild(QtWidgets.QDockWidget, dock_name)
+    dock.show()
+    dock.raise_()
+    QtWidgets.QApplication.processEvents()
+
+
+def test_every_inside_view_has_its_object_name(window):
+    for name in ("positionalView", "normStatsView", "outputView", "walkthroughView", "trainPanel"):
+        assert window.findChild(QtWidgets.QWidget, name) is not None, name
+
+
+def test_output_view_follows_the_steps(qtbot, window):
+    s = window.session
+    show(window, "outputDock")
+    view = window.inside.output
+    assert view.topk() == s.decoding.steps[-1].topk
+    s.back()
+    s.back()
+    assert view.topk() == s.decoding.steps[-1].topk
+    np.testing.assert_allclose(view.bar_probabilities(), [p for _, _, p in s.decoding.steps[-1].topk], rtol=1e-6)
+
+
+def test_positional_view_shows_the_analysis(window):
+    show(window, "positionalDock")
+    data = window.inside.positional.data()
+    s = window.session
+    n = max(len(s.decoding.src_pieces), len(s.decoding.input_pieces))
+    pe = analysis.positional_encoding(n, s.bundle.config.d_model)
+    np.testing.assert_allclose(data.pe, pe, atol=1e-6)
+    np.testing.assert_allclose(data.similarity, analysis.positional_similarity(pe), atol=1e-4)
+    np.testing.assert_array_equal(data.side("source").tokens, s.decoding.accumulated("encoder.embed.tokens"))
+
+
+def test_norm_view_shows_the_statistics(window):
+    show(window, "normStatsDock")
+    view = window.inside.norm_stats
+    assert view.has_data()
+    site = view.group_sites()[0]
+    s = window.session
+    x = s.decoding.accumulated(f"{site.site}.input")
+    np.testing.assert_allclose(site.x_in, x)
+    ref = torch_layer_norm_stats(x)
+    np.testing.assert_allclose(site.stats.input_mean, ref[0], atol=1e-5)
+
+
+def torch_layer_norm_stats(x):
+    return x.mean(-1), x.std(-1)
+
+
+def test_walkthrough_follows_the_step_and_selection(qtbot, window):
+    show(window, "walkthroughDock")
+    view = window.inside.walkthrough
+    s = window.session
+    walk = view.data()
+    assert walk is not None
+    ref = session_walkthrough(s.bundle.model, s.decoding, "cross", 0, 0, len(s.decoding.steps) - 1)
+    np.testing.assert_allclose(walk.weights, ref.weights, atol=1e-6)
+    np.testing.assert_allclose(walk.weights, s.decoding.attention("cross", 0)[0], atol=1e-6)
+    view.selectionRequested.emit("decoder", 1, 2, 1)
+    walk = view.data()
+    np.testing.assert_allclose(walk.weights, s.decoding.attention("decoder", 1)[2], atol=1e-6)
