@@ -13,7 +13,7 @@ _PKG = Path(__file__).resolve().parent
 
 
 def _find(name: str) -> Path:
-    for candidate in (_PKG.parent / name, _PKG / name):
+    for candidate in (_PKG / name, _PKG.parent / name):  # installed wheel first, then a checkout
         if candidate.is_dir():
             return candidate
     return _PKG.parent / name
