@@ -72,13 +72,13 @@ def _attn_sublayer(sub, j, attn, x, memory, mask, valid, rec, name, kind, past_k
     n = f"{name}.{kind}" if rec is not None else ""
     if sub.post:
         h = x
-        a, kv = attn(h, memory if cross else h, mask, rec, n, past_kv=past_kv, static_kv=static_kv, cross=cross)
+        a, kv = attn.forward(h, memory if cross else h, mask, rec, n, past_kv=past_kv, static_kv=static_kv, cross=cross)
         r = x + (sub.dropout(a) if sub.training else a)
         if rec is not None:
             rec.put(f"{name}.residual{j}", r)
-        return sub.norm(r, valid, rec, f"{name}.norm{j}" if rec is not None else ""), kv
-    h = sub.norm(x, valid, rec, f"{name}.norm{j}" if rec is not None else "")
-    a, kv = attn(h, memory if cross else h, mask, rec, n, past_kv=past_kv, static_kv=static_kv, cross=cross)
+        return sub.norm.forward(r, valid, rec, f"{name}.norm{j}" if rec is not None else ""), kv
+    h = sub.norm.forward(x, valid, rec, f"{name}.norm{j}" if rec is not None else "")
+    a, kv = attn.forward(h, memory if cross else h, mask, rec, n, past_kv=past_kv, static_kv=static_kv, cross=cross)
     r = x + (sub.dropout(a) if sub.training else a)
     if rec is not None:
         rec.put(f"{name}.residual{j}", r)
@@ -92,12 +92,12 @@ def _drop(sub, t):
 def _ffn_sublayer(sub, j, ffn, x, valid, rec, name):
     n = f"{name}.ffn" if rec is not None else ""
     if sub.post:
-        r = x + _drop(sub, ffn(x, rec, n))
+        r = x + _drop(sub, ffn.forward(x, rec, n))
         if rec is not None:
             rec.put(f"{name}.residual{j}", r)
-        return sub.norm(r, valid, rec, f"{name}.norm{j}" if rec is not None else "")
-    h = sub.norm(x, valid, rec, f"{name}.norm{j}" if rec is not None else "")
-    r = x + _drop(sub, ffn(h, rec, n))
+        return sub.norm.forward(r, valid, rec, f"{name}.norm{j}" if rec is not None else "")
+    h = sub.norm.forward(x, valid, rec, f"{name}.norm{j}" if rec is not None else "")
+    r = x + _drop(sub, ffn.forward(h, rec, n))
     if rec is not None:
         rec.put(f"{name}.residual{j}", r)
     return r
@@ -260,7 +260,7 @@ class Transformer(nn.Module):
         new_kv = []
         for i, layer in enumerate(self.decoder_layers):
             past = cache.self_kv[i] if t else None
-            x, kv = layer(
+            x, kv = layer.forward(
                 x, cache.encoded.memory, None, cache.encoded.mask, valid, rec, f"decoder.layers.{i}", past_kv=past, cross_kv=cache.cross_kv[i]
             )
             new_kv.append(kv)
