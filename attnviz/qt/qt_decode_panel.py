@@ -209,6 +209,8 @@ class QtTopKPanel(QtWidgets.QWidget):
         self.topk_list = QtWidgets.QListWidget(objectName="topkList")
         self.topk_list.setToolTip("Click (or press Enter on) a token to force it as the next token")
         self.topk_list.setFont(ui_font(10))
+        self.topk_list.setHorizontalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.topk_list.setTextElideMode(QtCore.Qt.TextElideMode.ElideRight)
         self.beam_caption = QtWidgets.QLabel("Beams (score = log P / length penalty)")
         self.beam_list = QtWidgets.QListWidget(objectName="beamList")
         self.beam_list.setFont(ui_font(10))
