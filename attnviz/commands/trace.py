@@ -31,10 +31,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import io
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -140,21 +140,12 @@ def hsk_alignment(args: argparse.Namespace) -> int:
 def write_bytes(path: Path, data: bytes) -> None:
     """Replace ``path`` atomically (temporary file in the same folder, then a rename)."""
     from attnviz.cli import CommandError
+    from attnviz.core.atomic import atomic_write_bytes
 
-    tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-        tmp = None
+        atomic_write_bytes(path, data)
     except OSError as exc:
         raise CommandError(f"cannot write {path}: {exc.strerror or exc}") from None
-    finally:
-        if tmp is not None and os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 def _check_writable(out: Path) -> None:
@@ -173,20 +164,12 @@ def write_npz(out: Path, arrays: dict[str, np.ndarray]) -> None:
     """Write atomically: a temporary file in the same folder, then a rename."""
     from attnviz.cli import CommandError
 
-    tmp = None
+    buf = io.BytesIO()
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent if str(out.parent) else ".")
-        with os.fdopen(fd, "wb") as fh:
-            np.savez_compressed(fh, **arrays)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, out)
-        tmp = None
+        np.savez_compressed(buf, **arrays)
     except OSError as exc:
         raise CommandError(f"cannot write {out}: {exc.strerror or exc}") from None
-    finally:
-        if tmp is not None and os.path.exists(tmp):
-            os.unlink(tmp)
+    write_bytes(out, buf.getvalue())
 
 
 def _strs(items) -> np.ndarray:

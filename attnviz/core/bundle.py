@@ -24,6 +24,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load as st_load
 from safetensors.torch import save as st_save
 
+from .atomic import current_umask
 from .config import ConfigError, TransformerConfig
 from .model import Transformer
 from .tokenizer import Tokenizer, TokenizerError
@@ -107,9 +108,7 @@ def save_bundle(
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.saving-", dir=path.parent))
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes 0700; a bundle is an ordinary folder
+        os.chmod(tmp, 0o777 & ~current_umask())  # mkdtemp makes 0700; a bundle is an ordinary folder
     except OSError as exc:
         raise BundleError(path, f"cannot write here ({exc.strerror or exc})") from None
     try:

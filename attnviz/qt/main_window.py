@@ -7,40 +7,20 @@ from pathlib import Path
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from attnviz import __version__
 from attnviz.core.bundle import Bundle
 from attnviz.paths import default_model
 
-from .colormaps import SEQUENTIAL_COLORMAPS, ui_font
+from .colormaps import SEQUENTIAL_COLORMAPS
+from .help import show_about, show_shortcuts
 from .qt_attention_grid import QtAttentionGrid
 from .qt_decode_panel import QtInputBar, QtStepBar, QtTokenChips, QtTopKPanel
 from .qt_head_detail_view import QtHeadDetailView
 from .qt_line_view import QtLineView
 from .qt_mask_view import QtMaskView
 from .session import Session
+from .window_state import WindowStateMixin
 
-MAX_RECENT = 8
-ABOUT = """<h3>attnviz {version}</h3>
-<p>Watch attention work inside an encoder-decoder Transformer, built as
-"Attention Is All You Need" describes it.</p>
-<p><b>Data.</b> The default model is trained on the Chinese→English sentence pairs of the HSK
-example-sentence data set, distributed as the PyPI package <i>hsk-sentences-audio</i> under the
-Creative Commons Attribution-ShareAlike 4.0 licence (CC-BY-SA-4.0). Word glosses in that data come
-from CC-CEDICT.</p>"""
-SHORTCUTS = [
-    ("→", "Step: decode the next token"),
-    ("←", "Back: undo the last token"),
-    ("End", "Run to the end (EOS or the maximum length)"),
-    ("Home", "Reset to SOS"),
-    ("Enter (top-k list)", "Force the selected token"),
-    ("Ctrl+O", "Open a model bundle"),
-    ("Ctrl+E", "Export the current figure"),
-    ("Ctrl+Shift+E", "Export the current figure's data"),
-    ("Ctrl+Q", "Quit"),
-]
-
-
-class MainWindow(QtWidgets.QMainWindow):
+class MainWindow(WindowStateMixin, QtWidgets.QMainWindow):
     def __init__(self, model: Path | None = None, src: str | None = None, tgt: str | None = None, settings: QtCore.QSettings | None = None):
         super().__init__()
         self.setObjectName("mainWindow")
@@ -104,8 +84,8 @@ class MainWindow(QtWidgets.QMainWindow):
         self.run_act.setIcon(st.standardIcon(sp.SP_MediaSkipForward))
         self.reset_act = act("Reset", self.session.reset, QtCore.Qt.Key.Key_Home, "Back to SOS", "resetAction")
         self.reset_act.setIcon(st.standardIcon(sp.SP_MediaSkipBackward))
-        self.about_act = act("&About attnviz", self.about, None, "About attnviz and its data", "aboutAction")
-        self.keys_act = act("&Keyboard Shortcuts", self.show_shortcuts, None, "List the keyboard shortcuts", "shortcutsAction")
+        self.about_act = act("&About attnviz", lambda: show_about(self), None, "About attnviz and its data", "aboutAction")
+        self.keys_act = act("&Keyboard Shortcuts", lambda: show_shortcuts(self), None, "List the keyboard shortcuts", "shortcutsAction")
         for a in (self.step_act, self.back_act, self.run_act, self.reset_act):
             a.setShortcutContext(QtCore.Qt.ShortcutContext.WindowShortcut)
 
@@ -245,70 +225,6 @@ class MainWindow(QtWidgets.QMainWindow):
         sb.addPermanentWidget(self.step_label)
         sb.addPermanentWidget(self.busy)
 
-    # -- settings -----------------------------------------------------------------------------
-    def read_settings(self) -> None:
-        s = self.settings
-        geometry = s.value("window/geometry")
-        if geometry is not None:
-            self.restoreGeometry(geometry)
-        else:
-            self.resize(1400, 900)
-        state = s.value("window/state")
-        self._needs_default_layout = state is None or not self.restoreState(state)
-        self.set_colormap(str(s.value("view/colormap", SEQUENTIAL_COLORMAPS[0])))
-        self.set_theme(str(s.value("view/theme", "light")))
-        self._update_recent_menu()
-
-    def default_layout(self) -> None:
-        """First run: the grid gets the room; docks take their share of it."""
-        v, h = QtCore.Qt.Orientation.Vertical, QtCore.Qt.Orientation.Horizontal
-        self.resizeDocks([self.topk_dock, self.head_dock], [240, max(420, self.width() // 3)], h)
-        if self.inside_docks:
-            self.resizeDocks([self.inside_docks[0]], [max(260, self.height() // 3)], v)
-
-    def showEvent(self, event: QtGui.QShowEvent) -> None:  # noqa: N802 - Qt API
-        super().showEvent(event)
-        if self._needs_default_layout:
-            self._needs_default_layout = False
-            self.default_layout()
-        QtCore.QTimer.singleShot(0, self, self._hide_stale_tab_bars)
-
-    def _hide_stale_tab_bars(self) -> None:
-        """Qt can leave the tab bar of an earlier stage of a tabified dock group on screen
-        (seen with Qt 6.10): hide a bar whose tabs are all in a larger bar."""
-        bars = [b for b in self.findChildren(QtWidgets.QTabBar) if b.parent() is self and b.isVisibleTo(self)]
-        tabs = {b: {b.tabText(i) for i in range(b.count())} for b in bars}
-        for b in bars:
-            if any(o is not b and tabs[b] < tabs[o] for o in bars):
-                b.hide()
-
-    def write_settings(self) -> None:
-        s = self.settings
-        s.setValue("window/geometry", self.saveGeometry())
-        s.setValue("window/state", self.saveState())
-        s.setValue("view/colormap", self._colormap)
-        s.setValue("view/theme", self._theme)
-        s.sync()
-
-    def recent_models(self) -> list[str]:
-        value = self.settings.value("recent/models", [])
-        if isinstance(value, str):
-            value = [value]
-        return [str(v) for v in (value or [])]
-
-    def _add_recent(self, path: Path) -> None:
-        items = [str(path)] + [p for p in self.recent_models() if p != str(path)]
-        self.settings.setValue("recent/models", items[:MAX_RECENT])
-        self._update_recent_menu()
-
-    def _update_recent_menu(self) -> None:
-        self.recent_menu.clear()
-        recent = self.recent_models()
-        for p in recent:
-            a = self.recent_menu.addAction(p)
-            a.triggered.connect(lambda _=False, p=p: self.open_model(Path(p)))
-        self.recent_menu.setEnabled(bool(recent))
-
     # -- model --------------------------------------------------------------------------------
     def open_model_dialog(self) -> None:
         start = str(self.model_path.parent if self.model_path else default_model().parent)
@@ -341,8 +257,8 @@ class MainWindow(QtWidgets.QMainWindow):
     # -- updates --------------------------------------------------------------------------------
     def _on_decoding_changed(self) -> None:
         self._update_actions()
-        self._update_chips()
-        self._update_topk()
+        self.chips.show_session(self.session)
+        self.topk_panel.show_session(self.session)
         for view in (self.grid, self.head_detail, self.line_view, self.mask_view, *self.extra_views):
             if view.isVisible():
                 self._refresh_view(view)
@@ -396,45 +312,6 @@ class MainWindow(QtWidgets.QMainWindow):
             self.step_label.setText(f"step {len(d.steps)}/{d.max_len} · {d.strategy.describe()} · {state}")
         else:
             self.step_label.setText("")
-
-    def _update_chips(self) -> None:
-        s = self.session
-        if s.forced is not None:
-            f = s.forced
-            note = f"→ predicted: {' '.join(p.predicted_piece for p in f.positions)}"
-            self.chips.set_tokens(f.input_pieces + ("EOS",), current=s.forced_cursor, note=note)
-        elif s.decoding is not None:
-            d = s.decoding
-            forced = [i + 1 for i, st in enumerate(d.steps) if st.forced]
-            note = f"“{d.translation()}”" if d.steps else ""
-            self.chips.set_tokens(d.tgt_pieces, forced=forced, current=len(d.tgt_pieces) - 1, note=note)
-        else:
-            self.chips.set_tokens(())
-
-    def _update_topk(self) -> None:
-        s = self.session
-        topk = s.next_topk()
-        if s.forced is not None:
-            pos = s.forced.positions[s.forced_cursor]
-            cap = (f"Position {pos.index + 1}: input {pos.input_piece} → target {pos.target_piece}; "
-                   f"P(target) = {pos.target_prob:.3f}, loss {pos.loss:.3f}")
-            self.topk_panel.set_topk(topk, chosen=pos.predicted_id, forcing_allowed=False, caption=cap)
-            self.topk_panel.set_beams(())
-            return
-        d = s.decoding
-        if d is None:
-            self.topk_panel.set_topk(())
-            self.topk_panel.set_beams(())
-            return
-        if d.can_step:
-            cap = f"Next token y_{len(d.steps) + 1}: click or press Enter to force it"
-            self.topk_panel.set_topk(topk, caption=cap)
-        else:
-            last = s.current_step()
-            cap = "Finished (EOS or maximum length): the last step's distribution. Back (←) to change it."
-            self.topk_panel.set_topk(topk, chosen=last.token_id if last else None, forcing_allowed=False, caption=cap)
-        beams = d.beams()
-        self.topk_panel.set_beams(beams if len(beams) > 1 else ())
 
     def _on_grid_clicked(self, layer: int, head: int) -> None:
         kind = self.grid.kind()
@@ -522,14 +399,6 @@ class MainWindow(QtWidgets.QMainWindow):
         written = export_all_heads_dialog(self, data, theme=self._theme, colormap=self._colormap)
         if written:
             self.show_message("info", f"Exported {len(written)} figures to {written[0].parent}")
-
-    # -- help ---------------------------------------------------------------------------------------
-    def about(self) -> None:
-        QtWidgets.QMessageBox.about(self, "About attnviz", ABOUT.format(version=__version__))
-
-    def show_shortcuts(self) -> None:
-        rows = "".join(f"<tr><td><b>{k}</b></td><td>&nbsp;&nbsp;{v}</td></tr>" for k, v in SHORTCUTS)
-        QtWidgets.QMessageBox.information(self, "Keyboard shortcuts", f"<table>{rows}</table>")
 
     # -- drag and drop, close -----------------------------------------------------------------------
     def dragEnterEvent(self, event: QtGui.QDragEnterEvent) -> None:  # noqa: N802 - Qt API

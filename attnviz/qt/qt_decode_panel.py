@@ -193,6 +193,20 @@ class QtTokenChips(QtWidgets.QLabel):
             body += f'&nbsp;&nbsp;<span style="color:#666">{html.escape(note)}</span>'
         self.setText(body)
 
+    def show_session(self, session: Session) -> None:
+        """The decoder's tokens of the session's current mode (teacher-forced: SOS + y, then EOS)."""
+        if session.forced is not None:
+            f = session.forced
+            note = f"→ predicted: {' '.join(p.predicted_piece for p in f.positions)}"
+            self.set_tokens(f.input_pieces + ("EOS",), current=session.forced_cursor, note=note)
+        elif session.decoding is not None:
+            d = session.decoding
+            forced = [i + 1 for i, st in enumerate(d.steps) if st.forced]
+            note = f"“{d.translation()}”" if d.steps else ""
+            self.set_tokens(d.tgt_pieces, forced=forced, current=len(d.tgt_pieces) - 1, note=note)
+        else:
+            self.set_tokens(())
+
 
 class QtTopKPanel(QtWidgets.QWidget):
     """Next-token top-k with probabilities; a click or Enter on an entry forces that token.
@@ -249,6 +263,31 @@ class QtTopKPanel(QtWidgets.QWidget):
         visible = len(beams) > 1
         self.beam_list.setVisible(visible)
         self.beam_caption.setVisible(visible)
+
+    def show_session(self, session: Session) -> None:
+        """The next-token distribution the user can force from, or (finished, teacher-forced) the
+        distribution at the current position, read-only."""
+        topk = session.next_topk()
+        if session.forced is not None:
+            pos = session.forced.positions[session.forced_cursor]
+            cap = (f"Position {pos.index + 1}: input {pos.input_piece} → target {pos.target_piece}; "
+                   f"P(target) = {pos.target_prob:.3f}, loss {pos.loss:.3f}")
+            self.set_topk(topk, chosen=pos.predicted_id, forcing_allowed=False, caption=cap)
+            self.set_beams(())
+            return
+        d = session.decoding
+        if d is None:
+            self.set_topk(())
+            self.set_beams(())
+            return
+        if d.can_step:
+            self.set_topk(topk, caption=f"Next token y_{len(d.steps) + 1}: click or press Enter to force it")
+        else:
+            last = session.current_step()
+            cap = "Finished (EOS or maximum length): the last step's distribution. Back (←) to change it."
+            self.set_topk(topk, chosen=last.token_id if last else None, forcing_allowed=False, caption=cap)
+        beams = d.beams()
+        self.set_beams(beams if len(beams) > 1 else ())
 
     def _on_item(self, item: QtWidgets.QListWidgetItem) -> None:
         if item.flags() & QtCore.Qt.ItemFlag.ItemIsEnabled:

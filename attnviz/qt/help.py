@@ -1,0 +1,35 @@
+"""The Help menu's texts: About (with the data attribution) and the keyboard shortcuts."""
+
+from __future__ import annotations
+
+from PySide6 import QtWidgets
+
+from attnviz import __version__
+
+ABOUT = """<h3>attnviz {version}</h3>
+<p>Watch attention work inside an encoder-decoder Transformer, built as
+"Attention Is All You Need" describes it.</p>
+<p><b>Data.</b> The default model is trained on the Chinese→English sentence pairs of the HSK
+example-sentence data set, distributed as the PyPI package <i>hsk-sentences-audio</i> under the
+Creative Commons Attribution-ShareAlike 4.0 licence (CC-BY-SA-4.0). Word glosses in that data come
+from CC-CEDICT.</p>"""
+SHORTCUTS = [
+    ("→", "Step: decode the next token"),
+    ("←", "Back: undo the last token"),
+    ("End", "Run to the end (EOS or the maximum length)"),
+    ("Home", "Reset to SOS"),
+    ("Enter (top-k list)", "Force the selected token"),
+    ("Ctrl+O", "Open a model bundle"),
+    ("Ctrl+E", "Export the current figure"),
+    ("Ctrl+Shift+E", "Export the current figure's data"),
+    ("Ctrl+Q", "Quit"),
+]
+
+
+def show_about(parent: QtWidgets.QWidget) -> None:
+    QtWidgets.QMessageBox.about(parent, "About attnviz", ABOUT.format(version=__version__))
+
+
+def show_shortcuts(parent: QtWidgets.QWidget) -> None:
+    rows = "".join(f"<tr><td><b>{k}</b></td><td>&nbsp;&nbsp;{v}</td></tr>" for k, v in SHORTCUTS)
+    QtWidgets.QMessageBox.information(parent, "Keyboard shortcuts", f"<table>{rows}</table>")
