@@ -13,31 +13,7 @@ from attnviz.core.bundle import Bundle, BundleError, load_bundle
 from attnviz.core.tokenizer import Tokenizer
 from attnviz.paths import models_dir
 
-ZH = ["老师，您好！", "我是学生。", "他去学校了。", "今天天气很好。", "我喜欢吃苹果。", "你叫什么名字？", "我们一起去吧。", "这本书很有意思。"]
-EN = ["Hello, teacher!", "I am a student.", "He went to school.", "The weather is nice today.", "I like eating apples.",
-      "What is your name?", "Let's go together.", "This book is very interesting."]
-
-
-@functools.lru_cache(maxsize=None)
-def tokenizers() -> tuple[Tokenizer, Tokenizer]:
-    src = Tokenizer.train(ZH * 3, vocab_size=60, add_dummy_prefix=False)
-    tgt = Tokenizer.train(EN * 3, vocab_size=80, model_type="bpe")
-    return src, tgt
-
-
-def random_model(norm: str = "layer", placement: str = "post", seed: int = 0, max_len: int = 40, **kw) -> Transformer:
-    src, tgt = tokenizers()
-    torch.manual_seed(seed)
-    cfg = TransformerConfig(src_vocab_size=src.vocab_size, tgt_vocab_size=tgt.vocab_size, d_model=32, n_heads=4,
-                            n_encoder_layers=2, n_decoder_layers=2, d_ff=64, dropout=0.1, max_len=max_len,
-                            norm=norm, norm_placement=placement, **kw)
-    model = Transformer(cfg)
-    if norm == "batch":  # realistic running statistics
-        model.train()
-        with torch.no_grad():
-            for _ in range(3):
-                model(torch.randint(4, src.vocab_size, (4, 8)), torch.randint(4, tgt.vocab_size, (4, 6)))
-    return model.eval()
+from tiny_models import EN, ZH, random_model, tokenizers  # noqa: F401 - re-exported for the tests
 
 
 def random_bundle(**kw) -> Bundle:
