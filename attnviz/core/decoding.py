@@ -38,21 +38,31 @@ session's hypothesis (``tgt_ids``, ``steps``, the accumulated matrices) is alway
 ``steps[-1].beams[0]``; as a different beam takes the lead, ``steps`` (the path of that beam)
 can change in earlier positions. ``force`` during a beam search continues from the leading
 beam alone (the other beams are dropped). ``back()`` undoes one search step for all beams.
+
+Around the session: ``strategies`` (the strategies, ``parse_strategy``, ``DecodingError``),
+``teacher_forcing`` (``teacher_forced``: a typed target in one pass), ``decode_common`` (the
+prepared source, ``Beam``, ``DecodeStep``), ``search`` (the search state and mechanics) and
+``session_matrices`` (``attention``, ``accumulated``). Their public names are re-exported here.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
+from .decode_common import KINDS, Beam, DecodeStep, PreparedSource, SourceView, prepare_source  # re-exported
+from .decode_common import _check_model, _entropy, _model_device, _topk
 from .model import DecoderCache, Transformer
+from .search import SessionSearch, _Hyp, _Record, _State
+from .session_matrices import SessionMatrices
+from .strategies import BeamSearch, DecodingError, Greedy, Sampling, Strategy, parse_strategy  # re-exported
+from .teacher_forcing import ForcedPosition, TeacherForced, teacher_forced, teacher_forced_from_bundle  # re-exported
 from .tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer
-from .trace import _BATCHLESS, Recorder, Trace, trace_schema
+from .trace import Recorder, Trace, trace_schema
 
 if TYPE_CHECKING:
     from .bundle import Bundle
@@ -76,219 +86,8 @@ __all__ = [
     "translate",
 ]
 
-KINDS = ("encoder", "decoder", "cross")
-_ATTN = {"encoder": "encoder.layers.{}.self_attn", "decoder": "decoder.layers.{}.self_attn", "cross": "decoder.layers.{}.cross_attn"}
 
-
-class DecodingError(ValueError):
-    """Input or a request the decoding cannot honour; ``str(err)`` is one line for the user."""
-
-
-# -- strategies -------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Greedy:
-    """Always the most likely token (argmax)."""
-
-    def describe(self) -> str:
-        return "greedy"
-
-
-@dataclass(frozen=True)
-class Sampling:
-    """Draw the next token from softmax(logits / temperature), optionally restricted to the
-    ``top_k`` most likely tokens (0: all) and to the smallest set whose probability reaches
-    ``top_p`` (1.0: all). Reproducible: the same ``seed`` gives the same tokens."""
-
-    temperature: float = 1.0
-    top_k: int = 0
-    top_p: float = 1.0
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        if not (isinstance(self.temperature, (int, float)) and math.isfinite(self.temperature) and self.temperature > 0):
-            raise DecodingError(f"temperature must be a positive number, not {self.temperature!r}")
-        if not isinstance(self.top_k, int) or self.top_k < 0:
-            raise DecodingError(f"top-k must be a non-negative integer (0 = no limit), not {self.top_k!r}")
-        if not (isinstance(self.top_p, (int, float)) and 0.0 < self.top_p <= 1.0):
-            raise DecodingError(f"top-p must be in (0, 1], not {self.top_p!r}")
-
-    def describe(self) -> str:
-        extra = "".join(
-            [f", top-k {self.top_k}" if self.top_k else "", f", top-p {self.top_p:g}" if self.top_p < 1 else ""]
-        )
-        return f"sampling (temperature {self.temperature:g}{extra}, seed {self.seed})"
-
-
-@dataclass(frozen=True)
-class BeamSearch:
-    """Keep the ``width`` best partial translations. Beams are ranked by
-    ``log P / lp``, ``lp = ((5 + n) / 6) ** length_penalty`` (GNMT; ``n`` generated tokens,
-    EOS included; 0 ranks by plain log-probability). The search ends when the best-ranked
-    beam has ended with EOS, or at the maximum length."""
-
-    width: int = 4
-    length_penalty: float = 0.6
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.width, int) or self.width < 1:
-            raise DecodingError(f"beam width must be a positive integer, not {self.width!r}")
-        if not (isinstance(self.length_penalty, (int, float)) and self.length_penalty >= 0):
-            raise DecodingError(f"length penalty must be >= 0, not {self.length_penalty!r}")
-
-    def describe(self) -> str:
-        return f"beam search (width {self.width}, length penalty {self.length_penalty:g})"
-
-
-Strategy = Union[Greedy, Sampling, BeamSearch]
-
-
-def parse_strategy(text: str, seed: int = 0) -> Strategy:
-    """``"greedy"``, ``"beam"`` / ``"beam:K"``, ``"sample"`` / ``"sample:T"`` (temperature T)."""
-    s = (text or "").strip().lower()
-    name, _, arg = s.partition(":")
-    try:
-        if name == "greedy" and not arg:
-            return Greedy()
-        if name == "beam":
-            return BeamSearch(width=int(arg) if arg else 4)
-        if name in ("sample", "sampling"):
-            return Sampling(temperature=float(arg) if arg else 1.0, seed=seed)
-    except ValueError as exc:
-        if isinstance(exc, DecodingError):
-            raise
-        raise DecodingError(f"bad strategy {text!r}: {arg!r} is not a number") from None
-    raise DecodingError(f"unknown strategy {text!r} (expected greedy, beam:K or sample:T)")
-
-
-# -- results ----------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Beam:
-    """One hypothesis of a beam search (greedy and sampling have one)."""
-
-    token_ids: tuple[int, ...]  # SOS first; ends with EOS when finished
-    pieces: tuple[str, ...]  # labels of token_ids (SOS/EOS/UNK by name)
-    score: float  # ranking score: log_prob / length penalty (= log_prob for greedy/sampling)
-    finished: bool  # ended with EOS
-    log_prob: float = float("nan")  # sum of log-probabilities of the generated tokens
-
-
-@dataclass(frozen=True)
-class DecodeStep:
-    """One decoding step: the token it appended and everything about how it was chosen."""
-
-    index: int  # 0-based: this step fed tgt_ids[index] and appended tgt_ids[index + 1]
-    token_id: int
-    piece: str  # label of token_id (SOS/EOS/PAD/UNK by name)
-    topk: tuple[tuple[str, int, float], ...]  # (piece, id, probability), most likely first
-    entropy: float  # of the model's next-token distribution, in nats
-    forced: bool  # chosen by the user (force), not by the strategy
-    is_eos: bool
-    beams: tuple[Beam, ...]  # the beams after this step, best first (greedy/sampling: one)
-    trace: Trace  # decoder names only; query length 1, keys = positions 0..index
-    prob: float = float("nan")  # probability the model gave token_id
-
-
-@dataclass(frozen=True)
-class PreparedSource:
-    """A source sentence as the encoder sees it."""
-
-    text: str
-    ids: tuple[int, ...]
-    pieces: tuple[str, ...]
-    notices: tuple[str, ...]
-
-
-def prepare_source(tokenizer: Tokenizer, text: str, max_len: int) -> PreparedSource:
-    """Tokenize ``text`` for the encoder (no SOS/EOS, as in training): an empty source is a
-    ``DecodingError``; a longer one than ``max_len`` is truncated; unknown characters become UNK.
-    Each of the last two adds a one-line notice."""
-    if not isinstance(text, str) or not text.strip():
-        raise DecodingError("the source sentence is empty")
-    text = text.strip()
-    ids = tokenizer.encode(text)
-    if not ids:
-        raise DecodingError("the source sentence has no tokens")
-    notices = []
-    unknown = tokenizer.unknown_characters(text)
-    if unknown:
-        notices.append(f"unknown character(s) {' '.join(unknown)} shown as UNK")
-    if len(ids) > max_len:
-        notices.append(f"source truncated to the model's maximum length: {max_len} of {len(ids)} tokens kept")
-        ids = ids[:max_len]
-    return PreparedSource(text, tuple(ids), tuple(tokenizer.pieces(ids)), tuple(notices))
-
-
-def _topk(probs: torch.Tensor, k: int, tokenizer: Tokenizer) -> tuple[tuple[str, int, float], ...]:
-    k = min(k, probs.numel())
-    if k <= 0:
-        return ()
-    vals, idx = torch.topk(probs, k)
-    return tuple((tokenizer.piece(int(i)), int(i), float(v)) for v, i in zip(vals, idx))
-
-
-def _entropy(logits: torch.Tensor) -> float:
-    p = torch.softmax(logits.double(), -1)
-    return float(torch.special.entr(p).sum())
-
-
-def _model_device(model: Transformer) -> torch.device:
-    for p in model.parameters():
-        return p.device
-    return torch.device("cpu")
-
-
-def _row_trace(trace: Trace, row: int) -> Trace:
-    """One batch element of a trace recorded with ``batch_index=None``."""
-    return Trace((k, trace[k] if _BATCHLESS.search(k) else trace[k][row]) for k in trace)
-
-
-def _check_model(model: Transformer) -> None:
-    if model.training:
-        raise DecodingError("the model is in training mode (dropout would change every step); call model.eval() first")
-
-
-# -- internal state -------------------------------------------------------------------------
-@dataclass(frozen=True)
-class _Hyp:
-    tokens: tuple[int, ...]  # SOS first
-    log_prob: float
-    finished: bool
-    origin: tuple[tuple[int, bool], ...]  # per step: (row of that step's batch, forced)
-
-    def extend(self, token: int, logp: float, row: int, forced: bool) -> "_Hyp":
-        return _Hyp(self.tokens + (token,), self.log_prob + logp, token == EOS_ID, self.origin + ((row, forced),))
-
-
-@dataclass(frozen=True)
-class _State:
-    live: tuple[_Hyp, ...]  # unfinished hypotheses; the cache's batch rows follow this order
-    finished: tuple[_Hyp, ...]
-    ranked: tuple[_Hyp, ...]  # live + finished, best first; ranked[0] is the session's hypothesis
-    cache: DecoderCache | None
-    rng_state: torch.Tensor | None
-    done: bool
-    notice: str | None = None
-
-
-@dataclass
-class _Record:
-    """What one model call produced (batch = the live hypotheses it was fed)."""
-
-    trace: Trace
-    batched: bool  # trace keeps a batch dimension (beam search with several rows)
-    logits: torch.Tensor  # [n, V]
-    probs: torch.Tensor  # [n, V] float32 softmax (= generator.probs)
-    rows: dict[int, Trace] = field(default_factory=dict)
-
-    def row_trace(self, row: int) -> Trace:
-        if not self.batched:
-            return self.trace
-        if row not in self.rows:
-            self.rows[row] = _row_trace(self.trace, row)
-        return self.rows[row]
-
-
-class DecodingSession:
+class DecodingSession(SourceView, SessionSearch, SessionMatrices):
     """The whole state of decoding one source sentence with one model. Not thread-safe: use it
     from one thread at a time (the app's decoding worker)."""
 
@@ -339,14 +138,6 @@ class DecodingSession:
     @property
     def strategy(self) -> Strategy:
         return self._strategy
-
-    @property
-    def src_ids(self) -> tuple[int, ...]:
-        return self.source.ids
-
-    @property
-    def src_pieces(self) -> tuple[str, ...]:
-        return self.source.pieces
 
     @property
     def _state(self) -> _State:
@@ -536,96 +327,6 @@ class DecodingSession:
             raise DecodingError(f"cannot force {tok.piece(token_id)}: only a real token or EOS can follow")
         return token_id
 
-    # -- matrices ---------------------------------------------------------------------------------
-    def attention(self, kind: str, layer: int) -> np.ndarray:
-        """Attention weights of one layer, ``[head, query, key]``: ``encoder`` ``[head, src, src]``,
-        ``decoder`` ``[head, steps, steps]`` (lower-triangular), ``cross`` ``[head, steps, src]``."""
-        if kind not in KINDS:
-            raise ValueError(f"attention kind must be one of {KINDS}, not {kind!r}")
-        n_layers = self.config.n_encoder_layers if kind == "encoder" else self.config.n_decoder_layers
-        if not 0 <= layer < n_layers:
-            raise IndexError(f"{kind} layer {layer} does not exist (the model has {n_layers})")
-        name = _ATTN[kind].format(layer) + ".weights"
-        if kind != "encoder" and not self._records:
-            keys = 0 if kind == "decoder" else len(self.src_ids)
-            return np.zeros((self.config.n_heads, 0, keys), np.float32)
-        return self.accumulated(name)
-
-    def all_attention(self, kind: str) -> np.ndarray:
-        """``attention(kind, i)`` for every layer: ``[layer, head, query, key]``."""
-        n_layers = self.config.n_encoder_layers if kind == "encoder" else self.config.n_decoder_layers
-        return np.stack([self.attention(kind, i) for i in range(n_layers)]) if n_layers else np.zeros((0, self.config.n_heads, 0, 0), np.float32)
-
-    def accumulated(self, name: str) -> np.ndarray:
-        """Trace array ``name`` over the whole current hypothesis, with the shape a full pass over
-        the fed tokens gives (see ``trace_schema``): encoder names come from ``encoder_trace``;
-        decoder names are assembled from the steps' cached rows:
-
-        * per-query arrays are stacked along their query axis (``[..., steps, ...]``);
-        * keys a cached step could not see (the future) are filled as the look-ahead mask makes
-          them: weight 0, mask and masked scores -inf. Raw ``scores``/``scaled_scores`` there,
-          which a cached step never computes, are filled in as ``q_i . k_j`` from the stacked
-          ``q`` and the last step's ``k`` (what the tutorial's full ``QKᵀ`` shows);
-        * ``k``/``v``/``memory``/running statistics are the last step's (they hold all keys);
-        * BatchNorm ``batch_mean``/``batch_var`` are computed over the stacked ``input`` (the
-          tokens of this hypothesis), as a full pass would.
-        """
-        if name in self.encoder_trace:
-            return self.encoder_trace[name]
-        if name not in self._schema:
-            raise KeyError(f"no trace name {name!r} (see attnviz.core.schema_table)")
-        steps = self.steps
-        if not steps:
-            raise DecodingError("nothing decoded yet: step() first")
-        key = (name, id(self._hyp), len(steps))
-        hit = self._acc.get(key)
-        if hit is None:
-            hit = self._assemble(name, steps)
-            hit.flags.writeable = False
-            self._acc[key] = hit
-        return hit
-
-    def _assemble(self, name: str, steps: Sequence[DecodeStep]) -> np.ndarray:
-        field_name = name.rsplit(".", 1)[1]
-        if field_name in ("batch_mean", "batch_var"):
-            x = self.accumulated(name.rsplit(".", 1)[0] + ".input").astype(np.float64)  # [steps, d]
-            stat = x.mean(0) if field_name == "batch_mean" else x.var(0)
-            return stat.astype(np.float32)
-        try:
-            rows = [s.trace[name] for s in steps]
-        except KeyError:
-            raise KeyError(f"{name!r} was not captured in this session") from None
-        dims = self._schema[name].strip("[]").split(", ")
-        if dims[0] in ("query", "pos", "tgt"):
-            axis = 0
-        elif len(dims) > 1 and dims[1] == "query":
-            axis = 1
-        else:  # k, v, memory, running statistics: the last step holds everything
-            return rows[-1]
-        if dims[-1] != "key" or name.endswith("cross_attn." + field_name):
-            return np.concatenate(rows, axis=axis)
-        # a growing key axis: row i has i + 1 keys
-        n = len(rows)
-        fill = 0.0 if field_name == "weights" else -np.inf
-        shape = list(rows[-1].shape)
-        shape[axis] = n
-        out = np.full(shape, fill, dtype=rows[-1].dtype)
-        for i, r in enumerate(rows):
-            if axis == 0:
-                out[i, : i + 1] = r[0]
-            else:
-                out[:, i, : i + 1] = r[:, 0]
-        if field_name in ("scores", "scaled_scores"):
-            prefix = name.rsplit(".", 1)[0]
-            q = self.accumulated(prefix + ".q")  # [head, steps, d_k]
-            k = steps[-1].trace[prefix + ".k"]  # [head, steps, d_k]
-            full = (q @ np.swapaxes(k, -1, -2)).astype(np.float32)
-            if field_name == "scaled_scores":
-                full = full * np.float32(1.0 / math.sqrt(self.config.d_k))
-            upper = np.triu(np.ones((n, n), bool), 1)
-            out[:, upper] = full[:, upper]
-        return out
-
     # -- internals --------------------------------------------------------------------------------
     def _check_can_extend(self) -> None:
         if self._state.done:
@@ -642,51 +343,6 @@ class DecodingSession:
             probs = torch.softmax(logits, -1)
         record = _Record(rec.trace() if rec is not None else Trace(), rec is not None and n > 1, logits.cpu(), probs.cpu())
         return record, record.logits, new_cache
-
-    def _sample(self, logits: torch.Tensor, s: Sampling, gen: torch.Generator) -> int:
-        x = logits.double() / s.temperature
-        x[PAD_ID] = -math.inf
-        x[BOS_ID] = -math.inf
-        probs = torch.softmax(x, -1)
-        if s.top_k and s.top_k < probs.numel():
-            kth = torch.topk(probs, s.top_k).values[-1]
-            probs = torch.where(probs >= kth, probs, torch.zeros_like(probs))
-        if s.top_p < 1.0:
-            sorted_p, order = torch.sort(probs, descending=True)
-            cum = torch.cumsum(sorted_p, 0) / sorted_p.sum()
-            keep = (cum - sorted_p / sorted_p.sum()) < s.top_p  # the smallest prefix reaching top_p
-            mask = torch.zeros_like(probs, dtype=torch.bool)
-            mask[order[keep]] = True
-            probs = torch.where(mask, probs, torch.zeros_like(probs))
-        return int(torch.multinomial(probs / probs.sum(), 1, generator=gen))
-
-    def _rank_key(self, h: _Hyp) -> float:
-        s = self._strategy
-        if isinstance(s, BeamSearch) and s.length_penalty:
-            return h.log_prob / (((5.0 + len(h.tokens) - 1) / 6.0) ** s.length_penalty)
-        return h.log_prob
-
-    def _beam_candidates(self, st: _State, logp: torch.Tensor, s: BeamSearch) -> tuple[tuple[_Hyp, ...], tuple[_Hyp, ...]]:
-        n, v = logp.shape
-        scores = torch.tensor([h.log_prob for h in st.live], dtype=torch.float64)[:, None] + logp  # [n, V]
-        k2 = min(2 * s.width, n * v)
-        top = torch.topk(scores.view(-1), k2)
-        live: list[_Hyp] = []
-        fin = list(st.finished)
-        for rank, (sc, idx) in enumerate(zip(top.values.tolist(), top.indices.tolist())):
-            if sc == -math.inf:
-                break
-            row, token = divmod(idx, v)
-            hyp = st.live[row].extend(token, float(logp[row, token]), row, False)
-            if token == EOS_ID:
-                if rank < s.width:
-                    fin.append(hyp)
-            else:
-                live.append(hyp)
-                if len(live) == s.width:
-                    break
-        fin.sort(key=self._rank_key, reverse=True)
-        return tuple(live), tuple(fin[: s.width])
 
     def _push(self, record: _Record, cache: DecoderCache, live: tuple[_Hyp, ...], fin: tuple[_Hyp, ...], rng_state, n_steps: int) -> None:
         """Make the state after a model call current. ``cache`` has one row per hypothesis fed;
@@ -734,138 +390,6 @@ class DecodingSession:
             )
             self._step_objects[key] = hit
         return hit
-
-
-# -- teacher forcing ---------------------------------------------------------------------------
-@dataclass(frozen=True)
-class ForcedPosition:
-    """One target position of a teacher-forced pass: ``input`` fed, ``target`` expected."""
-
-    index: int
-    input_id: int  # SOS, y1, ..., yn
-    input_piece: str
-    target_id: int  # y1, ..., yn, EOS
-    target_piece: str
-    predicted_id: int  # argmax of the distribution
-    predicted_piece: str
-    match: bool  # predicted_id == target_id
-    target_prob: float  # P(target)
-    loss: float  # -log P(target), nats
-    entropy: float  # nats
-    topk: tuple[tuple[str, int, float], ...]  # (piece, id, probability), most likely first
-
-
-@dataclass(frozen=True)
-class TeacherForced:
-    """"SOS + y in, y + EOS out": one pass over a typed target, every position at once."""
-
-    source: PreparedSource
-    target: str
-    input_ids: tuple[int, ...]  # SOS + y
-    input_pieces: tuple[str, ...]
-    label_ids: tuple[int, ...]  # y + EOS
-    label_pieces: tuple[str, ...]
-    positions: tuple[ForcedPosition, ...]
-    trace: Trace  # the full pass (encoder and decoder names); query axis = positions
-    notices: tuple[str, ...]
-
-    @property
-    def src_ids(self) -> tuple[int, ...]:
-        return self.source.ids
-
-    @property
-    def src_pieces(self) -> tuple[str, ...]:
-        return self.source.pieces
-
-    @property
-    def loss(self) -> float:
-        """Mean per-token loss (nats)."""
-        return float(np.mean([p.loss for p in self.positions]))
-
-    @property
-    def accuracy(self) -> float:
-        return float(np.mean([p.match for p in self.positions]))
-
-    @property
-    def predicted_ids(self) -> tuple[int, ...]:
-        return tuple(p.predicted_id for p in self.positions)
-
-    def attention(self, kind: str, layer: int) -> np.ndarray:
-        """``[head, query, key]`` as ``DecodingSession.attention`` (queries = the fed tokens)."""
-        if kind not in KINDS:
-            raise ValueError(f"attention kind must be one of {KINDS}, not {kind!r}")
-        return self.trace[_ATTN[kind].format(layer) + ".weights"]
-
-    def all_attention(self, kind: str) -> np.ndarray:
-        """``[layer, head, query, key]``."""
-        out = []
-        while _ATTN[kind].format(len(out)) + ".weights" in self.trace:
-            out.append(self.attention(kind, len(out)))
-        return np.stack(out)
-
-    def accumulated(self, name: str) -> np.ndarray:
-        return self.trace[name]
-
-
-def teacher_forced(
-    model: Transformer,
-    src_tokenizer: Tokenizer,
-    tgt_tokenizer: Tokenizer,
-    source: str,
-    target: str,
-    top_k: int = 10,
-    names: Iterable[str] | None = None,
-) -> TeacherForced:
-    """Run the model once on ``source`` with the typed ``target`` (teacher forcing). An empty
-    target is allowed (SOS in, EOS out). A target longer than ``max_len - 1`` tokens is
-    truncated, unknown target characters become UNK; each with a notice."""
-    _check_model(model)
-    cfg = model.config
-    src = prepare_source(src_tokenizer, source, cfg.max_len)
-    target = (target or "").strip()
-    y = tgt_tokenizer.encode(target) if target else []
-    notices = list(src.notices)
-    unknown = tgt_tokenizer.unknown_characters(target) if target else []
-    if unknown:
-        notices.append(f"unknown target character(s) {' '.join(unknown)} shown as UNK")
-    if len(y) + 1 > cfg.max_len:
-        notices.append(f"target truncated to the model's maximum length: {cfg.max_len - 1} of {len(y)} tokens kept")
-        y = y[: cfg.max_len - 1]
-    inputs = (BOS_ID, *y)
-    labels = (*y, EOS_ID)
-    device = _model_device(model)
-    with torch.inference_mode():
-        logits, trace = model.run_with_trace(
-            torch.tensor([src.ids], device=device), torch.tensor([inputs], device=device), names=names
-        )
-        logits = logits[0].float().cpu()  # [Lt, V]
-        probs = torch.softmax(logits, -1)
-        logp = torch.log_softmax(logits.double(), -1)
-    tok = tgt_tokenizer
-    positions = []
-    for i, (inp, lab) in enumerate(zip(inputs, labels)):
-        pred = int(torch.argmax(logits[i]))
-        positions.append(
-            ForcedPosition(
-                index=i,
-                input_id=inp,
-                input_piece=tok.piece(inp),
-                target_id=lab,
-                target_piece=tok.piece(lab),
-                predicted_id=pred,
-                predicted_piece=tok.piece(pred),
-                match=pred == lab,
-                target_prob=float(probs[i, lab]),
-                loss=float(-logp[i, lab]),
-                entropy=_entropy(logits[i]),
-                topk=_topk(probs[i], top_k, tok),
-            )
-        )
-    return TeacherForced(src, target, inputs, tuple(tok.pieces(inputs)), labels, tuple(tok.pieces(labels)), tuple(positions), trace, tuple(notices))
-
-
-def teacher_forced_from_bundle(bundle: "Bundle", source: str, target: str, **kw) -> TeacherForced:
-    return teacher_forced(bundle.model, bundle.src_tokenizer, bundle.tgt_tokenizer, source, target, **kw)
 
 
 def translate(bundle: "Bundle", text: str, strategy: Strategy | None = None, max_len: int | None = None) -> tuple[str, tuple[DecodeStep, ...]]:
