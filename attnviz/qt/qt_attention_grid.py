@@ -17,8 +17,9 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
+from .attention_views import AttentionSetsMixin, ExportAllHeadsMixin
 from .colormaps import Theme, get_colormap, lookup_table, ui_font
-from .heatmap import MatrixImageItem, TitleItem, TokenAxis, quiet_axes
+from .heatmap import MatrixImageItem, TitleItem, TokenAxis, quiet_axes, setup_matrix_plot
 from .view_base import FigureViewBase, make_combo, set_combo_items
 from .view_data import KIND_FORMULAS, KIND_TITLES, AttentionData, FigureData, as_attention_sets
 
@@ -62,19 +63,10 @@ class _GridPlot(pg.PlotItem):
         self.left_axis = TokenAxis("left", theme)
         self.top_axis = TokenAxis("top", theme)
         super().__init__(axisItems={"left": self.left_axis, "top": self.top_axis}, enableMenu=False)
-        self.setMenuEnabled(False)
-        self.hideButtons()
-        self.showAxis("top")
-        self.hideAxis("bottom")
-        vb = self.getViewBox()
-        vb.setMouseEnabled(x=False, y=False)
-        vb.setMenuEnabled(False)
-        vb.invertY(True)
-        vb.setDefaultPadding(0.0)
-        vb.disableAutoRange()
+        setup_matrix_plot(self)
 
 
-class QtAttentionGrid(FigureViewBase):
+class QtAttentionGrid(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
     """All layers × heads of one kind of attention; click a tile to open it.
 
     ``set_data(data)`` takes an :class:`AttentionData` ([layer, head, query, key] weights)
@@ -149,18 +141,8 @@ class QtAttentionGrid(FigureViewBase):
         self.kind_combo.setVisible(len(self._datasets) > 1)
         self._refresh()
 
-    def has_data(self) -> bool:
-        return bool(self._datasets)
-
-    def data(self) -> AttentionData | None:
-        return self._datasets.get(self._kind) if self._kind else None
-
-    def kind(self) -> str | None:
-        return self._kind
-
     def set_kind(self, kind: str) -> None:
-        if kind not in self._datasets:
-            raise ValueError(f"no {kind!r} attention was given to this view")
+        self._require_kind(kind)
         if kind != self._kind:
             self._kind = kind
             set_combo_items(self.kind_combo, [(KIND_TITLES[k], k) for k in self._datasets], kind)
@@ -372,17 +354,3 @@ class QtAttentionGrid(FigureViewBase):
 
     def transient_items(self):
         return [self.hover_outline]
-
-    def _extend_context_menu(self, menu: QtWidgets.QMenu) -> None:
-        act = menu.addAction("Export all heads…")
-        act.setObjectName("exportAllHeadsAction")
-        act.setStatusTip("Write one figure per layer and head")
-        act.setEnabled(self.has_data())
-        act.triggered.connect(self._export_all_heads_dialog)
-
-    def _export_all_heads_dialog(self) -> None:
-        from .export import export_all_heads_dialog
-
-        d = self.data()
-        if d is not None:
-            export_all_heads_dialog(self, d, theme=self.theme, colormap=self._colormap)

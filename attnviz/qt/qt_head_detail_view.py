@@ -11,6 +11,7 @@ from collections.abc import Mapping
 import numpy as np
 from PySide6 import QtCore, QtWidgets
 
+from .attention_views import AttentionSetsMixin, ExportAllHeadsMixin
 from .colormaps import Theme
 from .heatmap import HeatmapPlot, HoverInfo, TitleItem, format_weight
 from .view_base import FigureViewBase, make_combo, set_combo_items
@@ -23,7 +24,7 @@ MODES: dict[str, str] = {
 }
 
 
-class QtHeadDetailView(FigureViewBase):
+class QtHeadDetailView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
     """One head's attention matrix (or the heads' mean, or the rollout) with token labels.
 
     ``set_data(data)`` takes an :class:`AttentionData` (or a mapping kind → AttentionData;
@@ -75,17 +76,10 @@ class QtHeadDetailView(FigureViewBase):
         self._update_controls()
         self._refresh()
 
-    def has_data(self) -> bool:
-        return bool(self._datasets)
-
-    def data(self) -> AttentionData | None:
-        return self._datasets.get(self._kind) if self._kind else None
-
     def select(self, layer: int | None = None, head: int | None = None, mode: str | None = None, kind: str | None = None) -> None:
         """Show ``layer``/``head`` (0-based) in ``mode`` ("head", "mean", "rollout") of ``kind``."""
         if kind is not None:
-            if kind not in self._datasets:
-                raise ValueError(f"no {kind!r} attention was given to this view")
+            self._require_kind(kind)
             self._kind = kind
         if mode is not None:
             if mode not in MODES:
@@ -98,9 +92,6 @@ class QtHeadDetailView(FigureViewBase):
         self._clamp()
         self._update_controls()
         self._refresh()
-
-    def kind(self) -> str | None:
-        return self._kind
 
     def mode(self) -> str:
         return self._mode
@@ -225,20 +216,6 @@ class QtHeadDetailView(FigureViewBase):
 
     def transient_items(self):
         return [self.plot.hover_marker]
-
-    def _extend_context_menu(self, menu: QtWidgets.QMenu) -> None:
-        act = menu.addAction("Export all heads…")
-        act.setObjectName("exportAllHeadsAction")
-        act.setStatusTip("Write one figure per layer and head")
-        act.setEnabled(self.has_data())
-        act.triggered.connect(self._export_all_heads_dialog)
-
-    def _export_all_heads_dialog(self) -> None:
-        from .export import export_all_heads_dialog
-
-        d = self.data()
-        if d is not None:
-            export_all_heads_dialog(self, d, theme=self.theme, colormap=self._colormap)
 
 
 __all__ = ["QtHeadDetailView", "MODES", "format_weight"]

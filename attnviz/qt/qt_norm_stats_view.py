@@ -16,14 +16,14 @@ feature over the tokens). Click a cell to move the marked row and column.
 The view renders :class:`NormSiteData` built from ``attnviz.core.analysis``
 (``norm_sites``, ``norm_statistics``, ``compare_norms``) and the trace's ``<site>.input`` and
 ``<site>.output``; it only bins the activations for the histograms.
+
+The data and its helpers are in ``qt_norm_stats_data``, one site's column of plots in
+``qt_norm_stats_column``; their names stay importable from here.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
@@ -31,230 +31,22 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from .colormaps import DIVERGING_COLORMAP, Theme, ui_font
 from .heatmap import HeatmapPlot, HoverInfo, TitleItem, TokenAxis
+from .qt_norm_stats_column import _pen, _SiteColumn, _translucent
+from .qt_norm_stats_data import (  # noqa: F401  (re-exported)
+    _SITE,
+    _SUBLAYER,
+    _SUBLAYER_FORMULA,
+    HIST_BINS,
+    NormSiteData,
+    _group_key,
+    _parse_group_key,
+    group_title,
+    histogram,
+    norm_site_data_for,
+    site_title,
+)
 from .view_base import FigureViewBase, make_combo, set_combo_items
 from .view_data import FigureData
-
-HIST_BINS = 40
-_SITE = re.compile(r"^(encoder|decoder)\.(?:layers\.(\d+)\.norm(\d+)|final_norm)$")
-_SUBLAYER = {"encoder": {1: "self-attention", 2: "FFN"}, "decoder": {1: "masked self-attention", 2: "cross-attention", 3: "FFN"}}
-_SUBLAYER_FORMULA = {"self-attention": "SelfAttn", "masked self-attention": "MaskedSelfAttn", "cross-attention": "CrossAttn", "FFN": "FFN"}
-
-
-@dataclass(frozen=True, eq=False)
-class NormSiteData:
-    """One normalization site of the current pass.
-
-    site        trace prefix, e.g. ``encoder.layers.0.norm1`` or ``decoder.final_norm``
-    stats       ``analysis.norm_statistics(arrays, site)`` (a ``NormStats``: kind ``layer``/``batch``,
-                input/output mean and std, and for BatchNorm batch/running mean and var)
-    x_in        ``[token, d_model]`` what the norm normalizes (``<site>.input``)
-    x_out       ``[token, d_model]`` the norm's output (``<site>.output``)
-    comparison  ``analysis.compare_norms(x_in)`` (a ``NormComparison``: LN and BN of ``x_in``)
-    pieces      token pieces, one per row
-    """
-
-    site: str
-    stats: Any
-    x_in: np.ndarray
-    x_out: np.ndarray
-    comparison: Any
-    pieces: tuple[str, ...]
-
-    def __post_init__(self) -> None:
-        xi = np.ascontiguousarray(self.x_in, dtype=np.float32)
-        xo = np.ascontiguousarray(self.x_out, dtype=np.float32)
-        if xi.ndim != 2 or xi.shape != xo.shape:
-            raise ValueError(f"x_in {xi.shape} and x_out {xo.shape} must be the same [token, d_model] shape")
-        pieces = tuple(str(p) for p in self.pieces)
-        if len(pieces) != xi.shape[0]:
-            raise ValueError(f"{len(pieces)} pieces for {xi.shape[0]} tokens")
-        object.__setattr__(self, "x_in", xi)
-        object.__setattr__(self, "x_out", xo)
-        object.__setattr__(self, "pieces", pieces)
-
-    @property
-    def kind(self) -> str:
-        return str(self.stats.kind)
-
-    @property
-    def group(self) -> tuple[str, int]:
-        """(stack, layer index); the final norm of a stack has layer -1."""
-        m = _SITE.match(self.site)
-        if not m:
-            return (self.site.split(".")[0], -1)
-        return (m.group(1), int(m.group(2)) if m.group(2) is not None else -1)
-
-    @property
-    def index(self) -> int:
-        m = _SITE.match(self.site)
-        return int(m.group(3)) if m and m.group(3) else 0
-
-
-def norm_site_data_for(current, config) -> list[NormSiteData]:
-    """Every normalization site of the current decoding (a ``DecodingSession`` or a
-    ``TeacherForced`` result) of a model with ``config`` (its ``TransformerConfig``).
-
-    For whoever owns the session (the main window, ``attnviz export``), not for the widget: it
-    imports the core (and so torch) when called. Statistics from ``analysis.norm_statistics``,
-    the LN-vs-BN pair from ``analysis.compare_norms`` on each site's input.
-    """
-    from attnviz.core import analysis as A
-    from attnviz.core.trace import trace_schema
-
-    src, tgt = tuple(current.src_pieces), tuple(current.input_pieces)
-    names = [n for n, _, _ in trace_schema(config, decoder=bool(tgt)) if ".norm" in n or ".final_norm" in n]
-    arrays = {n: current.accumulated(n) for n in names}
-    out = []
-    for site in A.norm_sites(arrays):
-        x = arrays[f"{site}.input"]
-        pieces = src if site.startswith("encoder") else tgt
-        out.append(NormSiteData(site, A.norm_statistics(arrays, site), x, arrays[f"{site}.output"], A.compare_norms(x), pieces))
-    return out
-
-
-def group_title(group: tuple[str, int]) -> str:
-    stack, layer = group
-    return f"{stack.capitalize()} final norm" if layer < 0 else f"{stack.capitalize()} layer {layer + 1}"
-
-
-def _group_key(group: tuple[str, int]) -> str:
-    return f"{group[0]}:{group[1]}"
-
-
-def _parse_group_key(key: str) -> tuple[str, int]:
-    stack, _, layer = str(key).partition(":")
-    return stack, int(layer)
-
-
-def site_title(site: NormSiteData, placement: str) -> tuple[str, str]:
-    """(``norm1 · after self-attention``, the formula) for a site."""
-    stack, layer = site.group
-    norm = "LN" if site.kind == "layer" else "BN"
-    if layer < 0:
-        return "final norm", f"{norm}(x) after the last layer"
-    sub = _SUBLAYER.get(stack, {}).get(site.index, "sublayer")
-    f = _SUBLAYER_FORMULA.get(sub, "Sublayer")
-    if placement == "pre":
-        return f"norm{site.index} · before {sub}", f"x + {f}({norm}(x))"
-    return f"norm{site.index} · after {sub}", f"{norm}(x + {f}(x))"
-
-
-def histogram(before: np.ndarray, after: np.ndarray, bins: int = HIST_BINS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(edges, counts before, counts after) on shared bins spanning both arrays."""
-    a = np.asarray(before, np.float64).ravel()
-    b = np.asarray(after, np.float64).ravel()
-    both = np.concatenate([a[np.isfinite(a)], b[np.isfinite(b)]])
-    lo, hi = (float(both.min()), float(both.max())) if both.size else (-1.0, 1.0)
-    if hi <= lo:
-        lo, hi = lo - 0.5, hi + 0.5
-    edges = np.linspace(lo, hi, bins + 1)
-    return edges, np.histogram(a, edges)[0], np.histogram(b, edges)[0]
-
-
-def _pen(color: Any, width: float = 1.6, style: QtCore.Qt.PenStyle = QtCore.Qt.PenStyle.SolidLine) -> QtGui.QPen:
-    pen = pg.mkPen(color, width=width, style=style)
-    pen.setCosmetic(True)
-    return pen
-
-
-def _translucent(color: QtGui.QColor, alpha: int = 70) -> QtGui.QColor:
-    c = QtGui.QColor(color)
-    c.setAlpha(alpha)
-    return c
-
-
-class _SiteColumn:
-    """The three plots of one site: means, spreads, histogram (built once, updated in place)."""
-
-    def __init__(self, view: "QtNormStatsView", layout: pg.GraphicsLayout, col: int):
-        th = view.theme
-        self.title = TitleItem(th)
-        layout.addItem(self.title, row=0, col=col)
-        self.mean_axis = TokenAxis("bottom", th, 8.0)
-        self.std_axis = TokenAxis("bottom", th, 8.0)
-        self.mean_plot = view._small_plot({"bottom": self.mean_axis})
-        self.std_plot = view._small_plot({"bottom": self.std_axis})
-        self.hist_plot = view._small_plot({})
-        for r, p in enumerate((self.mean_plot, self.std_plot, self.hist_plot), start=1):
-            layout.addItem(p, row=r, col=col)
-        c0, c1 = th.head_color(0), th.head_color(1)
-        self.mean_a = self.mean_plot.plot([], [], pen=_pen(c0), symbol="o", symbolSize=4, symbolBrush=c0, symbolPen=None, name="a")
-        self.mean_b = self.mean_plot.plot([], [], pen=_pen(c1, 1.6, QtCore.Qt.PenStyle.DashLine), symbol="s", symbolSize=4,
-                                          symbolBrush=c1, symbolPen=None, name="b")
-        self.std_a = self.std_plot.plot([], [], pen=_pen(c0), symbol="o", symbolSize=4, symbolBrush=c0, symbolPen=None, name="a")
-        self.std_b = self.std_plot.plot([], [], pen=_pen(c1, 1.6, QtCore.Qt.PenStyle.DashLine), symbol="s", symbolSize=4,
-                                        symbolBrush=c1, symbolPen=None, name="b")
-        self.hist_before = self.hist_plot.plot([], [], stepMode="center", fillLevel=0, pen=_pen(c0), brush=_translucent(c0), name="before")
-        self.hist_after = self.hist_plot.plot([], [], stepMode="center", fillLevel=0, pen=_pen(c1), brush=_translucent(c1), name="after")
-        self.hist_plot.setLabel("bottom", "activation value")
-        self.items = (self.title, self.mean_plot, self.std_plot, self.hist_plot)
-        self.site: NormSiteData | None = None
-        self._axis_kind = "layer"
-
-    def _use_axes(self, kind: str, theme: Theme) -> None:
-        """Tokens along x for LayerNorm (piece labels), feature indices for BatchNorm (a numeric axis)."""
-        if kind == self._axis_kind:
-            return
-        for attr, plot in (("mean_axis", self.mean_plot), ("std_axis", self.std_plot)):
-            if kind == "layer":
-                axis: pg.AxisItem = TokenAxis("bottom", theme, 8.0)
-            else:
-                axis = pg.AxisItem("bottom")
-                axis.setStyle(tickFont=ui_font(7.5))
-                axis.enableAutoSIPrefix(False)
-                axis.setPen(_pen(theme.muted, 1.0))
-                axis.setTextPen(_pen(theme.foreground, 1.0))
-            plot.setAxisItems({"bottom": axis})
-            setattr(self, attr, axis)
-        self._axis_kind = kind
-
-    def set_visible(self, visible: bool) -> None:
-        for item in self.items:
-            item.setVisible(visible)
-
-    @staticmethod
-    def _titled(plot: pg.PlotItem, text: str, names: tuple[str, str], theme: Theme) -> None:
-        """A plot title with the two series' colours as swatches (no legend over the data)."""
-        sw = [f"<span style='color:{theme.head_color(i).name()}'>{'●' if i == 0 else '■'}</span> {n}" for i, n in enumerate(names)]
-        plot.setTitle(f"{text}: {sw[0]}  {sw[1]}", size="8.5pt", color=theme.foreground)
-
-    def show(self, site: NormSiteData, placement: str, theme: Theme) -> None:
-        self.site = site
-        st = site.stats
-        title, formula = site_title(site, placement)
-        self.title.set_title(title, formula)
-        self._use_axes(site.kind, theme)
-        if site.kind == "layer":
-            x = np.arange(len(site.pieces), dtype=float)
-            self.mean_a.setData(x, np.asarray(st.input_mean, float))
-            self.mean_b.setData(x, np.asarray(st.output_mean, float))
-            self.std_a.setData(x, np.asarray(st.input_std, float))
-            self.std_b.setData(x, np.asarray(st.output_std, float))
-            self.mean_axis.set_labels(site.pieces)
-            self.std_axis.set_labels(site.pieces)
-            self._titled(self.mean_plot, "per-token mean of the features", ("before", "after"), theme)
-            self._titled(self.std_plot, "per-token std of the features", ("before", "after"), theme)
-            for p in (self.mean_plot, self.std_plot):
-                p.getAxis("bottom").setLabel(None)
-            self.mean_plot.setXRange(-0.5, len(x) - 0.5, padding=0)
-            self.std_plot.setXRange(-0.5, len(x) - 0.5, padding=0)
-        else:
-            d = np.arange(site.x_in.shape[1], dtype=float)
-            self.mean_a.setData(d, np.asarray(st.batch_mean, float))
-            self.mean_b.setData(d, np.asarray(st.running_mean, float))
-            self.std_a.setData(d, np.asarray(st.batch_var, float))
-            self.std_b.setData(d, np.asarray(st.running_var, float))
-            self._titled(self.mean_plot, f"per-feature mean ({len(site.pieces)} tokens)", ("batch", "running"), theme)
-            self._titled(self.std_plot, "per-feature variance", ("batch", "running"), theme)
-            self.mean_plot.setXRange(-0.5, len(d) - 0.5, padding=0)
-            self.std_plot.setXRange(-0.5, len(d) - 0.5, padding=0)
-        for p in (self.mean_plot, self.std_plot):
-            p.enableAutoRange(axis="y")
-        edges, before, after = histogram(site.x_in, site.x_out)
-        self.hist_before.setData(edges, before.astype(float))
-        self.hist_after.setData(edges, after.astype(float))
-        self._titled(self.hist_plot, "histogram of the activations", ("before", "after"), theme)
-        self.hist_plot.enableAutoRange()
 
 
 class QtNormStatsView(FigureViewBase):
