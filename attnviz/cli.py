@@ -65,8 +65,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except Exception as exc:  # a bundle/config/tokenizer error has a one-line message of its own
         from attnviz.core.bundle import BundleError
-        from attnviz.core.config import ConfigError
-        from attnviz.core.tokenizer import TokenizerError
+        from attnviz.core.data.tokenizer import TokenizerError
+        from attnviz.core.model.config import ConfigError
 
         if isinstance(exc, (BundleError, ConfigError, TokenizerError)):
             print(f"attnviz: error: {exc}", file=sys.stderr)

@@ -23,7 +23,8 @@ import warnings
 import torch
 from torch import nn
 
-from attnviz.core.decoding import DecodingSession, Greedy
+from attnviz.core.decoding.session import DecodingSession
+from attnviz.core.decoding.strategies import Greedy
 
 STEPS = 24
 
@@ -120,7 +121,7 @@ def _base_tokenizers(vocab: int):
     """Tokenizers whose vocabulary sizes match a random BASE model (pieces are only labels here)."""
     import random
 
-    from attnviz.core.tokenizer import Tokenizer
+    from attnviz.core.data.tokenizer import Tokenizer
 
     rng = random.Random(0)
     words = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 9))) for _ in range(20000)]

@@ -60,9 +60,9 @@ def _pct(a: np.ndarray, q: float) -> float:
 
 def run(report=print, threads: int = 1, seconds: float = 6.0, size: str = "small") -> dict[str, float]:
     app = QtWidgets.QApplication.instance() or QtWidgets.QApplication(sys.argv[:1])
-    import torch  # noqa: F401  (as the app has it loaded: the worker's first import is not part of the measurement)
 
-    from attnviz.qt.qt_train_panel import TrainPanel, TrainRequest
+    from attnviz.qt.train.panel import TrainPanel
+    from attnviz.qt.train.run import TrainRequest
 
     panel = TrainPanel()
     panel.resize(1400, 850)

@@ -26,11 +26,11 @@ import pyqtgraph as pg  # noqa: E402
 from PySide6 import QtWidgets  # noqa: E402
 
 from attnviz.qt.app import make_app  # noqa: E402
-from attnviz.qt.qt_attention_grid import QtAttentionGrid  # noqa: E402
-from attnviz.qt.qt_head_detail_view import QtHeadDetailView  # noqa: E402
-from attnviz.qt.qt_line_view import QtLineView  # noqa: E402
-from attnviz.qt.qt_mask_view import QtMaskView  # noqa: E402
 from attnviz.qt.sample_data import pieces, sample_attention, sample_masks  # noqa: E402
+from attnviz.qt.views.attention_grid import QtAttentionGrid  # noqa: E402
+from attnviz.qt.views.head_detail import QtHeadDetailView  # noqa: E402
+from attnviz.qt.views.lines import QtLineView  # noqa: E402
+from attnviz.qt.views.masks import QtMaskView  # noqa: E402
 
 SIZES = {
     "default (3 layers × 4 heads, 12 tokens)": (3, 4, 12),

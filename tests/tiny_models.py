@@ -7,14 +7,14 @@ import functools
 import torch
 
 from attnviz.core import Transformer, TransformerConfig
-from attnviz.core.tokenizer import Tokenizer
+from attnviz.core.data.tokenizer import Tokenizer
 
 ZH = ["老师，您好！", "我是学生。", "他去学校了。", "今天天气很好。", "我喜欢吃苹果。", "你叫什么名字？", "我们一起去吧。", "这本书很有意思。"]
 EN = ["Hello, teacher!", "I am a student.", "He went to school.", "The weather is nice today.", "I like eating apples.",
       "What is your name?", "Let's go together.", "This book is very interesting."]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def tokenizers() -> tuple[Tokenizer, Tokenizer]:
     src = Tokenizer.train(ZH * 3, vocab_size=60, add_dummy_prefix=False)
     tgt = Tokenizer.train(EN * 3, vocab_size=80, model_type="bpe")

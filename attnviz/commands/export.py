@@ -60,10 +60,10 @@ def run(args: argparse.Namespace) -> int:
         head = 0
     out = Path(args.out)
     from attnviz.core.bundle import load_bundle
-    from attnviz.core.decoding import DecodingError, parse_strategy
+    from attnviz.core.decoding.strategies import DecodingError, parse_strategy
     from attnviz.paths import default_model
     from attnviz.qt.app import make_app
-    from attnviz.qt.export import ExportError, data_to_bytes, atomic_write_bytes, export_all_heads, render_view_to_file
+    from attnviz.qt.export.files import ExportError, atomic_write_bytes, data_to_bytes, export_all_heads, render_view_to_file
     from attnviz.qt.session import Session
 
     bundle = load_bundle(args.model or default_model())
@@ -154,20 +154,20 @@ def _make_view(name: str, session, kind: str, layer: int, head: int, head_arg: s
     if name in ATTENTION_VIEWS:
         data = {k: session.attention_data(k) for k in ("encoder", "decoder", "cross")}
         if name == "grid":
-            from attnviz.qt.qt_attention_grid import QtAttentionGrid
+            from attnviz.qt.views.attention_grid import QtAttentionGrid
 
             view = QtAttentionGrid(theme=theme)
             view.set_data(data)
             view.set_kind(kind)
         elif name == "head":
-            from attnviz.qt.qt_head_detail_view import QtHeadDetailView
+            from attnviz.qt.views.head_detail import QtHeadDetailView
 
             view = QtHeadDetailView(theme=theme)
             view.set_data(data)
             mode = head_arg if head_arg in ("mean", "rollout") else "head"
             view.select(kind=kind, layer=layer, head=head, mode=mode)
         else:
-            from attnviz.qt.qt_line_view import QtLineView
+            from attnviz.qt.views.lines import QtLineView
 
             view = QtLineView(theme=theme)
             view.set_data(data)
@@ -177,7 +177,7 @@ def _make_view(name: str, session, kind: str, layer: int, head: int, head_arg: s
                 view.set_heads([head])
         return view
     if name == "mask":
-        from attnviz.qt.qt_mask_view import QtMaskView
+        from attnviz.qt.views.masks import QtMaskView
 
         md = session.mask_data()
         if md is None:
@@ -186,6 +186,6 @@ def _make_view(name: str, session, kind: str, layer: int, head: int, head_arg: s
         view.set_data(md)
         view.select(layer=layer, head=head)
         return view
-    from attnviz.qt.inside import make_inside_view
+    from attnviz.qt.views.registry import make_inside_view
 
     return make_inside_view(name, session, layer=layer, head=head, theme=theme)

@@ -64,8 +64,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from attnviz.cli import CommandError
     from attnviz.core.bundle import load_bundle
-    from attnviz.core.decoding import DecodingError
-    from attnviz.core.trace import schema_table
+    from attnviz.core.decoding.strategies import DecodingError
+    from attnviz.core.model.trace import schema_table
     from attnviz.paths import default_model
 
     if args.hsk_alignment:
@@ -111,7 +111,7 @@ def hsk_alignment(args: argparse.Namespace) -> int:
     import torch
 
     from attnviz.cli import CommandError
-    from attnviz.core.analysis import evaluate_hsk_alignment, hsk_records
+    from attnviz.core.analysis.alignment import evaluate_hsk_alignment, hsk_records
     from attnviz.core.bundle import META, load_bundle
     from attnviz.paths import default_model
 
@@ -124,7 +124,7 @@ def hsk_alignment(args: argparse.Namespace) -> int:
     report = {
         "split": args.split,
         "records": len(records),
-        "method": "argmax of cross-attention vs. gloss-derived reference pairs (attnviz.core.analysis.evaluate_hsk_alignment)",
+        "method": "argmax of cross-attention vs. gloss-derived reference pairs (attnviz.core.analysis.stats.evaluate_hsk_alignment)",
         "computed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         **report,
     }
@@ -178,8 +178,10 @@ def _strs(items) -> np.ndarray:
 
 def collect(bundle, args: argparse.Namespace) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """Decode (or teacher-force) and gather the arrays and the JSON summary."""
-    from attnviz.core.decoding import DecodingSession, parse_strategy, teacher_forced_from_bundle
-    from attnviz.core.trace import trace_names
+    from attnviz.core.decoding.session import DecodingSession
+    from attnviz.core.decoding.strategies import parse_strategy
+    from attnviz.core.decoding.teacher_forcing import teacher_forced_from_bundle
+    from attnviz.core.model.trace import trace_names
 
     cfg = bundle.config
     arrays: dict[str, np.ndarray] = {}
@@ -287,7 +289,8 @@ def collect(bundle, args: argparse.Namespace) -> tuple[dict[str, np.ndarray], di
 
 def analyses(arrays: dict[str, np.ndarray], cfg, get, n_rows: int) -> dict[str, Any]:
     """Add ``analysis.*`` arrays; returns the head statistics for the JSON summary."""
-    from attnviz.core import analysis as an
+    from attnviz.core.analysis import stats as an
+    from attnviz.core.analysis.rollout import decoder_rollout, rollout
 
     heads: dict[str, Any] = {}
     att = {}
@@ -305,10 +308,10 @@ def analyses(arrays: dict[str, np.ndarray], cfg, get, n_rows: int) -> dict[str, 
         arrays["analysis.cross.alignment_mean"] = an.alignment(att["cross"].mean(1))
     enc_roll = None
     if "encoder" in att:
-        enc_roll = an.rollout(att["encoder"])
+        enc_roll = rollout(att["encoder"])
         arrays["analysis.encoder.rollout"] = enc_roll
     if "cross" in att:
-        arrays["analysis.cross.rollout"] = an.decoder_rollout(att["decoder"], att["cross"], enc_roll)["source"]
+        arrays["analysis.cross.rollout"] = decoder_rollout(att["decoder"], att["cross"], enc_roll)["source"]
     for stack in ("encoder", "decoder"):
         tokens, pos = arrays.get(f"{stack}.embed.tokens"), arrays.get(f"{stack}.embed.positional")
         if tokens is None or pos is None:

@@ -115,7 +115,7 @@ class Progress:
 
 def _command(args: argparse.Namespace) -> str:
     """The command line that ran this: ``sys.argv`` when it is a train command, else rebuilt from ``args``."""
-    from attnviz.core.training import command_line
+    from attnviz.core.training.trainer import command_line
 
     if sys.argv[1:2] == ["train"]:
         return command_line(sys.argv[1:])
@@ -134,10 +134,11 @@ def _pick(value, default):
 
 def run(args: argparse.Namespace) -> int:
     from attnviz.cli import CommandError
-    from attnviz.core import data as D
-    from attnviz.core import training as T
     from attnviz.core.bundle import META
-    from attnviz.core.config import ConfigError, TransformerConfig
+    from attnviz.core.data import corpora as D
+    from attnviz.core.model.config import ConfigError, TransformerConfig
+    from attnviz.core.training import trainer as T
+    from attnviz.core.training.setup import TrainingError, TrainOptions
 
     out = Path(args.out)
     command = _command(args)
@@ -174,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
                     max_len=_pick(args.max_len, MODEL_DEFAULTS["max_len"]),
                     tie_embeddings=bool(args.tie_embeddings),
                 )
-                options = T.TrainOptions(
+                options = TrainOptions(
                     epochs=_pick(args.epochs, TRAIN_DEFAULTS["epochs"]),
                     lr=_pick(args.lr, TRAIN_DEFAULTS["lr"]),
                     warmup=_pick(args.warmup, TRAIN_DEFAULTS["warmup"]),
@@ -201,7 +202,7 @@ def run(args: argparse.Namespace) -> int:
                 tgt_tokenizer_type=args.tgt_tokenizer or tok,
                 command=command,
             )
-    except (D.DataError, T.TrainingError) as exc:
+    except (D.DataError, TrainingError) as exc:
         raise CommandError(str(exc)) from None
 
     progress = Progress()

@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
 
     from attnviz.cli import CommandError
     from attnviz.core.bundle import load_bundle
-    from attnviz.core.training import greedy_decode
+    from attnviz.core.training.evaluation import greedy_decode
     from attnviz.paths import default_model
 
     texts = list(args.text)
@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
 def _strategy(args: argparse.Namespace):
     """The decoding strategy the options ask for (``None``: batched greedy decoding)."""
     from attnviz.cli import CommandError
-    from attnviz.core.decoding import BeamSearch, DecodingError, Sampling
+    from attnviz.core.decoding.strategies import BeamSearch, DecodingError, Sampling
 
     try:
         if args.beam is not None:
@@ -92,7 +92,8 @@ def _strategy(args: argparse.Namespace):
 def _print_session_results(bundle, texts, strategy, args: argparse.Namespace) -> None:
     """Beam search or sampling through the decoding session (one sentence at a time)."""
     from attnviz.cli import CommandError
-    from attnviz.core.decoding import DecodingError, DecodingSession
+    from attnviz.core.decoding.session import DecodingSession
+    from attnviz.core.decoding.strategies import DecodingError
 
     src_tok, tgt_tok = bundle.src_tokenizer, bundle.tgt_tokenizer
     for text in texts:

@@ -24,10 +24,10 @@ from safetensors import SafetensorError
 from safetensors.torch import load as st_load
 from safetensors.torch import save as st_save
 
-from .atomic import current_umask
-from .config import ConfigError, TransformerConfig
-from .model import Transformer
-from .tokenizer import Tokenizer, TokenizerError
+from attnviz.core.atomic import current_umask
+from attnviz.core.data.tokenizer import Tokenizer, TokenizerError
+from attnviz.core.model.config import ConfigError, TransformerConfig
+from attnviz.core.model.transformer import Transformer
 
 FORMAT = "attnviz-bundle"
 FORMAT_VERSION = 1

@@ -27,7 +27,7 @@ def make_app(argv: list[str] | None = None) -> QtWidgets.QApplication:
 
 def run_app(model: str | None = None, src: str | None = None, tgt: str | None = None) -> int:
     app = make_app()
-    from .main_window import MainWindow
+    from attnviz.qt.main_window import MainWindow
 
     window = MainWindow(model=Path(model) if model else None, src=src, tgt=tgt)
     install_error_hook(window)

@@ -9,16 +9,16 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from attnviz.core.bundle import Bundle
 from attnviz.paths import default_model
+from attnviz.qt.decode_panel import QtInputBar, QtStepBar, QtTokenChips, QtTopKPanel
+from attnviz.qt.help import show_about, show_shortcuts
+from attnviz.qt.session import Session
+from attnviz.qt.views.attention_grid import QtAttentionGrid
+from attnviz.qt.views.head_detail import QtHeadDetailView
+from attnviz.qt.views.lines import QtLineView
+from attnviz.qt.views.masks import QtMaskView
+from attnviz.qt.widgets.colormaps import SEQUENTIAL_COLORMAPS
+from attnviz.qt.window_state import WindowStateMixin
 
-from .colormaps import SEQUENTIAL_COLORMAPS
-from .help import show_about, show_shortcuts
-from .qt_attention_grid import QtAttentionGrid
-from .qt_decode_panel import QtInputBar, QtStepBar, QtTokenChips, QtTopKPanel
-from .qt_head_detail_view import QtHeadDetailView
-from .qt_line_view import QtLineView
-from .qt_mask_view import QtMaskView
-from .session import Session
-from .window_state import WindowStateMixin
 
 class MainWindow(WindowStateMixin, QtWidgets.QMainWindow):
     def __init__(self, model: Path | None = None, src: str | None = None, tgt: str | None = None, settings: QtCore.QSettings | None = None):
@@ -145,7 +145,7 @@ class MainWindow(WindowStateMixin, QtWidgets.QMainWindow):
 
     def _create_inside_docks(self, right, bottom) -> None:
         """Positional encoding, norm statistics, output distribution, walkthrough and training."""
-        from . import inside
+        from attnviz.qt.views import registry as inside
 
         self.inside = inside.InsidePanels(self, self.session)
         prev = None
@@ -250,7 +250,7 @@ class MainWindow(WindowStateMixin, QtWidgets.QMainWindow):
             QtCore.QTimer.singleShot(0, self.session.run_to_end)
 
     def _load_examples(self) -> None:
-        from attnviz.core.examples import load_examples
+        from attnviz.core.data.examples import load_examples
 
         self.input_bar.set_examples(load_examples())
 
@@ -389,7 +389,7 @@ class MainWindow(WindowStateMixin, QtWidgets.QMainWindow):
 
     def export_all_heads(self) -> None:
         """One figure per layer and head of the attention kind shown in the head detail."""
-        from .export import export_all_heads_dialog
+        from attnviz.qt.export.dialogs import export_all_heads_dialog
 
         kind = self.head_detail.kind() or self.session.selection.kind
         data = self.session.attention_data(kind)

@@ -18,9 +18,8 @@ def main(argv: list[str] | None = None) -> int:
     from PySide6 import QtCore
 
     from attnviz.paths import resource
-
-    from .app import make_app
-    from .main_window import MainWindow
+    from attnviz.qt.app import make_app
+    from attnviz.qt.main_window import MainWindow
 
     out = Path(argv[0]) if argv else resource("screenshot.png")
     app = make_app()

@@ -19,18 +19,11 @@ import numpy as np
 from PySide6 import QtCore
 
 from attnviz.core.bundle import Bundle, BundleError, load_bundle
-from attnviz.core.decoding import (
-    BeamSearch,
-    DecodeStep,
-    DecodingError,
-    DecodingSession,
-    Greedy,
-    Sampling,
-    TeacherForced,
-    teacher_forced_from_bundle,
-)
-
-from .view_data import AttentionData, MaskData
+from attnviz.core.decoding.common import DecodeStep
+from attnviz.core.decoding.session import DecodingSession
+from attnviz.core.decoding.strategies import BeamSearch, DecodingError, Greedy, Sampling
+from attnviz.core.decoding.teacher_forcing import TeacherForced, teacher_forced_from_bundle
+from attnviz.qt.views.data import AttentionData, MaskData
 
 KIND_LAYERS = {"encoder": "n_encoder_layers", "decoder": "n_decoder_layers", "cross": "n_decoder_layers"}
 
@@ -73,7 +66,7 @@ class Session(QtCore.QObject):
     # -- model ------------------------------------------------------------------------------
     def open_model(self, path: str | Path, source: str | None = None, target: str | None = None) -> None:
         """Load a bundle in a worker thread; ``modelChanged`` (or an error message) follows."""
-        from .workers import FunctionWorker
+        from attnviz.qt.workers import FunctionWorker
 
         path = Path(path)
         self.busyChanged.emit(True, f"Opening {path.name}…")
@@ -323,13 +316,13 @@ class Session(QtCore.QObject):
         if weights.shape[2] == 0:
             return AttentionData(kind, weights, rows, cols, highlight=None)
         try:
-            from attnviz.core import analysis
+            from attnviz.core.rollout import decoder_rollout, rollout
 
             if kind in ("encoder", "decoder"):
-                rollout = analysis.rollout(weights)
+                rollout = rollout(weights)
             else:  # through the decoder down to the source tokens
-                enc = analysis.rollout(cur.all_attention("encoder"))
-                rollout = analysis.decoder_rollout(cur.all_attention("decoder"), weights, enc)["source_normalized"]
+                enc = rollout(cur.all_attention("encoder"))
+                rollout = decoder_rollout(cur.all_attention("decoder"), weights, enc)["source_normalized"]
         except Exception:  # noqa: BLE001 - a summary that cannot be computed is left out, not fatal
             rollout = None
         return AttentionData(kind, weights, rows, cols, highlight=highlight, rollout=rollout)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from .colormaps import SEQUENTIAL_COLORMAPS
+from attnviz.qt.widgets.colormaps import SEQUENTIAL_COLORMAPS
 
 MAX_RECENT = 8
 

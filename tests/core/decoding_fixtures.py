@@ -10,10 +10,10 @@ import torch
 
 from attnviz.core import Transformer, TransformerConfig
 from attnviz.core.bundle import Bundle, BundleError, load_bundle
-from attnviz.core.tokenizer import Tokenizer
+from attnviz.core.data.tokenizer import Tokenizer
 from attnviz.paths import models_dir
 
-from tiny_models import EN, ZH, random_model, tokenizers  # noqa: F401 - re-exported for the tests
+from tiny_models import random_model, tokenizers
 
 
 def random_bundle(**kw) -> Bundle:
@@ -21,7 +21,7 @@ def random_bundle(**kw) -> Bundle:
     return Bundle(random_model(**kw), src, tgt, {"name": "tiny-random"})
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def reverse_bundle() -> Bundle:
     """A model that reverses digit strings ("3 1 4" -> "4 1 3"): the bundled ``models/reverse`` when
     it is there, otherwise a 1+1-layer stand-in trained here for a few seconds."""
@@ -46,7 +46,7 @@ def train_reverse() -> Bundle:
     opt = torch.optim.Adam(model.parameters(), lr=3e-3)
     data = [(tok.encode(s), tok.encode(t)) for s, t in pairs]
     model.train()
-    for step in range(250):
+    for _ in range(250):
         batch = rng.sample(data, 32)
         ls, lt = max(len(s) for s, _ in batch), max(len(t) for _, t in batch) + 1
         src = torch.zeros(32, ls, dtype=torch.long)

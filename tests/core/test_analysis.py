@@ -8,13 +8,26 @@ import math
 import numpy as np
 import pytest
 import torch
-from decoding_fixtures import random_bundle, random_model, tokenizers
 
-from attnviz.core import analysis as an
+from attnviz.core.analysis import stats as an
+from attnviz.core.analysis.alignment import (
+    alignment_accuracy,
+    english_words,
+    evaluate_hsk_alignment,
+    gloss_words,
+    hsk_records,
+    normalize_word,
+    piece_spans,
+    reference_pairs,
+)
+from attnviz.core.analysis.rollout import decoder_rollout, rollout
 from attnviz.core.bundle import load_bundle
-from attnviz.core.decoding import DecodingSession, teacher_forced
-from attnviz.core.modules import sinusoidal_encoding
+from attnviz.core.decoding.session import DecodingSession
+from attnviz.core.decoding.teacher_forcing import teacher_forced
+from attnviz.core.model.modules import sinusoidal_encoding
 from attnviz.paths import default_model
+
+from decoding_fixtures import random_bundle, random_model, tokenizers
 
 # A 4x4 asymmetric attention matrix: every row has a different argmax and max.
 A4 = np.array([
@@ -58,20 +71,20 @@ def test_alignment_accuracy_of_a_hand_made_attention():
     head1 = np.array([[0, 0, 0, 1.0], [0.6, 0.4, 0, 0], [0, 0.5, 0.4, 0.1]])  # argmax 3, 0, 1
     w = np.stack([head0, head1])
     pairs = [(0, {0}), (1, {1, 2}), (2, {1}, "word")]
-    acc = an.alignment_accuracy(w, pairs)
+    acc = alignment_accuracy(w, pairs)
     assert acc.tolist() == pytest.approx([2 / 3, 1 / 3])
     # the "fed" rows: target position p is read at row p + 1 (the last pair has no such row)
-    assert an.alignment_accuracy(w, pairs, row_shift=1).tolist() == pytest.approx([0.0, 1.0])
-    assert an.alignment_accuracy(w[None], pairs).shape == (1, 2)
-    assert np.isnan(an.alignment_accuracy(w, [])).all()
+    assert alignment_accuracy(w, pairs, row_shift=1).tolist() == pytest.approx([0.0, 1.0])
+    assert alignment_accuracy(w[None], pairs).shape == (1, 2)
+    assert np.isnan(alignment_accuracy(w, [])).all()
 
 
 # -- rollout -------------------------------------------------------------------------------------------
 def test_rollout_by_hand_on_two_tokens():
     a = np.array([[[1.0, 0.0], [0.5, 0.5]]])  # one head
     # Ã = 0.5 A + 0.5 I = [[1, 0], [0.25, 0.75]];  Ã·Ã = [[1, 0], [0.25 + 0.1875, 0.5625]]
-    assert np.allclose(an.rollout([a]), [[1.0, 0.0], [0.25, 0.75]])
-    assert np.allclose(an.rollout([a, a]), [[1.0, 0.0], [0.4375, 0.5625]])
+    assert np.allclose(rollout([a]), [[1.0, 0.0], [0.25, 0.75]])
+    assert np.allclose(rollout([a, a]), [[1.0, 0.0], [0.4375, 0.5625]])
 
 
 def test_rollout_equals_a_direct_reference_computation():
@@ -93,27 +106,27 @@ def test_rollout_equals_a_direct_reference_computation():
             for j in range(4):
                 out[i, j] = sum(mixed[i, k] * ref[k, j] for k in range(4))
         ref = out
-    got = an.rollout(layers)
+    got = rollout(layers)
     assert np.allclose(got, ref) and np.allclose(got.sum(-1), 1.0)
-    assert not np.allclose(an.rollout(layers[::-1]), ref)  # the order of the layers matters
+    assert not np.allclose(rollout(layers[::-1]), ref)  # the order of the layers matters
 
 
 def test_decoder_rollout_by_hand_and_its_rows_sum_to_one():
     self_a = np.ones((1, 1, 1, 1))
     cross = np.array([[[[0.2, 0.8]]]])
-    r = an.decoder_rollout(self_a, cross)
+    r = decoder_rollout(self_a, cross)
     # R = 0.5 [1 | 0 0] + 0.5 [0 | 0.2 0.8]
     assert np.allclose(r["target"], [[0.5]]) and np.allclose(r["source"], [[0.1, 0.4]])
     assert np.allclose(r["source_normalized"], [[0.2, 0.8]])
     enc = np.array([[0.5, 0.5], [0.0, 1.0]])
-    assert np.allclose(an.decoder_rollout(self_a, cross, enc)["source"], 0.5 * cross[0, 0] @ enc)
+    assert np.allclose(decoder_rollout(self_a, cross, enc)["source"], 0.5 * cross[0, 0] @ enc)
     rng = np.random.default_rng(1)
     s_layers = np.tril(rng.random((2, 3, 5, 5)))
     s_layers /= s_layers.sum(-1, keepdims=True)
     c_layers = rng.random((2, 3, 5, 7))
     c_layers /= c_layers.sum(-1, keepdims=True)
-    e = an.rollout(rng.random((2, 3, 7, 7)))
-    r = an.decoder_rollout(s_layers, c_layers, e)
+    e = rollout(rng.random((2, 3, 7, 7)))
+    r = decoder_rollout(s_layers, c_layers, e)
     assert np.allclose(r["source"].sum(-1) + r["target"].sum(-1), 1.0)
     assert np.allclose(np.triu(r["target"], 1), 0.0)  # no relevance from future target tokens
     # two layers written out: self, cross, self, cross
@@ -220,15 +233,15 @@ def test_positional_encoding_analyses():
 
 # -- HSK alignment ---------------------------------------------------------------------------------------
 def test_word_helpers():
-    assert an.normalize_word("Teachers") == an.normalize_word("teacher")
-    assert an.normalize_word("liked") == an.normalize_word("likes") == an.normalize_word("like")
-    assert an.normalize_word("watches") == an.normalize_word("watch")
-    assert an.gloss_words("you (courteous, as opposed to informal 你[ni3])") == {"you"}
-    assert an.gloss_words("to go; to leave") == {"go", "leav"}
-    assert an.gloss_words("see 延長縣|延长县[Yan2 chang2 Xian4]") == set()
-    assert [w for w, _, _ in an.english_words("He went to the school.")] == ["he", "went", "school"]
-    assert an.piece_spans("Hello, teacher!", ["▁He", "llo", ",", "▁teacher", "!"]) == [(0, 2), (2, 5), (5, 6), (7, 14), (14, 15)]
-    assert an.piece_spans("老师X您好", ["老师", "<unk>", "您", "好"]) == [(0, 2), (2, 3), (3, 4), (4, 5)]
+    assert normalize_word("Teachers") == normalize_word("teacher")
+    assert normalize_word("liked") == normalize_word("likes") == normalize_word("like")
+    assert normalize_word("watches") == normalize_word("watch")
+    assert gloss_words("you (courteous, as opposed to informal 你[ni3])") == {"you"}
+    assert gloss_words("to go; to leave") == {"go", "leav"}
+    assert gloss_words("see 延長縣|延长县[Yan2 chang2 Xian4]") == set()
+    assert [w for w, _, _ in english_words("He went to the school.")] == ["he", "went", "school"]
+    assert piece_spans("Hello, teacher!", ["▁He", "llo", ",", "▁teacher", "!"]) == [(0, 2), (2, 5), (5, 6), (7, 14), (14, 15)]
+    assert piece_spans("老师X您好", ["老师", "<unk>", "您", "好"]) == [(0, 2), (2, 3), (3, 4), (4, 5)]
 
 
 def test_reference_pairs_from_glosses():
@@ -242,7 +255,7 @@ def test_reference_pairs_from_glosses():
             {"word": "好", "gloss_en": "good; well; hello"},
         ],
     }
-    ref = an.reference_pairs(record, src, tgt)
+    ref = reference_pairs(record, src, tgt)
     sp, tp = src.encode_pieces(record["chinese"]), tgt.encode_pieces(record["translation"]["en"])
     got = {(tp[p], "".join(sp[i] for i in sorted(allowed)), w) for p, allowed, w in ref.pairs}
     hello = {(tp[i], "好", "hello") for i, piece in enumerate(tp) if piece.replace("▁", "") in "Hello" and piece.strip("▁")}
@@ -252,9 +265,9 @@ def test_reference_pairs_from_glosses():
     w = np.zeros((len(tp) + 1, len(sp)))
     for p, allowed, _ in ref.pairs:
         w[p, min(allowed)] = 1.0
-    assert an.alignment_accuracy(w, ref.pairs) == 1.0
+    assert alignment_accuracy(w, ref.pairs) == 1.0
     assert sp[:2] == ["老", "师"] or sp[0] == "老师"
-    assert an.alignment_accuracy(np.roll(w, 2, axis=1), ref.pairs) == 0.0
+    assert alignment_accuracy(np.roll(w, 2, axis=1), ref.pairs) == 0.0
 
 
 def test_hsk_alignment_evaluation_on_the_default_model_or_a_stand_in():
@@ -263,12 +276,12 @@ def test_hsk_alignment_evaluation_on_the_default_model_or_a_stand_in():
         bundle = load_bundle(path)  # the bundled default
     else:
         bundle = random_bundle(seed=1)  # a stand-in with the same interface
-    records = an.hsk_records("test")
+    records = hsk_records("test")
     assert 150 < len(records) < 300  # 5 % of 4,354
-    from attnviz.core.data import split_of
+    from attnviz.core.data.corpora import split_of
 
     assert all(split_of(r["id"]) == "test" for r in records)
-    report = an.evaluate_hsk_alignment(bundle, records[:12])
+    report = evaluate_hsk_alignment(bundle, records[:12])
     cfg = bundle.config
     assert report["sentences"] > 0
     for rows in ("predicting", "fed"):

@@ -3,14 +3,13 @@
 import json
 import os
 import pickle
-import shutil
 
 import pytest
 import torch
 
 from attnviz.core import Transformer, TransformerConfig
 from attnviz.core.bundle import BUNDLE_FILES, BundleError, _previous, load_bundle, save_bundle
-from attnviz.core.tokenizer import Tokenizer
+from attnviz.core.data.tokenizer import Tokenizer
 
 
 @pytest.fixture(scope="module")

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import torch
 
-from attnviz.core import data as D
 from attnviz.core.bundle import BUNDLE_FILES, load_bundle
-from attnviz.core.training import greedy_translate, teacher_forced_metrics
+from attnviz.core.data import corpora as D
+from attnviz.core.training.evaluation import greedy_translate, teacher_forced_metrics
 from attnviz.paths import default_model, models_dir
 
 BUNDLED = ("hsk-zh-en", "hsk-zh-en-batchnorm", "reverse")

@@ -7,11 +7,12 @@ import os
 
 import numpy as np
 import pytest
-from decoding_fixtures import random_bundle, reverse_bundle
 
 from attnviz.cli import main
 from attnviz.core.bundle import load_bundle, save_bundle
-from attnviz.core.trace import trace_names
+from attnviz.core.model.trace import trace_names
+
+from decoding_fixtures import random_bundle, reverse_bundle
 
 
 @pytest.fixture(scope="module")

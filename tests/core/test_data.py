@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnviz.core import data as D
-from attnviz.core.tokenizer import Tokenizer
+from attnviz.core.data import corpora as D
+from attnviz.core.data.tokenizer import Tokenizer
 
 
 @pytest.fixture(scope="module")

@@ -4,27 +4,23 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import itertools
 import math
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from decoding_fixtures import random_bundle, random_model, reverse_bundle, tokenizers
 
-from attnviz.core.decoding import (
-    BeamSearch,
-    DecodeStep,
-    DecodingError,
-    DecodingSession,
-    Greedy,
-    Sampling,
-    parse_strategy,
-    teacher_forced,
-    translate,
-)
-from attnviz.core.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID
-from attnviz.core.trace import trace_names
+from attnviz.core import Transformer, TransformerConfig
+from attnviz.core.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+from attnviz.core.decoding.common import DecodeStep
+from attnviz.core.decoding.session import DecodingSession, translate
+from attnviz.core.decoding.strategies import BeamSearch, DecodingError, Greedy, Sampling, parse_strategy
+from attnviz.core.decoding.teacher_forcing import teacher_forced
+from attnviz.core.model.trace import trace_names
+
+from decoding_fixtures import random_bundle, random_model, reverse_bundle, tokenizers
 
 ROOT = Path(__file__).resolve().parents[2]
 SRC = "我是学生。"
@@ -184,13 +180,56 @@ def test_beam_search_exposes_ranked_beams_with_true_scores():
         assert np.allclose(s.attention("decoder", i), tr[f"decoder.layers.{i}.self_attn.weights"], atol=1e-5)
 
 
-def test_beam_search_finds_a_better_sequence_than_greedy_on_random_model():
+def _sequence_log_prob(model, src_ids, tokens) -> float:
+    """log P(tokens[1:] | SOS, source) from one full teacher-forced pass (float64 sums)."""
+    with torch.no_grad():
+        logits = model(torch.tensor([src_ids]), torch.tensor([tokens[:-1]]))[0].double()
+    logp = torch.log_softmax(logits, -1)
+    return float(sum(logp[i, t] for i, t in enumerate(tokens[1:])))
+
+
+def test_wide_beam_search_finds_the_exact_best_sequence():
+    """With a beam wider than every prefix set of a 6-token vocabulary, beam search is exhaustive:
+    its best beam is the best of all sequences (EOS-terminated, or cut at the maximum length)."""
+    src, tgt = tokenizers()
+    torch.manual_seed(11)
+    cfg = TransformerConfig(src_vocab_size=src.vocab_size, tgt_vocab_size=6, d_model=16, n_heads=2,
+                            n_encoder_layers=1, n_decoder_layers=2, d_ff=32, dropout=0.0, max_len=16)
+    model = Transformer(cfg).eval()
+    max_len = 4
+    s = DecodingSession(model, src, tgt, SRC, strategy=BeamSearch(width=64, length_penalty=0.0), max_len=max_len)
+    s.run()
+    generable = [t for t in range(6) if t not in (PAD_ID, BOS_ID)]
+    best = -math.inf
+    for n in range(1, max_len + 1):
+        for body in itertools.product(generable, repeat=n):
+            if EOS_ID in body[:-1] or (n < max_len and body[-1] != EOS_ID):
+                continue
+            best = max(best, _sequence_log_prob(model, s.src_ids, (BOS_ID, *body)))
+    found = s.beams()[0]
+    assert found.log_prob == pytest.approx(best, abs=1e-5)
+    assert _sequence_log_prob(model, s.src_ids, found.token_ids) == pytest.approx(best, abs=1e-5)
+
+
+def test_beam_search_keeps_the_k_best_prefixes():
+    """After each step the live beams are the k best non-EOS extensions of the previous live beams."""
     m = random_model(seed=7)
-    g = session(m, max_len=6)
-    g.run()
-    b = session(m, strategy=BeamSearch(width=4, length_penalty=0.0), max_len=6)
-    b.run()
-    assert b.beams()[0].log_prob >= g.beams()[0].log_prob - 1e-9
+    width = 3
+    s = session(m, strategy=BeamSearch(width=width, length_penalty=0.0), max_len=6)
+    live = [(BOS_ID,)]
+    for _ in range(4):
+        s.step()
+        cands = []
+        for prefix in live:
+            for t in range(m.config.tgt_vocab_size):
+                if t not in (PAD_ID, BOS_ID, EOS_ID):
+                    cands.append((_sequence_log_prob(m, s.src_ids, (*prefix, t)), (*prefix, t)))
+        cands.sort(reverse=True)
+        got = sorted((b.log_prob, b.token_ids) for b in s.beams() if not b.finished)
+        got.reverse()
+        assert [t for _, t in got] == [t for _, t in cands[:width]]
+        assert [lp for lp, _ in got] == pytest.approx([lp for lp, _ in cands[:width]], abs=1e-5)
+        live = [t for _, t in got]
 
 
 def test_parse_strategy():
@@ -433,7 +472,7 @@ def _attnviz_imports(path):
 
 def test_decoding_analysis_and_trace_command_never_import_qt():
     """Static proof over the whole attnviz import closure of these modules (no Qt, no attnviz.qt)."""
-    todo = ["attnviz.core.decoding", "attnviz.core.analysis", "attnviz.commands.trace"]
+    todo = ["attnviz.core.decoding.session", "attnviz.core.analysis.stats", "attnviz.commands.trace"]
     seen = set()
     while todo:
         mod = todo.pop()
@@ -450,7 +489,7 @@ def test_decoding_analysis_and_trace_command_never_import_qt():
             assert not imp.startswith(("PySide6", "pyqtgraph", "attnviz.qt")), (mod, imp)
             if imp.startswith("attnviz"):
                 todo.append(imp)
-    assert {"attnviz", "attnviz.core", "attnviz.core.model", "attnviz.core.trace", "attnviz.cli"} <= seen
+    assert {"attnviz", "attnviz.core", "attnviz.core.model.transformer", "attnviz.core.model.trace", "attnviz.cli"} <= seen
 
 
 def test_from_bundle_uses_the_bundle_parts():

@@ -107,7 +107,7 @@ def test_import_refuses_gelu_and_seq_first():
 
 def test_attention_function_matches_sdpa():
     """softmax(QK^T/sqrt(d_k) + M)V per head equals torch's scaled_dot_product_attention."""
-    from attnviz.core.modules import MultiHeadAttention, look_ahead_mask
+    from attnviz.core.model.modules import MultiHeadAttention, look_ahead_mask
 
     torch.manual_seed(0)
     mha = MultiHeadAttention(24, 3).eval()

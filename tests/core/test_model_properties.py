@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from attnviz.core import Recorder, Transformer, TransformerConfig, look_ahead_mask, sinusoidal_encoding
-from attnviz.core.modules import MaskedBatchNorm
+from attnviz.core.model.modules import MaskedBatchNorm
 
 
 def make(norm="layer", placement="post", seed=0, **kw):
@@ -165,7 +165,7 @@ def test_decode_beyond_max_len_is_a_clear_error():
 
 
 def test_core_imports_without_qt():
-    code = "import sys, attnviz.core, attnviz.core.model; bad=[m for m in sys.modules if m.startswith(('PySide6','pyqtgraph'))]; print(bad); sys.exit(1 if bad else 0)"
+    code = "import sys, attnviz.core, attnviz.core.model.transformer; bad=[m for m in sys.modules if m.startswith(('PySide6','pyqtgraph'))]; print(bad); sys.exit(1 if bad else 0)"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
 

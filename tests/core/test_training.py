@@ -9,20 +9,24 @@ import numpy as np
 import pytest
 import torch
 
-from attnviz.core import data as D
-from attnviz.core import training as T
 from attnviz.core.bundle import load_bundle
-from attnviz.core.config import TransformerConfig
-from attnviz.core.model import Transformer
-from attnviz.core.tokenizer import Tokenizer
+from attnviz.core.data import corpora as D
+from attnviz.core.data.tokenizer import Tokenizer
+from attnviz.core.model.config import TransformerConfig
+from attnviz.core.model.transformer import Transformer
+from attnviz.core.training import trainer as T
+from attnviz.core.training.checkpoint import STATE_JSON, STATE_TENSORS
+from attnviz.core.training.evaluation import greedy_decode, greedy_translate, sacrebleu_scores, teacher_forced_metrics
+from attnviz.core.training.events import EVENTS
+from attnviz.core.training.setup import TrainingError, TrainOptions, learning_rate
 
 TINY = dict(d_model=32, n_heads=2, n_encoder_layers=1, n_decoder_layers=1, d_ff=64, dropout=0.1, norm_placement="pre", max_len=32)
 
 
-def tiny_options(**kw) -> T.TrainOptions:
+def tiny_options(**kw) -> TrainOptions:
     base = dict(epochs=2, lr=3e-3, warmup=5, batch_tokens=120, seed=0, log_every=1, n_probes=2, eval_bleu=False, final_eval=False, device="cpu")
     base.update(kw)
-    return T.TrainOptions(**base)
+    return TrainOptions(**base)
 
 
 @pytest.fixture(scope="module")
@@ -43,16 +47,16 @@ def collect(trainer, event="step"):
 
 
 def test_learning_rate_schedule():
-    o = T.TrainOptions(lr=1e-3, warmup=100)
-    assert T.learning_rate(1, o, 1000) == pytest.approx(1e-5)
-    assert T.learning_rate(50, o, 1000) == pytest.approx(5e-4)
-    assert T.learning_rate(100, o, 1000) == pytest.approx(1e-3)
-    assert T.learning_rate(400, o, 1000) == pytest.approx(5e-4)  # sqrt(100/400)
-    lin = T.TrainOptions(lr=1e-3, warmup=100, schedule="linear")
-    assert T.learning_rate(550, lin, 1000) == pytest.approx(5e-4) and T.learning_rate(1000, lin, 1000) == 0.0
-    assert T.learning_rate(900, T.TrainOptions(lr=2e-3, warmup=10, schedule="constant"), 1000) == 2e-3
-    with pytest.raises(T.TrainingError):
-        T.TrainOptions(schedule="cosine")
+    o = TrainOptions(lr=1e-3, warmup=100)
+    assert learning_rate(1, o, 1000) == pytest.approx(1e-5)
+    assert learning_rate(50, o, 1000) == pytest.approx(5e-4)
+    assert learning_rate(100, o, 1000) == pytest.approx(1e-3)
+    assert learning_rate(400, o, 1000) == pytest.approx(5e-4)  # sqrt(100/400)
+    lin = TrainOptions(lr=1e-3, warmup=100, schedule="linear")
+    assert learning_rate(550, lin, 1000) == pytest.approx(5e-4) and learning_rate(1000, lin, 1000) == 0.0
+    assert learning_rate(900, TrainOptions(lr=2e-3, warmup=10, schedule="constant"), 1000) == 2e-3
+    with pytest.raises(TrainingError):
+        TrainOptions(schedule="cosine")
 
 
 def test_overfits_32_pairs_to_near_zero_loss():
@@ -65,9 +69,9 @@ def test_overfits_32_pairs_to_near_zero_loss():
     result = trainer.fit()
     assert result.ok
     assert steps[0].loss > 4.0
-    m = T.teacher_forced_metrics(trainer.model, trainer.train_examples)
+    m = teacher_forced_metrics(trainer.model, trainer.train_examples)
     assert m["loss"] < 0.05 and m["token_accuracy"] == 1.0
-    out = T.greedy_translate(trainer.model, trainer.src_tok, trainer.tgt_tok, [p.src for p in pairs[:8]])
+    out = greedy_translate(trainer.model, trainer.src_tok, trainer.tgt_tok, [p.src for p in pairs[:8]])
     assert out == [p.tgt for p in pairs[:8]]
 
 
@@ -101,14 +105,14 @@ def test_resume_repeats_the_uninterrupted_losses(tmp_path, reverse_data, where):
 def test_resume_checks_the_data_and_the_state(tmp_path, reverse_data):
     t = make_trainer(reverse_data, tmp_path / "run", epochs=1)
     assert t.fit().ok
-    with pytest.raises(T.TrainingError, match="split hash"):
+    with pytest.raises(TrainingError, match="split hash"):
         T.Trainer.from_checkpoint(tmp_path / "run", D.synthetic("reverse", n=240, min_len=3, max_len=6, seed=2))
     extended = T.Trainer.from_checkpoint(tmp_path / "run", epochs=2)  # the data named in meta.json
     assert extended.epoch == 1 and extended.options.epochs == 2
-    (tmp_path / "run" / T.STATE_TENSORS).write_bytes(b"\x00garbage")
-    with pytest.raises(T.TrainingError, match="damaged training state"):
+    (tmp_path / "run" / STATE_TENSORS).write_bytes(b"\x00garbage")
+    with pytest.raises(TrainingError, match="damaged training state"):
         T.Trainer.from_checkpoint(tmp_path / "run")
-    with pytest.raises(T.TrainingError, match="cannot resume"):
+    with pytest.raises(TrainingError, match="cannot resume"):
         T.Trainer.from_checkpoint(tmp_path / "nothing-here")
 
 
@@ -164,7 +168,7 @@ def test_pause_resume_and_stop_from_another_thread(tmp_path, reverse_data):
 
 def test_events_and_meta(tmp_path, reverse_data):
     t = make_trainer(reverse_data, tmp_path / "ev", epochs=2, eval_bleu=True, final_eval=True, log_every=2)
-    got = {e: collect(t, e) for e in T.EVENTS}
+    got = {e: collect(t, e) for e in EVENTS}
     r = t.fit()
     assert r.ok
     (start,) = got["start"]
@@ -193,7 +197,7 @@ def test_events_and_meta(tmp_path, reverse_data):
     assert len(snap["cross_attention"]) == 1 and len(snap["cross_attention"][0]) == len(snap["out_pieces"])
     assert meta["data"]["split_hash"] == reverse_data.split_hash and meta["status"] == "finished"
     assert {"bleu", "chrf", "token_accuracy"} <= set(meta["final"]["test"])
-    state = json.loads((tmp_path / "ev" / T.STATE_JSON).read_text())
+    state = json.loads((tmp_path / "ev" / STATE_JSON).read_text())
     assert state["step"] == t.total_steps and state["epoch"] == 2
     assert not list((tmp_path / "ev").glob("*.pt")) and not list((tmp_path / "ev").glob("*.pkl"))
 
@@ -224,7 +228,7 @@ def test_greedy_decode_matches_full_recompute_and_reports_topk():
     cfg = TransformerConfig(src_vocab_size=20, tgt_vocab_size=20, d_model=32, n_heads=2, n_encoder_layers=1, n_decoder_layers=2, d_ff=64, max_len=16)
     model = Transformer(cfg).eval()
     sources = [[5, 6, 7], [8, 9, 10, 11, 12, 4], [13]]
-    res = T.greedy_decode(model, sources, max_new=8, top_k=3, batch_size=2)
+    res = greedy_decode(model, sources, max_new=8, top_k=3, batch_size=2)
     for s, r in zip(sources, res):
         ref = naive_greedy(model, torch.tensor([s]), 8)
         assert list(r.ids) + ([3] if r.finished else []) == ref
@@ -234,7 +238,7 @@ def test_greedy_decode_matches_full_recompute_and_reports_topk():
             ps = [p for _, p in step]
             assert ps == sorted(ps, reverse=True) and sum(ps) <= 1.0 + 1e-6
     with pytest.raises(ValueError, match="empty"):
-        T.greedy_decode(model, [[]])
+        greedy_decode(model, [[]])
 
 
 def test_greedy_translate_reads_unknown_characters_as_unk(reverse_data):
@@ -242,14 +246,14 @@ def test_greedy_translate_reads_unknown_characters_as_unk(reverse_data):
     torch.manual_seed(0)
     model = Transformer(TransformerConfig(src_vocab_size=tok.vocab_size, tgt_vocab_size=tok.vocab_size, d_model=16, n_heads=2, n_encoder_layers=1, n_decoder_layers=1, d_ff=32, max_len=32))
     assert tok.encode("x 1") and 1 in tok.encode("x 1")
-    out = T.greedy_translate(model, tok, tok, ["x 1", "1 2 3"], max_len=5)
+    out = greedy_translate(model, tok, tok, ["x 1", "1 2 3"], max_len=5)
     assert len(out) == 2 and all(isinstance(o, str) for o in out)
 
 
 def test_sacrebleu_scores():
-    s = T.sacrebleu_scores(["the cat sat on the mat"], ["the cat sat on the mat"])
+    s = sacrebleu_scores(["the cat sat on the mat"], ["the cat sat on the mat"])
     assert s["bleu"] == pytest.approx(100.0) and s["chrf"] == pytest.approx(100.0)
-    assert T.sacrebleu_scores(["a b c d"], ["w x y z"])["bleu"] < 1.0
+    assert sacrebleu_scores(["a b c d"], ["w x y z"])["bleu"] < 1.0
 
 
 def test_fit_trains_even_when_the_caller_turned_grad_off(reverse_data):

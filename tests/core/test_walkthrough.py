@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from attnviz.core import Transformer, TransformerConfig
-from attnviz.core.walkthrough import CHECKED, STAGES, WalkthroughError, attention_parameters, block_name, head_walkthrough
+from attnviz.core.analysis.walkthrough import CHECKED, STAGES, WalkthroughError, attention_parameters, block_name, head_walkthrough
 
 VARIANTS = [
     dict(norm="layer", norm_placement="post"),
@@ -99,7 +99,7 @@ def test_softmax_rows_and_the_look_ahead_mask():
 
 def test_a_decoding_session_gives_the_full_pass_numbers():
     """The cached, step-by-step decoder (KV cache) and a full pass over the same tokens agree."""
-    from attnviz.core.decoding import DecodingSession
+    from attnviz.core.decoding.session import DecodingSession
 
     from decoding_fixtures import random_bundle
 
@@ -109,7 +109,7 @@ def test_a_decoding_session_gives_the_full_pass_numbers():
         session.step()
     model = bundle.model
     trace = full_trace(model, [list(session.src_ids)], [list(session.tgt_ids[:-1])])
-    from attnviz.core.walkthrough import session_walkthrough
+    from attnviz.core.analysis.walkthrough import session_walkthrough
 
     for kind in ("encoder", "decoder", "cross"):
         stepwise = session_walkthrough(model, session, kind, 1, 2)
@@ -153,7 +153,7 @@ def test_bad_requests_have_one_line_errors():
     with pytest.raises(WalkthroughError, match="was it captured"):
         head_walkthrough(model, trace.select("encoder.*"), "cross", 0, 0)
     # one cached decoding step holds one query row and not the earlier inputs
-    from attnviz.core.decoding import DecodingSession
+    from attnviz.core.decoding.session import DecodingSession
 
     from decoding_fixtures import random_bundle
 

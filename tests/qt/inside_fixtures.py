@@ -7,10 +7,10 @@ import functools
 
 from attnviz.core.bundle import Bundle
 
-from tiny_models import EN, ZH, random_model, tokenizers  # noqa: F401 - re-exported for the tests
+from tiny_models import random_model, tokenizers
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def bundle(norm: str = "layer", placement: str = "post", d_model: int = 32, n_heads: int = 4, seed: int = 0) -> Bundle:
     """A random (untrained) model; BatchNorm models get realistic running statistics."""
     src, tgt = tokenizers()
@@ -20,7 +20,7 @@ def bundle(norm: str = "layer", placement: str = "post", d_model: int = 32, n_he
 
 def session(norm: str = "layer", steps: int = 3, source: str = "我喜欢吃苹果。", **kw):
     """A decoding session on ``source`` with ``steps`` greedy steps done."""
-    from attnviz.core.decoding import DecodingSession
+    from attnviz.core.decoding.session import DecodingSession
 
     s = DecodingSession.from_bundle(bundle(norm, **kw), source, max_len=12)
     for _ in range(steps):
@@ -31,6 +31,6 @@ def session(norm: str = "layer", steps: int = 3, source: str = "我喜欢吃苹�
 
 
 def forced(norm: str = "layer", source: str = "我喜欢吃苹果。", target: str = "I like eating apples.", **kw):
-    from attnviz.core.decoding import teacher_forced_from_bundle
+    from attnviz.core.decoding.teacher_forcing import teacher_forced_from_bundle
 
     return teacher_forced_from_bundle(bundle(norm, **kw), source, target, top_k=8)

@@ -12,7 +12,7 @@ import pytest
 
 from attnviz.cli import main
 from attnviz.core.bundle import load_bundle
-from attnviz.core.decoding import DecodingSession
+from attnviz.core.decoding.session import DecodingSession
 from attnviz.paths import default_model
 
 SRC = "我喜欢吃鱼。"

@@ -161,7 +161,7 @@ def test_errors_are_messages_not_tracebacks(qtbot, window, tmp_path):
 
 
 def test_export_from_views(qtbot, window, tmp_path):
-    from attnviz.qt.export import export_view_data, render_view_to_file
+    from attnviz.qt.export.files import export_view_data, render_view_to_file
 
     for view in (window.grid, window.head_detail, window.line_view, window.mask_view):
         for fmt in ("png", "svg", "pdf"):

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from PySide6 import QtCore, QtWidgets
 
-from attnviz.core import analysis
-from attnviz.core.walkthrough import session_walkthrough
+from attnviz.core.analysis import stats as analysis
+from attnviz.core.analysis.walkthrough import session_walkthrough
 from attnviz.qt.main_window import MainWindow
 
 TIMEOUT = 30000

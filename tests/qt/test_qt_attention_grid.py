@@ -7,8 +7,8 @@ import pyqtgraph as pg
 import pytest
 from PySide6 import QtCore
 
-from attnviz.qt.qt_attention_grid import QtAttentionGrid, tile_image
 from attnviz.qt.sample_data import SOURCE, TARGET, pieces, sample_attention, sample_attention_sets
+from attnviz.qt.views.attention_grid import QtAttentionGrid, tile_image
 
 
 @pytest.fixture

@@ -7,9 +7,9 @@ import pyqtgraph as pg
 import pytest
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from attnviz.qt.qt_head_detail_view import QtHeadDetailView
 from attnviz.qt.sample_data import SOURCE, TARGET, sample_attention, sample_attention_sets
-from attnviz.qt.view_data import AttentionData
+from attnviz.qt.views.data import AttentionData
+from attnviz.qt.views.head_detail import QtHeadDetailView
 
 
 @pytest.fixture

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from PySide6 import QtCore
 
-from attnviz.qt.qt_line_view import QtLineView
 from attnviz.qt.sample_data import SOURCE, TARGET, sample_attention_sets
+from attnviz.qt.views.lines import QtLineView
 
 
 @pytest.fixture

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnviz.qt.qt_mask_view import QtMaskView
 from attnviz.qt.sample_data import SOURCE, TARGET, look_ahead, sample_masks
-from attnviz.qt.view_data import MaskData
+from attnviz.qt.views.data import MaskData
+from attnviz.qt.views.masks import QtMaskView
 
 
 @pytest.fixture

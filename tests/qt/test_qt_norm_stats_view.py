@@ -5,11 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from attnviz.core.analysis import stats as A
+from attnviz.core.analysis.norms import histogram, norm_site_data_for
+from attnviz.core.model.trace import trace_schema
+from attnviz.qt.export.files import render_view_to_file
+from attnviz.qt.views.norm_stats import QtNormStatsView
+
 import inside_fixtures as F
-from attnviz.core import analysis as A
-from attnviz.core.trace import trace_schema
-from attnviz.qt.export import render_view_to_file
-from attnviz.qt.qt_norm_stats_view import QtNormStatsView, histogram, norm_site_data_for
 
 
 def site_data(session):
@@ -141,7 +143,7 @@ def test_updates_in_place_and_exports(qtbot, tmp_path):
 @pytest.mark.parametrize("name,norm", [("hsk-zh-en", "layer"), ("hsk-zh-en-batchnorm", "batch")])
 def test_both_bundled_models(qtbot, name, norm):
     from attnviz.core.bundle import load_bundle
-    from attnviz.core.decoding import teacher_forced_from_bundle
+    from attnviz.core.decoding.teacher_forcing import teacher_forced_from_bundle
     from attnviz.paths import models_dir
 
     bundle = load_bundle(models_dir() / name)

@@ -6,12 +6,12 @@ import math
 
 import numpy as np
 import pytest
-
 from PySide6 import QtCore, QtGui
 
+from attnviz.qt.export.files import render_view_to_file
+from attnviz.qt.views.output import QtOutputView
+
 import inside_fixtures as F
-from attnviz.qt.export import render_view_to_file
-from attnviz.qt.qt_output_view import QtOutputView
 
 
 @pytest.fixture(scope="module")

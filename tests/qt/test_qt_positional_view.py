@@ -5,17 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from attnviz.core.analysis import stats as A
+from attnviz.core.analysis.positional import PositionalData, TokenEmbeddingData, positional_data_for
+from attnviz.qt.export.files import render_view_to_file
+from attnviz.qt.views.positional import QtPositionalView, default_dimensions, parse_dimensions
+
 import inside_fixtures as F
-from attnviz.core import analysis as A
-from attnviz.qt.export import render_view_to_file
-from attnviz.qt.qt_positional_view import (
-    PositionalData,
-    QtPositionalView,
-    TokenEmbeddingData,
-    default_dimensions,
-    parse_dimensions,
-    positional_data_for,
-)
 
 
 def side(session, name: str, stack: str, pieces) -> TokenEmbeddingData:

@@ -8,10 +8,11 @@ import numpy as np
 import torch
 from PySide6 import QtCore
 
-from attnviz.core import training as T
 from attnviz.core.bundle import BundleError, load_bundle
-from attnviz.qt.export import render_view_to_file
-from attnviz.qt.qt_train_panel import TrainPanel, TrainRequest, summarize_norm_stats
+from attnviz.core.training import trainer as T
+from attnviz.qt.export.files import render_view_to_file
+from attnviz.qt.train.panel import TrainPanel
+from attnviz.qt.train.run import TrainRequest, summarize_norm_stats
 
 LEFT = QtCore.Qt.MouseButton.LeftButton
 TIMEOUT = 180_000  # ms; a tiny run takes seconds, but the machine is shared

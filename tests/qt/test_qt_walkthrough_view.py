@@ -8,10 +8,12 @@ import sys
 import numpy as np
 import pytest
 
+from attnviz.core.analysis.walkthrough import session_walkthrough
+from attnviz.qt.export.files import render_view_to_file
+from attnviz.qt.views.walkthrough import QtWalkthroughView
+from attnviz.qt.views.walkthrough_tables import WINDOW, plain
+
 import inside_fixtures as F
-from attnviz.core.walkthrough import session_walkthrough
-from attnviz.qt.export import render_view_to_file
-from attnviz.qt.qt_walkthrough_view import WINDOW, QtWalkthroughView, plain
 
 LAYERS = {"encoder": 2, "decoder": 2, "cross": 2}
 
@@ -130,8 +132,8 @@ def test_hover_readout_and_exports(qtbot, decoded, tmp_path):
 def test_views_never_import_torch():
     code = (
         "import sys\n"
-        "import attnviz.qt.qt_walkthrough_view, attnviz.qt.qt_output_view, attnviz.qt.qt_positional_view\n"
-        "import attnviz.qt.qt_norm_stats_view, attnviz.qt.qt_train_panel\n"
+        "import attnviz.qt.views.walkthrough, attnviz.qt.views.output, attnviz.qt.views.positional\n"
+        "import attnviz.qt.views.norm_stats, attnviz.qt.train.panel\n"
         "print('torch' in sys.modules)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env={"QT_QPA_PLATFORM": "offscreen", "PATH": ""})

@@ -58,8 +58,7 @@ def test_inference_mode_is_entered_in_the_worker_thread(qtbot):
 
 def test_generator_worker_yields_and_returns(qtbot):
     def count(n):
-        for i in range(n):
-            yield i
+        yield from range(n)
         return "done"
 
     worker = create_worker(count, 5)

@@ -1,0 +1,130 @@
+"""The normalization-statistics view's data: :class:`NormSiteData` (one normalization site of the
+current pass), ``norm_site_data_for`` (builds them from a decoding), the site and layer titles
+and the histogram binning.
+
+No widgets here; ``norm_site_data_for`` imports the core (and so torch) only when called.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+HIST_BINS = 40
+_SITE = re.compile(r"^(encoder|decoder)\.(?:layers\.(\d+)\.norm(\d+)|final_norm)$")
+_SUBLAYER = {"encoder": {1: "self-attention", 2: "FFN"}, "decoder": {1: "masked self-attention", 2: "cross-attention", 3: "FFN"}}
+_SUBLAYER_FORMULA = {"self-attention": "SelfAttn", "masked self-attention": "MaskedSelfAttn", "cross-attention": "CrossAttn", "FFN": "FFN"}
+
+
+@dataclass(frozen=True, eq=False)
+class NormSiteData:
+    """One normalization site of the current pass.
+
+    site        trace prefix, e.g. ``encoder.layers.0.norm1`` or ``decoder.final_norm``
+    stats       ``analysis.norm_statistics(arrays, site)`` (a ``NormStats``: kind ``layer``/``batch``,
+                input/output mean and std, and for BatchNorm batch/running mean and var)
+    x_in        ``[token, d_model]`` what the norm normalizes (``<site>.input``)
+    x_out       ``[token, d_model]`` the norm's output (``<site>.output``)
+    comparison  ``analysis.compare_norms(x_in)`` (a ``NormComparison``: LN and BN of ``x_in``)
+    pieces      token pieces, one per row
+    """
+
+    site: str
+    stats: Any
+    x_in: np.ndarray
+    x_out: np.ndarray
+    comparison: Any
+    pieces: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        xi = np.ascontiguousarray(self.x_in, dtype=np.float32)
+        xo = np.ascontiguousarray(self.x_out, dtype=np.float32)
+        if xi.ndim != 2 or xi.shape != xo.shape:
+            raise ValueError(f"x_in {xi.shape} and x_out {xo.shape} must be the same [token, d_model] shape")
+        pieces = tuple(str(p) for p in self.pieces)
+        if len(pieces) != xi.shape[0]:
+            raise ValueError(f"{len(pieces)} pieces for {xi.shape[0]} tokens")
+        object.__setattr__(self, "x_in", xi)
+        object.__setattr__(self, "x_out", xo)
+        object.__setattr__(self, "pieces", pieces)
+
+    @property
+    def kind(self) -> str:
+        return str(self.stats.kind)
+
+    @property
+    def group(self) -> tuple[str, int]:
+        """(stack, layer index); the final norm of a stack has layer -1."""
+        m = _SITE.match(self.site)
+        if not m:
+            return (self.site.split(".")[0], -1)
+        return (m.group(1), int(m.group(2)) if m.group(2) is not None else -1)
+
+    @property
+    def index(self) -> int:
+        m = _SITE.match(self.site)
+        return int(m.group(3)) if m and m.group(3) else 0
+
+
+def norm_site_data_for(current, config) -> list[NormSiteData]:
+    """Every normalization site of the current decoding (a ``DecodingSession`` or a
+    ``TeacherForced`` result) of a model with ``config`` (its ``TransformerConfig``).
+
+    For whoever owns the session (the main window, ``attnviz export``), not for the widget: it
+    imports the core (and so torch) when called. Statistics from ``analysis.norm_statistics``,
+    the LN-vs-BN pair from ``analysis.compare_norms`` on each site's input.
+    """
+    from attnviz.core.analysis import stats as A
+    from attnviz.core.model.trace import trace_schema
+
+    src, tgt = tuple(current.src_pieces), tuple(current.input_pieces)
+    names = [n for n, _, _ in trace_schema(config, decoder=bool(tgt)) if ".norm" in n or ".final_norm" in n]
+    arrays = {n: current.accumulated(n) for n in names}
+    out = []
+    for site in A.norm_sites(arrays):
+        x = arrays[f"{site}.input"]
+        pieces = src if site.startswith("encoder") else tgt
+        out.append(NormSiteData(site, A.norm_statistics(arrays, site), x, arrays[f"{site}.output"], A.compare_norms(x), pieces))
+    return out
+
+
+def group_title(group: tuple[str, int]) -> str:
+    stack, layer = group
+    return f"{stack.capitalize()} final norm" if layer < 0 else f"{stack.capitalize()} layer {layer + 1}"
+
+
+def _group_key(group: tuple[str, int]) -> str:
+    return f"{group[0]}:{group[1]}"
+
+
+def _parse_group_key(key: str) -> tuple[str, int]:
+    stack, _, layer = str(key).partition(":")
+    return stack, int(layer)
+
+
+def site_title(site: NormSiteData, placement: str) -> tuple[str, str]:
+    """(``norm1 · after self-attention``, the formula) for a site."""
+    stack, layer = site.group
+    norm = "LN" if site.kind == "layer" else "BN"
+    if layer < 0:
+        return "final norm", f"{norm}(x) after the last layer"
+    sub = _SUBLAYER.get(stack, {}).get(site.index, "sublayer")
+    f = _SUBLAYER_FORMULA.get(sub, "Sublayer")
+    if placement == "pre":
+        return f"norm{site.index} · before {sub}", f"x + {f}({norm}(x))"
+    return f"norm{site.index} · after {sub}", f"{norm}(x + {f}(x))"
+
+
+def histogram(before: np.ndarray, after: np.ndarray, bins: int = HIST_BINS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(edges, counts before, counts after) on shared bins spanning both arrays."""
+    a = np.asarray(before, np.float64).ravel()
+    b = np.asarray(after, np.float64).ravel()
+    both = np.concatenate([a[np.isfinite(a)], b[np.isfinite(b)]])
+    lo, hi = (float(both.min()), float(both.max())) if both.size else (-1.0, 1.0)
+    if hi <= lo:
+        lo, hi = lo - 0.5, hi + 0.5
+    edges = np.linspace(lo, hi, bins + 1)
+    return edges, np.histogram(a, edges)[0], np.histogram(b, edges)[0]

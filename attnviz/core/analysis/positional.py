@@ -1,0 +1,123 @@
+"""The positional-encoding view's data: :class:`PositionalData` (PE, PE·PEᵀ and the current
+tokens' embeddings), :class:`TokenEmbeddingData` (one side's first-layer input) and
+``positional_data_for`` (builds them from a decoding).
+
+No widgets here; ``positional_data_for`` imports the core (and so torch) only when called.
+Arrays are checked with ``view_data``'s float32 helper, as every view's data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from attnviz.qt.views.data import _float32
+
+_array = _float32  # checked, read-only float32 arrays, as every view's data
+
+
+@dataclass(frozen=True, eq=False)
+class TokenEmbeddingData:
+    """One side's first-layer input, row by row (the trace's ``<stack>.embed.*``).
+
+    side        ``"source"`` (encoder) or ``"target"`` (decoder)
+    pieces      token pieces, one per row
+    tokens      ``[n, d_model]`` token embedding × √d_model          (``<stack>.embed.tokens``)
+    positional  ``[n, d_model]`` PE rows of the positions             (``<stack>.embed.positional``)
+    summed      ``[n, d_model]`` embedding + PE                       (``<stack>.embed.sum``)
+    token_norm, positional_norm  ``[n]`` (``analysis.embedding_positional_ratio``); sum_norm ``[n]``.
+    Norms left None are the rows' L2 norms.
+    """
+
+    side: str
+    pieces: tuple[str, ...]
+    tokens: np.ndarray
+    positional: np.ndarray
+    summed: np.ndarray
+    token_norm: np.ndarray | None = None
+    positional_norm: np.ndarray | None = None
+    sum_norm: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        t = _array(self.tokens, 2, "tokens [n, d_model]")
+        p = _array(self.positional, 2, "positional [n, d_model]")
+        s = _array(self.summed, 2, "summed [n, d_model]")
+        if not t.shape == p.shape == s.shape:
+            raise ValueError(f"tokens {t.shape}, positional {p.shape} and summed {s.shape} differ in shape")
+        pieces = tuple(str(x) for x in self.pieces)
+        if len(pieces) != t.shape[0]:
+            raise ValueError(f"{len(pieces)} pieces for {t.shape[0]} rows")
+        object.__setattr__(self, "pieces", pieces)
+        for name, arr, given in (("tokens", t, self.token_norm), ("positional", p, self.positional_norm), ("summed", s, self.sum_norm)):
+            object.__setattr__(self, name, arr)
+            key = {"tokens": "token_norm", "positional": "positional_norm", "summed": "sum_norm"}[name]
+            norm = np.linalg.norm(arr.astype(np.float64), axis=-1) if given is None else np.asarray(given, np.float64)
+            if norm.shape != (t.shape[0],):
+                raise ValueError(f"{key} has shape {norm.shape}, expected ({t.shape[0]},)")
+            object.__setattr__(self, key, norm)
+
+
+@dataclass(frozen=True, eq=False)
+class PositionalData:
+    """What the positional view shows.
+
+    pe          ``[pos, d_model]`` PE for positions 0..pos−1 (``analysis.positional_encoding(n, d_model)``,
+                n = the longer of the current source and target)
+    similarity  ``[pos, pos]`` PE·PEᵀ (``analysis.positional_similarity(pe)``)
+    embeddings  the current tokens' embedding / PE / sum (source and/or target)
+    """
+
+    pe: np.ndarray
+    similarity: np.ndarray
+    embeddings: tuple[TokenEmbeddingData, ...] = ()
+
+    def __post_init__(self) -> None:
+        pe = _array(self.pe, 2, "pe [pos, d_model]")
+        sim = _array(self.similarity, 2, "similarity [pos, pos]")
+        if sim.shape != (pe.shape[0], pe.shape[0]):
+            raise ValueError(f"similarity {sim.shape} does not match pe {pe.shape}")
+        object.__setattr__(self, "pe", pe)
+        object.__setattr__(self, "similarity", sim)
+        object.__setattr__(self, "embeddings", tuple(self.embeddings))
+        for e in self.embeddings:
+            if e.tokens.shape[1] != pe.shape[1]:
+                raise ValueError(f"{e.side} embeddings have d_model {e.tokens.shape[1]}, PE has {pe.shape[1]}")
+
+    @property
+    def d_model(self) -> int:
+        return int(self.pe.shape[1])
+
+    @property
+    def n_positions(self) -> int:
+        return int(self.pe.shape[0])
+
+    def side(self, name: str) -> TokenEmbeddingData | None:
+        for e in self.embeddings:
+            if e.side == name:
+                return e
+        return None
+
+
+def positional_data_for(current) -> PositionalData:
+    """The view's data for the current decoding (a ``DecodingSession`` or a ``TeacherForced`` result).
+
+    For whoever owns the session (the main window, ``attnviz export``), not for the widget: it
+    imports ``attnviz.core.analysis.stats`` (and so torch) when called. PE and PE·PEᵀ come from
+    ``analysis.positional_encoding`` / ``positional_similarity`` for the longer of the two sides;
+    norms from ``analysis.embedding_positional_ratio``.
+    """
+    from attnviz.core.analysis import stats as A
+
+    def side(name: str, stack: str, pieces) -> TokenEmbeddingData:
+        t = current.accumulated(f"{stack}.embed.tokens")
+        p = current.accumulated(f"{stack}.embed.positional")
+        r = A.embedding_positional_ratio(t, p)
+        return TokenEmbeddingData(name, pieces, t, p, current.accumulated(f"{stack}.embed.sum"), r["token_norm"], r["positional_norm"])
+
+    src, tgt = tuple(current.src_pieces), tuple(current.input_pieces)
+    sides = [side("source", "encoder", src)]
+    if tgt:
+        sides.append(side("target", "decoder", tgt))
+    pe = A.positional_encoding(max(len(src), len(tgt)), sides[0].tokens.shape[1])
+    return PositionalData(pe, A.positional_similarity(pe), tuple(sides))

@@ -1,0 +1,398 @@
+"""Step-by-step decoding of one source sentence: the state the app's stepping controls drive.
+
+The tutorial's inference loop (feed the previous prediction back until EOS or the maximum
+length) made explicit and reversible. A ``DecodingSession`` encodes the source once, then
+runs the decoder one position at a time with the model's KV cache:
+
+* ``step()`` appends one target token chosen by the strategy (``Greedy``, ``Sampling``,
+  ``BeamSearch``); ``force(token)`` appends a token the user chose (a piece or an id);
+  ``back()`` undoes the last ``step``/``force`` exactly (the previous state is kept, nothing
+  is recomputed); ``reset()`` goes back to SOS; ``run()`` steps to EOS or the maximum length.
+* Every step yields an immutable ``DecodeStep``: the new token, the top-k of the distribution
+  it came from, its entropy, the live beams, and the step's ``Trace`` (decoder names only;
+  query length 1, keys = the positions so far).
+* ``accumulated(name)`` assembles any decoder trace name over all steps so far from the
+  cached per-step rows (no recompute); the result has the shape a full teacher-forced pass
+  over the same prefix would give (``attention("decoder", i)`` is lower-triangular
+  ``[head, steps, steps]``, ``attention("cross", i)`` is ``[head, steps, src]``).
+
+Rows and columns. After ``n`` steps the decoder has been fed ``n`` tokens, ``tgt_ids[:n]``
+(SOS first), and has produced ``n`` tokens, ``tgt_ids[1:]``. Row ``i`` of every accumulated
+matrix is the query of the fed token ``tgt_ids[i]`` (``input_pieces[i]``), the row whose
+distribution chose ``tgt_ids[i + 1]`` (``output_pieces[i]``).
+
+Documented behaviours (never a traceback; ``DecodingError`` carries a one-line message):
+
+* an empty (or all-whitespace) source: ``DecodingError``;
+* a source longer than the model's ``max_len`` tokens: truncated to ``max_len``, with a notice;
+* characters the source tokenizer does not know: encoded as UNK (shown as the piece ``UNK``),
+  with a notice naming them;
+* ``force`` of a piece the target vocabulary does not have, of PAD or SOS, or of an id out of
+  range: ``DecodingError``;
+* ``step()``/``force()`` once the session is finished (EOS chosen or maximum length reached):
+  ``DecodingError`` (``back()`` or ``reset()`` first); ``back()`` with no step: ``DecodingError``.
+
+Strategies never generate PAD or SOS (their probability is kept in the top-k lists, which show
+the model's distribution at temperature 1). Beam search follows the best-ranked beam: the
+session's hypothesis (``tgt_ids``, ``steps``, the accumulated matrices) is always
+``steps[-1].beams[0]``; as a different beam takes the lead, ``steps`` (the path of that beam)
+can change in earlier positions. ``force`` during a beam search continues from the leading
+beam alone (the other beams are dropped). ``back()`` undoes one search step for all beams.
+
+Around the session: ``strategies`` (the strategies, ``parse_strategy``, ``DecodingError``),
+``teacher_forcing`` (``teacher_forced``: a typed target in one pass), ``decode_common`` (the
+prepared source, ``Beam``, ``DecodeStep``), ``search`` (the search state and mechanics) and
+``session_matrices`` (``attention``, ``accumulated``). Their public names are re-exported here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+
+from attnviz.core.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer
+from attnviz.core.decoding.common import Beam, DecodeStep, PreparedSource, SourceView, _check_model, _entropy, _model_device, _topk, prepare_source
+from attnviz.core.decoding.history import SessionMatrices
+from attnviz.core.decoding.search import SessionSearch, _Hyp, _Record, _State
+from attnviz.core.decoding.strategies import BeamSearch, DecodingError, Greedy, Sampling, Strategy, parse_strategy
+from attnviz.core.decoding.teacher_forcing import ForcedPosition, TeacherForced, teacher_forced, teacher_forced_from_bundle
+from attnviz.core.model.trace import Recorder, Trace, trace_schema
+from attnviz.core.model.transformer import DecoderCache, Transformer
+
+if TYPE_CHECKING:
+    from attnviz.core.bundle import Bundle
+
+__all__ = [
+    "Beam",
+    "BeamSearch",
+    "DecodeStep",
+    "DecodingError",
+    "DecodingSession",
+    "ForcedPosition",
+    "Greedy",
+    "PreparedSource",
+    "Sampling",
+    "Strategy",
+    "TeacherForced",
+    "parse_strategy",
+    "prepare_source",
+    "teacher_forced",
+    "teacher_forced_from_bundle",
+    "translate",
+]
+
+
+class DecodingSession(SourceView, SessionSearch, SessionMatrices):
+    """The whole state of decoding one source sentence with one model. Not thread-safe: use it
+    from one thread at a time (the app's decoding worker)."""
+
+    def __init__(
+        self,
+        model: Transformer,
+        src_tokenizer: Tokenizer,
+        tgt_tokenizer: Tokenizer,
+        source: str,
+        strategy: Strategy | None = None,
+        max_len: int | None = None,
+        top_k: int = 10,
+        capture: bool | Iterable[str] = True,
+    ):
+        """``max_len``: most target tokens to generate (default ``min(model max_len, 2 x source
+        tokens + 10)``; never more than the model's ``max_len``). ``top_k``: how many entries each
+        step's top-k list has. ``capture``: record every trace name (True), none (False: faster,
+        empty traces) or the names matching the given glob patterns."""
+        _check_model(model)
+        self.model = model
+        self.config = model.config
+        self.src_tokenizer = src_tokenizer
+        self.tgt_tokenizer = tgt_tokenizer
+        self.top_k = int(top_k)
+        self._names = None if capture is True else (() if capture is False else tuple(capture))
+        self._capture = capture is not False
+        self._device = _model_device(model)
+        self.source = prepare_source(src_tokenizer, source, self.config.max_len)
+        default = min(self.config.max_len, 2 * len(self.source.ids) + 10)
+        if max_len is not None and (not isinstance(max_len, int) or max_len < 1):
+            raise DecodingError(f"maximum length must be a positive integer, not {max_len!r}")
+        self.max_len = default if max_len is None else min(max_len, self.config.max_len)
+        self._schema = {n: s for n, s, _ in trace_schema(self.config, encoder=False)}
+        src = torch.tensor([self.source.ids], dtype=torch.long, device=self._device)
+        with torch.inference_mode():
+            rec = Recorder(self._names) if self._capture else None
+            self._encoded = model.encode(src, rec)
+            self._start_cache = model.start_decoding(self._encoded)
+        self.encoder_trace: Trace = rec.trace() if rec is not None else Trace()
+        self._strategy: Strategy = strategy if strategy is not None else Greedy()
+        self.reset()
+
+    @classmethod
+    def from_bundle(cls, bundle: "Bundle", source: str, **kw) -> "DecodingSession":
+        return cls(bundle.model, bundle.src_tokenizer, bundle.tgt_tokenizer, source, **kw)
+
+    # -- state --------------------------------------------------------------------------------
+    @property
+    def strategy(self) -> Strategy:
+        return self._strategy
+
+    @property
+    def _state(self) -> _State:
+        return self._states[-1]
+
+    @property
+    def _hyp(self) -> _Hyp:
+        return self._state.ranked[0]
+
+    @property
+    def tgt_ids(self) -> tuple[int, ...]:
+        """The current hypothesis, SOS first (``len(steps) + 1`` tokens)."""
+        return self._hyp.tokens
+
+    @property
+    def tgt_pieces(self) -> tuple[str, ...]:
+        return tuple(self.tgt_tokenizer.pieces(self.tgt_ids))
+
+    @property
+    def input_pieces(self) -> tuple[str, ...]:
+        """The tokens fed to the decoder so far: the rows (and decoder-self columns) of the accumulated matrices."""
+        return self.tgt_pieces[: len(self.tgt_ids) - 1]
+
+    @property
+    def output_pieces(self) -> tuple[str, ...]:
+        """The tokens produced so far: row i of an accumulated matrix chose output_pieces[i]."""
+        return self.tgt_pieces[1:]
+
+    @property
+    def finished(self) -> bool:
+        """EOS was chosen (by the best beam) or the maximum length was reached."""
+        return self._state.done
+
+    @property
+    def can_step(self) -> bool:
+        return not self._state.done
+
+    @property
+    def can_back(self) -> bool:
+        return len(self._states) > 1
+
+    @property
+    def n_steps(self) -> int:
+        """Number of step()/force() calls kept (``back()`` undoes one); ``len(steps)`` can be
+        smaller in beam search when the best beam ended earlier."""
+        return len(self._records)
+
+    @property
+    def notices(self) -> list[str]:
+        """One-line notes for the user: source truncation, unknown characters, maximum length reached."""
+        out = list(self.source.notices)
+        if self._state.notice:
+            out.append(self._state.notice)
+        return out
+
+    @property
+    def steps(self) -> tuple[DecodeStep, ...]:
+        """The steps of the current hypothesis, in order."""
+        hyp = self._hyp
+        key = (id(hyp), len(self._states))
+        if self._steps_cache is not None and self._steps_cache[0] == key:
+            return self._steps_cache[1]
+        out = tuple(self._decode_step(i, row, hyp.tokens[i + 1], forced) for i, (row, forced) in enumerate(hyp.origin))
+        self._steps_cache = (key, out)
+        return out
+
+    def translation(self) -> str:
+        """The current hypothesis as text (SOS/EOS dropped; UNK shows as ⁇)."""
+        return self.tgt_tokenizer.decode(self.tgt_ids)
+
+    def beams(self) -> tuple[Beam, ...]:
+        """The beams of the current state, best first."""
+        return self._beams(len(self._states) - 1)
+
+    # -- actions ---------------------------------------------------------------------------------
+    def reset(self) -> None:
+        """Back to SOS (the encoder result is kept)."""
+        rng = None
+        if isinstance(self._strategy, Sampling):
+            rng = torch.Generator().manual_seed(int(self._strategy.seed)).get_state()
+        root = _Hyp((BOS_ID,), 0.0, False, ())
+        self._states: list[_State] = [_State((root,), (), (root,), self._start_cache, rng, self.max_len <= 0)]
+        self._records: list[_Record] = []
+        self._step_objects: dict[tuple[int, int, int, bool], DecodeStep] = {}
+        self._beam_objects: dict[int, tuple[Beam, ...]] = {}
+        self._steps_cache: tuple | None = None
+        self._acc: dict[tuple, np.ndarray] = {}
+
+    def set_strategy(self, strategy: Strategy, keep_tokens: bool = False) -> None:
+        """Use ``strategy`` from now on. The session restarts from SOS; with ``keep_tokens`` the
+        current hypothesis's tokens (EOS excepted) are replayed as forced steps first."""
+        if not isinstance(strategy, (Greedy, Sampling, BeamSearch)):
+            raise DecodingError(f"not a decoding strategy: {strategy!r}")
+        tokens = [t for t in self.tgt_ids[1:] if t != EOS_ID] if keep_tokens else []
+        self._strategy = strategy
+        self.reset()
+        for t in tokens:
+            if self.finished:
+                break
+            self.force(t)
+
+    def step(self) -> DecodeStep:
+        """Append one token chosen by the strategy; returns the new step of the current hypothesis."""
+        st = self._state
+        self._check_can_extend()
+        rec_obj, logits, cache = self._run_model(st.live, st.cache)
+        logp = torch.log_softmax(logits.double(), -1)  # [n, V]
+        logp[:, PAD_ID] = -math.inf
+        logp[:, BOS_ID] = -math.inf
+        n_steps = len(self._records) + 1
+        s = self._strategy
+        rng_state = st.rng_state
+        if isinstance(s, BeamSearch):
+            new_live, new_fin = self._beam_candidates(st, logp, s)
+        else:
+            if isinstance(s, Sampling):
+                gen = torch.Generator()
+                gen.set_state(st.rng_state)
+                token = self._sample(logits[0], s, gen)
+                rng_state = gen.get_state()
+            else:
+                token = int(torch.argmax(logp[0]))
+            hyp = st.live[0].extend(token, float(logp[0, token]), 0, False)
+            new_live, new_fin = ((), (hyp,)) if hyp.finished else ((hyp,), ())
+        self._push(rec_obj, cache, new_live, new_fin, rng_state, n_steps)
+        return self._last_step()
+
+    def force(self, token: str | int) -> DecodeStep:
+        """Append ``token`` (a piece, e.g. from a top-k list, or an id) instead of the strategy's
+        choice. In a beam search, the leading beam continues alone."""
+        st = self._state
+        self._check_can_extend()
+        token_id = self.token_id(token)
+        hyp = st.ranked[0]
+        row = st.live.index(hyp)
+        cache = st.cache
+        if len(st.live) > 1:
+            cache = cache.select(torch.tensor([row], device=self._device))
+        rec_obj, logits, cache = self._run_model((hyp,), cache)
+        logp = torch.log_softmax(logits.double(), -1)
+        new = hyp.extend(token_id, float(logp[0, token_id]), 0, True)
+        new_live, new_fin = ((), (new,)) if new.finished else ((new,), ())
+        self._push(rec_obj, cache, new_live, new_fin, st.rng_state, len(self._records) + 1)
+        return self._last_step()
+
+    def _last_step(self) -> DecodeStep:
+        hyp = self._hyp
+        row, forced = hyp.origin[-1]
+        return self._decode_step(len(hyp.origin) - 1, row, hyp.tokens[-1], forced)
+
+    def back(self) -> None:
+        """Undo the last ``step``/``force``: the session is exactly as it was before it."""
+        if len(self._states) <= 1:
+            raise DecodingError("nothing to undo: no token has been decoded yet")
+        self._states.pop()
+        self._records.pop()
+        n = len(self._records)
+        self._step_objects = {k: v for k, v in self._step_objects.items() if k[0] < n}
+        self._beam_objects.pop(n + 1, None)
+        self._steps_cache = None
+        self._acc.clear()
+
+    def run(self) -> tuple[DecodeStep, ...]:
+        """Step until EOS or the maximum length; returns all steps of the final hypothesis."""
+        while not self.finished:
+            self.step()
+        return self.steps
+
+    def token_id(self, token: str | int) -> int:
+        """The target id of a piece (also ``SOS``/``EOS``/``UNK`` by name; a piece typed without its
+        word-start mark ``▁`` is found too) or of an id; ``DecodingError`` if there is none."""
+        tok = self.tgt_tokenizer
+        if isinstance(token, (int, np.integer)) and not isinstance(token, bool):
+            token_id = int(token)
+            if not 0 <= token_id < tok.vocab_size:
+                raise DecodingError(f"token id {token_id} is outside the target vocabulary (0..{tok.vocab_size - 1})")
+        elif isinstance(token, str) and token:
+            token_id = tok.piece_to_id(token)
+            if token_id == UNK_ID and token not in ("UNK", "<unk>"):
+                alt = tok.piece_to_id("\u2581" + token)
+                if alt == UNK_ID:
+                    raise DecodingError(f"{token!r} is not a piece of the target vocabulary")
+                token_id = alt
+        else:
+            raise DecodingError(f"cannot force {token!r}: give a piece or a token id")
+        if token_id in (PAD_ID, BOS_ID):
+            raise DecodingError(f"cannot force {tok.piece(token_id)}: only a real token or EOS can follow")
+        return token_id
+
+    # -- internals --------------------------------------------------------------------------------
+    def _check_can_extend(self) -> None:
+        if self._state.done:
+            why = "EOS was chosen" if self._hyp.finished else f"the maximum length ({self.max_len} tokens) was reached"
+            raise DecodingError(f"decoding is finished ({why}); use back() or reset() to continue")
+
+    def _run_model(self, live: Sequence[_Hyp], cache: DecoderCache) -> tuple[_Record, torch.Tensor, DecoderCache]:
+        n = len(live)
+        tokens = torch.tensor([h.tokens[-1] for h in live], dtype=torch.long, device=self._device)
+        rec = Recorder(self._names, batch_index=0 if n == 1 else None) if self._capture else None
+        with torch.inference_mode():
+            logits, new_cache = self.model.decode_step(tokens, cache, rec)
+            logits = logits.float()
+            probs = torch.softmax(logits, -1)
+        record = _Record(rec.trace() if rec is not None else Trace(), rec is not None and n > 1, logits.cpu(), probs.cpu())
+        return record, record.logits, new_cache
+
+    def _push(self, record: _Record, cache: DecoderCache, live: tuple[_Hyp, ...], fin: tuple[_Hyp, ...], rng_state, n_steps: int) -> None:
+        """Make the state after a model call current. ``cache`` has one row per hypothesis fed;
+        it is reordered to follow ``live`` (beam search)."""
+        ranked = tuple(sorted(live + fin, key=self._rank_key, reverse=True))
+        done = not live or ranked[0].finished or n_steps >= self.max_len
+        notice = None
+        if done and not ranked[0].finished:
+            notice = f"stopped at the maximum length ({self.max_len} tokens) before EOS"
+        if done:
+            cache = None
+        elif len(live) and [h.origin[-1][0] for h in live] != list(range(cache.encoded.memory.shape[0])):
+            cache = cache.select(torch.tensor([h.origin[-1][0] for h in live], device=self._device))
+        self._records.append(record)
+        self._states.append(_State(live, fin, ranked, cache, rng_state, done, notice))
+        self._steps_cache = None
+        self._acc.clear()
+
+    def _beams(self, state_index: int) -> tuple[Beam, ...]:
+        hit = self._beam_objects.get(state_index)
+        if hit is None:
+            st = self._states[state_index]
+            tok = self.tgt_tokenizer
+            hit = tuple(Beam(h.tokens, tuple(tok.pieces(h.tokens)), float(self._rank_key(h)), h.finished, float(h.log_prob)) for h in st.ranked)
+            self._beam_objects[state_index] = hit
+        return hit
+
+    def _decode_step(self, index: int, row: int, token: int, forced: bool) -> DecodeStep:
+        key = (index, row, token, forced)
+        hit = self._step_objects.get(key)
+        if hit is None:
+            rec = self._records[index]
+            tok = self.tgt_tokenizer
+            hit = DecodeStep(
+                index=index,
+                token_id=token,
+                piece=tok.piece(token),
+                topk=_topk(rec.probs[row], self.top_k, tok),
+                entropy=_entropy(rec.logits[row]),
+                forced=forced,
+                is_eos=token == EOS_ID,
+                beams=self._beams(index + 1),
+                trace=rec.row_trace(row),
+                prob=float(rec.probs[row, token]),
+            )
+            self._step_objects[key] = hit
+        return hit
+
+
+def translate(bundle: "Bundle", text: str, strategy: Strategy | None = None, max_len: int | None = None) -> tuple[str, tuple[DecodeStep, ...]]:
+    """Decode ``text`` to the end without capturing traces: (translation, steps)."""
+    session = DecodingSession.from_bundle(bundle, text, strategy=strategy, max_len=max_len, capture=False)
+    session.run()
+    return session.translation(), session.steps

@@ -1,0 +1,226 @@
+"""The building blocks of "Attention Is All You Need", written out so every step can be recorded.
+
+Shapes in comments: B batch, L/Lq query length, Lk key length, h heads, d d_model, dk = d/h.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from attnviz.core.model.trace import Recorder
+
+NEG_INF = float("-inf")
+
+
+def sinusoidal_encoding(max_len: int, d_model: int) -> torch.Tensor:
+    """PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model)).  # [pos, d_model]"""
+    pos = torch.arange(max_len, dtype=torch.float64).unsqueeze(1)  # [pos, 1]
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # [d_model/2]
+    angle = pos / torch.pow(10000.0, two_i / d_model)  # [pos, d_model/2]
+    pe = torch.zeros(max_len, d_model, dtype=torch.float64)
+    pe[:, 0::2] = torch.sin(angle)
+    pe[:, 1::2] = torch.cos(angle[:, : d_model // 2])
+    return pe.float()
+
+
+def look_ahead_mask(n_query: int, n_key: int | None = None, offset: int = 0) -> torch.Tensor:
+    """M: 0 on and below the diagonal, -inf above it.  # [query, key]
+
+    ``offset`` is the position of the first query (a cached step at position t has offset t).
+    """
+    n_key = n_query + offset if n_key is None else n_key
+    q = torch.arange(offset, offset + n_query).unsqueeze(1)
+    k = torch.arange(n_key).unsqueeze(0)
+    return torch.zeros(n_query, n_key).masked_fill(k > q, NEG_INF)
+
+
+def padding_mask(ids: torch.Tensor, pad_id: int) -> torch.Tensor:
+    """Additive key mask from ids: 0 for tokens, -inf for PAD.  # [B, 1, 1, L]"""
+    return torch.zeros(ids.shape, dtype=torch.float32, device=ids.device).masked_fill(ids == pad_id, NEG_INF)[:, None, None, :]
+
+
+def _version(t: torch.Tensor) -> int:
+    """In-place modification counter (inference tensors have none: they cannot change outside inference mode)."""
+    try:
+        return t._version
+    except RuntimeError:
+        return -1
+
+
+class MultiHeadAttention(nn.Module):
+    """softmax(Q_i K_i^T / sqrt(d_k) + M) V_i for each head i, then Concat(Z_1..Z_h) W^O."""
+
+    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0):
+        super().__init__()
+        self.n_heads = n_heads
+        self.d_k = d_model // n_heads
+        self.scale = 1.0 / math.sqrt(self.d_k)
+        self.w_q = nn.Linear(d_model, d_model)  # rows i*d_k:(i+1)*d_k are W_i^Q (transposed)
+        self.w_k = nn.Linear(d_model, d_model)
+        self.w_v = nn.Linear(d_model, d_model)
+        self.w_o = nn.Linear(d_model, d_model)  # W^O
+        self.dropout = nn.Dropout(dropout)
+        self._fused: tuple | None = None  # (weight versions, W_qkv, b_qkv) cache for inference
+
+    def project(self, x: torch.Tensor, lin: nn.Linear) -> torch.Tensor:
+        b, n, _ = x.shape
+        return F.linear(x, lin.weight, lin.bias).view(b, n, self.n_heads, self.d_k).transpose(1, 2)  # [B, h, n, dk]
+
+    def _qkv(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Self-attention's Q, K, V from one fused matmul (in inference; same numbers as three)."""
+        ws = (self.w_q.weight, self.w_k.weight, self.w_v.weight, self.w_q.bias, self.w_k.bias, self.w_v.bias)
+        key = tuple((w.data_ptr(), _version(w)) for w in ws)
+        if self._fused is None or self._fused[0] != key:
+            self._fused = (key, torch.cat(ws[:3]).detach(), torch.cat(ws[3:]).detach())
+        b, n, _ = x.shape
+        qkv = F.linear(x, self._fused[1], self._fused[2]).view(b, n, 3, self.n_heads, self.d_k)  # [B, n, 3, h, dk]
+        qkv = qkv.permute(2, 0, 3, 1, 4)  # [3, B, h, n, dk]
+        return qkv[0], qkv[1], qkv[2]
+
+    def forward(
+        self,
+        x: torch.Tensor,  # [B, Lq, d]
+        kv: torch.Tensor | None,  # [B, Lk, d]; None when ``static_kv`` is given
+        mask: torch.Tensor | None,  # additive, broadcastable to [B, 1, Lq, Lk]
+        rec: Recorder | None = None,
+        name: str = "",
+        past_kv: tuple[torch.Tensor, torch.Tensor] | None = None,  # self-attention cache [B, h, t, dk] x2
+        static_kv: tuple[torch.Tensor, torch.Tensor] | None = None,  # cross-attention K, V computed once
+        cross: bool = False,
+    ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+        b, lq, d = x.shape
+        if static_kv is not None:
+            q = self.project(x, self.w_q)  # [B, h, Lq, dk]
+            k, v = static_kv  # [B, h, Lk, dk]
+        else:
+            assert kv is not None
+            if kv is x and not torch.is_grad_enabled():
+                q, k, v = self._qkv(x)  # [B, h, Lq, dk] x3
+            else:
+                q = self.project(x, self.w_q)  # [B, h, Lq, dk]
+                k = self.project(kv, self.w_k)  # [B, h, Lk, dk]
+                v = self.project(kv, self.w_v)
+            if past_kv is not None:
+                k = torch.cat([past_kv[0], k], dim=2)  # [B, h, t+Lq, dk]
+                v = torch.cat([past_kv[1], v], dim=2)
+        scores = q @ k.transpose(-2, -1)  # [B, h, Lq, Lk]
+        scaled = scores * self.scale  # [B, h, Lq, Lk]
+        masked = scaled if mask is None else scaled + mask  # [B, h, Lq, Lk]
+        weights = torch.softmax(masked, dim=-1)  # [B, h, Lq, Lk]
+        z = (self.dropout(weights) if self.training else weights) @ v  # [B, h, Lq, dk]
+        concat = z.transpose(1, 2).reshape(b, lq, d)  # [B, Lq, d]
+        out = F.linear(concat, self.w_o.weight, self.w_o.bias)  # [B, Lq, d]
+        if rec is not None:
+            rec.put(f"{name}.input", x)
+            if cross and kv is not None:
+                rec.put(f"{name}.memory", kv)
+            rec.put(f"{name}.q", q)
+            rec.put(f"{name}.k", k)
+            rec.put(f"{name}.v", v)
+            rec.put(f"{name}.scores", scores)
+            rec.put(f"{name}.scaled_scores", scaled)
+            lk = k.shape[2]
+            if mask is None:
+                rec.put_lazy(f"{name}.mask", lambda: torch.zeros(b, lq, lk, device=x.device))
+            else:
+                rec.put_lazy(f"{name}.mask", lambda: mask.expand(b, 1, lq, lk)[:, 0])
+            rec.put(f"{name}.masked_scores", masked)
+            rec.put(f"{name}.weights", weights)
+            rec.put(f"{name}.z", z)
+            rec.put(f"{name}.concat", concat)
+            rec.put(f"{name}.output", out)
+        return out, (k, v)
+
+
+class FeedForward(nn.Module):
+    """FFN(x) = max(0, x W1 + b1) W2 + b2, applied to each position on its own."""
+
+    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0):
+        super().__init__()
+        self.linear1 = nn.Linear(d_model, d_ff)
+        self.linear2 = nn.Linear(d_ff, d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor, rec: Recorder | None = None, name: str = "") -> torch.Tensor:
+        hidden = torch.relu(F.linear(x, self.linear1.weight, self.linear1.bias))  # [B, L, d_ff]
+        out = F.linear(self.dropout(hidden) if self.training else hidden, self.linear2.weight, self.linear2.bias)  # [B, L, d]
+        if rec is not None:
+            rec.put(f"{name}.hidden", hidden)
+            rec.put(f"{name}.output", out)
+        return out
+
+
+class LayerNorm(nn.Module):
+    """LayerNorm over the features of each token (torch.nn.LayerNorm's arithmetic, with recorded statistics)."""
+
+    def __init__(self, d_model: int, eps: float = 1e-5, momentum: float = 0.1):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d_model))
+        self.bias = nn.Parameter(torch.zeros(d_model))
+
+    def forward(self, x: torch.Tensor, valid: torch.Tensor | None = None, rec: Recorder | None = None, name: str = "") -> torch.Tensor:
+        y = F.layer_norm(x, x.shape[-1:], self.weight, self.bias, self.eps)  # [B, L, d]
+        if rec is not None:
+            rec.put(f"{name}.input", x)
+            rec.put_lazy(f"{name}.mean", lambda: x.mean(-1))  # [B, L]
+            rec.put_lazy(f"{name}.var", lambda: x.var(-1, unbiased=False))  # [B, L]
+            rec.put(f"{name}.output", y)
+        return y
+
+
+class MaskedBatchNorm(nn.Module):
+    """BatchNorm of each feature over the batch's non-PAD tokens; running statistics in evaluation.
+
+    Padding never enters the statistics: ``valid`` ([B, L] bool) selects the tokens that count.
+    Matches ``torch.nn.BatchNorm1d`` applied to the [N_tokens, d_model] matrix of real tokens
+    (biased variance to normalize, unbiased variance into the running estimate).
+    """
+
+    def __init__(self, d_model: int, eps: float = 1e-5, momentum: float = 0.1):
+        super().__init__()
+        self.eps = eps
+        self.momentum = momentum
+        self.weight = nn.Parameter(torch.ones(d_model))
+        self.bias = nn.Parameter(torch.zeros(d_model))
+        self.register_buffer("running_mean", torch.zeros(d_model))
+        self.register_buffer("running_var", torch.ones(d_model))
+
+    def batch_stats(self, x: torch.Tensor, valid: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor, int]:
+        flat = x.reshape(-1, x.shape[-1]) if valid is None else x[valid]  # [N, d]
+        mean = flat.mean(0)
+        var = flat.var(0, unbiased=False) if flat.shape[0] else torch.zeros_like(mean)
+        return mean, var, int(flat.shape[0])
+
+    def forward(self, x: torch.Tensor, valid: torch.Tensor | None = None, rec: Recorder | None = None, name: str = "") -> torch.Tensor:
+        if self.training:
+            mean, var, n = self.batch_stats(x, valid)  # [d], [d]
+            if n > 1:
+                with torch.no_grad():
+                    m = self.momentum
+                    self.running_mean.mul_(1 - m).add_(m * mean.detach())
+                    self.running_var.mul_(1 - m).add_(m * var.detach() * n / (n - 1))
+            use_mean, use_var = mean, var
+        else:
+            use_mean, use_var = self.running_mean, self.running_var
+        y = (x - use_mean) * torch.rsqrt(use_var + self.eps) * self.weight + self.bias  # [B, L, d]
+        if rec is not None:
+            rec.put(f"{name}.input", x)
+            if self.training:
+                rec.put(f"{name}.batch_mean", mean)
+                rec.put(f"{name}.batch_var", var)
+            else:  # what this batch's statistics are, next to the running ones the model uses
+                rec.put_lazy(f"{name}.batch_mean", lambda: self.batch_stats(x, valid)[0])
+                rec.put_lazy(f"{name}.batch_var", lambda: self.batch_stats(x, valid)[1])
+            rec.put(f"{name}.running_mean", self.running_mean.clone())
+            rec.put(f"{name}.running_var", self.running_var.clone())
+            rec.put(f"{name}.output", y)
+        return y
+
+
+def make_norm(kind: str, d_model: int, eps: float, momentum: float) -> nn.Module:
+    return LayerNorm(d_model, eps) if kind == "layer" else MaskedBatchNorm(d_model, eps, momentum)

@@ -1,0 +1,256 @@
+"""Captured intermediates: the ``Trace`` (named numpy arrays) and the ``Recorder`` that fills it.
+
+Capture is opt-in: every module's ``forward`` takes ``rec=None``; only when a
+``Recorder`` is passed does it store anything, so training pays one ``is None``
+test per site. A recorder is a value passed down the call, never state on the
+module, so two threads can run the same model with different recorders.
+
+Every name the model can produce is documented in ``TRACE_SCHEMA`` below (one
+row per name, with its shape); ``trace_names(config)`` expands the ``{i}``
+placeholders and ``tests/core/test_trace_names.py`` pins the contract.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+
+if TYPE_CHECKING:
+    from attnviz.core.model.config import TransformerConfig
+
+# ---------------------------------------------------------------------------
+# The contract. Dims: src = source length, tgt = target length (a cached decoder
+# step has tgt = 1 for queries and keys = steps so far), head, d_k, d_model, d_ff,
+# vocab. ``{i}`` is a layer index. Attention blocks ``{A}`` are
+# encoder.layers.{i}.self_attn, decoder.layers.{i}.self_attn, decoder.layers.{i}.cross_attn.
+# Norm blocks ``{N}`` are <layer>.norm{j} and <stack>.final_norm.
+# ---------------------------------------------------------------------------
+ATTENTION_FIELDS: tuple[tuple[str, str, str], ...] = (
+    ("input", "[query, d_model]", "X: the block's query-side input"),
+    ("memory", "[key, d_model]", "C_encoder: encoder output that gives K and V (cross-attention only)"),
+    ("q", "[head, query, d_k]", "Q_i = X W_i^Q (+ bias)"),
+    ("k", "[head, key, d_k]", "K_i = X W_i^K (+ bias); with a KV cache, all keys so far"),
+    ("v", "[head, key, d_k]", "V_i = X W_i^V (+ bias); with a KV cache, all values so far"),
+    ("scores", "[head, query, key]", "Q_i K_i^T, before scaling"),
+    ("scaled_scores", "[head, query, key]", "Q_i K_i^T / sqrt(d_k)"),
+    ("mask", "[query, key]", "M: 0 where allowed, -inf where masked (look-ahead and/or padding)"),
+    ("masked_scores", "[head, query, key]", "Q_i K_i^T / sqrt(d_k) + M"),
+    ("weights", "[head, query, key]", "A_i = softmax(Q_i K_i^T / sqrt(d_k) + M); rows sum to 1"),
+    ("z", "[head, query, d_k]", "Z_i = A_i V_i"),
+    ("concat", "[query, d_model]", "Concat(Z_1..Z_h)"),
+    ("output", "[query, d_model]", "Concat(Z_1..Z_h) W^O (+ bias)"),
+)
+LAYER_NORM_FIELDS: tuple[tuple[str, str, str], ...] = (
+    ("input", "[pos, d_model]", "what the LayerNorm normalizes"),
+    ("mean", "[pos]", "per-token mean over the features"),
+    ("var", "[pos]", "per-token (biased) variance over the features"),
+    ("output", "[pos, d_model]", "LayerNorm(input)"),
+)
+BATCH_NORM_FIELDS: tuple[tuple[str, str, str], ...] = (
+    ("input", "[pos, d_model]", "what the BatchNorm normalizes"),
+    ("batch_mean", "[d_model]", "per-feature mean over the batch's non-pad tokens"),
+    ("batch_var", "[d_model]", "per-feature (biased) variance over the batch's non-pad tokens"),
+    ("running_mean", "[d_model]", "running mean used in evaluation"),
+    ("running_var", "[d_model]", "running (unbiased) variance used in evaluation"),
+    ("output", "[pos, d_model]", "BatchNorm(input)"),
+)
+# Names with no batch dimension of their own (they describe the whole batch).
+_BATCHLESS = re.compile(r"(batch_mean|batch_var|running_mean|running_var|\.positional)$")
+
+
+def _attention(prefix: str, cross: bool) -> list[tuple[str, str, str]]:
+    return [(f"{prefix}.{f}", s, d) for f, s, d in ATTENTION_FIELDS if cross or f != "memory"]
+
+
+def _norm(prefix: str, norm: str) -> list[tuple[str, str, str]]:
+    fields = LAYER_NORM_FIELDS if norm == "layer" else BATCH_NORM_FIELDS
+    return [(f"{prefix}.{f}", s, d) for f, s, d in fields]
+
+
+def trace_schema(config: "TransformerConfig", *, encoder: bool = True, decoder: bool = True) -> list[tuple[str, str, str]]:
+    """All trace names a full forward of a model with ``config`` produces, in order, with shape and meaning."""
+    rows: list[tuple[str, str, str]] = []
+    post = config.norm_placement == "post"
+    if encoder:
+        rows += [
+            ("masks.src_padding", "[src]", "1.0 where the source token is PAD"),
+            ("encoder.embed.tokens", "[src, d_model]", "token embedding x sqrt(d_model)"),
+            ("encoder.embed.positional", "[src, d_model]", "PE(pos, 2i) = sin(pos/10000^(2i/d_model)), PE(pos, 2i+1) = cos(...)"),
+            ("encoder.embed.sum", "[src, d_model]", "embedding + PE: the first layer's input"),
+        ]
+        for i in range(config.n_encoder_layers):
+            p = f"encoder.layers.{i}"
+            rows += _sublayer(p, 1, "self_attn", post, config.norm, cross=False)
+            rows += _sublayer(p, 2, "ffn", post, config.norm, cross=False)
+        if config.final_norm:
+            rows += _norm("encoder.final_norm", config.norm)
+        rows.append(("encoder.output", "[src, d_model]", "C_encoder: the memory cross-attention reads"))
+    if decoder:
+        rows += [
+            ("masks.tgt_padding", "[tgt]", "1.0 where the target token is PAD"),
+            ("masks.look_ahead", "[tgt, key]", "look-ahead mask M: 0 on and below the diagonal, -inf above"),
+            ("decoder.embed.tokens", "[tgt, d_model]", "token embedding x sqrt(d_model)"),
+            ("decoder.embed.positional", "[tgt, d_model]", "PE rows of the target positions"),
+            ("decoder.embed.sum", "[tgt, d_model]", "embedding + PE: the first layer's input"),
+        ]
+        for i in range(config.n_decoder_layers):
+            p = f"decoder.layers.{i}"
+            rows += _sublayer(p, 1, "self_attn", post, config.norm, cross=False)
+            rows += _sublayer(p, 2, "cross_attn", post, config.norm, cross=True)
+            rows += _sublayer(p, 3, "ffn", post, config.norm, cross=False)
+        if config.final_norm:
+            rows += _norm("decoder.final_norm", config.norm)
+        rows += [
+            ("decoder.output", "[tgt, d_model]", "the decoder's last hidden states"),
+            ("generator.logits", "[tgt, vocab]", "Linear(d_model -> vocab)"),
+            ("generator.probs", "[tgt, vocab]", "softmax(logits): the next-token distribution"),
+        ]
+    return rows
+
+
+def _sublayer(p: str, j: int, kind: str, post: bool, norm: str, cross: bool) -> list[tuple[str, str, str]]:
+    body: list[tuple[str, str, str]]
+    if kind == "ffn":
+        body = [
+            (f"{p}.ffn.hidden", "[pos, d_ff]", "max(0, x W1 + b1): FFN hidden activations"),
+            (f"{p}.ffn.output", "[pos, d_model]", "max(0, x W1 + b1) W2 + b2"),
+        ]
+    else:
+        body = _attention(f"{p}.{kind}", cross)
+    res = [(f"{p}.residual{j}", "[pos, d_model]", "x + Sublayer(...): the residual sum")]
+    if post:  # Norm(x + Sublayer(x))
+        return body + res + _norm(f"{p}.norm{j}", norm)
+    return _norm(f"{p}.norm{j}", norm) + body + res  # x + Sublayer(Norm(x))
+
+
+def trace_names(config: "TransformerConfig", **kw: bool) -> list[str]:
+    return [name for name, _, _ in trace_schema(config, **kw)]
+
+
+def schema_table(config: "TransformerConfig") -> str:
+    """The contract as a plain-text table (``attnviz trace --names`` prints it)."""
+    rows = trace_schema(config)
+    width = max(len(r[0]) for r in rows)
+    return "\n".join(f"{n:<{width}}  {s:<20}  {d}" for n, s, d in rows)
+
+
+# ---------------------------------------------------------------------------
+class Trace(Mapping[str, np.ndarray]):
+    """An ordered, read-only mapping of dotted names to numpy arrays (float32 unless noted).
+
+    Arrays recorded during a forward pass are converted to numpy lazily, on first access,
+    so capture costs a dictionary insert per name while the model runs.
+    """
+
+    __slots__ = ("_arrays", "_pending")
+
+    def __init__(self, arrays: Mapping[str, np.ndarray] | Iterable[tuple[str, np.ndarray]] = (), _pending=None):
+        items = arrays.items() if isinstance(arrays, Mapping) else arrays
+        self._arrays: dict[str, np.ndarray | None] = {}
+        self._pending: dict[str, Callable[[], np.ndarray]] = {}
+        for k, v in items:
+            self._arrays[k] = _readonly(np.asarray(v))
+        if _pending:
+            for k, fn in _pending.items():
+                self._arrays[k] = None
+                self._pending[k] = fn
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        try:
+            a = self._arrays[name]
+        except KeyError:
+            raise KeyError(f"no array named {name!r} in this trace") from None
+        if a is None:
+            a = _readonly(self._pending[name]())
+            self._arrays[name] = a
+        return a
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._arrays)
+
+    def __len__(self) -> int:
+        return len(self._arrays)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._arrays
+
+    def __repr__(self) -> str:
+        return f"Trace({len(self)} arrays)"
+
+    def select(self, *patterns: str) -> "Trace":
+        """The arrays whose names match any of the glob ``patterns``."""
+        return Trace((k, self[k]) for k in self._arrays if any(fnmatch.fnmatchcase(k, p) for p in patterns))
+
+    def merged(self, other: Mapping[str, np.ndarray]) -> "Trace":
+        return Trace([(k, self[k]) for k in self] + [(k, other[k]) for k in other])
+
+    def nbytes(self) -> int:
+        return sum(self[k].nbytes for k in self._arrays)
+
+
+def _readonly(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
+
+
+class Recorder:
+    """Collects tensors into a ``Trace``.
+
+    ``names``: glob patterns (``"*.weights"``); ``None`` records everything.
+    ``batch_index``: which batch element to keep (the batch dimension is dropped);
+    ``None`` keeps the batch dimension on every per-sample array.
+
+    ``put`` only keeps a reference to the (detached) tensor; the conversion to a float32
+    numpy array happens when the ``Trace`` is read. The model never modifies a recorded
+    tensor in place, so the reference stays valid.
+    """
+
+    def __init__(self, names: Iterable[str] | None = None, batch_index: int | None = 0):
+        self.patterns = None if names is None else tuple(names)
+        self.batch_index = batch_index
+        self._wanted: dict[str, bool] = {}
+        self._pending: dict[str, Callable[[], np.ndarray]] = {}
+
+    def wants(self, name: str) -> bool:
+        hit = self._wanted.get(name)
+        if hit is None:
+            hit = self.patterns is None or any(fnmatch.fnmatchcase(name, p) for p in self.patterns)
+            self._wanted[name] = hit
+        return hit
+
+    def put(self, name: str, tensor: torch.Tensor, batched: bool | None = None) -> None:
+        """Record ``tensor`` under ``name`` if wanted (detached; converted on first read)."""
+        if self.patterns is None or self.wants(name):
+            self._pending[name] = _Convert(tensor.detach(), name, batched, self.batch_index)
+
+    def put_lazy(self, name: str, compute: Callable[[], torch.Tensor], batched: bool | None = None) -> None:
+        """Record a derived value (e.g. a statistic) computed only if the trace entry is read."""
+        if self.patterns is None or self.wants(name):
+            self._pending[name] = _Convert(compute, name, batched, self.batch_index)
+
+    def trace(self) -> Trace:
+        return Trace((), _pending=dict(self._pending))
+
+
+class _Convert:
+    __slots__ = ("source", "name", "batched", "batch_index")
+
+    def __init__(self, source, name: str, batched: bool | None, batch_index: int | None):
+        self.source, self.name, self.batched, self.batch_index = source, name, batched, batch_index
+
+    def __call__(self) -> np.ndarray:
+        t = self.source
+        if not isinstance(t, torch.Tensor):
+            with torch.inference_mode():
+                t = t().detach()
+        batched = self.batched if self.batched is not None else _BATCHLESS.search(self.name) is None
+        if batched and self.batch_index is not None:
+            t = t[self.batch_index]
+        if t.dtype != torch.float32:
+            t = t.float()
+        return t.cpu().numpy()

@@ -1,0 +1,202 @@
+"""The export dialogs: figure (file, format, PNG width and DPI), data, and all heads.
+
+Thin: the writing itself is in :mod:`attnviz.qt.export.files`, testable without them.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from PySide6 import QtCore, QtWidgets
+
+from attnviz.qt.export.files import (
+    _FILTERS,
+    DATA_FORMATS,
+    FIGURE_FORMATS,
+    ExportError,
+    export_all_heads,
+    export_view_data,
+    render_view_to_file,
+)
+from attnviz.qt.views.data import AttentionData
+from attnviz.qt.widgets.colormaps import Theme
+from attnviz.qt.widgets.figures import FigureView
+
+
+# ---------------------------------------------------------------------------
+# Dialogs (thin: the functions in export_files are testable without them)
+# ---------------------------------------------------------------------------
+def _settings() -> QtCore.QSettings:
+    return QtCore.QSettings()
+
+
+def _last_dir() -> str:
+    return str(_settings().value("export/lastDir", str(Path.home())))
+
+
+def _remember_dir(path: Path) -> None:
+    _settings().setValue("export/lastDir", str(path if path.is_dir() else path.parent))
+
+
+def suggested_file_name(view: FigureView, fmt: str) -> str:
+    stem = re.sub(r"[^\w\-]+", "_", view.figure_title(), flags=re.UNICODE).strip("_").lower() or "figure"
+    return f"{stem[:80]}.{fmt}"
+
+
+class FigureExportDialog(QtWidgets.QDialog):
+    """Where and how to export a figure: file, format, PNG width and DPI."""
+
+    def __init__(self, view: FigureView, parent: QtWidgets.QWidget | None = None):
+        super().__init__(parent)
+        self.setWindowTitle("Export figure")
+        self.setObjectName("figureExportDialog")
+        self._view = view
+        size = view.figure_canvas().viewport().size()
+        self._base_width = max(1, size.width())
+        self.format_combo = QtWidgets.QComboBox(objectName="exportFormatCombo")
+        for fmt in FIGURE_FORMATS:
+            self.format_combo.addItem(_FILTERS[fmt], fmt)
+        self.path_edit = QtWidgets.QLineEdit(objectName="exportPathEdit")
+        self.path_edit.setText(str(Path(_last_dir()) / suggested_file_name(view, "png")))
+        browse = QtWidgets.QPushButton("Browse…")
+        browse.clicked.connect(self._browse)
+        self.width_spin = QtWidgets.QSpinBox(objectName="exportWidthSpin")
+        self.width_spin.setRange(16, 20000)
+        self.width_spin.setSuffix(" px")
+        self.width_spin.setValue(self._base_width * 2)
+        self.dpi_spin = QtWidgets.QSpinBox(objectName="exportDpiSpin")
+        self.dpi_spin.setRange(24, 1200)
+        self.dpi_spin.setValue(192)
+        self.dpi_spin.setSuffix(" dpi")
+        self.width_spin.valueChanged.connect(self._width_changed)
+        self.dpi_spin.valueChanged.connect(self._dpi_changed)
+        path_row = QtWidgets.QHBoxLayout()
+        path_row.addWidget(self.path_edit, 1)
+        path_row.addWidget(browse)
+        form = QtWidgets.QFormLayout()
+        form.addRow("File", path_row)
+        form.addRow("Format", self.format_combo)
+        form.addRow("Width (PNG)", self.width_spin)
+        form.addRow("Resolution (PNG)", self.dpi_spin)
+        note = QtWidgets.QLabel("SVG and PDF are vector graphics: text stays text, cells stay sharp at any zoom.")
+        note.setWordWrap(True)
+        note.setStyleSheet("color: palette(mid);")
+        buttons = QtWidgets.QDialogButtonBox(QtWidgets.QDialogButtonBox.StandardButton.Save | QtWidgets.QDialogButtonBox.StandardButton.Cancel)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        layout = QtWidgets.QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addWidget(note)
+        layout.addWidget(buttons)
+        self.format_combo.currentIndexChanged.connect(self._format_changed)
+
+    def _width_changed(self, w: int) -> None:
+        blocked = self.dpi_spin.blockSignals(True)
+        self.dpi_spin.setValue(round(96 * w / self._base_width))
+        self.dpi_spin.blockSignals(blocked)
+
+    def _dpi_changed(self, dpi: int) -> None:
+        blocked = self.width_spin.blockSignals(True)
+        self.width_spin.setValue(round(self._base_width * dpi / 96))
+        self.width_spin.blockSignals(blocked)
+
+    def _format_changed(self) -> None:
+        fmt = self.format_combo.currentData()
+        path = Path(self.path_edit.text())
+        if path.suffix.lower().lstrip(".") in FIGURE_FORMATS:
+            self.path_edit.setText(str(path.with_suffix("." + fmt)))
+        png = fmt == "png"
+        self.width_spin.setEnabled(png)
+        self.dpi_spin.setEnabled(png)
+
+    def _browse(self) -> None:
+        fmt = self.format_combo.currentData()
+        path, _ = QtWidgets.QFileDialog.getSaveFileName(self, "Export figure", self.path_edit.text(), ";;".join(_FILTERS[f] for f in FIGURE_FORMATS), _FILTERS[fmt])
+        if path:
+            self.path_edit.setText(path)
+            suffix = Path(path).suffix.lower().lstrip(".")
+            if suffix in FIGURE_FORMATS:
+                self.format_combo.setCurrentIndex(self.format_combo.findData(suffix))
+
+    def export(self) -> Path:
+        """Write the file as set in the dialog (raises ExportError)."""
+        path = Path(self.path_edit.text()).expanduser()
+        fmt = self.format_combo.currentData()
+        if not path.suffix:
+            path = path.with_suffix("." + fmt)
+        width = self.width_spin.value() if fmt == "png" else None
+        dpi = self.dpi_spin.value() if fmt == "png" else None
+        out = render_view_to_file(self._view, path, fmt, width=width, dpi=dpi)
+        _remember_dir(out)
+        return out
+
+
+def _fail(parent: QtWidgets.QWidget | None, exc: Exception) -> None:
+    QtWidgets.QMessageBox.warning(parent, "Export failed", str(exc))
+
+
+def export_figure_dialog(view: FigureView, parent: QtWidgets.QWidget | None = None) -> Path | None:
+    """Ask where and how, then export the figure; errors are shown as a message."""
+    dialog = FigureExportDialog(view, parent)
+    try:
+        while dialog.exec() == QtWidgets.QDialog.DialogCode.Accepted:
+            try:
+                return dialog.export()
+            except ExportError as exc:
+                _fail(parent, exc)
+        return None
+    finally:
+        dialog.deleteLater()
+
+
+def export_data_dialog(view: FigureView, parent: QtWidgets.QWidget | None = None) -> Path | None:
+    """Ask for a CSV or NPZ file, then write the view's data; errors are shown as a message."""
+    start = str(Path(_last_dir()) / suggested_file_name(view, "csv"))
+    filters = ";;".join(_FILTERS[f] for f in DATA_FORMATS)
+    path, chosen = QtWidgets.QFileDialog.getSaveFileName(parent, "Export data", start, filters)
+    if not path:
+        return None
+    path_obj = Path(path)
+    if not path_obj.suffix:
+        path_obj = path_obj.with_suffix(".npz" if "npz" in chosen else ".csv")
+    try:
+        out = export_view_data(view, path_obj)
+    except ExportError as exc:
+        _fail(parent, exc)
+        return None
+    _remember_dir(out)
+    return out
+
+
+def export_all_heads_dialog(
+    parent: QtWidgets.QWidget | None, data: AttentionData, *, theme: Theme | str | None = None, colormap: str | None = None
+) -> list[Path]:
+    """Ask for a folder and a format, then export every head with a cancellable progress dialog."""
+    folder = QtWidgets.QFileDialog.getExistingDirectory(parent, "Export all heads into", _last_dir())
+    if not folder:
+        return []
+    fmt, ok = QtWidgets.QInputDialog.getItem(parent, "Export all heads", "Format", list(FIGURE_FORMATS), 0, False)
+    if not ok:
+        return []
+    total = data.n_layers * data.n_heads
+    progress = QtWidgets.QProgressDialog("Exporting heads…", "Cancel", 0, total, parent)
+    progress.setWindowTitle("Export all heads")
+    progress.setWindowModality(QtCore.Qt.WindowModality.WindowModal)
+    progress.setMinimumDuration(300)
+
+    def on_progress(done: int, total: int, path: Path) -> None:
+        progress.setValue(done)
+        progress.setLabelText(f"Exported {path.name} ({done} of {total})")
+        QtWidgets.QApplication.processEvents()
+
+    try:
+        written = export_all_heads(data, folder, fmt, progress=on_progress, cancel=progress.wasCanceled, theme=theme, colormap=colormap)
+    except ExportError as exc:
+        _fail(parent, exc)
+        written = []
+    finally:
+        progress.close()
+        progress.deleteLater()
+    _remember_dir(Path(folder))
+    return written

@@ -1,0 +1,280 @@
+"""Export a view's figure (PNG, SVG, PDF) and the data behind it (CSV, NPZ), without dialogs.
+
+These are what the app's menus, the context menus and the headless ``attnviz export``
+share (all re-exported by ``attnviz.qt.export``)::
+
+    render_view_to_file(view, "fig.svg")                 # format from the suffix
+    render_view_to_file(view, "fig.png", width=2400)     # or dpi=300
+    export_view_data(view, "fig.csv")
+    export_all_heads(data, "out/", "pdf", progress=..., cancel=...)
+
+Every file is written atomically (a temporary file in the destination folder, then
+``os.replace``): a failure leaves no partial file and raises :class:`ExportError` with a
+one-line message that names the destination.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import itertools
+import os
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+
+from attnviz.core.atomic import atomic_write_bytes as core_atomic_write
+from attnviz.core.atomic import current_umask
+from attnviz.qt.views.data import AttentionData, FigureData
+from attnviz.qt.widgets.colormaps import Theme
+from attnviz.qt.widgets.figures import FigureView, render_figure_bytes
+
+FIGURE_FORMATS: tuple[str, ...] = ("png", "svg", "pdf")
+DATA_FORMATS: tuple[str, ...] = ("csv", "npz")
+_FILTERS = {
+    "png": "PNG image (*.png)",
+    "svg": "SVG vector graphics (*.svg)",
+    "pdf": "PDF document (*.pdf)",
+    "csv": "CSV table (*.csv)",
+    "npz": "NumPy archive (*.npz)",
+}
+
+
+class ExportError(Exception):
+    """An export could not be written; the message says where and why, in one line."""
+
+
+# ---------------------------------------------------------------------------
+# Files
+# ---------------------------------------------------------------------------
+def _format_of(path: Path, fmt: str | None, allowed: tuple[str, ...]) -> str:
+    fmt = (fmt or path.suffix.lstrip(".")).lower()
+    if not fmt:
+        raise ExportError(f"Cannot export to {path}: give a file name ending in {', '.join('.' + f for f in allowed)}")
+    if fmt not in allowed:
+        raise ExportError(f"Cannot export to {path}: unknown format {fmt!r} (use {', '.join(allowed)})")
+    return fmt
+
+
+_umask = current_umask  # kept for importers of the old name
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
+    """Write ``data`` to ``path`` through a temporary file and ``os.replace``.
+
+    Raises :class:`ExportError` (and leaves nothing behind) when the destination is a folder,
+    its folder is missing or not writable, or the write fails midway.
+    """
+    path = Path(path)
+    parent = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        raise ExportError(f"Cannot write {path}: it is a folder")
+    if not parent.exists():
+        raise ExportError(f"Cannot write {path}: the folder {parent} does not exist")
+    if not parent.is_dir():
+        raise ExportError(f"Cannot write {path}: {parent} is not a folder")
+    try:
+        return core_atomic_write(path, data)
+    except OSError as exc:
+        raise ExportError(f"Cannot write {path}: {exc.strerror or exc}") from exc
+
+
+# ---------------------------------------------------------------------------
+# Figures
+# ---------------------------------------------------------------------------
+def render_view_to_bytes(view: FigureView, fmt: str, width: int | None = None, dpi: float | None = None) -> bytes:
+    """The view's figure as ``fmt`` bytes (``width``/``dpi`` apply to PNG)."""
+    if fmt.lower() not in FIGURE_FORMATS:
+        raise ExportError(f"unknown figure format {fmt!r} (use {', '.join(FIGURE_FORMATS)})")
+    try:
+        return render_figure_bytes(view, fmt, width=width, dpi=dpi)
+    except ValueError as exc:
+        raise ExportError(f"Cannot render the figure: {exc}") from exc
+
+
+def render_view_to_file(
+    view: FigureView, path: str | os.PathLike, fmt: str | None = None, width: int | None = None, dpi: float | None = None
+) -> Path:
+    """Render ``view`` to ``path`` as PNG, SVG or PDF (``fmt`` defaults to the suffix).
+
+    PNG: ``width`` pixels wide (the aspect ratio is kept), or scaled to ``dpi`` (96 = as on
+    screen). SVG and PDF are vector: token labels are text; matrices up to 64×64 cells are
+    vector rectangles.
+    """
+    path = Path(path)
+    fmt = _format_of(path, fmt, FIGURE_FORMATS)
+    return atomic_write_bytes(path, render_view_to_bytes(view, fmt, width=width, dpi=dpi))
+
+
+# ---------------------------------------------------------------------------
+# Data
+# ---------------------------------------------------------------------------
+def _number(v: float) -> str:
+    if np.isnan(v):
+        return "nan"
+    if np.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    return format(float(v), ".9g")
+
+
+def data_to_csv(data: FigureData) -> str:
+    """Long form: one row per element; for each dimension ``<dim>_index`` (0-based) and,
+    where it has labels, ``<dim>`` (the token piece or 1-based layer/head); then one
+    column per value array."""
+    dims, shape = data.dims, data.shape
+    header: list[str] = []
+    for dim in dims:
+        header.append(f"{dim}_index")
+        if dim in data.coords:
+            header.append(dim)
+    names = list(data.values)
+    header += names
+    arrays = [np.asarray(data.values[n]) for n in names]
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(header)
+    for idx in itertools.product(*(range(n) for n in shape)):
+        row: list[str] = []
+        for dim, i in zip(dims, idx):
+            row.append(str(i))
+            if dim in data.coords:
+                row.append(data.coords[dim][i])
+        row += [_number(a[idx]) for a in arrays]
+        writer.writerow(row)
+    return out.getvalue()
+
+
+def data_to_npz(data: FigureData) -> bytes:
+    """Every value and extra array, plus ``<dim>_labels``, ``dims`` and ``title`` (no pickles)."""
+    arrays: dict[str, np.ndarray] = {}
+    for name, a in data.values.items():
+        arrays[name] = np.asarray(a)
+    for name, a in data.extras.items():
+        arrays[name] = np.asarray(a)
+    for dim, labels in data.coords.items():
+        arrays[f"{dim}_labels"] = np.array(list(labels), dtype=str)
+    arrays["dims"] = np.array(list(data.dims), dtype=str)
+    arrays["title"] = np.array(data.title, dtype=str)
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **arrays)
+    return buf.getvalue()
+
+
+def data_to_bytes(data: FigureData, fmt: str) -> bytes:
+    fmt = fmt.lower()
+    if fmt == "csv":
+        return data_to_csv(data).encode("utf-8")
+    if fmt == "npz":
+        return data_to_npz(data)
+    raise ExportError(f"unknown data format {fmt!r} (use {', '.join(DATA_FORMATS)})")
+
+
+def export_view_data(view: FigureView, path: str | os.PathLike, fmt: str | None = None) -> Path:
+    """Write the data behind ``view`` to ``path`` as CSV or NPZ (``fmt`` defaults to the suffix)."""
+    path = Path(path)
+    fmt = _format_of(path, fmt, DATA_FORMATS)
+    try:
+        data = view.figure_data()
+    except ValueError as exc:
+        raise ExportError(f"Cannot export data to {path}: {exc}") from exc
+    return atomic_write_bytes(path, data_to_bytes(data, fmt))
+
+
+# ---------------------------------------------------------------------------
+# All heads
+# ---------------------------------------------------------------------------
+ProgressCallback = Callable[[int, int, Path], None]
+CancelFlag = Callable[[], bool] | threading.Event
+
+
+def _cancelled(cancel: CancelFlag | None) -> bool:
+    if cancel is None:
+        return False
+    if isinstance(cancel, threading.Event):
+        return cancel.is_set()
+    return bool(cancel())
+
+
+def head_file_name(kind: str, layer: int, head: int, fmt: str) -> str:
+    """``cross_layer2_head3.png`` for 0-based layer 1, head 2 (names are 1-based, as on screen)."""
+    return f"{kind}_layer{layer + 1}_head{head + 1}.{fmt}"
+
+
+def iter_export_all_heads(
+    data: AttentionData,
+    out_dir: str | os.PathLike,
+    fmt: str = "png",
+    *,
+    width: int | None = None,
+    dpi: float | None = None,
+    size: tuple[int, int] = (720, 640),
+    theme: Theme | str | None = None,
+    colormap: str | None = None,
+) -> Iterator[Path]:
+    """Write one head-detail figure per layer and head, yielding each path once written.
+
+    Runs in the GUI thread (Qt draws widgets only there); drive it step by step to keep
+    the window responsive. ``size`` is the figure's logical size in pixels.
+    """
+    from attnviz.qt.views.head_detail import QtHeadDetailView
+
+    fmt = fmt.lower()
+    if fmt not in FIGURE_FORMATS:
+        raise ExportError(f"unknown figure format {fmt!r} (use {', '.join(FIGURE_FORMATS)})")
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise ExportError(f"Cannot export to {out}: it is not a folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ExportError(f"Cannot create the folder {out}: {exc.strerror or exc}") from exc
+    view = QtHeadDetailView(theme=theme)
+    try:
+        if colormap:
+            view.set_colormap(colormap)
+        view.resize(*size)
+        view.set_data(data)
+        for layer in range(data.n_layers):
+            for head in range(data.n_heads):
+                view.select(layer=layer, head=head, mode="head")
+                path = out / head_file_name(data.kind, layer, head, fmt)
+                render_view_to_file(view, path, fmt, width=width, dpi=dpi)
+                yield path
+    finally:
+        view.close()
+        view.deleteLater()
+
+
+def export_all_heads(
+    data: AttentionData,
+    out_dir: str | os.PathLike,
+    fmt: str = "png",
+    *,
+    progress: ProgressCallback | None = None,
+    cancel: CancelFlag | None = None,
+    **options,
+) -> list[Path]:
+    """Write one figure per layer and head of ``data`` into ``out_dir``; returns the paths.
+
+    ``progress(done, total, path)`` is called after each file; ``cancel`` (a callable or a
+    ``threading.Event``) is checked before each file, and a cancelled export returns the
+    files written so far (each complete). Options as :func:`iter_export_all_heads`.
+    """
+    total = data.n_layers * data.n_heads
+    written: list[Path] = []
+    if _cancelled(cancel):
+        return written
+    gen = iter_export_all_heads(data, out_dir, fmt, **options)
+    try:
+        for path in gen:
+            written.append(path)
+            if progress is not None:
+                progress(len(written), total, path)
+            if _cancelled(cancel):
+                break
+    finally:
+        gen.close()
+    return written
+

@@ -1,0 +1,359 @@
+"""The model view: every layer × head of one kind of attention as small heatmaps.
+
+All tiles are ONE ``ImageItem``: the ``[layer, head, query, key]`` weights are laid out
+into a single image with one-cell gaps (NaN, transparent) between tiles, so an update is
+one ``setImage`` whatever the number of heads (48 separate items cost ~13× more per frame).
+Layer and head labels are axes; the current step's row, the selected tile and the hovered
+tile are outlines drawn on top. Clicking a tile (or Enter on the selected one) emits
+``tileClicked(layer, head)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6 import QtCore, QtGui, QtWidgets
+
+from attnviz.qt.views.attention_mixins import AttentionSetsMixin, ExportAllHeadsMixin
+from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
+from attnviz.qt.views.data import KIND_FORMULAS, KIND_TITLES, AttentionData, FigureData, as_attention_sets
+from attnviz.qt.widgets.colormaps import Theme, get_colormap, lookup_table, ui_font
+from attnviz.qt.widgets.heatmap import quiet_axes, setup_matrix_plot
+from attnviz.qt.widgets.matrix_image import MatrixImageItem
+from attnviz.qt.widgets.title_item import TitleItem
+from attnviz.qt.widgets.token_axis import TokenAxis
+
+
+@dataclass(frozen=True)
+class GridHoverInfo:
+    layer: int
+    head: int
+    row: int
+    col: int
+    value: float
+    row_label: str
+    col_label: str
+
+
+def tile_layout(n_query: int, n_key: int) -> int:
+    """Gap between tiles, in cells."""
+    return 1 if max(n_query, n_key) <= 24 else 2
+
+
+def tile_image(weights: np.ndarray, gap: int, out: np.ndarray | None = None) -> np.ndarray:
+    """Lay ``weights`` [layer, head, query, key] out as one image, NaN in the gaps.
+
+    Tile (l, h) occupies rows ``l*(query+gap) … +query`` and columns ``h*(key+gap) … +key``.
+    ``out`` (a previous result for the same shape of weights and gap) is reused.
+    """
+    n_layers, n_heads, nq, nk = weights.shape
+    shape = (n_layers * (nq + gap) - gap, n_heads * (nk + gap) - gap)
+    if out is None or out.shape != shape:
+        out = np.full(shape, np.nan, dtype=np.float32)
+    for layer in range(n_layers):
+        r0 = layer * (nq + gap)
+        for head in range(n_heads):
+            c0 = head * (nk + gap)
+            out[r0 : r0 + nq, c0 : c0 + nk] = weights[layer, head]
+    return out
+
+
+class _GridPlot(pg.PlotItem):
+    def __init__(self, theme: Theme):
+        self.left_axis = TokenAxis("left", theme)
+        self.top_axis = TokenAxis("top", theme)
+        super().__init__(axisItems={"left": self.left_axis, "top": self.top_axis}, enableMenu=False)
+        setup_matrix_plot(self)
+
+
+class QtAttentionGrid(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
+    """All layers × heads of one kind of attention; click a tile to open it.
+
+    ``set_data(data)`` takes an :class:`AttentionData` ([layer, head, query, key] weights)
+    or a mapping kind → AttentionData (a kind selector then appears).
+    Signals: ``tileClicked(layer, head)`` (0-based), ``kindChanged(kind)``,
+    ``hovered(GridHoverInfo | None)``.
+    """
+
+    tileClicked = QtCore.Signal(int, int)
+    kindChanged = QtCore.Signal(str)
+    hovered = QtCore.Signal(object)
+
+    def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme: Theme | str | None = None):
+        super().__init__(parent, theme=theme)
+        self.setObjectName("attentionGrid")
+        self.setFocusPolicy(QtCore.Qt.FocusPolicy.StrongFocus)
+        self._datasets: dict[str, AttentionData] = {}
+        self._kind: str | None = None
+        self._selected: tuple[int, int] = (0, 0)
+        self._hover_tile: tuple[int, int] | None = None
+        self._geometry = (0, 0, 0, 0, 1)  # layers, heads, query, key, gap
+        self._buffer: np.ndarray | None = None
+
+        self.kind_combo = self._add_control("", make_combo("gridKindCombo", "Which attention: encoder self, decoder masked self or cross"))
+        self.controls.addStretch(1)
+        self.kind_combo.currentIndexChanged.connect(self._on_kind_combo)
+
+        self.title = TitleItem(self.theme)
+        self.canvas.addItem(self.title, row=0, col=0)
+        self.plot = _GridPlot(self.theme)
+        self.canvas.addItem(self.plot, row=1, col=0)
+        self.canvas.ci.layout.setRowStretchFactor(1, 1)
+        self.plot.left_axis.set_title("layers")
+        self.plot.top_axis.set_title("heads")
+        self.plot.left_axis.set_line_visible(False)
+        self.plot.top_axis.set_line_visible(False)
+
+        self.image = MatrixImageItem(masked_color=None)
+        self.image.setLookupTable(lookup_table(self.colormap()))
+        self.plot.addItem(self.image)
+        self.colorbar = pg.ColorBarItem(
+            values=(0.0, 1.0), colorMap=get_colormap(self.colormap()), interactive=False, width=12,
+            colorMapMenu=False, label="attention weight",
+        )
+        self.colorbar.setImageItem(self.image, insert_in=self.plot)
+        self.colorbar.axis.setWidth(38)
+        quiet_axes(self.plot, self.colorbar)
+
+        # outlines, in image-pixel coordinates (children of the image)
+        self.step_rows = QtWidgets.QGraphicsPathItem(self.image)
+        self.step_rows.setZValue(10)
+        self.selected_outline = QtWidgets.QGraphicsRectItem(self.image)
+        self.selected_outline.setZValue(12)
+        self.hover_outline = QtWidgets.QGraphicsRectItem(self.image)
+        self.hover_outline.setZValue(11)
+        self.hover_outline.setVisible(False)
+        for item in (self.step_rows, self.selected_outline, self.hover_outline):
+            item.setBrush(QtGui.QBrush(QtCore.Qt.BrushStyle.NoBrush))
+        self.image.sigHovered.connect(self._on_pixel_hovered)
+        self.image.sigClicked.connect(self._on_pixel_clicked)
+        self.plot.getViewBox().sigResized.connect(self._fit_range)
+        self._on_theme_changed()
+        self._set_title()
+
+    # data -------------------------------------------------------------------------
+    def set_data(self, data: AttentionData | Mapping[str, AttentionData]) -> None:
+        """Show new weights (updates the one tiled image in place)."""
+        self._datasets = as_attention_sets(data)
+        if self._kind not in self._datasets:
+            self._kind = next(iter(self._datasets))
+        set_combo_items(self.kind_combo, [(KIND_TITLES[k], k) for k in self._datasets], self._kind)
+        self.kind_combo.setVisible(len(self._datasets) > 1)
+        self._refresh()
+
+    def set_kind(self, kind: str) -> None:
+        self._require_kind(kind)
+        if kind != self._kind:
+            self._kind = kind
+            set_combo_items(self.kind_combo, [(KIND_TITLES[k], k) for k in self._datasets], kind)
+            self._refresh()
+            self.kindChanged.emit(kind)
+
+    def selected(self) -> tuple[int, int]:
+        """The selected tile (layer, head), 0-based."""
+        return self._selected
+
+    def set_selected(self, layer: int, head: int) -> None:
+        d = self.data()
+        if d is not None:
+            layer = min(max(int(layer), 0), d.n_layers - 1)
+            head = min(max(int(head), 0), d.n_heads - 1)
+        self._selected = (layer, head)
+        self._update_outlines()
+
+    def tiled_image(self) -> np.ndarray | None:
+        """The single image the grid draws ([layers·(query+gap)−gap, heads·(key+gap)−gap])."""
+        return self.image.values()
+
+    def tile_center_in_scene(self, layer: int, head: int) -> QtCore.QPointF:
+        return self.plot.getViewBox().mapViewToScene(QtCore.QPointF(float(head), float(layer)))
+
+    def tile_of_pixel(self, row: int, col: int) -> tuple[int, int, int, int] | None:
+        """(layer, head, query, key) of an image pixel, or None in a gap."""
+        n_layers, n_heads, nq, nk, gap = self._geometry
+        layer, q = divmod(row, nq + gap)
+        head, k = divmod(col, nk + gap)
+        if q >= nq or k >= nk or layer >= n_layers or head >= n_heads:
+            return None
+        return layer, head, q, k
+
+    # internals --------------------------------------------------------------------
+    def _on_kind_combo(self) -> None:
+        kind = self.kind_combo.currentData()
+        if kind and kind != self._kind:
+            self._kind = kind
+            self._refresh()
+            self.kindChanged.emit(kind)
+
+    def _refresh(self) -> None:
+        d = self.data()
+        self._set_title()
+        if d is None:
+            return
+        n_layers, n_heads, nq, nk = d.weights.shape
+        gap = tile_layout(nq, nk)
+        geometry = (n_layers, n_heads, nq, nk, gap)
+        self._buffer = tile_image(d.weights, gap, self._buffer if geometry == self._geometry else None)
+        self.image.set_matrix(self._buffer, (0.0, 1.0))
+        if geometry != self._geometry:
+            self._geometry = geometry
+            # image pixels → view units where tile (l, h) is centred on (h, l)
+            sx, sy = 1.0 / (nk + gap), 1.0 / (nq + gap)
+            self.image.setTransform(QtGui.QTransform(sx, 0, 0, 0, sy, 0, -nk * sx / 2, -nq * sy / 2, 1))
+            self._fit_range()
+            self.plot.left_axis.set_labels([f"layer {i + 1}" for i in range(n_layers)])
+            self.plot.top_axis.set_labels([f"head {i + 1}" for i in range(n_heads)])
+            self._selected = (min(self._selected[0], n_layers - 1), min(self._selected[1], n_heads - 1))
+            self._hover_tile = None
+            self.hover_outline.setVisible(False)
+        self._update_step_rows(d)
+        self._update_outlines()
+
+    def _fit_range(self) -> None:
+        """Square cells, tiles at the top under their head labels (spare height goes below)."""
+        n_layers, n_heads, nq, nk, gap = self._geometry
+        if not n_layers:
+            return
+        vb = self.plot.getViewBox()
+        sx, sy = 1.0 / (nk + gap), 1.0 / (nq + gap)
+        margin = 0.02
+        x0, x1 = -nk * sx / 2 - margin, n_heads - 1 + nk * sx / 2 + margin
+        y0, y1 = -nq * sy / 2 - margin, n_layers - 1 + nq * sy / 2 + margin
+        w_px, h_px = max(vb.width(), 1.0), max(vb.height(), 1.0)
+        ratio = (nk + gap) / (nq + gap)  # pixels per x unit over pixels per y unit, for square cells
+        scale = min(h_px / (y1 - y0), w_px / ((x1 - x0) * ratio))  # pixels per y unit
+        width = w_px / (scale * ratio)
+        cx = (x0 + x1) / 2
+        vb.setRange(xRange=(cx - width / 2, cx + width / 2), yRange=(y0, y0 + h_px / scale), padding=0.0)
+
+    def _tile_rect(self, layer: int, head: int, grow: float = 0.0) -> QtCore.QRectF:
+        _, _, nq, nk, gap = self._geometry
+        return QtCore.QRectF(head * (nk + gap) - grow, layer * (nq + gap) - grow, nk + 2 * grow, nq + 2 * grow)
+
+    def _update_step_rows(self, d: AttentionData) -> None:
+        path = QtGui.QPainterPath()
+        if d.highlight is not None:
+            n_layers, n_heads, nq, nk, gap = self._geometry
+            for layer in range(n_layers):
+                for head in range(n_heads):
+                    path.addRect(QtCore.QRectF(head * (nk + gap), layer * (nq + gap) + d.highlight, nk, 1.0))
+        self.step_rows.setPath(path)
+
+    def _update_outlines(self) -> None:
+        if self.data() is None:
+            self.selected_outline.setVisible(False)
+            return
+        self.selected_outline.setRect(self._tile_rect(*self._selected, grow=0.45))
+        self.selected_outline.setVisible(True)
+        if self._hover_tile is not None:
+            self.hover_outline.setRect(self._tile_rect(*self._hover_tile, grow=0.25))
+
+    def _set_title(self) -> None:
+        d = self.data()
+        if d is None:
+            self.title.set_title("No attention to show yet")
+            return
+        formula = KIND_FORMULAS[d.kind].replace("A =", "A_i =", 1)
+        self.title.set_title(f"{KIND_TITLES[d.kind]} · {d.n_layers} layers × {d.n_heads} heads", formula)
+
+    def _on_pixel_hovered(self, cell) -> None:
+        d = self.data()
+        hit = self.tile_of_pixel(*cell) if (cell is not None and d is not None) else None
+        if hit is None:
+            self._hover_tile = None
+            self.hover_outline.setVisible(False)
+            self.readout.setText(" ")
+            self.hovered.emit(None)
+            return
+        layer, head, q, k = hit
+        self._hover_tile = (layer, head)
+        self.hover_outline.setRect(self._tile_rect(layer, head, grow=0.25))
+        self.hover_outline.setVisible(True)
+        value = float(d.weights[layer, head, q, k])
+        info = GridHoverInfo(layer, head, q, k, value, d.query_labels[q], d.key_labels[k])
+        self.readout.setText(
+            f"layer {layer + 1} · head {head + 1}:  query “{info.row_label}” (pos {q})  →  key “{info.col_label}” (pos {k})"
+            f"     weight = {value:.4f}"
+        )
+        self.hovered.emit(info)
+
+    def _on_pixel_clicked(self, cell, _button) -> None:
+        hit = self.tile_of_pixel(*cell)
+        if hit is None:
+            return
+        layer, head = hit[0], hit[1]
+        self.set_selected(layer, head)
+        self.tileClicked.emit(layer, head)
+
+    def keyPressEvent(self, event: QtGui.QKeyEvent) -> None:
+        d = self.data()
+        if d is None:
+            return super().keyPressEvent(event)
+        layer, head = self._selected
+        key = event.key()
+        moves = {
+            QtCore.Qt.Key.Key_Left: (0, -1),
+            QtCore.Qt.Key.Key_Right: (0, 1),
+            QtCore.Qt.Key.Key_Up: (-1, 0),
+            QtCore.Qt.Key.Key_Down: (1, 0),
+        }
+        if key in moves:
+            dl, dh = moves[key]
+            self.set_selected(layer + dl, head + dh)
+        elif key in (QtCore.Qt.Key.Key_Return, QtCore.Qt.Key.Key_Enter, QtCore.Qt.Key.Key_Space):
+            self.tileClicked.emit(layer, head)
+        else:
+            super().keyPressEvent(event)
+
+    # settings -------------------------------------------------------------------------
+    def _on_theme_changed(self) -> None:
+        t = self.theme
+        self.plot.left_axis.apply_theme(t)
+        self.plot.top_axis.apply_theme(t)
+        self.title.apply_theme(t)
+        for item, colour, width in (
+            (self.step_rows, t.highlight, 1.0),
+            (self.selected_outline, t.selection, 2.5),
+            (self.hover_outline, t.muted, 1.5),
+        ):
+            pen = pg.mkPen(colour, width=width)
+            pen.setCosmetic(True)
+            item.setPen(pen)
+        for name in ("left", "right", "top", "bottom"):
+            ax = self.colorbar.getAxis(name)
+            ax.setPen(pg.mkPen(t.muted))
+            ax.setTextPen(pg.mkPen(t.foreground))
+            ax.setStyle(tickFont=ui_font(8))
+        if self._colormap is None:
+            self._on_colormap_changed()
+
+    def _on_colormap_changed(self) -> None:
+        self.colorbar.setColorMap(get_colormap(self.colormap()))
+        self.image.setLookupTable(lookup_table(self.colormap()))
+
+    # figure protocol -------------------------------------------------------------------
+    def figure_title(self) -> str:
+        d = self.data()
+        return "Attention grid" if d is None else f"{KIND_TITLES[d.kind]} · {d.n_layers} layers × {d.n_heads} heads"
+
+    def figure_data(self) -> FigureData:
+        d = self.data()
+        if d is None:
+            raise ValueError("the view shows no data yet")
+        return FigureData(
+            title=self.figure_title(),
+            dims=("layer", "head", "query", "key"),
+            values={"weight": d.weights},
+            coords={
+                "layer": tuple(str(i + 1) for i in range(d.n_layers)),
+                "head": tuple(str(i + 1) for i in range(d.n_heads)),
+                "query": d.query_labels,
+                "key": d.key_labels,
+            },
+        )
+
+    def transient_items(self):
+        return [self.hover_outline]

@@ -1,0 +1,222 @@
+"""Head detail: one attention matrix large, with the token pieces on its axes.
+
+Modes: one head (A_i of a layer), the mean over a layer's heads, or the attention rollout
+through all layers (when the data carries one). Rows are queries, columns are keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+from PySide6 import QtCore, QtWidgets
+
+from attnviz.qt.views.attention_mixins import AttentionSetsMixin, ExportAllHeadsMixin
+from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
+from attnviz.qt.views.data import KIND_AXES, KIND_FORMULAS, KIND_TITLES, AttentionData, FigureData, as_attention_sets
+from attnviz.qt.widgets.colormaps import Theme
+from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo, format_weight
+from attnviz.qt.widgets.title_item import TitleItem
+
+MODES: dict[str, str] = {
+    "head": "One head",
+    "mean": "Mean over heads",
+    "rollout": "Rollout",
+}
+
+
+class QtHeadDetailView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
+    """One head's attention matrix (or the heads' mean, or the rollout) with token labels.
+
+    ``set_data(data)`` takes an :class:`AttentionData` (or a mapping kind → AttentionData;
+    a kind selector then appears). ``select(layer=, head=, mode=, kind=)`` picks what is
+    shown (0-based layer/head). Signals: ``selectionChanged(kind, mode, layer, head)`` when
+    the user changes the selection, ``hovered(HoverInfo | None)`` as the mouse moves.
+    """
+
+    selectionChanged = QtCore.Signal(str, str, int, int)
+    hovered = QtCore.Signal(object)
+
+    def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme: Theme | str | None = None):
+        super().__init__(parent, theme=theme)
+        self.setObjectName("headDetail")
+        self._datasets: dict[str, AttentionData] = {}
+        self._kind: str | None = None
+        self._mode = "head"
+        self._layer = 0
+        self._head = 0
+
+        self.kind_combo = self._add_control("", make_combo("headKindCombo", "Which attention: encoder self, decoder masked self or cross"))
+        self.mode_combo = self._add_control("", make_combo("headModeCombo", "One head, the mean over the layer's heads, or the rollout"))
+        for key, text in MODES.items():
+            self.mode_combo.addItem(text, key)
+        self.layer_combo = self._add_control("Layer", make_combo("headLayerCombo", "Layer"))
+        self.head_combo = self._add_control("Head", make_combo("headHeadCombo", "Head i (Z_i = A_i V_i)"))
+        self.controls.addStretch(1)
+        self.kind_combo.currentIndexChanged.connect(self._on_controls_changed)
+        self.mode_combo.currentIndexChanged.connect(self._on_controls_changed)
+        self.layer_combo.currentIndexChanged.connect(self._on_controls_changed)
+        self.head_combo.currentIndexChanged.connect(self._on_controls_changed)
+
+        self.title = TitleItem(self.theme)
+        self.canvas.addItem(self.title, row=0, col=0)
+        self.plot = HeatmapPlot(self.theme, colormap=self.colormap(), colorbar_label="attention weight")
+        self.canvas.addItem(self.plot, row=1, col=0)
+        self.canvas.ci.layout.setRowStretchFactor(1, 1)
+        self.plot.sigHovered.connect(self._on_hovered)
+        self._update_controls()
+        self._set_title()
+
+    # data -----------------------------------------------------------------------
+    def set_data(self, data: AttentionData | Mapping[str, AttentionData]) -> None:
+        """Show new weights; keeps the current kind, mode, layer and head where they still exist."""
+        self._datasets = as_attention_sets(data)
+        if self._kind not in self._datasets:
+            self._kind = next(iter(self._datasets))
+        self._clamp()
+        self._update_controls()
+        self._refresh()
+
+    def select(self, layer: int | None = None, head: int | None = None, mode: str | None = None, kind: str | None = None) -> None:
+        """Show ``layer``/``head`` (0-based) in ``mode`` ("head", "mean", "rollout") of ``kind``."""
+        if kind is not None:
+            self._require_kind(kind)
+            self._kind = kind
+        if mode is not None:
+            if mode not in MODES:
+                raise ValueError(f"mode must be one of {tuple(MODES)}, not {mode!r}")
+            self._mode = mode
+        if layer is not None:
+            self._layer = int(layer)
+        if head is not None:
+            self._head = int(head)
+        self._clamp()
+        self._update_controls()
+        self._refresh()
+
+    def mode(self) -> str:
+        return self._mode
+
+    def layer(self) -> int:
+        return self._layer
+
+    def head(self) -> int:
+        return self._head
+
+    def current_matrix(self) -> np.ndarray | None:
+        """The ``[query, key]`` matrix the view shows."""
+        d = self.data()
+        if d is None:
+            return None
+        if self._mode == "mean":
+            return d.mean(self._layer)
+        if self._mode == "rollout" and d.rollout is not None:
+            return d.rollout
+        return d.weights[self._layer, self._head]
+
+    # internals ------------------------------------------------------------------
+    def _clamp(self) -> None:
+        d = self.data()
+        if d is None:
+            return
+        self._layer = min(max(self._layer, 0), d.n_layers - 1)
+        self._head = min(max(self._head, 0), d.n_heads - 1)
+        if self._mode == "rollout" and d.rollout is None:
+            self._mode = "head"
+
+    def _update_controls(self) -> None:
+        d = self.data()
+        set_combo_items(self.kind_combo, [(KIND_TITLES[k], k) for k in self._datasets], self._kind)
+        self.kind_combo.setVisible(len(self._datasets) > 1)
+        n_layers = d.n_layers if d else 0
+        n_heads = d.n_heads if d else 0
+        set_combo_items(self.layer_combo, [(str(i + 1), i) for i in range(n_layers)], self._layer)
+        set_combo_items(self.head_combo, [(str(i + 1), i) for i in range(n_heads)], self._head)
+        blocked = self.mode_combo.blockSignals(True)
+        rollout_item = self.mode_combo.model().item(self.mode_combo.findData("rollout"))
+        rollout_item.setEnabled(bool(d is not None and d.rollout is not None))
+        rollout_item.setToolTip("" if d is not None and d.rollout is not None else "No rollout for this kind of attention")
+        self.mode_combo.setCurrentIndex(self.mode_combo.findData(self._mode))
+        self.mode_combo.blockSignals(blocked)
+        self.layer_combo.setEnabled(self._mode != "rollout")
+        self.head_combo.setEnabled(self._mode == "head")
+
+    def _on_controls_changed(self) -> None:
+        kind = self.kind_combo.currentData()
+        mode = self.mode_combo.currentData()
+        layer = self.layer_combo.currentData()
+        head = self.head_combo.currentData()
+        self._kind = kind if kind in self._datasets else self._kind
+        self._mode = mode or "head"
+        self._layer = 0 if layer is None else int(layer)
+        self._head = 0 if head is None else int(head)
+        self._clamp()
+        self._update_controls()
+        self._refresh()
+        if self._kind is not None:
+            self.selectionChanged.emit(self._kind, self._mode, self._layer, self._head)
+
+    def _refresh(self) -> None:
+        d = self.data()
+        self._set_title()
+        if d is None:
+            return
+        rows, cols = KIND_AXES[d.kind]
+        self.plot.set_axis_titles(rows, cols)
+        self.plot.set_matrix(self.current_matrix(), d.query_labels, d.key_labels, d.highlight, levels=(0.0, 1.0))
+
+    def _what(self) -> tuple[str, str]:
+        d = self.data()
+        if d is None:
+            return "No attention to show yet", ""
+        title = KIND_TITLES[d.kind]
+        if self._mode == "mean":
+            return f"{title} · layer {self._layer + 1} · mean over {d.n_heads} heads", "Ā = (1/h) Σ_i A_i"
+        if self._mode == "rollout":
+            return f"{title} · rollout through {d.n_layers} layers", "the layers' mean attention multiplied through, residual included"
+        return f"{title} · layer {self._layer + 1} · head {self._head + 1}", KIND_FORMULAS[d.kind].replace("A =", f"A_{self._head + 1} =", 1)
+
+    def _set_title(self) -> None:
+        self.title.set_title(*self._what())
+
+    def _on_hovered(self, info: HoverInfo | None) -> None:
+        if info is None:
+            self.readout.setText(" ")
+        else:
+            self.readout.setText(
+                f"query “{info.row_label}” (pos {info.row})  →  key “{info.col_label}” (pos {info.col})"
+                f"     weight = {info.value:.4f}"
+            )
+        self.hovered.emit(info)
+
+    def _on_theme_changed(self) -> None:
+        self.plot.apply_theme(self.theme)
+        self.title.apply_theme(self.theme)
+        if self._colormap is None:
+            self.plot.set_colormap(self.theme.colormap)
+        self._set_title()
+
+    def _on_colormap_changed(self) -> None:
+        self.plot.set_colormap(self.colormap())
+
+    # figure protocol ---------------------------------------------------------------
+    def figure_title(self) -> str:
+        return self._what()[0]
+
+    def figure_data(self) -> FigureData:
+        d = self.data()
+        if d is None:
+            raise ValueError("the view shows no data yet")
+        m = self.current_matrix()
+        return FigureData(
+            title=self.figure_title(),
+            dims=("query", "key"),
+            values={"weight": np.asarray(m)},
+            coords={"query": d.query_labels, "key": d.key_labels},
+        )
+
+    def transient_items(self):
+        return [self.plot.hover_marker]
+
+
+__all__ = ["QtHeadDetailView", "MODES", "format_weight"]

@@ -1,0 +1,319 @@
+"""Line view (as in BertViz): a line from each query token (left) to each key token (right).
+
+A line's opacity is the attention weight; each head has its colour and the selected heads
+are drawn on top of each other. Hovering a token shows only its lines (a query's weights
+over the keys, or what attends to a key); clicking a token pins that isolation.
+
+The line layers and the graphics item that draws them are in :mod:`attnviz.qt.widgets.line_item`
+(re-exported here).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Iterator, Mapping
+
+import numpy as np
+from PySide6 import QtCore, QtWidgets
+
+from attnviz.qt.views.attention_mixins import AttentionSetsMixin
+from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
+from attnviz.qt.views.data import KIND_FORMULAS, KIND_TITLES, AttentionData, FigureData, as_attention_sets
+from attnviz.qt.widgets.colormaps import Theme
+from attnviz.qt.widgets.line_item import (
+    LineSpec,
+    _LinesItem,
+    select_lines,
+)
+from attnviz.qt.widgets.title_item import TitleItem
+
+
+class QtLineView(AttentionSetsMixin, FigureViewBase):
+    """BertViz-style lines for one layer of one kind of attention.
+
+    ``set_data(data)`` takes an :class:`AttentionData` ([layer, head, query, key]) or a
+    mapping kind → AttentionData. ``set_layer(layer)``, ``set_heads(heads)`` choose what is
+    drawn (0-based). ``set_focus(side, index)`` pins a token ("query"/"key") as a click does.
+    Signals: ``selectionChanged(kind, layer, heads)``, ``tokenHovered(side, index)``
+    (``("", -1)`` when the mouse leaves the tokens).
+    """
+
+    selectionChanged = QtCore.Signal(str, int, object)
+    tokenHovered = QtCore.Signal(str, int)
+
+    def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme: Theme | str | None = None):
+        super().__init__(parent, theme=theme)
+        self.setObjectName("lineView")
+        self._datasets: dict[str, AttentionData] = {}
+        self._kind: str | None = None
+        self._layer = 0
+        self._heads: tuple[int, ...] | None = None  # None: all heads
+        self._hover: tuple[str, int] | None = None
+        self._pinned: tuple[str, int] | None = None
+        self._exporting = False
+        self._weights: np.ndarray | None = None  # [head, query, key] of the layer
+        self._query_labels: tuple[str, ...] = ()
+        self._key_labels: tuple[str, ...] = ()
+        self._highlight: int | None = None
+        self._axes = (("queries", ""), ("keys", ""))
+        self._data_version = 0
+
+        self.kind_combo = self._add_control("", make_combo("lineKindCombo", "Which attention: encoder self, decoder masked self or cross"))
+        self.layer_combo = self._add_control("Layer", make_combo("lineLayerCombo", "Layer"))
+        self.controls.addWidget(QtWidgets.QLabel("Heads"))
+        self._head_box = QtWidgets.QHBoxLayout()
+        self._head_box.setSpacing(2)
+        self.controls.addLayout(self._head_box)
+        self._head_buttons: list[QtWidgets.QToolButton] = []
+        self.all_button = QtWidgets.QToolButton(text="All", objectName="lineAllHeads")
+        self.all_button.setToolTip("Select all heads")
+        self.all_button.clicked.connect(lambda: self._user_set_heads(None))
+        self.controls.addWidget(self.all_button)
+        self.controls.addStretch(1)
+        self.kind_combo.currentIndexChanged.connect(self._on_kind_combo)
+        self.layer_combo.currentIndexChanged.connect(self._on_layer_combo)
+
+        self.title = TitleItem(self.theme)
+        self.canvas.addItem(self.title, row=0, col=0)
+        self.lines = _LinesItem(self)
+        self.canvas.addItem(self.lines, row=1, col=0)
+        self.canvas.ci.layout.setRowStretchFactor(1, 1)
+        self._set_title()
+
+    # data ----------------------------------------------------------------------------
+    def set_data(self, data: AttentionData | Mapping[str, AttentionData]) -> None:
+        self._datasets = as_attention_sets(data)
+        self._data_version += 1
+        if self._kind not in self._datasets:
+            self._kind = next(iter(self._datasets))
+        self._refresh(controls=True)
+
+    def set_kind(self, kind: str) -> None:
+        self._require_kind(kind)
+        self._kind = kind
+        self._pinned = None
+        self._refresh(controls=True)
+
+    def layer(self) -> int:
+        return self._layer
+
+    def set_layer(self, layer: int) -> None:
+        self._layer = int(layer)
+        self._refresh(controls=True)
+
+    def selected_heads(self) -> tuple[int, ...]:
+        d = self.data()
+        n = d.n_heads if d else 0
+        return tuple(range(n)) if self._heads is None else tuple(h for h in self._heads if h < n)
+
+    def set_heads(self, heads: Iterable[int] | None) -> None:
+        """Draw these heads (0-based); ``None`` draws all."""
+        self._heads = None if heads is None else tuple(sorted({int(h) for h in heads}))
+        self._refresh(controls=True)
+
+    def set_focus(self, side: str | None, index: int = -1) -> None:
+        """Pin a token's lines (``side`` "query" or "key"); ``None`` clears."""
+        if side is None:
+            self._pinned = None
+        else:
+            if side not in ("query", "key"):
+                raise ValueError("side must be 'query' or 'key'")
+            self._pinned = (side, int(index))
+        self.lines.update()
+
+    def set_hover(self, side: str | None, index: int = -1) -> None:
+        """Act as if the mouse were over a token (``None``: over none)."""
+        self._set_hover(None if side is None else (side, int(index)))
+
+    def _state_key(self) -> tuple:
+        """Everything the drawn lines depend on, apart from the geometry."""
+        return (self._data_version, self._kind, self._layer, self.selected_heads(), self.focus_token(), self.theme.name)
+
+    def focus_token(self) -> tuple[str, int] | None:
+        """The token whose lines are isolated: the hovered one, else the pinned one."""
+        if self._exporting:
+            return self._pinned
+        return self._hover or self._pinned
+
+    def visible_lines(self) -> list[LineSpec]:
+        """Every line drawn now (head, query, key, weight)."""
+        out = []
+        for head, q, k, w in self._line_arrays():
+            out.extend(LineSpec(head, int(a), int(b), float(c)) for a, b, c in zip(q, k, w))
+        return out
+
+    # internals --------------------------------------------------------------------------
+    def _line_arrays(self):
+        if self._weights is None:
+            return iter(())
+        return select_lines(self._weights, self.selected_heads(), self.focus_token())
+
+    def _connected(self, side: str) -> set[int]:
+        """Indices on ``side`` that have a drawn line to the focused token."""
+        out: set[int] = set()
+        for _, q, k, _ in self._line_arrays():
+            out.update((k if side == "key" else q).tolist())
+        return out
+
+    def _set_hover(self, token: tuple[str, int] | None) -> None:
+        if token == self._hover:
+            return
+        self._hover = token
+        self.lines.update()
+        if token is None:
+            self.readout.setText(" ")
+            self.tokenHovered.emit("", -1)
+            return
+        self._describe(token)
+        self.tokenHovered.emit(*token)
+
+    def _describe(self, token: tuple[str, int]) -> None:
+        side, idx = token
+        if self._weights is None:
+            return
+        heads = self.selected_heads()
+        if side == "query" and idx < len(self._query_labels):
+            w = self._weights[list(heads), idx, :] if heads else np.zeros((0, len(self._key_labels)))
+            best = np.argsort(-w.mean(axis=0))[:3] if len(heads) else []
+            parts = ", ".join(f"“{self._key_labels[k]}” {w.mean(axis=0)[k]:.2f}" for k in best)
+            self.readout.setText(f"query “{self._query_labels[idx]}” (pos {idx}) attends most to: {parts}  (mean over shown heads)")
+        elif side == "key" and idx < len(self._key_labels):
+            w = self._weights[list(heads), :, idx] if heads else np.zeros((0, len(self._query_labels)))
+            best = np.argsort(-w.mean(axis=0))[:3] if len(heads) else []
+            parts = ", ".join(f"“{self._query_labels[q]}” {w.mean(axis=0)[q]:.2f}" for q in best)
+            self.readout.setText(f"key “{self._key_labels[idx]}” (pos {idx}) is read most by: {parts}  (mean over shown heads)")
+
+    def _toggle_pin(self, token: tuple[str, int] | None) -> None:
+        self._pinned = None if token is None or token == self._pinned else token
+        self.lines.update()
+
+    def _user_set_heads(self, heads) -> None:
+        self.set_heads(heads)
+        self._emit_selection()
+
+    def _emit_selection(self) -> None:
+        if self._kind is not None:
+            self.selectionChanged.emit(self._kind, self._layer, self.selected_heads())
+
+    def _on_kind_combo(self) -> None:
+        kind = self.kind_combo.currentData()
+        if kind and kind != self._kind:
+            self._kind = kind
+            self._pinned = None
+            self._refresh(controls=True)
+            self._emit_selection()
+
+    def _on_layer_combo(self) -> None:
+        layer = self.layer_combo.currentData()
+        if layer is not None and layer != self._layer:
+            self._layer = int(layer)
+            self._refresh(controls=False)
+            self._emit_selection()
+
+    def _on_head_toggled(self) -> None:
+        heads = tuple(i for i, b in enumerate(self._head_buttons) if b.isChecked())
+        self._heads = None if len(heads) == len(self._head_buttons) else heads
+        self._refresh(controls=False)
+        self._emit_selection()
+
+    def _sync_head_buttons(self, n_heads: int) -> None:
+        while len(self._head_buttons) < n_heads:
+            i = len(self._head_buttons)
+            b = QtWidgets.QToolButton(text=str(i + 1), objectName=f"lineHead{i + 1}")
+            b.setCheckable(True)
+            b.setAutoRaise(False)
+            b.setToolTip(f"Show head {i + 1}")
+            b.toggled.connect(self._on_head_toggled)
+            self._head_box.addWidget(b)
+            self._head_buttons.append(b)
+        selected = set(self.selected_heads())
+        for i, b in enumerate(self._head_buttons):
+            b.setVisible(i < n_heads)
+            blocked = b.blockSignals(True)
+            b.setChecked(i in selected)
+            b.blockSignals(blocked)
+            self._style_head_button(i, b)
+
+    def _style_head_button(self, i: int, b: QtWidgets.QToolButton) -> None:
+        c = self.theme.head_color(i).name()
+        key = f"{c}:{b.isChecked()}"
+        if b.property("styleKey") == key:
+            return
+        b.setProperty("styleKey", key)
+        if b.isChecked():
+            b.setStyleSheet(f"QToolButton {{ background: {c}; color: white; border: 1px solid {c}; border-radius: 3px; min-width: 18px; font-weight: 600; }}")
+        else:
+            b.setStyleSheet(f"QToolButton {{ background: transparent; color: {c}; border: 1px solid {c}; border-radius: 3px; min-width: 18px; }}")
+
+    def _refresh(self, controls: bool) -> None:
+        d = self.data()
+        if d is not None:
+            self._layer = min(max(self._layer, 0), d.n_layers - 1)
+            self._weights = d.weights[self._layer]
+            self._query_labels, self._key_labels = d.query_labels, d.key_labels
+            self._highlight = d.highlight
+            self._axes = {
+                "encoder": (("queries", "source"), ("keys", "source")),
+                "decoder": (("queries", "target"), ("keys", "target")),
+                "cross": (("queries", "target · C_decoder"), ("keys", "source · C_encoder")),
+            }[d.kind]
+            if self._pinned is not None:
+                side, idx = self._pinned
+                if idx >= (len(self._query_labels) if side == "query" else len(self._key_labels)):
+                    self._pinned = None
+        if controls or d is None:
+            set_combo_items(self.kind_combo, [(KIND_TITLES[k], k) for k in self._datasets], self._kind)
+            self.kind_combo.setVisible(len(self._datasets) > 1)
+            set_combo_items(self.layer_combo, [(str(i + 1), i) for i in range(d.n_layers if d else 0)], self._layer)
+        self._sync_head_buttons(d.n_heads if d else 0)
+        self._set_title()
+        self.lines.update()
+
+    def _set_title(self) -> None:
+        d = self.data()
+        if d is None:
+            self.title.set_title("No attention to show yet")
+            return
+        heads = self.selected_heads()
+        which = "all heads" if len(heads) == d.n_heads else ("heads " + ", ".join(str(h + 1) for h in heads) if heads else "no head")
+        self.title.set_title(
+            f"{KIND_TITLES[d.kind]} · layer {self._layer + 1} · {which}",
+            "opacity = A_i[query, key],  " + KIND_FORMULAS[d.kind].replace("A =", "A_i =", 1).split(",")[0]
+            + ";  one colour per head i",
+        )
+
+    def _on_theme_changed(self) -> None:
+        self.title.apply_theme(self.theme)
+        for i, b in enumerate(self._head_buttons):
+            self._style_head_button(i, b)
+        self.lines.update()
+
+    # figure protocol --------------------------------------------------------------------
+    @contextlib.contextmanager
+    def export_mode(self) -> Iterator[None]:
+        """Exports show the pinned token's isolation, never a passing hover."""
+        self._exporting = True
+        self.lines.update()
+        try:
+            yield
+        finally:
+            self._exporting = False
+            self.lines.update()
+
+    def figure_title(self) -> str:
+        d = self.data()
+        if d is None:
+            return "Attention lines"
+        return f"{KIND_TITLES[d.kind]} · layer {self._layer + 1} · lines"
+
+    def figure_data(self) -> FigureData:
+        d = self.data()
+        if d is None:
+            raise ValueError("the view shows no data yet")
+        heads = self.selected_heads()
+        return FigureData(
+            title=self.figure_title(),
+            dims=("head", "query", "key"),
+            values={"weight": d.weights[self._layer][list(heads)]},
+            coords={"head": tuple(str(h + 1) for h in heads), "query": d.query_labels, "key": d.key_labels},
+        )

@@ -1,0 +1,252 @@
+"""Mask view: how the look-ahead mask M turns scores into causal attention weights.
+
+For the current decoder step and one head of the decoder's masked self-attention, four
+matrices in the tutorial's order, rows = queries, columns = keys::
+
+    ① QKᵀ/√d_k          ② M (0 / −∞)
+    ③ QKᵀ/√d_k + M       ④ softmax(QKᵀ/√d_k + M)   ← exact zeros above the diagonal
+
+and below them the padding masks of the target keys and of the source (cross-attention keys).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from PySide6 import QtCore, QtWidgets
+
+from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
+from attnviz.qt.views.data import FigureData, MaskData
+from attnviz.qt.widgets.colormaps import DIVERGING_COLORMAP, Theme
+from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo, format_mask, format_score, format_weight
+from attnviz.qt.widgets.title_item import TitleItem
+
+PANELS: dict[str, str] = {
+    "scaled_scores": "① QKᵀ/√d_k",
+    "mask": "② M",
+    "masked_scores": "③ QKᵀ/√d_k + M",
+    "weights": "④ softmax(QKᵀ/√d_k + M)",
+}
+
+
+def _padding_row(padding: np.ndarray | None, n: int) -> np.ndarray:
+    """A padding vector (1.0 = PAD) as a 1×n row of M values: 0 for tokens, −∞ for PAD."""
+    row = np.zeros((1, n), dtype=np.float32)
+    if padding is not None:
+        row[0, np.asarray(padding) > 0.5] = -np.inf
+    return row
+
+
+class QtMaskView(FigureViewBase):
+    """The pieces of softmax(QKᵀ/√d_k + M) for one head of the decoder's masked self-attention.
+
+    ``set_data(MaskData)`` (shapes in :class:`attnviz.qt.views.data.MaskData`);
+    ``select(layer=, head=)`` (0-based). Signals: ``selectionChanged(layer, head)``,
+    ``hovered(panel, HoverInfo | None)``.
+    """
+
+    selectionChanged = QtCore.Signal(int, int)
+    hovered = QtCore.Signal(str, object)
+
+    def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme: Theme | str | None = None):
+        super().__init__(parent, theme=theme)
+        self.setObjectName("maskView")
+        self._data: MaskData | None = None
+        self._layer = 0
+        self._head = 0
+
+        self.layer_combo = self._add_control("Layer", make_combo("maskLayerCombo", "Decoder layer"))
+        self.head_combo = self._add_control("Head", make_combo("maskHeadCombo", "Head i"))
+        self.controls.addStretch(1)
+        self.layer_combo.currentIndexChanged.connect(self._on_controls_changed)
+        self.head_combo.currentIndexChanged.connect(self._on_controls_changed)
+
+        t = self.theme
+        self.title = TitleItem(t)
+        self.canvas.addItem(self.title, row=0, col=0, colspan=2)
+        self.panels: dict[str, HeatmapPlot] = {
+            "scaled_scores": HeatmapPlot(t, colormap=DIVERGING_COLORMAP, value_format=format_score, colorbar_label="score"),
+            "mask": HeatmapPlot(t, colormap=f"solid:{t.allowed}", value_format=format_mask, colorbar=True),
+            "masked_scores": HeatmapPlot(t, colormap=DIVERGING_COLORMAP, value_format=format_score, colorbar_label="score"),
+            "weights": HeatmapPlot(t, colormap=self.colormap(), value_format=format_weight, colorbar_label="weight", mark_zeros=True),
+        }
+        # M has only 0 and −∞: its colour bar keeps the columns aligned but is not drawn.
+        self.panels["mask"].colorbar.setOpacity(0.0)
+        for (name, plot), (row, col) in zip(self.panels.items(), ((1, 0), (1, 1), (2, 0), (2, 1))):
+            plot.set_panel_title(PANELS[name])
+            self.canvas.addItem(plot, row=row, col=col)
+            plot.sigHovered.connect(lambda info, n=name: self._on_hovered(n, info))
+        self.padding: dict[str, HeatmapPlot] = {
+            "tgt_padding": HeatmapPlot(t, colormap=f"solid:{t.allowed}", value_format=format_mask, colorbar=False),
+            "src_padding": HeatmapPlot(t, colormap=f"solid:{t.allowed}", value_format=format_mask, colorbar=False),
+        }
+        for (name, plot), col in zip(self.padding.items(), (0, 1)):
+            self.canvas.addItem(plot, row=3, col=col)
+            plot.setMaximumHeight(120)
+            plot.sigHovered.connect(lambda info, n=name: self._on_hovered(n, info))
+        self.canvas.ci.layout.setRowStretchFactor(1, 4)
+        self.canvas.ci.layout.setRowStretchFactor(2, 4)
+        self.canvas.ci.layout.setRowStretchFactor(3, 1)
+        self.canvas.ci.layout.setHorizontalSpacing(14)
+        self.canvas.ci.layout.setVerticalSpacing(8)
+        self._set_title()
+
+    # data -------------------------------------------------------------------------
+    def set_data(self, data: MaskData) -> None:
+        if not isinstance(data, MaskData):
+            raise TypeError(f"QtMaskView.set_data expects MaskData, not {type(data).__name__}")
+        self._data = data
+        self._clamp()
+        self._update_controls()
+        self._refresh()
+
+    def has_data(self) -> bool:
+        return self._data is not None
+
+    def data(self) -> MaskData | None:
+        return self._data
+
+    def select(self, layer: int | None = None, head: int | None = None) -> None:
+        if layer is not None:
+            self._layer = int(layer)
+        if head is not None:
+            self._head = int(head)
+        self._clamp()
+        self._update_controls()
+        self._refresh()
+
+    def layer(self) -> int:
+        return self._layer
+
+    def head(self) -> int:
+        return self._head
+
+    def matrices(self) -> dict[str, np.ndarray]:
+        """The four ``[query, key]`` matrices shown, by panel name (−∞ kept)."""
+        d = self._data
+        if d is None:
+            return {}
+        lh = (self._layer, self._head)
+        return {
+            "scaled_scores": d.scaled_scores[lh],
+            "mask": d.mask,
+            "masked_scores": d.masked_scores[lh],
+            "weights": d.weights[lh],
+        }
+
+    # internals -----------------------------------------------------------------------
+    def _clamp(self) -> None:
+        d = self._data
+        if d is not None:
+            self._layer = min(max(self._layer, 0), d.n_layers - 1)
+            self._head = min(max(self._head, 0), d.n_heads - 1)
+
+    def _update_controls(self) -> None:
+        d = self._data
+        set_combo_items(self.layer_combo, [(str(i + 1), i) for i in range(d.n_layers if d else 0)], self._layer)
+        set_combo_items(self.head_combo, [(str(i + 1), i) for i in range(d.n_heads if d else 0)], self._head)
+
+    def _on_controls_changed(self) -> None:
+        layer, head = self.layer_combo.currentData(), self.head_combo.currentData()
+        self._layer = 0 if layer is None else int(layer)
+        self._head = 0 if head is None else int(head)
+        self._refresh()
+        self.selectionChanged.emit(self._layer, self._head)
+
+    def _refresh(self) -> None:
+        d = self._data
+        self._set_title()
+        if d is None:
+            return
+        m = self.matrices()
+        finite = np.concatenate([m["scaled_scores"][np.isfinite(m["scaled_scores"])], m["masked_scores"][np.isfinite(m["masked_scores"])]])
+        bound = float(np.abs(finite).max()) if finite.size else 1.0
+        bound = bound if bound > 0 else 1.0
+        q, k = d.query_labels, d.key_labels
+        self.panels["scaled_scores"].set_matrix(m["scaled_scores"], q, k, d.step, levels=(-bound, bound))
+        self.panels["masked_scores"].set_matrix(m["masked_scores"], q, k, d.step, levels=(-bound, bound))
+        self.panels["mask"].set_matrix(m["mask"], q, k, d.step, levels=(0.0, 1.0))
+        self.panels["weights"].set_matrix(m["weights"], q, k, d.step, levels=(0.0, 1.0))
+        only_look_ahead = np.array_equal(d.mask, d.look_ahead)
+        self.panels["mask"].set_panel_title(PANELS["mask"] + ("  (look-ahead)" if only_look_ahead else "  (look-ahead + padding)"))
+        for name, plot in self.panels.items():  # titles once per row and column of panels
+            rows = "queries (rows)" if name in ("scaled_scores", "masked_scores") else None
+            cols = "keys (columns)" if name in ("scaled_scores", "mask") else None
+            plot.set_axis_titles(rows, cols)
+        tgt = _padding_row(d.tgt_padding, len(k))
+        self.padding["tgt_padding"].set_matrix(tgt, ("M_pad",), k, None, levels=(0.0, 1.0))
+        note = "" if d.tgt_padding is not None and np.any(d.tgt_padding > 0.5) else " · no PAD"
+        self.padding["tgt_padding"].set_panel_title("target padding, decoder keys" + note, color=self.theme.muted, size="9pt")
+        src_plot = self.padding["src_padding"]
+        if d.src_padding is not None:
+            src = _padding_row(d.src_padding, len(d.src_labels))
+            src_plot.set_matrix(src, ("M_pad",), d.src_labels, None, levels=(0.0, 1.0))
+            note = "" if np.any(d.src_padding > 0.5) else " · no PAD"
+            src_plot.set_panel_title("source padding, cross-attention keys" + note, color=self.theme.muted, size="9pt")
+            src_plot.setVisible(True)
+        else:
+            src_plot.setVisible(False)
+
+    def _set_title(self) -> None:
+        d = self._data
+        if d is None:
+            self.title.set_title("No decoder step to show yet")
+            return
+        step = "" if d.step is None else f" · step {d.step} (query “{d.query_labels[d.step]}”)"
+        self.title.set_title(
+            f"Decoder masked self-attention · layer {self._layer + 1} · head {self._head + 1}{step}",
+            "M: 0 on and below the diagonal, −∞ above (the future);  adding −∞ before the softmax makes those weights exactly 0",
+        )
+
+    def _on_hovered(self, panel: str, info: HoverInfo | None) -> None:
+        if info is None:
+            self.readout.setText(" ")
+        else:
+            label = PANELS.get(panel, {"tgt_padding": "target padding", "src_padding": "source padding"}.get(panel, panel))
+            fmt = format_weight if panel == "weights" else format_score
+            value = fmt(info.value) if panel != "weights" else f"{info.value:.4g}"
+            where = f"key “{info.col_label}” (pos {info.col})"
+            if panel in self.panels:
+                where = f"query “{info.row_label}” (pos {info.row})  →  " + where
+            self.readout.setText(f"{label}:  {where}     value = {value}")
+        self.hovered.emit(panel, info)
+
+    def _on_theme_changed(self) -> None:
+        for plot in list(self.panels.values()) + list(self.padding.values()):
+            plot.apply_theme(self.theme)
+        for plot in [self.panels["mask"], *self.padding.values()]:
+            plot.set_colormap(f"solid:{self.theme.allowed}")
+        self.title.apply_theme(self.theme)
+        if self._colormap is None:
+            self.panels["weights"].set_colormap(self.theme.colormap)
+        self._refresh()
+
+    def _on_colormap_changed(self) -> None:
+        self.panels["weights"].set_colormap(self.colormap())
+
+    # figure protocol ----------------------------------------------------------------------
+    def figure_title(self) -> str:
+        d = self._data
+        if d is None:
+            return "Masks"
+        return f"Decoder masked self-attention masks · layer {self._layer + 1} · head {self._head + 1}"
+
+    def figure_data(self) -> FigureData:
+        d = self._data
+        if d is None:
+            raise ValueError("the view shows no data yet")
+        m = self.matrices()
+        extras = {"look_ahead": d.look_ahead}
+        if d.tgt_padding is not None:
+            extras["tgt_padding"] = d.tgt_padding
+        if d.src_padding is not None:
+            extras["src_padding"] = d.src_padding
+        return FigureData(
+            title=self.figure_title(),
+            dims=("query", "key"),
+            values={name: np.asarray(a) for name, a in m.items()},
+            coords={"query": d.query_labels, "key": d.key_labels},
+            extras=extras,
+        )
+
+    def transient_items(self):
+        return [p.hover_marker for p in list(self.panels.values()) + list(self.padding.values())]

@@ -1,0 +1,388 @@
+"""LayerNorm / BatchNorm statistics of one layer, and LN vs BN on the same activations.
+
+For every sublayer's normalization of the chosen layer (columns: ``norm1``, ``norm2``, …):
+
+* LayerNorm models: per token, the mean and the standard deviation of its features before
+  the norm and after it (LN makes every token's features mean 0, std 1, then applies γ, β);
+* BatchNorm models: per feature, this batch's mean and variance over the tokens next to the
+  running mean and variance the model normalizes with in evaluation;
+* a histogram of the activations before and after the norm.
+
+Below, **LN vs BN on the same activations**: one pre-norm matrix ``x`` ``[token, d_model]``
+and what each normalization makes of it, with the axis each one normalizes over drawn on the
+matrix: LayerNorm along a row (the features of one token), BatchNorm down a column (one
+feature over the tokens). Click a cell to move the marked row and column.
+
+The view renders :class:`NormSiteData` built from ``attnviz.core.analysis.stats``
+(``norm_sites``, ``norm_statistics``, ``compare_norms``) and the trace's ``<site>.input`` and
+``<site>.output``; it only bins the activations for the histograms.
+
+The data and its helpers are in ``qt_norm_stats_data``, one site's column of plots in
+``qt_norm_stats_column``; their names stay importable from here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6 import QtCore, QtGui, QtWidgets
+
+from attnviz.core.analysis.norms import (
+    NormSiteData,
+    _group_key,
+    _parse_group_key,
+    group_title,
+    histogram,
+    norm_site_data_for,
+    site_title,
+)
+from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
+from attnviz.qt.views.data import FigureData
+from attnviz.qt.views.norm_stats_column import _pen, _SiteColumn, _translucent
+from attnviz.qt.widgets.colormaps import DIVERGING_COLORMAP, Theme, ui_font
+from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo
+from attnviz.qt.widgets.title_item import TitleItem
+from attnviz.qt.widgets.token_axis import TokenAxis
+
+
+class QtNormStatsView(FigureViewBase):
+    """Normalization statistics of the chosen layer (see the module docstring).
+
+    ``set_data(sites, norm="layer", placement="post")``: ``sites`` are :class:`NormSiteData` for
+    every normalization of the current pass (any order); the view groups them by layer and
+    shows the chosen group. ``norm`` and ``placement`` are the model's (``TransformerConfig``).
+    """
+
+    groupChanged = QtCore.Signal(str, int)
+
+    MAX_SITES = 3
+
+    def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme: Theme | str | None = None):
+        super().__init__(parent, theme=theme)
+        self.setObjectName("normStatsView")
+        self._sites: list[NormSiteData] = []
+        self._norm = "layer"
+        self._placement = "post"
+        self._group: tuple[str, int] | None = None
+        self._compare: int = 0  # index of the compared site within the group
+        self._row: int | None = None  # marked token (LN axis); None: the last one
+        self._col: int | None = None  # marked feature (BN axis); None: a third of the way in
+
+        self.group_combo = self._add_control("Layer", make_combo("normLayerCombo", "Which layer's normalizations"))
+        self.compare_combo = self._add_control("LN vs BN on", make_combo("normCompareCombo", "Which pre-norm activations both normalizations are applied to"))
+        self.controls.addStretch(1)
+        self.group_combo.currentIndexChanged.connect(self._on_group_changed)
+        self.compare_combo.currentIndexChanged.connect(self._on_compare_changed)
+
+        ci = self.canvas.ci
+        ci.layout.setVerticalSpacing(4)
+        self.title = TitleItem(self.theme)
+        ci.addItem(self.title, row=0, col=0)
+        grid = ci.addLayout(row=1, col=0)
+        grid.layout.setHorizontalSpacing(10)
+        grid.layout.setVerticalSpacing(2)
+        self.columns = [_SiteColumn(self, grid, c) for c in range(self.MAX_SITES)]
+
+        self.cmp_title = TitleItem(self.theme)
+        ci.addItem(self.cmp_title, row=2, col=0)
+        cmp = ci.addLayout(row=3, col=0)
+        cmp.layout.setHorizontalSpacing(8)
+        self.cmp_plots: dict[str, HeatmapPlot] = {}
+        for col, (key, title) in enumerate((("x", "x before the norm"), ("layer", "LayerNorm(x): over each row"),
+                                            ("batch", "BatchNorm(x): down each column"))):
+            p = HeatmapPlot(self.theme, colormap=DIVERGING_COLORMAP, colorbar=(col == 2), colorbar_label="value", annotate=False,
+                            aspect_locked=False, masked=False, label_point_size=8.5)
+            p.setTitle(title, size="9.5pt")
+            p.set_axis_titles("token" if col == 0 else None, "feature (d_model)")
+            if col:
+                p.set_row_labels_visible(False)
+            cmp.addItem(p, row=0, col=col)
+            p.sigCellClicked.connect(self._on_cell_clicked)
+            p.sigHovered.connect(lambda info, k=key: self._on_hovered(k, info))
+            self.cmp_plots[key] = p
+        # the normalization axes drawn on the matrices
+        self.axis_items: dict[str, list[QtWidgets.QGraphicsItem]] = {}
+        for key in self.cmp_plots:
+            items = []
+            if key in ("x", "layer"):
+                items += [self._band(key, "row"), self._arrow(key, "row"), self._label(key, "row", "LN →")]
+            if key in ("x", "batch"):
+                items += [self._band(key, "col"), self._arrow(key, "col"), self._label(key, "col", "BN ↓")]
+            self.axis_items[key] = items
+        ci.layout.setRowStretchFactor(1, 3)
+        ci.layout.setRowStretchFactor(3, 2)
+        self._apply_theme_to_items()
+        self._refresh()
+
+    # construction helpers -----------------------------------------------------------------
+    def _small_plot(self, axes: dict[str, pg.AxisItem]) -> pg.PlotItem:
+        p = pg.PlotItem(axisItems=axes, enableMenu=False)
+        p.setMenuEnabled(False)
+        p.hideButtons()
+        p.getViewBox().setMouseEnabled(x=False, y=False)
+        p.showGrid(x=False, y=True, alpha=0.15)
+        p.setMinimumHeight(110)
+        for name in ("left", "bottom"):
+            ax = p.getAxis(name)
+            ax.setStyle(tickFont=ui_font(7.5))
+            ax.enableAutoSIPrefix(False)
+        return p
+
+    def _band(self, key: str, kind: str) -> QtWidgets.QGraphicsRectItem:
+        item = QtWidgets.QGraphicsRectItem()
+        item.setZValue(12)
+        item.setBrush(QtGui.QBrush(QtCore.Qt.BrushStyle.NoBrush))
+        item.setData(0, kind)
+        self.cmp_plots[key].addItem(item)
+        return item
+
+    def _arrow(self, key: str, kind: str) -> pg.ArrowItem:
+        # head at the end of the normalized axis (right end of the row, bottom of the column)
+        arrow = pg.ArrowItem(angle=180 if kind == "row" else -90, headLen=14, tipAngle=35, tailLen=0, pen=None)
+        arrow.setZValue(13)
+        arrow.setData(0, kind)
+        self.cmp_plots[key].addItem(arrow)
+        return arrow
+
+    def _label(self, key: str, kind: str, text: str) -> pg.TextItem:
+        item = pg.TextItem(text, anchor=(1.0, 1.0) if kind == "row" else (0.0, 1.0))
+        item.setFont(ui_font(8.5, bold=True))
+        item.setZValue(14)
+        item.setData(0, kind)
+        self.cmp_plots[key].addItem(item)
+        return item
+
+    # data ------------------------------------------------------------------------------------
+    def set_data(self, sites: Sequence[NormSiteData], norm: str = "layer", placement: str = "post") -> None:
+        """Show ``sites`` (the current pass's normalizations); keeps the chosen layer if it still exists."""
+        self._sites = list(sites)
+        self._norm = norm
+        self._placement = placement
+        groups = self.groups()
+        if self._group not in groups:
+            self._group = groups[0] if groups else None
+            self._compare = 0
+        self._update_controls()
+        self._refresh()
+
+    def groups(self) -> list[tuple[str, int]]:
+        out: list[tuple[str, int]] = []
+        for s in self._sites:
+            if s.group not in out:
+                out.append(s.group)
+        order = {"encoder": 0, "decoder": 1}
+        return sorted(out, key=lambda g: (order.get(g[0], 2), g[1] if g[1] >= 0 else 10**6))
+
+    def group_sites(self) -> list[NormSiteData]:
+        """The sites of the chosen layer, in sublayer order."""
+        return sorted((s for s in self._sites if s.group == self._group), key=lambda s: s.index)
+
+    def select(self, stack: str, layer: int) -> None:
+        """Show ``stack``'s ``layer`` (0-based; -1: the final norm)."""
+        if (stack, layer) not in self.groups():
+            raise ValueError(f"no normalizations of {stack} layer {layer} in the data")
+        self._group = (stack, layer)
+        self._compare = min(self._compare, max(0, len(self.group_sites()) - 1))
+        self._update_controls()
+        self._refresh()
+
+    def set_compared(self, index: int) -> None:
+        self._compare = int(index)
+        self._update_controls()
+        self._refresh()
+
+    def mark(self, row: int | None = None, col: int | None = None) -> None:
+        """Move the LN row / BN column drawn on the matrices."""
+        if row is not None:
+            self._row = int(row)
+        if col is not None:
+            self._col = int(col)
+        self._place_axes()
+
+    def has_data(self) -> bool:
+        return bool(self._sites)
+
+    def compared_site(self) -> NormSiteData | None:
+        sites = self.group_sites()
+        return sites[min(self._compare, len(sites) - 1)] if sites else None
+
+    def marked(self) -> tuple[int, int]:
+        site = self.compared_site()
+        n = len(site.pieces) if site is not None else 1
+        d = site.x_in.shape[1] if site is not None else 1
+        row = n - 1 if self._row is None else min(max(0, self._row), n - 1)
+        col = d // 3 if self._col is None else self._col
+        return row, min(max(0, col), d - 1)
+
+    # drawing ----------------------------------------------------------------------------------
+    def _update_controls(self) -> None:
+        set_combo_items(self.group_combo, [(group_title(g), _group_key(g)) for g in self.groups()], _group_key(self._group) if self._group else None)
+        sites = self.group_sites()
+        set_combo_items(self.compare_combo, [(site_title(s, self._placement)[0], i) for i, s in enumerate(sites)], self._compare)
+        self.group_combo.setEnabled(bool(sites))
+        self.compare_combo.setEnabled(len(sites) > 1)
+
+    def _refresh(self) -> None:
+        sites = self.group_sites()
+        norm_name = "LayerNorm" if self._norm == "layer" else "BatchNorm"
+        if not sites:
+            self.title.set_title("Normalization statistics", "LayerNorm normalizes the features of one token; BatchNorm one feature over the batch")
+            for c in self.columns:
+                c.set_visible(False)
+            self._set_comparison_visible(False)
+            return
+        self._set_comparison_visible(True)
+        what = ("per token: mean and std of its features, before and after" if self._norm == "layer"
+                else "per feature: this batch's statistics next to the running ones used in evaluation")
+        self.title.set_title(f"{group_title(self._group)} · {norm_name} ({self._placement}-norm) · {len(sites[0].pieces)} tokens", what)
+        for i, c in enumerate(self.columns):
+            if i < len(sites):
+                c.set_visible(True)
+                c.show(sites[i], self._placement, self.theme)
+            else:
+                c.set_visible(False)
+        grid = self.columns[0].title.parentLayoutItem()
+        if grid is not None:
+            for i in range(self.MAX_SITES):
+                grid.setColumnStretchFactor(i, 1 if i < len(sites) else 0)
+                grid.setColumnMaximumWidth(i, 1e6 if i < len(sites) else 0)
+        self._refresh_comparison()
+
+    def _set_comparison_visible(self, visible: bool) -> None:
+        self.cmp_title.setVisible(visible)
+        for p in self.cmp_plots.values():
+            p.setVisible(visible)
+
+    def _refresh_comparison(self) -> None:
+        site = self.compared_site()
+        if site is None:
+            return
+        c = site.comparison
+        mats = {"x": site.x_in, "layer": np.asarray(c.layer_output), "batch": np.asarray(c.batch_output)}
+        d = site.x_in.shape[1]
+        cols = [str(i) for i in range(d)]
+        m_x = float(np.max(np.abs(site.x_in))) or 1.0
+        m_n = float(max(np.max(np.abs(mats["layer"])), np.max(np.abs(mats["batch"])), 1.0))
+        for key, p in self.cmp_plots.items():
+            m = m_x if key == "x" else m_n
+            p.set_matrix(mats[key], site.pieces, cols, levels=(-m, m))
+        title, formula = site_title(site, self._placement)
+        uses = "LayerNorm" if site.kind == "layer" else "BatchNorm"
+        self.cmp_title.set_title(
+            f"LN vs BN on the same activations · {title} · this model uses {uses}",
+            f"LayerNorm: each token (row) → mean 0, std 1 over its {d} features · BatchNorm: each feature (column) → mean 0, std 1 "
+            f"over the {len(site.pieces)} tokens · learned γ, β left out",
+        )
+        self._place_axes()
+
+    def _place_axes(self) -> None:
+        site = self.compared_site()
+        if site is None:
+            return
+        n, d = site.x_in.shape
+        row, col = self.marked()
+        for items in self.axis_items.values():
+            for item in items:
+                kind = item.data(0)
+                if isinstance(item, QtWidgets.QGraphicsRectItem):
+                    rect = QtCore.QRectF(-0.5, row - 0.5, d, 1.0) if kind == "row" else QtCore.QRectF(col - 0.5, -0.5, 1.0, n)
+                    item.setRect(rect)
+                elif isinstance(item, pg.TextItem):  # the label sits just inside the marked row / column
+                    item.setPos(d - 1.5, row - 0.5) if kind == "row" else item.setPos(col + 0.6, n - 0.5)
+                else:
+                    item.setPos(d - 0.5, row) if kind == "row" else item.setPos(col, n - 0.5)
+                item.setVisible(True)
+
+    def _apply_theme_to_items(self) -> None:
+        th = self.theme
+        self.title.apply_theme(th)
+        self.cmp_title.apply_theme(th)
+        for c in self.columns:
+            c.title.apply_theme(th)
+            for p in (c.mean_plot, c.std_plot, c.hist_plot):
+                for name in ("left", "bottom"):
+                    ax = p.getAxis(name)
+                    if isinstance(ax, TokenAxis):
+                        ax.apply_theme(th)
+                        continue
+                    ax.setPen(_pen(th.muted, 1.0))
+                    ax.setTextPen(_pen(th.foreground, 1.0))
+                    if ax.label is not None:
+                        ax.label.setDefaultTextColor(QtGui.QColor(th.muted))
+        for p in self.cmp_plots.values():
+            p.apply_theme(th)
+            p.titleLabel.setText(p.titleLabel.text, color=th.foreground, size="9.5pt")
+        ln, bn = th.highlight, th.selection
+        for items in self.axis_items.values():
+            for item in items:
+                color = ln if item.data(0) == "row" else bn
+                if isinstance(item, QtWidgets.QGraphicsRectItem):
+                    item.setPen(_pen(color, 2.5))
+                    item.setBrush(QtGui.QBrush(_translucent(QtGui.QColor(color), 45)))
+                elif isinstance(item, pg.TextItem):
+                    item.setColor(color)
+                else:
+                    item.setStyle(brush=pg.mkBrush(color), pen=pg.mkPen(color))
+
+    def _on_theme_changed(self) -> None:
+        self._apply_theme_to_items()
+        self._refresh()
+
+    def _on_group_changed(self) -> None:
+        key = self.group_combo.currentData()
+        g = _parse_group_key(key) if key else None
+        if g is not None and g != self._group:
+            self._group = g
+            self._compare = min(self._compare, max(0, len(self.group_sites()) - 1))
+            self._update_controls()
+            self._refresh()
+            self.groupChanged.emit(self._group[0], self._group[1])
+
+    def _on_compare_changed(self) -> None:
+        i = self.compare_combo.currentData()
+        if i is not None and int(i) != self._compare:
+            self._compare = int(i)
+            self._refresh_comparison()
+
+    def _on_cell_clicked(self, row: int, col: int) -> None:
+        self.mark(row, col)
+
+    def _on_hovered(self, key: str, info: HoverInfo | None) -> None:
+        site = self.compared_site()
+        if info is None or site is None:
+            self.readout.setText(" ")
+            return
+        c = site.comparison
+        r, j = info.row, info.col
+        self.readout.setText(
+            f"“{info.row_label}”, feature {j}:  x = {site.x_in[r, j]:.4f}   "
+            f"LN: (x − {c.layer_mean[r]:.3f}) / {c.layer_std[r]:.3f} = {np.asarray(c.layer_output)[r, j]:.4f}   "
+            f"BN: (x − {c.batch_mean[j]:.3f}) / {c.batch_std[j]:.3f} = {np.asarray(c.batch_output)[r, j]:.4f}"
+        )
+
+    # figure protocol --------------------------------------------------------------------------
+    def figure_title(self) -> str:
+        return f"Normalization statistics · {group_title(self._group)}" if self._group else "Normalization statistics"
+
+    def figure_data(self) -> FigureData:
+        site = self.compared_site()
+        if site is None:
+            raise ValueError("the view shows no data yet")
+        c = site.comparison
+        values = {"x": site.x_in, "layer_norm": np.asarray(c.layer_output), "batch_norm": np.asarray(c.batch_output), "model_output": site.x_out}
+        extras: dict[str, np.ndarray] = {}
+        for s in self.group_sites():
+            st = s.stats
+            for f in ("input_mean", "input_std", "output_mean", "output_std", "batch_mean", "batch_var", "running_mean", "running_var"):
+                v = getattr(st, f, None)
+                if v is not None:
+                    extras[f"{s.site}.{f}"] = np.asarray(v)
+        return FigureData(self.figure_title(), ("token", "feature"), values, {"token": site.pieces}, extras)
+
+    def transient_items(self):
+        return [p.hover_marker for p in self.cmp_plots.values()]
+
+
+__all__ = ["QtNormStatsView", "NormSiteData", "histogram", "site_title", "group_title", "norm_site_data_for"]

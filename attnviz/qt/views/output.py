@@ -1,0 +1,399 @@
+"""Output distribution: what the output layer (Linear → softmax) says at the current step, and,
+for a typed target, how well the model predicts every position under teacher forcing.
+
+* **Next token** — the top-k of P(y_t | y_<t, x) as bars with their probabilities, the chosen
+  token marked (forced by the user, or not in the top-k, said so), the entropy of the whole
+  distribution H = −Σ p log p (nats) and its perplexity e^H, and how much probability the top-k cover.
+* **Teacher forcing** — "SOS + y in, y + EOS out": per position the fed token (top), the
+  probability the model gives the target token (bars: filled when the argmax is the target),
+  the predicted token written above each bar, and the loss −log P(target) (lower plot, the
+  targets along its bottom axis).
+
+The view renders objects ``attnviz.core.decoding.session`` already computes and never runs the model:
+a ``DecodeStep`` (``topk``, ``entropy``, ``token_id``, ``prob``, ``forced``, ``index``) and a
+``TeacherForced`` result (``positions`` of ``ForcedPosition``: ``input_piece``,
+``target_piece``, ``predicted_piece``, ``match``, ``target_prob``, ``loss``, ``entropy``, ``topk``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6 import QtCore, QtGui, QtWidgets
+
+from attnviz.qt.views.base import FigureViewBase
+from attnviz.qt.views.data import FigureData
+from attnviz.qt.widgets.colormaps import Theme, ui_font
+from attnviz.qt.widgets.title_item import TitleItem
+from attnviz.qt.widgets.token_axis import TokenAxis
+
+if TYPE_CHECKING:  # importing the core would import torch
+    from attnviz.core.decoding.common import DecodeStep
+    from attnviz.core.decoding.teacher_forcing import TeacherForced
+
+MATCH_COLOR = "#2f9e44"  # the argmax is the target
+MISS_COLOR = "#e8590c"  # it is not
+
+
+def _mk_pen(color: str, width: float = 1.0) -> QtGui.QPen:
+    pen = pg.mkPen(color, width=width)
+    pen.setCosmetic(True)
+    return pen
+
+
+class _TextPool:
+    """Text items reused across updates (never rebuilt per step)."""
+
+    def __init__(self, plot: pg.PlotItem, anchor: tuple[float, float], point_size: float = 8.0):
+        self.plot = plot
+        self.anchor = anchor
+        self.font = ui_font(point_size)
+        self.items: list[pg.TextItem] = []
+
+    def show(self, entries: Sequence[tuple[float, float, str, str]]) -> None:
+        """``entries``: (x, y, text, colour)."""
+        while len(self.items) < len(entries):
+            item = pg.TextItem(anchor=self.anchor)
+            item.setFont(self.font)
+            self.plot.addItem(item)
+            self.items.append(item)
+        for item, (x, y, text, color) in zip(self.items, entries):
+            item.setText(text, color=color)
+            item.setPos(x, y)
+            item.setVisible(True)
+        for item in self.items[len(entries):]:
+            item.setVisible(False)
+
+    def texts(self) -> list[str]:
+        return [i.toPlainText() for i in self.items if i.isVisible()]
+
+
+class QtOutputView(FigureViewBase):
+    """The next-token distribution (top-k bars, entropy) and the teacher-forced table.
+
+    ``set_data(step=None, forced=None, position=None)``:
+
+    * ``step`` — a ``DecodeStep`` (``DecodingSession.steps[-1]``): its top-k is shown;
+    * ``forced`` — a ``TeacherForced`` result (``decoding.teacher_forced``): the per-position
+      plots are shown, and with ``step`` None the top-k of position ``position`` (the cursor,
+      default 0) is shown above them.
+    """
+
+    positionClicked = QtCore.Signal(int)
+
+    def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme: Theme | str | None = None):
+        super().__init__(parent, theme=theme)
+        self.setObjectName("outputView")
+        self._step: Any = None
+        self._forced: Any = None
+        self._position: int | None = None
+        self._topk: tuple[tuple[str, int, float], ...] = ()
+        self._chosen: int | None = None
+
+        self.hint = QtWidgets.QLabel("Type a target sentence to compare every position's prediction with it (teacher forcing).")
+        self.hint.setObjectName("outputHint")
+        self.controls.addWidget(self.hint)
+        self.controls.addStretch(1)
+
+        ci = self.canvas.ci
+        self.title = TitleItem(self.theme)
+        ci.addItem(self.title, row=0, col=0)
+        # top-k: horizontal bars, pieces down the left
+        self._topk_axis = TokenAxis("left", self.theme, 9.0)
+        self.topk_plot = pg.PlotItem(axisItems={"left": self._topk_axis}, enableMenu=False)
+        self._setup_plot(self.topk_plot)
+        self.topk_plot.getViewBox().invertY(True)
+        self.topk_plot.setLabel("bottom", "probability P(token)")
+        self.topk_bars = pg.BarGraphItem(x0=[], y=[], height=0.72, width=[], brushes=[], pen=pg.mkPen(None))
+        self.topk_plot.addItem(self.topk_bars)
+        self.topk_text = _TextPool(self.topk_plot, (0.0, 0.5))
+        ci.addItem(self.topk_plot, row=1, col=0)
+
+        self.forced_title = TitleItem(self.theme)
+        ci.addItem(self.forced_title, row=2, col=0)
+        self._in_axis = TokenAxis("top", self.theme, 9.0)
+        self.prob_plot = pg.PlotItem(axisItems={"top": self._in_axis}, enableMenu=False)
+        self._setup_plot(self.prob_plot)
+        self.prob_plot.showAxis("top")
+        self.prob_plot.getAxis("bottom").setStyle(showValues=False)
+        self.prob_plot.setLabel("left", "P(target)")
+        self._in_axis.set_title("fed: SOS + y")
+        self.prob_bars = pg.BarGraphItem(x=[], height=[], width=0.7, brushes=[], pen=pg.mkPen(None))
+        self.prob_plot.addItem(self.prob_bars)
+        self.pred_text = _TextPool(self.prob_plot, (0.5, 1.0))
+        self.cursor = QtWidgets.QGraphicsRectItem()
+        self.cursor.setZValue(-5)
+        self.cursor.setPen(QtGui.QPen(QtCore.Qt.PenStyle.NoPen))
+        self.prob_plot.addItem(self.cursor)
+        ci.addItem(self.prob_plot, row=3, col=0)
+
+        self._target_axis = TokenAxis("bottom", self.theme, 9.0)
+        self.loss_plot = pg.PlotItem(axisItems={"bottom": self._target_axis}, enableMenu=False)
+        self._setup_plot(self.loss_plot)
+        self.loss_plot.setLabel("left", "loss −log P")
+        self._target_axis.set_title("expected: y + EOS")
+        self.loss_plot.setXLink(self.prob_plot)
+        self.loss_bars = pg.BarGraphItem(x=[], height=[], width=0.7, brushes=[], pen=pg.mkPen(None))
+        self.loss_plot.addItem(self.loss_bars)
+        self.loss_text = _TextPool(self.loss_plot, (0.5, 1.0), 7.5)
+        self.loss_cursor = QtWidgets.QGraphicsRectItem()
+        self.loss_cursor.setZValue(-5)
+        self.loss_cursor.setPen(QtGui.QPen(QtCore.Qt.PenStyle.NoPen))
+        self.loss_plot.addItem(self.loss_cursor)
+        ci.addItem(self.loss_plot, row=4, col=0)
+        self.canvas.scene().sigMouseClicked.connect(self._on_scene_clicked)
+        self.canvas.scene().sigMouseMoved.connect(self._on_mouse_moved)
+        self._apply_theme_to_items()
+        self._refresh()
+
+    def _setup_plot(self, plot: pg.PlotItem) -> None:
+        plot.setMenuEnabled(False)
+        plot.hideButtons()
+        vb = plot.getViewBox()
+        vb.setMouseEnabled(x=False, y=False)
+        vb.setMenuEnabled(False)
+        vb.setDefaultPadding(0.02)
+        for name in ("left", "bottom", "top"):
+            ax = plot.getAxis(name)
+            ax.setStyle(tickFont=ui_font(8))
+            ax.enableAutoSIPrefix(False)
+
+    # data ------------------------------------------------------------------------------
+    def set_data(self, step: "DecodeStep | None" = None, forced: "TeacherForced | None" = None, position: int | None = None) -> None:
+        """Show ``step``'s distribution and/or ``forced``'s per-position table (updated in place)."""
+        self._step = step
+        self._forced = forced
+        n = len(forced.positions) if forced is not None else 0
+        self._position = None if forced is None else min(max(0, 0 if position is None else int(position)), max(0, n - 1))
+        self._refresh()
+
+    def set_position(self, position: int) -> None:
+        """Move the teacher-forcing cursor (its distribution is shown when no step is given)."""
+        if self._forced is not None:
+            self.set_data(self._step, self._forced, position)
+
+    def has_data(self) -> bool:
+        return bool(self._topk) or self._forced is not None
+
+    def topk(self) -> tuple[tuple[str, int, float], ...]:
+        """The (piece, id, probability) rows the bars show, most likely first."""
+        return self._topk
+
+    def bar_probabilities(self) -> np.ndarray:
+        """The widths of the top-k bars (= the probabilities shown)."""
+        w = self.topk_bars.opts.get("width")
+        return np.asarray([] if w is None else w, dtype=np.float64)
+
+    def forced_arrays(self) -> dict[str, np.ndarray]:
+        """What the teacher-forcing plots show: ``target_prob`` and ``loss`` per position."""
+        return {
+            "target_prob": np.asarray(self.prob_bars.opts.get("height") if self._forced is not None else [], dtype=np.float64),
+            "loss": np.asarray(self.loss_bars.opts.get("height") if self._forced is not None else [], dtype=np.float64),
+        }
+
+    def predicted_labels(self) -> list[str]:
+        return self.pred_text.texts()
+
+    # drawing ---------------------------------------------------------------------------
+    def _distribution(self) -> tuple[Any, str]:
+        """The object whose top-k is shown and a caption saying which distribution it is."""
+        if self._step is not None:
+            s = self._step
+            return s, f"step {s.index + 1}"
+        if self._forced is not None and self._forced.positions:
+            p = self._forced.positions[self._position or 0]
+            return p, f"position {p.index + 1} (after “{p.input_piece}”)"
+        return None, ""
+
+    def _refresh(self) -> None:
+        th = self.theme
+        dist, where = self._distribution()
+        self._topk = tuple(dist.topk) if dist is not None else ()
+        ids = [i for _, i, _ in self._topk]
+        chosen = None
+        chosen_prob = math.nan
+        forced_note = ""
+        if self._step is not None:
+            chosen = int(self._step.token_id)
+            chosen_prob = float(getattr(self._step, "prob", math.nan))
+            forced_note = "forced by you" if self._step.forced else "chosen"
+        elif dist is not None:
+            chosen = int(dist.target_id)
+            chosen_prob = float(dist.target_prob)
+            forced_note = "target"
+        self._chosen = chosen
+        n = len(self._topk)
+        probs = [p for _, _, p in self._topk]
+        labels = [piece for piece, _, _ in self._topk]
+        brushes = [th.qcolor("highlight") if i == chosen else th.qcolor("selection", 170) for i in ids]
+        self.topk_bars.setOpts(x0=np.zeros(n), y=np.arange(n, dtype=float), height=0.72, width=np.asarray(probs, float), brushes=brushes)
+        self._topk_axis.set_labels(labels, ids.index(chosen) if chosen in ids else None)
+        self.topk_text.show([(p, float(r), f" {p:.3f}", th.foreground) for r, p in enumerate(probs)])
+        vb = self.topk_plot.getViewBox()
+        top_p = max(probs, default=1.0)
+        # the whole [0, 1] once a token is likely; zoomed in on a flat distribution (the values are written on the bars)
+        vb.setRange(xRange=(0.0, 1.12 if top_p > 0.45 else max(0.05, top_p * 1.4)), yRange=(-0.6, max(n, 1) - 0.4), padding=0.0)
+        if dist is not None:
+            h = float(dist.entropy)
+            cover = sum(probs)
+            title = f"Next token · {where} · entropy H = {h:.3f} nats · perplexity e^H = {math.exp(h):.2f} · top-{n} hold {cover * 100:.1f}%"
+            piece = self._step.piece if self._step is not None else dist.target_piece
+            formula = f"P(y_t | y_<t, x) = softmax(logits) · {forced_note}: “{piece}” with p = {chosen_prob:.4f}"
+            if chosen is not None and chosen not in ids:
+                formula += f" (not in the top {n})"
+        else:
+            title, formula = "Next-token distribution", "decode a step to see P(y_t | y_<t, x)"
+        self.title.set_title(title, formula)
+        self._refresh_forced()
+
+    def _refresh_forced(self) -> None:
+        f = self._forced
+        visible = f is not None
+        self.hint.setVisible(not visible)
+        for item in (self.forced_title, self.prob_plot, self.loss_plot):
+            item.setVisible(visible)
+        ci = self.canvas.ci.layout
+        ci.setRowStretchFactor(1, 1)
+        for r in (2, 3, 4):
+            ci.setRowMaximumHeight(r, 1e6 if visible else 0)
+            ci.setRowMinimumHeight(r, 0)
+        ci.setRowStretchFactor(3, 1 if visible else 0)
+        ci.setRowStretchFactor(4, 1 if visible else 0)
+        ci.setRowPreferredHeight(1, 160 if visible else 300)
+        if f is None:
+            for bars in (self.prob_bars, self.loss_bars):
+                bars.setOpts(x=[], height=[], brushes=[])
+            self.pred_text.show([])
+            self.loss_text.show([])
+            self.cursor.setVisible(False)
+            self.loss_cursor.setVisible(False)
+            self.prob_plot.getViewBox().update()
+            return
+        th = self.theme
+        pos = f.positions
+        n = len(pos)
+        x = np.arange(n, dtype=float)
+        tp = np.asarray([p.target_prob for p in pos], float)
+        loss = np.asarray([p.loss for p in pos], float)
+        match = [bool(p.match) for p in pos]
+        fill = [QtGui.QColor(MATCH_COLOR) if m else QtGui.QColor(MISS_COLOR) for m in match]
+        self.prob_bars.setOpts(x=x, height=tp, width=0.7, brushes=fill)
+        loss_brush = [th.qcolor("muted", 160) if m else QtGui.QColor(MISS_COLOR) for m in match]
+        self.loss_bars.setOpts(x=x, height=loss, width=0.7, brushes=loss_brush)
+        self._in_axis.set_labels([p.input_piece for p in pos], self._position)
+        self._target_axis.set_labels([p.target_piece for p in pos], self._position)
+        self.pred_text.show([(float(i), 1.035, p.predicted_piece, MATCH_COLOR if p.match else MISS_COLOR) for i, p in enumerate(pos)])
+        self.loss_text.show([(float(i), float(v) + 0.02 * max(1.0, float(loss.max()) if n else 1.0) + 0.0, f"{v:.2f}", th.muted)
+                             for i, v in enumerate(loss)])
+        top = max(1.0, float(loss.max()) if n else 1.0) * 1.4
+        self.prob_plot.getViewBox().setRange(xRange=(-0.6, n - 0.4), yRange=(0.0, 1.22), padding=0.0)
+        self.loss_plot.getViewBox().setRange(xRange=(-0.6, n - 0.4), yRange=(0.0, top), padding=0.0)
+        self.prob_plot.getAxis("left").setTicks([[(0.0, "0"), (0.5, "0.5"), (1.0, "1")], []])
+        cur = self._position if self._position is not None else 0
+        brush = th.qcolor("highlight", 40)
+        self.cursor.setBrush(brush)
+        self.cursor.setRect(QtCore.QRectF(cur - 0.5, 0.0, 1.0, 1.22))
+        self.cursor.setVisible(True)
+        self.loss_cursor.setBrush(brush)
+        self.loss_cursor.setRect(QtCore.QRectF(cur - 0.5, 0.0, 1.0, top))
+        self.loss_cursor.setVisible(True)
+        hits = sum(match)
+        self.forced_title.set_title(
+            f"Teacher forcing · SOS + y in, y + EOS out · mean loss {f.loss:.3f} nats · {hits}/{n} positions predicted",
+            "bars: P(target) (green: the argmax is the target); above them the predicted token; below: loss = −log P(target)",
+        )
+
+    def _apply_theme_to_items(self) -> None:
+        th = self.theme
+        for plot in (self.topk_plot, self.prob_plot, self.loss_plot):
+            for name in ("left", "bottom", "top"):
+                ax = plot.getAxis(name)
+                if isinstance(ax, TokenAxis):
+                    ax.apply_theme(th)
+                else:
+                    ax.setPen(_mk_pen(th.muted))
+                    ax.setTextPen(_mk_pen(th.foreground))
+                    if ax.label is not None:
+                        ax.label.setDefaultTextColor(QtGui.QColor(th.muted))
+        self.title.apply_theme(th)
+        self.forced_title.apply_theme(th)
+        self.hint.setStyleSheet(f"color: {th.muted};")
+
+    def _on_theme_changed(self) -> None:
+        self._apply_theme_to_items()
+        self._refresh()
+
+    # interaction ------------------------------------------------------------------------
+    def _forced_index_at(self, scene_pos: QtCore.QPointF) -> int | None:
+        if self._forced is None:
+            return None
+        for plot in (self.prob_plot, self.loss_plot):
+            vb = plot.getViewBox()
+            if vb.sceneBoundingRect().contains(scene_pos):
+                x = vb.mapSceneToView(scene_pos).x()
+                i = int(round(x))
+                if 0 <= i < len(self._forced.positions):
+                    return i
+        return None
+
+    def _on_scene_clicked(self, ev) -> None:
+        i = self._forced_index_at(ev.scenePos())
+        if i is not None:
+            self.set_position(i)
+            self.positionClicked.emit(i)
+
+    def _on_mouse_moved(self, scene_pos) -> None:
+        i = self._forced_index_at(scene_pos)
+        if i is not None:
+            p = self._forced.positions[i]
+            self.readout.setText(
+                f"position {i + 1}: fed “{p.input_piece}” → expected “{p.target_piece}”, predicted “{p.predicted_piece}”   "
+                f"P(target) = {p.target_prob:.4f}   loss = {p.loss:.4f}   H = {p.entropy:.3f} nats"
+            )
+            return
+        vb = self.topk_plot.getViewBox()
+        if self._topk and vb.sceneBoundingRect().contains(scene_pos):
+            r = int(round(vb.mapSceneToView(scene_pos).y()))
+            if 0 <= r < len(self._topk):
+                piece, tid, p = self._topk[r]
+                self.readout.setText(f"rank {r + 1}: “{piece}” (id {tid})   P = {p:.5f}   −log P = {-math.log(max(p, 1e-300)):.3f}")
+                return
+        self.readout.setText(" ")
+
+    # figure protocol -----------------------------------------------------------------------
+    def figure_title(self) -> str:
+        dist, where = self._distribution()
+        if self._forced is not None:
+            return f"Output distribution · teacher forcing ({len(self._forced.positions)} positions)"
+        return f"Output distribution · {where}" if dist is not None else "Output distribution"
+
+    def figure_data(self) -> FigureData:
+        """Teacher forcing (when shown): one CSV row per position; the top-k as NPZ extras.
+        Otherwise the top-k: one CSV row per rank."""
+        if not self.has_data():
+            raise ValueError("the view shows no data yet")
+        extras = {"topk_id": np.asarray([i for _, i, _ in self._topk], np.int64), "topk_prob": np.asarray([p for _, _, p in self._topk])}
+        f = self._forced
+        if f is not None:
+            pos = f.positions
+            values = {
+                "target_prob": np.asarray([p.target_prob for p in pos]),
+                "loss": np.asarray([p.loss for p in pos]),
+                "entropy": np.asarray([p.entropy for p in pos]),
+                "match": np.asarray([float(p.match) for p in pos]),
+                "target_id": np.asarray([p.target_id for p in pos], np.float64),
+                "predicted_id": np.asarray([p.predicted_id for p in pos], np.float64),
+            }
+            coords = {"position": tuple(f"{p.input_piece} → {p.target_piece}" for p in pos)}
+            return FigureData(self.figure_title(), ("position",), values, coords, extras)
+        values = {"probability": np.asarray([p for _, _, p in self._topk]), "token_id": np.asarray([i for _, i, _ in self._topk], np.float64)}
+        dist, _ = self._distribution()
+        extras["entropy"] = np.asarray(float(dist.entropy))
+        return FigureData(self.figure_title(), ("rank",), values, {"rank": tuple(p for p, _, _ in self._topk)}, extras)
+
+
+__all__ = ["QtOutputView", "MATCH_COLOR", "MISS_COLOR"]

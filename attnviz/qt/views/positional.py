@@ -1,0 +1,384 @@
+"""Positional encoding: where each position's "address" comes from and how big it is.
+
+    PE(pos, 2i) = sin(pos / 10000^(2i/d_model))      PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model))
+
+Four panels, all for the current sentence lengths:
+
+* the PE matrix, position × dimension (low dimensions oscillate fast, high ones slowly);
+* chosen dimensions as curves over the positions (the sine/cosine pairs);
+* PE·PEᵀ, the dot product of every pair of positions: near positions are alike, and the
+  similarity depends on the distance more than on the position (why "猫吃鱼" and "鱼吃猫"
+  differ to the model);
+* the current tokens' embeddings (× √d_model), their PE rows and the sum the first layer reads,
+  side by side, with the norm of each row.
+
+The view renders :class:`PositionalData` built from ``attnviz.core.analysis.stats``
+(``positional_encoding``, ``positional_similarity``, ``embedding_positional_ratio``) and the
+trace's ``<stack>.embed.tokens / positional / sum``; it computes nothing but a row norm when one
+is not given.
+
+The data classes are in ``qt_positional_data``; their names stay importable from here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6 import QtCore, QtGui, QtWidgets
+
+from attnviz.core.analysis.positional import PositionalData, TokenEmbeddingData, positional_data_for
+from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
+from attnviz.qt.views.data import FigureData
+from attnviz.qt.widgets.colormaps import DIVERGING_COLORMAP, Theme, ui_font
+from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo
+from attnviz.qt.widgets.title_item import TitleItem
+from attnviz.qt.widgets.token_axis import TokenAxis
+
+
+def default_dimensions(d_model: int) -> list[int]:
+    """Two sine/cosine pairs from the fast end and one from the middle: 0, 1, 2, 3, d/2, d/2+1."""
+    dims = [0, 1, 2, 3, d_model // 2, d_model // 2 + 1]
+    return sorted({d for d in dims if 0 <= d < d_model})
+
+
+def parse_dimensions(text: str, d_model: int) -> list[int]:
+    """``"0, 1, 4-7"`` → [0, 1, 4, 5, 6, 7] (out-of-range and malformed entries dropped, at most 12)."""
+    out: list[int] = []
+    for part in text.replace(";", ",").split(","):
+        part = part.strip()
+        if not part:
+            continue
+        lo, sep, hi = part.partition("-")
+        try:
+            rng = range(int(lo), int(hi) + 1) if sep else range(int(lo), int(lo) + 1)
+        except ValueError:
+            continue
+        out += [d for d in rng if 0 <= d < d_model and d not in out]
+    return out[:12]
+
+
+def _dim_labels(n: int) -> list[str]:
+    """Dimension indices; the axis itself draws every k-th one when the cells are narrow."""
+    return [str(i) for i in range(n)]
+
+
+class QtPositionalView(FigureViewBase):
+    """Positional encoding panels (see the module docstring).
+
+    ``set_data(data: PositionalData)``; view settings: the dimensions drawn as curves
+    (``set_dimensions``) and which side's tokens are shown (``set_side``).
+    """
+
+    def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme: Theme | str | None = None):
+        super().__init__(parent, theme=theme)
+        self.setObjectName("positionalView")
+        self._data: PositionalData | None = None
+        self._dims: list[int] | None = None  # None: default_dimensions
+        self._side = "source"
+        self._legend_key: tuple | None = None
+
+        self.dims_edit = QtWidgets.QLineEdit(objectName="peDimsEdit")
+        self.dims_edit.setPlaceholderText("e.g. 0, 1, 4-7")
+        self.dims_edit.setToolTip("Dimensions drawn as curves over the positions (even: sin, odd: cos)")
+        self.dims_edit.setMaximumWidth(150)
+        self._add_control("Dimensions", self.dims_edit)
+        self.dims_edit.editingFinished.connect(self._on_dims_edited)
+        self.side_combo = self._add_control("Tokens", make_combo("peSideCombo", "Whose embeddings: the source (encoder) or the target (decoder)"))
+        self.side_combo.currentIndexChanged.connect(self._on_side_changed)
+        self.controls.addStretch(1)
+
+        ci = self.canvas.ci
+        ci.layout.setHorizontalSpacing(10)
+        ci.layout.setVerticalSpacing(6)
+        self.title = TitleItem(self.theme)
+        ci.addItem(self.title, row=0, col=0, colspan=2)
+        self.pe_plot = HeatmapPlot(self.theme, colormap=DIVERGING_COLORMAP, levels=(-1.0, 1.0), colorbar_label="PE value",
+                                   annotate=False, aspect_locked=False, masked=False, label_point_size=8.0)
+        self.pe_plot.setTitle("PE(pos, i)", size="9.5pt")
+        self.pe_plot.set_axis_titles("position", "dimension i")
+        self.sim_plot = HeatmapPlot(self.theme, colormap=self.colormap(), colorbar_label="PE·PEᵀ", annotate=False, aspect_locked=True,
+                                    masked=False, label_point_size=8.0)
+        self.sim_plot.setTitle("PE·PEᵀ: similarity of positions", size="9.5pt")
+        self.sim_plot.set_axis_titles("position", "position")
+        ci.addItem(self.pe_plot, row=1, col=0)
+        ci.addItem(self.sim_plot, row=1, col=1)
+
+        self.curve_plot = pg.PlotItem(enableMenu=False)
+        self.curve_plot.setMenuEnabled(False)
+        self.curve_plot.hideButtons()
+        self.curve_plot.getViewBox().setMouseEnabled(x=False, y=False)
+        self.curve_plot.setTitle("Chosen dimensions over the positions", size="9.5pt")
+        self.curve_plot.setLabel("bottom", "position pos")
+        self.curve_plot.setLabel("left", "PE(pos, i)")
+        self.curve_plot.showGrid(x=True, y=True, alpha=0.15)
+        self.curve_plot.setYRange(-1.1, 1.1, padding=0)
+        self.curve_legend = pg.LegendItem(labelTextSize="8.5pt", colCount=1)  # beside the plot, never over the curves
+        self.curves: list[pg.PlotDataItem] = []
+        ci.addItem(self.curve_plot, row=2, col=0)
+        ci.addItem(self.curve_legend, row=2, col=1)
+
+        emb = ci.addLayout(row=3, col=0, colspan=2)
+        emb.layout.setHorizontalSpacing(6)
+        self.emb_title = TitleItem(self.theme)
+        emb.addItem(self.emb_title, row=0, col=0, colspan=4)
+        self.emb_plots: dict[str, HeatmapPlot] = {}
+        for col, (key, title) in enumerate((("tokens", "token embedding × √d_model"), ("positional", "+ PE"), ("summed", "= first layer's input"))):
+            p = HeatmapPlot(self.theme, colormap=DIVERGING_COLORMAP, colorbar=False, annotate=False, aspect_locked=False, masked=False,
+                            label_point_size=8.5)
+            p.setTitle(title, size="9.5pt")
+            p.set_axis_titles("token" if col == 0 else None, "dimension")
+            if col:
+                p.set_row_labels_visible(False)
+            emb.addItem(p, row=1, col=col)
+            self.emb_plots[key] = p
+        self._norm_axis = TokenAxis("left", self.theme, 8.5)
+        self.norm_plot = pg.PlotItem(axisItems={"left": self._norm_axis}, enableMenu=False)
+        self.norm_plot.setMenuEnabled(False)
+        self.norm_plot.hideButtons()
+        self.norm_plot.getViewBox().setMouseEnabled(x=False, y=False)
+        self.norm_plot.getViewBox().invertY(True)
+        self.norm_plot.setLabel("bottom", "L2 norm ‖·‖")
+        self.norm_bars: dict[str, pg.BarGraphItem] = {}
+        for i, key in enumerate(("token_norm", "positional_norm", "sum_norm")):
+            bar = pg.BarGraphItem(x0=[], y=[], height=0.26, width=[], brush=self.theme.head_color(i), pen=pg.mkPen(None))
+            self.norm_plot.addItem(bar)
+            self.norm_bars[key] = bar
+        self.norm_plot.setMaximumWidth(260)
+        emb.addItem(self.norm_plot, row=1, col=3)
+        emb.layout.setColumnStretchFactor(0, 3)
+        emb.layout.setColumnStretchFactor(1, 3)
+        emb.layout.setColumnStretchFactor(2, 3)
+        emb.layout.setColumnStretchFactor(3, 2)
+        ci.layout.setRowStretchFactor(1, 3)
+        ci.layout.setRowStretchFactor(2, 2)
+        ci.layout.setRowStretchFactor(3, 3)
+
+        for p in (self.pe_plot, self.sim_plot, *self.emb_plots.values()):
+            p.sigHovered.connect(lambda info, plot=p: self._on_hovered(plot, info))
+        self._apply_theme_to_items()
+        self._refresh()
+
+    # data ------------------------------------------------------------------------------------
+    def set_data(self, data: PositionalData) -> None:
+        self._data = data
+        sides = [e.side for e in data.embeddings]
+        if self._side not in sides and sides:
+            self._side = sides[0]
+        set_combo_items(self.side_combo, [(s.capitalize(), s) for s in sides], self._side)
+        self.side_combo.setEnabled(len(sides) > 1)
+        self._refresh()
+
+    def data(self) -> PositionalData | None:
+        return self._data
+
+    def has_data(self) -> bool:
+        return self._data is not None
+
+    def dimensions(self) -> list[int]:
+        d = self._data.d_model if self._data is not None else 0
+        dims = self._dims if self._dims is not None else default_dimensions(d)
+        return [x for x in dims if x < d]
+
+    def set_dimensions(self, dims: Sequence[int]) -> None:
+        self._dims = [int(x) for x in dims]
+        self._refresh()
+
+    def set_side(self, side: str) -> None:
+        self._side = side
+        set_combo_items(self.side_combo, [(self.side_combo.itemText(i), self.side_combo.itemData(i)) for i in range(self.side_combo.count())], side)
+        self._refresh()
+
+    def side(self) -> str:
+        return self._side
+
+    def curve_data(self) -> np.ndarray:
+        """``[len(dims), pos]``: the curves drawn (y values)."""
+        ys = [c.getData()[1] for c in self.curves if c.isVisible()]
+        return np.asarray(ys) if ys else np.zeros((0, 0))
+
+    def norm_values(self) -> dict[str, np.ndarray]:
+        return {k: np.asarray(b.opts.get("width")) for k, b in self.norm_bars.items()}
+
+    # drawing -----------------------------------------------------------------------------------
+    def _set_content_visible(self, visible: bool) -> None:
+        for item in (self.pe_plot, self.sim_plot, self.curve_plot, self.curve_legend, self.emb_title, self.norm_plot, *self.emb_plots.values()):
+            item.setVisible(visible)
+
+    def _refresh(self) -> None:
+        d = self._data
+        self._set_titles()
+        self._set_content_visible(d is not None)
+        if d is None:
+            return
+        n, dm = d.pe.shape
+        pos_labels = [str(i) for i in range(n)]
+        self.pe_plot.set_matrix(d.pe, pos_labels, _dim_labels(dm), levels=(-1.0, 1.0))
+        sim = d.similarity
+        self.sim_plot.set_matrix(sim, pos_labels, pos_labels, levels=(float(np.min(sim)), float(np.max(sim))))
+        self._refresh_curves()
+        self._refresh_embeddings()
+        self.dims_edit.setText(", ".join(str(x) for x in self.dimensions()))
+
+    def _refresh_curves(self) -> None:
+        d = self._data
+        dims = self.dimensions()
+        n = d.n_positions
+        while len(self.curves) < len(dims):
+            c = pg.PlotDataItem([], [], symbol="o", symbolSize=5)
+            self.curve_plot.addItem(c)
+            self.curves.append(c)
+        x = np.arange(n, dtype=float)
+        legend_key = (tuple(dims), d.d_model, self.theme.name)
+        relabel = legend_key != self._legend_key  # the legend is rebuilt only when its entries change
+        if relabel:
+            self.curve_legend.clear()
+            self._legend_key = legend_key
+        for i, c in enumerate(self.curves):
+            if i < len(dims):
+                dim = dims[i]
+                color = self.theme.head_color(i)
+                pen = pg.mkPen(color, width=1.8, style=QtCore.Qt.PenStyle.SolidLine if dim % 2 == 0 else QtCore.Qt.PenStyle.DashLine)
+                pen.setCosmetic(True)
+                c.setData(x, d.pe[:, dim].astype(float))
+                c.setPen(pen)
+                c.setSymbolBrush(color)
+                c.setSymbolPen(None)
+                c.setVisible(True)
+                two_i = dim - dim % 2
+                if relabel:
+                    self.curve_legend.addItem(c, f"i={dim}: {'sin' if dim % 2 == 0 else 'cos'}(pos/10000^({two_i}/{d.d_model}))")
+            else:
+                c.setData([], [])
+                c.setVisible(False)
+        self.curve_plot.setXRange(-0.3, max(1, n - 1) + 0.3, padding=0)
+        step = max(1, int(np.ceil(n / 12)))
+        self.curve_plot.getAxis("bottom").setTickSpacing(major=step, minor=step)
+
+    def _refresh_embeddings(self) -> None:
+        d = self._data
+        e = d.side(self._side)
+        if e is None:
+            for p in self.emb_plots.values():
+                p.setVisible(False)
+            self.norm_plot.setVisible(False)
+            self.emb_title.set_title("No tokens yet", "enter a sentence: its embeddings appear here")
+            return
+        for p in self.emb_plots.values():
+            p.setVisible(True)
+        self.norm_plot.setVisible(True)
+        dm = e.tokens.shape[1]
+        m = float(max(np.max(np.abs(e.tokens)), np.max(np.abs(e.summed)), 1.0))
+        for key, p in self.emb_plots.items():
+            p.set_matrix(getattr(e, key), e.pieces, _dim_labels(dm), levels=(-m, m))
+        k = len(e.pieces)
+        y = np.arange(k, dtype=float)
+        for j, (key, bar) in enumerate(self.norm_bars.items()):
+            bar.setOpts(x0=np.zeros(k), y=y + (j - 1) * 0.27, height=0.26, width=getattr(e, key))
+        self._norm_axis.set_labels(e.pieces)
+        top = float(max(e.token_norm.max(initial=0), e.positional_norm.max(initial=0), e.sum_norm.max(initial=0), 1.0))
+        self.norm_plot.getViewBox().setRange(xRange=(0, top * 1.05), yRange=(-0.6, k - 0.4), padding=0)
+        ratio = float(np.mean(e.positional_norm / np.where(e.token_norm > 0, e.token_norm, np.nan))) if k else float("nan")
+        self.emb_title.set_title(
+            f"{self._side.capitalize()} tokens: embedding + PE = what the first layer reads",
+            f"‖PE‖ = √(d_model/2) = {np.sqrt(dm / 2):.2f} at every position; on average ‖PE‖ / ‖embedding‖ = {ratio:.2f}",
+        )
+
+    def _set_titles(self) -> None:
+        d = self._data
+        if d is None:
+            self.title.set_title("Positional encoding", "PE(pos, 2i) = sin(pos/10000^(2i/d_model)), PE(pos, 2i+1) = cos(pos/10000^(2i/d_model))")
+            self.emb_title.set_title("Token embeddings and PE", "")
+            return
+        self.title.set_title(
+            f"Positional encoding · {d.n_positions} positions × d_model {d.d_model}",
+            "PE(pos, 2i) = sin(pos/10000^(2i/d_model)),  PE(pos, 2i+1) = cos(pos/10000^(2i/d_model)):  "
+            "low dimensions turn fast, high ones slowly; PE·PEᵀ depends on the distance between positions",
+        )
+
+    def _apply_theme_to_items(self) -> None:
+        th = self.theme
+        for p in (self.pe_plot, self.sim_plot, *self.emb_plots.values()):
+            p.apply_theme(th)
+            p.titleLabel.setText(p.titleLabel.text, color=th.foreground, size="9.5pt")
+        swatch = lambda i, name: f"<span style='color:{th.head_colors[i % len(th.head_colors)]}'>■</span> {name}"  # noqa: E731
+        self.norm_plot.setTitle("norms: " + "  ".join(swatch(i, n) for i, n in enumerate(("emb.", "PE", "sum"))), size="9pt")
+        for p in (self.curve_plot, self.norm_plot):
+            p.titleLabel.setText(p.titleLabel.text, color=th.foreground, size="9.5pt" if p is self.curve_plot else "9pt")
+            for name in ("left", "bottom"):
+                ax = p.getAxis(name)
+                if isinstance(ax, TokenAxis):
+                    ax.apply_theme(th)
+                    continue
+                pen = pg.mkPen(th.muted)
+                pen.setCosmetic(True)
+                ax.setPen(pen)
+                ax.setTextPen(pg.mkPen(th.foreground))
+                ax.setStyle(tickFont=ui_font(8))
+                if ax.label is not None:
+                    ax.label.setDefaultTextColor(QtGui.QColor(th.muted))
+            if p.legend is not None:
+                p.legend.setLabelTextColor(th.foreground)
+        self.curve_legend.setLabelTextColor(th.foreground)
+        for i, bar in enumerate(self.norm_bars.values()):
+            bar.setOpts(brush=th.head_color(i))
+        self.title.apply_theme(th)
+        self.emb_title.apply_theme(th)
+
+    def _on_theme_changed(self) -> None:
+        self._apply_theme_to_items()
+        if self._colormap is None:
+            self.sim_plot.set_colormap(self.theme.colormap)
+        self._refresh()
+
+    def _on_colormap_changed(self) -> None:
+        self.sim_plot.set_colormap(self.colormap())
+
+    def _on_dims_edited(self) -> None:
+        d = self._data.d_model if self._data is not None else 10**9
+        dims = parse_dimensions(self.dims_edit.text(), d)
+        if dims:
+            self.set_dimensions(dims)
+
+    def _on_side_changed(self) -> None:
+        side = self.side_combo.currentData()
+        if side and side != self._side:
+            self._side = side
+            self._refresh()
+
+    def _on_hovered(self, plot: HeatmapPlot, info: HoverInfo | None) -> None:
+        if info is None:
+            self.readout.setText(" ")
+            return
+        if plot is self.pe_plot:
+            i = info.col
+            f = "sin" if i % 2 == 0 else "cos"
+            self.readout.setText(f"PE(pos {info.row}, i {i}) = {f}({info.row}/10000^({i - i % 2}/{self._data.d_model})) = {info.value:.4f}")
+        elif plot is self.sim_plot:
+            self.readout.setText(f"PE({info.row})·PE({info.col}) = {info.value:.3f}   (distance {abs(info.row - info.col)})")
+        else:
+            name = {v: k for k, v in self.emb_plots.items()}[plot]
+            self.readout.setText(f"{name}[“{info.row_label}”, dim {info.col}] = {info.value:.4f}")
+
+    # figure protocol ----------------------------------------------------------------------------
+    def figure_title(self) -> str:
+        d = self._data
+        return f"Positional encoding ({d.n_positions} positions, d_model {d.d_model})" if d is not None else "Positional encoding"
+
+    def figure_data(self) -> FigureData:
+        d = self._data
+        if d is None:
+            raise ValueError("the view shows no data yet")
+        extras: dict[str, np.ndarray] = {"similarity": d.similarity, "curve_dims": np.asarray(self.dimensions())}
+        for e in d.embeddings:
+            for key in ("tokens", "positional", "summed", "token_norm", "positional_norm", "sum_norm"):
+                extras[f"{e.side}_{key}"] = np.asarray(getattr(e, key))
+        return FigureData(self.figure_title(), ("position", "dimension"), {"pe": d.pe},
+                          {"position": tuple(str(i) for i in range(d.n_positions))}, extras)
+
+    def transient_items(self):
+        return [p.hover_marker for p in (self.pe_plot, self.sim_plot, *self.emb_plots.values())]
+
+
+__all__ = ["QtPositionalView", "PositionalData", "TokenEmbeddingData", "default_dimensions", "parse_dimensions", "positional_data_for"]

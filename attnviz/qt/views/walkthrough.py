@@ -1,0 +1,415 @@
+"""One-head walkthrough: the tutorial's worked example on the live model, step by step.
+
+For a chosen kind, layer, head and query token the view shows the actual numbers of
+
+    Q_i = X W_i^Q    K_i = X W_i^K    V_i = X W_i^V
+    Q_i K_iᵀ  →  ÷ √d_k  →  + M  →  softmax = A_i
+    Z_i = A_i V_i  →  Concat(Z_1..Z_h)  ·  W^O
+
+as small tables with heatmap colouring (every cell carries its value). Long dimensions
+(``d_model``, ``d_k``, long sentences) are elided to a window; the scroll bars in the controls
+row move the windows. Rows are positions (queries or keys), columns are dimensions (0-based)
+or keys; the chosen query's row is outlined in every table that has one.
+
+The view renders a :class:`attnviz.core.analysis.walkthrough.HeadWalkthrough` (any object with its
+fields); it never computes the model. Changing kind, layer or head asks the owner for a new
+walkthrough through ``selectionRequested``; changing the query only moves the highlight.
+
+The tables and their formatting are in ``qt_walkthrough_tables``, the windows and scroll bars in
+``qt_walkthrough_windows``; the tables module's names stay importable from here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6 import QtCore, QtGui, QtWidgets
+
+from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
+from attnviz.qt.views.data import KIND_TITLES, FigureData
+from attnviz.qt.views.walkthrough_tables import (
+    KINDS,
+    SECTIONS,
+    WINDOW,
+    StageSpec,
+    StageTable,
+    _operator,
+    _with_query,
+    format_value,
+    plain,
+)
+from attnviz.qt.views.walkthrough_windows import WalkthroughWindowsMixin
+from attnviz.qt.widgets.colormaps import Theme
+from attnviz.qt.widgets.heatmap import HoverInfo
+from attnviz.qt.widgets.title_item import TitleItem
+
+if TYPE_CHECKING:  # for type checkers only: importing the core would import torch
+    from attnviz.core.analysis.walkthrough import HeadWalkthrough
+
+
+class QtWalkthroughView(WalkthroughWindowsMixin, FigureViewBase):
+    """One head's computation as tables (see the module docstring).
+
+    ``set_data(walk, layers=None)``: ``walk`` is a ``HeadWalkthrough`` (``attnviz.core.analysis.walkthrough.
+    head_walkthrough`` / ``session_walkthrough``); ``layers`` maps kind → number of layers (fills
+    the layer selector; default: the walkthrough's layer + 1). ``selectionRequested(kind, layer,
+    head, query)`` asks the owner for another walkthrough (0-based layer/head/query).
+    """
+
+    selectionRequested = QtCore.Signal(str, int, int, int)
+    queryChanged = QtCore.Signal(int)
+    hovered = QtCore.Signal(object)
+
+    def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme: Theme | str | None = None):
+        super().__init__(parent, theme=theme)
+        self.setObjectName("walkthroughView")
+        self._walk: Any = None
+        self._layers: dict[str, int] = {}
+        self._offsets = {"model": 0, "k": 0, "pos": 0}
+
+        self.kind_combo = self._add_control("", make_combo("walkKindCombo", "Which attention: encoder self, decoder masked self or cross"))
+        self.layer_combo = self._add_control("Layer", make_combo("walkLayerCombo", "Layer"))
+        self.head_combo = self._add_control("Head", make_combo("walkHeadCombo", "Head i: the slices W_i^Q, W_i^K, W_i^V and Z_i"))
+        self.query_combo = self._add_control("Query", make_combo("walkQueryCombo", "The query token whose row is followed"))
+        self.controls.addSpacing(8)
+        self.scrollbars: dict[str, QtWidgets.QScrollBar] = {}
+        self._scroll_labels: dict[str, QtWidgets.QLabel] = {}
+        for key, tip in (("model", "Scroll along d_model (columns of X, rows of W)"), ("k", "Scroll along d_k (columns of W_i, Q_i, K_i, V_i, Z_i)"),
+                         ("pos", "Scroll along the positions (rows and key columns)")):
+            bar = QtWidgets.QScrollBar(QtCore.Qt.Orientation.Horizontal)
+            bar.setObjectName(f"walkScroll_{key}")
+            bar.setToolTip(tip)
+            bar.setMinimumWidth(120)
+            bar.setMaximumWidth(200)
+            lab = QtWidgets.QLabel("")
+            lab.setObjectName(f"walkScrollLabel_{key}")
+            self.controls.addWidget(lab)
+            self.controls.addWidget(bar)
+            bar.valueChanged.connect(lambda v, k=key: self._on_scrolled(k, v))
+            self.scrollbars[key] = bar
+            self._scroll_labels[key] = lab
+        self.controls.addStretch(1)
+        for combo in (self.kind_combo, self.layer_combo, self.head_combo):
+            combo.currentIndexChanged.connect(self._on_selection_changed)
+        self.query_combo.currentIndexChanged.connect(self._on_query_changed)
+
+        # the figure: title, then three sections, each a nested grid
+        lay = self.layout()
+        index = lay.indexOf(self.canvas)
+        lay.removeWidget(self.canvas)
+        self.scroll = QtWidgets.QScrollArea()
+        self.scroll.setObjectName("walkthroughScroll")
+        self.scroll.setWidgetResizable(False)
+        self.scroll.setFrameShape(QtWidgets.QFrame.Shape.NoFrame)
+        self.scroll.setWidget(self.canvas)
+        lay.insertWidget(index, self.scroll, 1)
+        self.canvas.setHorizontalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.canvas.setVerticalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self._apply_scroll_background()
+
+        ci = self.canvas.ci
+        ci.layout.setVerticalSpacing(10)
+        self.title = TitleItem(self.theme)
+        ci.addItem(self.title, row=0, col=0)
+        self.tables: dict[str, StageTable] = {}
+        self._section_labels: list[pg.LabelItem] = []
+        self._operators: list[pg.LabelItem] = []
+
+        self._lines: list[pg.GraphicsLayout] = []
+        self._sections: list[pg.GraphicsLayout] = []
+        row = 1
+        for title, rows in SECTIONS:
+            self._add_section_label(row, title)
+            section = ci.addLayout(row=row + 1, col=0)
+            section.layout.setVerticalSpacing(8)
+            self._sections.append(section)
+            for r, items in enumerate(rows):
+                line = section.addLayout(row=r, col=0)  # one layout per line: tables keep their own widths
+                self._lines.append(line)
+                for col, item in enumerate(items):
+                    if isinstance(item, StageSpec):
+                        key = item.name if item.name not in self.tables else f"{item.name}@{row}.{r}"
+                        line.addItem(self._make_table(item, key), row=0, col=col)
+                    else:
+                        line.addItem(self._make_operator(item), row=0, col=col)
+                line.layout.addItem(QtWidgets.QGraphicsWidget(), 0, len(items))  # absorbs spare width
+                line.layout.setColumnStretchFactor(len(items), 1)
+            row += 2
+
+        # where head i sits: its columns in the concat, its rows in W^O
+        self._head_marks: list[QtWidgets.QGraphicsRectItem] = []
+        for key in ("concat", "w_o"):
+            mark = QtWidgets.QGraphicsRectItem()
+            mark.setZValue(12)
+            mark.setBrush(QtGui.QBrush(QtCore.Qt.BrushStyle.NoBrush))
+            self.tables[key].addItem(mark)
+            self._head_marks.append(mark)
+        self._apply_mark_pens()
+        self._update_controls()
+        self._refresh()
+
+    # construction helpers -------------------------------------------------------------
+    def _make_table(self, spec: StageSpec, key: str) -> StageTable:
+        t = StageTable(self.theme, spec, key)
+        t.sigHovered.connect(lambda info, k=key: self._on_hovered(k, info))
+        self.tables[key] = t
+        return t
+
+    def _make_operator(self, text: str) -> pg.LabelItem:
+        item = _operator(text, self.theme)
+        self._operators.append(item)
+        return item
+
+    def _add_section_label(self, row: int, text: str) -> None:
+        item = pg.LabelItem(text, size="9.5pt", color=self.theme.muted, justify="left")
+        self.canvas.ci.addItem(item, row=row, col=0)
+        self._section_labels.append(item)
+
+    def _apply_mark_pens(self) -> None:
+        pen = pg.mkPen(self.theme.selection, width=2.5)
+        pen.setCosmetic(True)
+        for m in self._head_marks:
+            m.setPen(pen)
+
+    # data ---------------------------------------------------------------------------------
+    def set_data(self, walk: "HeadWalkthrough", layers: Mapping[str, int] | None = None) -> None:
+        """Show ``walk``; the tables are updated in place. Windows keep their place where possible;
+        the d_model window moves to head i's columns when the head changes."""
+        prev = self._walk
+        if layers is not None:
+            self._layers = {k: int(v) for k, v in layers.items() if k in KINDS}
+        self._layers.setdefault(walk.kind, walk.layer + 1)
+        self._layers[walk.kind] = max(self._layers[walk.kind], walk.layer + 1)
+        self._walk = walk
+        if prev is None or prev.head != walk.head or prev.d_model != walk.d_model:
+            self._offsets["model"] = walk.head * walk.d_k
+        self._update_controls()
+        self._follow_query()
+        self._refresh()
+
+    def data(self) -> "HeadWalkthrough | None":
+        return self._walk
+
+    def has_data(self) -> bool:
+        return self._walk is not None
+
+    def query(self) -> int | None:
+        return None if self._walk is None else int(self._walk.query)
+
+    def set_query(self, query: int) -> None:
+        """Follow another query row (no recompute; every row is in the walkthrough)."""
+        if self._walk is None:
+            return
+        self._walk = _with_query(self._walk, query)
+        self._update_controls()
+        self._follow_query()
+        self._refresh()
+
+    def scroll_to(self, axis: str, start: int) -> None:
+        """Move the window of ``axis`` ("model", "k" or "pos") to ``start`` (clamped)."""
+        self._offsets[axis] = int(start)
+        self._update_controls()
+        self._refresh()
+
+    def table(self, name: str) -> StageTable:
+        """The first table of a walkthrough field (``"x"``, ``"q"``, ``"weights"``, …)."""
+        return self.tables[name]
+
+    def shown(self, name: str) -> np.ndarray:
+        """The window of ``name`` the view currently shows (as drawn, −∞ kept)."""
+        return np.asarray(self.table(name).raw_matrix())
+
+    # internals ------------------------------------------------------------------------------
+    def _levels(self, spec: StageSpec, full: np.ndarray) -> tuple[float, float]:
+        if spec.scale == "weights":
+            return (0.0, 1.0)
+        if spec.scale == "mask":
+            return (-1.0, 1.0)
+        finite = np.asarray(full)[np.isfinite(full)]
+        m = float(np.max(np.abs(finite))) if finite.size else 1.0
+        return (-m, m) if m > 0 else (-1.0, 1.0)
+
+    def _set_content_visible(self, visible: bool) -> None:
+        for item in (*self._sections, *self._section_labels):
+            item.setVisible(visible)
+
+    def _refresh(self) -> None:
+        w = self._walk
+        self._set_title()
+        self._set_content_visible(w is not None)
+        if w is None:
+            self._fit_canvas()
+            return
+        for table in self.tables.values():
+            spec = table.spec
+            full = np.asarray(getattr(w, spec.name))
+            rows = self._axis_slice(spec.rows, full.shape[0])
+            cols = self._axis_slice(spec.cols, full.shape[1])
+            highlight = None
+            if spec.highlight and spec.rows == "query" and rows.start <= w.query < rows.stop:
+                highlight = w.query - rows.start
+            titles = (self._axis_title(spec.rows, full.shape[0], rows), self._axis_title(spec.cols, full.shape[1], cols))
+            table.show_window(full, rows, cols, self._labels(spec.rows, full.shape[0]), self._labels(spec.cols, full.shape[1]),
+                              highlight, self._levels(spec, full), titles)
+            title = spec.title
+            if spec.name == "x_kv" and w.kind == "cross":
+                title = "C<sub>encoder</sub> (keys, values)"
+            elif spec.name == "x" and w.kind == "cross":
+                title = "X = C<sub>decoder</sub> (queries)"
+            table.set_title(title + ("  ⋯" if table.elided() else ""), self.theme.foreground)
+        self._place_head_marks()
+        self._update_scroll_labels()
+        self._fit_canvas()
+
+    def _place_head_marks(self) -> None:
+        w = self._walk
+        lo, hi = w.head * w.d_k, (w.head + 1) * w.d_k
+        concat, wo = self.tables["concat"], self.tables["w_o"]
+        # concat: head i's columns; W^O: the same rows
+        c_cols = concat.window[1]
+        a, b = max(lo, c_cols.start), min(hi, c_cols.stop)
+        rows = concat.window[0]
+        if a < b:
+            self._head_marks[0].setRect(QtCore.QRectF(a - c_cols.start - 0.5, -0.5, b - a, rows.stop - rows.start))
+            self._head_marks[0].setVisible(True)
+        else:
+            self._head_marks[0].setVisible(False)
+        w_rows, w_cols = wo.window
+        a, b = max(lo, w_rows.start), min(hi, w_rows.stop)
+        if a < b:
+            self._head_marks[1].setRect(QtCore.QRectF(-0.5, a - w_rows.start - 0.5, w_cols.stop - w_cols.start, b - a))
+            self._head_marks[1].setVisible(True)
+        else:
+            self._head_marks[1].setVisible(False)
+
+    def _fit_canvas(self) -> None:
+        """Size the canvas to its tables (the scroll area scrolls the rest); without data it fills the view."""
+        if self._walk is None:
+            self.canvas.setMinimumSize(0, 0)
+            self.canvas.setMaximumSize(16777215, 16777215)
+            self.scroll.setWidgetResizable(True)
+            return
+        self.scroll.setWidgetResizable(False)
+        ci = self.canvas.ci
+        for item in (*self._lines, *self._sections, ci):  # inner layouts first: hints propagate upwards now, not on the next event
+            item.layout.invalidate()
+            item.updateGeometry()
+        hint = ci.effectiveSizeHint(QtCore.Qt.SizeHint.MinimumSize)
+        w = max(480, int(math.ceil(hint.width())) + 14)
+        h = max(240, int(math.ceil(hint.height())) + 14)
+        if self.canvas.size() != QtCore.QSize(w, h) or self.canvas.minimumSize() != QtCore.QSize(w, h):
+            self.canvas.setFixedSize(w, h)
+
+    def _apply_scroll_background(self) -> None:
+        self.scroll.viewport().setStyleSheet(f"background: {self.theme.background};")
+
+    def _what(self) -> tuple[str, str]:
+        w = self._walk
+        if w is None:
+            return "One-head walkthrough", "choose a model and a sentence; the numbers of one head appear here"
+        q = w.query_labels[w.query]
+        title = f"{KIND_TITLES[w.kind]} · layer {w.layer + 1} · head {w.head + 1} of {w.n_heads} · query “{q}” (row {w.query + 1})"
+        i = w.head + 1
+        formula = (f"Z_{i} = softmax(Q_{i}K_{i}ᵀ / √d_k + M) V_{i}  ·  d_model = {w.d_model}, h = {w.n_heads}, d_k = d_model / h = {w.d_k}, "
+                   f"√d_k = {math.sqrt(w.d_k):.3g}  ·  Z_{i} fills columns {w.head * w.d_k}–{(w.head + 1) * w.d_k - 1} of Concat(Z_1..Z_h)")
+        return title, formula
+
+    def _set_title(self) -> None:
+        self.title.set_title(*self._what())
+
+    def _update_controls(self) -> None:
+        w = self._walk
+        kinds = [k for k in KINDS if self._layers.get(k)] or ([w.kind] if w is not None else [])
+        set_combo_items(self.kind_combo, [(KIND_TITLES[k], k) for k in kinds], w.kind if w else None)
+        n_layers = self._layers.get(w.kind, 0) if w else 0
+        set_combo_items(self.layer_combo, [(str(i + 1), i) for i in range(n_layers)], w.layer if w else None)
+        set_combo_items(self.head_combo, [(str(i + 1), i) for i in range(w.n_heads if w else 0)], w.head if w else None)
+        queries = [(f"{i + 1} · {p}", i) for i, p in enumerate(w.query_labels)] if w else []
+        set_combo_items(self.query_combo, queries, w.query if w else None)
+        for c in (self.kind_combo, self.layer_combo, self.head_combo, self.query_combo):
+            c.setEnabled(w is not None)
+        self._update_scrollbars()
+
+
+    def _on_selection_changed(self) -> None:
+        w = self._walk
+        if w is None:
+            return
+        kind = self.kind_combo.currentData() or w.kind
+        layer = self.layer_combo.currentData()
+        head = self.head_combo.currentData()
+        layer = 0 if layer is None else int(layer)
+        n_layers = self._layers.get(kind, 0)
+        if n_layers:
+            layer = min(layer, n_layers - 1)
+        head = 0 if head is None else int(head)
+        query = w.query if kind == w.kind or (kind != "encoder" and w.kind != "encoder") else 0
+        self.selectionRequested.emit(kind, layer, head, int(query))
+
+    def _on_query_changed(self) -> None:
+        q = self.query_combo.currentData()
+        if self._walk is None or q is None or int(q) == self._walk.query:
+            return
+        self.set_query(int(q))
+        self.queryChanged.emit(int(q))
+
+    def _on_hovered(self, key: str, info: HoverInfo | None) -> None:
+        if info is None or self._walk is None:
+            self.readout.setText(" ")
+            self.hovered.emit(None)
+            return
+        spec = self.tables[key].spec
+        names = {"query": "row", "key": "key", "model": "dim", "k": "dim"}
+        text = f"{plain(spec.title)}   [{names[spec.rows]} {info.row_label}, {names[spec.cols]} {info.col_label}]   = {format_value(info.value) if not math.isfinite(info.value) else f'{info.value:.5f}'}"
+        if spec.name == "weights":
+            text += "   (row sums to 1)"
+        elif spec.name == "concat":
+            w = self._walk
+            col = int(info.col_label)
+            text += f"   (column {col} belongs to head {col // w.d_k + 1})"
+        self.readout.setText(text)
+        self.hovered.emit(info)
+
+    def _on_theme_changed(self) -> None:
+        for t in self.tables.values():
+            t.apply_theme(self.theme)
+            if t.spec.scale == "weights" and self._colormap is None:
+                t.set_colormap(self.theme.colormap)
+        self.title.apply_theme(self.theme)
+        for item in self._section_labels:
+            item.setText(item.text, color=self.theme.muted)
+        for item in self._operators:
+            item.setText(item.text, color=self.theme.muted)
+        self._apply_mark_pens()
+        self._apply_scroll_background()
+        self._refresh()
+
+    def _on_colormap_changed(self) -> None:
+        for t in self.tables.values():
+            if t.spec.scale == "weights":
+                t.set_colormap(self.colormap())
+
+    # figure protocol --------------------------------------------------------------------------
+    def figure_title(self) -> str:
+        return self._what()[0]
+
+    def figure_data(self) -> FigureData:
+        """The [query, key] steps as CSV columns; every step (full, not windowed) in the NPZ."""
+        w = self._walk
+        if w is None:
+            raise ValueError("the view shows no data yet")
+        values = {n: np.asarray(getattr(w, n)) for n in ("xx_t", "scores", "scaled_scores", "mask", "masked_scores", "weights")}
+        extras = {n: np.asarray(getattr(w, n)) for n in ("x", "x_kv", "w_q", "w_k", "w_v", "b_q", "b_k", "b_v", "q", "k", "v", "z", "concat",
+                                                         "w_o", "b_o", "w_o_head", "head_output", "output")}
+        extras["chosen"] = np.array([w.layer, w.head, w.query])
+        return FigureData(self.figure_title(), ("query", "key"), values, {"query": w.query_labels, "key": w.key_labels}, extras)
+
+    def transient_items(self):
+        return [t.hover_marker for t in self.tables.values()]
+
+
+__all__ = ["QtWalkthroughView", "StageTable", "StageSpec", "WINDOW", "format_value"]

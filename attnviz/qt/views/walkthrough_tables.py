@@ -1,0 +1,144 @@
+"""The walkthrough view's tables: what each step's table shows (``StageSpec``, the figure's
+``SECTIONS``), how cells are formatted, and ``StageTable``, one step's matrix drawn as a small
+table of a window of its cells.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyqtgraph as pg
+
+from attnviz.qt.widgets.colormaps import DIVERGING_COLORMAP, Theme, ui_font
+from attnviz.qt.widgets.heatmap import MINUS, HeatmapPlot, format_weight
+
+KINDS = ("encoder", "decoder", "cross")
+#: Cells shown at most along each kind of axis before the rest is elided (scroll to see it).
+WINDOW = {"model": 8, "k": 8, "pos": 12}
+CELL_W, CELL_H = 44, 19  # px per table cell
+
+
+def format_value(v: float) -> str:
+    """Two decimals with a real minus sign; ``−∞`` where masked."""
+    if math.isinf(v):
+        return MINUS + "∞" if v < 0 else "∞"
+    if math.isnan(v):
+        return ""
+    if v == 0.0:
+        return "0"
+    return f"{v:.2f}".replace("-", MINUS)
+
+
+def plain(html: str) -> str:
+    """A table title without markup: ``W<sub>i</sub><sup>Q</sup>`` → ``W_i^Q``, ``<sup>T</sup>`` → ``ᵀ``."""
+    text = html.replace("<sup>T</sup>", "ᵀ")
+    text = re.sub(r"<sub>(.*?)</sub>", r"_\1", text)
+    text = re.sub(r"<sup>(.*?)</sup>", r"^\1", text)
+    return re.sub(r"<[^>]+>", "", text)
+
+
+def format_mask(v: float) -> str:
+    return MINUS + "∞" if (math.isinf(v) and v < 0) else "0"
+
+
+@dataclass(frozen=True)
+class StageSpec:
+    """How one table is drawn: which walkthrough field, its notation, the kind of each axis."""
+
+    name: str  # field of HeadWalkthrough
+    title: str  # notation shown above the table
+    rows: str  # "query" | "key" | "model" | "k"   (what the rows index)
+    cols: str  # "model" | "k" | "key"
+    scale: str = "signed"  # "signed" (diverging, ±max), "weights" (0..1), "mask"
+    highlight: bool = True  # outline the chosen query row (rows == "query")
+
+
+# The three sections of the figure: rows of tables joined by operators (titles are HTML).
+SECTIONS: tuple[tuple[str, tuple[tuple[StageSpec | str, ...], ...]], ...] = (
+    ("1 · Projections: Q<sub>i</sub> = XW<sub>i</sub><sup>Q</sup>, K<sub>i</sub> = XW<sub>i</sub><sup>K</sup>, "
+     "V<sub>i</sub> = XW<sub>i</sub><sup>V</sup> (+ bias)", (
+        (StageSpec("x", "X", "query", "model"), "×", StageSpec("w_q", "W<sub>i</sub><sup>Q</sup>", "model", "k"), "=",
+         StageSpec("q", "Q<sub>i</sub> = XW<sub>i</sub><sup>Q</sup>", "query", "k")),
+        (StageSpec("x_kv", "X", "key", "model"), "×", StageSpec("w_k", "W<sub>i</sub><sup>K</sup>", "model", "k"), "=",
+         StageSpec("k", "K<sub>i</sub> = XW<sub>i</sub><sup>K</sup>", "key", "k")),
+        (StageSpec("x_kv", "X", "key", "model"), "×", StageSpec("w_v", "W<sub>i</sub><sup>V</sup>", "model", "k"), "=",
+         StageSpec("v", "V<sub>i</sub> = XW<sub>i</sub><sup>V</sup>", "key", "k")),
+    )),
+    ("2 · Scores and weights: A<sub>i</sub> = softmax(Q<sub>i</sub>K<sub>i</sub><sup>T</sup> / √d<sub>k</sub> + M)", (
+        (StageSpec("xx_t", "X·X<sup>T</sup> (no projection)", "query", "key"), "",
+         StageSpec("scores", "Q<sub>i</sub>K<sub>i</sub><sup>T</sup>", "query", "key"), "→",
+         StageSpec("scaled_scores", "Q<sub>i</sub>K<sub>i</sub><sup>T</sup> ÷ √d<sub>k</sub>", "query", "key")),
+        (StageSpec("mask", "M", "query", "key", scale="mask", highlight=False), "→",
+         StageSpec("masked_scores", "Q<sub>i</sub>K<sub>i</sub><sup>T</sup>/√d<sub>k</sub> + M", "query", "key"), "→",
+         StageSpec("weights", "A<sub>i</sub> = softmax(…)", "query", "key", scale="weights")),
+    )),
+    ("3 · Output: Z<sub>i</sub> = A<sub>i</sub>V<sub>i</sub> fills its columns of Concat(Z<sub>1</sub>..Z<sub>h</sub>), "
+     "which meets W<sup>O</sup>", (
+        (StageSpec("weights", "A<sub>i</sub>", "query", "key", scale="weights"), "×",
+         StageSpec("v", "V<sub>i</sub>", "key", "k"), "=", StageSpec("z", "Z<sub>i</sub> = A<sub>i</sub>V<sub>i</sub>", "query", "k")),
+        (StageSpec("concat", "Concat(Z<sub>1</sub>..Z<sub>h</sub>)", "query", "model"), "×",
+         StageSpec("w_o", "W<sup>O</sup>", "model", "model", highlight=False), "=",
+         StageSpec("output", "Concat(Z<sub>1</sub>..Z<sub>h</sub>)·W<sup>O</sup> + b<sup>O</sup>", "query", "model")),
+    )),
+)
+ALL_STAGES: tuple[StageSpec, ...] = tuple(i for _, rows in SECTIONS for row in rows for i in row if isinstance(i, StageSpec))
+
+
+class StageTable(HeatmapPlot):
+    """One step's matrix as a small table: a window of its cells, each coloured and labelled."""
+
+    def __init__(self, theme: Theme, spec: StageSpec, key: str):
+        fmt = format_weight if spec.scale == "weights" else format_mask if spec.scale == "mask" else format_value
+        cmap = theme.colormap if spec.scale == "weights" else DIVERGING_COLORMAP
+        super().__init__(theme, colormap=cmap, colorbar=False, annotate=True, value_format=fmt, aspect_locked=False, label_point_size=8.0)
+        self.spec = spec
+        self.key = key  # unique name in the view (the same field can appear twice)
+        self.cells._font = ui_font(7.5)
+        self.window: tuple[slice, slice] = (slice(0, 0), slice(0, 0))
+        self.full_shape: tuple[int, int] = (0, 0)
+        self._titles: tuple[str, str] | None = None
+        self._title: tuple[str, str] | None = None
+        self.set_title(spec.title, theme.foreground)
+
+    def set_title(self, text: str, color: str) -> None:
+        if (text, color) != self._title:
+            self.setTitle(text, size="9pt", color=color)
+            self._title = (text, color)
+
+    def show_window(self, full: np.ndarray, rows: slice, cols: slice, row_labels: Sequence[str], col_labels: Sequence[str],
+                    highlight: int | None, levels: tuple[float, float], titles: tuple[str, str]) -> None:
+        self.full_shape = (int(full.shape[0]), int(full.shape[1]))
+        self.window = (rows, cols)
+        part = np.asarray(full)[rows, cols]
+        if titles != self._titles:  # text layout is the costly part of an update: only when it changes
+            self.set_axis_titles(*titles)
+            self._titles = titles
+        self.set_matrix(part, list(row_labels)[rows], list(col_labels)[cols], highlight, levels=levels)
+        r, c = part.shape
+        left = self.getAxis("left").maximumWidth()  # the axis's fixed width (its geometry may lag)
+        top = self.getAxis("top").maximumHeight()
+        self.setFixedWidth(left + c * CELL_W + 6)
+        self.setFixedHeight(30 + top + r * CELL_H + 4)
+
+    def elided(self) -> bool:
+        rows, cols = self.window
+        return (rows.stop - rows.start) < self.full_shape[0] or (cols.stop - cols.start) < self.full_shape[1]
+
+
+def _operator(text: str, theme: Theme) -> pg.LabelItem:
+    item = pg.LabelItem(text, size="16pt", color=theme.muted)
+    item.setFixedWidth(24)
+    return item
+
+
+def _with_query(walk: Any, query: int) -> Any:
+    if hasattr(walk, "with_query"):
+        return walk.with_query(int(query))
+    from dataclasses import replace
+
+    return replace(walk, query=int(query))

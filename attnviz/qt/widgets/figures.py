@@ -1,0 +1,260 @@
+"""One drawing code for the screen and for files.
+
+Every view draws into a pyqtgraph scene (its *figure canvas*). On screen Qt paints that
+scene into the window; to export, :func:`paint_figure` renders the very same scene into
+another paint device: a ``QImage`` (PNG), a ``QSvgGenerator`` (SVG) or a ``QPdfWriter``
+(PDF). Nothing is redrawn by a second code path, so a file looks like the view.
+
+On vector devices the matrix items (:class:`attnviz.qt.widgets.heatmap.MatrixImageItem`) paint
+their cells as filled rectangles (:func:`paint_cells_vector`) instead of an embedded
+bitmap, up to :data:`VECTOR_CELL_LIMIT` cells; larger matrices are embedded as a
+bitmap upscaled without smoothing, so no viewer blurs the cell edges. Token labels,
+titles and colour-bar ticks are text on every device (``<text>`` in SVG).
+
+A *figure view* is any widget with::
+
+    theme                      a attnviz.qt.widgets.colormaps.Theme
+    figure_canvas()            the QGraphicsView whose scene is the figure
+    figure_title()             a one-line title (SVG <title>, PDF title, default file name)
+    figure_data()              the FigureData behind the figure (CSV / NPZ export)
+    export_mode()              a context manager that hides transient items (hover outlines)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from typing import Protocol
+
+import numpy as np
+from PySide6 import QtCore, QtGui, QtSvg, QtWidgets
+
+from attnviz.qt.views.data import FigureData
+from attnviz.qt.widgets.colormaps import CSS_FONT_FAMILY, Theme
+
+#: Matrices with at most this many cells are drawn as vector rectangles in SVG and PDF.
+VECTOR_CELL_LIMIT = 64 * 64
+#: Larger matrices are embedded as a bitmap at least this many pixels on its long side.
+_EMBED_MIN_PIXELS = 1600
+_SCREEN_DPI = 96.0
+
+
+class FigureView(Protocol):
+    theme: Theme
+
+    def figure_canvas(self) -> QtWidgets.QGraphicsView: ...
+
+    def figure_title(self) -> str: ...
+
+    def figure_data(self) -> FigureData: ...
+
+    def export_mode(self) -> contextlib.AbstractContextManager: ...
+
+
+# ---------------------------------------------------------------------------
+# Painting matrices on any device
+# ---------------------------------------------------------------------------
+def is_vector_painter(painter: QtGui.QPainter) -> bool:
+    """True when ``painter`` writes SVG or PDF (or prints), where cells should stay vector."""
+    engine = painter.paintEngine()
+    if engine is None:
+        return False
+    return engine.type() in (QtGui.QPaintEngine.Type.SVG, QtGui.QPaintEngine.Type.Pdf)
+
+
+def lut_indices(values: np.ndarray, levels: tuple[float, float], n: int) -> np.ndarray:
+    """Lookup-table index of each finite value, as pyqtgraph maps levels onto a LUT."""
+    lo, hi = float(levels[0]), float(levels[1])
+    scale = n / (hi - lo) if hi > lo else 0.0
+    with np.errstate(invalid="ignore"):
+        idx = np.floor((values - lo) * scale)
+    return np.clip(np.nan_to_num(idx, nan=0.0, posinf=n - 1, neginf=0), 0, n - 1).astype(np.intp)
+
+
+def paint_cells_vector(
+    painter: QtGui.QPainter, values: np.ndarray, lut: np.ndarray, levels: tuple[float, float]
+) -> None:
+    """Paint ``values`` [row, col] as one filled rectangle per finite cell.
+
+    Cell (r, c) covers [c, c+1] × [r, r+1] in the painter's coordinates. Cells of one colour
+    are drawn together; each is widened by a hair so viewers show no seams between cells.
+    """
+    finite = np.isfinite(values)
+    idx = lut_indices(values, levels, len(lut))
+    eps = 0.02
+    painter.save()
+    painter.setPen(QtCore.Qt.PenStyle.NoPen)
+    for colour_index in np.unique(idx[finite]):
+        rows, cols = np.nonzero(finite & (idx == colour_index))
+        rgba = lut[colour_index]
+        alpha = int(rgba[3]) if len(rgba) > 3 else 255
+        painter.setBrush(QtGui.QColor(int(rgba[0]), int(rgba[1]), int(rgba[2]), alpha))
+        painter.drawRects([QtCore.QRectF(float(c), float(r), 1 + eps, 1 + eps) for r, c in zip(rows, cols)])
+    painter.restore()
+
+
+def paint_qimage_unsmoothed(painter: QtGui.QPainter, qimage: QtGui.QImage, rect: QtCore.QRectF) -> None:
+    """Draw a small bitmap into ``rect`` after nearest-neighbour upscaling (viewers smooth small images)."""
+    long_side = max(qimage.width(), qimage.height(), 1)
+    factor = max(1, int(np.ceil(_EMBED_MIN_PIXELS / long_side)))
+    if factor > 1:
+        qimage = qimage.scaled(
+            qimage.width() * factor,
+            qimage.height() * factor,
+            QtCore.Qt.AspectRatioMode.IgnoreAspectRatio,
+            QtCore.Qt.TransformationMode.FastTransformation,
+        )
+    painter.drawImage(rect, qimage)
+
+
+# ---------------------------------------------------------------------------
+# Rendering a figure view
+# ---------------------------------------------------------------------------
+def ensure_laid_out(view: QtWidgets.QWidget) -> None:
+    """Make sure ``view`` and its canvas have their final geometry before rendering.
+
+    A top-level view that was never shown (headless export) is shown off screen; then all
+    pending layout requests are processed (pyqtgraph lays out its scene lazily).
+    """
+    if not view.isVisible():
+        if view.isWindow():
+            view.setAttribute(QtCore.Qt.WidgetAttribute.WA_DontShowOnScreen, True)
+            view.show()
+        else:
+            view.grab()  # sends the pending resize events down the hidden widget tree
+    for _ in range(3):
+        QtCore.QCoreApplication.sendPostedEvents()
+    canvas = view.figure_canvas()
+    scene = canvas.scene()
+    if hasattr(scene, "prepareForPaint"):
+        scene.prepareForPaint()
+
+
+def figure_size(view: FigureView) -> QtCore.QSize:
+    """The figure's logical size in pixels (1 px = 1/96 inch): the canvas as shown."""
+    return view.figure_canvas().viewport().size()
+
+
+def paint_figure(view: FigureView, painter: QtGui.QPainter, target: QtCore.QRectF) -> None:
+    """Render the view's figure into ``target`` of any paint device."""
+    canvas = view.figure_canvas()
+    source = canvas.mapToScene(canvas.viewport().rect()).boundingRect()
+    with view.export_mode():
+        painter.fillRect(target, QtGui.QColor(view.theme.background))
+        painter.setRenderHint(QtGui.QPainter.RenderHint.TextAntialiasing, True)
+        canvas.scene().render(painter, target, source, QtCore.Qt.AspectRatioMode.IgnoreAspectRatio)
+
+
+def render_qimage(view: FigureView, width: int | None = None, dpi: float | None = None) -> QtGui.QImage:
+    """The figure as an image: ``width`` pixels wide (aspect kept), or scaled to ``dpi``.
+
+    With neither, one pixel per logical pixel (96 dpi). The image's DPI metadata is ``dpi``
+    when given, else 96 × the scale, so its printed size stays the size on screen.
+    """
+    ensure_laid_out(view)
+    size = figure_size(view)
+    if size.width() <= 0 or size.height() <= 0:
+        raise ValueError("the view has no size to render")
+    if width is not None:
+        if width <= 0:
+            raise ValueError(f"width must be positive, not {width}")
+        scale = width / size.width()
+    elif dpi is not None:
+        if dpi <= 0:
+            raise ValueError(f"dpi must be positive, not {dpi}")
+        scale = dpi / _SCREEN_DPI
+    else:
+        scale = 1.0
+    w, h = max(1, round(size.width() * scale)), max(1, round(size.height() * scale))
+    image = QtGui.QImage(w, h, QtGui.QImage.Format.Format_RGB32)
+    image.fill(QtGui.QColor(view.theme.background))
+    painter = QtGui.QPainter(image)  # paint at the screen's DPI, so point sizes match the view
+    try:
+        paint_figure(view, painter, QtCore.QRectF(0, 0, w, h))
+    finally:
+        painter.end()
+    meta_dpi = dpi if dpi is not None else _SCREEN_DPI * scale
+    dots_per_metre = round(meta_dpi / 0.0254)
+    image.setDotsPerMeterX(dots_per_metre)
+    image.setDotsPerMeterY(dots_per_metre)
+    return image
+
+
+def _qbuffer() -> QtCore.QBuffer:
+    buf = QtCore.QBuffer()
+    buf.open(QtCore.QIODevice.OpenModeFlag.WriteOnly)
+    return buf
+
+
+def render_png_bytes(view: FigureView, width: int | None = None, dpi: float | None = None) -> bytes:
+    image = render_qimage(view, width=width, dpi=dpi)
+    buf = _qbuffer()
+    if not image.save(buf, "PNG"):
+        raise RuntimeError("Qt could not encode the PNG image")
+    return bytes(buf.data())
+
+
+_FONT_FAMILY_ATTR = re.compile(r'font-family="[^"]*"')
+
+
+def render_svg_bytes(view: FigureView) -> bytes:
+    """The figure as SVG: text stays ``<text>``, small matrices are vector rectangles."""
+    ensure_laid_out(view)
+    size = figure_size(view)
+    canvas = view.figure_canvas()
+    buf = _qbuffer()
+    gen = QtSvg.QSvgGenerator()
+    gen.setOutputDevice(buf)
+    gen.setSize(size)
+    gen.setViewBox(QtCore.QRect(0, 0, size.width(), size.height()))
+    gen.setResolution(canvas.logicalDpiX())  # text sizes in points must match the screen's
+    gen.setTitle(view.figure_title())
+    gen.setDescription("attnviz figure")
+    painter = QtGui.QPainter(gen)
+    try:
+        paint_figure(view, painter, QtCore.QRectF(0, 0, size.width(), size.height()))
+    finally:
+        painter.end()
+    text = bytes(buf.data()).decode("utf-8")
+    # Qt writes only the first family; give viewers the whole fallback list (CJK included).
+    text = _FONT_FAMILY_ATTR.sub(f'font-family="{CSS_FONT_FAMILY}"', text)
+    return text.encode("utf-8")
+
+
+def render_pdf_bytes(view: FigureView) -> bytes:
+    """The figure as a one-page PDF of the figure's size: vector shapes and embedded fonts."""
+    ensure_laid_out(view)
+    size = figure_size(view)
+    dpi = view.figure_canvas().logicalDpiX() or int(_SCREEN_DPI)
+    buf = _qbuffer()
+    writer = QtGui.QPdfWriter(buf)
+    writer.setResolution(dpi)
+    page = QtGui.QPageSize(
+        QtCore.QSizeF(size.width() * 72.0 / dpi, size.height() * 72.0 / dpi),
+        QtGui.QPageSize.Unit.Point,
+        "",
+        QtGui.QPageSize.SizeMatchPolicy.ExactMatch,
+    )
+    writer.setPageSize(page)
+    writer.setPageMargins(QtCore.QMarginsF(0, 0, 0, 0))
+    writer.setTitle(view.figure_title())
+    writer.setCreator("attnviz")
+    painter = QtGui.QPainter(writer)
+    try:
+        target = QtCore.QRectF(0, 0, writer.width(), writer.height())
+        paint_figure(view, painter, target)
+    finally:
+        painter.end()
+    return bytes(buf.data())
+
+
+def render_figure_bytes(view: FigureView, fmt: str, width: int | None = None, dpi: float | None = None) -> bytes:
+    """The view's figure in ``fmt`` (``png``, ``svg`` or ``pdf``) as bytes."""
+    fmt = fmt.lower()
+    if fmt == "png":
+        return render_png_bytes(view, width=width, dpi=dpi)
+    if fmt == "svg":
+        return render_svg_bytes(view)
+    if fmt == "pdf":
+        return render_pdf_bytes(view)
+    raise ValueError(f"unknown figure format {fmt!r}; use png, svg or pdf")
