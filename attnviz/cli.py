@@ -11,15 +11,9 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from attnviz.errors import AttnvizError
+
 COMMANDS = ("gui", "train", "translate", "trace", "export")
-
-
-class CommandError(Exception):
-    """An expected failure: printed as ``attnviz: error: <message>``, exit code ``code``."""
-
-    def __init__(self, message: str, code: int = 1):
-        super().__init__(message)
-        self.code = code
 
 
 def _available() -> dict[str, object]:
@@ -57,21 +51,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = args.command or "gui"
     try:
         return int(mods[command].run(args) or 0)
-    except CommandError as exc:
+    except AttnvizError as exc:
         print(f"attnviz: error: {exc}", file=sys.stderr)
         return exc.code
     except KeyboardInterrupt:
         print("attnviz: interrupted", file=sys.stderr)
         return 130
-    except Exception as exc:  # a bundle/config/tokenizer error has a one-line message of its own
-        from attnviz.core.bundle import BundleError
-        from attnviz.core.data.tokenizer import TokenizerError
-        from attnviz.core.model.config import ConfigError
-
-        if isinstance(exc, (BundleError, ConfigError, TokenizerError)):
-            print(f"attnviz: error: {exc}", file=sys.stderr)
-            return 1
-        raise
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _parse_size(text: str) -> tuple[int, int]:
-    from attnviz.cli import CommandError
+    from attnviz.errors import CommandError
 
     try:
         w, h = (int(v) for v in text.lower().split("x"))
@@ -45,7 +45,7 @@ def _parse_size(text: str) -> tuple[int, int]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from attnviz.cli import CommandError
+    from attnviz.errors import CommandError
 
     if not os.environ.get("QT_QPA_PLATFORM") and not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
         os.environ["QT_QPA_PLATFORM"] = "offscreen"
@@ -149,7 +149,7 @@ def file_stem(view: str, kind: str, layer: int, head: str) -> str:
 
 def _make_view(name: str, session, kind: str, layer: int, head: int, head_arg: str, theme: str):
     """Build the view the app shows and give it the session's data (the same code path as on screen)."""
-    from attnviz.cli import CommandError
+    from attnviz.errors import CommandError
 
     if name in ATTENTION_VIEWS:
         data = {k: session.attention_data(k) for k in ("encoder", "decoder", "cross")}

@@ -24,7 +24,7 @@ def has_display() -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    from attnviz.cli import CommandError
+    from attnviz.errors import CommandError
 
     if not has_display():
         raise CommandError(

@@ -62,10 +62,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from attnviz.cli import CommandError
     from attnviz.core.bundle import load_bundle
     from attnviz.core.decoding.strategies import DecodingError
     from attnviz.core.model.trace import schema_table
+    from attnviz.errors import CommandError
     from attnviz.paths import default_model
 
     if args.hsk_alignment:
@@ -110,9 +110,9 @@ def hsk_alignment(args: argparse.Namespace) -> int:
 
     import torch
 
-    from attnviz.cli import CommandError
     from attnviz.core.analysis.alignment import evaluate_hsk_alignment, hsk_records
     from attnviz.core.bundle import META, load_bundle
+    from attnviz.errors import CommandError
     from attnviz.paths import default_model
 
     if args.limit is not None and args.limit < 1:
@@ -139,8 +139,8 @@ def hsk_alignment(args: argparse.Namespace) -> int:
 
 def write_bytes(path: Path, data: bytes) -> None:
     """Replace ``path`` atomically (temporary file in the same folder, then a rename)."""
-    from attnviz.cli import CommandError
     from attnviz.core.atomic import atomic_write_bytes
+    from attnviz.errors import CommandError
 
     try:
         atomic_write_bytes(path, data)
@@ -149,7 +149,7 @@ def write_bytes(path: Path, data: bytes) -> None:
 
 
 def _check_writable(out: Path) -> None:
-    from attnviz.cli import CommandError
+    from attnviz.errors import CommandError
 
     parent = out.parent if str(out.parent) else Path(".")
     if out.is_dir():
@@ -162,7 +162,7 @@ def _check_writable(out: Path) -> None:
 
 def write_npz(out: Path, arrays: dict[str, np.ndarray]) -> None:
     """Write atomically: a temporary file in the same folder, then a rename."""
-    from attnviz.cli import CommandError
+    from attnviz.errors import CommandError
 
     buf = io.BytesIO()
     try:

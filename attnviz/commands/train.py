@@ -133,12 +133,12 @@ def _pick(value, default):
 
 
 def run(args: argparse.Namespace) -> int:
-    from attnviz.cli import CommandError
     from attnviz.core.bundle import META
     from attnviz.core.data import corpora as D
     from attnviz.core.model.config import ConfigError, TransformerConfig
     from attnviz.core.training import trainer as T
     from attnviz.core.training.setup import TrainingError, TrainOptions
+    from attnviz.errors import CommandError
 
     out = Path(args.out)
     command = _command(args)

@@ -28,9 +28,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from attnviz.cli import CommandError
     from attnviz.core.bundle import load_bundle
     from attnviz.core.training.evaluation import greedy_decode
+    from attnviz.errors import CommandError
     from attnviz.paths import default_model
 
     texts = list(args.text)
@@ -76,8 +76,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _strategy(args: argparse.Namespace):
     """The decoding strategy the options ask for (``None``: batched greedy decoding)."""
-    from attnviz.cli import CommandError
     from attnviz.core.decoding.strategies import BeamSearch, DecodingError, Sampling
+    from attnviz.errors import CommandError
 
     try:
         if args.beam is not None:
@@ -91,9 +91,9 @@ def _strategy(args: argparse.Namespace):
 
 def _print_session_results(bundle, texts, strategy, args: argparse.Namespace) -> None:
     """Beam search or sampling through the decoding session (one sentence at a time)."""
-    from attnviz.cli import CommandError
     from attnviz.core.decoding.session import DecodingSession
     from attnviz.core.decoding.strategies import DecodingError
+    from attnviz.errors import CommandError
 
     src_tok, tgt_tok = bundle.src_tokenizer, bundle.tgt_tokenizer
     for text in texts:

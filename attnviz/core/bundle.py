@@ -28,6 +28,7 @@ from attnviz.core.atomic import current_umask
 from attnviz.core.data.tokenizer import Tokenizer, TokenizerError
 from attnviz.core.model.config import ConfigError, TransformerConfig
 from attnviz.core.model.transformer import Transformer
+from attnviz.errors import AttnvizError
 
 FORMAT = "attnviz-bundle"
 FORMAT_VERSION = 1
@@ -35,7 +36,7 @@ CONFIG, WEIGHTS, SRC_TOK, TGT_TOK, META = "config.json", "model.safetensors", "s
 BUNDLE_FILES = (CONFIG, WEIGHTS, SRC_TOK, TGT_TOK, META)
 
 
-class BundleError(Exception):
+class BundleError(AttnvizError):
     """A model bundle that cannot be loaded or saved. ``str(err)`` is one line naming the file and the problem."""
 
     def __init__(self, path: str | os.PathLike, problem: str):

@@ -35,6 +35,8 @@ from typing import Any
 
 import numpy as np
 
+from attnviz.errors import AttnvizError
+
 KINDS = ("encoder", "decoder", "cross")
 _BLOCK = {"encoder": "encoder.layers.{}.self_attn", "decoder": "decoder.layers.{}.self_attn", "cross": "decoder.layers.{}.cross_attn"}
 _STACK = {"encoder": "encoder_layers", "decoder": "decoder_layers", "cross": "decoder_layers"}
@@ -67,7 +69,7 @@ STAGES: tuple[tuple[str, str], ...] = (
 CHECKED: tuple[str, ...] = ("q", "k", "v", "scores", "scaled_scores", "masked_scores", "weights", "z", "concat", "output")
 
 
-class WalkthroughError(ValueError):
+class WalkthroughError(AttnvizError, ValueError):
     """A walkthrough that cannot be built from what was given (one-line message)."""
 
 

@@ -38,6 +38,8 @@ from typing import Any
 
 import torch
 
+from attnviz.errors import AttnvizError
+
 SPLITS = ("train", "valid", "test")
 SPLIT_PERCENT = (90, 5, 5)
 BUILTIN = ("hsk-zh-en", "copy", "reverse", "sort")
@@ -47,7 +49,7 @@ HSK_LICENSE = "CC-BY-SA-4.0"
 HSK_SOURCE = "PyPI package hsk-sentences-audio (HSK 1-6 example sentences with English translations)"
 
 
-class DataError(ValueError):
+class DataError(AttnvizError, ValueError):
     """A data source that cannot be used at all (one-line message)."""
 
 

@@ -14,12 +14,14 @@ from pathlib import Path
 
 import sentencepiece as spm
 
+from attnviz.errors import AttnvizError
+
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
 PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<s>", "</s>"
 SPECIAL_LABELS = {PAD_ID: "PAD", UNK_ID: "UNK", BOS_ID: "SOS", EOS_ID: "EOS"}
 
 
-class TokenizerError(ValueError):
+class TokenizerError(AttnvizError, ValueError):
     """A tokenizer file that cannot be used (one-line message)."""
 
 

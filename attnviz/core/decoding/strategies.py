@@ -6,8 +6,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from attnviz.errors import AttnvizError
 
-class DecodingError(ValueError):
+
+class DecodingError(AttnvizError, ValueError):
     """Input or a request the decoding cannot honour; ``str(err)`` is one line for the user."""
 
 

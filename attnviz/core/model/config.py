@@ -7,11 +7,13 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from attnviz.errors import AttnvizError
+
 NORMS = ("layer", "batch")
 PLACEMENTS = ("post", "pre")
 
 
-class ConfigError(ValueError):
+class ConfigError(AttnvizError, ValueError):
     """A configuration that cannot describe a model (one-line message)."""
 
 

@@ -8,9 +8,10 @@ from torch import nn
 
 from attnviz.core.model.config import TransformerConfig
 from attnviz.core.model.transformer import Transformer
+from attnviz.errors import AttnvizError
 
 
-class ImportError_(ValueError):
+class ImportError_(AttnvizError, ValueError):
     """The given modules cannot be expressed as an attnviz model (one-line message)."""
 
 

@@ -24,11 +24,12 @@ from attnviz.core.data import corpora as D
 from attnviz.core.data.tokenizer import Tokenizer
 from attnviz.core.model.config import TransformerConfig
 from attnviz.core.model.transformer import Transformer
+from attnviz.errors import AttnvizError
 
 SCHEDULES = ("inverse-sqrt", "linear", "constant")
 
 
-class TrainingError(RuntimeError):
+class TrainingError(AttnvizError, RuntimeError):
     """A training run that cannot start or continue (one-line message)."""
 
 

@@ -27,6 +27,7 @@ import numpy as np
 
 from attnviz.core.atomic import atomic_write_bytes as core_atomic_write
 from attnviz.core.atomic import current_umask
+from attnviz.errors import AttnvizError
 from attnviz.qt.views.data import AttentionData, FigureData
 from attnviz.qt.widgets.colormaps import Theme
 from attnviz.qt.widgets.figures import FigureView, render_figure_bytes
@@ -42,7 +43,7 @@ _FILTERS = {
 }
 
 
-class ExportError(Exception):
+class ExportError(AttnvizError):
     """An export could not be written; the message says where and why, in one line."""
 
 

@@ -42,7 +42,7 @@ def walkthrough_layers(session: Session) -> dict[str, int]:
 
 def make_inside_view(name: str, session: Session, *, layer: int = 0, head: int = 0, theme: str = "light", kind: str = "cross"):
     """A view of this module with the session's data, for ``attnviz export``."""
-    from attnviz.cli import CommandError
+    from attnviz.errors import CommandError
 
     cur = session.current
     cfg = session.bundle.config
