@@ -1,0 +1,119 @@
+"""Data augmentation: CC-CEDICT word pairs and aligned word substitution (training split only)."""
+
+from __future__ import annotations
+
+import pytest
+
+from attnviz.core.data.augment import (
+    Sense,
+    Slot,
+    augment_dataset,
+    cedict_pairs,
+    clean_sense,
+    context_kind,
+    gloss_senses,
+    parse_kinds,
+    slots,
+    substitution_pairs,
+    swap,
+)
+from attnviz.core.data.corpora import DataError, DataReport, Dataset, Pair
+
+
+def _pair(src: str, tgt: str, tokens: list[tuple[str, str]], pid: str = "p") -> Pair:
+    return Pair(src, tgt, pid, {"tokens": [{"word": w, "gloss_en": g} for w, g in tokens]})
+
+
+STUDENT = _pair("我是学生。", "I am a student.", [("我", "I; me; my"), ("是", "to be"), ("学生", "student; schoolchild")], "s1")
+TEACHER = _pair("他是老师。", "He is a teacher.", [("他", "he"), ("是", "to be"), ("老师", "teacher")], "s2")
+ENGINEER = _pair("她是工程师。", "She is an engineer.", [("她", "she"), ("是", "to be"), ("工程师", "engineer")], "s3")
+EAT = _pair("我想吃苹果。", "I want to eat an apple.", [("我", "I"), ("想", "to want"), ("吃", "to eat"), ("苹果", "apple")], "s4")
+DRINK = _pair("你们喝茶。", "You drink the tea.", [("你们", "you"), ("喝", "to drink"), ("茶", "tea")], "s5")
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("to eat", Sense("eat", "verb")),
+    ("student", Sense("student", "noun")),
+    ("apple (fruit)", Sense("apple", "noun")),
+    ("(bound form) to demand", None),
+    ("surname Du", None),
+    ("variant of 人[ren2]", None),
+    ("used in 自个儿", None),
+    ("CL:个[ge4]", None),
+    ("to look after", None),  # more than one word
+    ("the", None),  # a function word
+])
+def test_clean_sense(text, expected):
+    assert clean_sense(text) == expected
+
+
+def test_gloss_senses_keep_order_and_drop_repeats():
+    assert gloss_senses("to eat; to consume; to eat") == (Sense("eat", "verb"), Sense("consume", "verb"))
+
+
+def test_context_decides_the_kind():
+    assert context_kind("student", "I am a student.") == "noun"
+    assert context_kind("eat", "I want to eat an apple.") == "verb"
+    assert context_kind("happy", "She is very happy.") is None
+
+
+def test_slots_are_the_aligned_words_in_a_matching_context():
+    assert slots(STUDENT) == [Slot("学生", Sense("student", "noun"))]
+    assert {s.word for s in slots(EAT)} == {"想", "吃", "苹果"}  # want: a verb after "I"
+
+
+def test_swap_changes_both_sides_and_makes_the_article_agree():
+    new = swap(STUDENT, slots(STUDENT)[0], slots(ENGINEER)[0], 0)
+    assert (new.src, new.tgt) == ("我是工程师。", "I am an engineer.")
+    back = swap(ENGINEER, slots(ENGINEER)[0], slots(TEACHER)[0], 1)
+    assert (back.src, back.tgt) == ("她是老师。", "She is a teacher.")
+    assert new.id == "s1+sub0" and new.extra["from"] == "s1"
+
+
+def test_substitution_pairs_swap_like_for_like_deterministically():
+    pairs = [STUDENT, TEACHER, ENGINEER, EAT, DRINK]
+    made = substitution_pairs(pairs, per_pair=2, seed=3)
+    assert made == substitution_pairs(pairs, per_pair=2, seed=3)
+    assert made and all(p.src not in {q.src for q in pairs} for p in made)
+    for p in made:
+        old, new = p.extra["swap"]
+        assert old not in p.src and p.src.count(new) == 1
+    verbs = [p for p in made if p.extra["swap"][0] in ("吃", "喝")]
+    assert {(p.src, p.tgt) for p in verbs} <= {("我想喝苹果。", "I want to drink an apple."), ("你们吃茶。", "You eat the tea.")}
+
+
+def test_substitution_never_makes_an_excluded_source():
+    made = substitution_pairs([STUDENT, TEACHER, ENGINEER], per_pair=5, seed=0, exclude={"我是老师。"})
+    assert "我是老师。" not in {p.src for p in made}
+
+
+def test_cedict_pairs_from_entries():
+    entries = [
+        {"simplified": "学生", "pinyin": "xue2 sheng5", "definitions": ["student", "schoolchild"]},
+        {"simplified": "吃", "pinyin": "chi1", "definitions": ["(bound form) to suffer", "to eat"]},
+        {"simplified": "北京", "pinyin": "Bei3 jing1", "definitions": ["Beijing"]},  # a proper noun
+        {"simplified": "猫", "pinyin": "mao1", "definitions": ["cat"]},  # not asked for
+    ]
+    got = {(p.src, p.tgt) for p in cedict_pairs({"学生", "吃", "北京"}, entries)}
+    assert got == {("学生", "student"), ("吃", "eat")}
+
+
+def test_cedict_pairs_from_the_installed_dictionary():
+    got = {p.src: p.tgt for p in cedict_pairs({"学生", "苹果", "老师"})}
+    assert got == {"学生": "student", "苹果": "apple", "老师": "teacher"}
+
+
+def test_augmentation_touches_only_the_training_split():
+    data = Dataset("toy", [STUDENT, TEACHER, EAT, DRINK], [ENGINEER], [], DataReport("toy"), spec={"kind": "toy"})
+    out = augment_dataset(data, ("substitution",), seed=1, per_pair=3)
+    assert out.valid == data.valid and out.test == data.test
+    assert len(out.train) > len(data.train) and out.train[: len(data.train)] == data.train
+    assert "她是工程师。" not in {p.src for p in out.train}  # a held-out source is never made
+    assert out.spec["augment"] == ["substitution"] and out.split_hash != data.split_hash
+
+
+def test_parse_kinds():
+    assert parse_kinds("cedict, substitution") == ("cedict", "substitution")
+    for bad in ("", "cedict,nope"):
+        with pytest.raises(DataError, match="augmentation"):
+            parse_kinds(bad)
