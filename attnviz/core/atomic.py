@@ -1,12 +1,16 @@
 """Atomic file writes: a temporary file in the destination's folder, then a rename.
 
 A write that fails (or is killed) at any moment leaves the previous file, or nothing, never a
-partial one. Callers turn the ``OSError`` into their own one-line message.
+partial one. Only regular files are ever replaced: a symbolic link is written through (the link
+stays, its target gets the new contents) and a device, pipe, socket or folder is refused.
+Callers turn the ``OSError`` into their own one-line message.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -17,13 +21,33 @@ def current_umask() -> int:
     return mask
 
 
-def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
-    """Write ``data`` to ``path`` atomically, with the permissions a plain ``open`` would give.
+def write_target(path: str | os.PathLike) -> tuple[Path, int | None]:
+    """Where a write to ``path`` lands (``path``, or the file a symbolic link points to) and the
+    permission bits of the file it replaces (``None`` when there is none yet).
 
-    Raises ``OSError`` (nothing is left behind) when the folder is missing or not writable, or
-    the write fails midway.
+    Raises ``OSError`` for a folder, a device, a pipe or a socket: those are never replaced.
     """
     path = Path(path)
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        return target, None
+    if stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(errno.EISDIR, "it is a folder", str(path))
+    if not stat.S_ISREG(st.st_mode):
+        raise OSError(errno.EINVAL, "not a regular file (a device, pipe or socket is never replaced)", str(path))
+    return target, stat.S_IMODE(st.st_mode)
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically. A new file gets the permissions a plain ``open`` would
+    give; a replaced file keeps its own. Returns the path written (a symbolic link's target).
+
+    Raises ``OSError`` (nothing is left behind) when the destination is not a regular file, its
+    folder is missing or not writable, or the write fails midway.
+    """
+    path, mode = write_target(path)
     parent = path.parent if str(path.parent) else Path(".")
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=parent)
     try:
@@ -31,7 +55,7 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.chmod(tmp, 0o666 & ~current_umask())
+        os.chmod(tmp, mode if mode is not None else 0o666 & ~current_umask())
         os.replace(tmp, path)
     except BaseException:
         try:
