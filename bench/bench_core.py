@@ -55,7 +55,7 @@ def reference_forward(tr, es, et, gen, src, tgt, pe):
 def floor_step(model) -> float:
     """The bare chain of matrix-vector products one cached decoder step must do, weights read once."""
     mats = []
-    for layer in model.decoder_layers:
+    for layer in model.decoder.layers:
         sa, ca = layer.self_attn, layer.cross_attn
         mats += [sa.w_q.weight, sa.w_k.weight, sa.w_v.weight, sa.w_o.weight, ca.w_q.weight, ca.w_o.weight,
                  layer.ffn.linear1.weight, layer.ffn.linear2.weight]
@@ -90,7 +90,7 @@ def run(report=print, threads: int = 1) -> dict:
             s1 = src[:1]
             steps = 20
             toks = torch.randint(4, size["tgt_vocab"], (1, steps), generator=g)
-            toks[0, 0] = 2
+            toks[0, 0] = model.config.bos_id
 
             cache0 = model.start_decoding(model.encode(s1))  # caches are immutable: every run starts here
 

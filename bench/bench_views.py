@@ -25,6 +25,7 @@ import numpy as np  # noqa: E402
 import pyqtgraph as pg  # noqa: E402
 from PySide6 import QtWidgets  # noqa: E402
 
+from attnviz.core.model.sites import KINDS  # noqa: E402
 from attnviz.qt.app import make_app  # noqa: E402
 from attnviz.qt.sample_data import pieces, sample_attention, sample_masks  # noqa: E402
 from attnviz.qt.views.attention_grid import QtAttentionGrid  # noqa: E402
@@ -50,7 +51,7 @@ def _steps(n_layers: int, n_heads: int, n_tokens: int, count: int = 6):
         cross = sample_attention("cross", **kw)
         steps.append({
             "grid": cross,
-            "head": {k: sample_attention(k, **kw) for k in ("encoder", "decoder", "cross")},
+            "head": {k: sample_attention(k, **kw) for k in KINDS},
             "lines": cross,
             "mask": sample_masks(n_layers=n_layers, n_heads=n_heads, target=t, source=source, seed=i),
         })

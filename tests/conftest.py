@@ -20,3 +20,26 @@ gc.disable()
 def _collect_garbage_in_the_main_thread():
     yield
     gc.collect()
+
+
+@pytest.fixture
+def make_view(qtbot):
+    """Build views for a test: ``make_view(cls, (width, height), *data, shown=False, **kw)``.
+
+    The view is registered with ``qtbot`` (closed after the test) and resized; given ``data``
+    or keywords it is handed ``set_data(*data, **kw)``; ``shown`` shows it and waits until
+    it is on screen.
+    """
+
+    def make(cls, size, *data, shown=False, **kw):
+        view = cls()
+        qtbot.addWidget(view)
+        view.resize(*size)
+        if data or kw:
+            view.set_data(*data, **kw)
+        if shown:
+            view.show()
+            qtbot.waitExposed(view)
+        return view
+
+    return make

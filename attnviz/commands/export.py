@@ -1,15 +1,28 @@
-"""``attnviz export``: draw a view off screen with the app's own drawing code and write it to files."""
+"""``attnviz export``: draw a view off screen with the app's own drawing code and write it to files.
+
+Which views there are, the selectors each takes (``--kind``, ``--layer``, ``--head``, ``--query``)
+and how each is fed come from the view registry, as in the app. A selector a view takes is always
+applied; one it does not take, or a kind it does not show, is refused.
+"""
 
 from __future__ import annotations
 
 import argparse
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from attnviz.core.model.sites import KINDS
+from attnviz.errors import CommandError
+
+if TYPE_CHECKING:
+    from attnviz.qt.session import Session
+    from attnviz.qt.views.registry import ViewChoice, ViewSpec
 
 HELP = "export a view's figure (PNG/SVG/PDF) or data (CSV/NPZ) headless, exactly as the app draws it"
-ATTENTION_VIEWS = ("grid", "head", "lines")
-VIEWS = ("grid", "head", "lines", "mask", "pe", "norm", "output", "walkthrough")
-FORMATS = ("png", "svg", "pdf", "csv", "npz")
+VIEWS = ("grid", "head", "lines", "mask", "pe", "norm", "output", "walkthrough")  # the registry's names (a test pins them)
+FIGURE_FORMATS = ("png", "svg", "pdf")
+FORMATS = (*FIGURE_FORMATS, "csv", "npz")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -20,9 +33,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed for sampling")
     p.add_argument("--steps", type=int, metavar="N", help="decode only N steps (default: to EOS)")
     p.add_argument("--view", choices=VIEWS, default="grid", help="which view to draw (default grid)")
-    p.add_argument("--kind", choices=("encoder", "decoder", "cross"), default="cross", help="attention kind (default cross)")
-    p.add_argument("--layer", type=int, default=1, help="layer, 1-based as on screen (default 1)")
-    p.add_argument("--head", default="1", help="head, 1-based; 'mean' (over heads), 'rollout', or 'all' (one file per layer and head)")
+    p.add_argument("--kind", choices=KINDS, help="attention kind, for the views that take one "
+                   "(default cross; mask: decoder; norm: encoder or decoder, default decoder)")
+    p.add_argument("--layer", type=int, help="layer, 1-based as on screen (default 1)")
+    p.add_argument("--head", help="head, 1-based (default 1); 'mean' (over heads), 'rollout', or 'all' (one file per layer and head)")
+    p.add_argument("--query", type=int, help="query row of the walkthrough, 1-based (default: the current step)")
     p.add_argument("--format", dest="fmt", choices=FORMATS, default="png", help="file format (default png)")
     p.add_argument("--out", required=True, metavar="DIR", help="output folder (created if missing)")
     p.add_argument("--width", type=int, help="PNG width in pixels")
@@ -33,8 +48,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _parse_size(text: str) -> tuple[int, int]:
-    from attnviz.errors import CommandError
-
     try:
         w, h = (int(v) for v in text.lower().split("x"))
     except ValueError:
@@ -44,148 +57,158 @@ def _parse_size(text: str) -> tuple[int, int]:
     return w, h
 
 
-def run(args: argparse.Namespace) -> int:
-    from attnviz.errors import CommandError
+def _parse_head(text: str | None, spec: ViewSpec) -> tuple[str, int]:
+    """(mode, 0-based head): mode "head", "mean", "rollout" or "all"."""
+    if text is None:
+        return "head", 0
+    word = text.lower()
+    if word in ("mean", "rollout", "all"):
+        if word not in spec.head_modes:
+            also = "".join(f" or '{m}'" for m in spec.head_modes)
+            raise CommandError(f"--head {word} does not apply to the {spec.name} view (it takes a head number{also})", 2)
+        return word, 0
+    try:
+        return "head", int(word) - 1
+    except ValueError:
+        raise CommandError(f"--head must be a number, 'mean', 'rollout' or 'all', not {text!r}", 2) from None
 
-    if not os.environ.get("QT_QPA_PLATFORM") and not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
-        os.environ["QT_QPA_PLATFORM"] = "offscreen"
-    size = _parse_size(args.size)
-    head_arg = str(args.head).lower()
-    if head_arg not in ("all", "mean", "rollout"):
-        try:
-            head = int(head_arg) - 1
-        except ValueError:
-            raise CommandError(f"--head must be a number, 'mean', 'rollout' or 'all', not {args.head!r}", 2) from None
-    else:
-        head = 0
-    out = Path(args.out)
+
+def _refuse_unused_selectors(args: argparse.Namespace, spec: ViewSpec) -> None:
+    """A selector the view does not take, or a kind it does not show, is an error, not ignored."""
+    for selector in ("kind", "layer", "head", "query"):
+        if getattr(args, selector) is not None and not spec.takes(selector):
+            raise CommandError(f"--{selector} does not apply to the {spec.name} view", 2)
+    if args.kind is not None and args.kind not in spec.kinds:
+        raise CommandError(f"the {spec.name} view takes --kind {' or '.join(spec.kinds)}, not {args.kind}", 2)
+
+
+def _request(args: argparse.Namespace, spec: ViewSpec) -> ViewChoice:
+    """The choice the arguments ask for, before any model is loaded (0-based; ranges unchecked)."""
+    from attnviz.qt.views.registry import ViewChoice
+
+    _refuse_unused_selectors(args, spec)
+    mode, head = _parse_head(args.head, spec)
+    return ViewChoice(
+        kind=(args.kind or spec.default_kind) if spec.takes("kind") else None,
+        layer=(args.layer or 1) - 1 if spec.takes("layer") else None,
+        head=head if spec.takes("head") else None,
+        mode=mode if spec.takes("head") else None,
+        query=None if args.query is None else args.query - 1,
+    )
+
+
+def _check_ranges(choice: ViewChoice, session: Session) -> None:
+    """``--layer``, ``--head`` and ``--query`` within the model and the decoded sentence."""
+    if choice.layer is not None:
+        n_layers = session.n_layers(choice.kind)
+        if not 0 <= choice.layer < max(n_layers, 1):
+            raise CommandError(f"--layer must be between 1 and {n_layers} for {choice.kind} attention", 2)
+    n_heads = session.bundle.config.n_heads
+    if choice.mode == "head" and not 0 <= choice.head < n_heads:
+        raise CommandError(f"--head must be between 1 and {n_heads}", 2)
+    if choice.query is not None:
+        rows = len(session.src_pieces()) if choice.kind == "encoder" else session.n_rows()
+        if not 0 <= choice.query < rows:
+            raise CommandError(f"--query must be between 1 and {rows} for {choice.kind} attention", 2)
+
+
+def _decoded_session(args: argparse.Namespace) -> Session:
+    """A session on ``--model`` with ``--src`` decoded (``--steps`` steps, or to the end), or
+    teacher-forced on ``--tgt``."""
     from attnviz.core.bundle import load_bundle
     from attnviz.core.decoding.strategies import DecodingError, parse_strategy
     from attnviz.paths import default_model
-    from attnviz.qt.app import make_app
-    from attnviz.qt.export.files import ExportError, atomic_write_bytes, data_to_bytes, export_all_heads, render_view_to_file
     from attnviz.qt.session import Session
 
     bundle = load_bundle(args.model or default_model())
-    app = make_app()  # noqa: F841 - the views need a QApplication
     session = Session()
     try:
-        strategy = parse_strategy(args.strategy, seed=args.seed)
+        session.strategy = parse_strategy(args.strategy, seed=args.seed)
     except DecodingError as exc:
         raise CommandError(str(exc), 2) from None
-    session.strategy = strategy
     session.set_bundle(bundle)
     session.set_inputs(args.src, args.tgt or "")
     if session.current is None:
         raise CommandError(session.error or "nothing to draw")
-    if session.decoding is not None:
-        try:
-            if args.steps is None:
-                session.decoding.run()
-            else:
-                for _ in range(max(0, args.steps)):
-                    if not session.decoding.can_step:
-                        break
-                    session.decoding.step()
-        except DecodingError as exc:
-            raise CommandError(str(exc)) from None
-    n_layers = session.n_layers(args.kind)
-    if not 1 <= args.layer <= max(n_layers, 1):
-        raise CommandError(f"--layer must be between 1 and {n_layers} for {args.kind} attention", 2)
-    if head_arg not in ("all", "mean", "rollout") and not 0 <= head < bundle.config.n_heads:
-        raise CommandError(f"--head must be between 1 and {bundle.config.n_heads}", 2)
-    layer = args.layer - 1
+    decoding = session.decoding
+    try:
+        if decoding is not None and args.steps is None:
+            decoding.run()
+        elif decoding is not None:
+            for _ in range(max(0, args.steps)):
+                if not decoding.can_step:
+                    break
+                decoding.step()
+    except DecodingError as exc:
+        raise CommandError(str(exc)) from None
+    return session
+
+
+def _make_folder(out: Path) -> None:
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise CommandError(f"cannot create the output folder {out}: {exc.strerror or exc}") from None
 
-    cleanup: list = []
+
+def _export_all_heads(args: argparse.Namespace, session: Session, choice: ViewChoice, size: tuple[int, int], out: Path) -> list[Path]:
+    """One head-detail figure per layer and head of the chosen kind."""
+    from attnviz.qt.export.files import export_all_heads
+    from attnviz.qt.views.registry import head_figure
+
+    if args.fmt not in FIGURE_FORMATS:
+        raise CommandError("--head all writes figures: use --format png, svg or pdf", 2)
+    return export_all_heads(head_figure(), session.attention_data(choice.kind), out, args.fmt, width=args.width,
+                            dpi=args.dpi, size=size, theme=args.theme, colormap=args.colormap)
+
+
+def _export_view(args: argparse.Namespace, session: Session, spec: ViewSpec, choice: ViewChoice, size: tuple[int, int], out: Path) -> Path:
+    """Build the view the app shows, give it the session's data and the choice, and write it."""
+    from attnviz.qt.export.files import atomic_write_bytes, data_to_bytes, render_view_to_file
+    from attnviz.qt.views.registry import build_view, file_stem, show_in_view
+
+    view = build_view(spec, theme=args.theme)
     try:
-        if head_arg == "all" and args.view in ATTENTION_VIEWS:
-            if args.fmt not in ("png", "svg", "pdf"):
-                raise CommandError("--head all writes figures: use --format png, svg or pdf", 2)
-            data = session.attention_data(args.kind)
-            written = export_all_heads(data, out, args.fmt, width=args.width, dpi=args.dpi, size=size,
-                                       theme=args.theme, colormap=args.colormap)
-            for p in written:
-                print(p)
-            return 0
-        view = _make_view(args.view, session, args.kind, layer, head, head_arg, args.theme)
-        cleanup.append(view)
+        show_in_view(spec, view, session, choice)
         view.resize(*size)
-        if args.colormap and hasattr(view, "set_colormap"):
+        if args.colormap:
             view.set_colormap(args.colormap)
-        name = file_stem(args.view, args.kind, args.layer, head_arg if head_arg in ("mean", "rollout") else f"head{head + 1}")
-        path = out / f"{name}.{args.fmt}"
-        if args.fmt in ("csv", "npz"):
-            atomic_write_bytes(path, data_to_bytes(view.figure_data(), args.fmt))
+        path = out / f"{file_stem(spec, choice)}.{args.fmt}"
+        if args.fmt in FIGURE_FORMATS:
+            return render_view_to_file(view, path, args.fmt, width=args.width, dpi=args.dpi)
+        return atomic_write_bytes(path, data_to_bytes(view.figure_data(), args.fmt))
+    finally:  # Qt objects are destroyed here, in this thread, not by a later garbage collection
+        view.close()
+        view.deleteLater()
+
+
+def run(args: argparse.Namespace) -> int:
+    if not os.environ.get("QT_QPA_PLATFORM") and not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
+        os.environ["QT_QPA_PLATFORM"] = "offscreen"
+    from PySide6 import QtCore, QtWidgets
+
+    from attnviz.qt.app import make_app
+    from attnviz.qt.export.files import ExportError
+    from attnviz.qt.views.registry import view_spec
+
+    size = _parse_size(args.size)
+    spec = view_spec(args.view)
+    choice = _request(args, spec)
+    app = make_app()  # noqa: F841 - the views need a QApplication
+    session = _decoded_session(args)
+    try:
+        _check_ranges(choice, session)
+        out = Path(args.out)
+        _make_folder(out)
+        if choice.mode == "all":
+            written = _export_all_heads(args, session, choice, size, out)
         else:
-            render_view_to_file(view, path, args.fmt, width=args.width, dpi=args.dpi)
-        print(path)
+            written = [_export_view(args, session, spec, choice, size, out)]
+        for path in written:
+            print(path)
     except ExportError as exc:
         raise CommandError(str(exc)) from None
-    finally:  # Qt objects are destroyed here, in this thread, not by a later garbage collection
-        for view in cleanup:
-            view.close()
-            view.deleteLater()
+    finally:
         session.deleteLater()
-        from PySide6 import QtCore, QtWidgets
-
         QtWidgets.QApplication.sendPostedEvents(None, QtCore.QEvent.Type.DeferredDelete)
     return 0
-
-
-def file_stem(view: str, kind: str, layer: int, head: str) -> str:
-    """``head_cross_layer2_head3``, ``mask_layer1_head2``, ``norm_decoder_layer1``, ``pe`` (1-based, as on screen)."""
-    if view in ("pe", "output"):
-        return view
-    if view == "norm":
-        return f"norm_{'encoder' if kind == 'encoder' else 'decoder'}_layer{layer}"
-    if view == "mask":
-        return f"mask_layer{layer}_{head}"
-    return f"{view}_{kind}_layer{layer}_{head}"
-
-
-def _make_view(name: str, session, kind: str, layer: int, head: int, head_arg: str, theme: str):
-    """Build the view the app shows and give it the session's data (the same code path as on screen)."""
-    from attnviz.errors import CommandError
-
-    if name in ATTENTION_VIEWS:
-        data = {k: session.attention_data(k) for k in ("encoder", "decoder", "cross")}
-        if name == "grid":
-            from attnviz.qt.views.attention_grid import QtAttentionGrid
-
-            view = QtAttentionGrid(theme=theme)
-            view.set_data(data)
-            view.set_kind(kind)
-        elif name == "head":
-            from attnviz.qt.views.head_detail import QtHeadDetailView
-
-            view = QtHeadDetailView(theme=theme)
-            view.set_data(data)
-            mode = head_arg if head_arg in ("mean", "rollout") else "head"
-            view.select(kind=kind, layer=layer, head=head, mode=mode)
-        else:
-            from attnviz.qt.views.lines import QtLineView
-
-            view = QtLineView(theme=theme)
-            view.set_data(data)
-            view.set_kind(kind)
-            view.set_layer(layer)
-            if head_arg not in ("mean", "rollout"):
-                view.set_heads([head])
-        return view
-    if name == "mask":
-        from attnviz.qt.views.masks import QtMaskView
-
-        md = session.mask_data()
-        if md is None:
-            raise CommandError("the mask view needs at least one decoded step")
-        view = QtMaskView(theme=theme)
-        view.set_data(md)
-        view.select(layer=layer, head=head)
-        return view
-    from attnviz.qt.views.registry import make_inside_view
-
-    return make_inside_view(name, session, layer=layer, head=head, theme=theme)

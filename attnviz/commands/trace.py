@@ -178,146 +178,183 @@ def _strs(items) -> np.ndarray:
 
 def collect(bundle, args: argparse.Namespace) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """Decode (or teacher-force) and gather the arrays and the JSON summary."""
-    from attnviz.core.decoding.session import DecodingSession
-    from attnviz.core.decoding.strategies import parse_strategy
-    from attnviz.core.decoding.teacher_forcing import teacher_forced_from_bundle
-    from attnviz.core.model.trace import trace_names
-
-    cfg = bundle.config
-    arrays: dict[str, np.ndarray] = {}
-    summary: dict[str, Any] = {"model": bundle.name, "config": cfg.describe()}
+    summary: dict[str, Any] = {"model": bundle.name, "config": bundle.config.describe()}
     if args.tgt is not None:
-        tf = teacher_forced_from_bundle(bundle, args.src, args.tgt, top_k=args.top_k)
-        for name in tf.trace:
-            arrays[name] = tf.trace[name]
-        inputs, outputs = tf.input_ids, tf.label_ids
-        rows = tf.positions
-        src_ids, src_pieces = tf.src_ids, tf.src_pieces
-        get = tf.all_attention
-        notices = list(tf.notices)
-        arrays["steps.predicted_ids"] = np.array([p.predicted_id for p in rows], dtype=np.int64)
-        arrays["steps.match"] = np.array([p.match for p in rows], dtype=bool)
-        arrays["steps.target_prob"] = np.array([p.target_prob for p in rows], dtype=np.float64)
-        arrays["steps.loss"] = np.array([p.loss for p in rows], dtype=np.float64)
-        arrays["steps.prob"] = arrays["steps.target_prob"]
-        arrays["steps.forced"] = np.ones(len(rows), dtype=bool)
-        summary.update(
-            mode="teacher-forced",
-            source=tf.source.text,
-            target=tf.target,
-            loss=round(tf.loss, 6),
-            accuracy=round(tf.accuracy, 6),
-            translation=bundle.tgt_tokenizer.decode(tf.predicted_ids),
-        )
-        step_rows = [
-            {
-                "index": p.index,
-                "input": p.input_piece,
-                "target": p.target_piece,
-                "predicted": p.predicted_piece,
-                "match": p.match,
-                "target_prob": round(p.target_prob, 6),
-                "loss": round(p.loss, 6),
-                "entropy": round(p.entropy, 6),
-                "topk": [[piece, i, round(prob, 6)] for piece, i, prob in p.topk],
-            }
-            for p in rows
-        ]
+        result, arrays, steps = _teacher_forced(bundle, args, summary)
     else:
-        strategy = parse_strategy(args.strategy, seed=args.seed)
-        session = DecodingSession.from_bundle(bundle, args.src, strategy=strategy, max_len=args.max_len, top_k=args.top_k)
-        session.run()
-        for name in session.encoder_trace:
-            arrays[name] = session.encoder_trace[name]
-        if session.steps:
-            for name in trace_names(cfg, encoder=False):
-                arrays[name] = session.accumulated(name)
-        rows = session.steps
-        inputs, outputs = session.tgt_ids[:-1], session.tgt_ids[1:]
-        src_ids, src_pieces = session.src_ids, session.src_pieces
-        get = session.all_attention
-        notices = session.notices
-        arrays["steps.prob"] = np.array([s.prob for s in rows], dtype=np.float64)
-        arrays["steps.forced"] = np.array([s.forced for s in rows], dtype=bool)
-        beams = session.beams()
-        width = max(len(b.token_ids) for b in beams)
-        ids = np.full((len(beams), width), -1, dtype=np.int64)
-        for i, b in enumerate(beams):
-            ids[i, : len(b.token_ids)] = b.token_ids
-        arrays["beams.token_ids"] = ids
-        arrays["beams.scores"] = np.array([b.score for b in beams], dtype=np.float64)
-        arrays["beams.log_probs"] = np.array([b.log_prob for b in beams], dtype=np.float64)
-        arrays["beams.finished"] = np.array([b.finished for b in beams], dtype=bool)
-        summary.update(mode="decode", strategy=strategy.describe(), source=session.source.text, translation=session.translation())
-        summary["beams"] = [{"pieces": list(b.pieces), "score": round(b.score, 6), "finished": b.finished} for b in beams]
-        step_rows = [
-            {
-                "index": s.index,
-                "piece": s.piece,
-                "id": s.token_id,
-                "prob": round(s.prob, 6),
-                "entropy": round(s.entropy, 6),
-                "forced": s.forced,
-                "topk": [[piece, i, round(prob, 6)] for piece, i, prob in s.topk],
-            }
-            for s in rows
-        ]
-    tok = bundle.tgt_tokenizer
-    arrays["tokens.src_ids"] = np.array(src_ids, dtype=np.int64)
-    arrays["tokens.src_pieces"] = _strs(src_pieces)
-    arrays["tokens.input_ids"] = np.array(inputs, dtype=np.int64)
-    arrays["tokens.input_pieces"] = _strs(tok.pieces(inputs))
-    arrays["tokens.output_ids"] = np.array(outputs, dtype=np.int64)
-    arrays["tokens.output_pieces"] = _strs(tok.pieces(outputs))
-    arrays["steps.token_ids"] = np.array(outputs, dtype=np.int64)
-    arrays["steps.entropy"] = np.array([r.entropy for r in rows], dtype=np.float64)
-    k = max((len(r.topk) for r in rows), default=0)
-    arrays["steps.topk_ids"] = np.array([[i for _, i, _ in r.topk] for r in rows], dtype=np.int64).reshape(len(rows), k)
-    arrays["steps.topk_probs"] = np.array([[p for _, _, p in r.topk] for r in rows], dtype=np.float64).reshape(len(rows), k)
-    arrays["steps.topk_pieces"] = _strs([[piece for piece, _, _ in r.topk] for r in rows]).reshape(len(rows), k)
-    heads = analyses(arrays, cfg, get, len(rows))
+        result, arrays, steps = _decoded(bundle, args, summary)
+    arrays.update(_result_arrays(result))
     summary.update(
-        src_pieces=list(src_pieces),
-        input_pieces=list(tok.pieces(inputs)),
-        output_pieces=list(tok.pieces(outputs)),
-        notices=list(notices),
-        steps=step_rows,
-        heads=heads,
+        src_pieces=list(result.src_pieces),
+        input_pieces=list(result.input_pieces),
+        output_pieces=list(result.output_pieces),
+        notices=list(result.notices),
+        steps=steps,
+        heads=analyses(arrays, result),
     )
     return arrays, summary
 
 
-def analyses(arrays: dict[str, np.ndarray], cfg, get, n_rows: int) -> dict[str, Any]:
+def _teacher_forced(bundle, args: argparse.Namespace, summary: dict[str, Any]):
+    """The teacher-forced pass, its own ``steps.*`` arrays and JSON step rows; fills ``summary``."""
+    from attnviz.core.decoding.teacher_forcing import teacher_forced_from_bundle
+
+    tf = teacher_forced_from_bundle(bundle, args.src, args.tgt, top_k=args.top_k)
+    rows = tf.positions
+    arrays = {
+        "steps.predicted_ids": np.array([p.predicted_id for p in rows], dtype=np.int64),
+        "steps.match": np.array([p.match for p in rows], dtype=bool),
+        "steps.target_prob": np.array([p.target_prob for p in rows], dtype=np.float64),
+        "steps.loss": np.array([p.loss for p in rows], dtype=np.float64),
+    }
+    summary.update(
+        mode="teacher-forced",
+        source=tf.source.text,
+        target=tf.target,
+        loss=round(tf.loss, 6),
+        accuracy=round(tf.accuracy, 6),
+        translation=bundle.tgt_tokenizer.decode(tf.predicted_ids),
+    )
+    steps = [
+        {
+            "index": p.index,
+            "input": p.input_piece,
+            "target": p.target_piece,
+            "predicted": p.predicted_piece,
+            "match": p.match,
+            "target_prob": round(p.target_prob, 6),
+            "loss": round(p.loss, 6),
+            "entropy": round(p.entropy, 6),
+            "topk": _topk_json(p.topk),
+        }
+        for p in rows
+    ]
+    return tf, arrays, steps
+
+
+def _decoded(bundle, args: argparse.Namespace, summary: dict[str, Any]):
+    """The decoding session run to the end, its ``beams.*`` arrays and JSON step rows; fills ``summary``."""
+    from attnviz.core.decoding.session import DecodingSession
+    from attnviz.core.decoding.strategies import parse_strategy
+
+    strategy = parse_strategy(args.strategy, seed=args.seed)
+    session = DecodingSession.from_bundle(bundle, args.src, strategy=strategy, max_len=args.max_len, top_k=args.top_k)
+    session.run()
+    beams = session.beams()
+    summary.update(mode="decode", strategy=strategy.describe(), source=session.source.text, translation=session.translation())
+    summary["beams"] = [{"pieces": list(b.pieces), "score": round(b.score, 6), "finished": b.finished} for b in beams]
+    steps = [
+        {
+            "index": s.index,
+            "piece": s.piece,
+            "id": s.token_id,
+            "prob": round(s.prob, 6),
+            "entropy": round(s.entropy, 6),
+            "forced": s.forced,
+            "topk": _topk_json(s.topk),
+        }
+        for s in session.steps
+    ]
+    return session, _beam_arrays(beams), steps
+
+
+def _topk_json(topk) -> list:
+    return [[piece, i, round(prob, 6)] for piece, i, prob in topk]
+
+
+def _beam_arrays(beams) -> dict[str, np.ndarray]:
+    """The final beams, best first; ``beams.token_ids`` ``[beam, len]`` padded with -1."""
+    width = max(len(b.token_ids) for b in beams)
+    ids = np.full((len(beams), width), -1, dtype=np.int64)
+    for i, b in enumerate(beams):
+        ids[i, : len(b.token_ids)] = b.token_ids
+    return {
+        "beams.token_ids": ids,
+        "beams.scores": np.array([b.score for b in beams], dtype=np.float64),
+        "beams.log_probs": np.array([b.log_prob for b in beams], dtype=np.float64),
+        "beams.finished": np.array([b.finished for b in beams], dtype=bool),
+    }
+
+
+def _result_arrays(result) -> dict[str, np.ndarray]:
+    """What every ``DecodingResult`` gives: the trace names over all rows, ``tokens.*`` and ``steps.*``."""
+    from attnviz.core.model.trace import trace_names
+
+    names = trace_names(result.config, decoder=bool(result.steps))
+    arrays = {name: result.accumulated(name) for name in names}
+    rows = result.steps
+    k = max((len(r.topk) for r in rows), default=0)
+    arrays.update({
+        "tokens.src_ids": np.array(result.src_ids, dtype=np.int64),
+        "tokens.src_pieces": _strs(result.src_pieces),
+        "tokens.input_ids": np.array(result.input_ids, dtype=np.int64),
+        "tokens.input_pieces": _strs(result.input_pieces),
+        "tokens.output_ids": np.array(result.output_ids, dtype=np.int64),
+        "tokens.output_pieces": _strs(result.output_pieces),
+        "steps.token_ids": np.array(result.output_ids, dtype=np.int64),
+        "steps.prob": np.array([r.prob for r in rows], dtype=np.float64),
+        "steps.forced": np.array([r.forced for r in rows], dtype=bool),
+        "steps.entropy": np.array([r.entropy for r in rows], dtype=np.float64),
+        "steps.topk_ids": np.array([[i for _, i, _ in r.topk] for r in rows], dtype=np.int64).reshape(len(rows), k),
+        "steps.topk_probs": np.array([[p for _, _, p in r.topk] for r in rows], dtype=np.float64).reshape(len(rows), k),
+        "steps.topk_pieces": _strs([[piece for piece, _, _ in r.topk] for r in rows]).reshape(len(rows), k),
+    })
+    return arrays
+
+
+def analyses(arrays: dict[str, np.ndarray], result) -> dict[str, Any]:
     """Add ``analysis.*`` arrays; returns the head statistics for the JSON summary."""
     from attnviz.core.analysis import stats as an
-    from attnviz.core.analysis.rollout import decoder_rollout, rollout
 
-    heads: dict[str, Any] = {}
-    att = {}
-    for kind, n_layers in (("encoder", cfg.n_encoder_layers), ("decoder", cfg.n_decoder_layers), ("cross", cfg.n_decoder_layers)):
-        if not n_layers or (kind != "encoder" and not n_rows):
-            continue
-        att[kind] = get(kind)  # [layer, head, query, key]
-        stats = an.head_statistics(att[kind])
-        heads[kind] = {}
-        for key, value in stats.items():
-            arrays[f"analysis.{kind}.{key}"] = value
-            heads[kind][key] = np.round(value, 6).tolist()
+    att, heads = _head_statistics(arrays, result)
     if "cross" in att:
         arrays["analysis.cross.alignment"] = an.alignment(att["cross"])
         arrays["analysis.cross.alignment_mean"] = an.alignment(att["cross"].mean(1))
-    enc_roll = None
-    if "encoder" in att:
-        enc_roll = rollout(att["encoder"])
-        arrays["analysis.encoder.rollout"] = enc_roll
-    if "cross" in att:
-        arrays["analysis.cross.rollout"] = decoder_rollout(att["decoder"], att["cross"], enc_roll)["source"]
+    _rollouts(arrays, att)
     for stack in ("encoder", "decoder"):
         tokens, pos = arrays.get(f"{stack}.embed.tokens"), arrays.get(f"{stack}.embed.positional")
         if tokens is None or pos is None:
             continue
         arrays[f"analysis.positional.{stack}.similarity"] = an.positional_similarity(pos)
         arrays[f"analysis.positional.{stack}.ratio"] = an.embedding_positional_ratio(tokens, pos)["ratio"]
+    _norm_analyses(arrays, result.config)
+    return heads
+
+
+def _head_statistics(arrays: dict[str, np.ndarray], result) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """``analysis.<kind>.<statistic>`` ``[layer, head]`` for every attention kind the result has rows of;
+    returns the attention ``[layer, head, query, key]`` per kind and the statistics for the JSON summary."""
+    from attnviz.core.analysis import stats as an
+    from attnviz.core.model.sites import KINDS
+
+    att: dict[str, np.ndarray] = {}
+    heads: dict[str, Any] = {}
+    for kind in KINDS:
+        if not result.n_layers(kind) or (kind != "encoder" and not result.steps):
+            continue
+        att[kind] = result.all_attention(kind)  # [layer, head, query, key]
+        heads[kind] = {}
+        for key, value in an.head_statistics(att[kind]).items():
+            arrays[f"analysis.{kind}.{key}"] = value
+            heads[kind][key] = np.round(value, 6).tolist()
+    return att, heads
+
+
+def _rollouts(arrays: dict[str, np.ndarray], att: dict[str, np.ndarray]) -> None:
+    from attnviz.core.analysis.rollout import decoder_rollout, rollout
+
+    enc_roll = None
+    if "encoder" in att:
+        enc_roll = rollout(att["encoder"])
+        arrays["analysis.encoder.rollout"] = enc_roll
+    if "cross" in att:
+        arrays["analysis.cross.rollout"] = decoder_rollout(att["decoder"], att["cross"], enc_roll)["source"]
+
+
+def _norm_analyses(arrays: dict[str, np.ndarray], cfg) -> None:
+    """``analysis.norm.<site>.<field>`` (``NormStats``) and ``analysis.norm.<site>.compare.<field>``."""
+    from attnviz.core.analysis import stats as an
+
     for site in an.norm_sites(arrays):
         stats = an.norm_statistics(arrays, site)
         for f in dataclasses.fields(stats):
@@ -327,4 +364,3 @@ def analyses(arrays: dict[str, np.ndarray], cfg, get, n_rows: int) -> dict[str, 
         comp = an.compare_norms(arrays[f"{site}.input"], eps=cfg.norm_eps)
         for f in dataclasses.fields(comp):
             arrays[f"analysis.norm.{site}.compare.{f.name}"] = getattr(comp, f.name)
-    return heads

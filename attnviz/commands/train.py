@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import signal
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 HELP = "train a model bundle (HSK zh→en, a synthetic task, or your own parallel corpus)"
@@ -113,10 +115,14 @@ class Progress:
         self.stream.flush()
 
 
+def command_line(argv: Sequence[str] | None = None) -> str:
+    """The command as typed (for meta.json): ``attnviz`` plus the arguments, shell-quoted."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    return shlex.join(["attnviz", *args])
+
+
 def _command(args: argparse.Namespace) -> str:
     """The command line that ran this: ``sys.argv`` when it is a train command, else rebuilt from ``args``."""
-    from attnviz.core.training.trainer import command_line
-
     if sys.argv[1:2] == ["train"]:
         return command_line(sys.argv[1:])
     words = ["train"]
@@ -133,86 +139,122 @@ def _pick(value, default):
 
 
 def run(args: argparse.Namespace) -> int:
+    from attnviz.core.data.corpora import DataError
+    from attnviz.core.training.trainer import TrainingError
+    from attnviz.errors import CommandError
+
+    command = _command(args)
+    try:
+        trainer = _resumed_trainer(args, command) if args.resume else _new_trainer(args, command)
+    except (DataError, TrainingError) as exc:
+        raise CommandError(str(exc)) from None
+    _show_progress(trainer, args.quiet)
+    result = _fit_stopping_on_ctrl_c(trainer)
+    print(summary(result, trainer), file=sys.stderr)
+    if result.status == "failed":
+        raise CommandError(result.message)
+    return 0 if result.status == "finished" else 130
+
+
+def _resumed_trainer(args: argparse.Namespace, command: str):
+    """``--resume``: the run saved in ``--out``, on ``--data`` when given (else the data it names)."""
+    from attnviz.core.data import corpora as D
+    from attnviz.core.training.trainer import Trainer
+
+    dataset = D.load_data(args.data, args.data_target) if args.data else None
+    trainer = Trainer.from_checkpoint(Path(args.out), dataset, epochs=args.epochs, threads=args.threads, device=args.device)
+    trainer.meta.setdefault("resumed_with", []).append(command)
+    return trainer
+
+
+def _new_trainer(args: argparse.Namespace, command: str):
+    """A new run in ``--out`` (which must be empty unless ``--force``): data, model shape, options, tokenizers."""
     from attnviz.core.bundle import META
     from attnviz.core.data import corpora as D
-    from attnviz.core.model.config import ConfigError, TransformerConfig
-    from attnviz.core.training import trainer as T
-    from attnviz.core.training.setup import TrainingError, TrainOptions
+    from attnviz.core.model.config import ConfigError
+    from attnviz.core.training.trainer import Trainer
     from attnviz.errors import CommandError
 
     out = Path(args.out)
-    command = _command(args)
+    if out.exists() and any(out.iterdir()) and not args.force:
+        what = "a model bundle" if (out / META).exists() else "files"
+        raise CommandError(f"{out} already holds {what}; use --resume to continue it or --force to overwrite it")
+    dataset = _dataset(args)
     try:
-        if args.resume:
-            dataset = None
-            if args.data:
-                dataset = D.load_data(args.data, args.data_target)
-            trainer = T.Trainer.from_checkpoint(out, dataset, epochs=args.epochs, threads=args.threads, device=args.device)
-            trainer.meta.setdefault("resumed_with", []).append(command)
-        else:
-            if out.exists() and any(out.iterdir()) and not args.force:
-                what = "a model bundle" if (out / META).exists() else "files"
-                raise CommandError(f"{out} already holds {what}; use --resume to continue it or --force to overwrite it")
-            data_name = args.data or "hsk-zh-en"
-            if args.data_target is None and data_name in D.SYNTHETIC_TASKS:
-                dataset = D.synthetic(data_name, n=_pick(args.n_examples, 6000))
-            else:
-                dataset = D.load_data(data_name, args.data_target)
-            if dataset.report.problems:
-                print(dataset.report.summary(), file=sys.stderr)
-            synthetic = dataset.spec.get("kind") in D.SYNTHETIC_TASKS
-            layers = _pick(args.layers, MODEL_DEFAULTS["layers"])
-            try:
-                config = TransformerConfig(
-                    d_model=_pick(args.d_model, MODEL_DEFAULTS["d_model"]),
-                    n_heads=_pick(args.heads, MODEL_DEFAULTS["heads"]),
-                    n_encoder_layers=_pick(args.enc_layers, layers),
-                    n_decoder_layers=_pick(args.dec_layers, layers),
-                    d_ff=_pick(args.d_ff, MODEL_DEFAULTS["d_ff"]),
-                    dropout=_pick(args.dropout, MODEL_DEFAULTS["dropout"]),
-                    norm=_pick(args.norm, MODEL_DEFAULTS["norm"]),
-                    norm_placement=_pick(args.norm_placement, MODEL_DEFAULTS["norm_placement"]),
-                    max_len=_pick(args.max_len, MODEL_DEFAULTS["max_len"]),
-                    tie_embeddings=bool(args.tie_embeddings),
-                )
-                options = TrainOptions(
-                    epochs=_pick(args.epochs, TRAIN_DEFAULTS["epochs"]),
-                    lr=_pick(args.lr, TRAIN_DEFAULTS["lr"]),
-                    warmup=_pick(args.warmup, TRAIN_DEFAULTS["warmup"]),
-                    schedule=_pick(args.schedule, TRAIN_DEFAULTS["schedule"]),
-                    batch_tokens=_pick(args.batch_tokens, TRAIN_DEFAULTS["batch_tokens"]),
-                    label_smoothing=_pick(args.label_smoothing, TRAIN_DEFAULTS["label_smoothing"]),
-                    clip=_pick(args.clip, TRAIN_DEFAULTS["clip"]),
-                    seed=_pick(args.seed, TRAIN_DEFAULTS["seed"]),
-                    threads=_pick(args.threads, TRAIN_DEFAULTS["threads"]),
-                    device=_pick(args.device, TRAIN_DEFAULTS["device"]),
-                )
-            except ConfigError as exc:
-                raise CommandError(str(exc)) from None
-            vocab_default = 64 if synthetic else None
-            tok = args.tokenizer or ("word" if synthetic else "unigram")
-            trainer = T.Trainer.create(
-                dataset,
-                config,
-                options,
-                out,
-                src_vocab=_pick(args.src_vocab, vocab_default or 3000),
-                tgt_vocab=_pick(args.tgt_vocab, vocab_default or 2000),
-                src_tokenizer_type=args.src_tokenizer or tok,
-                tgt_tokenizer_type=args.tgt_tokenizer or tok,
-                command=command,
-            )
-    except (D.DataError, TrainingError) as exc:
+        config, options = _model_config(args), _train_options(args)
+    except ConfigError as exc:
         raise CommandError(str(exc)) from None
+    synthetic = dataset.spec.get("kind") in D.SYNTHETIC_TASKS
+    vocab_default = 64 if synthetic else None
+    tok = args.tokenizer or ("word" if synthetic else "unigram")
+    return Trainer.create(
+        dataset,
+        config,
+        options,
+        out,
+        src_vocab=_pick(args.src_vocab, vocab_default or 3000),
+        tgt_vocab=_pick(args.tgt_vocab, vocab_default or 2000),
+        src_tokenizer_type=args.src_tokenizer or tok,
+        tgt_tokenizer_type=args.tgt_tokenizer or tok,
+        command=command,
+    )
 
+
+def _dataset(args: argparse.Namespace):
+    """The ``--data`` of a new run (HSK by default); its problems, if any, are reported on stderr."""
+    from attnviz.core.data import corpora as D
+
+    data_name = args.data or "hsk-zh-en"
+    if args.data_target is None and data_name in D.SYNTHETIC_TASKS:
+        dataset = D.synthetic(data_name, n=_pick(args.n_examples, 6000))
+    else:
+        dataset = D.load_data(data_name, args.data_target)
+    if dataset.report.problems:
+        print(dataset.report.summary(), file=sys.stderr)
+    return dataset
+
+
+def _model_config(args: argparse.Namespace):
+    """The model's shape from the model flags (``MODEL_DEFAULTS`` for those not given)."""
+    from attnviz.core.model.config import TransformerConfig
+
+    layers = _pick(args.layers, MODEL_DEFAULTS["layers"])
+    return TransformerConfig(
+        d_model=_pick(args.d_model, MODEL_DEFAULTS["d_model"]),
+        n_heads=_pick(args.heads, MODEL_DEFAULTS["heads"]),
+        n_encoder_layers=_pick(args.enc_layers, layers),
+        n_decoder_layers=_pick(args.dec_layers, layers),
+        d_ff=_pick(args.d_ff, MODEL_DEFAULTS["d_ff"]),
+        dropout=_pick(args.dropout, MODEL_DEFAULTS["dropout"]),
+        norm=_pick(args.norm, MODEL_DEFAULTS["norm"]),
+        norm_placement=_pick(args.norm_placement, MODEL_DEFAULTS["norm_placement"]),
+        max_len=_pick(args.max_len, MODEL_DEFAULTS["max_len"]),
+        tie_embeddings=bool(args.tie_embeddings),
+    )
+
+
+def _train_options(args: argparse.Namespace):
+    """How to train, from the training flags (``TRAIN_DEFAULTS`` for those not given)."""
+    from attnviz.core.training.trainer import TrainOptions
+
+    return TrainOptions(**{name: _pick(getattr(args, name), default) for name, default in TRAIN_DEFAULTS.items()})
+
+
+def _show_progress(trainer, quiet: bool) -> None:
+    """A ``Progress`` bar on stderr (only its messages with ``--quiet``)."""
     progress = Progress()
-    if not args.quiet:
+    if not quiet:
         trainer.add_callback("start", progress.start)
         trainer.add_callback("step", progress.step)
         trainer.add_callback("eval", progress.eval)
     trainer.add_callback("message", progress.message)
 
-    def on_sigint(signum, frame):  # first Ctrl-C: save and stop after this step; second: abort
+
+def _fit_stopping_on_ctrl_c(trainer):
+    """``trainer.fit()`` with a SIGINT handler: the first Ctrl-C saves and stops after the current
+    step, a second one aborts."""
+
+    def on_sigint(signum, frame):
         print("\nattnviz: stopping after this step and saving a checkpoint (Ctrl-C again to abort)", file=sys.stderr)
         trainer.stop()
         signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -223,14 +265,10 @@ def run(args: argparse.Namespace) -> int:
     except ValueError:  # not the main thread
         pass
     try:
-        result = trainer.fit()
+        return trainer.fit()
     finally:
         if old is not None:
             signal.signal(signal.SIGINT, old)
-    print(summary(result, trainer), file=sys.stderr)
-    if result.status == "failed":
-        raise CommandError(result.message)
-    return 0 if result.status == "finished" else 130
 
 
 def summary(result, trainer) -> str:

@@ -95,7 +95,7 @@ def _print_session_results(bundle, texts, strategy, args: argparse.Namespace) ->
     from attnviz.core.decoding.strategies import DecodingError
     from attnviz.errors import CommandError
 
-    src_tok, tgt_tok = bundle.src_tokenizer, bundle.tgt_tokenizer
+    src_tok = bundle.src_tokenizer
     for text in texts:
         try:
             session = DecodingSession.from_bundle(bundle, text, strategy=strategy, max_len=args.max_len, top_k=args.candidates, capture=False)
@@ -112,9 +112,9 @@ def _print_session_results(bundle, texts, strategy, args: argparse.Namespace) ->
             "source_tokens": list(session.src_pieces),
             "source_ids": list(session.src_ids),
             "unknown_characters": src_tok.unknown_characters(text),
-            "tokens": list(session.tgt_pieces[1:]),
-            "ids": list(session.tgt_ids[1:]),
-            "finished": session.finished and session.tgt_ids[-1] == tgt_tok.eos_id,
+            "tokens": list(session.output_pieces),
+            "ids": list(session.output_ids),
+            "finished": session.finished and session.tgt_ids[-1] == session.config.eos_id,
             "steps": [
                 {"token": st.piece, "id": st.token_id, "top_k": [{"token": p, "id": i, "p": round(pr, 6)} for p, i, pr in st.topk]}
                 for st in session.steps

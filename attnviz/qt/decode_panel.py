@@ -144,11 +144,6 @@ class QtStepBar(QtWidgets.QWidget):
                             top_p=self.topp_spin.value(), seed=self.seed_spin.value())
         return Greedy()
 
-    def set_strategy_key(self, key: str) -> None:
-        i = self.strategy_combo.findData(key)
-        if i >= 0:
-            self.strategy_combo.setCurrentIndex(i)
-
     def _update_visibility(self) -> None:
         key = self.strategy_combo.currentData()
         for lab, w in self._params:

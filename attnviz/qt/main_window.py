@@ -12,15 +12,16 @@ from attnviz.paths import default_model
 from attnviz.qt.decode_panel import QtInputBar, QtStepBar, QtTokenChips, QtTopKPanel
 from attnviz.qt.help import show_about, show_shortcuts
 from attnviz.qt.session import Session
-from attnviz.qt.views.attention_grid import QtAttentionGrid
-from attnviz.qt.views.head_detail import QtHeadDetailView
-from attnviz.qt.views.lines import QtLineView
-from attnviz.qt.views.masks import QtMaskView
+from attnviz.qt.views.registry import ViewSet, head_figure
 from attnviz.qt.widgets.colormaps import SEQUENTIAL_COLORMAPS
-from attnviz.qt.window_state import WindowStateMixin
+
+MAX_RECENT = 8
 
 
-class MainWindow(WindowStateMixin, QtWidgets.QMainWindow):
+class MainWindow(QtWidgets.QMainWindow):
+    """The views of the registry around the attention grid, the decoding controls, menus and
+    settings (geometry, dock layout, colormap, theme and recent models, kept in ``settings``)."""
+
     def __init__(self, model: Path | None = None, src: str | None = None, tgt: str | None = None, settings: QtCore.QSettings | None = None):
         super().__init__()
         self.setObjectName("mainWindow")
@@ -28,9 +29,13 @@ class MainWindow(WindowStateMixin, QtWidgets.QMainWindow):
         self.setAcceptDrops(True)
         self.settings = settings or QtCore.QSettings()
         self.session = Session(self)
+        self.views = ViewSet(self.session, self.open_model)
+        self.grid = self.views["grid"]
+        self.head_detail = self.views["head"]
+        self.colormap_name = SEQUENTIAL_COLORMAPS[0]
+        self.theme_name = "light"
         self._active_view: QtWidgets.QWidget | None = None
-        self._kind_set: set = set()
-        self._closing = False
+        self._needs_default_layout = True
         self.resize(1400, 900)  # lay the docks out at a realistic size from the start
         self.create_actions()
         self.create_central()
@@ -44,8 +49,7 @@ class MainWindow(WindowStateMixin, QtWidgets.QMainWindow):
         self.session.message.connect(self.show_message)
         self.session.runFinished.connect(self._update_actions)
         self.read_settings()
-        self._load_examples()
-        examples = self.input_bar._examples
+        examples = self._load_examples()
         first = src if src is not None else (examples[0].source if examples else "我喜欢吃鱼。")
         self.input_bar.set_texts(first, tgt or "")
         self.session.source, self.session.target = first, tgt or ""
@@ -102,7 +106,6 @@ class MainWindow(WindowStateMixin, QtWidgets.QMainWindow):
         self.message_bar.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
         self.message_bar.setContentsMargins(8, 3, 8, 3)
         self.message_bar.hide()
-        self.grid = QtAttentionGrid()
         layout.addWidget(self.input_bar)
         layout.addWidget(self.step_bar)
         layout.addWidget(self.chips)
@@ -120,44 +123,27 @@ class MainWindow(WindowStateMixin, QtWidgets.QMainWindow):
         if tab_with is not None:
             self.tabifyDockWidget(tab_with, dock)
         dock.visibilityChanged.connect(lambda visible, w=widget: visible and self._refresh_view(w))
-        self.docks.append(dock)
+        self.docks[name] = dock
+        self._connect_view(widget)
         return dock
 
     def create_docks(self) -> None:
-        self.docks: list[QtWidgets.QDockWidget] = []
-        right = QtCore.Qt.DockWidgetArea.RightDockWidgetArea
-        left = QtCore.Qt.DockWidgetArea.LeftDockWidgetArea
-        bottom = QtCore.Qt.DockWidgetArea.BottomDockWidgetArea
+        """The top-k list on the left; the registry's views, tabbed, on the right and at the bottom."""
+        self.docks: dict[str, QtWidgets.QDockWidget] = {}
         self.topk_panel = QtTopKPanel()
         self.topk_panel.forceRequested.connect(self.session.force)
-        self.head_detail = QtHeadDetailView()
-        self.line_view = QtLineView()
-        self.mask_view = QtMaskView()
-        self.topk_dock = self._dock("Next token (top-k)", self.topk_panel, "topkDock", left)
-        self.head_dock = self._dock("Head detail", self.head_detail, "headDetailDock", right)
-        self.line_dock = self._dock("Lines", self.line_view, "lineViewDock", right, self.head_dock)
-        self.mask_dock = self._dock("Masks", self.mask_view, "maskViewDock", right, self.line_dock)
-        self.head_dock.raise_()
-        for v in (self.head_detail, self.line_view, self.mask_view):
-            self._connect_view(v)
-        self.extra_views: list[QtWidgets.QWidget] = []
-        self._create_inside_docks(right, bottom)
-
-    def _create_inside_docks(self, right, bottom) -> None:
-        """Positional encoding, norm statistics, output distribution, walkthrough and training."""
-        from attnviz.qt.views import registry as inside
-
-        self.inside = inside.InsidePanels(self, self.session)
-        prev = None
-        self.inside_docks: list[QtWidgets.QDockWidget] = []
-        for title, widget, name in self.inside.views():
-            dock = self._dock(title, widget, name, bottom, prev)
-            prev = prev or dock  # tabify with the group's first dock
-            self.inside_docks.append(dock)
-            self._connect_view(widget)
-            self.extra_views.append(widget)
-        if self.inside_docks:
-            self.inside_docks[0].raise_()
+        self.topk_dock = self._dock("Next token (top-k)", self.topk_panel, "topkDock", QtCore.Qt.DockWidgetArea.LeftDockWidgetArea)
+        areas = {"right": QtCore.Qt.DockWidgetArea.RightDockWidgetArea, "bottom": QtCore.Qt.DockWidgetArea.BottomDockWidgetArea}
+        self.bottom_docks: list[QtWidgets.QDockWidget] = []
+        for area, where in areas.items():
+            docks: list[QtWidgets.QDockWidget] = []
+            for title, widget, name in self.views.docks(area):
+                docks.append(self._dock(title, widget, name, where, docks[-1] if docks else None))
+            if docks:
+                docks[0].raise_()
+            if area == "bottom":
+                self.bottom_docks = docks
+        self.head_dock = self.docks["headDetailDock"]
 
     def create_menus(self) -> None:
         mb = self.menuBar()
@@ -172,7 +158,7 @@ class MainWindow(WindowStateMixin, QtWidgets.QMainWindow):
         file_menu.addSeparator()
         file_menu.addAction(self.quit_act)
         self.view_menu = mb.addMenu("&View")
-        for dock in self.docks:
+        for dock in self.docks.values():
             self.view_menu.addAction(dock.toggleViewAction())
         self.view_menu.addSeparator()
         cmap_menu = self.view_menu.addMenu("&Colormap")
@@ -240,7 +226,8 @@ class MainWindow(WindowStateMixin, QtWidgets.QMainWindow):
         if bundle is None:
             self.model_label.setText("No model")
             return
-        self._add_recent(bundle.path) if bundle.path else None
+        if bundle.path:
+            self._add_recent(bundle.path)
         self.setWindowTitle(f"attnviz — {bundle.name}")
         c = bundle.config
         self.model_label.setText(f"{bundle.name}: {c.describe()}")
@@ -249,46 +236,25 @@ class MainWindow(WindowStateMixin, QtWidgets.QMainWindow):
             self._pending_run = False
             QtCore.QTimer.singleShot(0, self.session.run_to_end)
 
-    def _load_examples(self) -> None:
+    def _load_examples(self) -> list:
         from attnviz.core.data.examples import load_examples
 
-        self.input_bar.set_examples(load_examples())
+        examples = list(load_examples())
+        self.input_bar.set_examples(examples)
+        return examples
 
     # -- updates --------------------------------------------------------------------------------
     def _on_decoding_changed(self) -> None:
         self._update_actions()
         self.chips.show_session(self.session)
         self.topk_panel.show_session(self.session)
-        for view in (self.grid, self.head_detail, self.line_view, self.mask_view, *self.extra_views):
-            if view.isVisible():
+        for view in self.views.all():
+            if view.isVisible():  # a hidden view is refreshed when its dock is shown
                 self._refresh_view(view)
-            else:
-                view._stale = True
 
     def _refresh_view(self, view: QtWidgets.QWidget) -> None:
-        s = self.session
-        view._stale = False
         try:
-            if view in (self.grid, self.head_detail, self.line_view):
-                data = {k: d for k in ("encoder", "decoder", "cross") if (d := s.attention_data(k)) is not None}
-                if data:
-                    view.set_data(data)
-                    if "cross" in data and view not in self._kind_set:  # open on cross-attention
-                        self._kind_set.add(view)
-                        if view is self.head_detail:
-                            view.select(kind="cross")
-                        else:
-                            view.set_kind("cross")
-                elif hasattr(view, "clear"):
-                    view.clear()
-            elif view is self.mask_view:
-                md = s.mask_data()
-                if md is not None:
-                    view.set_data(md)
-                elif hasattr(view, "clear"):
-                    view.clear()
-            elif hasattr(self, "inside"):
-                self.inside.refresh(view)
+            self.views.refresh(view)
         except Exception as exc:  # noqa: BLE001 - a view that cannot draw says so; the app goes on
             self.show_message("error", f"Could not update {view.objectName()}: {type(exc).__name__}: {exc}")
             traceback.print_exc()
@@ -355,27 +321,22 @@ class MainWindow(WindowStateMixin, QtWidgets.QMainWindow):
     def active_view(self) -> QtWidgets.QWidget:
         return self._active_view if self._active_view is not None else self.grid
 
-    def all_views(self) -> list[QtWidgets.QWidget]:
-        return [self.grid, self.head_detail, self.line_view, self.mask_view, *self.extra_views]
-
     def set_colormap(self, name: str) -> None:
-        self._colormap = name
+        self.colormap_name = name
         for a in self.cmap_group.actions():
             a.setChecked(a.data() == name)
-        for v in self.all_views():
-            if hasattr(v, "set_colormap"):
-                try:
-                    v.set_colormap(name)
-                except Exception:  # noqa: BLE001 - unknown colormap names fall back to the default
-                    pass
+        for v in self.views.all():
+            try:
+                v.set_colormap(name)
+            except Exception:  # noqa: BLE001 - unknown colormap names fall back to the default
+                pass
 
     def set_theme(self, name: str) -> None:
-        self._theme = name
+        self.theme_name = name
         for a in self.theme_group.actions():
             a.setChecked(a.data() == name)
-        for v in self.all_views():
-            if hasattr(v, "set_theme"):
-                v.set_theme(name)
+        for v in self.views.all():
+            v.set_theme(name)
 
     def export_figure(self) -> None:
         view = self.active_view()
@@ -396,9 +357,73 @@ class MainWindow(WindowStateMixin, QtWidgets.QMainWindow):
         if data is None:
             self.show_message("warning", "Nothing to export yet: decode a step first")
             return
-        written = export_all_heads_dialog(self, data, theme=self._theme, colormap=self._colormap)
+        written = export_all_heads_dialog(self, head_figure(), data, theme=self.theme_name, colormap=self.colormap_name)
         if written:
             self.show_message("info", f"Exported {len(written)} figures to {written[0].parent}")
+
+    # -- settings: geometry, dock layout, colormap, theme, recent models ------------------------------
+    def read_settings(self) -> None:
+        s = self.settings
+        geometry = s.value("window/geometry")
+        if geometry is not None:
+            self.restoreGeometry(geometry)
+        else:
+            self.resize(1400, 900)
+        state = s.value("window/state")
+        self._needs_default_layout = state is None or not self.restoreState(state)
+        self.set_colormap(str(s.value("view/colormap", SEQUENTIAL_COLORMAPS[0])))
+        self.set_theme(str(s.value("view/theme", "light")))
+        self._update_recent_menu()
+
+    def write_settings(self) -> None:
+        s = self.settings
+        s.setValue("window/geometry", self.saveGeometry())
+        s.setValue("window/state", self.saveState())
+        s.setValue("view/colormap", self.colormap_name)
+        s.setValue("view/theme", self.theme_name)
+        s.sync()
+
+    def default_layout(self) -> None:
+        """First run: the grid gets the room; docks take their share of it."""
+        v, h = QtCore.Qt.Orientation.Vertical, QtCore.Qt.Orientation.Horizontal
+        self.resizeDocks([self.topk_dock, self.head_dock], [240, max(420, self.width() // 3)], h)
+        if self.bottom_docks:
+            self.resizeDocks([self.bottom_docks[0]], [max(260, self.height() // 3)], v)
+
+    def showEvent(self, event: QtGui.QShowEvent) -> None:  # noqa: N802 - Qt API
+        super().showEvent(event)
+        if self._needs_default_layout:
+            self._needs_default_layout = False
+            self.default_layout()
+        QtCore.QTimer.singleShot(0, self, self._hide_stale_tab_bars)
+
+    def _hide_stale_tab_bars(self) -> None:
+        """Qt can leave the tab bar of an earlier stage of a tabified dock group on screen
+        (seen with Qt 6.10): hide a bar whose tabs are all in a larger bar."""
+        bars = [b for b in self.findChildren(QtWidgets.QTabBar) if b.parent() is self and b.isVisibleTo(self)]
+        tabs = {b: {b.tabText(i) for i in range(b.count())} for b in bars}
+        for b in bars:
+            if any(o is not b and tabs[b] < tabs[o] for o in bars):
+                b.hide()
+
+    def recent_models(self) -> list[str]:
+        value = self.settings.value("recent/models", [])
+        if isinstance(value, str):
+            value = [value]
+        return [str(v) for v in (value or [])]
+
+    def _add_recent(self, path: Path) -> None:
+        items = [str(path)] + [p for p in self.recent_models() if p != str(path)]
+        self.settings.setValue("recent/models", items[:MAX_RECENT])
+        self._update_recent_menu()
+
+    def _update_recent_menu(self) -> None:
+        self.recent_menu.clear()
+        recent = self.recent_models()
+        for p in recent:
+            a = self.recent_menu.addAction(p)
+            a.triggered.connect(lambda _=False, p=p: self.open_model(Path(p)))
+        self.recent_menu.setEnabled(bool(recent))
 
     # -- drag and drop, close -----------------------------------------------------------------------
     def dragEnterEvent(self, event: QtGui.QDragEnterEvent) -> None:  # noqa: N802 - Qt API
@@ -413,13 +438,11 @@ class MainWindow(WindowStateMixin, QtWidgets.QMainWindow):
             event.acceptProposedAction()
 
     def closeEvent(self, event: QtGui.QCloseEvent) -> None:  # noqa: N802 - Qt API
-        if hasattr(self, "inside") and not self.inside.confirm_close(self):
+        if not self.views.confirm_close(self):
             event.ignore()
             return
-        self._closing = True
         self.session.stop_run()
-        if hasattr(self, "inside"):
-            self.inside.shutdown()
+        self.views.shutdown()
         self.session.wait_for_workers(15000)
         self.write_settings()
         event.accept()

@@ -8,6 +8,8 @@ Two modes:
   the current step is the last one decoded.
 * **teacher-forced** (a target typed): one pass over "SOS + y" gives every position at once;
   step / back move the highlighted position instead of decoding.
+
+What the views render is asked of ``current``, the ``DecodingResult`` of either mode.
 """
 
 from __future__ import annotations
@@ -18,14 +20,14 @@ from pathlib import Path
 import numpy as np
 from PySide6 import QtCore
 
+from attnviz.core.analysis.rollout import decoder_rollout, rollout
 from attnviz.core.bundle import Bundle, BundleError, load_bundle
-from attnviz.core.decoding.common import DecodeStep
-from attnviz.core.decoding.session import DecodingSession
+from attnviz.core.decoding.result import DecodingResult, TopK
+from attnviz.core.decoding.session import DecodeStep, DecodingSession
 from attnviz.core.decoding.strategies import BeamSearch, DecodingError, Greedy, Sampling
 from attnviz.core.decoding.teacher_forcing import TeacherForced, teacher_forced_from_bundle
+from attnviz.core.model.sites import attention_sites, n_layers
 from attnviz.qt.views.data import AttentionData, MaskData
-
-KIND_LAYERS = {"encoder": "n_encoder_layers", "decoder": "n_decoder_layers", "cross": "n_decoder_layers"}
 
 
 @dataclass(frozen=True)
@@ -60,8 +62,6 @@ class Session(QtCore.QObject):
         self._pool = QtCore.QThreadPool(self)
         self._workers: list = []
         self.error: str | None = None
-        self._peek_key = None
-        self._peek: tuple = ()
 
     # -- model ------------------------------------------------------------------------------
     def open_model(self, path: str | Path, source: str | None = None, target: str | None = None) -> None:
@@ -116,17 +116,9 @@ class Session(QtCore.QObject):
     def n_layers(self, kind: str) -> int:
         if self.bundle is None:
             return 0
-        return int(getattr(self.bundle.config, KIND_LAYERS[kind]))
+        return n_layers(self.bundle.config, kind)
 
     # -- inputs -----------------------------------------------------------------------------
-    def set_source(self, text: str) -> None:
-        self.source = text
-        self._rebuild()
-
-    def set_target(self, text: str) -> None:
-        self.target = text
-        self._rebuild()
-
     def set_inputs(self, source: str, target: str) -> None:
         self.source, self.target = source, target
         self._rebuild()
@@ -165,10 +157,6 @@ class Session(QtCore.QObject):
         self.decodingChanged.emit()
 
     # -- stepping ---------------------------------------------------------------------------
-    @property
-    def teacher_forced_mode(self) -> bool:
-        return self.forced is not None
-
     def can_step(self) -> bool:
         if self.forced is not None:
             return self.forced_cursor < len(self.forced.positions) - 1
@@ -267,16 +255,14 @@ class Session(QtCore.QObject):
 
     # -- what the views render --------------------------------------------------------------
     @property
-    def current(self) -> DecodingSession | TeacherForced | None:
+    def current(self) -> DecodingResult | None:
+        """The result the views show: the teacher-forced pass, or the decoding session."""
         return self.forced if self.forced is not None else self.decoding
 
     def n_rows(self) -> int:
         """Decoder rows (fed tokens) available now."""
-        if self.forced is not None:
-            return len(self.forced.input_ids)
-        if self.decoding is not None:
-            return len(self.decoding.steps)
-        return 0
+        cur = self.current
+        return len(cur.steps) if cur is not None else 0
 
     def current_row(self) -> int | None:
         if self.forced is not None:
@@ -290,18 +276,13 @@ class Session(QtCore.QObject):
 
     def input_pieces(self) -> tuple[str, ...]:
         """Decoder inputs, one per row: SOS, y1, ... (fed tokens)."""
-        if self.forced is not None:
-            return tuple(self.forced.input_pieces)
-        if self.decoding is not None:
-            return tuple(self.decoding.input_pieces)
-        return ()
+        cur = self.current
+        return tuple(cur.input_pieces) if cur is not None else ()
 
     def output_pieces(self) -> tuple[str, ...]:
-        if self.forced is not None:
-            return tuple(self.forced.label_pieces)
-        if self.decoding is not None:
-            return tuple(self.decoding.output_pieces)
-        return ()
+        """What each row produced: the decoded tokens, or the targets y + EOS."""
+        cur = self.current
+        return tuple(cur.output_pieces) if cur is not None else ()
 
     def attention_data(self, kind: str | None = None) -> AttentionData | None:
         kind = kind or self.selection.kind
@@ -310,33 +291,21 @@ class Session(QtCore.QObject):
             return None
         weights = cur.all_attention(kind)
         src, tgt = self.src_pieces(), self.input_pieces()
-        rows, cols = {"encoder": (src, src), "decoder": (tgt, tgt), "cross": (tgt, src)}[kind]
+        rows, cols = (src if kind == "encoder" else tgt), (tgt if kind == "decoder" else src)
         highlight = None if kind == "encoder" else self.current_row()
-        rollout = None
         if weights.shape[2] == 0:
             return AttentionData(kind, weights, rows, cols, highlight=None)
-        try:
-            from attnviz.core.rollout import decoder_rollout, rollout
-
-            if kind in ("encoder", "decoder"):
-                rollout = rollout(weights)
-            else:  # through the decoder down to the source tokens
-                enc = rollout(cur.all_attention("encoder"))
-                rollout = decoder_rollout(cur.all_attention("decoder"), weights, enc)["source_normalized"]
-        except Exception:  # noqa: BLE001 - a summary that cannot be computed is left out, not fatal
-            rollout = None
-        return AttentionData(kind, weights, rows, cols, highlight=highlight, rollout=rollout)
+        return AttentionData(kind, weights, rows, cols, highlight=highlight, rollout=_rollout(cur, kind, weights))
 
     def mask_data(self) -> MaskData | None:
         cur = self.current
         if cur is None or self.n_rows() == 0:
             return None
-        n_layers = self.n_layers("decoder")
-        names = [f"decoder.layers.{i}.self_attn" for i in range(n_layers)]
-        scaled = np.stack([cur.accumulated(n + ".scaled_scores") for n in names])
-        masked = np.stack([cur.accumulated(n + ".masked_scores") for n in names])
-        weights = np.stack([cur.accumulated(n + ".weights") for n in names])
-        mask = cur.accumulated(names[0] + ".mask")
+        sites = attention_sites(cur.config, "decoder")
+        scaled = np.stack([cur.accumulated(site.name("scaled_scores")) for site in sites])
+        masked = np.stack([cur.accumulated(site.name("masked_scores")) for site in sites])
+        weights = np.stack([cur.accumulated(site.name("weights")) for site in sites])
+        mask = cur.accumulated(sites[0].name("mask"))
         look_ahead = cur.accumulated("masks.look_ahead")
         tgt_pad = cur.accumulated("masks.tgt_padding")
         src_pad = cur.accumulated("masks.src_padding")
@@ -351,28 +320,32 @@ class Session(QtCore.QObject):
             return None
         return self.decoding.steps[-1]
 
-    def next_topk(self) -> tuple[tuple[str, int, float], ...]:
+    def next_topk(self) -> TopK:
         """The distribution of the next position, P(y_t | y_<t, x), that the user can force from.
 
-        Stepping mode: computed by one look-ahead step that is undone at once (``back`` restores
-        the state exactly, sampling's random state included); cached until the state changes.
-        Finished decoding: the last step's distribution. Teacher-forced mode: the cursor's position.
+        Stepping mode: the session's ``peek()`` (the state is left as it is; the next step reuses
+        its model call). Finished decoding: the last step's distribution. Teacher-forced mode: the
+        cursor's position.
         """
-        if self.forced is not None:
-            return self.forced.positions[self.forced_cursor].topk
-        d = self.decoding
-        if d is None:
+        cur = self.current
+        if cur is None:
             return ()
-        if not d.can_step:
-            step = self.current_step()
-            return step.topk if step is not None else ()
-        key = (id(d), d.tgt_ids, repr(d.strategy))
-        if self._peek_key != key:
-            try:
-                peek = d.step()
-                d.back()
-                self._peek = peek.topk
-            except DecodingError:
-                self._peek = ()
-            self._peek_key = key
-        return self._peek
+        if self.forced is not None:
+            return self.forced.steps[self.forced_cursor].topk
+        if not self.decoding.can_step:
+            return cur.steps[-1].topk if cur.steps else ()
+        try:
+            return self.decoding.peek().topk
+        except DecodingError:
+            return ()
+
+
+def _rollout(result: DecodingResult, kind: str, weights: np.ndarray) -> np.ndarray | None:
+    """Attention rollout of ``kind``; for ``cross``, through the decoder down to the source tokens."""
+    try:
+        if kind in ("encoder", "decoder"):
+            return rollout(weights)
+        enc = rollout(result.all_attention("encoder"))
+        return decoder_rollout(result.all_attention("decoder"), weights, enc)["source_normalized"]
+    except Exception:  # noqa: BLE001 - a summary that cannot be computed is left out, not fatal
+        return None

@@ -1,19 +1,18 @@
 """Long work off the UI thread: ``QRunnable`` workers that report through signals.
 
-The shape follows superqt's ``FunctionWorker`` / ``GeneratorWorker``::
+The shape follows superqt's ``FunctionWorker``::
 
-    worker = GeneratorWorker(train_epochs, model, data)      # a generator function
-    worker.yielded.connect(show_progress)                     # each yielded value
+    worker = FunctionWorker(load_bundle, path, pool=pool)     # a function and its arguments
     worker.returned.connect(on_done)                          # the return value
     worker.errored.connect(show_error)                        # the exception
     worker.finished.connect(cleanup)                          # always, last
     worker.start()                                            # runs in QThreadPool
-    worker.quit()                                             # cooperative stop
+    worker.quit()                                             # drop the result: ``aborted`` instead
 
 Signals are emitted from the pool thread and delivered in the thread of the receiver
-(the GUI thread for widgets). A generator worker checks for ``quit()`` between yields, so
-a generator that yields often can be stopped quickly; a plain function cannot be
-interrupted and runs to its end (its result is then dropped).
+(the GUI thread for widgets). A function cannot be interrupted: after ``quit()`` it runs to its
+end and its result is dropped (long work that must stop early has its own stop request, like
+the ``Trainer``'s ``stop()``). A worker still running when Python exits is waited for.
 
 Grad mode is per thread: with ``inference=True`` (the default) the work runs inside
 ``torch.inference_mode()`` entered in the worker thread itself; torch is imported only
@@ -25,34 +24,22 @@ from __future__ import annotations
 import atexit
 import contextlib
 import threading
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 from typing import Any
 
 from PySide6 import QtCore
-
-__all__ = [
-    "WorkerSignals",
-    "WorkerBase",
-    "FunctionWorker",
-    "GeneratorWorker",
-    "create_worker",
-    "active_workers",
-    "quit_all_workers",
-    "wait_for_workers",
-]
 
 
 class WorkerSignals(QtCore.QObject):
     """The signals of a worker (a QRunnable is not a QObject)."""
 
     started = QtCore.Signal()
-    yielded = QtCore.Signal(object)
     returned = QtCore.Signal(object)
     errored = QtCore.Signal(object)  # the exception (its __traceback__ attached)
     aborted = QtCore.Signal()
     finished = QtCore.Signal()
 
-    def __init__(self, worker: "WorkerBase"):
+    def __init__(self, worker: "FunctionWorker"):
         super().__init__()
         self._worker = worker
         self.finished.connect(self._on_finished)  # queued: runs in the thread that made the worker
@@ -64,12 +51,12 @@ class WorkerSignals(QtCore.QObject):
         QtCore.QTimer.singleShot(0, lambda: _forget(worker))
 
 
-def _forget(worker: "WorkerBase") -> None:
+def _forget(worker: "FunctionWorker") -> None:
     with _LIVE_LOCK:
         _LIVE.discard(worker)
 
 
-_LIVE: set["WorkerBase"] = set()
+_LIVE: set["FunctionWorker"] = set()
 _LIVE_LOCK = threading.Lock()
 
 
@@ -83,15 +70,18 @@ def _inference_context(enabled: bool) -> contextlib.AbstractContextManager:
     return torch.inference_mode()
 
 
-class WorkerBase(QtCore.QRunnable):
-    """Runs ``work()`` in a ``QThreadPool`` thread and reports through ``self.signals``.
+class FunctionWorker(QtCore.QRunnable):
+    """Runs ``func(*args, **kwargs)`` in a ``QThreadPool`` thread and reports through ``self.signals``:
+    ``returned(result)`` or ``errored(exc)`` (``aborted`` after ``quit()``), then ``finished``.
 
     The signals are also reachable as attributes (``worker.finished.connect(...)``).
     A started worker keeps itself alive until it has finished.
     """
 
-    def __init__(self, *, inference: bool = True, pool: QtCore.QThreadPool | None = None):
+    def __init__(self, func: Callable[..., Any], *args: Any, inference: bool = True,
+                 pool: QtCore.QThreadPool | None = None, **kwargs: Any):
         super().__init__()
+        self._func, self._args, self._kwargs = func, args, kwargs
         self.setAutoDelete(False)  # Python owns the worker
         self.signals = WorkerSignals(self)
         self._inference = inference
@@ -105,10 +95,6 @@ class WorkerBase(QtCore.QRunnable):
     @property
     def started(self) -> QtCore.SignalInstance:
         return self.signals.started
-
-    @property
-    def yielded(self) -> QtCore.SignalInstance:
-        return self.signals.yielded
 
     @property
     def returned(self) -> QtCore.SignalInstance:
@@ -127,7 +113,7 @@ class WorkerBase(QtCore.QRunnable):
         return self.signals.finished
 
     # control -----------------------------------------------------------------------
-    def start(self) -> "WorkerBase":
+    def start(self) -> "FunctionWorker":
         """Queue the worker in its pool (the global pool unless one was given)."""
         if self._started:
             raise RuntimeError("a worker can only be started once")
@@ -138,10 +124,9 @@ class WorkerBase(QtCore.QRunnable):
         return self
 
     def quit(self) -> None:
-        """Ask the worker to stop (a generator stops at its next yield)."""
+        """Ask the worker to stop: it emits ``aborted`` instead of ``returned`` (a function that
+        has begun still runs to its end)."""
         self._abort.set()
-
-    abort = quit
 
     @property
     def abort_requested(self) -> bool:
@@ -163,9 +148,6 @@ class WorkerBase(QtCore.QRunnable):
         return self._done.wait(timeout_s)
 
     # running -----------------------------------------------------------------------
-    def work(self) -> Any:
-        raise NotImplementedError
-
     def run(self) -> None:  # called in the pool thread
         self._running.set()
         try:
@@ -174,7 +156,7 @@ class WorkerBase(QtCore.QRunnable):
                 self.signals.aborted.emit()
                 return
             with _inference_context(self._inference):
-                result = self.work()
+                result = self._func(*self._args, **self._kwargs)
             if self._abort.is_set():
                 self.signals.aborted.emit()
             else:
@@ -187,101 +169,17 @@ class WorkerBase(QtCore.QRunnable):
             self.signals.finished.emit()
 
 
-class FunctionWorker(WorkerBase):
-    """Runs ``func(*args, **kwargs)``; emits ``returned(result)`` or ``errored(exc)``."""
-
-    def __init__(self, func: Callable[..., Any], *args: Any, inference: bool = True,
-                 pool: QtCore.QThreadPool | None = None, **kwargs: Any):
-        super().__init__(inference=inference, pool=pool)
-        self._func, self._args, self._kwargs = func, args, kwargs
-
-    def work(self) -> Any:
-        return self._func(*self._args, **self._kwargs)
-
-
-class GeneratorWorker(WorkerBase):
-    """Runs a generator function; emits ``yielded(value)`` for each value and ``returned``
-    with its return value. ``quit()`` stops it at the next yield (``aborted`` is emitted,
-    ``returned`` is not). ``send(value)`` passes a value into the generator's next step."""
-
-    def __init__(self, func: Callable[..., Generator], *args: Any, inference: bool = True,
-                 pool: QtCore.QThreadPool | None = None, **kwargs: Any):
-        super().__init__(inference=inference, pool=pool)
-        self._func, self._args, self._kwargs = func, args, kwargs
-        self._incoming: Any = None
-        self._incoming_lock = threading.Lock()
-
-    def send(self, value: Any) -> None:
-        with self._incoming_lock:
-            self._incoming = value
-
-    def _take_incoming(self) -> Any:
-        with self._incoming_lock:
-            value, self._incoming = self._incoming, None
-        return value
-
-    def work(self) -> Any:
-        gen = self._func(*self._args, **self._kwargs)
-        if not isinstance(gen, Generator):
-            raise TypeError(f"{getattr(self._func, '__name__', self._func)!r} did not return a generator")
-        try:
-            value = next(gen)
-            while True:
-                self.signals.yielded.emit(value)
-                if self._abort.is_set():
-                    gen.close()
-                    return None
-                value = gen.send(self._take_incoming())
-        except StopIteration as stop:
-            return stop.value
-
-
-def create_worker(func: Callable[..., Any], *args: Any, _start: bool = False, **kwargs: Any) -> WorkerBase:
-    """A ``GeneratorWorker`` for a generator function, else a ``FunctionWorker``."""
-    import inspect
-
-    cls = GeneratorWorker if inspect.isgeneratorfunction(func) else FunctionWorker
-    worker = cls(func, *args, **kwargs)
-    if _start:
-        worker.start()
-    return worker
-
-
-def active_workers() -> list[WorkerBase]:
+def active_workers() -> list[FunctionWorker]:
     """Workers started and not yet finished."""
     with _LIVE_LOCK:
         return [w for w in _LIVE if not w.is_done]
 
 
-def quit_all_workers() -> None:
-    for worker in active_workers():
-        worker.quit()
-
-
-def wait_for_workers(timeout_ms: int = 5000, *, quit: bool = True) -> bool:
-    """Ask every worker to stop (``quit=True``) and wait until all have finished.
-
-    For ``closeEvent``: returns True when every worker ended within ``timeout_ms``. Pending
-    signals are then processed, so no queued emission reaches a deleted widget later.
-    """
-    if quit:
-        quit_all_workers()
-    deadline = QtCore.QDeadlineTimer(timeout_ms)
-    ok = True
-    for worker in list(active_workers()):
-        remaining = max(0, deadline.remainingTime()) / 1000.0
-        ok = worker.wait(remaining) and ok
-    pools = {w._pool for w in list(_LIVE) if w._pool is not None} | {QtCore.QThreadPool.globalInstance()}
-    for pool in pools:
-        ok = pool.waitForDone(max(0, deadline.remainingTime())) and ok
-    QtCore.QCoreApplication.sendPostedEvents()
-    return ok
-
-
 @atexit.register
 def _join_at_exit() -> None:
     """A script that ends while a worker runs must not tear Python down under it."""
-    if active_workers():
-        quit_all_workers()
-        for worker in active_workers():
-            worker.wait(5.0)
+    workers = active_workers()
+    for worker in workers:
+        worker.quit()
+    for worker in workers:
+        worker.wait(5.0)

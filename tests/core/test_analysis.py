@@ -150,7 +150,7 @@ def test_layer_norm_statistics_equal_torch_layer_norm():
         x = torch.tensor(tf.trace[f"{site}.input"], dtype=torch.float64)
         assert st.kind == "layer" and st.input_mean.shape == (x.shape[0],)
         assert np.allclose(st.input_mean, x.mean(-1).numpy()) and np.allclose(st.input_std, x.std(-1, unbiased=False).numpy())
-        module = dict(m.named_modules())[_module_name(site)]
+        module = m.get_submodule(site)  # module paths are trace prefixes
         ln = torch.nn.LayerNorm(x.shape[-1], eps=m.config.norm_eps, dtype=torch.float64)
         with torch.no_grad():
             ln.weight.copy_(module.weight)
@@ -158,12 +158,6 @@ def test_layer_norm_statistics_equal_torch_layer_norm():
             y = ln(x)
         assert np.allclose(tf.trace[f"{site}.output"], y.numpy(), atol=1e-5)
         assert np.allclose(st.output_mean, y.mean(-1).numpy(), atol=1e-5) and np.allclose(st.output_std, y.std(-1, unbiased=False).numpy(), atol=1e-5)
-
-
-def _module_name(site: str) -> str:
-    """Trace prefix -> module path (encoder.layers.0.norm1 -> encoder_layers.0.sub1.norm)."""
-    stack, _, i, norm = site.split(".")
-    return f"{stack}_layers.{i}.sub{norm[-1]}.norm"
 
 
 def test_batch_norm_statistics_equal_torch_batch_norm():
@@ -176,7 +170,7 @@ def test_batch_norm_statistics_equal_torch_batch_norm():
         assert st.kind == "batch"
         x = torch.tensor(arrays["input"], dtype=torch.float64)  # [tokens, d_model]
         ref = torch.nn.BatchNorm1d(x.shape[1], eps=m.config.norm_eps, momentum=1.0, dtype=torch.float64).train()
-        module = dict(m.named_modules())[_module_name(site)]
+        module = m.get_submodule(site)  # module paths are trace prefixes
         with torch.no_grad():
             ref.weight.copy_(module.weight)
             ref.bias.copy_(module.bias)

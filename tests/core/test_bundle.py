@@ -3,12 +3,15 @@
 import json
 import os
 import pickle
+import re
 
 import pytest
 import torch
+from safetensors.torch import load as st_load
+from safetensors.torch import save as st_save
 
 from attnviz.core import Transformer, TransformerConfig
-from attnviz.core.bundle import BUNDLE_FILES, BundleError, _previous, load_bundle, save_bundle
+from attnviz.core.bundle import BUNDLE_FILES, BundleError, load_bundle, previous_path, rename_old_tensors, save_bundle
 from attnviz.core.data.tokenizer import Tokenizer
 
 
@@ -42,7 +45,7 @@ def test_round_trip_is_bit_exact(tmp_path, toks, norm, tie):
     assert b.config == m.config and b.meta["history"] == [1, 2]
     assert b.src_tokenizer.to_bytes() == toks[0].to_bytes()
     if tie:
-        assert b.model.generator.weight is b.model.tgt_embed.weight
+        assert b.model.generator.weight is b.model.decoder.embed.table.weight
     src = torch.randint(4, toks[0].vocab_size, (1, 5))
     tgt = torch.randint(4, toks[1].vocab_size, (1, 4))
     with torch.no_grad():
@@ -116,6 +119,52 @@ def test_foreign_bundles(tmp_path, toks):
     file.write_bytes(b"x")
     expect_error(file, "file.bin", ["folder"])
     expect_error(tmp_path / "nope", "nope", ["no such"])
+
+
+# Tensor names as bundles saved them before the module tree followed the trace names.
+def old_name(key: str) -> str:
+    key = re.sub(r"^encoder\.embed\.table\.", "src_embed.", key)
+    key = re.sub(r"^decoder\.embed\.table\.", "tgt_embed.", key)
+    key = re.sub(r"^(encoder|decoder)\.layers\.(\d+)\.norm(\d)\.", r"\1_layers.\2.sub\3.norm.", key)
+    key = re.sub(r"^(encoder|decoder)\.layers\.", r"\1_layers.", key)
+    return re.sub(r"^(encoder|decoder)\.final_norm\.", r"\1_norm.", key)
+
+
+def test_old_tensor_names_are_renamed():
+    old = ["src_embed.weight", "tgt_embed.weight", "encoder_layers.0.self_attn.w_q.weight", "encoder_layers.1.sub2.norm.bias",
+           "decoder_layers.0.cross_attn.w_o.bias", "decoder_layers.0.sub3.norm.running_var", "decoder_layers.2.ffn.linear1.weight",
+           "encoder_norm.weight", "decoder_norm.running_mean", "generator.bias"]
+    tensors = {k: torch.full((1,), float(i)) for i, k in enumerate(old)}
+    new = rename_old_tensors(tensors)
+    assert list(new) == ["encoder.embed.table.weight", "decoder.embed.table.weight", "encoder.layers.0.self_attn.w_q.weight",
+                         "encoder.layers.1.norm2.bias", "decoder.layers.0.cross_attn.w_o.bias", "decoder.layers.0.norm3.running_var",
+                         "decoder.layers.2.ffn.linear1.weight", "encoder.final_norm.weight", "decoder.final_norm.running_mean", "generator.bias"]
+    assert all(new[n] is tensors[o] for o, n in zip(old, new))  # nothing lost, nothing copied
+    assert rename_old_tensors(new) == new  # today's names stay
+    with pytest.raises(ValueError, match="same name"):
+        rename_old_tensors({"encoder_norm.weight": torch.ones(1), "encoder.final_norm.weight": torch.ones(1)})
+
+
+@pytest.mark.parametrize("norm,tie,final", [("layer", False, True), ("batch", False, None), ("layer", True, None)])
+def test_a_bundle_with_old_tensor_names_still_opens(tmp_path, toks, norm, tie, final):
+    torch.manual_seed(0)
+    cfg = TransformerConfig(src_vocab_size=toks[0].vocab_size, tgt_vocab_size=toks[1].vocab_size, d_model=16, n_heads=2,
+                            n_encoder_layers=2, n_decoder_layers=2, d_ff=32, norm=norm, tie_embeddings=tie, final_norm=final)
+    m = Transformer(cfg).eval()
+    path = save_bundle(tmp_path / "b", m, *toks)
+    state = st_load((path / "model.safetensors").read_bytes())
+    (path / "model.safetensors").write_bytes(st_save({old_name(k): v for k, v in state.items()}))
+    b = load_bundle(path)
+    s1, s2 = m.state_dict(), b.model.state_dict()
+    assert s1.keys() == s2.keys() and all(torch.equal(s1[k], s2[k]) for k in s1)
+    if tie:
+        assert b.model.generator.weight is b.model.decoder.embed.table.weight
+    src = torch.randint(4, toks[0].vocab_size, (2, 5))
+    tgt = torch.randint(4, toks[1].vocab_size, (2, 4))
+    with torch.no_grad():
+        assert torch.equal(m(src, tgt), b.model(src, tgt))
+    (path / "model.safetensors").write_bytes(st_save({**state, old_name("encoder.layers.0.norm1.weight"): state["encoder.layers.0.norm1.weight"].clone()}))
+    expect_error(path, "model.safetensors", ["same name"])
 
 
 def test_version_mismatch(tmp_path, toks):
@@ -192,11 +241,11 @@ def test_save_interrupted_between_renames_leaves_previous_loadable(tmp_path, tok
     with pytest.raises(KeyboardInterrupt):
         save_bundle(path, make_model(toks, seed=2), *toks, {"v": 2})
     monkeypatch.setattr(os, "replace", real_replace)
-    assert not path.exists() and _previous(path).exists()
+    assert not path.exists() and previous_path(path).exists()
     assert load_bundle(path).meta["v"] == 1  # the previous bundle is still loadable
     save_bundle(path, make_model(toks, seed=3), *toks, {"v": 3})  # and the next save cleans up
     assert load_bundle(path).meta["v"] == 3
-    assert not _previous(path).exists()
+    assert not previous_path(path).exists()
 
 
 def test_save_killed_while_writing_leaves_previous_intact(tmp_path, toks, monkeypatch):

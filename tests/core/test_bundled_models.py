@@ -92,9 +92,9 @@ def test_reverse_cross_attention_is_an_anti_diagonal():
         n = rng.randint(3, 10)
         seq = rng.sample("0123456789", n)  # distinct symbols: the aligned position is unique
         src = torch.tensor([b.src_tokenizer.encode(" ".join(seq))])
-        tgt = torch.tensor([[2, *b.tgt_tokenizer.encode(" ".join(seq[::-1]))]])
+        tgt = torch.tensor([[b.config.bos_id, *b.tgt_tokenizer.encode(" ".join(seq[::-1]))]])
         assert src.shape[1] == n and tgt.shape[1] == n + 1
         logits, trace = b.model.run_with_trace(src, tgt, names=[f"decoder.layers.{last}.cross_attn.weights"])
-        assert logits[0, :n].argmax(-1).tolist() == tgt[0, 1:].tolist() and int(logits[0, n].argmax()) == 3
+        assert logits[0, :n].argmax(-1).tolist() == tgt[0, 1:].tolist() and int(logits[0, n].argmax()) == b.config.eos_id
         w = trace[f"decoder.layers.{last}.cross_attn.weights"].mean(0)[:n]  # [out, src], averaged over heads
         assert w.argmax(-1).tolist() == list(range(n - 1, -1, -1)), np.round(w, 2)

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from attnviz.core.data import corpora as D
-from attnviz.core.data.tokenizer import Tokenizer
+from attnviz.core.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, Tokenizer
 
 
 @pytest.fixture(scope="module")
@@ -119,9 +119,9 @@ def test_batches_by_tokens_and_teacher_forcing_tensors():
     b = D.collate([ex[i] for i in batches[0]])
     row = list(b.indices).index(e.index)
     n = len(e.tgt)
-    assert b.tgt_in[row, 0] == 2 and b.tgt_in[row, 1 : n + 1].tolist() == list(e.tgt)  # SOS + target
-    assert b.labels[row, :n].tolist() == list(e.tgt) and b.labels[row, n] == 3  # target + EOS
-    assert (b.labels[row, n + 1 :] == 0).all() and b.src[row, : len(e.src)].tolist() == list(e.src)
+    assert b.tgt_in[row, 0] == BOS_ID and b.tgt_in[row, 1 : n + 1].tolist() == list(e.tgt)  # SOS + target
+    assert b.labels[row, :n].tolist() == list(e.tgt) and b.labels[row, n] == EOS_ID  # target + EOS
+    assert (b.labels[row, n + 1 :] == PAD_ID).all() and b.src[row, : len(e.src)].tolist() == list(e.src)
     assert b.n_tokens == int(sum(len(ex[i].tgt) + 1 for i in batches[0]))
     assert b.src.dtype == torch.long
 

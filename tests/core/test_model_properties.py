@@ -76,7 +76,7 @@ def test_source_padding_changes_no_real_output(norm, placement):
     model = make(norm, placement)
     src = torch.randint(4, 40, (1, 6))
     tgt = torch.randint(4, 35, (1, 5))
-    padded = torch.cat([src, torch.zeros(1, 4, dtype=torch.long)], 1)
+    padded = torch.cat([src, torch.full((1, 4), model.config.pad_id)], 1)
     with torch.no_grad():
         a = model(src, tgt)
         b = model(padded, tgt)
@@ -113,14 +113,13 @@ def test_batchnorm_model_training_ignores_source_padding():
     """Two training-mode forwards that differ only in how much padding there is give the same loss."""
     model = make("batch", "post")
     model.train()
-    model.embed_dropout.p = 0.0
     for m in model.modules():
         if isinstance(m, torch.nn.Dropout):
             m.p = 0.0
     src = torch.randint(4, 40, (2, 6))
     tgt = torch.randint(4, 35, (2, 5))
     a = model(src, tgt)
-    b = model(torch.cat([src, torch.zeros(2, 3, dtype=torch.long)], 1), tgt)
+    b = model(torch.cat([src, torch.full((2, 3), model.config.pad_id)], 1), tgt)
     assert torch.allclose(a, b, atol=1e-5)
 
 

@@ -1,11 +1,15 @@
 """The trace-name contract: the model produces exactly the documented names, with the documented shapes."""
 
 import re
+import sys
 
 import pytest
 import torch
 
 from attnviz.core import Recorder, Transformer, TransformerConfig, schema_table, trace_names, trace_schema
+from attnviz.core.model.modules import Generator, InputEmbedding, LayerNorm, MaskedBatchNorm, MultiHeadAttention
+from attnviz.core.model.sites import attention_sites
+from attnviz.core.model.trace import ATTENTION_FIELDS
 
 # The golden list for a 1+1 layer post-LN model (any change here is a change of the public contract).
 GOLDEN_1x1_POST = """
@@ -101,3 +105,59 @@ def test_name_filter_and_table():
     assert set(tr) == {n for n in trace_names(c) if n.startswith("decoder.layers.1.cross_attn.")}
     table = schema_table(c)
     assert "decoder.layers.1.cross_attn.weights" in table and re.search(r"softmax", table)
+
+
+class _WhoRecords(Recorder):
+    """A recorder that notes, for every name, the module whose code recorded it."""
+
+    def __init__(self):
+        super().__init__()
+        self.by: dict[str, torch.nn.Module] = {}
+
+    def _note(self, name: str) -> None:
+        frame = sys._getframe(2)
+        while not isinstance(frame.f_locals.get("self"), torch.nn.Module):
+            frame = frame.f_back
+        self.by[name] = frame.f_locals["self"]
+
+    def put(self, name, tensor, batched=None):
+        self._note(name)
+        super().put(name, tensor, batched)
+
+    def put_lazy(self, name, compute, batched=None):
+        self._note(name)
+        super().put_lazy(name, compute, batched)
+
+
+@pytest.mark.parametrize("kw", VARIANTS, ids=lambda k: "-".join(str(v) for v in k.values()))
+def test_the_module_at_a_trace_prefix_records_its_names(kw):
+    """Attribute paths are trace names: ``name``'s recorder sits at its prefix (or at ``name`` itself: ``residual{j}``)."""
+    c = cfg(**kw)
+    model = Transformer(c).eval()
+    rec = _WhoRecords()
+    with torch.no_grad():
+        model(torch.randint(4, 30, (2, LS)), torch.randint(4, 20, (2, LT)), rec)
+    assert list(rec.by) == trace_names(c)
+    paths = {id(m): path for path, m in model.named_modules()}
+    for name, module in rec.by.items():
+        assert paths[id(module)] in (name.rsplit(".", 1)[0], name), name
+    assert isinstance(model.get_submodule("decoder.layers.1.cross_attn"), MultiHeadAttention)
+    assert isinstance(model.get_submodule("encoder.layers.0.norm1"), LayerNorm if c.norm == "layer" else MaskedBatchNorm)
+    assert isinstance(model.encoder.embed, InputEmbedding) and isinstance(model.decoder.embed, InputEmbedding)
+    assert isinstance(model.generator, Generator)
+    assert (model.encoder.final_norm is not None) == bool(c.final_norm)
+
+
+@pytest.mark.parametrize("kw", VARIANTS[:2], ids=lambda k: "-".join(str(v) for v in k.values()))
+def test_every_attention_site_is_a_module_recording_exactly_its_fields(kw):
+    c = cfg(**kw)
+    model = Transformer(c).eval()
+    with torch.no_grad():
+        _, tr = model.run_with_trace(torch.randint(4, 30, (1, LS)), torch.randint(4, 20, (1, LT)))
+    sites = attention_sites(c)
+    assert len(sites) == c.n_encoder_layers + 2 * c.n_decoder_layers
+    for site in sites:
+        assert isinstance(site.module(model), MultiHeadAttention), site
+        assert model.get_submodule(site.path) is site.module(model)
+        fields = [f for f, _, _ in ATTENTION_FIELDS if f != "memory" or site.kind == "cross"]
+        assert [n for n in tr if n.startswith(site.path + ".")] == [site.name(f) for f in fields]

@@ -15,10 +15,10 @@ from attnviz.core.data.tokenizer import Tokenizer
 from attnviz.core.model.config import TransformerConfig
 from attnviz.core.model.transformer import Transformer
 from attnviz.core.training import trainer as T
-from attnviz.core.training.checkpoint import STATE_JSON, STATE_TENSORS
-from attnviz.core.training.evaluation import greedy_decode, greedy_translate, sacrebleu_scores, teacher_forced_metrics
+from attnviz.core.training.checkpoint import STATE_JSON, STATE_TENSORS, optimizer_state_from_files, optimizer_state_to_files
+from attnviz.core.training.evaluation import eval_mode, greedy_decode, greedy_translate, sacrebleu_scores, teacher_forced_metrics
 from attnviz.core.training.events import EVENTS
-from attnviz.core.training.setup import TrainingError, TrainOptions, learning_rate
+from attnviz.core.training.trainer import TrainingError, TrainOptions, learning_rate
 
 TINY = dict(d_model=32, n_heads=2, n_encoder_layers=1, n_decoder_layers=1, d_ff=64, dropout=0.1, norm_placement="pre", max_len=32)
 
@@ -29,8 +29,8 @@ def tiny_options(**kw) -> TrainOptions:
     return TrainOptions(**base)
 
 
-@pytest.fixture(scope="module")
-def reverse_data():
+@pytest.fixture
+def reverse_data():  # per test: a Trainer adds notes to its dataset's report
     return D.synthetic("reverse", n=240, min_len=3, max_len=6, seed=1)
 
 
@@ -212,12 +212,13 @@ def test_batchnorm_model_reports_batch_statistics(reverse_data):
 
 
 def naive_greedy(model, src, n):
-    tgt = torch.tensor([[2]])
+    """Greedy decoding by recomputing the whole prefix at every step (the reference)."""
+    tgt = torch.tensor([[model.config.bos_id]])
     out = []
     for _ in range(n):
         nxt = int(model(src, tgt)[0, -1].argmax())
         out.append(nxt)
-        if nxt == 3:
+        if nxt == model.config.eos_id:
             break
         tgt = torch.cat([tgt, torch.tensor([[nxt]])], 1)
     return out
@@ -231,7 +232,7 @@ def test_greedy_decode_matches_full_recompute_and_reports_topk():
     res = greedy_decode(model, sources, max_new=8, top_k=3, batch_size=2)
     for s, r in zip(sources, res):
         ref = naive_greedy(model, torch.tensor([s]), 8)
-        assert list(r.ids) + ([3] if r.finished else []) == ref
+        assert list(r.ids) + ([cfg.eos_id] if r.finished else []) == ref
         assert len(r.topk) == len(ref)
         for step, tok in zip(r.topk, ref):
             assert step[0][0] == tok and len(step) == 3
@@ -262,3 +263,39 @@ def test_fit_trains_even_when_the_caller_turned_grad_off(reverse_data):
     with torch.no_grad():
         assert t.fit().ok
     assert not torch.equal(before, t.model.generator.weight)
+
+
+def test_eval_mode_restores_the_previous_mode_even_on_error():
+    model = torch.nn.Sequential(torch.nn.Dropout(0.5))
+    with eval_mode(model):
+        assert not model.training
+    assert model.training
+    model.eval()
+    with eval_mode(model):
+        pass
+    assert not model.training
+    model.train()
+    with pytest.raises(RuntimeError), eval_mode(model):
+        raise RuntimeError("boom")
+    assert model.training
+
+
+def test_optimizer_state_is_matched_to_parameters_by_name():
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Linear(4, 2))
+    names = [n for n, _ in model.named_parameters()]
+    params = dict(model.named_parameters())
+    opt = torch.optim.Adam(model.parameters(), lr=0.1)
+    model(torch.randn(5, 3)).sum().backward()
+    opt.step()
+    tensors, info = optimizer_state_to_files(opt, names)
+    reordered = list(reversed(names))  # the same parameters, registered in another order
+    again = torch.optim.Adam([params[n] for n in reordered], lr=0.1)
+    again.load_state_dict(optimizer_state_from_files(tensors, info, reordered))
+    for n in names:
+        assert torch.equal(again.state[params[n]]["exp_avg"], opt.state[params[n]]["exp_avg"])
+        assert torch.equal(again.state[params[n]]["exp_avg_sq"], opt.state[params[n]]["exp_avg_sq"])
+    with pytest.raises(ValueError, match="other parameters"):
+        optimizer_state_from_files(tensors, info, [*names[:-1], "other.weight"])
+    del info["param_names"]
+    with pytest.raises(ValueError, match="older attnviz"):
+        optimizer_state_from_files(tensors, info, names)

@@ -9,7 +9,9 @@ import pytest
 import torch
 
 from attnviz.core import Transformer, TransformerConfig
-from attnviz.core.analysis.walkthrough import CHECKED, STAGES, WalkthroughError, attention_parameters, block_name, head_walkthrough
+from attnviz.core.analysis.walkthrough import CHECKED, STAGES, WalkthroughError, attention_parameters, head_walkthrough
+from attnviz.core.data.tokenizer import BOS_ID
+from attnviz.core.model.sites import AttentionSite
 
 VARIANTS = [
     dict(norm="layer", norm_placement="post"),
@@ -17,7 +19,7 @@ VARIANTS = [
     dict(norm="batch", norm_placement="post"),
 ]
 SRC = [[5, 6, 7, 8, 9, 10]]
-TGT = [[2, 11, 12, 13, 4]]
+TGT = [[BOS_ID, 11, 12, 13, 4]]
 
 
 def make_model(seed: int = 0, **kw) -> Transformer:
@@ -45,7 +47,7 @@ def test_every_recomputed_step_equals_the_recorded_one(variant, kind):
     trace = full_trace(model)
     cfg = model.config
     for layer in range(2):
-        prefix = block_name(kind, layer)
+        prefix = AttentionSite(kind, layer).path
         for head in range(cfg.n_heads):
             w = head_walkthrough(model, trace, kind, layer, head)
             w.verify(1e-5)
@@ -68,8 +70,7 @@ def test_every_recomputed_step_equals_the_recorded_one(variant, kind):
             np.testing.assert_array_equal(w.w_o_head, w.w_o[lo:hi])
             np.testing.assert_allclose(w.head_output, w.z @ w.w_o_head, rtol=1e-5, atol=1e-6)
             # the head's slices of the weights, in the tutorial's orientation (Q_i = X W_i^Q)
-            attn = model.encoder_layers[layer].self_attn if kind == "encoder" else (
-                model.decoder_layers[layer].self_attn if kind == "decoder" else model.decoder_layers[layer].cross_attn)
+            attn = AttentionSite(kind, layer).module(model)
             np.testing.assert_array_equal(w.w_q, attn.w_q.weight.detach().numpy()[lo:hi].T)
             np.testing.assert_array_equal(w.b_v, attn.w_v.bias.detach().numpy()[lo:hi])
             assert w.scale == pytest.approx(math.sqrt(cfg.d_k))
@@ -127,7 +128,7 @@ def test_a_changed_weight_is_caught():
     model = make_model()
     trace = full_trace(model)
     with torch.no_grad():
-        model.decoder_layers[0].cross_attn.w_k.weight[4, 0] += 0.5  # head 1 of 3 (d_k = 8) owns rows 0..7
+        model.decoder.layers[0].cross_attn.w_k.weight[4, 0] += 0.5  # head 1 of 3 (d_k = 8) owns rows 0..7
     with pytest.raises(WalkthroughError, match="step k differs"):
         head_walkthrough(model, trace, "cross", 0, 0).verify()
     other = head_walkthrough(model, trace, "cross", 0, 1)  # its own steps still match; the concat (head 1's Z) does not

@@ -237,7 +237,7 @@ def test_a_failed_write_leaves_no_partial_file(tmp_path, monkeypatch):
 def test_export_all_heads_with_progress(qtbot, tmp_path):
     data = sample_attention("cross", n_layers=2, n_heads=3)
     calls = []
-    written = export_all_heads(data, tmp_path / "heads", "svg", progress=lambda d, t, p: calls.append((d, t, p.name)))
+    written = export_all_heads(QtHeadDetailView, data, tmp_path / "heads", "svg", progress=lambda d, t, p: calls.append((d, t, p.name)))
     names = sorted(p.name for p in (tmp_path / "heads").iterdir())
     assert names == sorted(f"cross_layer{layer}_head{h}.svg" for layer in (1, 2) for h in (1, 2, 3))
     assert [c[:2] for c in calls] == [(i, 6) for i in range(1, 7)]
@@ -254,7 +254,7 @@ def test_export_all_heads_can_be_cancelled(qtbot, tmp_path):
         if done == 3:
             stop.set()
 
-    written = export_all_heads(data, tmp_path, "png", progress=progress, cancel=stop)
+    written = export_all_heads(QtHeadDetailView, data, tmp_path, "png", progress=progress, cancel=stop)
     assert len(written) == 3
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in written)
     assert all(not _qimage(p.read_bytes()).isNull() for p in written)
@@ -264,7 +264,7 @@ def test_export_all_heads_into_a_file_fails_cleanly(qtbot, tmp_path):
     a_file = tmp_path / "not-a-folder"
     a_file.write_text("x")
     with pytest.raises(ExportError):
-        export_all_heads(sample_attention("cross"), a_file, "png")
+        export_all_heads(QtHeadDetailView, sample_attention("cross"), a_file, "png")
 
 
 # -- dialog and fonts -----------------------------------------------------------------------------

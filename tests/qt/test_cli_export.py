@@ -11,9 +11,14 @@ import numpy as np
 import pytest
 
 from attnviz.cli import main
-from attnviz.core.bundle import load_bundle
+from attnviz.commands import export as export_command
+from attnviz.core.bundle import load_bundle, save_bundle
 from attnviz.core.decoding.session import DecodingSession
+from attnviz.core.model.sites import KINDS
 from attnviz.paths import default_model
+from attnviz.qt.views.registry import VIEW_NAMES, VIEWS
+
+from tiny_models import random_model, tokenizers
 
 SRC = "我喜欢吃鱼。"
 
@@ -85,11 +90,11 @@ def test_export_runs_headless_in_a_subprocess(tmp_path):
     assert (tmp_path / "lines_cross_layer1_head1.png").stat().st_size > 1000
 
 
-@pytest.mark.parametrize("view,stem", [("pe", "pe"), ("norm", "norm_decoder_layer2"), ("output", "output"),
-                                       ("walkthrough", "walkthrough_cross_layer2_head1")])
-def test_export_inside_views(qapp, tmp_path, view, stem):
+@pytest.mark.parametrize("view,layer,stem", [("pe", [], "pe"), ("norm", ["--layer", "2"], "norm_decoder_layer2"), ("output", [], "output"),
+                                             ("walkthrough", ["--layer", "2"], "walkthrough_cross_layer2_head1")])
+def test_export_inside_views(qapp, tmp_path, view, layer, stem):
     for fmt in ("png", "svg", "pdf", "npz"):
-        assert main(["export", "--src", SRC, "--view", view, "--layer", "2", "--format", fmt, "--out", str(tmp_path)]) == 0
+        assert main(["export", "--src", SRC, "--view", view, *layer, "--format", fmt, "--out", str(tmp_path)]) == 0
         data = (tmp_path / f"{stem}.{fmt}").read_bytes()
         assert len(data) > 300
         if fmt == "svg":
@@ -104,3 +109,50 @@ def test_export_teacher_forced_output(qapp, tmp_path):
                  "--out", str(tmp_path)]) == 0
     text = svg_texts(tmp_path / "output.svg")
     assert "EOS" in text and "teacher" in text
+
+
+# -- every view through the registry, on a tiny model ---------------------------------------------
+@pytest.fixture(scope="module")
+def tiny_model_dir(tmp_path_factory):
+    src, tgt = tokenizers()
+    return save_bundle(tmp_path_factory.mktemp("model") / "tiny", random_model(), src, tgt, {"name": "tiny"})
+
+
+def svg_title(path):
+    return "".join(ET.parse(path).getroot().find("{http://www.w3.org/2000/svg}title").itertext())
+
+
+def test_the_command_offers_the_registry_views():
+    assert sorted(export_command.VIEWS) == sorted(VIEW_NAMES)
+
+
+@pytest.mark.parametrize("spec,kind", [(s, k) for s in VIEWS for k in (s.kinds or (None,))], ids=lambda v: getattr(v, "name", v))
+def test_every_view_exports_every_kind_it_shows(qapp, tmp_path, tiny_model_dir, spec, kind):
+    kind_args = ["--kind", kind] if kind else []
+    for fmt in ("png", "svg"):
+        assert main(["export", "--model", str(tiny_model_dir), "--src", "我喜欢吃苹果。", "--steps", "3", "--view", spec.name,
+                     *kind_args, "--format", fmt, "--out", str(tmp_path)]) == 0
+    (png,) = tmp_path.glob("*.png")
+    assert png.stat().st_size > 1000
+    if kind:  # the title names the kind drawn, and no other
+        title = svg_title(next(tmp_path.glob("*.svg"))).lower()
+        assert {k for k in KINDS if k in title} == {kind}, title
+
+
+@pytest.mark.parametrize("args", [["--view", "mask", "--kind", "cross"], ["--view", "norm", "--kind", "cross"],
+                                  ["--view", "pe", "--kind", "encoder"], ["--view", "output", "--layer", "2"],
+                                  ["--view", "norm", "--head", "2"], ["--view", "grid", "--head", "rollout"],
+                                  ["--view", "head", "--query", "1"]])
+def test_a_selector_the_view_does_not_take_is_refused(qapp, tmp_path, capsys, tiny_model_dir, args):
+    rc = main(["export", "--model", str(tiny_model_dir), "--src", "我喜欢吃苹果。", *args, "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert rc != 0 and err.startswith("attnviz: error: ") and err.count("\n") == 1, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_walkthrough_query(qapp, tmp_path, tiny_model_dir):
+    args = ["export", "--model", str(tiny_model_dir), "--src", "我喜欢吃苹果。", "--steps", "3", "--view", "walkthrough",
+            "--kind", "encoder", "--head", "2", "--format", "svg", "--out", str(tmp_path)]
+    assert main([*args, "--query", "2"]) == 0
+    assert "(row 2)" in svg_title(tmp_path / "walkthrough_encoder_layer1_head2_query2.svg")
+    assert main([*args, "--query", "99"]) == 2

@@ -85,8 +85,9 @@ def test_type_step_back_force_run(qtbot, window):
     np.testing.assert_array_equal(window.grid.data().weights, cross)
     window.head_detail.select(kind="decoder", layer=1, head=2, mode="head")
     np.testing.assert_array_equal(window.head_detail.current_matrix(), s.decoding.attention("decoder", 1)[2])
-    mats = window.mask_view.matrices()
-    assert any(np.array_equal(m, s.decoding.attention("decoder", window.mask_view.layer())[window.mask_view.head()]) for m in mats.values())
+    mask_view = window.views["mask"]
+    mats = mask_view.matrices()
+    assert any(np.array_equal(m, s.decoding.attention("decoder", mask_view.layer())[mask_view.head()]) for m in mats.values())
     # force the third entry of the next-token list
     topk = find(window, QtWidgets.QListWidget, "topkList")
     assert topk.count() >= 3
@@ -163,7 +164,7 @@ def test_errors_are_messages_not_tracebacks(qtbot, window, tmp_path):
 def test_export_from_views(qtbot, window, tmp_path):
     from attnviz.qt.export.files import export_view_data, render_view_to_file
 
-    for view in (window.grid, window.head_detail, window.line_view, window.mask_view):
+    for view in (window.grid, window.head_detail, window.views["lines"], window.views["mask"]):
         for fmt in ("png", "svg", "pdf"):
             out = render_view_to_file(view, tmp_path / f"{view.objectName()}.{fmt}")
             data = out.read_bytes()
@@ -190,7 +191,7 @@ def test_settings_persist(qtbot, tmp_path):
     qtbot.waitUntil(lambda: w.session.bundle is not None, timeout=TIMEOUT)
     wait_idle(qtbot, w)
     w.set_colormap("magma")
-    w.mask_dock.hide()
+    w.docks["maskViewDock"].hide()
     w.close()
     assert str(default_model()) in w.recent_models()[0] or w.recent_models()[0].endswith("hsk-zh-en")
     w2 = MainWindow(settings=QtCore.QSettings(str(tmp_path / "s.ini"), QtCore.QSettings.Format.IniFormat))
@@ -198,7 +199,7 @@ def test_settings_persist(qtbot, tmp_path):
     w2.show()
     qtbot.waitUntil(lambda: w2.session.bundle is not None, timeout=TIMEOUT)
     wait_idle(qtbot, w2)
-    assert w2._colormap == "magma"
-    assert not w2.mask_dock.isVisible()
+    assert w2.colormap_name == "magma"
+    assert not w2.docks["maskViewDock"].isVisible()
     assert w2.recent_menu.actions()[0].text().endswith("hsk-zh-en")
     w2.close()

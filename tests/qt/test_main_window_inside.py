@@ -41,7 +41,7 @@ def test_every_inside_view_has_its_object_name(window):
 def test_output_view_follows_the_steps(qtbot, window):
     s = window.session
     show(window, "outputDock")
-    view = window.inside.output
+    view = window.views["output"]
     assert view.topk() == s.decoding.steps[-1].topk
     s.back()
     s.back()
@@ -51,7 +51,7 @@ def test_output_view_follows_the_steps(qtbot, window):
 
 def test_positional_view_shows_the_analysis(window):
     show(window, "positionalDock")
-    data = window.inside.positional.data()
+    data = window.views["pe"].data()
     s = window.session
     n = max(len(s.decoding.src_pieces), len(s.decoding.input_pieces))
     pe = analysis.positional_encoding(n, s.bundle.config.d_model)
@@ -62,7 +62,7 @@ def test_positional_view_shows_the_analysis(window):
 
 def test_norm_view_shows_the_statistics(window):
     show(window, "normStatsDock")
-    view = window.inside.norm_stats
+    view = window.views["norm"]
     assert view.has_data()
     site = view.group_sites()[0]
     s = window.session
@@ -78,7 +78,7 @@ def torch_layer_norm_stats(x):
 
 def test_walkthrough_follows_the_step_and_selection(qtbot, window):
     show(window, "walkthroughDock")
-    view = window.inside.walkthrough
+    view = window.views["walkthrough"]
     s = window.session
     walk = view.data()
     assert walk is not None
@@ -88,3 +88,25 @@ def test_walkthrough_follows_the_step_and_selection(qtbot, window):
     view.selectionRequested.emit("decoder", 1, 2, 1)
     walk = view.data()
     np.testing.assert_allclose(walk.weights, s.decoding.attention("decoder", 1)[2], atol=1e-6)
+
+
+def test_every_registry_view_has_its_dock(window):
+    from attnviz.qt.views.registry import VIEWS
+
+    for spec in VIEWS:
+        view = window.views[spec.name]
+        assert isinstance(view, spec.cls)
+        if spec.area == "central":
+            assert view is window.grid
+        else:
+            dock = window.findChild(QtWidgets.QDockWidget, spec.dock_name)
+            assert dock.widget() is view and dock.windowTitle() == spec.title
+
+
+def test_grid_and_head_detail_export_all_heads_with_the_head_view(window):
+    from attnviz.qt.views.head_detail import QtHeadDetailView
+
+    for view in (window.grid, window.head_detail):
+        assert view.all_heads_figure() is QtHeadDetailView
+        actions = {a.objectName(): a for a in view.build_context_menu().actions()}
+        assert actions["exportAllHeadsAction"].isEnabled()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import torch
@@ -11,8 +12,11 @@ from PySide6 import QtCore
 from attnviz.core.bundle import BundleError, load_bundle
 from attnviz.core.training import trainer as T
 from attnviz.qt.export.files import render_view_to_file
+from attnviz.qt.train.controls import TrainControls
+from attnviz.qt.train.history import TrainHistory, site_label
 from attnviz.qt.train.panel import TrainPanel
-from attnviz.qt.train.run import TrainRequest, summarize_norm_stats
+from attnviz.qt.train.run import SYNTHETIC_CHOICES, TrainRequest, summarize_norm_stats
+from attnviz.qt.workers import active_workers
 
 LEFT = QtCore.Qt.MouseButton.LeftButton
 TIMEOUT = 180_000  # ms; a tiny run takes seconds, but the machine is shared
@@ -27,7 +31,7 @@ def make_panel(qtbot, req: TrainRequest) -> TrainPanel:
     panel = TrainPanel()
     qtbot.addWidget(panel)
     panel.resize(1300, 800)
-    panel.set_request(req)
+    panel.controls.set_request(req)
     return panel
 
 
@@ -35,49 +39,53 @@ def test_trains_to_completion_and_the_bundle_opens(qtbot, tmp_path):
     out = tmp_path / "reverse-tiny"
     panel = make_panel(qtbot, tiny(out, norm="batch"))
     assert panel.objectName() == "trainPanel" and panel.state() == "idle"
-    assert panel.request().size == "tiny" and panel.request().norm == "batch" and panel.examples_spin.isVisibleTo(panel)
+    form = panel.controls
+    assert form.request().size == "tiny" and form.request().norm == "batch" and form.examples_spin.isVisibleTo(panel)
     evals = []
     panel.add_trainer_callback("eval", evals.append)
     states = []
     panel.stateChanged.connect(states.append)
     with qtbot.waitSignal(panel.trainingFinished, timeout=TIMEOUT) as done:
-        qtbot.mouseClick(panel.start_button, LEFT)
-        assert panel.is_running() and not panel.start_button.isEnabled() and not panel.epochs_spin.isEnabled()
+        qtbot.mouseClick(form.start_button, LEFT)
+        assert panel.is_running() and not form.start_button.isEnabled() and not form.epochs_spin.isEnabled()
     assert done.args == ["finished", str(out)]
     assert states[0] == "preparing" and "running" in states and states[-1] == "finished"
     # the curves received every logged point
-    steps = np.asarray(panel.steps)
-    assert len(steps) >= 2 and steps[-1, 0] == panel.total_steps
+    history = panel.history
+    steps = np.asarray(history.steps)
+    assert len(steps) >= 2 and steps[-1, 0] == history.total_steps
     x, loss = panel.figure.train_curve.getData()
     np.testing.assert_array_equal(x, steps[:, 0])
     np.testing.assert_allclose(loss, steps[:, 1])
     np.testing.assert_allclose(panel.figure.lr_curve.getData()[1], steps[:, 2])
-    assert [e["epoch"] for e in panel.evals] == [1, 2] and len(evals) == 2
+    assert [e["epoch"] for e in history.evals] == [1, 2] and len(evals) == 2
     vx, vl = panel.figure.valid_curve.getData()
     np.testing.assert_allclose(vl, [e.metrics["valid_loss"] for e in evals])
     np.testing.assert_allclose(panel.figure.acc_curve.getData()[1], [100 * e.metrics["valid_token_accuracy"] for e in evals])
     np.testing.assert_allclose(panel.figure.bleu_curve.getData()[1], [e.metrics["valid_bleu"] for e in evals])
     np.testing.assert_allclose(panel.figure.chrf_curve.getData()[1], [e.metrics["valid_chrf"] for e in evals])
-    assert panel.progress.value() == panel.progress.maximum() == panel.total_steps
+    progress = panel.status.progress
+    assert progress.value() == progress.maximum() == history.total_steps
     # the probe's cross-attention, and the slider that scrubs through the snapshots
-    assert len(panel.snapshots) == 2 and panel.scrub.isEnabled() and panel.scrub.maximum() == 1 and panel.scrub.value() == 1
+    bar = panel.snapshot_bar
+    assert len(history.snapshots) == 2 and bar.scrub.isEnabled() and bar.scrub.maximum() == 1 and bar.scrub.value() == 1
     last = evals[-1].probes[0].cross_attention
     np.testing.assert_allclose(panel.figure.probe.matrix(), last[max(last)].mean(0), rtol=1e-6)
-    panel.scrub.setValue(0)
+    bar.scrub.setValue(0)
     first = evals[0].probes[0].cross_attention
     np.testing.assert_allclose(panel.figure.probe.matrix(), first[max(first)].mean(0), rtol=1e-6)
-    assert "epoch 1 of 2" in panel.scrub_label.text()
+    assert "epoch 1 of 2" in bar.scrub_label.text()
     # norm statistics over training (BatchNorm: running vs batch std)
-    site = panel.norm_site.currentData()
+    site = bar.norm_site.currentData()
     want = [summarize_norm_stats(e.norm_stats)[site] for e in evals]
     np.testing.assert_allclose(panel.figure.norm_a.getData()[1], [w["running_std"] for w in want])
     np.testing.assert_allclose(panel.figure.norm_b.getData()[1], [w["batch_std"] for w in want])
     # the bundle is written and loads; one click hands it to the main window
     b = load_bundle(out)
     assert b.config.norm == "batch" and b.config.d_model == 32 and b.meta["status"] == "finished" and b.meta["epochs"] == 2
-    assert panel.open_button.isEnabled()
+    assert form.open_button.isEnabled()
     with qtbot.waitSignal(panel.bundleReady) as ready:
-        qtbot.mouseClick(panel.open_button, LEFT)
+        qtbot.mouseClick(form.open_button, LEFT)
     assert ready.args == [str(out)]
     for fmt in ("png", "svg", "pdf"):  # the panel exports its figure like any view
         data = render_view_to_file(panel, tmp_path / f"train.{fmt}").read_bytes()
@@ -90,28 +98,29 @@ def test_trains_to_completion_and_the_bundle_opens(qtbot, tmp_path):
 def test_pause_resume_and_stop(qtbot, tmp_path):
     out = tmp_path / "ctl"
     panel = make_panel(qtbot, tiny(out, epochs=60))
+    form = panel.controls
     with qtbot.waitSignal(panel.progressed, timeout=TIMEOUT):
-        qtbot.mouseClick(panel.start_button, LEFT)
+        qtbot.mouseClick(form.start_button, LEFT)
     with qtbot.waitSignal(panel.stateChanged, timeout=TIMEOUT, check_params_cb=lambda s: s == "paused"):
-        qtbot.mouseClick(panel.pause_button, LEFT)
+        qtbot.mouseClick(form.pause_button, LEFT)
     trainer = panel.trainer
     held = trainer.step
-    assert trainer.paused and panel._worker.is_running and panel.pause_button.text().startswith("Resume")
-    assert panel.state_label.text() == "Paused" and panel.is_running()
+    assert trainer.paused and any(w.is_running for w in active_workers()) and form.pause_button.text().startswith("Resume")
+    assert panel.status.state_label.text() == "Paused" and panel.is_running()
     QtCore.QCoreApplication.processEvents()
     assert trainer.step == held  # held between steps
     with qtbot.waitSignal(panel.stateChanged, timeout=TIMEOUT, check_params_cb=lambda s: s == "running"):
-        qtbot.mouseClick(panel.pause_button, LEFT)
-    assert not trainer.paused and panel.pause_button.text().startswith("Pause")
+        qtbot.mouseClick(form.pause_button, LEFT)
+    assert not trainer.paused and form.pause_button.text().startswith("Pause")
     with qtbot.waitSignal(panel.progressed, timeout=TIMEOUT, check_params_cb=lambda step, total: step > held):
         pass
     with qtbot.waitSignal(panel.trainingFinished, timeout=TIMEOUT) as done:
-        qtbot.mouseClick(panel.stop_button, LEFT)
+        qtbot.mouseClick(form.stop_button, LEFT)
     assert done.args == ["stopped", str(out)]
     assert held < trainer.step < trainer.total_steps
     b = load_bundle(out)
     assert b.meta["status"] == "stopped" and b.meta["step"] == trainer.step
-    assert panel.open_button.isEnabled() and panel.start_button.isEnabled() and not panel.error_text()
+    assert form.open_button.isEnabled() and form.start_button.isEnabled() and not panel.error_text()
 
 
 def test_nan_loss_is_shown_and_the_last_good_checkpoint_kept(qtbot, tmp_path):
@@ -133,7 +142,7 @@ def test_nan_loss_is_shown_and_the_last_good_checkpoint_kept(qtbot, tmp_path):
     assert "NaN" in text and "last good checkpoint" in text
     b = load_bundle(out)  # refuses NaN weights: what is there is the epoch-1 checkpoint
     assert b.meta["epoch"] == 1 and torch.isfinite(b.model.generator.weight).all()
-    assert not panel.open_button.isEnabled()
+    assert not panel.controls.open_button.isEnabled()
 
 
 def test_a_full_disk_is_shown(qtbot, tmp_path, monkeypatch):
@@ -145,8 +154,8 @@ def test_a_full_disk_is_shown(qtbot, tmp_path, monkeypatch):
     with qtbot.waitSignal(panel.trainingFinished, timeout=TIMEOUT) as done:
         panel.start()
     assert done.args[0] == "failed"
-    assert "No space left on device" in panel.error_text() and panel.error_banner.isVisibleTo(panel)
-    assert panel.state_label.text() == "Failed"
+    assert "No space left on device" in panel.error_text() and panel.status.error_banner.isVisibleTo(panel)
+    assert panel.status.state_label.text() == "Failed"
 
 
 def test_shutdown_stops_and_joins_the_worker(qtbot, tmp_path):
@@ -156,9 +165,9 @@ def test_shutdown_stops_and_joins_the_worker(qtbot, tmp_path):
     panel.trainingFinished.connect(lambda s, p: finished.append(s))
     with qtbot.waitSignal(panel.progressed, timeout=TIMEOUT):
         panel.start()
-    worker = panel._worker
-    assert panel.shutdown(timeout_s=120)
-    assert worker.is_done and not panel.is_running() and finished == ["stopped"]
+    workers = active_workers()
+    assert workers and panel.shutdown(timeout_s=120)
+    assert all(w.is_done for w in workers) and not panel.is_running() and finished == ["stopped"]
     assert load_bundle(out).meta["status"] == "stopped"
 
 
@@ -169,9 +178,56 @@ def test_bad_requests(qtbot, tmp_path):
     f = tmp_path / "file"
     f.write_text("x")
     assert not panel.start(tiny(f))
-    panel.data_combo.setCurrentIndex(panel.data_combo.findData("tsv"))
-    assert panel.tsv_edit.isVisibleTo(panel) and not panel.examples_spin.isVisibleTo(panel)
+    form = panel.controls
+    form.data_combo.setCurrentIndex(form.data_combo.findData("tsv"))
+    assert form.tsv_edit.isVisibleTo(panel) and not form.examples_spin.isVisibleTo(panel)
     with qtbot.waitSignal(panel.trainingFinished, timeout=TIMEOUT) as done:
         assert panel.start(TrainRequest(data="tsv", tsv_path=str(tmp_path / "missing.tsv"), out_dir=str(tmp_path / "y")))
     assert done.args[0] == "failed" and "missing.tsv" in panel.error_text()
-    assert math.isfinite(panel.progress.value())
+    assert math.isfinite(panel.status.progress.value())
+
+
+def test_the_form_builds_the_request_and_asks_for_the_run(qtbot, tmp_path):
+    form = TrainControls()
+    qtbot.addWidget(form)
+    form.set_request(tiny(tmp_path / "form"))
+    req = form.request()
+    assert (req.data, req.n_examples, req.size, req.epochs, req.out_dir) == ("reverse", 160, "tiny", 2, str(tmp_path / "form"))
+    asked = []
+    form.startRequested.connect(asked.append)
+    form.stopRequested.connect(lambda: asked.append("stop"))
+    form.set_state("idle")
+    qtbot.mouseClick(form.start_button, LEFT)
+    assert asked == [req]
+    form.set_state("running")
+    assert not form.start_button.isEnabled() and not form.out_edit.isEnabled() and form.pause_button.isEnabled()
+    qtbot.mouseClick(form.stop_button, LEFT)
+    assert asked[-1] == "stop"
+    form.set_state("paused", paused=True)
+    assert form.pause_button.text().startswith("Resume")
+    form.set_state("finished", can_open=True)
+    assert form.open_button.isEnabled() and form.start_button.isEnabled()
+
+
+def test_synthetic_choices_are_the_corpora_tasks():
+    from attnviz.core.data.corpora import SYNTHETIC_TASKS
+
+    assert SYNTHETIC_CHOICES == SYNTHETIC_TASKS
+
+
+def test_history_records_steps_evaluations_and_snapshots():
+    history = TrainHistory()
+    history.add_step(SimpleNamespace(step=5, loss=2.5, lr=1e-3))
+    att = {0: np.full((2, 3, 4), 0.25), 1: np.eye(3, 4)[None].repeat(2, 0)}
+    probe = SimpleNamespace(cross_attention=att)
+    history.add_eval(SimpleNamespace(step=5, epoch=0, metrics={"valid_loss": 2.0}, probes=[probe]),
+                     {"encoder.layers.0.norm1": {"token_std": 1.5, "token_abs_mean": 0.1}})
+    np.testing.assert_array_equal(history.steps_array(), [[5, 2.5, 1e-3]])
+    assert history.evals == [{"step": 5, "epoch": 1, "valid_loss": 2.0}] and history.probe_layers() == [0, 1]
+    np.testing.assert_array_equal(history.probe_matrix(0), np.eye(3, 4))  # the last layer unless asked
+    np.testing.assert_array_equal(history.probe_matrix(0, 0), np.full((3, 4), 0.25))
+    steps, a, b, names = history.norm_curves("encoder.layers.0.norm1")
+    assert list(steps) == [5] and list(a) == [1.5] and list(b) == [0.1] and names[0].startswith("std")
+    assert site_label("encoder.layers.0.norm1") == "encoder layer 1 · norm1"
+    history.clear()
+    assert not history.steps and history.probe_matrix(0) is None and history.norm_sites() == []

@@ -1,16 +1,15 @@
-"""Workers: signals, inference mode in the worker thread, cooperative quit, and a PySide6 guard."""
+"""Workers: signals, inference mode in the worker thread, quit, and a PySide6 guard."""
 
 from __future__ import annotations
 
 import sys
 import threading
-import time
 
 import pytest
 import torch
 from PySide6 import QtCore
 
-from attnviz.qt.workers import FunctionWorker, GeneratorWorker, active_workers, create_worker, wait_for_workers
+from attnviz.qt.workers import FunctionWorker, active_workers
 
 
 def test_function_worker_returns_in_the_gui_thread(qtbot):
@@ -56,59 +55,31 @@ def test_inference_mode_is_entered_in_the_worker_thread(qtbot):
     assert blocker.args[0] == (False, True)
 
 
-def test_generator_worker_yields_and_returns(qtbot):
-    def count(n):
-        yield from range(n)
-        return "done"
-
-    worker = create_worker(count, 5)
-    assert isinstance(worker, GeneratorWorker)
-    got = []
-    worker.yielded.connect(got.append)
-    with qtbot.waitSignal(worker.returned, timeout=5000) as blocker:
-        worker.start()
-    assert blocker.args == ["done"]
-    qtbot.wait_until(lambda: len(got) == 5)
-    assert got == [0, 1, 2, 3, 4]
-
-
-def test_quit_stops_a_generator_cooperatively(qtbot):
+def test_quit_drops_the_result(qtbot):
     release = threading.Event()
-    closed = threading.Event()
-
-    def forever():
-        try:
-            i = 0
-            release.wait(5)
-            while True:
-                yield i
-                i += 1
-                time.sleep(0.01)  # a real producer; a loop that floods the GUI thread with queued emits is not
-        finally:
-            closed.set()
-
-    worker = GeneratorWorker(forever)
-    returned = []
-    worker.returned.connect(returned.append)
-    with qtbot.waitSignal(worker.yielded, timeout=5000):
-        worker.start()
-        release.set()
-    with qtbot.waitSignals([worker.aborted, worker.finished], timeout=5000):
-        worker.quit()
-    assert worker.abort_requested and closed.is_set() and returned == []
-
-
-def test_wait_for_workers_on_close(qtbot):
-    gate = threading.Event()
 
     def slow():
-        while not gate.wait(0.01):
-            yield None
+        release.wait(5)
+        return "late"
 
-    workers = [GeneratorWorker(slow).start() for _ in range(3)]
-    assert len(active_workers()) >= 3
-    assert wait_for_workers(timeout_ms=5000)  # asks them to quit, then joins
-    assert all(w.is_done and w.abort_requested for w in workers)
+    worker = FunctionWorker(slow)
+    returned = []
+    worker.returned.connect(returned.append)
+    with qtbot.waitSignal(worker.started, timeout=5000):
+        worker.start()
+    with qtbot.waitSignals([worker.aborted, worker.finished], timeout=5000):
+        worker.quit()
+        release.set()
+    assert worker.abort_requested and worker.is_done and returned == []
+
+
+def test_active_workers_are_those_still_running(qtbot):
+    gate = threading.Event()
+    workers = [FunctionWorker(gate.wait, 5).start() for _ in range(3)]
+    assert all(w in active_workers() for w in workers)
+    gate.set()
+    assert all(w.wait(5) for w in workers)
+    assert not any(w in active_workers() for w in workers)
 
 
 def test_a_worker_starts_once(qtbot):

@@ -13,9 +13,11 @@ from typing import Any
 
 import numpy as np
 
+from attnviz.core.model.sites import stack_kinds
+
 HIST_BINS = 40
 _SITE = re.compile(r"^(encoder|decoder)\.(?:layers\.(\d+)\.norm(\d+)|final_norm)$")
-_SUBLAYER = {"encoder": {1: "self-attention", 2: "FFN"}, "decoder": {1: "masked self-attention", 2: "cross-attention", 3: "FFN"}}
+_ATTENTION_TITLE = {"encoder": "self-attention", "decoder": "masked self-attention", "cross": "cross-attention"}
 _SUBLAYER_FORMULA = {"self-attention": "SelfAttn", "masked self-attention": "MaskedSelfAttn", "cross-attention": "CrossAttn", "FFN": "FFN"}
 
 
@@ -96,13 +98,14 @@ def group_title(group: tuple[str, int]) -> str:
     return f"{stack.capitalize()} final norm" if layer < 0 else f"{stack.capitalize()} layer {layer + 1}"
 
 
-def _group_key(group: tuple[str, int]) -> str:
-    return f"{group[0]}:{group[1]}"
-
-
-def _parse_group_key(key: str) -> tuple[str, int]:
-    stack, _, layer = str(key).partition(":")
-    return stack, int(layer)
+def _sublayer_title(stack: str, index: int) -> str:
+    """What sublayer ``index`` (1-based) of a ``stack`` layer is: its attention blocks in model order, then the FFN."""
+    kinds = stack_kinds(stack)
+    if not kinds or index < 1:
+        return "sublayer"
+    if index <= len(kinds):
+        return _ATTENTION_TITLE[kinds[index - 1]]
+    return "FFN" if index == len(kinds) + 1 else "sublayer"
 
 
 def site_title(site: NormSiteData, placement: str) -> tuple[str, str]:
@@ -111,7 +114,7 @@ def site_title(site: NormSiteData, placement: str) -> tuple[str, str]:
     norm = "LN" if site.kind == "layer" else "BN"
     if layer < 0:
         return "final norm", f"{norm}(x) after the last layer"
-    sub = _SUBLAYER.get(stack, {}).get(site.index, "sublayer")
+    sub = _sublayer_title(stack, site.index)
     f = _SUBLAYER_FORMULA.get(sub, "Sublayer")
     if placement == "pre":
         return f"norm{site.index} · before {sub}", f"x + {f}({norm}(x))"

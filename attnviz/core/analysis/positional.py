@@ -2,8 +2,7 @@
 tokens' embeddings), :class:`TokenEmbeddingData` (one side's first-layer input) and
 ``positional_data_for`` (builds them from a decoding).
 
-No widgets here; ``positional_data_for`` imports the core (and so torch) only when called.
-Arrays are checked with ``view_data``'s float32 helper, as every view's data.
+No widgets here; ``positional_data_for`` imports the model (and so torch) only when called.
 """
 
 from __future__ import annotations
@@ -12,9 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attnviz.qt.views.data import _float32
-
-_array = _float32  # checked, read-only float32 arrays, as every view's data
+from attnviz.core.arrays import frozen_float32
 
 
 @dataclass(frozen=True, eq=False)
@@ -40,9 +37,9 @@ class TokenEmbeddingData:
     sum_norm: np.ndarray | None = None
 
     def __post_init__(self) -> None:
-        t = _array(self.tokens, 2, "tokens [n, d_model]")
-        p = _array(self.positional, 2, "positional [n, d_model]")
-        s = _array(self.summed, 2, "summed [n, d_model]")
+        t = frozen_float32(self.tokens, 2, "tokens [n, d_model]")
+        p = frozen_float32(self.positional, 2, "positional [n, d_model]")
+        s = frozen_float32(self.summed, 2, "summed [n, d_model]")
         if not t.shape == p.shape == s.shape:
             raise ValueError(f"tokens {t.shape}, positional {p.shape} and summed {s.shape} differ in shape")
         pieces = tuple(str(x) for x in self.pieces)
@@ -62,7 +59,7 @@ class TokenEmbeddingData:
 class PositionalData:
     """What the positional view shows.
 
-    pe          ``[pos, d_model]`` PE for positions 0..pos−1 (``analysis.positional_encoding(n, d_model)``,
+    pe          ``[pos, d_model]`` PE for positions 0..pos−1 (the model's ``sinusoidal_encoding(n, d_model)``,
                 n = the longer of the current source and target)
     similarity  ``[pos, pos]`` PE·PEᵀ (``analysis.positional_similarity(pe)``)
     embeddings  the current tokens' embedding / PE / sum (source and/or target)
@@ -73,8 +70,8 @@ class PositionalData:
     embeddings: tuple[TokenEmbeddingData, ...] = ()
 
     def __post_init__(self) -> None:
-        pe = _array(self.pe, 2, "pe [pos, d_model]")
-        sim = _array(self.similarity, 2, "similarity [pos, pos]")
+        pe = frozen_float32(self.pe, 2, "pe [pos, d_model]")
+        sim = frozen_float32(self.similarity, 2, "similarity [pos, pos]")
         if sim.shape != (pe.shape[0], pe.shape[0]):
             raise ValueError(f"similarity {sim.shape} does not match pe {pe.shape}")
         object.__setattr__(self, "pe", pe)
@@ -103,11 +100,14 @@ def positional_data_for(current) -> PositionalData:
     """The view's data for the current decoding (a ``DecodingSession`` or a ``TeacherForced`` result).
 
     For whoever owns the session (the main window, ``attnviz export``), not for the widget: it
-    imports ``attnviz.core.analysis.stats`` (and so torch) when called. PE and PE·PEᵀ come from
-    ``analysis.positional_encoding`` / ``positional_similarity`` for the longer of the two sides;
+    imports ``attnviz.core.model.modules`` (and so torch) when called. PE is the model's own
+    ``sinusoidal_encoding`` for the longer of the two sides, PE·PEᵀ ``analysis.positional_similarity``;
     norms from ``analysis.embedding_positional_ratio``.
     """
+    import torch
+
     from attnviz.core.analysis import stats as A
+    from attnviz.core.model.modules import sinusoidal_encoding
 
     def side(name: str, stack: str, pieces) -> TokenEmbeddingData:
         t = current.accumulated(f"{stack}.embed.tokens")
@@ -119,5 +119,5 @@ def positional_data_for(current) -> PositionalData:
     sides = [side("source", "encoder", src)]
     if tgt:
         sides.append(side("target", "decoder", tgt))
-    pe = A.positional_encoding(max(len(src), len(tgt)), sides[0].tokens.shape[1])
+    pe = sinusoidal_encoding(max(len(src), len(tgt)), sides[0].tokens.shape[1], torch.float64).numpy()  # [pos, d_model]
     return PositionalData(pe, A.positional_similarity(pe), tuple(sides))

@@ -160,14 +160,12 @@ def compare_norms(x: np.ndarray, valid: np.ndarray | None = None, eps: float = 1
 
 # -- positional encoding ----------------------------------------------------------------------------
 def positional_encoding(n_positions: int, d_model: int) -> np.ndarray:
-    """PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(...): ``[pos, d_model]``."""
-    pos = np.arange(n_positions, dtype=np.float64)[:, None]
-    two_i = np.arange(0, d_model, 2, dtype=np.float64)
-    angle = pos / np.power(10000.0, two_i / d_model)  # [pos, d_model/2]
-    pe = np.zeros((n_positions, d_model))
-    pe[:, 0::2] = np.sin(angle)
-    pe[:, 1::2] = np.cos(angle[:, : d_model // 2])
-    return pe
+    """The model's sinusoidal encoding (``sinusoidal_encoding``) as float64 numpy: ``[pos, d_model]``."""
+    import torch
+
+    from attnviz.core.model.modules import sinusoidal_encoding
+
+    return sinusoidal_encoding(n_positions, d_model, torch.float64).numpy()
 
 
 def positional_curves(pe: np.ndarray, dims: Sequence[int]) -> np.ndarray:

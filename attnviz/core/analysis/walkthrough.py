@@ -17,9 +17,9 @@ projections are ``[d_model, d_k]`` so that ``Q_i = X W_i^Q``. (A ``torch.nn.Line
 transpose; head ``i`` owns rows ``i·d_k … (i+1)·d_k`` of it, and the columns
 ``i·d_k … (i+1)·d_k`` of ``Concat(Z_1..Z_h)``, which meet the same rows of ``W^O``.)
 
-Pure numpy: the module does not import torch. ``model`` is read by attribute
-(``encoder_layers[i].self_attn.w_q.weight`` …) or given as a mapping of numpy arrays
-(:func:`attention_parameters`).
+Pure numpy: the module does not import torch. ``model`` is read through the table of attention
+sites (``AttentionSite(kind, layer).module(model).w_q.weight`` …) or given as a mapping of numpy
+arrays (:func:`attention_parameters`).
 
 The next-token distribution (top-k, entropy) and the teacher-forced "predicted vs target"
 table are given by ``attnviz.core.decoding.session`` (``DecodeStep.topk`` / ``.entropy`` / ``.prob``,
@@ -35,12 +35,9 @@ from typing import Any
 
 import numpy as np
 
+from attnviz.core.model.sites import AttentionSite, check_kind, n_layers
 from attnviz.errors import AttnvizError
 
-KINDS = ("encoder", "decoder", "cross")
-_BLOCK = {"encoder": "encoder.layers.{}.self_attn", "decoder": "decoder.layers.{}.self_attn", "cross": "decoder.layers.{}.cross_attn"}
-_STACK = {"encoder": "encoder_layers", "decoder": "decoder_layers", "cross": "decoder_layers"}
-_MODULE = {"encoder": "self_attn", "decoder": "self_attn", "cross": "cross_attn"}
 PARAMETER_NAMES = ("w_q", "b_q", "w_k", "b_k", "w_v", "b_v", "w_o", "b_o")
 
 #: The steps, in order, with the tutorial's notation (used for labels, CSV/NPZ names and checks).
@@ -67,17 +64,19 @@ STAGES: tuple[tuple[str, str], ...] = (
 )
 #: Steps that are checked against the trace, and the trace field each one is compared with.
 CHECKED: tuple[str, ...] = ("q", "k", "v", "scores", "scaled_scores", "masked_scores", "weights", "z", "concat", "output")
+#: The block's fields read from the trace (``concat`` and ``output`` hold every head, the others ``[head, …]``).
+RECORDED: tuple[str, ...] = ("input", "q", "k", "v", "scores", "scaled_scores", "mask", "masked_scores", "weights", "z", "concat", "output")
 
 
 class WalkthroughError(AttnvizError, ValueError):
     """A walkthrough that cannot be built from what was given (one-line message)."""
 
 
-def block_name(kind: str, layer: int) -> str:
-    """Trace prefix of an attention block, e.g. ``decoder.layers.1.cross_attn``."""
-    if kind not in KINDS:
-        raise WalkthroughError(f"kind must be one of {', '.join(KINDS)}, not {kind!r}")
-    return _BLOCK[kind].format(int(layer))
+def _site(kind: str, layer: int) -> AttentionSite:
+    try:
+        return AttentionSite(check_kind(kind), int(layer))
+    except ValueError as exc:
+        raise WalkthroughError(str(exc)) from None
 
 
 def _numpy(t: Any) -> np.ndarray:
@@ -89,13 +88,12 @@ def _numpy(t: Any) -> np.ndarray:
 def attention_parameters(model: Any, kind: str, layer: int) -> dict[str, np.ndarray]:
     """The attention block's weights in the tutorial's orientation (``x W``):
     ``w_q``/``w_k``/``w_v``/``w_o`` ``[d_model, d_model]`` and biases ``[d_model]`` (zeros when absent)."""
-    block_name(kind, layer)
+    site = _site(kind, layer)
     try:
-        layers = getattr(model, _STACK[kind])
-        if not 0 <= layer < len(layers):
-            raise WalkthroughError(f"{kind} layer {layer} does not exist (the model has {len(layers)})")
-        attn = getattr(layers[layer], _MODULE[kind])
+        attn = site.module(model)
     except AttributeError:
+        if hasattr(model, "config"):
+            raise WalkthroughError(f"{kind} layer {layer} does not exist (the model has {n_layers(model.config, kind)})") from None
         raise WalkthroughError(f"{type(model).__name__} has no {kind} attention layers") from None
     out: dict[str, np.ndarray] = {}
     for p in ("q", "k", "v", "o"):
@@ -251,95 +249,106 @@ def head_walkthrough(
     ``query``: the chosen row (default: the last one, the current step).
     ``layer``, ``head`` and ``query`` are 0-based.
     """
-    prefix = block_name(kind, layer)
-    params = dict(model) if isinstance(model, Mapping) else attention_parameters(model, kind, layer)
+    site = _site(kind, layer)
+    params = _parameters(model, site)
+    rec = _recorded(_getter(trace), site)
+    n_heads, n_keys, d_k = rec["k"].shape
+    n_query, d_model = rec["x"].shape
+    query = _check_request(params, head, n_heads, n_query - 1 if query is None else query, n_query, d_model)
+    mine = _recompute(params, rec["x"], rec["x_kv"], rec["mask"], head, n_heads, d_k)
+    errors = {name: _difference(mine[name], rec[name][head] if name not in ("concat", "output") else rec[name]) for name in CHECKED}
+    ql = _labels(query_labels, n_query)
+    kl = _labels(key_labels, n_keys)
+    if len(ql) != n_query or len(kl) != n_keys:
+        raise WalkthroughError(f"{len(ql)} query / {len(kl)} key labels for a {n_query}×{n_keys} block")
+    return HeadWalkthrough(
+        kind=kind, layer=int(layer), head=int(head), query=int(query), n_heads=int(n_heads), d_model=int(d_model), d_k=int(d_k),
+        query_labels=ql, key_labels=kl, errors=errors, **_head_arrays(params, mine, head * d_k, (head + 1) * d_k),
+    )
+
+
+def _parameters(model: Any, site: AttentionSite) -> dict[str, np.ndarray]:
+    """The block's parameters in float64 (from the model, or the mapping given instead of one)."""
+    params = dict(model) if isinstance(model, Mapping) else attention_parameters(model, site.kind, site.layer)
     missing = [p for p in PARAMETER_NAMES if p not in params]
     if missing:
         raise WalkthroughError(f"missing attention parameter(s): {', '.join(missing)}")
-    get = _getter(trace)
+    return {n: np.asarray(params[n], np.float64) for n in PARAMETER_NAMES}
 
-    rec = {f: get(f"{prefix}.{f}") for f in ("input", "q", "k", "v", "scores", "scaled_scores", "mask", "masked_scores", "weights", "z", "concat", "output")}
+
+def _recorded(get, site: AttentionSite) -> dict[str, np.ndarray]:
+    """The block's ``RECORDED`` fields, plus its query-side input ``x`` and key-side input ``x_kv``."""
+    rec = {f: get(site.name(f)) for f in RECORDED}
     x = np.asarray(rec["input"], np.float32)
     if x.ndim != 2:
-        raise WalkthroughError(f"{prefix}.input has shape {x.shape}; expected [query, d_model] (record with batch_index=0)")
-    x_kv = np.asarray(get(f"{prefix}.memory"), np.float32) if kind == "cross" else x
-    n_heads, n_keys, d_k = rec["k"].shape
-    n_query, d_model = x.shape
+        raise WalkthroughError(f"{site.path}.input has shape {x.shape}; expected [query, d_model] (record with batch_index=0)")
+    x_kv = np.asarray(get(site.name("memory")), np.float32) if site.kind == "cross" else x
+    n_keys = rec["k"].shape[1]
     if x_kv.shape[0] != n_keys:
         raise WalkthroughError(
-            f"{prefix}: {x_kv.shape[0]} key-side input rows for {n_keys} keys (a single cached step's trace; "
+            f"{site.path}: {x_kv.shape[0]} key-side input rows for {n_keys} keys (a single cached step's trace; "
             "pass the decoding session or a full-pass trace)"
         )
+    rec["x"], rec["x_kv"] = x, x_kv
+    return rec
+
+
+def _check_request(params: dict[str, np.ndarray], head: int, n_heads: int, query: int, n_query: int, d_model: int) -> int:
+    """``query`` once the head, the query row and the weights' shape fit the trace."""
     if not 0 <= head < n_heads:
         raise WalkthroughError(f"head {head} does not exist (the block has {n_heads})")
-    if query is None:
-        query = n_query - 1
     if not 0 <= query < n_query:
         raise WalkthroughError(f"query row {query} outside 0..{n_query - 1}")
     if params["w_q"].shape != (d_model, d_model):
         raise WalkthroughError(f"W^Q has shape {params['w_q'].shape}, the trace's d_model is {d_model}")
+    return query
 
+
+def _head_qkv(p: dict[str, np.ndarray], X: np.ndarray, Xkv: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Q, K, V of the head owning columns ``lo:hi``: ``[query, d_k]``, ``[key, d_k]`` x2."""
+    q = X @ p["w_q"][:, lo:hi] + p["b_q"][lo:hi]
+    k = Xkv @ p["w_k"][:, lo:hi] + p["b_k"][lo:hi]
+    v = Xkv @ p["w_v"][:, lo:hi] + p["b_v"][lo:hi]
+    return q, k, v
+
+
+def _recompute(p: dict[str, np.ndarray], x: np.ndarray, x_kv: np.ndarray, mask: np.ndarray, head: int, n_heads: int, d_k: int) -> dict[str, np.ndarray]:
+    """Every step of head ``head`` in float64, from the block's inputs and weights."""
+    X, Xkv, M = np.asarray(x, np.float64), np.asarray(x_kv, np.float64), np.asarray(mask, np.float64)
     lo, hi = head * d_k, (head + 1) * d_k
-    f64 = lambda a: np.asarray(a, np.float64)  # noqa: E731
-    wq, wk, wv, wo = (f64(params[n]) for n in ("w_q", "w_k", "w_v", "w_o"))
-    bq, bk, bv, bo = (f64(params[n]) for n in ("b_q", "b_k", "b_v", "b_o"))
-    X, Xkv = f64(x), f64(x_kv)
-
-    q = X @ wq[:, lo:hi] + bq[lo:hi]  # [query, d_k]
-    k = Xkv @ wk[:, lo:hi] + bk[lo:hi]  # [key, d_k]
-    v = Xkv @ wv[:, lo:hi] + bv[lo:hi]  # [key, d_k]
+    q, k, v = _head_qkv(p, X, Xkv, lo, hi)  # [query, d_k], [key, d_k] x2
     scores = q @ k.T  # [query, key]
     scaled = scores / math.sqrt(d_k)
-    mask = f64(rec["mask"])  # [query, key]
-    masked = scaled + mask
+    masked = scaled + M
     weights = _softmax(masked)
     z = weights @ v  # [query, d_k]
-    # Concat(Z_1..Z_h): the other heads' Z_j recomputed the same way, head i's columns from z.
-    concat = np.empty((n_query, d_model))
+    concat = _concat(p, X, Xkv, M, n_heads, d_k, head, z)  # [query, d_model]
+    return dict(x=X, x_kv=Xkv, q=q, k=k, v=v, scores=scores, scaled_scores=scaled, mask=M, masked_scores=masked, weights=weights,
+                z=z, concat=concat, output=concat @ p["w_o"] + p["b_o"], head_output=z @ p["w_o"][lo:hi, :])
+
+
+def _concat(p, X, Xkv, M, n_heads: int, d_k: int, head: int, z: np.ndarray) -> np.ndarray:
+    """Concat(Z_1..Z_h): the other heads' Z_j recomputed the same way, head i's columns from ``z``."""
+    concat = np.empty((X.shape[0], n_heads * d_k))
     for j in range(n_heads):
         a, b = j * d_k, (j + 1) * d_k
         if j == head:
             concat[:, a:b] = z
             continue
-        qj = X @ wq[:, a:b] + bq[a:b]
-        kj = Xkv @ wk[:, a:b] + bk[a:b]
-        vj = Xkv @ wv[:, a:b] + bv[a:b]
-        concat[:, a:b] = _softmax(qj @ kj.T / math.sqrt(d_k) + mask) @ vj
-    output = concat @ wo + bo  # [query, d_model]
-    head_output = z @ wo[lo:hi, :]  # [query, d_model]
+        qj, kj, vj = _head_qkv(p, X, Xkv, a, b)
+        concat[:, a:b] = _softmax(qj @ kj.T / math.sqrt(d_k) + M) @ vj
+    return concat
 
-    recorded = {
-        "q": rec["q"][head],
-        "k": rec["k"][head],
-        "v": rec["v"][head],
-        "scores": rec["scores"][head],
-        "scaled_scores": rec["scaled_scores"][head],
-        "masked_scores": rec["masked_scores"][head],
-        "weights": rec["weights"][head],
-        "z": rec["z"][head],
-        "concat": rec["concat"],
-        "output": rec["output"],
-    }
-    mine = {"q": q, "k": k, "v": v, "scores": scores, "scaled_scores": scaled, "masked_scores": masked,
-            "weights": weights, "z": z, "concat": concat, "output": output}
-    errors = {name: _difference(mine[name], recorded[name]) for name in CHECKED}
 
-    ql = tuple(str(s) for s in query_labels) if query_labels is not None else tuple(str(i + 1) for i in range(n_query))
-    kl = tuple(str(s) for s in key_labels) if key_labels is not None else tuple(str(i + 1) for i in range(n_keys))
-    if len(ql) != n_query or len(kl) != n_keys:
-        raise WalkthroughError(f"{len(ql)} query / {len(kl)} key labels for a {n_query}×{n_keys} block")
+def _labels(given: Sequence[str] | None, n: int) -> tuple[str, ...]:
+    return tuple(str(s) for s in given) if given is not None else tuple(str(i + 1) for i in range(n))
 
-    return HeadWalkthrough(
-        kind=kind, layer=int(layer), head=int(head), query=int(query), n_heads=int(n_heads), d_model=int(d_model), d_k=int(d_k),
-        query_labels=ql, key_labels=kl,
-        x=_f32(X), x_kv=_f32(Xkv), xx_t=_f32(X @ Xkv.T),
-        w_q=_f32(wq[:, lo:hi]), w_k=_f32(wk[:, lo:hi]), w_v=_f32(wv[:, lo:hi]),
-        b_q=_f32(bq[lo:hi]), b_k=_f32(bk[lo:hi]), b_v=_f32(bv[lo:hi]),
-        q=_f32(q), k=_f32(k), v=_f32(v),
-        scores=_f32(scores), scaled_scores=_f32(scaled), mask=_f32(mask), masked_scores=_f32(masked), weights=_f32(weights),
-        z=_f32(z), concat=_f32(concat), w_o=_f32(wo), b_o=_f32(bo), w_o_head=_f32(wo[lo:hi, :]),
-        head_output=_f32(head_output), output=_f32(output), errors=errors,
-    )
+
+def _head_arrays(p: dict[str, np.ndarray], mine: dict[str, np.ndarray], lo: int, hi: int) -> dict[str, np.ndarray]:
+    """The ``HeadWalkthrough`` array fields, read-only float32."""
+    arrays = dict(mine, xx_t=mine["x"] @ mine["x_kv"].T, w_q=p["w_q"][:, lo:hi], w_k=p["w_k"][:, lo:hi], w_v=p["w_v"][:, lo:hi],
+                  b_q=p["b_q"][lo:hi], b_k=p["b_k"][lo:hi], b_v=p["b_v"][lo:hi], w_o=p["w_o"], b_o=p["b_o"], w_o_head=p["w_o"][lo:hi, :])
+    return {name: _f32(a) for name, a in arrays.items()}
 
 
 def session_walkthrough(model: Any, session: Any, kind: str, layer: int, head: int, query: int | None = None) -> HeadWalkthrough:
@@ -349,5 +358,5 @@ def session_walkthrough(model: Any, session: Any, kind: str, layer: int, head: i
     src = tuple(session.src_pieces)
     tgt = tuple(session.input_pieces)
     ql = src if kind == "encoder" else tgt
-    kl = src if kind in ("encoder", "cross") else tgt
+    kl = tgt if kind == "decoder" else src
     return head_walkthrough(model, session, kind, layer, head, query, query_labels=ql, key_labels=kl)

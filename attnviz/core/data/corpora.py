@@ -38,6 +38,7 @@ from typing import Any
 
 import torch
 
+from attnviz.core.data.tokenizer import BOS_ID, EOS_ID, PAD_ID
 from attnviz.errors import AttnvizError
 
 SPLITS = ("train", "valid", "test")
@@ -419,17 +420,19 @@ class Batch:
     tgt_in: torch.Tensor  # [B, Lt] SOS y1 .. yn PAD..
     labels: torch.Tensor  # [B, Lt] y1 .. yn EOS PAD..
     indices: tuple[int, ...]  # Example.index of each row
+    pad_id: int = PAD_ID  # the id the tensors are padded with
 
     @property
     def n_tokens(self) -> int:
         """Number of real label tokens (what the loss averages over)."""
-        return int((self.labels != 0).sum())
+        return int((self.labels != self.pad_id).sum())
 
     def to(self, device: str | torch.device) -> "Batch":
-        return Batch(self.src.to(device), self.tgt_in.to(device), self.labels.to(device), self.indices)
+        return Batch(self.src.to(device), self.tgt_in.to(device), self.labels.to(device), self.indices, self.pad_id)
 
 
-def collate(examples: Sequence[Example], pad_id: int = 0, bos_id: int = 2, eos_id: int = 3) -> Batch:
+def collate(examples: Sequence[Example], pad_id: int = PAD_ID, bos_id: int = BOS_ID, eos_id: int = EOS_ID) -> Batch:
+    """Teacher-forcing tensors of ``examples``, padded to the longest source and target + 1."""
     ls = max(len(e.src) for e in examples)
     lt = max(len(e.tgt) for e in examples) + 1
     src = torch.full((len(examples), ls), pad_id, dtype=torch.long)
@@ -439,4 +442,4 @@ def collate(examples: Sequence[Example], pad_id: int = 0, bos_id: int = 2, eos_i
         src[r, : len(e.src)] = torch.tensor(e.src, dtype=torch.long)
         tgt_in[r, : len(e.tgt) + 1] = torch.tensor((bos_id, *e.tgt), dtype=torch.long)
         labels[r, : len(e.tgt) + 1] = torch.tensor((*e.tgt, eos_id), dtype=torch.long)
-    return Batch(src, tgt_in, labels, tuple(e.index for e in examples))
+    return Batch(src, tgt_in, labels, tuple(e.index for e in examples), pad_id)

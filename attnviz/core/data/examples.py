@@ -19,10 +19,6 @@ class ExampleSentence:
     note: str = ""
 
     @property
-    def seen_in_training(self) -> bool:
-        return self.split == "train"
-
-    @property
     def label(self) -> str:
         where = {"train": "seen in training", "valid": "held out (valid)", "test": "held out (test)"}.get(self.split, "new sentence")
         return f"{self.source}  —  {where}"

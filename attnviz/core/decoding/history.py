@@ -1,44 +1,90 @@
-"""A ``DecodingSession``'s matrices (``SessionMatrices``: ``attention``, ``all_attention``,
-``accumulated``): decoder trace arrays assembled over the steps so far from the cached
-per-step rows, with the shapes a full teacher-forced pass gives. No Qt."""
+"""The step history of a ``DecodingSession`` (``StepHistory``): what each model call produced
+(``ModelCall``) and the decoder trace arrays assembled over the steps of a hypothesis, with the
+shapes a full teacher-forced pass gives. No Qt.
+
+Where a cached step's arrays go in a full pass is known per field (``ATTENTION_FIELDS`` and the
+norm fields of the trace schema): the query axis is axis 1 for per-head arrays, axis 0 for the
+rest; ``k``/``v``/``memory`` and running statistics already hold every key; the key axis of
+decoder self-attention grows by one per step.
+"""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
+import torch
 
-from attnviz.core.decoding.common import _ATTN, KINDS, DecodeStep
 from attnviz.core.decoding.strategies import DecodingError
+from attnviz.core.model.sites import attention_sites
+from attnviz.core.model.trace import Trace, is_batchless, trace_names
+
+if TYPE_CHECKING:
+    from attnviz.core.model.config import TransformerConfig
+
+_PER_HEAD = frozenset({"q", "z", "scores", "scaled_scores", "masked_scores", "weights"})  # [head, query, ...]
+_ALL_KEYS = frozenset({"k", "v", "memory", "running_mean", "running_var"})  # the last step holds them all
+_BATCH_STATS = frozenset({"batch_mean", "batch_var"})  # recomputed over the stacked input
+_GROWING = frozenset({"scores", "scaled_scores", "masked_scores", "weights", "mask"})  # decoder self-attention: keys 0..step
+
+Origin = Sequence[tuple[int, bool]]  # per step: (row of that step's model call, forced)
 
 
-class SessionMatrices:
-    """The matrix accessors of a ``DecodingSession`` (a mixin: the state is the session's)."""
+@dataclass
+class ModelCall:
+    """What one model call produced (batch = the live hypotheses it was fed)."""
 
-    def attention(self, kind: str, layer: int) -> np.ndarray:
-        """Attention weights of one layer, ``[head, query, key]``: ``encoder`` ``[head, src, src]``,
-        ``decoder`` ``[head, steps, steps]`` (lower-triangular), ``cross`` ``[head, steps, src]``."""
-        if kind not in KINDS:
-            raise ValueError(f"attention kind must be one of {KINDS}, not {kind!r}")
-        n_layers = self.config.n_encoder_layers if kind == "encoder" else self.config.n_decoder_layers
-        if not 0 <= layer < n_layers:
-            raise IndexError(f"{kind} layer {layer} does not exist (the model has {n_layers})")
-        name = _ATTN[kind].format(layer) + ".weights"
-        if kind != "encoder" and not self._records:
-            keys = 0 if kind == "decoder" else len(self.src_ids)
-            return np.zeros((self.config.n_heads, 0, keys), np.float32)
-        return self.accumulated(name)
+    trace: Trace
+    batched: bool  # trace keeps a batch dimension (beam search with several rows)
+    logits: torch.Tensor  # [n, V]
+    probs: torch.Tensor  # [n, V] float32 softmax (= generator.probs)
+    rows: dict[int, Trace] = field(default_factory=dict)
 
-    def all_attention(self, kind: str) -> np.ndarray:
-        """``attention(kind, i)`` for every layer: ``[layer, head, query, key]``."""
-        n_layers = self.config.n_encoder_layers if kind == "encoder" else self.config.n_decoder_layers
-        return np.stack([self.attention(kind, i) for i in range(n_layers)]) if n_layers else np.zeros((0, self.config.n_heads, 0, 0), np.float32)
+    def row_trace(self, row: int) -> Trace:
+        """The trace of one fed hypothesis (its batch row)."""
+        if not self.batched:
+            return self.trace
+        if row not in self.rows:
+            t = self.trace
+            self.rows[row] = Trace((k, t[k] if is_batchless(k) else t[k][row]) for k in t)
+        return self.rows[row]
 
-    def accumulated(self, name: str) -> np.ndarray:
-        """Trace array ``name`` over the whole current hypothesis, with the shape a full pass over
-        the fed tokens gives (see ``trace_schema``): encoder names come from ``encoder_trace``;
-        decoder names are assembled from the steps' cached rows:
+
+class StepHistory:
+    """The model calls of a session, one per ``step``/``force`` kept, and the arrays assembled
+    from them (cached until the history changes)."""
+
+    def __init__(self, config: TransformerConfig):
+        self.config = config
+        self._names = frozenset(trace_names(config, encoder=False))
+        self._self_attn = frozenset(site.path for site in attention_sites(config, "decoder"))
+        self._calls: list[ModelCall] = []
+        self._acc: dict[tuple, np.ndarray] = {}
+
+    def __len__(self) -> int:
+        return len(self._calls)
+
+    def __getitem__(self, index: int) -> ModelCall:
+        return self._calls[index]
+
+    def push(self, call: ModelCall) -> None:
+        self._calls.append(call)
+        self._acc.clear()
+
+    def pop(self) -> None:
+        self._calls.pop()
+        self._acc.clear()
+
+    def clear(self) -> None:
+        self._calls.clear()
+        self._acc.clear()
+
+    def accumulated(self, name: str, origin: Origin) -> np.ndarray:
+        """Decoder trace array ``name`` over the hypothesis whose steps came from ``origin``, with the
+        shape a full pass over its fed tokens gives:
 
         * per-query arrays are stacked along their query axis (``[..., steps, ...]``);
         * keys a cached step could not see (the future) are filled as the look-ahead mask makes
@@ -49,58 +95,64 @@ class SessionMatrices:
         * BatchNorm ``batch_mean``/``batch_var`` are computed over the stacked ``input`` (the
           tokens of this hypothesis), as a full pass would.
         """
-        if name in self.encoder_trace:
-            return self.encoder_trace[name]
-        if name not in self._schema:
-            raise KeyError(f"no trace name {name!r} (see attnviz.core.schema_table)")
-        steps = self.steps
-        if not steps:
+        if name not in self._names:
+            raise KeyError(f"no trace name {name!r} (see attnviz.core.model.trace.schema_table)")
+        if not origin:
             raise DecodingError("nothing decoded yet: step() first")
-        key = (name, id(self._hyp), len(steps))
+        key = (name, tuple(origin))
         hit = self._acc.get(key)
         if hit is None:
-            hit = self._assemble(name, steps)
+            hit = self._assemble(name, origin)
             hit.flags.writeable = False
             self._acc[key] = hit
         return hit
 
-    def _assemble(self, name: str, steps: Sequence[DecodeStep]) -> np.ndarray:
-        field_name = name.rsplit(".", 1)[1]
-        if field_name in ("batch_mean", "batch_var"):
-            x = self.accumulated(name.rsplit(".", 1)[0] + ".input").astype(np.float64)  # [steps, d]
-            stat = x.mean(0) if field_name == "batch_mean" else x.var(0)
-            return stat.astype(np.float32)
+    def _rows(self, name: str, origin: Origin) -> list[np.ndarray]:
         try:
-            rows = [s.trace[name] for s in steps]
+            return [self._calls[i].row_trace(row)[name] for i, (row, _) in enumerate(origin)]
         except KeyError:
             raise KeyError(f"{name!r} was not captured in this session") from None
-        dims = self._schema[name].strip("[]").split(", ")
-        if dims[0] in ("query", "pos", "tgt"):
-            axis = 0
-        elif len(dims) > 1 and dims[1] == "query":
-            axis = 1
-        else:  # k, v, memory, running statistics: the last step holds everything
+
+    def _assemble(self, name: str, origin: Origin) -> np.ndarray:
+        prefix, _, field_name = name.rpartition(".")
+        if field_name in _BATCH_STATS:
+            x = self.accumulated(prefix + ".input", origin).astype(np.float64)  # [steps, d]
+            stat = x.mean(0) if field_name == "batch_mean" else x.var(0)
+            return stat.astype(np.float32)
+        rows = self._rows(name, origin)
+        if field_name in _ALL_KEYS:
             return rows[-1]
-        if dims[-1] != "key" or name.endswith("cross_attn." + field_name):
+        axis = 1 if field_name in _PER_HEAD else 0
+        growing = name == "masks.look_ahead" or (prefix in self._self_attn and field_name in _GROWING)
+        if not growing:
             return np.concatenate(rows, axis=axis)
-        # a growing key axis: row i has i + 1 keys
-        n = len(rows)
-        fill = 0.0 if field_name == "weights" else -np.inf
-        shape = list(rows[-1].shape)
-        shape[axis] = n
-        out = np.full(shape, fill, dtype=rows[-1].dtype)
-        for i, r in enumerate(rows):
-            if axis == 0:
-                out[i, : i + 1] = r[0]
-            else:
-                out[:, i, : i + 1] = r[:, 0]
+        out = _lower_triangle(rows, axis, 0.0 if field_name == "weights" else -np.inf)
         if field_name in ("scores", "scaled_scores"):
-            prefix = name.rsplit(".", 1)[0]
-            q = self.accumulated(prefix + ".q")  # [head, steps, d_k]
-            k = steps[-1].trace[prefix + ".k"]  # [head, steps, d_k]
-            full = (q @ np.swapaxes(k, -1, -2)).astype(np.float32)
-            if field_name == "scaled_scores":
-                full = full * np.float32(1.0 / math.sqrt(self.config.d_k))
-            upper = np.triu(np.ones((n, n), bool), 1)
-            out[:, upper] = full[:, upper]
+            self._fill_future_scores(out, prefix, field_name, origin)
         return out
+
+    def _fill_future_scores(self, out: np.ndarray, prefix: str, field_name: str, origin: Origin) -> None:
+        """Raw scores above the diagonal, ``q_i . k_j``, as a full pass computes them. ``out`` ``[head, n, n]``."""
+        n = len(origin)
+        q = self.accumulated(prefix + ".q", origin)  # [head, steps, d_k]
+        k = self._rows(prefix + ".k", origin)[-1]  # [head, steps, d_k]
+        full = (q @ np.swapaxes(k, -1, -2)).astype(np.float32)
+        if field_name == "scaled_scores":
+            full = full * np.float32(1.0 / math.sqrt(self.config.d_k))
+        upper = np.triu(np.ones((n, n), bool), 1)
+        out[:, upper] = full[:, upper]
+
+
+def _lower_triangle(rows: list[np.ndarray], axis: int, fill: float) -> np.ndarray:
+    """Rows whose key axis (the last) grows by one per step, in one array with the future keys
+    set to ``fill``: row ``i`` has ``i + 1`` keys; ``axis`` is the query axis (0 or 1)."""
+    n = len(rows)
+    shape = list(rows[-1].shape)
+    shape[axis] = n
+    out = np.full(shape, fill, dtype=rows[-1].dtype)
+    for i, r in enumerate(rows):
+        if axis == 0:
+            out[i, : i + 1] = r[0]
+        else:
+            out[:, i, : i + 1] = r[:, 0]
+    return out

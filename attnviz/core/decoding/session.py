@@ -11,10 +11,12 @@ runs the decoder one position at a time with the model's KV cache:
 * Every step yields an immutable ``DecodeStep``: the new token, the top-k of the distribution
   it came from, its entropy, the live beams, and the step's ``Trace`` (decoder names only;
   query length 1, keys = the positions so far).
+* ``peek()`` gives the distribution the next ``step()`` reports (top-k and entropy) without
+  changing the session; the model call it makes is kept for that step.
 * ``accumulated(name)`` assembles any decoder trace name over all steps so far from the
-  cached per-step rows (no recompute); the result has the shape a full teacher-forced pass
-  over the same prefix would give (``attention("decoder", i)`` is lower-triangular
-  ``[head, steps, steps]``, ``attention("cross", i)`` is ``[head, steps, src]``).
+  cached per-step rows (no recompute, see ``history.StepHistory``); the result has the shape a
+  full teacher-forced pass over the same prefix would give (``attention("decoder", i)`` is
+  lower-triangular ``[head, steps, steps]``, ``attention("cross", i)`` is ``[head, steps, src]``).
 
 Rows and columns. After ``n`` steps the decoder has been fed ``n`` tokens, ``tgt_ids[:n]``
 (SOS first), and has produced ``n`` tokens, ``tgt_ids[1:]``. Row ``i`` of every accumulated
@@ -39,54 +41,91 @@ session's hypothesis (``tgt_ids``, ``steps``, the accumulated matrices) is alway
 can change in earlier positions. ``force`` during a beam search continues from the leading
 beam alone (the other beams are dropped). ``back()`` undoes one search step for all beams.
 
-Around the session: ``strategies`` (the strategies, ``parse_strategy``, ``DecodingError``),
-``teacher_forcing`` (``teacher_forced``: a typed target in one pass), ``decode_common`` (the
-prepared source, ``Beam``, ``DecodeStep``), ``search`` (the search state and mechanics) and
-``session_matrices`` (``attention``, ``accumulated``). Their public names are re-exported here.
+Around the session: ``result`` (``DecodingResult``, the questions a session and a teacher-forced
+pass both answer; the prepared source), ``strategies`` (the strategies and their mechanics,
+``parse_strategy``, ``DecodingError``), ``history`` (``StepHistory``: the model calls and the
+accumulated arrays) and ``teacher_forcing`` (``teacher_forced``: a typed target in one pass).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
-from attnviz.core.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer
-from attnviz.core.decoding.common import Beam, DecodeStep, PreparedSource, SourceView, _check_model, _entropy, _model_device, _topk, prepare_source
-from attnviz.core.decoding.history import SessionMatrices
-from attnviz.core.decoding.search import SessionSearch, _Hyp, _Record, _State
-from attnviz.core.decoding.strategies import BeamSearch, DecodingError, Greedy, Sampling, Strategy, parse_strategy
-from attnviz.core.decoding.teacher_forcing import ForcedPosition, TeacherForced, teacher_forced, teacher_forced_from_bundle
-from attnviz.core.model.trace import Recorder, Trace, trace_schema
+from attnviz.core.data.tokenizer import Tokenizer
+from attnviz.core.decoding.history import ModelCall, StepHistory
+from attnviz.core.decoding.result import DecodingResult, TopK, check_eval_mode, entropy_nats, model_device, prepare_source, topk_list
+from attnviz.core.decoding.strategies import (
+    BeamSearch,
+    DecodingError,
+    Greedy,
+    Hypothesis,
+    Sampling,
+    Strategy,
+    beam_candidates,
+    rank_score,
+    sample_token,
+)
+from attnviz.core.model.trace import Recorder, Trace
 from attnviz.core.model.transformer import DecoderCache, Transformer
 
 if TYPE_CHECKING:
     from attnviz.core.bundle import Bundle
 
-__all__ = [
-    "Beam",
-    "BeamSearch",
-    "DecodeStep",
-    "DecodingError",
-    "DecodingSession",
-    "ForcedPosition",
-    "Greedy",
-    "PreparedSource",
-    "Sampling",
-    "Strategy",
-    "TeacherForced",
-    "parse_strategy",
-    "prepare_source",
-    "teacher_forced",
-    "teacher_forced_from_bundle",
-    "translate",
-]
+
+# -- results ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Beam:
+    """One hypothesis of a beam search (greedy and sampling have one)."""
+
+    token_ids: tuple[int, ...]  # SOS first; ends with EOS when finished
+    pieces: tuple[str, ...]  # labels of token_ids (SOS/EOS/UNK by name)
+    score: float  # ranking score: log_prob / length penalty (= log_prob for greedy/sampling)
+    finished: bool  # ended with EOS
+    log_prob: float = float("nan")  # sum of log-probabilities of the generated tokens
 
 
-class DecodingSession(SourceView, SessionSearch, SessionMatrices):
+@dataclass(frozen=True)
+class DecodeStep:
+    """One decoding step: the token it appended and everything about how it was chosen."""
+
+    index: int  # 0-based: this step fed tgt_ids[index] and appended tgt_ids[index + 1]
+    token_id: int
+    piece: str  # label of token_id (SOS/EOS/PAD/UNK by name)
+    topk: TopK  # (piece, id, probability), most likely first
+    entropy: float  # of the model's next-token distribution, in nats
+    forced: bool  # chosen by the user (force), not by the strategy
+    is_eos: bool
+    beams: tuple[Beam, ...]  # the beams after this step, best first (greedy/sampling: one)
+    trace: Trace  # decoder names only; query length 1, keys = positions 0..index
+    prob: float = float("nan")  # probability the model gave token_id
+
+
+@dataclass(frozen=True)
+class NextToken:
+    """The distribution the next step reports (``DecodingSession.peek``)."""
+
+    topk: TopK  # (piece, id, probability), most likely first
+    entropy: float  # nats
+
+
+@dataclass(frozen=True)
+class _State:
+    live: tuple[Hypothesis, ...]  # unfinished hypotheses; the cache's batch rows follow this order
+    finished: tuple[Hypothesis, ...]
+    ranked: tuple[Hypothesis, ...]  # live + finished, best first; ranked[0] is the session's hypothesis
+    cache: DecoderCache | None
+    rng_state: torch.Tensor | None
+    done: bool
+    notice: str | None = None
+
+
+class DecodingSession(DecodingResult):
     """The whole state of decoding one source sentence with one model. Not thread-safe: use it
     from one thread at a time (the app's decoding worker)."""
 
@@ -105,7 +144,7 @@ class DecodingSession(SourceView, SessionSearch, SessionMatrices):
         tokens + 10)``; never more than the model's ``max_len``). ``top_k``: how many entries each
         step's top-k list has. ``capture``: record every trace name (True), none (False: faster,
         empty traces) or the names matching the given glob patterns."""
-        _check_model(model)
+        check_eval_mode(model)
         self.model = model
         self.config = model.config
         self.src_tokenizer = src_tokenizer
@@ -113,13 +152,13 @@ class DecodingSession(SourceView, SessionSearch, SessionMatrices):
         self.top_k = int(top_k)
         self._names = None if capture is True else (() if capture is False else tuple(capture))
         self._capture = capture is not False
-        self._device = _model_device(model)
+        self._device = model_device(model)
         self.source = prepare_source(src_tokenizer, source, self.config.max_len)
         default = min(self.config.max_len, 2 * len(self.source.ids) + 10)
         if max_len is not None and (not isinstance(max_len, int) or max_len < 1):
             raise DecodingError(f"maximum length must be a positive integer, not {max_len!r}")
         self.max_len = default if max_len is None else min(max_len, self.config.max_len)
-        self._schema = {n: s for n, s, _ in trace_schema(self.config, encoder=False)}
+        self._banned = (self.config.pad_id, self.config.bos_id)  # never generated
         src = torch.tensor([self.source.ids], dtype=torch.long, device=self._device)
         with torch.inference_mode():
             rec = Recorder(self._names) if self._capture else None
@@ -127,10 +166,11 @@ class DecodingSession(SourceView, SessionSearch, SessionMatrices):
             self._start_cache = model.start_decoding(self._encoded)
         self.encoder_trace: Trace = rec.trace() if rec is not None else Trace()
         self._strategy: Strategy = strategy if strategy is not None else Greedy()
+        self._history = StepHistory(self.config)
         self.reset()
 
     @classmethod
-    def from_bundle(cls, bundle: "Bundle", source: str, **kw) -> "DecodingSession":
+    def from_bundle(cls, bundle: Bundle, source: str, **kw) -> DecodingSession:
         return cls(bundle.model, bundle.src_tokenizer, bundle.tgt_tokenizer, source, **kw)
 
     # -- state --------------------------------------------------------------------------------
@@ -143,7 +183,7 @@ class DecodingSession(SourceView, SessionSearch, SessionMatrices):
         return self._states[-1]
 
     @property
-    def _hyp(self) -> _Hyp:
+    def _hyp(self) -> Hypothesis:
         return self._state.ranked[0]
 
     @property
@@ -156,9 +196,19 @@ class DecodingSession(SourceView, SessionSearch, SessionMatrices):
         return tuple(self.tgt_tokenizer.pieces(self.tgt_ids))
 
     @property
+    def input_ids(self) -> tuple[int, ...]:
+        """The tokens fed to the decoder so far (SOS first): the rows of the accumulated matrices."""
+        return self.tgt_ids[:-1]
+
+    @property
     def input_pieces(self) -> tuple[str, ...]:
         """The tokens fed to the decoder so far: the rows (and decoder-self columns) of the accumulated matrices."""
         return self.tgt_pieces[: len(self.tgt_ids) - 1]
+
+    @property
+    def output_ids(self) -> tuple[int, ...]:
+        """The tokens produced so far: row i of an accumulated matrix chose output_ids[i]."""
+        return self.tgt_ids[1:]
 
     @property
     def output_pieces(self) -> tuple[str, ...]:
@@ -182,7 +232,7 @@ class DecodingSession(SourceView, SessionSearch, SessionMatrices):
     def n_steps(self) -> int:
         """Number of step()/force() calls kept (``back()`` undoes one); ``len(steps)`` can be
         smaller in beam search when the best beam ended earlier."""
-        return len(self._records)
+        return len(self._history)
 
     @property
     def notices(self) -> list[str]:
@@ -211,26 +261,34 @@ class DecodingSession(SourceView, SessionSearch, SessionMatrices):
         """The beams of the current state, best first."""
         return self._beams(len(self._states) - 1)
 
+    def accumulated(self, name: str) -> np.ndarray:
+        """Trace array ``name`` over the whole current hypothesis, with the shape a full pass over
+        the fed tokens gives (see ``trace_schema``): encoder names come from ``encoder_trace``;
+        decoder names are assembled from the steps' cached rows (``StepHistory.accumulated``)."""
+        if name in self.encoder_trace:
+            return self.encoder_trace[name]
+        return self._history.accumulated(name, self._hyp.origin)
+
     # -- actions ---------------------------------------------------------------------------------
     def reset(self) -> None:
         """Back to SOS (the encoder result is kept)."""
         rng = None
         if isinstance(self._strategy, Sampling):
             rng = torch.Generator().manual_seed(int(self._strategy.seed)).get_state()
-        root = _Hyp((BOS_ID,), 0.0, False, ())
+        root = Hypothesis((self.config.bos_id,), 0.0, False, ())
         self._states: list[_State] = [_State((root,), (), (root,), self._start_cache, rng, self.max_len <= 0)]
-        self._records: list[_Record] = []
+        self._history.clear()
         self._step_objects: dict[tuple[int, int, int, bool], DecodeStep] = {}
         self._beam_objects: dict[int, tuple[Beam, ...]] = {}
         self._steps_cache: tuple | None = None
-        self._acc: dict[tuple, np.ndarray] = {}
+        self._peeked: tuple[_State, ModelCall, DecoderCache] | None = None
 
     def set_strategy(self, strategy: Strategy, keep_tokens: bool = False) -> None:
         """Use ``strategy`` from now on. The session restarts from SOS; with ``keep_tokens`` the
         current hypothesis's tokens (EOS excepted) are replayed as forced steps first."""
         if not isinstance(strategy, (Greedy, Sampling, BeamSearch)):
             raise DecodingError(f"not a decoding strategy: {strategy!r}")
-        tokens = [t for t in self.tgt_ids[1:] if t != EOS_ID] if keep_tokens else []
+        tokens = [t for t in self.tgt_ids[1:] if t != self.config.eos_id] if keep_tokens else []
         self._strategy = strategy
         self.reset()
         for t in tokens:
@@ -240,29 +298,23 @@ class DecodingSession(SourceView, SessionSearch, SessionMatrices):
 
     def step(self) -> DecodeStep:
         """Append one token chosen by the strategy; returns the new step of the current hypothesis."""
-        st = self._state
         self._check_can_extend()
-        rec_obj, logits, cache = self._run_model(st.live, st.cache)
-        logp = torch.log_softmax(logits.double(), -1)  # [n, V]
-        logp[:, PAD_ID] = -math.inf
-        logp[:, BOS_ID] = -math.inf
-        n_steps = len(self._records) + 1
-        s = self._strategy
-        rng_state = st.rng_state
-        if isinstance(s, BeamSearch):
-            new_live, new_fin = self._beam_candidates(st, logp, s)
-        else:
-            if isinstance(s, Sampling):
-                gen = torch.Generator()
-                gen.set_state(st.rng_state)
-                token = self._sample(logits[0], s, gen)
-                rng_state = gen.get_state()
-            else:
-                token = int(torch.argmax(logp[0]))
-            hyp = st.live[0].extend(token, float(logp[0, token]), 0, False)
-            new_live, new_fin = ((), (hyp,)) if hyp.finished else ((hyp,), ())
-        self._push(rec_obj, cache, new_live, new_fin, rng_state, n_steps)
+        call, cache = self._next_call()
+        live, fin, rng_state = self._choose(call)
+        self._push(call, cache, live, fin, rng_state)
         return self._last_step()
+
+    def peek(self) -> NextToken:
+        """The distribution the next ``step()`` reports (its top-k and entropy), the session left
+        exactly as it is. The model call is kept, so that ``step()`` (and ``force()`` with one live
+        hypothesis) does not run it again."""
+        self._check_can_extend()
+        call, _ = self._next_call()
+        live, fin, _ = self._choose(call)
+        best = self._ranked(live, fin)[0]
+        index, (row, _) = len(best.origin) - 1, best.origin[-1]
+        made = call if index == len(self._history) else self._history[index]
+        return NextToken(topk_list(made.probs[row], self.top_k, self.tgt_tokenizer), entropy_nats(made.logits[row]))
 
     def force(self, token: str | int) -> DecodeStep:
         """Append ``token`` (a piece, e.g. from a top-k list, or an id) instead of the strategy's
@@ -271,33 +323,28 @@ class DecodingSession(SourceView, SessionSearch, SessionMatrices):
         self._check_can_extend()
         token_id = self.token_id(token)
         hyp = st.ranked[0]
-        row = st.live.index(hyp)
-        cache = st.cache
-        if len(st.live) > 1:
-            cache = cache.select(torch.tensor([row], device=self._device))
-        rec_obj, logits, cache = self._run_model((hyp,), cache)
-        logp = torch.log_softmax(logits.double(), -1)
-        new = hyp.extend(token_id, float(logp[0, token_id]), 0, True)
-        new_live, new_fin = ((), (new,)) if new.finished else ((new,), ())
-        self._push(rec_obj, cache, new_live, new_fin, st.rng_state, len(self._records) + 1)
+        if len(st.live) == 1:  # the call a step() would make
+            call, cache = self._next_call()
+        else:
+            cache = st.cache.select(torch.tensor([st.live.index(hyp)], device=self._device))
+            call, cache = self._run_model((hyp,), cache)
+        logp = torch.log_softmax(call.logits.double(), -1)
+        new = hyp.extend(token_id, float(logp[0, token_id]), 0, True, self.config.eos_id)
+        live, fin = ((), (new,)) if new.finished else ((new,), ())
+        self._push(call, cache, live, fin, st.rng_state)
         return self._last_step()
-
-    def _last_step(self) -> DecodeStep:
-        hyp = self._hyp
-        row, forced = hyp.origin[-1]
-        return self._decode_step(len(hyp.origin) - 1, row, hyp.tokens[-1], forced)
 
     def back(self) -> None:
         """Undo the last ``step``/``force``: the session is exactly as it was before it."""
         if len(self._states) <= 1:
             raise DecodingError("nothing to undo: no token has been decoded yet")
         self._states.pop()
-        self._records.pop()
-        n = len(self._records)
+        self._history.pop()
+        n = len(self._history)
         self._step_objects = {k: v for k, v in self._step_objects.items() if k[0] < n}
         self._beam_objects.pop(n + 1, None)
         self._steps_cache = None
-        self._acc.clear()
+        self._peeked = None
 
     def run(self) -> tuple[DecodeStep, ...]:
         """Step until EOS or the maximum length; returns all steps of the final hypothesis."""
@@ -308,21 +355,20 @@ class DecodingSession(SourceView, SessionSearch, SessionMatrices):
     def token_id(self, token: str | int) -> int:
         """The target id of a piece (also ``SOS``/``EOS``/``UNK`` by name; a piece typed without its
         word-start mark ``▁`` is found too) or of an id; ``DecodingError`` if there is none."""
-        tok = self.tgt_tokenizer
+        tok, unk = self.tgt_tokenizer, self.config.unk_id
         if isinstance(token, (int, np.integer)) and not isinstance(token, bool):
             token_id = int(token)
             if not 0 <= token_id < tok.vocab_size:
                 raise DecodingError(f"token id {token_id} is outside the target vocabulary (0..{tok.vocab_size - 1})")
         elif isinstance(token, str) and token:
             token_id = tok.piece_to_id(token)
-            if token_id == UNK_ID and token not in ("UNK", "<unk>"):
-                alt = tok.piece_to_id("\u2581" + token)
-                if alt == UNK_ID:
+            if token_id == unk and token not in ("UNK", "<unk>"):
+                token_id = tok.piece_to_id("\u2581" + token)
+                if token_id == unk:
                     raise DecodingError(f"{token!r} is not a piece of the target vocabulary")
-                token_id = alt
         else:
             raise DecodingError(f"cannot force {token!r}: give a piece or a token id")
-        if token_id in (PAD_ID, BOS_ID):
+        if token_id in self._banned:
             raise DecodingError(f"cannot force {tok.piece(token_id)}: only a real token or EOS can follow")
         return token_id
 
@@ -332,7 +378,15 @@ class DecodingSession(SourceView, SessionSearch, SessionMatrices):
             why = "EOS was chosen" if self._hyp.finished else f"the maximum length ({self.max_len} tokens) was reached"
             raise DecodingError(f"decoding is finished ({why}); use back() or reset() to continue")
 
-    def _run_model(self, live: Sequence[_Hyp], cache: DecoderCache) -> tuple[_Record, torch.Tensor, DecoderCache]:
+    def _next_call(self) -> tuple[ModelCall, DecoderCache]:
+        """The model call on the live hypotheses of the current state: made once, kept until the state changes."""
+        st = self._state
+        if self._peeked is None or self._peeked[0] is not st:
+            call, cache = self._run_model(st.live, st.cache)
+            self._peeked = (st, call, cache)
+        return self._peeked[1], self._peeked[2]
+
+    def _run_model(self, live: Sequence[Hypothesis], cache: DecoderCache) -> tuple[ModelCall, DecoderCache]:
         n = len(live)
         tokens = torch.tensor([h.tokens[-1] for h in live], dtype=torch.long, device=self._device)
         rec = Recorder(self._names, batch_index=0 if n == 1 else None) if self._capture else None
@@ -340,14 +394,35 @@ class DecodingSession(SourceView, SessionSearch, SessionMatrices):
             logits, new_cache = self.model.decode_step(tokens, cache, rec)
             logits = logits.float()
             probs = torch.softmax(logits, -1)
-        record = _Record(rec.trace() if rec is not None else Trace(), rec is not None and n > 1, logits.cpu(), probs.cpu())
-        return record, record.logits, new_cache
+        call = ModelCall(rec.trace() if rec is not None else Trace(), rec is not None and n > 1, logits.cpu(), probs.cpu())
+        return call, new_cache
 
-    def _push(self, record: _Record, cache: DecoderCache, live: tuple[_Hyp, ...], fin: tuple[_Hyp, ...], rng_state, n_steps: int) -> None:
+    def _choose(self, call: ModelCall) -> tuple[tuple[Hypothesis, ...], tuple[Hypothesis, ...], torch.Tensor | None]:
+        """What the strategy makes of ``call`` from the current state: (live, finished, random state). No state changes."""
+        st, s, eos = self._state, self._strategy, self.config.eos_id
+        logp = torch.log_softmax(call.logits.double(), -1)  # [n, V]
+        logp[:, list(self._banned)] = -math.inf
+        if isinstance(s, BeamSearch):
+            return (*beam_candidates(st.live, st.finished, logp, s, eos), st.rng_state)
+        rng_state = st.rng_state
+        if isinstance(s, Sampling):
+            gen = torch.Generator()
+            gen.set_state(st.rng_state)
+            token = sample_token(call.logits[0], s, gen, self._banned)
+            rng_state = gen.get_state()
+        else:
+            token = int(torch.argmax(logp[0]))
+        hyp = st.live[0].extend(token, float(logp[0, token]), 0, False, eos)
+        return ((), (hyp,), rng_state) if hyp.finished else ((hyp,), (), rng_state)
+
+    def _ranked(self, live: tuple[Hypothesis, ...], fin: tuple[Hypothesis, ...]) -> tuple[Hypothesis, ...]:
+        return tuple(sorted(live + fin, key=lambda h: rank_score(h, self._strategy), reverse=True))
+
+    def _push(self, call: ModelCall, cache: DecoderCache, live: tuple[Hypothesis, ...], fin: tuple[Hypothesis, ...], rng_state) -> None:
         """Make the state after a model call current. ``cache`` has one row per hypothesis fed;
         it is reordered to follow ``live`` (beam search)."""
-        ranked = tuple(sorted(live + fin, key=self._rank_key, reverse=True))
-        done = not live or ranked[0].finished or n_steps >= self.max_len
+        ranked = self._ranked(live, fin)
+        done = not live or ranked[0].finished or len(self._history) + 1 >= self.max_len
         notice = None
         if done and not ranked[0].finished:
             notice = f"stopped at the maximum length ({self.max_len} tokens) before EOS"
@@ -355,17 +430,25 @@ class DecodingSession(SourceView, SessionSearch, SessionMatrices):
             cache = None
         elif len(live) and [h.origin[-1][0] for h in live] != list(range(cache.encoded.memory.shape[0])):
             cache = cache.select(torch.tensor([h.origin[-1][0] for h in live], device=self._device))
-        self._records.append(record)
+        self._history.push(call)
         self._states.append(_State(live, fin, ranked, cache, rng_state, done, notice))
         self._steps_cache = None
-        self._acc.clear()
+        self._peeked = None
+
+    def _last_step(self) -> DecodeStep:
+        hyp = self._hyp
+        row, forced = hyp.origin[-1]
+        return self._decode_step(len(hyp.origin) - 1, row, hyp.tokens[-1], forced)
 
     def _beams(self, state_index: int) -> tuple[Beam, ...]:
         hit = self._beam_objects.get(state_index)
         if hit is None:
             st = self._states[state_index]
             tok = self.tgt_tokenizer
-            hit = tuple(Beam(h.tokens, tuple(tok.pieces(h.tokens)), float(self._rank_key(h)), h.finished, float(h.log_prob)) for h in st.ranked)
+            hit = tuple(
+                Beam(h.tokens, tuple(tok.pieces(h.tokens)), float(rank_score(h, self._strategy)), h.finished, float(h.log_prob))
+                for h in st.ranked
+            )
             self._beam_objects[state_index] = hit
         return hit
 
@@ -373,25 +456,25 @@ class DecodingSession(SourceView, SessionSearch, SessionMatrices):
         key = (index, row, token, forced)
         hit = self._step_objects.get(key)
         if hit is None:
-            rec = self._records[index]
+            call = self._history[index]
             tok = self.tgt_tokenizer
             hit = DecodeStep(
                 index=index,
                 token_id=token,
                 piece=tok.piece(token),
-                topk=_topk(rec.probs[row], self.top_k, tok),
-                entropy=_entropy(rec.logits[row]),
+                topk=topk_list(call.probs[row], self.top_k, tok),
+                entropy=entropy_nats(call.logits[row]),
                 forced=forced,
-                is_eos=token == EOS_ID,
+                is_eos=token == self.config.eos_id,
                 beams=self._beams(index + 1),
-                trace=rec.row_trace(row),
-                prob=float(rec.probs[row, token]),
+                trace=call.row_trace(row),
+                prob=float(call.probs[row, token]),
             )
             self._step_objects[key] = hit
         return hit
 
 
-def translate(bundle: "Bundle", text: str, strategy: Strategy | None = None, max_len: int | None = None) -> tuple[str, tuple[DecodeStep, ...]]:
+def translate(bundle: Bundle, text: str, strategy: Strategy | None = None, max_len: int | None = None) -> tuple[str, tuple[DecodeStep, ...]]:
     """Decode ``text`` to the end without capturing traces: (translation, steps)."""
     session = DecodingSession.from_bundle(bundle, text, strategy=strategy, max_len=max_len, capture=False)
     session.run()

@@ -1,10 +1,15 @@
 """Decoding strategies (``Greedy``, ``Sampling``, ``BeamSearch``), ``parse_strategy`` for the
-command line, and ``DecodingError``, the one-line error every decoding module raises. No Qt."""
+command line, ``DecodingError`` (the one-line error every decoding module raises), and the
+strategies' mechanics as plain functions over a ``Hypothesis``: ``sample_token``,
+``rank_score``, ``beam_candidates``. No Qt."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+import torch
 
 from attnviz.errors import AttnvizError
 
@@ -87,3 +92,68 @@ def parse_strategy(text: str, seed: int = 0) -> Strategy:
             raise
         raise DecodingError(f"bad strategy {text!r}: {arg!r} is not a number") from None
     raise DecodingError(f"unknown strategy {text!r} (expected greedy, beam:K or sample:T)")
+
+
+# -- mechanics ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Hypothesis:
+    """One partial translation of a search (greedy and sampling keep one)."""
+
+    tokens: tuple[int, ...]  # SOS first
+    log_prob: float  # sum of log-probabilities of the generated tokens
+    finished: bool  # ended with EOS
+    origin: tuple[tuple[int, bool], ...]  # per step: (row of that step's batch, forced)
+
+    def extend(self, token: int, logp: float, row: int, forced: bool, eos_id: int) -> Hypothesis:
+        return Hypothesis(self.tokens + (token,), self.log_prob + logp, token == eos_id, self.origin + ((row, forced),))
+
+
+def sample_token(logits: torch.Tensor, s: Sampling, gen: torch.Generator, banned: Sequence[int]) -> int:
+    """Draw one token from ``logits`` ``[vocab]`` as ``s`` says (``banned`` ids never), advancing ``gen``."""
+    x = logits.double() / s.temperature
+    x[list(banned)] = -math.inf
+    probs = torch.softmax(x, -1)
+    if s.top_k and s.top_k < probs.numel():
+        kth = torch.topk(probs, s.top_k).values[-1]
+        probs = torch.where(probs >= kth, probs, torch.zeros_like(probs))
+    if s.top_p < 1.0:
+        sorted_p, order = torch.sort(probs, descending=True)
+        cum = torch.cumsum(sorted_p, 0) / sorted_p.sum()
+        keep = (cum - sorted_p / sorted_p.sum()) < s.top_p  # the smallest prefix reaching top_p
+        mask = torch.zeros_like(probs, dtype=torch.bool)
+        mask[order[keep]] = True
+        probs = torch.where(mask, probs, torch.zeros_like(probs))
+    return int(torch.multinomial(probs / probs.sum(), 1, generator=gen))
+
+
+def rank_score(h: Hypothesis, strategy: Strategy) -> float:
+    """What hypotheses are ranked by: ``log P / lp`` in a beam search with a length penalty, else ``log P``."""
+    if isinstance(strategy, BeamSearch) and strategy.length_penalty:
+        return h.log_prob / (((5.0 + len(h.tokens) - 1) / 6.0) ** strategy.length_penalty)
+    return h.log_prob
+
+
+def beam_candidates(
+    live: Sequence[Hypothesis], finished: Sequence[Hypothesis], logp: torch.Tensor, s: BeamSearch, eos_id: int
+) -> tuple[tuple[Hypothesis, ...], tuple[Hypothesis, ...]]:
+    """One beam-search step: from the ``live`` hypotheses and their next-token ``logp`` ``[n, vocab]``,
+    the new live beams (at most ``s.width``) and the best ``s.width`` finished ones, best first."""
+    n, v = logp.shape
+    scores = torch.tensor([h.log_prob for h in live], dtype=torch.float64)[:, None] + logp  # [n, V]
+    top = torch.topk(scores.view(-1), min(2 * s.width, n * v))
+    new_live: list[Hypothesis] = []
+    fin = list(finished)
+    for rank, (sc, idx) in enumerate(zip(top.values.tolist(), top.indices.tolist())):
+        if sc == -math.inf:
+            break
+        row, token = divmod(idx, v)
+        hyp = live[row].extend(token, float(logp[row, token]), row, False, eos_id)
+        if token == eos_id:
+            if rank < s.width:
+                fin.append(hyp)
+        else:
+            new_live.append(hyp)
+            if len(new_live) == s.width:
+                break
+    fin.sort(key=lambda h: rank_score(h, s), reverse=True)
+    return tuple(new_live), tuple(fin[: s.width])

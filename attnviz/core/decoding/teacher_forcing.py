@@ -1,6 +1,7 @@
 """Teacher forcing of a typed target: one pass with ``SOS + y`` in and ``y + EOS`` expected
 (``teacher_forced``, ``teacher_forced_from_bundle``), every position at once (``TeacherForced``,
-``ForcedPosition``). No Qt."""
+``ForcedPosition``). A ``TeacherForced`` is a ``DecodingResult``: it answers the questions a
+``DecodingSession`` does, with the typed target as the decoded tokens. No Qt."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from attnviz.core.data.tokenizer import BOS_ID, EOS_ID, Tokenizer
-from attnviz.core.decoding.common import _ATTN, KINDS, PreparedSource, SourceView, _check_model, _entropy, _model_device, _topk, prepare_source
+from attnviz.core.data.tokenizer import Tokenizer
+from attnviz.core.decoding.result import DecodingResult, PreparedSource, TopK, check_eval_mode, entropy_nats, model_device, prepare_source, topk_list
+from attnviz.core.model.config import TransformerConfig
 from attnviz.core.model.trace import Trace
 from attnviz.core.model.transformer import Transformer
 
@@ -36,11 +38,28 @@ class ForcedPosition:
     target_prob: float  # P(target)
     loss: float  # -log P(target), nats
     entropy: float  # nats
-    topk: tuple[tuple[str, int, float], ...]  # (piece, id, probability), most likely first
+    topk: TopK  # (piece, id, probability), most likely first
+
+    # -- as a ``StepRecord``: the row produced its target, which the user typed ----------------
+    @property
+    def token_id(self) -> int:
+        return self.target_id
+
+    @property
+    def piece(self) -> str:
+        return self.target_piece
+
+    @property
+    def prob(self) -> float:
+        return self.target_prob
+
+    @property
+    def forced(self) -> bool:
+        return True
 
 
 @dataclass(frozen=True)
-class TeacherForced(SourceView):
+class TeacherForced(DecodingResult):
     """"SOS + y in, y + EOS out": one pass over a typed target, every position at once."""
 
     source: PreparedSource
@@ -52,6 +71,7 @@ class TeacherForced(SourceView):
     positions: tuple[ForcedPosition, ...]
     trace: Trace  # the full pass (encoder and decoder names); query axis = positions
     notices: tuple[str, ...]
+    config: TransformerConfig
 
     @property
     def loss(self) -> float:
@@ -66,18 +86,18 @@ class TeacherForced(SourceView):
     def predicted_ids(self) -> tuple[int, ...]:
         return tuple(p.predicted_id for p in self.positions)
 
-    def attention(self, kind: str, layer: int) -> np.ndarray:
-        """``[head, query, key]`` as ``DecodingSession.attention`` (queries = the fed tokens)."""
-        if kind not in KINDS:
-            raise ValueError(f"attention kind must be one of {KINDS}, not {kind!r}")
-        return self.trace[_ATTN[kind].format(layer) + ".weights"]
+    # -- as a ``DecodingResult`` ----------------------------------------------------------------
+    @property
+    def output_ids(self) -> tuple[int, ...]:
+        return self.label_ids
 
-    def all_attention(self, kind: str) -> np.ndarray:
-        """``[layer, head, query, key]``."""
-        out = []
-        while _ATTN[kind].format(len(out)) + ".weights" in self.trace:
-            out.append(self.attention(kind, len(out)))
-        return np.stack(out)
+    @property
+    def output_pieces(self) -> tuple[str, ...]:
+        return self.label_pieces
+
+    @property
+    def steps(self) -> tuple[ForcedPosition, ...]:
+        return self.positions
 
     def accumulated(self, name: str) -> np.ndarray:
         return self.trace[name]
@@ -95,7 +115,7 @@ def teacher_forced(
     """Run the model once on ``source`` with the typed ``target`` (teacher forcing). An empty
     target is allowed (SOS in, EOS out). A target longer than ``max_len - 1`` tokens is
     truncated, unknown target characters become UNK; each with a notice."""
-    _check_model(model)
+    check_eval_mode(model)
     cfg = model.config
     src = prepare_source(src_tokenizer, source, cfg.max_len)
     target = (target or "").strip()
@@ -107,9 +127,9 @@ def teacher_forced(
     if len(y) + 1 > cfg.max_len:
         notices.append(f"target truncated to the model's maximum length: {cfg.max_len - 1} of {len(y)} tokens kept")
         y = y[: cfg.max_len - 1]
-    inputs = (BOS_ID, *y)
-    labels = (*y, EOS_ID)
-    device = _model_device(model)
+    inputs = (cfg.bos_id, *y)
+    labels = (*y, cfg.eos_id)
+    device = model_device(model)
     with torch.inference_mode():
         logits, trace = model.run_with_trace(
             torch.tensor([src.ids], device=device), torch.tensor([inputs], device=device), names=names
@@ -133,11 +153,11 @@ def teacher_forced(
                 match=pred == lab,
                 target_prob=float(probs[i, lab]),
                 loss=float(-logp[i, lab]),
-                entropy=_entropy(logits[i]),
-                topk=_topk(probs[i], top_k, tok),
+                entropy=entropy_nats(logits[i]),
+                topk=topk_list(probs[i], top_k, tok),
             )
         )
-    return TeacherForced(src, target, inputs, tuple(tok.pieces(inputs)), labels, tuple(tok.pieces(labels)), tuple(positions), trace, tuple(notices))
+    return TeacherForced(src, target, inputs, tuple(tok.pieces(inputs)), labels, tuple(tok.pieces(labels)), tuple(positions), trace, tuple(notices), cfg)
 
 
 def teacher_forced_from_bundle(bundle: "Bundle", source: str, target: str, **kw) -> TeacherForced:

@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from attnviz.core.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from attnviz.errors import AttnvizError
 
 NORMS = ("layer", "batch")
@@ -36,10 +37,10 @@ class TransformerConfig:
     tie_embeddings: bool = False  # output projection shares the target embedding matrix
     norm_eps: float = 1e-5  # epsilon inside the normalization's square root
     bn_momentum: float = 0.1  # BatchNorm running-statistics momentum (as torch.nn.BatchNorm1d)
-    pad_id: int = 0  # PAD id, shared by tokenizer, model and UI
-    unk_id: int = 1  # UNK id
-    bos_id: int = 2  # SOS (BOS) id: the decoder's first input
-    eos_id: int = 3  # EOS id: ends a translation
+    pad_id: int = PAD_ID  # PAD id, shared by tokenizer, model and UI
+    unk_id: int = UNK_ID  # UNK id
+    bos_id: int = BOS_ID  # SOS (BOS) id: the decoder's first input
+    eos_id: int = EOS_ID  # EOS id: ends a translation
 
     def __post_init__(self) -> None:
         if self.final_norm is None:
@@ -89,22 +90,6 @@ class TransformerConfig:
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True)
-
-    @classmethod
-    def from_json(cls, text: str) -> "TransformerConfig":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"config is not valid JSON ({exc.msg} at line {exc.lineno})") from None
-        return cls.from_dict(data)
-
-    def n_parameters_estimate(self) -> int:
-        d, f = self.d_model, self.d_ff
-        enc = self.n_encoder_layers * (4 * d * d + 4 * d + 2 * d * f + f + d + 4 * d)
-        dec = self.n_decoder_layers * (8 * d * d + 8 * d + 2 * d * f + f + d + 6 * d)
-        emb = (self.src_vocab_size + self.tgt_vocab_size) * d
-        gen = 0 if self.tie_embeddings else self.tgt_vocab_size * d
-        return enc + dec + emb + gen + self.tgt_vocab_size
 
     def describe(self) -> str:
         """One line for a status bar: sizes and norm type."""

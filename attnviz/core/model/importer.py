@@ -6,6 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from attnviz.core.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from attnviz.core.model.config import TransformerConfig
 from attnviz.core.model.transformer import Transformer
 from attnviz.errors import AttnvizError
@@ -17,7 +18,7 @@ class ImportError_(AttnvizError, ValueError):
 
 def _copy_mha(dst, src: nn.MultiheadAttention) -> None:
     d = src.embed_dim
-    if src._qkv_same_embed_dim:
+    if src.in_proj_weight is not None:  # one packed [3d, d] input projection
         wq, wk, wv = src.in_proj_weight.detach().split(d, dim=0)
     else:
         wq, wk, wv = src.q_proj_weight.detach(), src.k_proj_weight.detach(), src.v_proj_weight.detach()
@@ -55,10 +56,10 @@ def import_torch_transformer(
     tgt_embedding: nn.Embedding,
     generator: nn.Linear,
     *,
-    pad_id: int = 0,
-    unk_id: int = 1,
-    bos_id: int = 2,
-    eos_id: int = 3,
+    pad_id: int = PAD_ID,
+    unk_id: int = UNK_ID,
+    bos_id: int = BOS_ID,
+    eos_id: int = EOS_ID,
     max_len: int = 512,
 ) -> Transformer:
     """An attnviz ``Transformer`` equivalent to a ``torch.nn.Transformer`` with its embeddings and output layer.
@@ -79,11 +80,24 @@ def import_torch_transformer(
     always ends each stack with a LayerNorm, so the imported config has ``final_norm=True``.
     The weights are copied: later changes to the PyTorch modules do not affect the result.
     """
-    enc_layers = list(transformer.encoder.layers)
-    dec_layers = list(transformer.decoder.layers)
-    if not enc_layers or not dec_layers:
+    _check_modules(transformer, src_embedding, tgt_embedding, generator)
+    special_ids = dict(pad_id=pad_id, unk_id=unk_id, bos_id=bos_id, eos_id=eos_id)
+    config = _config_of(transformer, src_embedding, tgt_embedding, generator, max_len, special_ids)
+    model = Transformer(config)
+    with torch.no_grad():
+        model.encoder.embed.table.weight.copy_(src_embedding.weight.detach())
+        model.decoder.embed.table.weight.copy_(tgt_embedding.weight.detach())
+        _copy_stack(model.encoder, transformer.encoder, "encoder")
+        _copy_stack(model.decoder, transformer.decoder, "decoder")
+        _copy_generator(model, generator)
+    return model
+
+
+def _check_modules(transformer: nn.Transformer, src_embedding: nn.Embedding, tgt_embedding: nn.Embedding, generator: nn.Linear) -> None:
+    """A one-line ``ImportError_`` for modules that an attnviz model cannot express."""
+    if not transformer.encoder.layers or not transformer.decoder.layers:
         raise ImportError_("the transformer needs at least one encoder and one decoder layer")
-    first = enc_layers[0]
+    first = transformer.encoder.layers[0]
     _check_layer(first, "encoder layer 0")
     d_model = first.self_attn.embed_dim
     if src_embedding.embedding_dim != d_model or tgt_embedding.embedding_dim != d_model:
@@ -92,13 +106,25 @@ def import_torch_transformer(
         raise ImportError_("generator must map d_model to the target vocabulary size")
     if transformer.encoder.norm is None or transformer.decoder.norm is None:
         raise ImportError_("expected nn.Transformer's final LayerNorm on both stacks")
-    config = TransformerConfig(
+
+
+def _config_of(
+    transformer: nn.Transformer,
+    src_embedding: nn.Embedding,
+    tgt_embedding: nn.Embedding,
+    generator: nn.Linear,
+    max_len: int,
+    special_ids: dict[str, int],
+) -> TransformerConfig:
+    """The sizes and choices of the PyTorch modules."""
+    first = transformer.encoder.layers[0]
+    return TransformerConfig(
         src_vocab_size=src_embedding.num_embeddings,
         tgt_vocab_size=tgt_embedding.num_embeddings,
-        d_model=d_model,
+        d_model=first.self_attn.embed_dim,
         n_heads=first.self_attn.num_heads,
-        n_encoder_layers=len(enc_layers),
-        n_decoder_layers=len(dec_layers),
+        n_encoder_layers=len(transformer.encoder.layers),
+        n_decoder_layers=len(transformer.decoder.layers),
         d_ff=first.linear1.out_features,
         dropout=float(first.dropout.p),
         max_len=max_len,
@@ -107,38 +133,30 @@ def import_torch_transformer(
         final_norm=True,
         tie_embeddings=generator.weight is tgt_embedding.weight,
         norm_eps=float(first.norm1.eps),
-        pad_id=pad_id,
-        unk_id=unk_id,
-        bos_id=bos_id,
-        eos_id=eos_id,
+        **special_ids,
     )
-    model = Transformer(config)
-    with torch.no_grad():
-        model.src_embed.weight.copy_(src_embedding.weight.detach())
-        model.tgt_embed.weight.copy_(tgt_embedding.weight.detach())
-        for i, (ours, theirs) in enumerate(zip(model.encoder_layers, enc_layers)):
-            _check_layer(theirs, f"encoder layer {i}")
-            _copy_mha(ours.self_attn, theirs.self_attn)
-            _copy_ffn(ours.ffn, theirs)
-            _copy_norm(ours.sub1.norm, theirs.norm1)
-            _copy_norm(ours.sub2.norm, theirs.norm2)
-        for i, (ours, theirs) in enumerate(zip(model.decoder_layers, dec_layers)):
-            _check_layer(theirs, f"decoder layer {i}")
-            _copy_mha(ours.self_attn, theirs.self_attn)
-            _copy_mha(ours.cross_attn, theirs.multihead_attn)
-            _copy_ffn(ours.ffn, theirs)
-            _copy_norm(ours.sub1.norm, theirs.norm1)
-            _copy_norm(ours.sub2.norm, theirs.norm2)
-            _copy_norm(ours.sub3.norm, theirs.norm3)
-        _copy_norm(model.encoder_norm, transformer.encoder.norm)
-        _copy_norm(model.decoder_norm, transformer.decoder.norm)
-        if not config.tie_embeddings:
-            model.generator.weight.copy_(generator.weight.detach())
-        if generator.bias is not None:
-            model.generator.bias.copy_(generator.bias.detach())
-        else:
-            model.generator.bias.zero_()
-    return model
+
+
+def _copy_stack(ours: nn.Module, theirs: nn.Module, stack: str) -> None:
+    """Every layer of one stack (``nn.TransformerEncoder``/``Decoder``), then its final LayerNorm."""
+    for i, (layer, their_layer) in enumerate(zip(ours.layers, theirs.layers)):
+        _check_layer(their_layer, f"{stack} layer {i}")
+        _copy_mha(layer.self_attn, their_layer.self_attn)
+        if stack == "decoder":
+            _copy_mha(layer.cross_attn, their_layer.multihead_attn)
+        _copy_ffn(layer.ffn, their_layer)
+        for j in range(1, 4 if stack == "decoder" else 3):
+            _copy_norm(getattr(layer, f"norm{j}"), getattr(their_layer, f"norm{j}"))
+    _copy_norm(ours.final_norm, theirs.norm)
+
+
+def _copy_generator(model: Transformer, generator: nn.Linear) -> None:
+    if not model.config.tie_embeddings:
+        model.generator.weight.copy_(generator.weight.detach())
+    if generator.bias is not None:
+        model.generator.bias.copy_(generator.bias.detach())
+    else:
+        model.generator.bias.zero_()
 
 
 def _copy_ffn(dst, layer: nn.Module) -> None:

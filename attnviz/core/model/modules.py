@@ -16,15 +16,18 @@ from attnviz.core.model.trace import Recorder
 NEG_INF = float("-inf")
 
 
-def sinusoidal_encoding(max_len: int, d_model: int) -> torch.Tensor:
-    """PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model)).  # [pos, d_model]"""
+def sinusoidal_encoding(max_len: int, d_model: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model)).  # [pos, d_model]
+
+    Computed in float64, returned as ``dtype``.
+    """
     pos = torch.arange(max_len, dtype=torch.float64).unsqueeze(1)  # [pos, 1]
     two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # [d_model/2]
     angle = pos / torch.pow(10000.0, two_i / d_model)  # [pos, d_model/2]
     pe = torch.zeros(max_len, d_model, dtype=torch.float64)
     pe[:, 0::2] = torch.sin(angle)
     pe[:, 1::2] = torch.cos(angle[:, : d_model // 2])
-    return pe.float()
+    return pe.to(dtype)
 
 
 def look_ahead_mask(n_query: int, n_key: int | None = None, offset: int = 0) -> torch.Tensor:
@@ -81,6 +84,10 @@ class MultiHeadAttention(nn.Module):
         qkv = qkv.permute(2, 0, 3, 1, 4)  # [3, B, h, n, dk]
         return qkv[0], qkv[1], qkv[2]
 
+    def key_value(self, memory: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """K and V of ``memory`` ``[B, Lk, d]``: cross-attention's, computed once per source.  # [B, h, Lk, dk] x2"""
+        return self.project(memory, self.w_k), self.project(memory, self.w_v)
+
     def forward(
         self,
         x: torch.Tensor,  # [B, Lq, d]
@@ -93,20 +100,7 @@ class MultiHeadAttention(nn.Module):
         cross: bool = False,
     ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
         b, lq, d = x.shape
-        if static_kv is not None:
-            q = self.project(x, self.w_q)  # [B, h, Lq, dk]
-            k, v = static_kv  # [B, h, Lk, dk]
-        else:
-            assert kv is not None
-            if kv is x and not torch.is_grad_enabled():
-                q, k, v = self._qkv(x)  # [B, h, Lq, dk] x3
-            else:
-                q = self.project(x, self.w_q)  # [B, h, Lq, dk]
-                k = self.project(kv, self.w_k)  # [B, h, Lk, dk]
-                v = self.project(kv, self.w_v)
-            if past_kv is not None:
-                k = torch.cat([past_kv[0], k], dim=2)  # [B, h, t+Lq, dk]
-                v = torch.cat([past_kv[1], v], dim=2)
+        q, k, v = self._queries_keys_values(x, kv, past_kv, static_kv)  # [B, h, Lq, dk], [B, h, Lk, dk] x2
         scores = q @ k.transpose(-2, -1)  # [B, h, Lq, Lk]
         scaled = scores * self.scale  # [B, h, Lq, Lk]
         masked = scaled if mask is None else scaled + mask  # [B, h, Lq, Lk]
@@ -115,25 +109,42 @@ class MultiHeadAttention(nn.Module):
         concat = z.transpose(1, 2).reshape(b, lq, d)  # [B, Lq, d]
         out = F.linear(concat, self.w_o.weight, self.w_o.bias)  # [B, Lq, d]
         if rec is not None:
-            rec.put(f"{name}.input", x)
-            if cross and kv is not None:
-                rec.put(f"{name}.memory", kv)
-            rec.put(f"{name}.q", q)
-            rec.put(f"{name}.k", k)
-            rec.put(f"{name}.v", v)
-            rec.put(f"{name}.scores", scores)
-            rec.put(f"{name}.scaled_scores", scaled)
-            lk = k.shape[2]
-            if mask is None:
-                rec.put_lazy(f"{name}.mask", lambda: torch.zeros(b, lq, lk, device=x.device))
-            else:
-                rec.put_lazy(f"{name}.mask", lambda: mask.expand(b, 1, lq, lk)[:, 0])
-            rec.put(f"{name}.masked_scores", masked)
-            rec.put(f"{name}.weights", weights)
-            rec.put(f"{name}.z", z)
-            rec.put(f"{name}.concat", concat)
-            rec.put(f"{name}.output", out)
+            steps = dict(q=q, k=k, v=v, scores=scores, scaled_scores=scaled, masked_scores=masked, weights=weights, z=z, concat=concat)
+            self._record(rec, name, x, kv if cross else None, mask, steps, out)
         return out, (k, v)
+
+    def _queries_keys_values(self, x, kv, past_kv, static_kv) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        if static_kv is not None:
+            return (self.project(x, self.w_q), *static_kv)  # [B, h, Lq, dk]; K, V [B, h, Lk, dk]
+        assert kv is not None
+        if kv is x and not torch.is_grad_enabled():
+            q, k, v = self._qkv(x)  # [B, h, Lq, dk] x3
+        else:
+            q = self.project(x, self.w_q)  # [B, h, Lq, dk]
+            k = self.project(kv, self.w_k)  # [B, h, Lk, dk]
+            v = self.project(kv, self.w_v)
+        if past_kv is not None:
+            k = torch.cat([past_kv[0], k], dim=2)  # [B, h, t+Lq, dk]
+            v = torch.cat([past_kv[1], v], dim=2)
+        return q, k, v
+
+    @staticmethod
+    def _record(rec: Recorder, name: str, x, memory, mask, steps: dict[str, torch.Tensor], out: torch.Tensor) -> None:
+        """Every field of ``trace.ATTENTION_FIELDS``, in its order."""
+        b, lq, _ = x.shape
+        lk = steps["k"].shape[2]
+        rec.put(f"{name}.input", x)
+        if memory is not None:
+            rec.put(f"{name}.memory", memory)
+        for field in ("q", "k", "v", "scores", "scaled_scores"):
+            rec.put(f"{name}.{field}", steps[field])
+        if mask is None:
+            rec.put_lazy(f"{name}.mask", lambda: torch.zeros(b, lq, lk, device=x.device))
+        else:
+            rec.put_lazy(f"{name}.mask", lambda: mask.expand(b, 1, lq, lk)[:, 0])
+        for field in ("masked_scores", "weights", "z", "concat"):
+            rec.put(f"{name}.{field}", steps[field])
+        rec.put(f"{name}.output", out)
 
 
 class FeedForward(nn.Module):
@@ -157,7 +168,7 @@ class FeedForward(nn.Module):
 class LayerNorm(nn.Module):
     """LayerNorm over the features of each token (torch.nn.LayerNorm's arithmetic, with recorded statistics)."""
 
-    def __init__(self, d_model: int, eps: float = 1e-5, momentum: float = 0.1):
+    def __init__(self, d_model: int, eps: float = 1e-5):
         super().__init__()
         self.eps = eps
         self.weight = nn.Parameter(torch.ones(d_model))
@@ -224,3 +235,71 @@ class MaskedBatchNorm(nn.Module):
 
 def make_norm(kind: str, d_model: int, eps: float, momentum: float) -> nn.Module:
     return LayerNorm(d_model, eps) if kind == "layer" else MaskedBatchNorm(d_model, eps, momentum)
+
+
+class InputEmbedding(nn.Module):
+    """A stack's first-layer input: token embedding x sqrt(d_model) + PE of the positions."""
+
+    def __init__(self, vocab_size: int, d_model: int, max_len: int, dropout: float = 0.0):
+        super().__init__()
+        self.table = nn.Embedding(vocab_size, d_model)  # the token embedding matrix  [vocab, d_model]
+        self.register_buffer("pe", sinusoidal_encoding(max_len, d_model), persistent=False)  # [max_len, d_model]
+        self.scale = math.sqrt(d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, ids: torch.Tensor, offset: int = 0, rec: Recorder | None = None, name: str = "") -> torch.Tensor:
+        """``ids`` ``[B, L]`` at positions ``offset .. offset + L - 1`` -> ``[B, L, d]``."""
+        n = ids.shape[1]
+        if offset + n > self.pe.shape[0]:
+            raise ValueError(f"sequence of {offset + n} tokens exceeds the model's max_len ({self.pe.shape[0]})")
+        tokens = self.table(ids) * self.scale  # [B, L, d]
+        pos = self.pe[offset : offset + n]  # [L, d]
+        x = tokens + pos  # [B, L, d]
+        if rec is not None:
+            rec.put(f"{name}.tokens", tokens)
+            rec.put(f"{name}.positional", pos, batched=False)
+            rec.put(f"{name}.sum", x)
+        return self.dropout(x) if self.training else x
+
+
+class Generator(nn.Linear):
+    """The output layer: Linear(d_model -> vocab) gives the logits; their softmax is the next-token distribution."""
+
+    def forward(self, hidden: torch.Tensor, rec: Recorder | None = None, name: str = "") -> torch.Tensor:
+        logits = F.linear(hidden, self.weight, self.bias)  # [B, L, vocab]
+        if rec is not None:
+            rec.put(f"{name}.logits", logits)
+            rec.put_lazy(f"{name}.probs", lambda: torch.softmax(logits.float(), dim=-1))
+        return logits
+
+
+class Masks(nn.Module):
+    """The padding and look-ahead masks of a batch (no parameters; it records ``masks.*``)."""
+
+    def __init__(self, pad_id: int):
+        super().__init__()
+        self.pad_id = pad_id
+
+    def source(self, src: torch.Tensor, rec: Recorder | None = None, name: str = "") -> tuple[torch.Tensor, torch.Tensor]:
+        """(additive key mask ``[B, 1, 1, Ls]``, valid ``[B, Ls]``) of source ids ``[B, Ls]``."""
+        pad = src == self.pad_id  # [B, Ls]
+        if rec is not None:
+            rec.put(f"{name}.src_padding", pad.float())
+        return padding_mask(src, self.pad_id), ~pad
+
+    def target(self, tgt: torch.Tensor, rec: Recorder | None = None, name: str = "") -> tuple[torch.Tensor, torch.Tensor]:
+        """(look-ahead + padding mask ``[B, 1, Lt, Lt]``, valid ``[B, Lt]``) of a whole target ``[B, Lt]``."""
+        lt = tgt.shape[1]
+        pad = tgt == self.pad_id  # [B, Lt]
+        causal = look_ahead_mask(lt).to(tgt.device)  # [Lt, Lt]
+        if rec is not None:
+            rec.put(f"{name}.tgt_padding", pad.float())
+            rec.put(f"{name}.look_ahead", causal.expand(tgt.shape[0], lt, lt))
+        return causal + padding_mask(tgt, self.pad_id), ~pad
+
+    def step(self, ids: torch.Tensor, offset: int, rec: Recorder | None = None, name: str = "") -> torch.Tensor:
+        """valid ``[B, 1]`` of one new target position ``ids`` ``[B, 1]`` (a cached step sees no future and no PAD)."""
+        if rec is not None:
+            rec.put(f"{name}.tgt_padding", torch.zeros(ids.shape, device=ids.device))
+            rec.put(f"{name}.look_ahead", torch.zeros(ids.shape[0], 1, offset + 1, device=ids.device))
+        return torch.ones_like(ids, dtype=torch.bool)

@@ -41,9 +41,14 @@ class AttentionSite:
         return _STACK[self.kind]
 
     @property
+    def layer_path(self) -> str:
+        """Trace-name prefix and module path of the layer the block sits in, e.g. ``decoder.layers.1``."""
+        return f"{self.stack}.layers.{self.layer}"
+
+    @property
     def path(self) -> str:
         """Trace-name prefix and module path, e.g. ``decoder.layers.1.cross_attn``."""
-        return f"{self.stack}.layers.{self.layer}.{_BLOCK[self.kind]}"
+        return f"{self.layer_path}.{_BLOCK[self.kind]}"
 
     def name(self, field: str) -> str:
         """The trace name of one of the block's fields, e.g. ``site.name("weights")``."""
@@ -52,6 +57,11 @@ class AttentionSite:
     def module(self, model: nn.Module) -> nn.Module:
         """The block's ``MultiHeadAttention`` in ``model`` (to read its weights or patch it)."""
         return model.get_submodule(self.path)
+
+
+def stack_kinds(stack: str) -> tuple[str, ...]:
+    """The attention kinds in each layer of ``stack`` (``encoder`` or ``decoder``), in model order."""
+    return tuple(k for k in KINDS if _STACK[k] == stack)
 
 
 def n_layers(config: TransformerConfig, kind: str) -> int:

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
+from attnviz.core.model.sites import AttentionSite, attention_sites
+
 if TYPE_CHECKING:
     from attnviz.core.model.config import TransformerConfig
 
@@ -63,6 +65,11 @@ BATCH_NORM_FIELDS: tuple[tuple[str, str, str], ...] = (
 _BATCHLESS = re.compile(r"(batch_mean|batch_var|running_mean|running_var|\.positional)$")
 
 
+def is_batchless(name: str) -> bool:
+    """True for the names recorded without a batch axis (they describe the whole batch)."""
+    return _BATCHLESS.search(name) is not None
+
+
 def _attention(prefix: str, cross: bool) -> list[tuple[str, str, str]]:
     return [(f"{prefix}.{f}", s, d) for f, s, d in ATTENTION_FIELDS if cross or f != "memory"]
 
@@ -75,36 +82,18 @@ def _norm(prefix: str, norm: str) -> list[tuple[str, str, str]]:
 def trace_schema(config: "TransformerConfig", *, encoder: bool = True, decoder: bool = True) -> list[tuple[str, str, str]]:
     """All trace names a full forward of a model with ``config`` produces, in order, with shape and meaning."""
     rows: list[tuple[str, str, str]] = []
-    post = config.norm_placement == "post"
     if encoder:
-        rows += [
-            ("masks.src_padding", "[src]", "1.0 where the source token is PAD"),
-            ("encoder.embed.tokens", "[src, d_model]", "token embedding x sqrt(d_model)"),
-            ("encoder.embed.positional", "[src, d_model]", "PE(pos, 2i) = sin(pos/10000^(2i/d_model)), PE(pos, 2i+1) = cos(...)"),
-            ("encoder.embed.sum", "[src, d_model]", "embedding + PE: the first layer's input"),
-        ]
-        for i in range(config.n_encoder_layers):
-            p = f"encoder.layers.{i}"
-            rows += _sublayer(p, 1, "self_attn", post, config.norm, cross=False)
-            rows += _sublayer(p, 2, "ffn", post, config.norm, cross=False)
-        if config.final_norm:
-            rows += _norm("encoder.final_norm", config.norm)
+        rows.append(("masks.src_padding", "[src]", "1.0 where the source token is PAD"))
+        rows += _embed_rows("encoder")
+        rows += _stack_rows(config, "encoder")
         rows.append(("encoder.output", "[src, d_model]", "C_encoder: the memory cross-attention reads"))
     if decoder:
         rows += [
             ("masks.tgt_padding", "[tgt]", "1.0 where the target token is PAD"),
             ("masks.look_ahead", "[tgt, key]", "look-ahead mask M: 0 on and below the diagonal, -inf above"),
-            ("decoder.embed.tokens", "[tgt, d_model]", "token embedding x sqrt(d_model)"),
-            ("decoder.embed.positional", "[tgt, d_model]", "PE rows of the target positions"),
-            ("decoder.embed.sum", "[tgt, d_model]", "embedding + PE: the first layer's input"),
         ]
-        for i in range(config.n_decoder_layers):
-            p = f"decoder.layers.{i}"
-            rows += _sublayer(p, 1, "self_attn", post, config.norm, cross=False)
-            rows += _sublayer(p, 2, "cross_attn", post, config.norm, cross=True)
-            rows += _sublayer(p, 3, "ffn", post, config.norm, cross=False)
-        if config.final_norm:
-            rows += _norm("decoder.final_norm", config.norm)
+        rows += _embed_rows("decoder")
+        rows += _stack_rows(config, "decoder")
         rows += [
             ("decoder.output", "[tgt, d_model]", "the decoder's last hidden states"),
             ("generator.logits", "[tgt, vocab]", "Linear(d_model -> vocab)"),
@@ -113,15 +102,45 @@ def trace_schema(config: "TransformerConfig", *, encoder: bool = True, decoder: 
     return rows
 
 
-def _sublayer(p: str, j: int, kind: str, post: bool, norm: str, cross: bool) -> list[tuple[str, str, str]]:
-    body: list[tuple[str, str, str]]
-    if kind == "ffn":
-        body = [
-            (f"{p}.ffn.hidden", "[pos, d_ff]", "max(0, x W1 + b1): FFN hidden activations"),
-            (f"{p}.ffn.output", "[pos, d_model]", "max(0, x W1 + b1) W2 + b2"),
+def _embed_rows(stack: str) -> list[tuple[str, str, str]]:
+    if stack == "encoder":
+        return [
+            ("encoder.embed.tokens", "[src, d_model]", "token embedding x sqrt(d_model)"),
+            ("encoder.embed.positional", "[src, d_model]", "PE(pos, 2i) = sin(pos/10000^(2i/d_model)), PE(pos, 2i+1) = cos(...)"),
+            ("encoder.embed.sum", "[src, d_model]", "embedding + PE: the first layer's input"),
         ]
-    else:
-        body = _attention(f"{p}.{kind}", cross)
+    return [
+        ("decoder.embed.tokens", "[tgt, d_model]", "token embedding x sqrt(d_model)"),
+        ("decoder.embed.positional", "[tgt, d_model]", "PE rows of the target positions"),
+        ("decoder.embed.sum", "[tgt, d_model]", "embedding + PE: the first layer's input"),
+    ]
+
+
+def _stack_rows(config: "TransformerConfig", stack: str) -> list[tuple[str, str, str]]:
+    """Each layer of ``stack``: its attention sublayers (from the table of sites), then the FFN; then the final norm."""
+    layers: dict[str, list[AttentionSite]] = {}
+    for site in attention_sites(config):
+        if site.stack == stack:
+            layers.setdefault(site.layer_path, []).append(site)
+    post = config.norm_placement == "post"
+    rows: list[tuple[str, str, str]] = []
+    for path, sites in layers.items():
+        for j, site in enumerate(sites, 1):
+            rows += _sublayer(path, j, _attention(site.path, site.kind == "cross"), post, config.norm)
+        rows += _sublayer(path, len(sites) + 1, _ffn(f"{path}.ffn"), post, config.norm)
+    if config.final_norm:
+        rows += _norm(f"{stack}.final_norm", config.norm)
+    return rows
+
+
+def _ffn(prefix: str) -> list[tuple[str, str, str]]:
+    return [
+        (f"{prefix}.hidden", "[pos, d_ff]", "max(0, x W1 + b1): FFN hidden activations"),
+        (f"{prefix}.output", "[pos, d_model]", "max(0, x W1 + b1) W2 + b2"),
+    ]
+
+
+def _sublayer(p: str, j: int, body: list[tuple[str, str, str]], post: bool, norm: str) -> list[tuple[str, str, str]]:
     res = [(f"{p}.residual{j}", "[pos, d_model]", "x + Sublayer(...): the residual sum")]
     if post:  # Norm(x + Sublayer(x))
         return body + res + _norm(f"{p}.norm{j}", norm)
@@ -186,9 +205,6 @@ class Trace(Mapping[str, np.ndarray]):
         """The arrays whose names match any of the glob ``patterns``."""
         return Trace((k, self[k]) for k in self._arrays if any(fnmatch.fnmatchcase(k, p) for p in patterns))
 
-    def merged(self, other: Mapping[str, np.ndarray]) -> "Trace":
-        return Trace([(k, self[k]) for k in self] + [(k, other[k]) for k in other])
-
     def nbytes(self) -> int:
         return sum(self[k].nbytes for k in self._arrays)
 
@@ -248,7 +264,7 @@ class _Convert:
         if not isinstance(t, torch.Tensor):
             with torch.inference_mode():
                 t = t().detach()
-        batched = self.batched if self.batched is not None else _BATCHLESS.search(self.name) is None
+        batched = self.batched if self.batched is not None else not is_batchless(self.name)
         if batched and self.batch_index is not None:
             t = t[self.batch_index]
         if t.dtype != torch.float32:

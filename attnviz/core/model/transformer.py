@@ -1,54 +1,107 @@
 """The encoder-decoder Transformer, with ``encode`` / ``decode`` / ``generator`` kept apart so a
-front end can encode once and step the decoder one position at a time (KV cache)."""
+front end can encode once and step the decoder one position at a time (KV cache).
+
+The module tree is the trace's: the module at an attribute path records the trace names that
+start with it (``model.get_submodule("decoder.layers.1.cross_attn")`` records
+``decoder.layers.1.cross_attn.*``, ``model.encoder.final_norm`` records ``encoder.final_norm.*``).
+"""
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 
 from attnviz.core.model.config import TransformerConfig
-from attnviz.core.model.modules import FeedForward, MultiHeadAttention, look_ahead_mask, make_norm, padding_mask, sinusoidal_encoding
+from attnviz.core.model.modules import FeedForward, Generator, InputEmbedding, Masks, MultiHeadAttention, make_norm
 from attnviz.core.model.trace import Recorder, Trace
 
 KV = tuple[torch.Tensor, torch.Tensor]
 
 
-class Sublayer(nn.Module):
-    """Residual + norm around one sublayer: post ``Norm(x + Sublayer(x))`` or pre ``x + Sublayer(Norm(x))``."""
+def _norm(config: TransformerConfig) -> nn.Module:
+    return make_norm(config.norm, config.d_model, config.norm_eps, config.bn_momentum)
 
-    def __init__(self, config: TransformerConfig):
+
+class Sublayer(nn.Module):
+    """The residual connection around one sublayer (the Annotated Transformer's ``SublayerConnection``):
+    post ``Norm(x + Dropout(Sublayer(x)))`` (the paper) or pre ``x + Dropout(Sublayer(Norm(x)))``.
+
+    The norm belongs to the layer (its ``norm{j}``); a layer keeps its connections as ``residual{j}``,
+    and each records its sum under that name (``encoder.layers.0.residual1``).
+    ``sublayer`` maps the normalized (pre) or raw (post) input to ``(output, extra)``; ``extra``
+    (an attention's K and V) is handed back to the caller.
+    """
+
+    def __init__(self, config: TransformerConfig, index: int):
         super().__init__()
         self.post = config.norm_placement == "post"
-        self.norm = make_norm(config.norm, config.d_model, config.norm_eps, config.bn_momentum)
+        self.index = index  # j: 1-based position of the sublayer in its layer
         self.dropout = nn.Dropout(config.dropout)
+
+    def forward(
+        self,
+        x: torch.Tensor,  # [B, L, d]
+        sublayer: Callable[[torch.Tensor], tuple[torch.Tensor, KV | None]],
+        norm: nn.Module,
+        valid: torch.Tensor,  # [B, L]
+        rec: Recorder | None = None,
+        name: str = "",  # the layer's trace prefix
+    ) -> tuple[torch.Tensor, KV | None]:
+        norm_name = f"{name}.norm{self.index}" if rec is not None else ""
+        if self.post:
+            out, extra = sublayer(x)
+            r = self._residual(x, out, rec, name)  # [B, L, d]
+            return norm(r, valid, rec, norm_name), extra
+        out, extra = sublayer(norm(x, valid, rec, norm_name))
+        return self._residual(x, out, rec, name), extra
+
+    def _residual(self, x: torch.Tensor, out: torch.Tensor, rec: Recorder | None, name: str) -> torch.Tensor:
+        r = x + (self.dropout(out) if self.training else out)  # [B, L, d]
+        if rec is not None:
+            rec.put(f"{name}.residual{self.index}", r)
+        return r
 
 
 class EncoderLayer(nn.Module):
+    """Self-attention and FFN, each inside a residual connection with its norm."""
+
     def __init__(self, config: TransformerConfig):
         super().__init__()
         self.self_attn = MultiHeadAttention(config.d_model, config.n_heads, config.dropout)
         self.ffn = FeedForward(config.d_model, config.d_ff, config.dropout)
-        self.sub1 = Sublayer(config)
-        self.sub2 = Sublayer(config)
+        self.norm1 = _norm(config)
+        self.norm2 = _norm(config)
+        self.residual1 = Sublayer(config, 1)
+        self.residual2 = Sublayer(config, 2)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor, valid: torch.Tensor, rec: Recorder | None = None, name: str = "") -> torch.Tensor:
-        x = _attn_sublayer(self.sub1, 1, self.self_attn, x, None, mask, valid, rec, name, "self_attn")[0]
-        return _ffn_sublayer(self.sub2, 2, self.ffn, x, valid, rec, name)
+        def attend(h: torch.Tensor) -> tuple[torch.Tensor, KV]:
+            return self.self_attn(h, h, mask, rec, _child(rec, name, "self_attn"))
+
+        def feed_forward(h: torch.Tensor) -> tuple[torch.Tensor, None]:
+            return self.ffn(h, rec, _child(rec, name, "ffn")), None
+
+        x = self.residual1(x, attend, self.norm1, valid, rec, name)[0]
+        return self.residual2(x, feed_forward, self.norm2, valid, rec, name)[0]
 
 
 class DecoderLayer(nn.Module):
+    """Masked self-attention, cross-attention over the encoder output, and FFN, each inside a residual connection."""
+
     def __init__(self, config: TransformerConfig):
         super().__init__()
         self.self_attn = MultiHeadAttention(config.d_model, config.n_heads, config.dropout)
         self.cross_attn = MultiHeadAttention(config.d_model, config.n_heads, config.dropout)
         self.ffn = FeedForward(config.d_model, config.d_ff, config.dropout)
-        self.sub1 = Sublayer(config)
-        self.sub2 = Sublayer(config)
-        self.sub3 = Sublayer(config)
+        self.norm1 = _norm(config)
+        self.norm2 = _norm(config)
+        self.norm3 = _norm(config)
+        self.residual1 = Sublayer(config, 1)
+        self.residual2 = Sublayer(config, 2)
+        self.residual3 = Sublayer(config, 3)
 
     def forward(
         self,
@@ -62,45 +115,24 @@ class DecoderLayer(nn.Module):
         past_kv: KV | None = None,
         cross_kv: KV | None = None,
     ) -> tuple[torch.Tensor, KV]:
-        x, self_kv = _attn_sublayer(self.sub1, 1, self.self_attn, x, None, self_mask, valid, rec, name, "self_attn", past_kv=past_kv)
-        x = _attn_sublayer(self.sub2, 2, self.cross_attn, x, memory, cross_mask, valid, rec, name, "cross_attn", static_kv=cross_kv)[0]
-        return _ffn_sublayer(self.sub3, 3, self.ffn, x, valid, rec, name), self_kv
+        def attend(h: torch.Tensor) -> tuple[torch.Tensor, KV]:
+            return self.self_attn(h, h, self_mask, rec, _child(rec, name, "self_attn"), past_kv=past_kv)
+
+        def attend_memory(h: torch.Tensor) -> tuple[torch.Tensor, KV]:
+            return self.cross_attn(h, memory, cross_mask, rec, _child(rec, name, "cross_attn"), static_kv=cross_kv, cross=True)
+
+        def feed_forward(h: torch.Tensor) -> tuple[torch.Tensor, None]:
+            return self.ffn(h, rec, _child(rec, name, "ffn")), None
+
+        x, self_kv = self.residual1(x, attend, self.norm1, valid, rec, name)
+        x = self.residual2(x, attend_memory, self.norm2, valid, rec, name)[0]
+        x = self.residual3(x, feed_forward, self.norm3, valid, rec, name)[0]
+        return x, self_kv
 
 
-def _attn_sublayer(sub, j, attn, x, memory, mask, valid, rec, name, kind, past_kv=None, static_kv=None):
-    cross = memory is not None
-    n = f"{name}.{kind}" if rec is not None else ""
-    if sub.post:
-        h = x
-        a, kv = attn.forward(h, memory if cross else h, mask, rec, n, past_kv=past_kv, static_kv=static_kv, cross=cross)
-        r = x + (sub.dropout(a) if sub.training else a)
-        if rec is not None:
-            rec.put(f"{name}.residual{j}", r)
-        return sub.norm.forward(r, valid, rec, f"{name}.norm{j}" if rec is not None else ""), kv
-    h = sub.norm.forward(x, valid, rec, f"{name}.norm{j}" if rec is not None else "")
-    a, kv = attn.forward(h, memory if cross else h, mask, rec, n, past_kv=past_kv, static_kv=static_kv, cross=cross)
-    r = x + (sub.dropout(a) if sub.training else a)
-    if rec is not None:
-        rec.put(f"{name}.residual{j}", r)
-    return r, kv
-
-
-def _drop(sub, t):
-    return sub.dropout(t) if sub.training else t
-
-
-def _ffn_sublayer(sub, j, ffn, x, valid, rec, name):
-    n = f"{name}.ffn" if rec is not None else ""
-    if sub.post:
-        r = x + _drop(sub, ffn.forward(x, rec, n))
-        if rec is not None:
-            rec.put(f"{name}.residual{j}", r)
-        return sub.norm.forward(r, valid, rec, f"{name}.norm{j}" if rec is not None else "")
-    h = sub.norm.forward(x, valid, rec, f"{name}.norm{j}" if rec is not None else "")
-    r = x + _drop(sub, ffn.forward(h, rec, n))
-    if rec is not None:
-        rec.put(f"{name}.residual{j}", r)
-    return r
+def _child(rec: Recorder | None, name: str, child: str) -> str:
+    """The trace prefix of a child module (built only when something is recorded)."""
+    return f"{name}.{child}" if rec is not None else ""
 
 
 @dataclass(frozen=True)
@@ -133,6 +165,62 @@ class DecoderCache:
         )
 
 
+class Encoder(nn.Module):
+    """The encoder stack: embedding + PE, N layers, and a final norm when the config asks for one."""
+
+    def __init__(self, config: TransformerConfig, embed: InputEmbedding):
+        super().__init__()
+        self.embed = embed
+        self.layers = nn.ModuleList(EncoderLayer(config) for _ in range(config.n_encoder_layers))
+        self.final_norm = _norm(config) if config.final_norm else None
+
+    def forward(self, src: torch.Tensor, mask: torch.Tensor, valid: torch.Tensor, rec: Recorder | None = None, name: str = "") -> torch.Tensor:
+        """Source ids ``[B, Ls]`` -> C_encoder ``[B, Ls, d]``."""
+        x = self.embed(src, 0, rec, _child(rec, name, "embed"))  # [B, Ls, d]
+        for i, layer in enumerate(self.layers):
+            x = layer(x, mask, valid, rec, _child(rec, name, f"layers.{i}"))
+        if self.final_norm is not None:
+            x = self.final_norm(x, valid, rec, _child(rec, name, "final_norm"))
+        if rec is not None:
+            rec.put(f"{name}.output", x)
+        return x
+
+
+class Decoder(nn.Module):
+    """The decoder stack: embedding + PE, N layers, and a final norm when the config asks for one."""
+
+    def __init__(self, config: TransformerConfig, embed: InputEmbedding):
+        super().__init__()
+        self.embed = embed
+        self.layers = nn.ModuleList(DecoderLayer(config) for _ in range(config.n_decoder_layers))
+        self.final_norm = _norm(config) if config.final_norm else None
+
+    def forward(
+        self,
+        tgt: torch.Tensor,  # [B, Lt] target ids at positions offset .. offset + Lt - 1
+        encoded: Encoded,
+        self_mask: torch.Tensor | None,  # [B, 1, Lt, Lt]; None for a cached step
+        valid: torch.Tensor,  # [B, Lt]
+        rec: Recorder | None = None,
+        name: str = "",
+        cache: DecoderCache | None = None,  # earlier positions' K, V and the memory's (a cached step)
+    ) -> tuple[torch.Tensor, tuple[KV, ...]]:
+        """-> (the last hidden states ``[B, Lt, d]``, each layer's self-attention K, V so far)."""
+        offset = 0 if cache is None else cache.length
+        x = self.embed(tgt, offset, rec, _child(rec, name, "embed"))  # [B, Lt, d]
+        self_kv = []
+        for i, layer in enumerate(self.layers):
+            past = cache.self_kv[i] if offset else None
+            cross = None if cache is None else cache.cross_kv[i]
+            x, kv = layer(x, encoded.memory, self_mask, encoded.mask, valid, rec, _child(rec, name, f"layers.{i}"), past_kv=past, cross_kv=cross)
+            self_kv.append(kv)
+        if self.final_norm is not None:
+            x = self.final_norm(x, valid, rec, _child(rec, name, "final_norm"))
+        if rec is not None:
+            rec.put(f"{name}.output", x)
+        return x, tuple(self_kv)
+
+
 class Transformer(nn.Module):
     """Encoder-decoder Transformer. ``forward(src_ids, tgt_ids)`` -> logits ``[B, Lt, tgt_vocab]``."""
 
@@ -140,84 +228,39 @@ class Transformer(nn.Module):
         super().__init__()
         self.config = config
         d = config.d_model
-        self.src_embed = nn.Embedding(config.src_vocab_size, d)
-        self.tgt_embed = nn.Embedding(config.tgt_vocab_size, d)
-        self.register_buffer("pe", sinusoidal_encoding(config.max_len, d), persistent=False)  # [max_len, d]
-        self.embed_dropout = nn.Dropout(config.dropout)
-        self.encoder_layers = nn.ModuleList(EncoderLayer(config) for _ in range(config.n_encoder_layers))
-        self.decoder_layers = nn.ModuleList(DecoderLayer(config) for _ in range(config.n_decoder_layers))
-        norm = lambda: make_norm(config.norm, d, config.norm_eps, config.bn_momentum)  # noqa: E731
-        self.encoder_norm = norm() if config.final_norm else None
-        self.decoder_norm = norm() if config.final_norm else None
-        self.generator = nn.Linear(d, config.tgt_vocab_size)
+        src_embed = InputEmbedding(config.src_vocab_size, d, config.max_len, config.dropout)
+        tgt_embed = InputEmbedding(config.tgt_vocab_size, d, config.max_len, config.dropout)
+        self.masks = Masks(config.pad_id)
+        self.encoder = Encoder(config, src_embed)
+        self.decoder = Decoder(config, tgt_embed)
+        self.generator = Generator(d, config.tgt_vocab_size)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        for p in self.parameters():
-            if p.dim() > 1:
-                nn.init.xavier_uniform_(p)
+        """Xavier-uniform for every matrix; in the order of construction (embeddings, layers, output),
+        so that a seed gives the same model whatever the module tree's order."""
+        enc, dec = self.encoder, self.decoder
+        for part in (enc.embed, dec.embed, enc.layers, dec.layers, self.generator):
+            for p in part.parameters():
+                if p.dim() > 1:
+                    nn.init.xavier_uniform_(p)
         if self.config.tie_embeddings:
-            self.generator.weight = self.tgt_embed.weight
+            self.generator.weight = dec.embed.table.weight
 
-    # -- pieces --------------------------------------------------------------
-    def embed(self, ids: torch.Tensor, table: nn.Embedding, offset: int, rec: Recorder | None, name: str) -> torch.Tensor:
-        n = ids.shape[1]
-        if offset + n > self.config.max_len:
-            raise ValueError(f"sequence of {offset + n} tokens exceeds the model's max_len ({self.config.max_len})")
-        tokens = table(ids) * math.sqrt(self.config.d_model)  # [B, L, d]
-        pos = self.pe[offset : offset + n]  # [L, d]
-        x = tokens + pos  # [B, L, d]
-        if rec is not None:
-            rec.put(f"{name}.tokens", tokens)
-            rec.put(f"{name}.positional", pos, batched=False)
-            rec.put(f"{name}.sum", x)
-        return self.embed_dropout(x) if self.training else x
-
+    # -- passes ---------------------------------------------------------------
     def encode(self, src: torch.Tensor, rec: Recorder | None = None) -> Encoded:
         """Run the encoder stack on ``src`` ``[B, Ls]``."""
-        pad = src == self.config.pad_id  # [B, Ls]
-        mask = padding_mask(src, self.config.pad_id)  # [B, 1, 1, Ls]
-        valid = ~pad
-        if rec is not None:
-            rec.put("masks.src_padding", pad.float())
-        x = self.embed(src, self.src_embed, 0, rec, "encoder.embed")
-        for i, layer in enumerate(self.encoder_layers):
-            x = layer(x, mask, valid, rec, f"encoder.layers.{i}")
-        if self.encoder_norm is not None:
-            x = self.encoder_norm(x, valid, rec, "encoder.final_norm")
-        if rec is not None:
-            rec.put("encoder.output", x)
-        return Encoded(x, mask, valid)
+        mask, valid = self.masks.source(src, rec, "masks")  # [B, 1, 1, Ls], [B, Ls]
+        return Encoded(self.encoder(src, mask, valid, rec, "encoder"), mask, valid)
 
     def decode(self, tgt: torch.Tensor, encoded: Encoded, rec: Recorder | None = None) -> torch.Tensor:
         """Run the decoder stack on the whole (shifted-right) target ``[B, Lt]`` at once -> ``[B, Lt, d]``."""
-        lt = tgt.shape[1]
-        pad = tgt == self.config.pad_id  # [B, Lt]
-        causal = look_ahead_mask(lt).to(tgt.device)  # [Lt, Lt]
-        self_mask = causal + padding_mask(tgt, self.config.pad_id)  # [B, 1, Lt, Lt]
-        valid = ~pad
-        if rec is not None:
-            rec.put("masks.tgt_padding", pad.float())
-            rec.put("masks.look_ahead", causal.expand(tgt.shape[0], lt, lt))
-        x = self.embed(tgt, self.tgt_embed, 0, rec, "decoder.embed")
-        for i, layer in enumerate(self.decoder_layers):
-            x = layer(x, encoded.memory, self_mask, encoded.mask, valid, rec, f"decoder.layers.{i}")[0]
-        return self._decoder_out(x, valid, rec)
-
-    def _decoder_out(self, x: torch.Tensor, valid: torch.Tensor, rec: Recorder | None) -> torch.Tensor:
-        if self.decoder_norm is not None:
-            x = self.decoder_norm(x, valid, rec, "decoder.final_norm")
-        if rec is not None:
-            rec.put("decoder.output", x)
-        return x
+        self_mask, valid = self.masks.target(tgt, rec, "masks")  # [B, 1, Lt, Lt], [B, Lt]
+        return self.decoder(tgt, encoded, self_mask, valid, rec, "decoder")[0]
 
     def project(self, hidden: torch.Tensor, rec: Recorder | None = None) -> torch.Tensor:
         """The output layer: Linear to the target vocabulary -> logits (softmax gives the distribution)."""
-        logits = self.generator(hidden)
-        if rec is not None:
-            rec.put("generator.logits", logits)
-            rec.put_lazy("generator.probs", lambda: torch.softmax(logits.float(), dim=-1))
-        return logits
+        return self.generator(hidden, rec, "generator")
 
     def forward(self, src: torch.Tensor, tgt: torch.Tensor, rec: Recorder | None = None) -> torch.Tensor:
         """Teacher-forced pass: ``src`` ``[B, Ls]``, ``tgt`` (SOS + target) ``[B, Lt]`` -> logits ``[B, Lt, V]``."""
@@ -232,16 +275,13 @@ class Transformer(nn.Module):
     ) -> tuple[torch.Tensor, Trace]:
         """``forward`` that also returns a ``Trace`` of the intermediates matching ``names`` (glob patterns)."""
         rec = Recorder(names, batch_index)
-        logits = self.forward(src, tgt, rec)
+        logits = self(src, tgt, rec)
         return logits, rec.trace()
 
     # -- incremental decoding -------------------------------------------------
     def start_decoding(self, encoded: Encoded) -> DecoderCache:
         """Compute each layer's cross-attention K and V once; no target position processed yet."""
-        cross = tuple(
-            (layer.cross_attn.project(encoded.memory, layer.cross_attn.w_k), layer.cross_attn.project(encoded.memory, layer.cross_attn.w_v))
-            for layer in self.decoder_layers
-        )
+        cross = tuple(layer.cross_attn.key_value(encoded.memory) for layer in self.decoder.layers)
         return DecoderCache(encoded, cross, (), 0)
 
     def decode_step(self, token: torch.Tensor, cache: DecoderCache, rec: Recorder | None = None) -> tuple[torch.Tensor, DecoderCache]:
@@ -251,22 +291,10 @@ class Transformer(nn.Module):
         The trace holds that position's rows (query length 1, keys = positions so far).
         """
         ids = token.view(-1, 1)  # [B, 1]
-        t = cache.length
-        valid = torch.ones_like(ids, dtype=torch.bool)
-        if rec is not None:
-            rec.put("masks.tgt_padding", torch.zeros(ids.shape, device=ids.device))
-            rec.put("masks.look_ahead", torch.zeros(ids.shape[0], 1, t + 1, device=ids.device))
-        x = self.embed(ids, self.tgt_embed, t, rec, "decoder.embed")  # [B, 1, d]
-        new_kv = []
-        for i, layer in enumerate(self.decoder_layers):
-            past = cache.self_kv[i] if t else None
-            x, kv = layer.forward(
-                x, cache.encoded.memory, None, cache.encoded.mask, valid, rec, f"decoder.layers.{i}", past_kv=past, cross_kv=cache.cross_kv[i]
-            )
-            new_kv.append(kv)
-        x = self._decoder_out(x, valid, rec)
+        valid = self.masks.step(ids, cache.length, rec, "masks")  # [B, 1]
+        x, self_kv = self.decoder(ids, cache.encoded, None, valid, rec, "decoder", cache)  # [B, 1, d]
         logits = self.project(x, rec)[:, 0]  # [B, V]
-        return logits, DecoderCache(cache.encoded, cache.cross_kv, tuple(new_kv), t + 1)
+        return logits, DecoderCache(cache.encoded, cache.cross_kv, self_kv, cache.length + 1)
 
     def n_parameters(self) -> int:
         return sum(p.numel() for p in {id(p): p for p in self.parameters()}.values())

@@ -1,14 +1,15 @@
-"""Evaluation: greedy decoding with the KV cache (``greedy_decode``, ``greedy_translate``),
-teacher-forced loss and token accuracy, corpus BLEU and chrF (sacrebleu), and the ``Trainer``'s
-evaluation after each epoch (``TrainerEvaluation``: probe translations with their
-cross-attention and norm statistics, valid-split metrics, the final evaluation). No Qt.
+"""Evaluation, as plain functions of a model and its tokenizers: greedy decoding with the KV cache
+(``greedy_decode``, ``greedy_translate``), teacher-forced loss and token accuracy, corpus BLEU and
+chrF (sacrebleu), the metrics of a split, and the probe translations with their cross-attention
+and norm statistics that the ``Trainer`` records after each epoch. ``eval_mode`` runs a block in
+eval mode and restores the previous mode. No Qt.
 """
 
 from __future__ import annotations
 
 import math
-import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,13 +18,36 @@ import torch
 import torch.nn.functional as F
 
 from attnviz.core.data import corpora as D
-from attnviz.core.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, Tokenizer
-from attnviz.core.model.trace import Recorder
+from attnviz.core.data.tokenizer import Tokenizer
+from attnviz.core.model.sites import attention_sites
+from attnviz.core.model.trace import Recorder, Trace
 from attnviz.core.model.transformer import Transformer
-from attnviz.core.training.events import EvalEvent, ProbeSnapshot
+from attnviz.core.training.events import ProbeSnapshot
 
-CROSS_ATTN = "decoder.layers.*.cross_attn.weights"
 NORM_PATTERNS = ("*norm*.mean", "*norm*.var", "*norm*.batch_mean", "*norm*.batch_var", "*norm*.running_mean", "*norm*.running_var")
+
+
+@contextmanager
+def eval_mode(model: torch.nn.Module) -> Iterator[torch.nn.Module]:
+    """Run the block with ``model`` in eval mode; its previous mode comes back afterwards."""
+    was_training = model.training
+    model.eval()
+    try:
+        yield model
+    finally:
+        model.train(was_training)
+
+
+def _device(model: torch.nn.Module) -> torch.device:
+    return next(model.parameters()).device
+
+
+def _pad(rows: Sequence[Sequence[int]], pad_id: int) -> torch.Tensor:
+    """``rows`` as one ``[B, longest row]`` long tensor, padded with ``pad_id`` on the right."""
+    out = torch.full((len(rows), max(len(r) for r in rows)), pad_id, dtype=torch.long)
+    for r, row in enumerate(rows):
+        out[r, : len(row)] = torch.tensor(list(row), dtype=torch.long)
+    return out
 
 
 # -- greedy decoding ----------------------------------------------------------------------
@@ -59,51 +83,48 @@ def greedy_decode(
             raise ValueError("cannot translate an empty source")
         if len(s) > cfg.max_len:
             raise ValueError(f"a source of {len(s)} tokens exceeds the model's max_len ({cfg.max_len})")
-    was_training = model.training
-    model.eval()
-    device = next(model.parameters()).device
     out: list[GreedyResult | None] = [None] * len(sources)
     order = sorted(range(len(sources)), key=lambda i: len(sources[i]))
-    try:
+    with eval_mode(model):
         for b in range(0, len(order), batch_size):
             idx = order[b : b + batch_size]
-            ls = max(len(sources[i]) for i in idx)
-            src = torch.full((len(idx), ls), cfg.pad_id, dtype=torch.long)
-            for r, i in enumerate(idx):
-                src[r, : len(sources[i])] = torch.tensor(list(sources[i]), dtype=torch.long)
-            src = src.to(device)
-            limits = [min(cfg.max_len, max_new if max_new is not None else default_max_new(len(sources[i]), cfg.max_len)) for i in idx]
-            cache = model.start_decoding(model.encode(src))
-            token = torch.full((len(idx),), cfg.bos_id, dtype=torch.long, device=device)
-            done = torch.zeros(len(idx), dtype=torch.bool, device=device)
-            steps: list[torch.Tensor] = []
-            tops: list[tuple[torch.Tensor, torch.Tensor]] = []
-            for _ in range(max(limits)):
-                logits, cache = model.decode_step(token, cache)  # [B, V]
-                if top_k:
-                    p, t = torch.softmax(logits.float(), -1).topk(min(top_k, logits.shape[-1]), -1)
-                    tops.append((p.cpu(), t.cpu()))
-                token = logits.argmax(-1)
-                token = torch.where(done, torch.full_like(token, cfg.pad_id), token)
-                steps.append(token)
-                done |= token == cfg.eos_id
-                if bool(done.all()):
-                    break
-            ids = torch.stack(steps, 1).cpu().tolist() if steps else [[] for _ in idx]
-            for r, i in enumerate(idx):
-                row = ids[r][: limits[r]]  # each source has its own length limit
-                n = row.index(cfg.eos_id) if cfg.eos_id in row else len(row)
-                finished = n < len(row)
-                tk: tuple = ()
-                if top_k:
-                    m = n + 1 if finished else n
-                    tk = tuple(
-                        tuple((int(t), float(p)) for p, t in zip(tops[s][0][r].tolist(), tops[s][1][r].tolist())) for s in range(m)
-                    )
-                out[i] = GreedyResult(tuple(row[:n]), finished, tk)
-    finally:
-        model.train(was_training)
+            batch = [sources[i] for i in idx]
+            limits = [min(cfg.max_len, max_new if max_new is not None else default_max_new(len(s), cfg.max_len)) for s in batch]
+            for i, result in zip(idx, _greedy_batch(model, batch, limits, top_k)):
+                out[i] = result
     return out  # type: ignore[return-value]
+
+
+def _greedy_batch(model: Transformer, sources: Sequence[Sequence[int]], limits: Sequence[int], top_k: int) -> list[GreedyResult]:
+    """One batch of ``greedy_decode``: step until every row has produced EOS or the longest limit."""
+    cfg = model.config
+    device = _device(model)
+    cache = model.start_decoding(model.encode(_pad(sources, cfg.pad_id).to(device)))
+    token = torch.full((len(sources),), cfg.bos_id, dtype=torch.long, device=device)  # [B]
+    done = torch.zeros(len(sources), dtype=torch.bool, device=device)  # [B]
+    steps: list[torch.Tensor] = []
+    tops: list[tuple[torch.Tensor, torch.Tensor]] = []  # per step: probabilities [B, k], ids [B, k]
+    for _ in range(max(limits)):
+        logits, cache = model.decode_step(token, cache)  # [B, V]
+        if top_k:
+            p, t = torch.softmax(logits.float(), -1).topk(min(top_k, logits.shape[-1]), -1)
+            tops.append((p.cpu(), t.cpu()))
+        token = torch.where(done, torch.full_like(token, cfg.pad_id), logits.argmax(-1))
+        steps.append(token)
+        done |= token == cfg.eos_id
+        if bool(done.all()):
+            break
+    ids = torch.stack(steps, 1).cpu().tolist() if steps else [[] for _ in sources]
+    return [_greedy_result(ids[r][: limits[r]], [(p[r], t[r]) for p, t in tops], cfg.eos_id) for r in range(len(sources))]
+
+
+def _greedy_result(row: list[int], tops: list[tuple[torch.Tensor, torch.Tensor]], eos_id: int) -> GreedyResult:
+    """One row's ids cut at its first EOS, with the top-k of each step up to and including it."""
+    n = row.index(eos_id) if eos_id in row else len(row)
+    finished = n < len(row)
+    steps = tops[: n + 1 if finished else n]
+    topk = tuple(tuple((int(t), float(p)) for p, t in zip(ps.tolist(), ts.tolist())) for ps, ts in steps)
+    return GreedyResult(tuple(row[:n]), finished, topk)
 
 
 def greedy_translate(
@@ -114,6 +135,7 @@ def greedy_translate(
     return [tgt_tok.decode(r.ids) for r in results]
 
 
+# -- metrics --------------------------------------------------------------------------------
 def sacrebleu_scores(hypotheses: Sequence[str], references: Sequence[str]) -> dict[str, float]:
     """Corpus BLEU and chrF from ``sacrebleu`` (defaults: 13a tokenisation; chrF n=6, beta=2)."""
     import sacrebleu
@@ -133,22 +155,30 @@ def teacher_forced_metrics(model: Transformer, examples: Sequence[D.Example], ba
     EOS included) under teacher forcing, in eval mode."""
     if not examples:
         return {"loss": float("nan"), "token_accuracy": float("nan"), "tokens": 0}
-    was_training = model.training
-    model.eval()
-    device = next(model.parameters()).device
+    cfg = model.config
+    device = _device(model)
     total_loss = 0.0
     correct = tokens = 0
-    try:
+    with eval_mode(model):
         for idx in D.make_batches(examples, batch_tokens, shuffle=False):
-            b = D.collate([examples[i] for i in idx], PAD_ID, BOS_ID, EOS_ID).to(device)
+            b = D.collate([examples[i] for i in idx], cfg.pad_id, cfg.bos_id, cfg.eos_id).to(device)
             logits = model(b.src, b.tgt_in)  # [B, Lt, V]
-            mask = b.labels != PAD_ID
-            total_loss += float(F.cross_entropy(logits.transpose(1, 2), b.labels, ignore_index=PAD_ID, reduction="sum"))
+            mask = b.labels != cfg.pad_id  # [B, Lt]
+            total_loss += float(F.cross_entropy(logits.transpose(1, 2), b.labels, ignore_index=cfg.pad_id, reduction="sum"))
             correct += int(((logits.argmax(-1) == b.labels) & mask).sum())
             tokens += int(mask.sum())
-    finally:
-        model.train(was_training)
     return {"loss": total_loss / tokens, "token_accuracy": correct / tokens, "tokens": tokens}
+
+
+def translation_scores(
+    model: Transformer, src_tok: Tokenizer, tgt_tok: Tokenizer, pairs: Sequence[D.Pair], examples: Sequence[D.Example]
+) -> dict[str, float]:
+    """Greedy BLEU, chrF and the share of exact translations on the pairs kept as ``examples``."""
+    kept = [pairs[e.index] for e in examples]
+    hyps = greedy_translate(model, src_tok, tgt_tok, [p.src for p in kept])
+    out = sacrebleu_scores(hyps, [p.tgt for p in kept])
+    out["exact"] = sum(h == p.tgt for h, p in zip(hyps, kept)) / max(1, len(kept))
+    return out
 
 
 def evaluate_split(
@@ -158,108 +188,98 @@ def evaluate_split(
     examples = D.encode_pairs(pairs, src_tok, tgt_tok, model.config.max_len)
     out = dict(teacher_forced_metrics(model, examples, batch_tokens))
     if bleu:
-        kept = [pairs[e.index] for e in examples]
-        hyps = greedy_translate(model, src_tok, tgt_tok, [p.src for p in kept])
-        out.update(sacrebleu_scores(hyps, [p.tgt for p in kept]))
-        out["exact"] = sum(h == p.tgt for h, p in zip(hyps, kept)) / max(1, len(kept))
+        out.update(translation_scores(model, src_tok, tgt_tok, pairs, examples))
     return out
+
+
+def valid_metrics(
+    model: Transformer, src_tok: Tokenizer, tgt_tok: Tokenizer, pairs: Sequence[D.Pair], examples: Sequence[D.Example], bleu: bool
+) -> dict[str, float]:
+    """The per-epoch metrics of the valid split (``examples``, encoded from ``pairs``): teacher-forced
+    loss and token accuracy, and (with ``bleu``) greedy BLEU and chrF."""
+    m = teacher_forced_metrics(model, examples)
+    out = {"valid_loss": m["loss"], "valid_token_accuracy": m["token_accuracy"]}
+    if bleu and examples:
+        s = translation_scores(model, src_tok, tgt_tok, pairs, examples)
+        out.update(valid_bleu=s["bleu"], valid_chrf=s["chrf"])
+    return out
+
+
+def final_evaluation(model: Transformer, src_tok: Tokenizer, tgt_tok: Tokenizer, dataset: D.Dataset) -> dict[str, Any]:
+    """Token accuracy on every split, greedy BLEU/chrF on every split (the README's numbers)."""
+    res = {}
+    for split in D.SPLITS:
+        pairs = dataset.split(split)
+        if pairs:
+            m = evaluate_split(model, src_tok, tgt_tok, pairs, bleu=True)
+            res[split] = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in m.items()}
+    return res
+
+
+def history_row(epoch: int, step: int, metrics: dict[str, float]) -> dict[str, Any]:
+    """One row of a run's history (meta.json): the metrics rounded, non-finite ones as ``None``."""
+    return {"epoch": epoch, "step": step, **{k: _finite_or_none(v) for k, v in metrics.items()}}
+
 
 def _finite_or_none(v: float, digits: int = 5) -> float | None:
     v = float(v)
     return round(v, digits) if math.isfinite(v) else None
 
 
+# -- probe sentences ----------------------------------------------------------------------
+@torch.no_grad()
+def probe_snapshots(
+    model: Transformer, src_tok: Tokenizer, tgt_tok: Tokenizer, probes: Sequence[D.Pair]
+) -> tuple[list[ProbeSnapshot], dict[str, dict[str, np.ndarray]]]:
+    """Greedy translations of the probe sentences with their cross-attention, and the norm
+    layers' statistics on them (eval mode)."""
+    if not probes:
+        return [], {}
+    cfg = model.config
+    cross = attention_sites(cfg, "cross")
+    with eval_mode(model):
+        src_ids = [src_tok.encode(p.src)[: cfg.max_len] or [cfg.unk_id] for p in probes]
+        results = greedy_decode(model, src_ids)
+        outs = [list(r.ids) + ([cfg.eos_id] if r.finished else []) for r in results]
+        lt = min(cfg.max_len, max(len(o) for o in outs) + 1)
+        src = _pad(src_ids, cfg.pad_id)  # [B, Ls]
+        tgt = _pad([[cfg.bos_id, *o][:lt] for o in outs], cfg.pad_id)  # [B, Lt]: SOS + output (+ EOS)
+        rec = Recorder([*(site.name("weights") for site in cross), *NORM_PATTERNS], batch_index=None)
+        device = _device(model)
+        model(src.to(device), tgt.to(device), rec)
+        trace = rec.trace()
+    snaps = []
+    for r, (p, s, o, res) in enumerate(zip(probes, src_ids, outs, results)):
+        rows = max(1, min(len(o), lt))
+        att = {site.layer: trace[site.name("weights")][r, :, :rows, : len(s)].copy() for site in cross}  # [head, out, src]
+        pieces = tuple(tgt_tok.pieces(o[:rows])) if o else ("",)
+        snaps.append(ProbeSnapshot(p.src, p.tgt, tgt_tok.decode(res.ids), tuple(src_tok.pieces(s)), pieces, att))
+    skip = {site.name("weights") for site in cross}
+    return snaps, _norm_stats(trace, skip, (src != cfg.pad_id).numpy(), (tgt != cfg.pad_id).numpy())
+
+
+def _norm_stats(trace: Trace, skip: set[str], src_valid: np.ndarray, tgt_valid: np.ndarray) -> dict[str, dict[str, np.ndarray]]:
+    """``{norm layer: {field: float32 array}}`` from the probe trace; LayerNorm's per-token fields
+    keep the real (non-PAD) tokens only."""
+    norms: dict[str, dict[str, np.ndarray]] = {}
+    for name, arr in trace.items():
+        if name in skip:
+            continue
+        layer, fld = name.rsplit(".", 1)
+        if fld in ("mean", "var"):  # LayerNorm: per token, keep the real tokens
+            arr = arr[src_valid if name.startswith("encoder") else tgt_valid]
+        norms.setdefault(layer, {})[fld] = np.asarray(arr, dtype=np.float32)
+    return norms
+
+
+def probe_records(snapshots: Sequence[ProbeSnapshot]) -> list[dict[str, Any]]:
+    """The probe snapshots as meta.json keeps them: cross-attention averaged over heads, per
+    layer, rounded to 3 decimals."""
+    return [
+        {"hypothesis": s.hypothesis, "out_pieces": list(s.out_pieces), "cross_attention": [_round(a.mean(0)) for _, a in sorted(s.cross_attention.items())]}
+        for s in snapshots
+    ]
+
+
 def _round(a: np.ndarray, digits: int = 3) -> list:
     return np.round(a.astype(np.float64), digits).tolist()
-
-
-# -- the trainer's evaluation --------------------------------------------------------------
-class TrainerEvaluation:
-    """The ``Trainer``'s evaluation methods (a mixin: the state is the ``Trainer``'s)."""
-
-    @torch.no_grad()
-    def probe(self) -> tuple[list[ProbeSnapshot], dict[str, dict[str, np.ndarray]]]:
-        """Greedy translations of the probe sentences with their cross-attention, and the norm
-        layers' statistics on them (eval mode)."""
-        if not self.probes:
-            return [], {}
-        model = self.model
-        was = model.training
-        model.eval()
-        try:
-            src_ids = [self.src_tok.encode(p.src)[: model.config.max_len] or [model.config.unk_id] for p in self.probes]
-            results = greedy_decode(model, src_ids)
-            ls = max(len(s) for s in src_ids)
-            outs = [list(r.ids) + ([EOS_ID] if r.finished else []) for r in results]
-            lt = min(model.config.max_len, max(len(o) for o in outs) + 1)
-            src = torch.full((len(outs), ls), PAD_ID, dtype=torch.long)
-            tgt = torch.full((len(outs), lt), PAD_ID, dtype=torch.long)
-            for r, (s, o) in enumerate(zip(src_ids, outs)):
-                src[r, : len(s)] = torch.tensor(s)
-                row = [BOS_ID, *o][:lt]
-                tgt[r, : len(row)] = torch.tensor(row)
-            rec = Recorder([CROSS_ATTN, *NORM_PATTERNS], batch_index=None)
-            model(src.to(self.device), tgt.to(self.device), rec)
-            trace = rec.trace()
-        finally:
-            model.train(was)
-        snaps = []
-        n_layers = model.config.n_decoder_layers
-        for r, (p, s, o, res) in enumerate(zip(self.probes, src_ids, outs, results)):
-            rows = max(1, min(len(o), lt))
-            att = {i: trace[f"decoder.layers.{i}.cross_attn.weights"][r, :, :rows, : len(s)].copy() for i in range(n_layers)}
-            pieces = tuple(self.tgt_tok.pieces(o[:rows])) if o else ("",)
-            snaps.append(ProbeSnapshot(p.src, p.tgt, self.tgt_tok.decode(res.ids), tuple(self.src_tok.pieces(s)), pieces, att))
-        src_valid = (src != PAD_ID).numpy()
-        tgt_valid = (tgt != PAD_ID).numpy()
-        norms: dict[str, dict[str, np.ndarray]] = {}
-        for name, arr in trace.items():
-            if "cross_attn" in name:
-                continue
-            layer, fld = name.rsplit(".", 1)
-            if fld in ("mean", "var"):  # LayerNorm: per token, keep the real tokens
-                arr = arr[src_valid if name.startswith("encoder") else tgt_valid]
-            norms.setdefault(layer, {})[fld] = np.asarray(arr, dtype=np.float32)
-        return snaps, norms
-
-    def evaluate(self) -> dict[str, float]:
-        """Valid-split metrics: teacher-forced loss and token accuracy, greedy BLEU and chrF."""
-        m = teacher_forced_metrics(self.model, self.valid_examples)
-        out = {"valid_loss": m["loss"], "valid_token_accuracy": m["token_accuracy"]}
-        if self.options.eval_bleu and self.valid_examples:
-            kept = [self.dataset.valid[e.index] for e in self.valid_examples]
-            hyps = greedy_translate(self.model, self.src_tok, self.tgt_tok, [p.src for p in kept])
-            s = sacrebleu_scores(hyps, [p.tgt for p in kept])
-            out.update(valid_bleu=s["bleu"], valid_chrf=s["chrf"])
-        return out
-
-    def final_evaluation(self) -> dict[str, Any]:
-        """Token accuracy on every split, greedy BLEU/chrF on every split (the README's numbers)."""
-        res = {}
-        for split in D.SPLITS:
-            pairs = self.dataset.split(split)
-            if pairs:
-                m = evaluate_split(self.model, self.src_tok, self.tgt_tok, pairs, bleu=True)
-                res[split] = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in m.items()}
-        return res
-
-    def _eval_and_record(self) -> None:
-        t0 = time.perf_counter()
-        metrics = {"train_loss": self._epoch_loss_sum / max(1, self._epoch_loss_n)}
-        metrics.update(self.evaluate())
-        metrics["lr"] = self.optimizer.param_groups[0]["lr"]
-        metrics["elapsed_s"] = self.elapsed_s
-        probes, norms = self.probe()
-        self.history.append({"epoch": self.epoch + 1, "step": self.step, **{k: _finite_or_none(v) for k, v in metrics.items()}})
-        self.snapshots.append(
-            {
-                "epoch": self.epoch + 1,
-                "step": self.step,
-                "probes": [
-                    {"hypothesis": s.hypothesis, "out_pieces": list(s.out_pieces), "cross_attention": [_round(a.mean(0)) for _, a in sorted(s.cross_attention.items())]}
-                    for s in probes
-                ],
-            }
-        )
-        self._emit("eval", EvalEvent(self.step, self.epoch, metrics, tuple(probes), norms))
-        self.elapsed_s += time.perf_counter() - t0

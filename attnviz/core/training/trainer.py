@@ -1,8 +1,8 @@
-"""Training: the ``Trainer`` (teacher forcing, label smoothing, Adam with warm-up, checkpoints).
-No Qt. Around it: ``training_setup`` (``TrainOptions``, the learning-rate schedule, new tokenizers
-and models), ``training_events`` (the events and their payloads), ``evaluation`` (greedy
-decoding, sacrebleu, the per-epoch evaluation) and ``checkpoint_state`` (the optimiser state on
-disk); their public names are re-exported here.
+"""Training: the ``Trainer`` (teacher forcing, label smoothing, Adam with warm-up, checkpoints) and
+how a run is set up (``TrainOptions``, the learning-rate schedule, the device, the tokenizers and
+freshly initialised model of a new run). No Qt. Around it: ``events`` (the events and their
+payloads), ``evaluation`` (greedy decoding, sacrebleu, the per-epoch evaluation) and
+``checkpoint`` (the optimiser state on disk).
 
 Teacher forcing, exactly as the paper's tutorial lays it out::
 
@@ -11,11 +11,18 @@ Teacher forcing, exactly as the paper's tutorial lays it out::
     labels         = target + EOS            y1 .. yn EOS
     loss           = cross-entropy with label smoothing, PAD positions ignored
 
-Optimiser: Adam (beta1 0.9, beta2 0.98, eps 1e-9) with the warm-up schedule of
-``training_setup.learning_rate``; gradients are clipped to ``clip`` (global L2 norm).
+Optimiser and schedule: Adam (beta1 0.9, beta2 0.98, eps 1e-9) and the paper's warm-up shape
+with an explicit peak, ``schedule="inverse-sqrt"`` (the default)::
+
+    lr(step) = lr_peak * min(step / warmup, sqrt(warmup / step))        (step = 1, 2, ...)
+
+i.e. a linear rise to ``lr_peak`` over ``warmup`` steps, then decay with 1/sqrt(step) — the
+paper's ``d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)`` rescaled so the peak is a number
+you choose. ``schedule="linear"`` decays linearly to 0 at the last step instead; ``"constant"``
+stays at the peak after the warm-up. Gradients are clipped to ``clip`` (global L2 norm).
 
 Determinism: ``seed`` fixes the initial weights, the dropout stream and every epoch's batches
-(``data.make_batches`` is a function of ``(seed, epoch)``). A checkpoint stores the optimiser
+(``corpora.make_batches`` is a function of ``(seed, epoch)``). A checkpoint stores the optimiser
 moments, the step, the position inside the epoch and the RNG state, so a resumed run repeats the
 losses of an uninterrupted one bit for bit (same device and thread count).
 
@@ -27,8 +34,7 @@ folder keeps the last good checkpoint. ``meta.json`` holds the history (one row 
 and the probe snapshots (cross-attention averaged over heads, per layer, rounded to 3 decimals).
 
 Events. ``trainer.add_callback(event, fn)``; ``fn(payload)`` is called on the training thread
-(a GUI forwards it to its own thread). The events and their payloads are listed in
-``training_events``.
+(a GUI forwards it to its own thread). The events and their payloads are listed in ``events``.
 
 ``pause()``, ``resume()`` and ``stop()`` may be called from any thread (``threading.Event``);
 the loop checks them between steps. ``stop()`` saves a checkpoint at the current step.
@@ -38,11 +44,10 @@ from __future__ import annotations
 
 import json
 import math
-import shlex
-import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -51,17 +56,181 @@ import torch.nn.functional as F
 
 from attnviz.core.bundle import Bundle, BundleError, load_bundle, save_bundle
 from attnviz.core.data import corpora as D
-from attnviz.core.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, Tokenizer
+from attnviz.core.data.tokenizer import Tokenizer
 from attnviz.core.model.config import TransformerConfig
 from attnviz.core.model.transformer import Transformer
-from attnviz.core.training.checkpoint import STATE_JSON, STATE_TENSORS, _opt_state_from_files, _opt_state_to_files
-from attnviz.core.training.evaluation import TrainerEvaluation
-from attnviz.core.training.events import EVENTS, CheckpointEvent, EndEvent, MessageEvent, StartEvent, StateEvent, StepEvent, TrainResult
-from attnviz.core.training.setup import TrainingError, TrainOptions, build_model, build_tokenizers, learning_rate, resolve_device
+from attnviz.core.training.checkpoint import STATE_JSON, STATE_TENSORS, optimizer_state_from_files, optimizer_state_to_files
+from attnviz.core.training.evaluation import eval_mode, final_evaluation, history_row, probe_records, probe_snapshots, valid_metrics
+from attnviz.core.training.events import EVENTS, CheckpointEvent, EndEvent, EvalEvent, MessageEvent, StartEvent, StateEvent, StepEvent, TrainResult
+from attnviz.errors import AttnvizError
+
+SCHEDULES = ("inverse-sqrt", "linear", "constant")
+
+
+class TrainingError(AttnvizError, RuntimeError):
+    """A training run that cannot start or continue (one-line message)."""
+
+
+# -- how to train -------------------------------------------------------------------------
+@dataclass
+class TrainOptions:
+    """How to train (the model's shape is ``TransformerConfig``'s business)."""
+
+    epochs: int = 30  # passes over the training split
+    lr: float = 1e-3  # peak learning rate (reached at the end of the warm-up)
+    warmup: int = 400  # warm-up steps (linear rise from 0 to lr)
+    schedule: str = "inverse-sqrt"  # after the warm-up: "inverse-sqrt", "linear" (to 0), "constant"
+    batch_tokens: int = 500  # padded tokens per batch (rows x longest side)
+    label_smoothing: float = 0.1  # epsilon_ls; 0 = plain cross-entropy
+    clip: float = 1.0  # max global gradient L2 norm (0 = no clipping)
+    betas: tuple[float, float] = (0.9, 0.98)  # Adam betas
+    adam_eps: float = 1e-9  # Adam epsilon
+    weight_decay: float = 0.0  # Adam (L2) weight decay
+    seed: int = 0  # weights, dropout and batch order
+    threads: int = 1  # torch.set_num_threads while training
+    device: str = "auto"  # "auto" (CUDA when present, else CPU), "cpu", "cuda", "cuda:1", ...
+    log_every: int = 10  # a "step" event every N steps
+    n_probes: int = 4  # probe sentences (the first valid pairs) translated at each evaluation
+    eval_bleu: bool = True  # greedy-translate the valid split at each evaluation (BLEU, chrF)
+    final_eval: bool = True  # at the end: token accuracy on every split, BLEU/chrF on every split
+
+    def __post_init__(self) -> None:
+        self.betas = tuple(self.betas)  # type: ignore[assignment]
+        if self.schedule not in SCHEDULES:
+            raise TrainingError(f"schedule must be one of {', '.join(SCHEDULES)}, not {self.schedule!r}")
+        if self.epochs < 1 or self.batch_tokens < 1 or self.lr <= 0 or self.warmup < 0 or self.threads < 1:
+            raise TrainingError("epochs, batch_tokens, threads must be >= 1, lr > 0 and warmup >= 0")
+        if not 0.0 <= self.label_smoothing < 1.0:
+            raise TrainingError("label_smoothing must be in [0, 1)")
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["betas"] = list(self.betas)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "TrainOptions":
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in known})
+
+
+def learning_rate(step: int, options: TrainOptions, total_steps: int) -> float:
+    """The learning rate for ``step`` (1-based); see the module docstring."""
+    step = max(1, step)
+    warm = max(1, options.warmup)
+    if step <= options.warmup:
+        return options.lr * step / warm
+    if options.schedule == "inverse-sqrt":
+        return options.lr * math.sqrt(warm / step)
+    if options.schedule == "linear":
+        span = max(1, total_steps - options.warmup)
+        return options.lr * max(0.0, (total_steps - step) / span)
+    return options.lr
+
+
+def resolve_device(name: str) -> torch.device:
+    """The torch device for ``TrainOptions.device`` ("auto": CUDA when present, else CPU)."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dev = torch.device(name)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise TrainingError(f"device {name!r} asked for, but CUDA is not available")
+    return dev
+
+
+# -- building a run -------------------------------------------------------------------------
+def build_tokenizers(
+    dataset: D.Dataset, src_vocab: int = 3000, tgt_vocab: int = 2000, src_type: str = "unigram", tgt_type: str = "unigram"
+) -> tuple[Tokenizer, Tokenizer]:
+    """sentencepiece models trained on the training split only (source and target separately)."""
+    src = _train_tokenizer("source", [p.src for p in dataset.train], src_vocab, src_type, dataset.src_spaces)
+    tgt = _train_tokenizer("target", [p.tgt for p in dataset.train], tgt_vocab, tgt_type, True)
+    return src, tgt
+
+
+def _train_tokenizer(side: str, texts: list[str], vocab: int, kind: str, dummy_prefix: bool) -> Tokenizer:
+    try:
+        return Tokenizer.train(texts, vocab, kind, add_dummy_prefix=dummy_prefix)
+    except RuntimeError as exc:  # sentencepiece explains in its own words; keep the useful part on one line
+        text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        chars = len({c for t in texts for c in t if not c.isspace()})
+        if "smaller than required_chars" in text:
+            flag = "--src-vocab" if side == "source" else "--tgt-vocab"
+            raise TrainingError(
+                f"the {side} vocabulary ({vocab}) is smaller than the {chars} distinct characters of the training text; "
+                f"use {flag} {chars + 50} or more"
+            ) from None
+        raise TrainingError(f"cannot train the {side} tokenizer ({text.split('] ')[-1][:200]})") from None
+
+
+def build_model(config: TransformerConfig, seed: int = 0) -> Transformer:
+    """A freshly initialised model; ``seed`` fixes the weights."""
+    torch.manual_seed(seed)
+    return Transformer(config)
+
+
+def _read_training_state(out_dir: Path) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+    """The side files of a checkpoint: (training_state.json, training_state.safetensors)."""
+    sfile, jfile = out_dir / STATE_TENSORS, out_dir / STATE_JSON
+    if not sfile.is_file() or not jfile.is_file():
+        raise TrainingError(f"cannot resume: {out_dir} has no training state ({STATE_JSON}, {STATE_TENSORS})")
+    try:
+        info = json.loads(jfile.read_text(encoding="utf-8"))
+        from safetensors.torch import load as st_load
+
+        tensors = st_load(sfile.read_bytes())
+    except Exception as exc:  # noqa: BLE001 - any damage means the same thing here
+        raise TrainingError(f"cannot resume: {out_dir}: damaged training state ({type(exc).__name__}: {str(exc)[:120]})") from None
+    return info, tensors
+
+
+def _resumed_dataset(out_dir: Path, meta: dict[str, Any], dataset: D.Dataset | None) -> D.Dataset:
+    """``dataset``, or the one meta.json names; its split hash must be the checkpoint's."""
+    if dataset is None:
+        spec = (meta.get("data") or {}).get("spec")
+        if not spec:
+            raise TrainingError(f"cannot resume: {out_dir}/meta.json does not say which data it was trained on")
+        dataset = D.load_data(spec)
+    want = (meta.get("data") or {}).get("split_hash")
+    if want and want != dataset.split_hash:
+        raise TrainingError(f"cannot resume: the data's split hash {dataset.split_hash} differs from the checkpoint's {want}")
+    return dataset
+
+
+@dataclass
+class _Window:
+    """The steps since the last "step" event (mean loss, tokens per second) and the pace of this
+    session (for the ETA). Pauses are left out of both clocks."""
+
+    session_t0: float  # when this session's training began
+    t0: float  # when the window began
+    session_steps: int = 0
+    loss: float = 0.0  # sum over the window
+    n: int = 0
+    tokens: int = 0
+
+    @classmethod
+    def begin(cls) -> "_Window":
+        now = time.perf_counter()
+        return cls(now, now)
+
+    def add(self, loss: float, tokens: int) -> None:
+        self.session_steps += 1
+        self.loss += loss
+        self.n += 1
+        self.tokens += tokens
+
+    def skip(self, seconds: float) -> None:
+        """Leave ``seconds`` (a pause) out of both clocks."""
+        self.session_t0 += seconds
+        self.t0 += seconds
+
+    def restart(self, now: float) -> None:
+        self.loss, self.n, self.tokens, self.t0 = 0.0, 0, 0, now
 
 
 # -- the trainer ----------------------------------------------------------------------------
-class Trainer(TrainerEvaluation):
+class Trainer:
     """Trains a ``Transformer`` on a ``Dataset``; see the module docstring for events and checkpoints."""
 
     def __init__(
@@ -157,25 +326,9 @@ class Trainer(TrainerEvaluation):
             bundle: Bundle = load_bundle(out_dir)
         except BundleError as exc:
             raise TrainingError(f"cannot resume: {exc}") from None
-        sfile, jfile = out_dir / STATE_TENSORS, out_dir / STATE_JSON
-        if not sfile.is_file() or not jfile.is_file():
-            raise TrainingError(f"cannot resume: {out_dir} has no training state ({STATE_JSON}, {STATE_TENSORS})")
-        try:
-            info = json.loads(jfile.read_text(encoding="utf-8"))
-            from safetensors.torch import load as st_load
-
-            tensors = st_load(sfile.read_bytes())
-        except Exception as exc:  # noqa: BLE001 - any damage means the same thing here
-            raise TrainingError(f"cannot resume: {out_dir}: damaged training state ({type(exc).__name__}: {str(exc)[:120]})") from None
+        info, tensors = _read_training_state(out_dir)
         meta = dict(bundle.meta)
-        if dataset is None:
-            spec = (meta.get("data") or {}).get("spec")
-            if not spec:
-                raise TrainingError(f"cannot resume: {out_dir}/meta.json does not say which data it was trained on")
-            dataset = D.load_data(spec)
-        want = (meta.get("data") or {}).get("split_hash")
-        if want and want != dataset.split_hash:
-            raise TrainingError(f"cannot resume: the data's split hash {dataset.split_hash} differs from the checkpoint's {want}")
+        dataset = _resumed_dataset(out_dir, meta, dataset)
         options = TrainOptions.from_dict(info["options"])
         if epochs is not None:
             options.epochs = epochs
@@ -187,7 +340,20 @@ class Trainer(TrainerEvaluation):
         model = bundle.model
         model.train()
         self = cls(model, bundle.src_tokenizer, bundle.tgt_tokenizer, dataset, options, out_dir, meta)
-        self.optimizer.load_state_dict(_opt_state_from_files(tensors, info["optimizer"]))
+        self._restore_state(info, tensors)
+        return self
+
+    def _param_names(self) -> list[str]:
+        """The names of the optimiser's parameters, in its order (``model.parameters()``'s)."""
+        return [name for name, _ in self.model.named_parameters()]
+
+    def _restore_state(self, info: dict[str, Any], tensors: dict[str, torch.Tensor]) -> None:
+        """Where a checkpoint left off: optimiser, counters, epoch loss, RNG (restored by ``fit``)."""
+        try:
+            state = optimizer_state_from_files(tensors, info["optimizer"], self._param_names())
+        except ValueError as exc:
+            raise TrainingError(f"cannot resume: {exc}") from None
+        self.optimizer.load_state_dict(state)
         self.step = int(info["step"])
         self.epoch = int(info["epoch"])
         self.batch_in_epoch = int(info["batch_in_epoch"])
@@ -195,7 +361,6 @@ class Trainer(TrainerEvaluation):
         self._epoch_loss_sum = float(info.get("epoch_loss_sum", 0.0))
         self._epoch_loss_n = int(info.get("epoch_loss_n", 0))
         self._rng_state = {k[4:]: v for k, v in tensors.items() if k.startswith("rng.")}
-        return self
 
     # -- control (any thread) -----------------------------------------------------------
     def add_callback(self, event: str, fn: Callable[[Any], None]) -> None:
@@ -232,7 +397,7 @@ class Trainer(TrainerEvaluation):
     def _state_files(self) -> dict[str, bytes]:
         from safetensors.torch import save as st_save
 
-        tensors, opt_info = _opt_state_to_files(self.optimizer)
+        tensors, opt_info = optimizer_state_to_files(self.optimizer, self._param_names())
         tensors["rng.cpu"] = torch.get_rng_state()
         if torch.cuda.is_available() and self.device.type == "cuda":
             tensors["rng.cuda"] = torch.cuda.get_rng_state(self.device)
@@ -263,21 +428,16 @@ class Trainer(TrainerEvaluation):
             device=str(self.device),
         )
         self.meta["probes"] = [{"id": p.id, "source": p.src, "reference": p.tgt, "src_pieces": self.src_tok.pieces(self.src_tok.encode(p.src))} for p in self.probes]
-        was = self.model.training
-        self.model.eval()
-        try:
+        with eval_mode(self.model):
             path = save_bundle(self.out_dir, self.model, self.src_tok, self.tgt_tok, self.meta, extra_files=self._state_files())
-        finally:
-            self.model.train(was)
         self._emit("checkpoint", CheckpointEvent(self.step, self.epoch, str(path), reason))
         return path
 
     # -- the loop -------------------------------------------------------------------------
     def fit(self) -> TrainResult:
         """Train until the last epoch, a stop, or a non-finite loss. Never raises for those."""
-        o = self.options
         prev_threads = torch.get_num_threads()
-        torch.set_num_threads(o.threads)
+        torch.set_num_threads(self.options.threads)
         try:
             with torch.inference_mode(False), torch.enable_grad():  # grad mode is per thread: a worker may have turned it off
                 return self._fit()
@@ -285,13 +445,30 @@ class Trainer(TrainerEvaluation):
             torch.set_num_threads(prev_threads)
 
     def _fit(self) -> TrainResult:
-        o = self.options
-        if self._rng_state is not None:
-            torch.set_rng_state(self._rng_state["cpu"])
-            if "cuda" in self._rng_state and self.device.type == "cuda":
-                torch.cuda.set_rng_state(self._rng_state["cuda"], self.device)
-            self._rng_state = None
+        self._restore_rng()
         self.model.train()
+        self._announce_start()
+        window = _Window.begin()
+        while self.epoch < self.options.epochs:
+            ended = self._train_epoch(window)
+            if ended is not None:
+                return ended
+            if not self._weights_finite():
+                return self._fail_non_finite(f"the weights became NaN or infinite by step {self.step} (epoch {self.epoch + 1})")
+            self._end_epoch()
+        return self._finish()
+
+    def _restore_rng(self) -> None:
+        """A resumed run continues the RNG streams of the checkpoint (once)."""
+        if self._rng_state is None:
+            return
+        torch.set_rng_state(self._rng_state["cpu"])
+        if "cuda" in self._rng_state and self.device.type == "cuda":
+            torch.cuda.set_rng_state(self._rng_state["cuda"], self.device)
+        self._rng_state = None
+
+    def _announce_start(self) -> None:
+        o = self.options
         self._emit(
             "start",
             StartEvent(
@@ -302,106 +479,140 @@ class Trainer(TrainerEvaluation):
         for note in self.dataset.report.notes:
             self._message(note, "warning")
         self._emit("state", StateEvent("running"))
-        session_steps = 0
-        session_t0 = time.perf_counter()
-        win_loss, win_n, win_tokens, win_t0 = 0.0, 0, 0, time.perf_counter()
-        status, message = "finished", ""
-        while self.epoch < o.epochs:
-            batches = D.make_batches(self.train_examples, o.batch_tokens, o.seed, self.epoch)
-            while self.batch_in_epoch < len(batches):
-                if not self._run.is_set():
-                    self._emit("state", StateEvent("paused"))
-                    t_pause = time.perf_counter()
-                    self._run.wait()
-                    session_t0 += time.perf_counter() - t_pause
-                    win_t0 += time.perf_counter() - t_pause
-                    if not self._stop.is_set():
-                        self._emit("state", StateEvent("running"))
-                if self._stop.is_set():
-                    self._emit("state", StateEvent("stopping"))
-                    path = self.save_checkpoint("stopped", "stopped")
-                    msg = f"stopped at step {self.step} (epoch {self.epoch + 1}, batch {self.batch_in_epoch}/{len(batches)})"
-                    if path:
-                        msg += f"; checkpoint saved in {path} (continue with --resume)"
-                    return self._end("stopped", msg)
-                t0 = time.perf_counter()
-                batch = D.collate([self.train_examples[i] for i in batches[self.batch_in_epoch]], PAD_ID, BOS_ID, EOS_ID).to(self.device)
-                lr = learning_rate(self.step + 1, o, self.total_steps)
-                for g in self.optimizer.param_groups:
-                    g["lr"] = lr
-                logits = self.model(batch.src, batch.tgt_in)  # [B, Lt, V]
-                loss = F.cross_entropy(logits.transpose(1, 2), batch.labels, ignore_index=PAD_ID, label_smoothing=o.label_smoothing)
-                lv = float(loss.detach())
-                if not math.isfinite(lv):
-                    last = f"epoch {self.epoch}" if self.epoch else "none (no epoch finished yet)"
-                    where = f" in {self.out_dir}" if self.out_dir else ""
-                    what = "NaN" if math.isnan(lv) else "infinite"
-                    msg = (
-                        f"the loss became {what} at step {self.step + 1} (epoch {self.epoch + 1}); training stopped. "
-                        f"The last good checkpoint{where} is kept: {last}. Try a lower --lr or a longer --warmup."
-                    )
-                    self._message(msg, "error")
-                    return self._end("failed", msg)
-                self.optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                if o.clip > 0:
-                    torch.nn.utils.clip_grad_norm_(self.model.parameters(), o.clip)
-                self.optimizer.step()
-                self.step += 1
-                self.batch_in_epoch += 1
-                session_steps += 1
-                self._epoch_loss_sum += lv
-                self._epoch_loss_n += 1
-                win_loss += lv
-                win_n += 1
-                win_tokens += batch.n_tokens
-                self.elapsed_s += time.perf_counter() - t0
-                if self.step % o.log_every == 0 or self.batch_in_epoch == len(batches):
-                    now = time.perf_counter()
-                    rate = (now - session_t0) / session_steps
-                    remaining = self.total_steps - self.step
-                    self._emit(
-                        "step",
-                        StepEvent(
-                            self.step, self.epoch, self.batch_in_epoch / len(batches), win_loss / win_n, lr,
-                            win_tokens / max(1e-9, now - win_t0), self.elapsed_s, max(0.0, remaining * rate),
-                        ),
-                    )
-                    win_loss, win_n, win_tokens, win_t0 = 0.0, 0, 0, now
-            if not self._weights_finite():
-                last = f"epoch {self.epoch}" if self.epoch else "none (no epoch finished yet)"
-                where = f" in {self.out_dir}" if self.out_dir else ""
-                msg = (
-                    f"the weights became NaN or infinite by step {self.step} (epoch {self.epoch + 1}); training stopped. "
-                    f"The last good checkpoint{where} is kept: {last}. Try a lower --lr or a longer --warmup."
-                )
-                self._message(msg, "error")
-                return self._end("failed", msg)
-            self._eval_and_record()
-            self.epoch += 1
-            self.batch_in_epoch = 0
-            self._epoch_loss_sum, self._epoch_loss_n = 0.0, 0
-            if self.epoch < o.epochs:
-                self.save_checkpoint("epoch")
-        final: dict[str, Any] = {}
-        if o.final_eval:
+
+    def _train_epoch(self, window: _Window) -> TrainResult | None:
+        """The rest of the current epoch's batches; a result when the run stopped or failed in it."""
+        o = self.options
+        batches = D.make_batches(self.train_examples, o.batch_tokens, o.seed, self.epoch)
+        while self.batch_in_epoch < len(batches):
+            self._wait_while_paused(window)
+            if self._stop.is_set():
+                return self._stopped(len(batches))
             t0 = time.perf_counter()
-            final = self.final_evaluation()
-            self.meta["final"] = final
+            batch = self._collate(batches[self.batch_in_epoch])
+            lr = self._set_learning_rate()
+            loss = self._loss(batch)
+            lv = float(loss.detach())
+            if not math.isfinite(lv):
+                what = "NaN" if math.isnan(lv) else "infinite"
+                return self._fail_non_finite(f"the loss became {what} at step {self.step + 1} (epoch {self.epoch + 1})")
+            self._optimise(loss)
+            self._count_step(lv)
+            window.add(lv, batch.n_tokens)
             self.elapsed_s += time.perf_counter() - t0
-        self.save_checkpoint("final", "finished")
-        return self._end(status, message or f"finished {o.epochs} epochs ({self.step} steps)", final)
+            if self.step % o.log_every == 0 or self.batch_in_epoch == len(batches):
+                self._report_step(window, lr, len(batches))
+        return None
+
+    def _wait_while_paused(self, window: _Window) -> None:
+        if self._run.is_set():
+            return
+        self._emit("state", StateEvent("paused"))
+        t_pause = time.perf_counter()
+        self._run.wait()
+        window.skip(time.perf_counter() - t_pause)
+        if not self._stop.is_set():
+            self._emit("state", StateEvent("running"))
+
+    def _collate(self, indices: list[int]) -> D.Batch:
+        cfg = self.model.config
+        return D.collate([self.train_examples[i] for i in indices], cfg.pad_id, cfg.bos_id, cfg.eos_id).to(self.device)
+
+    def _set_learning_rate(self) -> float:
+        lr = learning_rate(self.step + 1, self.options, self.total_steps)
+        for g in self.optimizer.param_groups:
+            g["lr"] = lr
+        return lr
+
+    def _loss(self, batch: D.Batch) -> torch.Tensor:
+        """Teacher-forced cross-entropy with label smoothing, PAD labels ignored."""
+        logits = self.model(batch.src, batch.tgt_in)  # [B, Lt, V]
+        ignore = self.model.config.pad_id
+        return F.cross_entropy(logits.transpose(1, 2), batch.labels, ignore_index=ignore, label_smoothing=self.options.label_smoothing)
+
+    def _optimise(self, loss: torch.Tensor) -> None:
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if self.options.clip > 0:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.options.clip)
+        self.optimizer.step()
+
+    def _count_step(self, loss: float) -> None:
+        self.step += 1
+        self.batch_in_epoch += 1
+        self._epoch_loss_sum += loss
+        self._epoch_loss_n += 1
+
+    def _report_step(self, window: _Window, lr: float, n_batches: int) -> None:
+        """A "step" event for the window, which then starts again."""
+        now = time.perf_counter()
+        rate = (now - window.session_t0) / window.session_steps
+        remaining = self.total_steps - self.step
+        self._emit(
+            "step",
+            StepEvent(
+                self.step, self.epoch, self.batch_in_epoch / n_batches, window.loss / window.n, lr,
+                window.tokens / max(1e-9, now - window.t0), self.elapsed_s, max(0.0, remaining * rate),
+            ),
+        )
+        window.restart(now)
 
     def _weights_finite(self) -> bool:
         return all(bool(torch.isfinite(t).all()) for t in self.model.state_dict().values() if t.is_floating_point())
+
+    def _end_epoch(self) -> None:
+        """Evaluate and record the finished epoch, move on to the next, and save a checkpoint
+        (the last epoch's is saved by ``_finish``)."""
+        self._evaluate_epoch()
+        self.epoch += 1
+        self.batch_in_epoch = 0
+        self._epoch_loss_sum, self._epoch_loss_n = 0.0, 0
+        if self.epoch < self.options.epochs:
+            self.save_checkpoint("epoch")
+
+    def _evaluate_epoch(self) -> None:
+        """Valid-split metrics and probe snapshots: appended to the history, sent as an "eval" event."""
+        t0 = time.perf_counter()
+        metrics = {"train_loss": self._epoch_loss_sum / max(1, self._epoch_loss_n)}
+        metrics.update(valid_metrics(self.model, self.src_tok, self.tgt_tok, self.dataset.valid, self.valid_examples, self.options.eval_bleu))
+        metrics["lr"] = self.optimizer.param_groups[0]["lr"]
+        metrics["elapsed_s"] = self.elapsed_s
+        probes, norms = probe_snapshots(self.model, self.src_tok, self.tgt_tok, self.probes)
+        self.history.append(history_row(self.epoch + 1, self.step, metrics))
+        self.snapshots.append({"epoch": self.epoch + 1, "step": self.step, "probes": probe_records(probes)})
+        self._emit("eval", EvalEvent(self.step, self.epoch, metrics, tuple(probes), norms))
+        self.elapsed_s += time.perf_counter() - t0
+
+    def _finish(self) -> TrainResult:
+        """After the last epoch: the final evaluation (if asked for) and the final checkpoint."""
+        final: dict[str, Any] = {}
+        if self.options.final_eval:
+            t0 = time.perf_counter()
+            final = final_evaluation(self.model, self.src_tok, self.tgt_tok, self.dataset)
+            self.meta["final"] = final
+            self.elapsed_s += time.perf_counter() - t0
+        self.save_checkpoint("final", "finished")
+        return self._end("finished", f"finished {self.options.epochs} epochs ({self.step} steps)", final)
+
+    def _stopped(self, n_batches: int) -> TrainResult:
+        """A stop asked for: save a checkpoint at the current step and end."""
+        self._emit("state", StateEvent("stopping"))
+        path = self.save_checkpoint("stopped", "stopped")
+        msg = f"stopped at step {self.step} (epoch {self.epoch + 1}, batch {self.batch_in_epoch}/{n_batches})"
+        if path:
+            msg += f"; checkpoint saved in {path} (continue with --resume)"
+        return self._end("stopped", msg)
+
+    def _fail_non_finite(self, what: str) -> TrainResult:
+        """End a run whose loss or weights became non-finite (``what`` says which, and when);
+        nothing is saved, so the last good checkpoint stays."""
+        last = f"epoch {self.epoch}" if self.epoch else "none (no epoch finished yet)"
+        where = f" in {self.out_dir}" if self.out_dir else ""
+        msg = f"{what}; training stopped. The last good checkpoint{where} is kept: {last}. Try a lower --lr or a longer --warmup."
+        self._message(msg, "error")
+        return self._end("failed", msg)
 
     def _end(self, status: str, message: str, final: dict[str, Any] | None = None) -> TrainResult:
         final = final or {}
         self._emit("end", EndEvent(status, message, self.step, self.epoch, self.elapsed_s, final))
         return TrainResult(status, message, self.step, self.epoch, self.elapsed_s, self.history, final, self.out_dir)
-
-
-def command_line(argv: Sequence[str] | None = None) -> str:
-    """The command as typed (for meta.json): ``attnviz`` plus the arguments, shell-quoted."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    return shlex.join(["attnviz", *args])

@@ -11,10 +11,10 @@ from pathlib import Path
 from PySide6 import QtCore, QtWidgets
 
 from attnviz.qt.export.files import (
-    _FILTERS,
     DATA_FORMATS,
     FIGURE_FORMATS,
     ExportError,
+    HeadFigureFactory,
     export_all_heads,
     export_view_data,
     render_view_to_file,
@@ -23,10 +23,15 @@ from attnviz.qt.views.data import AttentionData
 from attnviz.qt.widgets.colormaps import Theme
 from attnviz.qt.widgets.figures import FigureView
 
+_FILTERS = {  # format → the file dialog's filter
+    "png": "PNG image (*.png)",
+    "svg": "SVG vector graphics (*.svg)",
+    "pdf": "PDF document (*.pdf)",
+    "csv": "CSV table (*.csv)",
+    "npz": "NumPy archive (*.npz)",
+}
 
-# ---------------------------------------------------------------------------
-# Dialogs (thin: the functions in export_files are testable without them)
-# ---------------------------------------------------------------------------
+
 def _settings() -> QtCore.QSettings:
     return QtCore.QSettings()
 
@@ -170,9 +175,15 @@ def export_data_dialog(view: FigureView, parent: QtWidgets.QWidget | None = None
 
 
 def export_all_heads_dialog(
-    parent: QtWidgets.QWidget | None, data: AttentionData, *, theme: Theme | str | None = None, colormap: str | None = None
+    parent: QtWidgets.QWidget | None,
+    make_view: HeadFigureFactory,
+    data: AttentionData,
+    *,
+    theme: Theme | str | None = None,
+    colormap: str | None = None,
 ) -> list[Path]:
-    """Ask for a folder and a format, then export every head with a cancellable progress dialog."""
+    """Ask for a folder and a format, then export every head, each drawn by a view ``make_view``
+    builds, with a cancellable progress dialog."""
     folder = QtWidgets.QFileDialog.getExistingDirectory(parent, "Export all heads into", _last_dir())
     if not folder:
         return []
@@ -191,7 +202,7 @@ def export_all_heads_dialog(
         QtWidgets.QApplication.processEvents()
 
     try:
-        written = export_all_heads(data, folder, fmt, progress=on_progress, cancel=progress.wasCanceled, theme=theme, colormap=colormap)
+        written = export_all_heads(make_view, data, folder, fmt, progress=on_progress, cancel=progress.wasCanceled, theme=theme, colormap=colormap)
     except ExportError as exc:
         _fail(parent, exc)
         written = []

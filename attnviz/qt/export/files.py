@@ -1,12 +1,12 @@
 """Export a view's figure (PNG, SVG, PDF) and the data behind it (CSV, NPZ), without dialogs.
 
 These are what the app's menus, the context menus and the headless ``attnviz export``
-share (all re-exported by ``attnviz.qt.export``)::
+share::
 
     render_view_to_file(view, "fig.svg")                 # format from the suffix
     render_view_to_file(view, "fig.png", width=2400)     # or dpi=300
     export_view_data(view, "fig.csv")
-    export_all_heads(data, "out/", "pdf", progress=..., cancel=...)
+    export_all_heads(QtHeadDetailView, data, "out/", "pdf", progress=..., cancel=...)
 
 Every file is written atomically (a temporary file in the destination folder, then
 ``os.replace``): a failure leaves no partial file and raises :class:`ExportError` with a
@@ -22,11 +22,11 @@ import os
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
 from attnviz.core.atomic import atomic_write_bytes as core_atomic_write
-from attnviz.core.atomic import current_umask
 from attnviz.errors import AttnvizError
 from attnviz.qt.views.data import AttentionData, FigureData
 from attnviz.qt.widgets.colormaps import Theme
@@ -34,13 +34,6 @@ from attnviz.qt.widgets.figures import FigureView, render_figure_bytes
 
 FIGURE_FORMATS: tuple[str, ...] = ("png", "svg", "pdf")
 DATA_FORMATS: tuple[str, ...] = ("csv", "npz")
-_FILTERS = {
-    "png": "PNG image (*.png)",
-    "svg": "SVG vector graphics (*.svg)",
-    "pdf": "PDF document (*.pdf)",
-    "csv": "CSV table (*.csv)",
-    "npz": "NumPy archive (*.npz)",
-}
 
 
 class ExportError(AttnvizError):
@@ -57,9 +50,6 @@ def _format_of(path: Path, fmt: str | None, allowed: tuple[str, ...]) -> str:
     if fmt not in allowed:
         raise ExportError(f"Cannot export to {path}: unknown format {fmt!r} (use {', '.join(allowed)})")
     return fmt
-
-
-_umask = current_umask  # kept for importers of the old name
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
@@ -198,12 +188,28 @@ def _cancelled(cancel: CancelFlag | None) -> bool:
     return bool(cancel())
 
 
+@runtime_checkable
+class HeadFigure(FigureView, Protocol):
+    """A view that draws one head of :class:`AttentionData` (the head detail): what
+    :func:`export_all_heads` needs of the view it is given."""
+
+    def set_data(self, data: AttentionData) -> None: ...
+
+    def select(self, layer: int | None = None, head: int | None = None, mode: str | None = None, kind: str | None = None) -> None: ...
+
+    def set_colormap(self, name: str) -> None: ...
+
+
+HeadFigureFactory = Callable[..., HeadFigure]  # called with ``theme=``; e.g. the head-detail view's class
+
+
 def head_file_name(kind: str, layer: int, head: int, fmt: str) -> str:
     """``cross_layer2_head3.png`` for 0-based layer 1, head 2 (names are 1-based, as on screen)."""
     return f"{kind}_layer{layer + 1}_head{head + 1}.{fmt}"
 
 
 def iter_export_all_heads(
+    make_view: HeadFigureFactory,
     data: AttentionData,
     out_dir: str | os.PathLike,
     fmt: str = "png",
@@ -214,13 +220,12 @@ def iter_export_all_heads(
     theme: Theme | str | None = None,
     colormap: str | None = None,
 ) -> Iterator[Path]:
-    """Write one head-detail figure per layer and head, yielding each path once written.
+    """Write one figure per layer and head, drawn by a view ``make_view(theme=theme)`` builds,
+    yielding each path once written.
 
     Runs in the GUI thread (Qt draws widgets only there); drive it step by step to keep
     the window responsive. ``size`` is the figure's logical size in pixels.
     """
-    from attnviz.qt.views.head_detail import QtHeadDetailView
-
     fmt = fmt.lower()
     if fmt not in FIGURE_FORMATS:
         raise ExportError(f"unknown figure format {fmt!r} (use {', '.join(FIGURE_FORMATS)})")
@@ -231,7 +236,7 @@ def iter_export_all_heads(
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ExportError(f"Cannot create the folder {out}: {exc.strerror or exc}") from exc
-    view = QtHeadDetailView(theme=theme)
+    view = make_view(theme=theme)
     try:
         if colormap:
             view.set_colormap(colormap)
@@ -249,6 +254,7 @@ def iter_export_all_heads(
 
 
 def export_all_heads(
+    make_view: HeadFigureFactory,
     data: AttentionData,
     out_dir: str | os.PathLike,
     fmt: str = "png",
@@ -257,7 +263,8 @@ def export_all_heads(
     cancel: CancelFlag | None = None,
     **options,
 ) -> list[Path]:
-    """Write one figure per layer and head of ``data`` into ``out_dir``; returns the paths.
+    """Write one figure per layer and head of ``data`` into ``out_dir``, each drawn by a view
+    ``make_view`` builds; returns the paths.
 
     ``progress(done, total, path)`` is called after each file; ``cancel`` (a callable or a
     ``threading.Event``) is checked before each file, and a cancelled export returns the
@@ -267,7 +274,7 @@ def export_all_heads(
     written: list[Path] = []
     if _cancelled(cancel):
         return written
-    gen = iter_export_all_heads(data, out_dir, fmt, **options)
+    gen = iter_export_all_heads(make_view, data, out_dir, fmt, **options)
     try:
         for path in gen:
             written.append(path)

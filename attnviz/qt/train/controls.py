@@ -1,18 +1,21 @@
-"""The Train panel's controls: the run form (data, model, normalization, schedule, output folder,
-start / pause / stop / open, the log) and the status and snapshot rows above and below the figure.
+"""The Train panel's controls: the run form and the status row above the figure.
 
-``TrainControlsMixin`` builds them and reads / fills the form (``request``, ``set_request``);
-``TrainPanel`` (``qt_train_panel``) provides the slots they connect to.
+``TrainControls`` is the form (data, model, normalization, schedule, output folder, the run's
+buttons and its log): it builds a ``TrainRequest`` (``request()``), can be filled from one
+(``set_request``) and asks for a run through its signals; the panel tells it how the run stands
+(``set_state``). ``TrainStatus`` shows the run's state, its progress and its errors.
 """
 
 from __future__ import annotations
 
+import math
+import time
 from pathlib import Path
 from typing import Any
 
 from PySide6 import QtCore, QtWidgets
 
-from attnviz.qt.train.run import DATA_CHOICES, MODEL_SIZES, TrainRequest
+from attnviz.qt.train.run import ACTIVE_STATES, DATA_CHOICES, MODEL_SIZES, SYNTHETIC_CHOICES, TrainRequest
 from attnviz.qt.widgets.colormaps import ui_font
 
 
@@ -31,49 +34,75 @@ def _browse_row(edit: QtWidgets.QLineEdit, button_name: str, slot: Any) -> tuple
     return button, row
 
 
-class TrainControlsMixin:
-    """The form and the status / snapshot rows of ``TrainPanel`` (mixed into the panel)."""
+def _combo(name: str, items: list[tuple[str, Any]], current: Any = None, tip: str = "") -> QtWidgets.QComboBox:
+    combo = QtWidgets.QComboBox(objectName=name)
+    for text, key in items:
+        combo.addItem(text, key)
+    if current is not None:
+        combo.setCurrentIndex(combo.findData(current))
+    if tip:
+        combo.setToolTip(tip)
+    return combo
 
-    def _build_form(self) -> None:
-        box = QtWidgets.QGroupBox("Training run  训练")
-        box.setObjectName("trainForm")
-        box.setMinimumWidth(300)
-        box.setMaximumWidth(380)
-        form = QtWidgets.QFormLayout(box)
+
+class TrainControls(QtWidgets.QGroupBox):
+    """The run form. Signals: ``startRequested(TrainRequest)`` (the Start button, with the form's
+    request), ``pauseResumeRequested()``, ``stopRequested()``, ``openRequested()``."""
+
+    startRequested = QtCore.Signal(object)
+    pauseResumeRequested = QtCore.Signal()
+    stopRequested = QtCore.Signal()
+    openRequested = QtCore.Signal()
+
+    def __init__(self, parent: QtWidgets.QWidget | None = None):
+        super().__init__("Training run  训练", parent)
+        self.setObjectName("trainForm")
+        self.setMinimumWidth(300)
+        self.setMaximumWidth(380)
+        form = QtWidgets.QFormLayout(self)
         form.setFieldGrowthPolicy(QtWidgets.QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        self._build_data_rows(form)
+        self._build_model_rows(form)
+        self._build_schedule_rows(form)
+        self._build_output_row(form)
+        self._build_buttons(form)
+        self._build_log(form)
+        self.data_combo.currentIndexChanged.connect(self._update_data_rows)
+        for w in (self.data_combo, self.size_combo, self.norm_combo, self.placement_combo):
+            w.currentIndexChanged.connect(self._suggest_out_dir)
+        self._out_auto = True  # the output folder follows the choices until the user picks one
+        self.out_edit.textEdited.connect(self._on_out_edited)
+        self._suggest_out_dir()
+        self._update_data_rows()
 
-        self.data_combo = QtWidgets.QComboBox(objectName="trainDataCombo")
-        for key, text in DATA_CHOICES.items():
-            self.data_combo.addItem(text, key)
-        self.data_combo.setCurrentIndex(self.data_combo.findData("hsk-zh-en"))
-        self.data_combo.setToolTip("What to learn: HSK Chinese→English sentences, a synthetic task whose right attention is known, or your own pairs")
+    # -- building ---------------------------------------------------------------------------
+    def _build_data_rows(self, form: QtWidgets.QFormLayout) -> None:
+        self.data_combo = _combo("trainDataCombo", [(text, key) for key, text in DATA_CHOICES.items()], "hsk-zh-en",
+                                 "What to learn: HSK Chinese→English sentences, a synthetic task whose right attention is known, or your own pairs")
         form.addRow("Data", self.data_combo)
         self.tsv_edit = QtWidgets.QLineEdit(objectName="trainTsvEdit")
         self.tsv_edit.setPlaceholderText("source<TAB>target file")
         tsv_btn, tsv_row = _browse_row(self.tsv_edit, "trainTsvBrowse", self._browse_tsv)
-        self.tsv_label = QtWidgets.QLabel("TSV file")
-        form.addRow(self.tsv_label, tsv_row)
-        self._tsv_widgets = (self.tsv_label, self.tsv_edit, tsv_btn)
+        tsv_label = QtWidgets.QLabel("TSV file")
+        form.addRow(tsv_label, tsv_row)
+        self._tsv_widgets = (tsv_label, self.tsv_edit, tsv_btn)
         self.examples_spin = QtWidgets.QSpinBox(objectName="trainExamplesSpin", minimum=20, maximum=200000, singleStep=500, value=2000)
         self.examples_spin.setToolTip("How many random strings the synthetic task has (90% train, 5% valid, 5% test)")
-        self.examples_label = QtWidgets.QLabel("Pairs")
-        form.addRow(self.examples_label, self.examples_spin)
+        self._examples_label = QtWidgets.QLabel("Pairs")
+        form.addRow(self._examples_label, self.examples_spin)
 
-        self.size_combo = QtWidgets.QComboBox(objectName="trainSizeCombo")
-        for key, (text, _) in MODEL_SIZES.items():
-            self.size_combo.addItem(text, key)
-        self.size_combo.setCurrentIndex(self.size_combo.findData("base"))
+    def _build_model_rows(self, form: QtWidgets.QFormLayout) -> None:
+        self.size_combo = _combo("trainSizeCombo", [(text, key) for key, (text, _) in MODEL_SIZES.items()], "base")
         form.addRow("Model", self.size_combo)
-        self.norm_combo = QtWidgets.QComboBox(objectName="trainNormCombo")
-        self.norm_combo.addItem("LayerNorm (per token)", "layer")
-        self.norm_combo.addItem("BatchNorm (per feature)", "batch")
-        self.norm_combo.setToolTip("LayerNorm normalizes the features of each token; BatchNorm each feature over the batch's tokens")
+        self.norm_combo = _combo("trainNormCombo", [("LayerNorm (per token)", "layer"), ("BatchNorm (per feature)", "batch")],
+                                 tip="LayerNorm normalizes the features of each token; BatchNorm each feature over the batch's tokens")
         form.addRow("Norm", self.norm_combo)
-        self.placement_combo = QtWidgets.QComboBox(objectName="trainPlacementCombo")
-        self.placement_combo.addItem("Pre-norm: x + Sublayer(Norm(x))", "pre")
-        self.placement_combo.addItem("Post-norm: Norm(x + Sublayer(x))", "post")
-        self.placement_combo.setToolTip("Post-norm is the paper's; pre-norm trains more easily on small data")
+        self.placement_combo = _combo("trainPlacementCombo",
+                                      [("Pre-norm: x + Sublayer(Norm(x))", "pre"), ("Post-norm: Norm(x + Sublayer(x))", "post")],
+                                      tip="Post-norm is the paper's; pre-norm trains more easily on small data")
         form.addRow("Placement", self.placement_combo)
+
+    def _build_schedule_rows(self, form: QtWidgets.QFormLayout) -> None:
         self.epochs_spin = QtWidgets.QSpinBox(objectName="trainEpochsSpin", minimum=1, maximum=1000, value=30)
         form.addRow("Epochs", self.epochs_spin)
         self.lr_spin = QtWidgets.QDoubleSpinBox(objectName="trainLrSpin", decimals=5, minimum=1e-5, maximum=1.0, singleStep=1e-4, value=1e-3)
@@ -88,12 +117,13 @@ class TrainControlsMixin:
         self.threads_spin.setToolTip("CPU threads for training; 1 keeps the app responsive")
         form.addRow("Threads", self.threads_spin)
 
+    def _build_output_row(self, form: QtWidgets.QFormLayout) -> None:
         self.out_edit = QtWidgets.QLineEdit(objectName="trainOutEdit")
         self.out_edit.setToolTip("The model bundle folder the run writes (a checkpoint after every epoch)")
         _out_btn, out_row = _browse_row(self.out_edit, "trainOutBrowse", self._browse_out)
         form.addRow("Output folder", out_row)
 
-        buttons = QtWidgets.QGridLayout()
+    def _build_buttons(self, form: QtWidgets.QFormLayout) -> None:
         self.start_button = QtWidgets.QPushButton("Start  开始", objectName="trainStartButton")
         self.pause_button = QtWidgets.QPushButton("Pause  暂停", objectName="trainPauseButton")
         self.stop_button = QtWidgets.QPushButton("Stop  停止", objectName="trainStopButton")
@@ -101,16 +131,18 @@ class TrainControlsMixin:
         self.start_button.setDefault(True)
         self.stop_button.setToolTip("Stop after the current step and save a checkpoint")
         self.open_button.setToolTip("Open the trained model bundle in the main window")
+        buttons = QtWidgets.QGridLayout()
         buttons.addWidget(self.start_button, 0, 0)
         buttons.addWidget(self.pause_button, 0, 1)
         buttons.addWidget(self.stop_button, 1, 0)
         buttons.addWidget(self.open_button, 1, 1)
         form.addRow(buttons)
-        self.start_button.clicked.connect(lambda: self.start(confirm=True))
-        self.pause_button.clicked.connect(self._toggle_pause)
-        self.stop_button.clicked.connect(self.stop)
-        self.open_button.clicked.connect(self._open)
+        self.start_button.clicked.connect(lambda: self.startRequested.emit(self.request()))
+        self.pause_button.clicked.connect(lambda: self.pauseResumeRequested.emit())
+        self.stop_button.clicked.connect(lambda: self.stopRequested.emit())
+        self.open_button.clicked.connect(lambda: self.openRequested.emit())
 
+    def _build_log(self, form: QtWidgets.QFormLayout) -> None:
         self.log = QtWidgets.QPlainTextEdit(objectName="trainLog")
         self.log.setReadOnly(True)
         self.log.setMaximumBlockCount(500)
@@ -118,74 +150,26 @@ class TrainControlsMixin:
         self.log.setPlaceholderText("Messages of the run")
         form.addRow(self.log)
 
-        self.data_combo.currentIndexChanged.connect(self._update_form)
-        for w in (self.data_combo, self.size_combo, self.norm_combo, self.placement_combo):
-            w.currentIndexChanged.connect(self._suggest_out_dir)
-        self._out_auto = True
-        self.out_edit.textEdited.connect(lambda _t: setattr(self, "_out_auto", False))
-        self.form_box = box
-        self._suggest_out_dir()
+    # -- the form ---------------------------------------------------------------------------
+    def _fields(self) -> tuple[QtWidgets.QWidget, ...]:
+        return (self.data_combo, self.tsv_edit, self.examples_spin, self.size_combo, self.norm_combo, self.placement_combo,
+                self.epochs_spin, self.lr_spin, self.warmup_spin, self.batch_spin, self.threads_spin, self.out_edit)
 
-    def _build_status(self) -> None:
-        self.status_row = QtWidgets.QHBoxLayout()
-        self.state_label = QtWidgets.QLabel(objectName="trainStateLabel")
-        self.state_label.setMinimumWidth(120)
-        f = ui_font(9.5, bold=True)
-        self.state_label.setFont(f)
-        self.progress = QtWidgets.QProgressBar(objectName="trainProgress")
-        self.progress.setRange(0, 1)
-        self.progress.setValue(0)
-        self.progress.setFormat("%p%")
-        self.eta_label = QtWidgets.QLabel("", objectName="trainEtaLabel")
-        self.rate_label = QtWidgets.QLabel("", objectName="trainRateLabel")
-        self.lr_label = QtWidgets.QLabel("", objectName="trainLrLabel")
-        self.status_row.addWidget(self.state_label)
-        self.status_row.addWidget(self.progress, 1)
-        for w in (self.eta_label, self.rate_label, self.lr_label):
-            w.setFont(ui_font(9))
-            self.status_row.addWidget(w)
-        self.error_banner = QtWidgets.QLabel(objectName="trainErrorBanner")
-        self.error_banner.setWordWrap(True)
-        self.error_banner.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.error_banner.setStyleSheet("QLabel { background: #fff0e6; color: #a61e00; border: 1px solid #ffc9a8; border-radius: 3px; padding: 5px; }")
-        self.error_banner.setVisible(False)
-
-        self.scrub_row = QtWidgets.QHBoxLayout()
-        self.scrub_label = QtWidgets.QLabel("Snapshot", objectName="trainScrubLabel")
-        self.scrub = QtWidgets.QSlider(QtCore.Qt.Orientation.Horizontal, objectName="trainScrubSlider")
-        self.scrub.setToolTip("Scrub through the probe sentence's cross-attention, epoch by epoch")
-        self.scrub.setRange(0, 0)
-        self.scrub.setEnabled(False)
-        self.scrub.valueChanged.connect(self._on_scrub)
-        self.probe_layer = QtWidgets.QComboBox(objectName="trainProbeLayerCombo")
-        self.probe_layer.setToolTip("Which decoder layer's cross-attention (mean over heads)")
-        self.probe_layer.currentIndexChanged.connect(lambda _i: self._show_snapshot(self.scrub.value()))
-        self.norm_site = QtWidgets.QComboBox(objectName="trainNormSiteCombo")
-        self.norm_site.setSizeAdjustPolicy(QtWidgets.QComboBox.SizeAdjustPolicy.AdjustToContents)
-        self.norm_site.setToolTip("Which normalization's statistics are plotted over training")
-        self.norm_site.currentIndexChanged.connect(lambda _i: self._update_norm_curves())
-        self.scrub_row.addWidget(self.scrub_label)
-        self.scrub_row.addWidget(self.scrub, 1)
-        self.scrub_row.addWidget(QtWidgets.QLabel("Layer"))
-        self.scrub_row.addWidget(self.probe_layer)
-        self.scrub_row.addSpacing(12)
-        self.scrub_row.addWidget(QtWidgets.QLabel("Norm"))
-        self.scrub_row.addWidget(self.norm_site)
-
-    # -- form -------------------------------------------------------------------------------
-    def _update_form(self) -> None:
+    def _update_data_rows(self) -> None:
         data = self.data_combo.currentData()
-        synthetic = data in ("copy", "reverse", "sort")
         for w in self._tsv_widgets:
             w.setVisible(data == "tsv")
-        self.examples_label.setVisible(synthetic)
-        self.examples_spin.setVisible(synthetic)
+        self._examples_label.setVisible(data in SYNTHETIC_CHOICES)
+        self.examples_spin.setVisible(data in SYNTHETIC_CHOICES)
 
     def _suggest_out_dir(self) -> None:
         if not self._out_auto:
             return
         name = f"{self.data_combo.currentData()}-{self.size_combo.currentData()}-{self.norm_combo.currentData()}norm"
         self.out_edit.setText(str(default_runs_dir() / name))
+
+    def _on_out_edited(self, _text: str) -> None:
+        self._out_auto = False
 
     def _browse_tsv(self) -> None:
         path, _ = QtWidgets.QFileDialog.getOpenFileName(self, "Parallel corpus (source<TAB>target)", "", "TSV files (*.tsv *.txt);;All files (*)")
@@ -223,3 +207,91 @@ class TrainControlsMixin:
         if req.out_dir:
             self.out_edit.setText(req.out_dir)
             self._out_auto = False
+
+    # -- the run, as the panel reports it --------------------------------------------------------
+    def set_state(self, state: str, *, paused: bool = False, can_open: bool = False) -> None:
+        """Enable what the run's ``state`` allows: the form and Start only between runs, Pause / Resume
+        (``paused``) while it trains, Stop until it stops, Open when a bundle was written (``can_open``)."""
+        active = state in ACTIVE_STATES
+        for w in self._fields():
+            w.setEnabled(not active)
+        self.start_button.setEnabled(not active)
+        self.pause_button.setEnabled(state in ("running", "paused"))
+        self.pause_button.setText("Resume  继续" if paused else "Pause  暂停")
+        self.stop_button.setEnabled(active and state != "stopping")
+        self.open_button.setEnabled(not active and can_open)
+
+    def append_log(self, level: str, text: str) -> None:
+        """Add a line to the run's log (``level``: info, warning or error)."""
+        prefix = {"warning": "warning: ", "error": "error: "}.get(level, "")
+        self.log.appendPlainText(f"{time.strftime('%H:%M:%S')}  {prefix}{text}")
+
+
+def _fmt_duration(seconds: float) -> str:
+    if not math.isfinite(seconds):
+        return "–"
+    seconds = int(round(seconds))
+    h, rem = divmod(seconds, 3600)
+    m, s = divmod(rem, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+
+
+class TrainStatus(QtWidgets.QWidget):
+    """The row above the figure: the run's state, a progress bar with ETA, speed and learning rate,
+    and a banner for errors."""
+
+    STATE_COLORS = {"failed": "#c92a2a", "finished": "#2f9e44", "paused": "#e8590c"}
+
+    def __init__(self, parent: QtWidgets.QWidget | None = None):
+        super().__init__(parent)
+        self.state_label = QtWidgets.QLabel(objectName="trainStateLabel")
+        self.state_label.setMinimumWidth(120)
+        self.state_label.setFont(ui_font(9.5, bold=True))
+        self.progress = QtWidgets.QProgressBar(objectName="trainProgress")
+        self.progress.setRange(0, 1)
+        self.progress.setValue(0)
+        self.progress.setFormat("%p%")
+        self.eta_label = QtWidgets.QLabel("", objectName="trainEtaLabel")
+        self.rate_label = QtWidgets.QLabel("", objectName="trainRateLabel")
+        self.lr_label = QtWidgets.QLabel("", objectName="trainLrLabel")
+        self.error_banner = QtWidgets.QLabel(objectName="trainErrorBanner")
+        self.error_banner.setWordWrap(True)
+        self.error_banner.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.error_banner.setStyleSheet("QLabel { background: #fff0e6; color: #a61e00; border: 1px solid #ffc9a8; border-radius: 3px; padding: 5px; }")
+        self.error_banner.setVisible(False)
+        row = QtWidgets.QHBoxLayout()
+        row.addWidget(self.state_label)
+        row.addWidget(self.progress, 1)
+        for w in (self.eta_label, self.rate_label, self.lr_label):
+            w.setFont(ui_font(9))
+            row.addWidget(w)
+        layout = QtWidgets.QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(4)
+        layout.addLayout(row)
+        layout.addWidget(self.error_banner)
+
+    def show_state(self, state: str, text: str) -> None:
+        self.state_label.setText(text)
+        self.state_label.setStyleSheet(f"color: {self.STATE_COLORS[state]};" if state in self.STATE_COLORS else "")
+
+    def set_total_steps(self, total: int) -> None:
+        self.progress.setRange(0, max(1, total))
+
+    def show_step(self, event: Any) -> None:
+        """The latest ``StepEvent``: progress, ETA, tokens per second, learning rate."""
+        self.progress.setValue(min(self.progress.maximum(), event.step))
+        self.eta_label.setText(f"ETA {_fmt_duration(event.eta_s)}")
+        self.rate_label.setText(f"{event.tokens_per_s:,.0f} tok/s")
+        self.lr_label.setText(f"lr {event.lr:.2e}")
+
+    def show_error(self, text: str) -> None:
+        self.error_banner.setText(text)
+        self.error_banner.setVisible(True)
+
+    def clear_error(self) -> None:
+        self.error_banner.setVisible(False)
+
+    def error_text(self) -> str:
+        """The error shown ("" when none)."""
+        return "" if self.error_banner.isHidden() else self.error_banner.text()

@@ -30,8 +30,6 @@ def _pen(color: str | QtGui.QColor, width: float = 1.6, style: QtCore.Qt.PenStyl
 class TrainingFigure(FigureViewBase):
     """The Train panel's plots (one canvas, exportable like every view)."""
 
-    snapshotChanged = QtCore.Signal(int)
-
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme: Theme | str | None = None):
         super().__init__(parent, theme=theme)
         self.setObjectName("trainingFigure")

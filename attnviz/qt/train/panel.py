@@ -20,10 +20,10 @@ Errors (a NaN loss, a full disk) are shown in the panel; the output folder keeps
 good checkpoint (the trainer writes it atomically). When the run has finished, "Open in
 attnviz" emits ``bundleReady(path)``.
 
-The panel is split by concept: ``qt_train_run`` (the request and the worker-thread part of a run),
-``qt_train_figure`` (the curves and probe figure), ``qt_train_controls`` (the form and the status
-rows), ``qt_train_history`` (snapshot scrubbing, norm-statistic curves) and this module (the panel:
-run control and the trainer's events). The names of those modules stay importable from here.
+The panel is split by concept: ``run`` (the request and the worker-thread part of a run),
+``figure`` (the curves and probe figure), ``controls`` (the run form and the status row),
+``history`` (what the run reported, and the bar that scrubs through its snapshots) and this module
+(the panel: run control and the trainer's events).
 
 Widgets here never import torch: the worker's function imports the core inside the worker.
 """
@@ -36,36 +36,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from attnviz.qt.train.controls import TrainControlsMixin
+from attnviz.qt.train.controls import TrainControls, TrainStatus
 from attnviz.qt.train.figure import TrainingFigure
-from attnviz.qt.train.history import TrainHistoryMixin
-from attnviz.qt.train.run import (
-    ACTIVE_STATES,
-    DATA_CHOICES,
-    MODEL_SIZES,
-    STATE_TEXT,
-    TrainRequest,
-    _Run,
-    summarize_norm_stats,
-)
+from attnviz.qt.train.history import SnapshotBar, TrainHistory
+from attnviz.qt.train.run import ACTIVE_STATES, STATE_TEXT, TrainRequest, TrainRun
 from attnviz.qt.views.data import FigureData
 from attnviz.qt.widgets.colormaps import Theme
 from attnviz.qt.workers import FunctionWorker
 
 
-def _fmt_duration(seconds: float) -> str:
-    if not math.isfinite(seconds):
-        return "–"
-    seconds = int(round(seconds))
-    h, rem = divmod(seconds, 3600)
-    m, s = divmod(rem, 60)
-    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
-
-
-class TrainPanel(TrainControlsMixin, TrainHistoryMixin, QtWidgets.QWidget):
+class TrainPanel(QtWidgets.QWidget):
     """Train a model in the app (see the module docstring).
 
     Signals: ``stateChanged(state)`` (``idle``, ``preparing``, ``running``, ``paused``,
@@ -73,6 +55,9 @@ class TrainPanel(TrainControlsMixin, TrainHistoryMixin, QtWidgets.QWidget):
     per run (``path`` is the output folder, empty when nothing was written);
     ``bundleReady(path)`` when the user clicks "Open in attnviz" after a run; ``progressed(step,
     total)``; ``snapshotAdded(count)`` after each evaluation.
+
+    Parts: ``controls`` (the run form), ``status`` (state, progress, errors), ``figure``,
+    ``snapshot_bar`` (below the figure) and ``history`` (what the current run has reported).
     """
 
     stateChanged = QtCore.Signal(str)
@@ -88,48 +73,41 @@ class TrainPanel(TrainControlsMixin, TrainHistoryMixin, QtWidgets.QWidget):
         super().__init__(parent)
         self.setObjectName("trainPanel")
         self._state = "idle"
-        self._run: _Run | None = None
+        self._run: TrainRun | None = None
         self._worker: FunctionWorker | None = None
         self._callbacks: list[tuple[str, Any]] = []
         self._result_path = ""
-        self._reset_history()
-
+        self._curves_dirty = False
+        self._last_redraw = 0.0
+        self.history = TrainHistory()
         self.figure = TrainingFigure(theme=theme)
-        self._build_form()
-        self._build_status()
-
-        right = QtWidgets.QVBoxLayout()
-        right.setContentsMargins(0, 0, 0, 0)
-        right.setSpacing(4)
-        right.addLayout(self.status_row)
-        right.addWidget(self.error_banner)
-        right.addWidget(self.figure, 1)
-        right.addLayout(self.scrub_row)
-        layout = QtWidgets.QHBoxLayout(self)
-        layout.setContentsMargins(4, 4, 4, 4)
-        layout.addWidget(self.form_box)
-        layout.addLayout(right, 1)
+        self.controls = TrainControls()
+        self.status = TrainStatus()
+        self.snapshot_bar = SnapshotBar(self.history, self.figure)
+        self._lay_out()
+        self.controls.startRequested.connect(lambda req: self.start(req, confirm=True))
+        self.controls.pauseResumeRequested.connect(self._toggle_pause)
+        self.controls.stopRequested.connect(self.stop)
+        self.controls.openRequested.connect(self._open)
 
         self._pool = QtCore.QThreadPool(self)  # training's own thread: its lowered priority stays with it
         self._pool.setMaxThreadCount(1)
         self._timer = QtCore.QTimer(self)
         self._timer.setInterval(self.DRAIN_MS)
         self._timer.timeout.connect(self._drain)
-        self._update_form()
         self._set_state("idle")
 
-    # -- history of the run ------------------------------------------------------------------
-    def _reset_history(self) -> None:
-        self.steps: list[tuple[int, float, float]] = []  # step, loss, lr
-        self.evals: list[dict[str, Any]] = []  # step, epoch, metrics
-        self.snapshots: list[dict[str, Any]] = []  # epoch, step, probes (ProbeSnapshot list)
-        self.norm_history: list[tuple[int, dict[str, dict[str, float]]]] = []  # step, site -> summary
-        self.total_steps = 0
-        self.last_checkpoint = ""
-        self.end_event: Any = None
-        self.messages: list[tuple[str, str]] = []
-        self._curves_dirty = False
-        self._last_redraw = 0.0
+    def _lay_out(self) -> None:
+        right = QtWidgets.QVBoxLayout()
+        right.setContentsMargins(0, 0, 0, 0)
+        right.setSpacing(4)
+        right.addWidget(self.status)
+        right.addWidget(self.figure, 1)
+        right.addWidget(self.snapshot_bar)
+        layout = QtWidgets.QHBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addWidget(self.controls)
+        layout.addLayout(right, 1)
 
     def add_trainer_callback(self, event: str, fn: Any) -> None:
         """Register a plain callback on every run's ``Trainer`` (called on the training thread)."""
@@ -153,33 +131,22 @@ class TrainPanel(TrainControlsMixin, TrainHistoryMixin, QtWidgets.QWidget):
         incomplete, or (``confirm``) the user would rather keep the bundle already in the output folder."""
         if self.is_running():
             return False
-        req = request or self.request()
-        if not req.out_dir:
-            self._show_error("Choose an output folder for the model bundle.")
+        req = request or self.controls.request()
+        if not self._output_ok(req, confirm):
             return False
-        out = Path(req.out_dir)
-        if out.exists() and not out.is_dir():
-            self._show_error(f"{out} is a file, not a folder.")
-            return False
-        if confirm and (out / "meta.json").exists():
-            answer = QtWidgets.QMessageBox.question(
-                self, "Replace the model?", f"{out} already holds a model bundle. Train a new one in its place?",
-                QtWidgets.QMessageBox.StandardButton.Yes | QtWidgets.QMessageBox.StandardButton.No,
-                QtWidgets.QMessageBox.StandardButton.No)
-            if answer != QtWidgets.QMessageBox.StandardButton.Yes:
-                return False
-        self._reset_history()
+        self.history.clear()
         self.figure.clear()
-        self.log.clear()
-        self.error_banner.setVisible(False)
-        self.scrub.setEnabled(False)
-        self.scrub.setRange(0, 0)
+        self.controls.log.clear()
+        self.status.clear_error()
+        self.snapshot_bar.reset()
         self._result_path = ""
-        self._run = _Run(req, self._callbacks)
+        self._curves_dirty = False
+        self._last_redraw = 0.0
+        self._run = TrainRun(req, self._callbacks)
         worker = FunctionWorker(self._run.work, inference=False, pool=self._pool)  # training needs autograd in the worker thread
         worker.returned.connect(self._on_returned)
         worker.errored.connect(self._on_errored)
-        worker.finished.connect(self._on_worker_finished)
+        worker.finished.connect(self._drain)
         self._worker = worker
         self._log("info", f"starting: {req.describe()} → {req.out_dir}")
         self._set_state("preparing")
@@ -190,6 +157,23 @@ class TrainPanel(TrainControlsMixin, TrainHistoryMixin, QtWidgets.QWidget):
         gc.freeze()
         self._timer.start()
         worker.start()
+        return True
+
+    def _output_ok(self, req: TrainRequest, confirm: bool) -> bool:
+        """The output folder can take the run's bundle (``confirm``: the user agrees to replace one)."""
+        if not req.out_dir:
+            self.status.show_error("Choose an output folder for the model bundle.")
+            return False
+        out = Path(req.out_dir)
+        if out.exists() and not out.is_dir():
+            self.status.show_error(f"{out} is a file, not a folder.")
+            return False
+        if confirm and (out / "meta.json").exists():
+            answer = QtWidgets.QMessageBox.question(
+                self, "Replace the model?", f"{out} already holds a model bundle. Train a new one in its place?",
+                QtWidgets.QMessageBox.StandardButton.Yes | QtWidgets.QMessageBox.StandardButton.No,
+                QtWidgets.QMessageBox.StandardButton.No)
+            return answer == QtWidgets.QMessageBox.StandardButton.Yes
         return True
 
     def pause(self) -> None:
@@ -248,21 +232,20 @@ class TrainPanel(TrainControlsMixin, TrainHistoryMixin, QtWidgets.QWidget):
             self._finish("stopped", "stopped before training began", "")
             return
         path = str(result.path) if result.path is not None else ""
+        last = self.history.last_checkpoint
         if result.status == "failed":
-            extra = f" The last good checkpoint is kept in {self.last_checkpoint}." if self.last_checkpoint else ""
-            self._show_error(result.message + ("" if "checkpoint" in result.message else extra))
+            extra = f" The last good checkpoint is kept in {last}." if last else ""
+            self.status.show_error(result.message + ("" if "checkpoint" in result.message else extra))
         self._finish(result.status, result.message, path if (path and Path(path).is_dir()) else "")
 
     def _on_errored(self, exc: BaseException) -> None:
         self._drain()
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        if self.last_checkpoint:
-            msg += f" — the last good checkpoint is kept in {self.last_checkpoint}"
-        self._show_error(msg)
-        self._finish("failed", msg, self.last_checkpoint)
-
-    def _on_worker_finished(self) -> None:
-        self._drain()
+        last = self.history.last_checkpoint
+        if last:
+            msg += f" — the last good checkpoint is kept in {last}"
+        self.status.show_error(msg)
+        self._finish("failed", msg, last)
 
     def _finish(self, status: str, message: str, path: str) -> None:
         self._timer.stop()
@@ -278,70 +261,73 @@ class TrainPanel(TrainControlsMixin, TrainHistoryMixin, QtWidgets.QWidget):
         run = self._run
         if run is None:
             return
-        changed = False
-        evals_changed = False
         latest_step = None
+        evals_added = False
         while run.events:
             name, payload = run.events.popleft()
-            if name == "prepare":
-                self._log("info", payload)
-            elif name == "start":
-                self.total_steps = int(payload.total_steps)
-                self.progress.setRange(0, max(1, self.total_steps))
-                self.figure.set_step_range(self.total_steps)
-                d = payload.data
-                self._log("info", f"{payload.n_parameters:,} parameters on {payload.device}; {d.get('name')}: "
-                                  f"{d['sizes']['train']} train / {d['sizes']['valid']} valid pairs; {payload.epochs} epochs × {payload.steps_per_epoch} steps")
-            elif name == "step":
-                self.steps.append((int(payload.step), float(payload.loss), float(payload.lr)))
+            if name == "step":
+                self.history.add_step(payload)
                 latest_step = payload
-                changed = True
             elif name == "eval":
-                ev, norms = payload
-                self.evals.append({"step": int(ev.step), "epoch": int(ev.epoch) + 1, **{k: float(v) for k, v in ev.metrics.items()}})
-                self.snapshots.append({"epoch": int(ev.epoch) + 1, "step": int(ev.step), "probes": tuple(ev.probes)})
-                self.norm_history.append((int(ev.step), norms))
-                m = ev.metrics
-                text = f"epoch {ev.epoch + 1}: train loss {m.get('train_loss', math.nan):.3f}, valid loss {m.get('valid_loss', math.nan):.3f}"
-                if "valid_bleu" in m:
-                    text += f", BLEU {m['valid_bleu']:.1f}, chrF {m['valid_chrf']:.1f}"
-                if ev.probes:
-                    text += f" | {ev.probes[0].source} → {ev.probes[0].hypothesis}"
-                self._log("info", text)
-                evals_changed = changed = True
-            elif name == "checkpoint":
-                self.last_checkpoint = str(payload.path)
-                self._log("info", f"checkpoint ({payload.reason}) at step {payload.step}: {payload.path}")
-            elif name == "state":
-                self._set_state(payload.state)
-            elif name == "message":
-                self._log(payload.level, payload.text)
-                if payload.level == "error":
-                    self._show_error(payload.text)
-            elif name == "end":
-                self.end_event = payload
+                self._on_eval(*payload)
+                evals_added = True
+            else:
+                self._on_event(name, payload)
         if latest_step is not None:
-            if self._state == "running" and run.trainer is not None:
-                self.state_label.setText(f"Training · epoch {latest_step.epoch + 1}/{run.trainer.options.epochs}")
-            self.progress.setValue(min(self.progress.maximum(), latest_step.step))
-            self.eta_label.setText(f"ETA {_fmt_duration(latest_step.eta_s)}")
-            self.rate_label.setText(f"{latest_step.tokens_per_s:,.0f} tok/s")
-            self.lr_label.setText(f"lr {latest_step.lr:.2e}")
-            self.progressed.emit(int(latest_step.step), int(self.total_steps))
-        self._curves_dirty |= changed
-        self._redraw_curves(force=evals_changed)
-        if evals_changed:
-            self._update_snapshot_controls()
-            self._update_norm_sites()
-            self._update_norm_curves()
-            self.snapshotAdded.emit(len(self.snapshots))
+            self._show_step(latest_step)
+        self._curves_dirty |= latest_step is not None or evals_added
+        self._redraw_curves(force=evals_added)
+        if evals_added:
+            self.snapshot_bar.refresh()
+            self.snapshotAdded.emit(len(self.history.snapshots))
+
+    def _on_event(self, name: str, payload: Any) -> None:
+        """The trainer's events other than steps and evaluations (``end`` needs nothing: the worker returns next)."""
+        if name == "prepare":
+            self._log("info", payload)
+        elif name == "start":
+            self._on_start(payload)
+        elif name == "checkpoint":
+            self.history.last_checkpoint = str(payload.path)
+            self._log("info", f"checkpoint ({payload.reason}) at step {payload.step}: {payload.path}")
+        elif name == "state":
+            self._set_state(payload.state)
+        elif name == "message":
+            self._log(payload.level, payload.text)
+            if payload.level == "error":
+                self.status.show_error(payload.text)
+
+    def _on_start(self, event: Any) -> None:
+        self.history.total_steps = int(event.total_steps)
+        self.status.set_total_steps(self.history.total_steps)
+        self.figure.set_step_range(self.history.total_steps)
+        d = event.data
+        self._log("info", f"{event.n_parameters:,} parameters on {event.device}; {d.get('name')}: "
+                          f"{d['sizes']['train']} train / {d['sizes']['valid']} valid pairs; {event.epochs} epochs × {event.steps_per_epoch} steps")
+
+    def _on_eval(self, event: Any, norms: dict[str, dict[str, float]]) -> None:
+        self.history.add_eval(event, norms)
+        m = event.metrics
+        text = f"epoch {event.epoch + 1}: train loss {m.get('train_loss', math.nan):.3f}, valid loss {m.get('valid_loss', math.nan):.3f}"
+        if "valid_bleu" in m:
+            text += f", BLEU {m['valid_bleu']:.1f}, chrF {m['valid_chrf']:.1f}"
+        if event.probes:
+            text += f" | {event.probes[0].source} → {event.probes[0].hypothesis}"
+        self._log("info", text)
+
+    def _show_step(self, event: Any) -> None:
+        trainer = self.trainer
+        if self._state == "running" and trainer is not None:
+            self.status.show_state("running", f"Training · epoch {event.epoch + 1}/{trainer.options.epochs}")
+        self.status.show_step(event)
+        self.progressed.emit(int(event.step), int(self.history.total_steps))
 
     def _redraw_curves(self, force: bool = False) -> None:
         """Redraw the curves at most every ``REDRAW_S``: a redraw is Python painting that competes with
         the training thread for the GIL (the numbers and the progress bar stay live meanwhile)."""
         now = time.monotonic()
         if self._curves_dirty and (force or now - self._last_redraw >= self.REDRAW_S):
-            self.figure.show_history(np.asarray(self.steps, float).reshape(-1, 3), self.evals)
+            self.figure.show_history(self.history.steps_array(), self.history.evals)
             self._curves_dirty = False
             self._last_redraw = now
 
@@ -352,44 +338,24 @@ class TrainPanel(TrainControlsMixin, TrainHistoryMixin, QtWidgets.QWidget):
         changed = state != self._state
         self._state = state
         text = STATE_TEXT.get(state, state)
-        if state == "running" and self._run is not None and self._run.trainer is not None:
-            t = self._run.trainer
-            text = f"Training · epoch {min(t.epoch + 1, t.options.epochs)}/{t.options.epochs}"
-        self.state_label.setText(text)
-        colors = {"failed": "#c92a2a", "finished": "#2f9e44", "paused": "#e8590c"}
-        self.state_label.setStyleSheet(f"color: {colors[state]};" if state in colors else "")
+        trainer = self.trainer
+        if state == "running" and trainer is not None:
+            text = f"Training · epoch {min(trainer.epoch + 1, trainer.options.epochs)}/{trainer.options.epochs}"
+        self.status.show_state(state, text)
         self._update_buttons()
         if changed:
             self.stateChanged.emit(state)
 
     def _update_buttons(self) -> None:
-        active = self.is_running()
-        for w in (self.data_combo, self.tsv_edit, self.examples_spin, self.size_combo, self.norm_combo, self.placement_combo,
-                  self.epochs_spin, self.lr_spin, self.warmup_spin, self.batch_spin, self.threads_spin, self.out_edit):
-            w.setEnabled(not active)
-        self.start_button.setEnabled(not active)
-        self.pause_button.setEnabled(self._state in ("running", "paused"))
-        paused = self._state == "paused" or (self._run is not None and self._run.pause_requested and active)
-        self.pause_button.setText("Resume  继续" if paused else "Pause  暂停")
-        self.stop_button.setEnabled(active and self._state != "stopping")
-        self.open_button.setEnabled(not active and bool(self._result_path))
+        paused = self._state == "paused" or (self._run is not None and self._run.pause_requested and self.is_running())
+        self.controls.set_state(self._state, paused=paused, can_open=bool(self._result_path))
 
     def _log(self, level: str, text: str) -> None:
-        self.messages.append((level, text))
-        stamp = time.strftime("%H:%M:%S")
-        prefix = {"warning": "warning: ", "error": "error: "}.get(level, "")
-        self.log.appendPlainText(f"{stamp}  {prefix}{text}")
-
-    def _show_error(self, text: str) -> None:
-        self.error_banner.setText(text)
-        self.error_banner.setVisible(True)
+        self.controls.append_log(level, text)
 
     def error_text(self) -> str:
-        return "" if self.error_banner.isHidden() else self.error_banner.text()
-
-    def result_path(self) -> str:
-        """The bundle folder of the last finished or stopped run ("" if none)."""
-        return self._result_path
+        """The error the panel shows ("" when none)."""
+        return self.status.error_text()
 
     # -- the figure, as the other views offer it (theme, colour map, export) --------------------------
     @property
@@ -426,6 +392,3 @@ class TrainPanel(TrainControlsMixin, TrainHistoryMixin, QtWidgets.QWidget):
     def closeEvent(self, event: QtGui.QCloseEvent) -> None:  # a floating panel closed on its own
         self.shutdown()
         super().closeEvent(event)
-
-
-__all__ = ["TrainPanel", "TrainRequest", "TrainingFigure", "MODEL_SIZES", "DATA_CHOICES", "summarize_norm_stats"]

@@ -2,7 +2,7 @@
 
 ``TrainRequest`` (the form's choices), the model sizes and data choices the form offers, the
 dataset loading, ``summarize_norm_stats`` (one number per norm site and statistic, for curves over
-training) and ``_Run``, the state shared between the GUI thread and the worker thread of one run:
+training) and ``TrainRun``, the state shared between the GUI thread and the worker thread of one run:
 the trainer's callbacks only append to its event queue, which the panel drains on the GUI thread.
 
 No widgets here, and no torch at import time: the worker's function imports the core inside the worker.
@@ -33,6 +33,9 @@ DATA_CHOICES: dict[str, str] = {
     "sort": "Synthetic · sort digits",
     "tsv": "TSV file (source<TAB>target)…",
 }
+#: The synthetic tasks among DATA_CHOICES: ``corpora.SYNTHETIC_TASKS``, spelled out so that this module
+#: imports no torch (a test keeps the two equal).
+SYNTHETIC_CHOICES = ("copy", "reverse", "sort")
 STATE_TEXT = {
     "idle": "Ready", "preparing": "Preparing data and tokenizers…", "running": "Training", "paused": "Paused",
     "stopping": "Stopping: saving a checkpoint…", "finished": "Finished", "stopped": "Stopped", "failed": "Failed",
@@ -42,7 +45,7 @@ ACTIVE_STATES = ("preparing", "running", "paused", "stopping")
 
 @dataclass
 class TrainRequest:
-    """Everything one run needs; built from the form (``TrainPanel.request()``) or by hand."""
+    """Everything one run needs; built from the form (``TrainControls.request()``) or by hand."""
 
     data: str = "reverse"  # "hsk-zh-en", "copy", "reverse", "sort" or "tsv"
     tsv_path: str = ""  # for data == "tsv"
@@ -63,7 +66,7 @@ class TrainRequest:
 
     @property
     def synthetic(self) -> bool:
-        return self.data in ("copy", "reverse", "sort")
+        return self.data in SYNTHETIC_CHOICES
 
     def describe(self) -> str:
         norm = "LayerNorm" if self.norm == "layer" else "BatchNorm"
@@ -127,7 +130,7 @@ def _load_dataset(req: TrainRequest):
     raise D.DataError(f"unknown data choice {req.data!r}")
 
 
-class _Run:
+class TrainRun:
     """State shared between the GUI thread and the worker thread of one run."""
 
     def __init__(self, request: TrainRequest, callbacks: list[tuple[str, Any]]):
@@ -144,9 +147,8 @@ class _Run:
     def work(self) -> Any:
         """Build the data, tokenizers and model, then ``Trainer.fit()`` (runs in the worker)."""
         from attnviz.core.model.config import TransformerConfig
-        from attnviz.core.training import trainer as T
         from attnviz.core.training.events import EVENTS
-        from attnviz.core.training.setup import TrainOptions
+        from attnviz.core.training.trainer import Trainer, TrainOptions
 
         req = self.request
         _lower_thread_priority()
@@ -164,7 +166,7 @@ class _Run:
         kind = "word" if req.synthetic else "unigram"
         self.post("prepare", "training the tokenizers")
         # (dataset, config, options, out_dir, src_vocab, tgt_vocab, src tokenizer type, tgt tokenizer type, command)
-        trainer = T.Trainer.create(dataset, cfg, options, req.out_dir or None, vocab[0], vocab[1], kind, kind,
+        trainer = Trainer.create(dataset, cfg, options, req.out_dir or None, vocab[0], vocab[1], kind, kind,
                                    f"attnviz (Train panel): {req.describe()}")
         for event in EVENTS:
             trainer.add_callback(event, lambda payload, e=event: self._on_event(e, payload))

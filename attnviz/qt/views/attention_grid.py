@@ -17,8 +17,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from attnviz.qt.views.attention_mixins import AttentionSetsMixin, ExportAllHeadsMixin
-from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
+from attnviz.qt.views.base import AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase, make_combo, set_combo_items
 from attnviz.qt.views.data import KIND_FORMULAS, KIND_TITLES, AttentionData, FigureData, as_attention_sets
 from attnviz.qt.widgets.colormaps import Theme, get_colormap, lookup_table, ui_font
 from attnviz.qt.widgets.heatmap import quiet_axes, setup_matrix_plot

@@ -1,5 +1,10 @@
-"""What every attention view shares: a controls row, a pyqtgraph canvas, a readout line,
-theme/colour-map settings and the "Export figure…" / "Export data…" context menu."""
+"""What every view shares: a controls row, a pyqtgraph canvas, a readout line, theme/colour-map
+settings and the "Export figure…" / "Export data…" context menu (:class:`FigureViewBase`); and
+what the views of :class:`AttentionData` by kind share (grid, head detail, lines):
+
+- :class:`AttentionSetsMixin`: the shown data, over ``_datasets`` (kind → data) and ``_kind``;
+- :class:`ExportAllHeadsMixin`: the "Export all heads…" context-menu entry.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,8 @@ from collections.abc import Iterator
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from attnviz.qt.views.data import FigureData
+from attnviz.qt.export.files import HeadFigure, HeadFigureFactory
+from attnviz.qt.views.data import AttentionData, FigureData
 from attnviz.qt.widgets.colormaps import Theme, get_theme, ui_font
 
 
@@ -171,3 +177,56 @@ def set_combo_items(combo: QtWidgets.QComboBox, items: list[tuple[str, object]],
         combo.setCurrentIndex(idx if idx >= 0 else 0)
     finally:
         combo.blockSignals(blocked)
+
+
+class AttentionSetsMixin:
+    """``has_data``, ``data`` and ``kind`` of a view of attention by kind. The state is the
+    mixin's own: ``_datasets`` (kind → data, in ``KINDS`` order) and ``_kind`` (the one shown),
+    which its hosts set in ``__init__`` and ``set_data``."""
+
+    _datasets: dict[str, AttentionData]
+    _kind: str | None
+
+    def has_data(self) -> bool:
+        return bool(self._datasets)
+
+    def data(self) -> AttentionData | None:
+        return self._datasets.get(self._kind) if self._kind else None
+
+    def kind(self) -> str | None:
+        return self._kind
+
+    def _require_kind(self, kind: str) -> None:
+        """Raise ``ValueError`` unless ``kind`` was given to this view."""
+        if kind not in self._datasets:
+            raise ValueError(f"no {kind!r} attention was given to this view")
+
+
+class ExportAllHeadsMixin:
+    """Adds "Export all heads…" (one figure per layer and head of :meth:`data`) to the context menu.
+
+    Each head is drawn by a view ``head_figure`` builds (the registry gives the head-detail view's
+    class); a view that draws one head itself draws them with its own class when none is given.
+    """
+
+    head_figure: HeadFigureFactory | None = None
+
+    def all_heads_figure(self) -> HeadFigureFactory | None:
+        """What draws each head of "Export all heads…"; ``None``: nothing can."""
+        if self.head_figure is not None:
+            return self.head_figure
+        return type(self) if isinstance(self, HeadFigure) else None
+
+    def _extend_context_menu(self, menu: QtWidgets.QMenu) -> None:
+        act = menu.addAction("Export all heads…")
+        act.setObjectName("exportAllHeadsAction")
+        act.setStatusTip("Write one figure per layer and head")
+        act.setEnabled(self.has_data() and self.all_heads_figure() is not None)
+        act.triggered.connect(self.export_all_heads_dialog)
+
+    def export_all_heads_dialog(self) -> None:
+        from attnviz.qt.export.dialogs import export_all_heads_dialog
+
+        d, make_view = self.data(), self.all_heads_figure()
+        if d is not None and make_view is not None:
+            export_all_heads_dialog(self, make_view, d, theme=self.theme, colormap=self.colormap())

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-KINDS: tuple[str, ...] = ("encoder", "decoder", "cross")
+from attnviz.core.arrays import frozen_float32
+from attnviz.core.model.sites import KINDS
 
 #: Title of each kind, in the tutorial's notation.
 KIND_TITLES: dict[str, str] = {
@@ -50,14 +51,6 @@ def _labels(seq: Sequence[str], n: int, what: str) -> tuple[str, ...]:
     return labels
 
 
-def _float32(a: np.ndarray | Sequence, ndim: int, what: str) -> np.ndarray:
-    arr = np.ascontiguousarray(a, dtype=np.float32)
-    if arr.ndim != ndim:
-        raise ValueError(f"{what}: expected {ndim} dimensions, got shape {arr.shape}")
-    arr.flags.writeable = False
-    return arr
-
-
 @dataclass(frozen=True, eq=False)
 class AttentionData:
     """The attention weights of one kind, all layers and heads, for the current step.
@@ -81,7 +74,7 @@ class AttentionData:
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, not {self.kind!r}")
-        w = _float32(self.weights, 4, "weights [layer, head, query, key]")
+        w = frozen_float32(self.weights, 4, "weights [layer, head, query, key]")
         object.__setattr__(self, "weights", w)
         _, _, nq, nk = w.shape
         object.__setattr__(self, "query_labels", _labels(self.query_labels, nq, "query_labels"))
@@ -92,12 +85,12 @@ class AttentionData:
                 raise ValueError(f"highlight row {h} outside 0..{nq - 1}")
             object.__setattr__(self, "highlight", h)
         if self.head_mean is not None:
-            m = _float32(self.head_mean, 3, "head_mean [layer, query, key]")
+            m = frozen_float32(self.head_mean, 3, "head_mean [layer, query, key]")
             if m.shape != (w.shape[0], nq, nk):
                 raise ValueError(f"head_mean shape {m.shape} does not match weights {w.shape}")
             object.__setattr__(self, "head_mean", m)
         if self.rollout is not None:
-            r = _float32(self.rollout, 2, "rollout [query, key]")
+            r = frozen_float32(self.rollout, 2, "rollout [query, key]")
             if r.shape != (nq, nk):
                 raise ValueError(f"rollout shape {r.shape} does not match [query, key] = {(nq, nk)}")
             object.__setattr__(self, "rollout", r)
@@ -165,22 +158,22 @@ class MaskData:
     step: int | None = None
 
     def __post_init__(self) -> None:
-        s = _float32(self.scaled_scores, 4, "scaled_scores [layer, head, query, key]")
-        w = _float32(self.weights, 4, "weights [layer, head, query, key]")
+        s = frozen_float32(self.scaled_scores, 4, "scaled_scores [layer, head, query, key]")
+        w = frozen_float32(self.weights, 4, "weights [layer, head, query, key]")
         if w.shape != s.shape:
             raise ValueError(f"weights {w.shape} and scaled_scores {s.shape} differ in shape")
         _, _, nq, nk = s.shape
-        la = _float32(self.look_ahead, 2, "look_ahead [query, key]")
+        la = frozen_float32(self.look_ahead, 2, "look_ahead [query, key]")
         if la.shape != (nq, nk):
             raise ValueError(f"look_ahead shape {la.shape} does not match [query, key] = {(nq, nk)}")
-        mask = la if self.mask is None else _float32(self.mask, 2, "mask [query, key]")
+        mask = la if self.mask is None else frozen_float32(self.mask, 2, "mask [query, key]")
         if mask.shape != (nq, nk):
             raise ValueError(f"mask shape {mask.shape} does not match [query, key] = {(nq, nk)}")
         if self.masked_scores is None:
             ms = s + mask[None, None]
             ms.flags.writeable = False
         else:
-            ms = _float32(self.masked_scores, 4, "masked_scores [layer, head, query, key]")
+            ms = frozen_float32(self.masked_scores, 4, "masked_scores [layer, head, query, key]")
             if ms.shape != s.shape:
                 raise ValueError(f"masked_scores {ms.shape} and scaled_scores {s.shape} differ in shape")
         for name, value in (("scaled_scores", s), ("weights", w), ("look_ahead", la), ("mask", mask), ("masked_scores", ms)):
@@ -188,12 +181,12 @@ class MaskData:
         object.__setattr__(self, "query_labels", _labels(self.query_labels, nq, "query_labels"))
         object.__setattr__(self, "key_labels", _labels(self.key_labels, nk, "key_labels"))
         if self.tgt_padding is not None:
-            tp = _float32(self.tgt_padding, 1, "tgt_padding [key]")
+            tp = frozen_float32(self.tgt_padding, 1, "tgt_padding [key]")
             if tp.shape != (nk,):
                 raise ValueError(f"tgt_padding has {tp.shape[0]} entries for {nk} keys")
             object.__setattr__(self, "tgt_padding", tp)
         if self.src_padding is not None:
-            sp = _float32(self.src_padding, 1, "src_padding [src]")
+            sp = frozen_float32(self.src_padding, 1, "src_padding [src]")
             object.__setattr__(self, "src_labels", _labels(self.src_labels, sp.shape[0], "src_labels"))
             object.__setattr__(self, "src_padding", sp)
         if self.step is not None:

@@ -11,11 +11,10 @@ from collections.abc import Mapping
 import numpy as np
 from PySide6 import QtCore, QtWidgets
 
-from attnviz.qt.views.attention_mixins import AttentionSetsMixin, ExportAllHeadsMixin
-from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
+from attnviz.qt.views.base import AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase, make_combo, set_combo_items
 from attnviz.qt.views.data import KIND_AXES, KIND_FORMULAS, KIND_TITLES, AttentionData, FigureData, as_attention_sets
 from attnviz.qt.widgets.colormaps import Theme
-from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo, format_weight
+from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo
 from attnviz.qt.widgets.title_item import TitleItem
 
 MODES: dict[str, str] = {
@@ -217,6 +216,3 @@ class QtHeadDetailView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
 
     def transient_items(self):
         return [self.plot.hover_marker]
-
-
-__all__ = ["QtHeadDetailView", "MODES", "format_weight"]

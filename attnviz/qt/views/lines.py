@@ -4,8 +4,7 @@ A line's opacity is the attention weight; each head has its colour and the selec
 are drawn on top of each other. Hovering a token shows only its lines (a query's weights
 over the keys, or what attends to a key); clicking a token pins that isolation.
 
-The line layers and the graphics item that draws them are in :mod:`attnviz.qt.widgets.line_item`
-(re-exported here).
+The line layers and the graphics item that draws them are in :mod:`attnviz.qt.widgets.line_item`.
 """
 
 from __future__ import annotations
@@ -16,16 +15,18 @@ from collections.abc import Iterable, Iterator, Mapping
 import numpy as np
 from PySide6 import QtCore, QtWidgets
 
-from attnviz.qt.views.attention_mixins import AttentionSetsMixin
-from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
+from attnviz.qt.views.base import AttentionSetsMixin, FigureViewBase, make_combo, set_combo_items
 from attnviz.qt.views.data import KIND_FORMULAS, KIND_TITLES, AttentionData, FigureData, as_attention_sets
 from attnviz.qt.widgets.colormaps import Theme
-from attnviz.qt.widgets.line_item import (
-    LineSpec,
-    _LinesItem,
-    select_lines,
-)
+from attnviz.qt.widgets.line_item import LinesItem, LineSpec
 from attnviz.qt.widgets.title_item import TitleItem
+
+# The two columns' headers per kind of attention: (title, what the tokens are).
+_COLUMN_HEADERS = {
+    "encoder": (("queries", "source"), ("keys", "source")),
+    "decoder": (("queries", "target"), ("keys", "target")),
+    "cross": (("queries", "target · C_decoder"), ("keys", "source · C_encoder")),
+}
 
 
 class QtLineView(AttentionSetsMixin, FigureViewBase):
@@ -52,10 +53,6 @@ class QtLineView(AttentionSetsMixin, FigureViewBase):
         self._pinned: tuple[str, int] | None = None
         self._exporting = False
         self._weights: np.ndarray | None = None  # [head, query, key] of the layer
-        self._query_labels: tuple[str, ...] = ()
-        self._key_labels: tuple[str, ...] = ()
-        self._highlight: int | None = None
-        self._axes = (("queries", ""), ("keys", ""))
         self._data_version = 0
 
         self.kind_combo = self._add_control("", make_combo("lineKindCombo", "Which attention: encoder self, decoder masked self or cross"))
@@ -64,10 +61,10 @@ class QtLineView(AttentionSetsMixin, FigureViewBase):
         self._head_box = QtWidgets.QHBoxLayout()
         self._head_box.setSpacing(2)
         self.controls.addLayout(self._head_box)
-        self._head_buttons: list[QtWidgets.QToolButton] = []
+        self.head_buttons: list[QtWidgets.QToolButton] = []
         self.all_button = QtWidgets.QToolButton(text="All", objectName="lineAllHeads")
         self.all_button.setToolTip("Select all heads")
-        self.all_button.clicked.connect(lambda: self._user_set_heads(None))
+        self.all_button.clicked.connect(self._on_all_heads)
         self.controls.addWidget(self.all_button)
         self.controls.addStretch(1)
         self.kind_combo.currentIndexChanged.connect(self._on_kind_combo)
@@ -75,7 +72,9 @@ class QtLineView(AttentionSetsMixin, FigureViewBase):
 
         self.title = TitleItem(self.theme)
         self.canvas.addItem(self.title, row=0, col=0)
-        self.lines = _LinesItem(self)
+        self.lines = LinesItem(self.theme)
+        self.lines.tokenHovered.connect(self._set_hover)
+        self.lines.tokenClicked.connect(self._toggle_pin)
         self.canvas.addItem(self.lines, row=1, col=0)
         self.canvas.ci.layout.setRowStretchFactor(1, 1)
         self._set_title()
@@ -119,15 +118,11 @@ class QtLineView(AttentionSetsMixin, FigureViewBase):
             if side not in ("query", "key"):
                 raise ValueError("side must be 'query' or 'key'")
             self._pinned = (side, int(index))
-        self.lines.update()
+        self._sync_lines()
 
     def set_hover(self, side: str | None, index: int = -1) -> None:
         """Act as if the mouse were over a token (``None``: over none)."""
         self._set_hover(None if side is None else (side, int(index)))
-
-    def _state_key(self) -> tuple:
-        """Everything the drawn lines depend on, apart from the geometry."""
-        return (self._data_version, self._kind, self._layer, self.selected_heads(), self.focus_token(), self.theme.name)
 
     def focus_token(self) -> tuple[str, int] | None:
         """The token whose lines are isolated: the hovered one, else the pinned one."""
@@ -135,31 +130,27 @@ class QtLineView(AttentionSetsMixin, FigureViewBase):
             return self._pinned
         return self._hover or self._pinned
 
+    def pinned_token(self) -> tuple[str, int] | None:
+        """The token pinned by a click (or ``set_focus``), if any."""
+        return self._pinned
+
     def visible_lines(self) -> list[LineSpec]:
         """Every line drawn now (head, query, key, weight)."""
         out = []
-        for head, q, k, w in self._line_arrays():
+        for head, q, k, w in self.lines.line_arrays():
             out.extend(LineSpec(head, int(a), int(b), float(c)) for a, b, c in zip(q, k, w))
         return out
 
     # internals --------------------------------------------------------------------------
-    def _line_arrays(self):
-        if self._weights is None:
-            return iter(())
-        return select_lines(self._weights, self.selected_heads(), self.focus_token())
-
-    def _connected(self, side: str) -> set[int]:
-        """Indices on ``side`` that have a drawn line to the focused token."""
-        out: set[int] = set()
-        for _, q, k, _ in self._line_arrays():
-            out.update((k if side == "key" else q).tolist())
-        return out
+    def _sync_lines(self) -> None:
+        """Hand the drawn heads and the focused token to the line item."""
+        self.lines.set_selection(self.selected_heads(), self.focus_token())
 
     def _set_hover(self, token: tuple[str, int] | None) -> None:
         if token == self._hover:
             return
         self._hover = token
-        self.lines.update()
+        self._sync_lines()
         if token is None:
             self.readout.setText(" ")
             self.tokenHovered.emit("", -1)
@@ -172,23 +163,24 @@ class QtLineView(AttentionSetsMixin, FigureViewBase):
         if self._weights is None:
             return
         heads = self.selected_heads()
-        if side == "query" and idx < len(self._query_labels):
-            w = self._weights[list(heads), idx, :] if heads else np.zeros((0, len(self._key_labels)))
+        queries, keys = self.lines.query_labels(), self.lines.key_labels()
+        if side == "query" and idx < len(queries):
+            w = self._weights[list(heads), idx, :] if heads else np.zeros((0, len(keys)))
             best = np.argsort(-w.mean(axis=0))[:3] if len(heads) else []
-            parts = ", ".join(f"“{self._key_labels[k]}” {w.mean(axis=0)[k]:.2f}" for k in best)
-            self.readout.setText(f"query “{self._query_labels[idx]}” (pos {idx}) attends most to: {parts}  (mean over shown heads)")
-        elif side == "key" and idx < len(self._key_labels):
-            w = self._weights[list(heads), :, idx] if heads else np.zeros((0, len(self._query_labels)))
+            parts = ", ".join(f"“{keys[k]}” {w.mean(axis=0)[k]:.2f}" for k in best)
+            self.readout.setText(f"query “{queries[idx]}” (pos {idx}) attends most to: {parts}  (mean over shown heads)")
+        elif side == "key" and idx < len(keys):
+            w = self._weights[list(heads), :, idx] if heads else np.zeros((0, len(queries)))
             best = np.argsort(-w.mean(axis=0))[:3] if len(heads) else []
-            parts = ", ".join(f"“{self._query_labels[q]}” {w.mean(axis=0)[q]:.2f}" for q in best)
-            self.readout.setText(f"key “{self._key_labels[idx]}” (pos {idx}) is read most by: {parts}  (mean over shown heads)")
+            parts = ", ".join(f"“{queries[q]}” {w.mean(axis=0)[q]:.2f}" for q in best)
+            self.readout.setText(f"key “{keys[idx]}” (pos {idx}) is read most by: {parts}  (mean over shown heads)")
 
     def _toggle_pin(self, token: tuple[str, int] | None) -> None:
         self._pinned = None if token is None or token == self._pinned else token
-        self.lines.update()
+        self._sync_lines()
 
-    def _user_set_heads(self, heads) -> None:
-        self.set_heads(heads)
+    def _on_all_heads(self) -> None:
+        self.set_heads(None)
         self._emit_selection()
 
     def _emit_selection(self) -> None:
@@ -211,23 +203,23 @@ class QtLineView(AttentionSetsMixin, FigureViewBase):
             self._emit_selection()
 
     def _on_head_toggled(self) -> None:
-        heads = tuple(i for i, b in enumerate(self._head_buttons) if b.isChecked())
-        self._heads = None if len(heads) == len(self._head_buttons) else heads
+        heads = tuple(i for i, b in enumerate(self.head_buttons) if b.isChecked())
+        self._heads = None if len(heads) == len(self.head_buttons) else heads
         self._refresh(controls=False)
         self._emit_selection()
 
     def _sync_head_buttons(self, n_heads: int) -> None:
-        while len(self._head_buttons) < n_heads:
-            i = len(self._head_buttons)
+        while len(self.head_buttons) < n_heads:
+            i = len(self.head_buttons)
             b = QtWidgets.QToolButton(text=str(i + 1), objectName=f"lineHead{i + 1}")
             b.setCheckable(True)
             b.setAutoRaise(False)
             b.setToolTip(f"Show head {i + 1}")
             b.toggled.connect(self._on_head_toggled)
             self._head_box.addWidget(b)
-            self._head_buttons.append(b)
+            self.head_buttons.append(b)
         selected = set(self.selected_heads())
-        for i, b in enumerate(self._head_buttons):
+        for i, b in enumerate(self.head_buttons):
             b.setVisible(i < n_heads)
             blocked = b.blockSignals(True)
             b.setChecked(i in selected)
@@ -250,16 +242,11 @@ class QtLineView(AttentionSetsMixin, FigureViewBase):
         if d is not None:
             self._layer = min(max(self._layer, 0), d.n_layers - 1)
             self._weights = d.weights[self._layer]
-            self._query_labels, self._key_labels = d.query_labels, d.key_labels
-            self._highlight = d.highlight
-            self._axes = {
-                "encoder": (("queries", "source"), ("keys", "source")),
-                "decoder": (("queries", "target"), ("keys", "target")),
-                "cross": (("queries", "target · C_decoder"), ("keys", "source · C_encoder")),
-            }[d.kind]
+            self.lines.set_layer(self._weights, d.query_labels, d.key_labels, _COLUMN_HEADERS[d.kind], d.highlight,
+                                 key=(self._data_version, self._kind, self._layer))
             if self._pinned is not None:
                 side, idx = self._pinned
-                if idx >= (len(self._query_labels) if side == "query" else len(self._key_labels)):
+                if idx >= (len(d.query_labels) if side == "query" else len(d.key_labels)):
                     self._pinned = None
         if controls or d is None:
             set_combo_items(self.kind_combo, [(KIND_TITLES[k], k) for k in self._datasets], self._kind)
@@ -267,7 +254,7 @@ class QtLineView(AttentionSetsMixin, FigureViewBase):
             set_combo_items(self.layer_combo, [(str(i + 1), i) for i in range(d.n_layers if d else 0)], self._layer)
         self._sync_head_buttons(d.n_heads if d else 0)
         self._set_title()
-        self.lines.update()
+        self._sync_lines()
 
     def _set_title(self) -> None:
         d = self.data()
@@ -284,21 +271,21 @@ class QtLineView(AttentionSetsMixin, FigureViewBase):
 
     def _on_theme_changed(self) -> None:
         self.title.apply_theme(self.theme)
-        for i, b in enumerate(self._head_buttons):
+        for i, b in enumerate(self.head_buttons):
             self._style_head_button(i, b)
-        self.lines.update()
+        self.lines.set_theme(self.theme)
 
     # figure protocol --------------------------------------------------------------------
     @contextlib.contextmanager
     def export_mode(self) -> Iterator[None]:
         """Exports show the pinned token's isolation, never a passing hover."""
         self._exporting = True
-        self.lines.update()
+        self._sync_lines()
         try:
             yield
         finally:
             self._exporting = False
-            self.lines.update()
+            self._sync_lines()
 
     def figure_title(self) -> str:
         d = self.data()

@@ -74,15 +74,15 @@ class QtMaskView(FigureViewBase):
         for (name, plot), (row, col) in zip(self.panels.items(), ((1, 0), (1, 1), (2, 0), (2, 1))):
             plot.set_panel_title(PANELS[name])
             self.canvas.addItem(plot, row=row, col=col)
-            plot.sigHovered.connect(lambda info, n=name: self._on_hovered(n, info))
+            plot.sigHovered.connect(self._on_plot_hovered)
         self.padding: dict[str, HeatmapPlot] = {
             "tgt_padding": HeatmapPlot(t, colormap=f"solid:{t.allowed}", value_format=format_mask, colorbar=False),
             "src_padding": HeatmapPlot(t, colormap=f"solid:{t.allowed}", value_format=format_mask, colorbar=False),
         }
-        for (name, plot), col in zip(self.padding.items(), (0, 1)):
+        for plot, col in zip(self.padding.values(), (0, 1)):
             self.canvas.addItem(plot, row=3, col=col)
             plot.setMaximumHeight(120)
-            plot.sigHovered.connect(lambda info, n=name: self._on_hovered(n, info))
+            plot.sigHovered.connect(self._on_plot_hovered)
         self.canvas.ci.layout.setRowStretchFactor(1, 4)
         self.canvas.ci.layout.setRowStretchFactor(2, 4)
         self.canvas.ci.layout.setRowStretchFactor(3, 1)
@@ -196,6 +196,12 @@ class QtMaskView(FigureViewBase):
             f"Decoder masked self-attention · layer {self._layer + 1} · head {self._head + 1}{step}",
             "M: 0 on and below the diagonal, −∞ above (the future);  adding −∞ before the softmax makes those weights exactly 0",
         )
+
+    def _on_plot_hovered(self, info: HoverInfo | None) -> None:
+        # a bound method, not a lambda holding the view: the view can be freed before the app
+        sender = self.sender()
+        panel = next(n for n, p in (*self.panels.items(), *self.padding.items()) if p is sender)
+        self._on_hovered(panel, info)
 
     def _on_hovered(self, panel: str, info: HoverInfo | None) -> None:
         if info is None:

@@ -17,34 +17,157 @@ The view renders :class:`NormSiteData` built from ``attnviz.core.analysis.stats`
 (``norm_sites``, ``norm_statistics``, ``compare_norms``) and the trace's ``<site>.input`` and
 ``<site>.output``; it only bins the activations for the histograms.
 
-The data and its helpers are in ``qt_norm_stats_data``, one site's column of plots in
-``qt_norm_stats_column``; their names stay importable from here.
+The data and its helpers are in :mod:`attnviz.core.analysis.norms`; one site's column of plots
+is a :class:`SiteColumn`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from attnviz.core.analysis.norms import (
-    NormSiteData,
-    _group_key,
-    _parse_group_key,
-    group_title,
-    histogram,
-    norm_site_data_for,
-    site_title,
-)
+from attnviz.core.analysis.norms import NormSiteData, group_title, histogram, site_title
 from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
 from attnviz.qt.views.data import FigureData
-from attnviz.qt.views.norm_stats_column import _pen, _SiteColumn, _translucent
 from attnviz.qt.widgets.colormaps import DIVERGING_COLORMAP, Theme, ui_font
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo
 from attnviz.qt.widgets.title_item import TitleItem
 from attnviz.qt.widgets.token_axis import TokenAxis
+
+
+def _pen(color: Any, width: float = 1.6, style: QtCore.Qt.PenStyle = QtCore.Qt.PenStyle.SolidLine) -> QtGui.QPen:
+    pen = pg.mkPen(color, width=width, style=style)
+    pen.setCosmetic(True)
+    return pen
+
+
+def _translucent(color: QtGui.QColor, alpha: int = 70) -> QtGui.QColor:
+    c = QtGui.QColor(color)
+    c.setAlpha(alpha)
+    return c
+
+
+def _small_plot(axes: dict[str, pg.AxisItem]) -> pg.PlotItem:
+    """One of a column's plots: no menu, no mouse, a faint grid."""
+    p = pg.PlotItem(axisItems=axes, enableMenu=False)
+    p.setMenuEnabled(False)
+    p.hideButtons()
+    p.getViewBox().setMouseEnabled(x=False, y=False)
+    p.showGrid(x=False, y=True, alpha=0.15)
+    p.setMinimumHeight(110)
+    for name in ("left", "bottom"):
+        ax = p.getAxis(name)
+        ax.setStyle(tickFont=ui_font(7.5))
+        ax.enableAutoSIPrefix(False)
+    return p
+
+
+def _group_key(group: tuple[str, int]) -> str:
+    """A layer group as a combo item's data: ``"encoder:0"``."""
+    return f"{group[0]}:{group[1]}"
+
+
+def _parse_group_key(key: str) -> tuple[str, int]:
+    stack, _, layer = str(key).partition(":")
+    return stack, int(layer)
+
+
+class SiteColumn:
+    """The three plots of one site: means, spreads, histogram (built once, updated in place)."""
+
+    def __init__(self, theme: Theme, layout: pg.GraphicsLayout, col: int):
+        th = theme
+        self.title = TitleItem(th)
+        layout.addItem(self.title, row=0, col=col)
+        self.mean_axis = TokenAxis("bottom", th, 8.0)
+        self.std_axis = TokenAxis("bottom", th, 8.0)
+        self.mean_plot = _small_plot({"bottom": self.mean_axis})
+        self.std_plot = _small_plot({"bottom": self.std_axis})
+        self.hist_plot = _small_plot({})
+        for r, p in enumerate((self.mean_plot, self.std_plot, self.hist_plot), start=1):
+            layout.addItem(p, row=r, col=col)
+        c0, c1 = th.head_color(0), th.head_color(1)
+        self.mean_a = self.mean_plot.plot([], [], pen=_pen(c0), symbol="o", symbolSize=4, symbolBrush=c0, symbolPen=None, name="a")
+        self.mean_b = self.mean_plot.plot([], [], pen=_pen(c1, 1.6, QtCore.Qt.PenStyle.DashLine), symbol="s", symbolSize=4,
+                                          symbolBrush=c1, symbolPen=None, name="b")
+        self.std_a = self.std_plot.plot([], [], pen=_pen(c0), symbol="o", symbolSize=4, symbolBrush=c0, symbolPen=None, name="a")
+        self.std_b = self.std_plot.plot([], [], pen=_pen(c1, 1.6, QtCore.Qt.PenStyle.DashLine), symbol="s", symbolSize=4,
+                                        symbolBrush=c1, symbolPen=None, name="b")
+        self.hist_before = self.hist_plot.plot([], [], stepMode="center", fillLevel=0, pen=_pen(c0), brush=_translucent(c0), name="before")
+        self.hist_after = self.hist_plot.plot([], [], stepMode="center", fillLevel=0, pen=_pen(c1), brush=_translucent(c1), name="after")
+        self.hist_plot.setLabel("bottom", "activation value")
+        self.items = (self.title, self.mean_plot, self.std_plot, self.hist_plot)
+        self.site: NormSiteData | None = None
+        self._axis_kind = "layer"
+
+    def _use_axes(self, kind: str, theme: Theme) -> None:
+        """Tokens along x for LayerNorm (piece labels), feature indices for BatchNorm (a numeric axis)."""
+        if kind == self._axis_kind:
+            return
+        for attr, plot in (("mean_axis", self.mean_plot), ("std_axis", self.std_plot)):
+            if kind == "layer":
+                axis: pg.AxisItem = TokenAxis("bottom", theme, 8.0)
+            else:
+                axis = pg.AxisItem("bottom")
+                axis.setStyle(tickFont=ui_font(7.5))
+                axis.enableAutoSIPrefix(False)
+                axis.setPen(_pen(theme.muted, 1.0))
+                axis.setTextPen(_pen(theme.foreground, 1.0))
+            plot.setAxisItems({"bottom": axis})
+            setattr(self, attr, axis)
+        self._axis_kind = kind
+
+    def set_visible(self, visible: bool) -> None:
+        for item in self.items:
+            item.setVisible(visible)
+
+    @staticmethod
+    def _titled(plot: pg.PlotItem, text: str, names: tuple[str, str], theme: Theme) -> None:
+        """A plot title with the two series' colours as swatches (no legend over the data)."""
+        sw = [f"<span style='color:{theme.head_color(i).name()}'>{'●' if i == 0 else '■'}</span> {n}" for i, n in enumerate(names)]
+        plot.setTitle(f"{text}: {sw[0]}  {sw[1]}", size="8.5pt", color=theme.foreground)
+
+    def show(self, site: NormSiteData, placement: str, theme: Theme) -> None:
+        self.site = site
+        st = site.stats
+        title, formula = site_title(site, placement)
+        self.title.set_title(title, formula)
+        self._use_axes(site.kind, theme)
+        if site.kind == "layer":
+            x = np.arange(len(site.pieces), dtype=float)
+            self.mean_a.setData(x, np.asarray(st.input_mean, float))
+            self.mean_b.setData(x, np.asarray(st.output_mean, float))
+            self.std_a.setData(x, np.asarray(st.input_std, float))
+            self.std_b.setData(x, np.asarray(st.output_std, float))
+            self.mean_axis.set_labels(site.pieces)
+            self.std_axis.set_labels(site.pieces)
+            self._titled(self.mean_plot, "per-token mean of the features", ("before", "after"), theme)
+            self._titled(self.std_plot, "per-token std of the features", ("before", "after"), theme)
+            for p in (self.mean_plot, self.std_plot):
+                p.getAxis("bottom").setLabel(None)
+            self.mean_plot.setXRange(-0.5, len(x) - 0.5, padding=0)
+            self.std_plot.setXRange(-0.5, len(x) - 0.5, padding=0)
+        else:
+            d = np.arange(site.x_in.shape[1], dtype=float)
+            self.mean_a.setData(d, np.asarray(st.batch_mean, float))
+            self.mean_b.setData(d, np.asarray(st.running_mean, float))
+            self.std_a.setData(d, np.asarray(st.batch_var, float))
+            self.std_b.setData(d, np.asarray(st.running_var, float))
+            self._titled(self.mean_plot, f"per-feature mean ({len(site.pieces)} tokens)", ("batch", "running"), theme)
+            self._titled(self.std_plot, "per-feature variance", ("batch", "running"), theme)
+            self.mean_plot.setXRange(-0.5, len(d) - 0.5, padding=0)
+            self.std_plot.setXRange(-0.5, len(d) - 0.5, padding=0)
+        for p in (self.mean_plot, self.std_plot):
+            p.enableAutoRange(axis="y")
+        edges, before, after = histogram(site.x_in, site.x_out)
+        self.hist_before.setData(edges, before.astype(float))
+        self.hist_after.setData(edges, after.astype(float))
+        self._titled(self.hist_plot, "histogram of the activations", ("before", "after"), theme)
+        self.hist_plot.enableAutoRange()
 
 
 class QtNormStatsView(FigureViewBase):
@@ -83,7 +206,7 @@ class QtNormStatsView(FigureViewBase):
         grid = ci.addLayout(row=1, col=0)
         grid.layout.setHorizontalSpacing(10)
         grid.layout.setVerticalSpacing(2)
-        self.columns = [_SiteColumn(self, grid, c) for c in range(self.MAX_SITES)]
+        self.columns = [SiteColumn(self.theme, grid, c) for c in range(self.MAX_SITES)]
 
         self.cmp_title = TitleItem(self.theme)
         ci.addItem(self.cmp_title, row=2, col=0)
@@ -100,7 +223,7 @@ class QtNormStatsView(FigureViewBase):
                 p.set_row_labels_visible(False)
             cmp.addItem(p, row=0, col=col)
             p.sigCellClicked.connect(self._on_cell_clicked)
-            p.sigHovered.connect(lambda info, k=key: self._on_hovered(k, info))
+            p.sigHovered.connect(self._on_plot_hovered)
             self.cmp_plots[key] = p
         # the normalization axes drawn on the matrices
         self.axis_items: dict[str, list[QtWidgets.QGraphicsItem]] = {}
@@ -117,19 +240,6 @@ class QtNormStatsView(FigureViewBase):
         self._refresh()
 
     # construction helpers -----------------------------------------------------------------
-    def _small_plot(self, axes: dict[str, pg.AxisItem]) -> pg.PlotItem:
-        p = pg.PlotItem(axisItems=axes, enableMenu=False)
-        p.setMenuEnabled(False)
-        p.hideButtons()
-        p.getViewBox().setMouseEnabled(x=False, y=False)
-        p.showGrid(x=False, y=True, alpha=0.15)
-        p.setMinimumHeight(110)
-        for name in ("left", "bottom"):
-            ax = p.getAxis(name)
-            ax.setStyle(tickFont=ui_font(7.5))
-            ax.enableAutoSIPrefix(False)
-        return p
-
     def _band(self, key: str, kind: str) -> QtWidgets.QGraphicsRectItem:
         item = QtWidgets.QGraphicsRectItem()
         item.setZValue(12)
@@ -185,11 +295,6 @@ class QtNormStatsView(FigureViewBase):
             raise ValueError(f"no normalizations of {stack} layer {layer} in the data")
         self._group = (stack, layer)
         self._compare = min(self._compare, max(0, len(self.group_sites()) - 1))
-        self._update_controls()
-        self._refresh()
-
-    def set_compared(self, index: int) -> None:
-        self._compare = int(index)
         self._update_controls()
         self._refresh()
 
@@ -349,6 +454,11 @@ class QtNormStatsView(FigureViewBase):
     def _on_cell_clicked(self, row: int, col: int) -> None:
         self.mark(row, col)
 
+    def _on_plot_hovered(self, info: HoverInfo | None) -> None:
+        # a bound method, not a lambda holding the view: the view can be freed before the app
+        sender = self.sender()
+        self._on_hovered(next(k for k, p in self.cmp_plots.items() if p is sender), info)
+
     def _on_hovered(self, key: str, info: HoverInfo | None) -> None:
         site = self.compared_site()
         if info is None or site is None:
@@ -383,6 +493,3 @@ class QtNormStatsView(FigureViewBase):
 
     def transient_items(self):
         return [p.hover_marker for p in self.cmp_plots.values()]
-
-
-__all__ = ["QtNormStatsView", "NormSiteData", "histogram", "site_title", "group_title", "norm_site_data_for"]

@@ -32,7 +32,7 @@ from attnviz.qt.widgets.title_item import TitleItem
 from attnviz.qt.widgets.token_axis import TokenAxis
 
 if TYPE_CHECKING:  # importing the core would import torch
-    from attnviz.core.decoding.common import DecodeStep
+    from attnviz.core.decoding.session import DecodeStep
     from attnviz.core.decoding.teacher_forcing import TeacherForced
 
 MATCH_COLOR = "#2f9e44"  # the argmax is the target
@@ -92,7 +92,6 @@ class QtOutputView(FigureViewBase):
         self._forced: Any = None
         self._position: int | None = None
         self._topk: tuple[tuple[str, int, float], ...] = ()
-        self._chosen: int | None = None
 
         self.hint = QtWidgets.QLabel("Type a target sentence to compare every position's prediction with it (teacher forcing).")
         self.hint.setObjectName("outputHint")
@@ -103,8 +102,8 @@ class QtOutputView(FigureViewBase):
         self.title = TitleItem(self.theme)
         ci.addItem(self.title, row=0, col=0)
         # top-k: horizontal bars, pieces down the left
-        self._topk_axis = TokenAxis("left", self.theme, 9.0)
-        self.topk_plot = pg.PlotItem(axisItems={"left": self._topk_axis}, enableMenu=False)
+        self.topk_axis = TokenAxis("left", self.theme, 9.0)
+        self.topk_plot = pg.PlotItem(axisItems={"left": self.topk_axis}, enableMenu=False)
         self._setup_plot(self.topk_plot)
         self.topk_plot.getViewBox().invertY(True)
         self.topk_plot.setLabel("bottom", "probability P(token)")
@@ -115,13 +114,13 @@ class QtOutputView(FigureViewBase):
 
         self.forced_title = TitleItem(self.theme)
         ci.addItem(self.forced_title, row=2, col=0)
-        self._in_axis = TokenAxis("top", self.theme, 9.0)
-        self.prob_plot = pg.PlotItem(axisItems={"top": self._in_axis}, enableMenu=False)
+        self.in_axis = TokenAxis("top", self.theme, 9.0)
+        self.prob_plot = pg.PlotItem(axisItems={"top": self.in_axis}, enableMenu=False)
         self._setup_plot(self.prob_plot)
         self.prob_plot.showAxis("top")
         self.prob_plot.getAxis("bottom").setStyle(showValues=False)
         self.prob_plot.setLabel("left", "P(target)")
-        self._in_axis.set_title("fed: SOS + y")
+        self.in_axis.set_title("fed: SOS + y")
         self.prob_bars = pg.BarGraphItem(x=[], height=[], width=0.7, brushes=[], pen=pg.mkPen(None))
         self.prob_plot.addItem(self.prob_bars)
         self.pred_text = _TextPool(self.prob_plot, (0.5, 1.0))
@@ -131,11 +130,11 @@ class QtOutputView(FigureViewBase):
         self.prob_plot.addItem(self.cursor)
         ci.addItem(self.prob_plot, row=3, col=0)
 
-        self._target_axis = TokenAxis("bottom", self.theme, 9.0)
-        self.loss_plot = pg.PlotItem(axisItems={"bottom": self._target_axis}, enableMenu=False)
+        self.target_axis = TokenAxis("bottom", self.theme, 9.0)
+        self.loss_plot = pg.PlotItem(axisItems={"bottom": self.target_axis}, enableMenu=False)
         self._setup_plot(self.loss_plot)
         self.loss_plot.setLabel("left", "loss −log P")
-        self._target_axis.set_title("expected: y + EOS")
+        self.target_axis.set_title("expected: y + EOS")
         self.loss_plot.setXLink(self.prob_plot)
         self.loss_bars = pg.BarGraphItem(x=[], height=[], width=0.7, brushes=[], pen=pg.mkPen(None))
         self.loss_plot.addItem(self.loss_bars)
@@ -225,13 +224,12 @@ class QtOutputView(FigureViewBase):
             chosen = int(dist.target_id)
             chosen_prob = float(dist.target_prob)
             forced_note = "target"
-        self._chosen = chosen
         n = len(self._topk)
         probs = [p for _, _, p in self._topk]
         labels = [piece for piece, _, _ in self._topk]
         brushes = [th.qcolor("highlight") if i == chosen else th.qcolor("selection", 170) for i in ids]
         self.topk_bars.setOpts(x0=np.zeros(n), y=np.arange(n, dtype=float), height=0.72, width=np.asarray(probs, float), brushes=brushes)
-        self._topk_axis.set_labels(labels, ids.index(chosen) if chosen in ids else None)
+        self.topk_axis.set_labels(labels, ids.index(chosen) if chosen in ids else None)
         self.topk_text.show([(p, float(r), f" {p:.3f}", th.foreground) for r, p in enumerate(probs)])
         vb = self.topk_plot.getViewBox()
         top_p = max(probs, default=1.0)
@@ -284,8 +282,8 @@ class QtOutputView(FigureViewBase):
         self.prob_bars.setOpts(x=x, height=tp, width=0.7, brushes=fill)
         loss_brush = [th.qcolor("muted", 160) if m else QtGui.QColor(MISS_COLOR) for m in match]
         self.loss_bars.setOpts(x=x, height=loss, width=0.7, brushes=loss_brush)
-        self._in_axis.set_labels([p.input_piece for p in pos], self._position)
-        self._target_axis.set_labels([p.target_piece for p in pos], self._position)
+        self.in_axis.set_labels([p.input_piece for p in pos], self._position)
+        self.target_axis.set_labels([p.target_piece for p in pos], self._position)
         self.pred_text.show([(float(i), 1.035, p.predicted_piece, MATCH_COLOR if p.match else MISS_COLOR) for i, p in enumerate(pos)])
         self.loss_text.show([(float(i), float(v) + 0.02 * max(1.0, float(loss.max()) if n else 1.0) + 0.0, f"{v:.2f}", th.muted)
                              for i, v in enumerate(loss)])
@@ -394,6 +392,3 @@ class QtOutputView(FigureViewBase):
         dist, _ = self._distribution()
         extras["entropy"] = np.asarray(float(dist.entropy))
         return FigureData(self.figure_title(), ("rank",), values, {"rank": tuple(p for p, _, _ in self._topk)}, extras)
-
-
-__all__ = ["QtOutputView", "MATCH_COLOR", "MISS_COLOR"]

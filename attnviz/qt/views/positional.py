@@ -17,7 +17,7 @@ The view renders :class:`PositionalData` built from ``attnviz.core.analysis.stat
 trace's ``<stack>.embed.tokens / positional / sum``; it computes nothing but a row norm when one
 is not given.
 
-The data classes are in ``qt_positional_data``; their names stay importable from here.
+The data classes are in :mod:`attnviz.core.analysis.positional`.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from attnviz.core.analysis.positional import PositionalData, TokenEmbeddingData, positional_data_for
+from attnviz.core.analysis.positional import PositionalData
 from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
 from attnviz.qt.views.data import FigureData
 from attnviz.qt.widgets.colormaps import DIVERGING_COLORMAP, Theme, ui_font
@@ -78,7 +78,26 @@ class QtPositionalView(FigureViewBase):
         self._dims: list[int] | None = None  # None: default_dimensions
         self._side = "source"
         self._legend_key: tuple | None = None
+        self._build_controls()
+        ci = self.canvas.ci
+        ci.layout.setHorizontalSpacing(10)
+        ci.layout.setVerticalSpacing(6)
+        self.title = TitleItem(self.theme)
+        ci.addItem(self.title, row=0, col=0, colspan=2)
+        self._build_encoding_plots(ci)
+        self._build_curve_plot(ci)
+        self._build_embedding_plots(ci.addLayout(row=3, col=0, colspan=2))
+        ci.layout.setRowStretchFactor(1, 3)
+        ci.layout.setRowStretchFactor(2, 2)
+        ci.layout.setRowStretchFactor(3, 3)
+        for p in (self.pe_plot, self.sim_plot, *self.emb_plots.values()):
+            p.sigHovered.connect(self._on_plot_hovered)
+        self._apply_theme_to_items()
+        self._refresh()
 
+    # construction -----------------------------------------------------------------------------
+    def _build_controls(self) -> None:
+        """The dimensions drawn as curves and whose tokens are shown."""
         self.dims_edit = QtWidgets.QLineEdit(objectName="peDimsEdit")
         self.dims_edit.setPlaceholderText("e.g. 0, 1, 4-7")
         self.dims_edit.setToolTip("Dimensions drawn as curves over the positions (even: sin, odd: cos)")
@@ -89,11 +108,8 @@ class QtPositionalView(FigureViewBase):
         self.side_combo.currentIndexChanged.connect(self._on_side_changed)
         self.controls.addStretch(1)
 
-        ci = self.canvas.ci
-        ci.layout.setHorizontalSpacing(10)
-        ci.layout.setVerticalSpacing(6)
-        self.title = TitleItem(self.theme)
-        ci.addItem(self.title, row=0, col=0, colspan=2)
+    def _build_encoding_plots(self, ci: pg.GraphicsLayout) -> None:
+        """PE(pos, i) and the similarity of positions PE·PEᵀ, side by side."""
         self.pe_plot = HeatmapPlot(self.theme, colormap=DIVERGING_COLORMAP, levels=(-1.0, 1.0), colorbar_label="PE value",
                                    annotate=False, aspect_locked=False, masked=False, label_point_size=8.0)
         self.pe_plot.setTitle("PE(pos, i)", size="9.5pt")
@@ -105,6 +121,8 @@ class QtPositionalView(FigureViewBase):
         ci.addItem(self.pe_plot, row=1, col=0)
         ci.addItem(self.sim_plot, row=1, col=1)
 
+    def _build_curve_plot(self, ci: pg.GraphicsLayout) -> None:
+        """The chosen dimensions as curves over the positions, with their legend beside the plot."""
         self.curve_plot = pg.PlotItem(enableMenu=False)
         self.curve_plot.setMenuEnabled(False)
         self.curve_plot.hideButtons()
@@ -119,7 +137,8 @@ class QtPositionalView(FigureViewBase):
         ci.addItem(self.curve_plot, row=2, col=0)
         ci.addItem(self.curve_legend, row=2, col=1)
 
-        emb = ci.addLayout(row=3, col=0, colspan=2)
+    def _build_embedding_plots(self, emb: pg.GraphicsLayout) -> None:
+        """Token embedding, PE and their sum as matrices, and the norms of the three as bars."""
         emb.layout.setHorizontalSpacing(6)
         self.emb_title = TitleItem(self.theme)
         emb.addItem(self.emb_title, row=0, col=0, colspan=4)
@@ -151,14 +170,6 @@ class QtPositionalView(FigureViewBase):
         emb.layout.setColumnStretchFactor(1, 3)
         emb.layout.setColumnStretchFactor(2, 3)
         emb.layout.setColumnStretchFactor(3, 2)
-        ci.layout.setRowStretchFactor(1, 3)
-        ci.layout.setRowStretchFactor(2, 2)
-        ci.layout.setRowStretchFactor(3, 3)
-
-        for p in (self.pe_plot, self.sim_plot, *self.emb_plots.values()):
-            p.sigHovered.connect(lambda info, plot=p: self._on_hovered(plot, info))
-        self._apply_theme_to_items()
-        self._refresh()
 
     # data ------------------------------------------------------------------------------------
     def set_data(self, data: PositionalData) -> None:
@@ -347,6 +358,10 @@ class QtPositionalView(FigureViewBase):
             self._side = side
             self._refresh()
 
+    def _on_plot_hovered(self, info: HoverInfo | None) -> None:
+        # a bound method, not a lambda holding the view: the view can be freed before the app
+        self._on_hovered(self.sender(), info)
+
     def _on_hovered(self, plot: HeatmapPlot, info: HoverInfo | None) -> None:
         if info is None:
             self.readout.setText(" ")
@@ -379,6 +394,3 @@ class QtPositionalView(FigureViewBase):
 
     def transient_items(self):
         return [p.hover_marker for p in (self.pe_plot, self.sim_plot, *self.emb_plots.values())]
-
-
-__all__ = ["QtPositionalView", "PositionalData", "TokenEmbeddingData", "default_dimensions", "parse_dimensions", "positional_data_for"]

@@ -15,34 +15,25 @@ The view renders a :class:`attnviz.core.analysis.walkthrough.HeadWalkthrough` (a
 fields); it never computes the model. Changing kind, layer or head asks the owner for a new
 walkthrough through ``selectionRequested``; changing the query only moves the highlight.
 
-The tables and their formatting are in ``qt_walkthrough_tables``, the windows and scroll bars in
-``qt_walkthrough_windows``; the tables module's names stay importable from here.
+The tables and their formatting are in :mod:`attnviz.qt.views.walkthrough_tables`; which window
+of each long axis they show is an :class:`AxisWindows` the view owns.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
+from attnviz.core.model.sites import KINDS
 from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
 from attnviz.qt.views.data import KIND_TITLES, FigureData
-from attnviz.qt.views.walkthrough_tables import (
-    KINDS,
-    SECTIONS,
-    WINDOW,
-    StageSpec,
-    StageTable,
-    _operator,
-    _with_query,
-    format_value,
-    plain,
-)
-from attnviz.qt.views.walkthrough_windows import WalkthroughWindowsMixin
+from attnviz.qt.views.walkthrough_tables import SECTIONS, StageSpec, StageTable, format_value, plain
 from attnviz.qt.widgets.colormaps import Theme
 from attnviz.qt.widgets.heatmap import HoverInfo
 from attnviz.qt.widgets.title_item import TitleItem
@@ -50,8 +41,73 @@ from attnviz.qt.widgets.title_item import TitleItem
 if TYPE_CHECKING:  # for type checkers only: importing the core would import torch
     from attnviz.core.analysis.walkthrough import HeadWalkthrough
 
+#: Cells shown at most along each kind of axis before the rest is elided (scroll to see it).
+WINDOW = {"model": 8, "k": 8, "pos": 12}
+_AXIS_NAMES = {"query": "queries", "key": "keys", "model": "d_model", "k": "d_k"}
+_SCROLL_NAMES = {"model": "d_model", "k": "d_k", "pos": "positions"}
 
-class QtWalkthroughView(WalkthroughWindowsMixin, FigureViewBase):
+
+def _with_query(walk: Any, query: int) -> Any:
+    """``walk`` following another query row."""
+    if hasattr(walk, "with_query"):
+        return walk.with_query(int(query))
+    return replace(walk, query=int(query))
+
+
+class AxisWindows:
+    """Which slice of each long axis (``model``: d_model, ``k``: d_k, ``pos``: the positions) the
+    tables show: a start per axis, ``WINDOW[axis]`` cells wide, kept inside the axis's length."""
+
+    def __init__(self):
+        self.offsets = {"model": 0, "k": 0, "pos": 0}
+        self.lengths = {"model": 0, "k": 0, "pos": 0}
+
+    def set_lengths(self, walk: Any) -> None:
+        self.lengths = {"model": walk.d_model, "k": walk.d_k, "pos": max(walk.x.shape[0], walk.x_kv.shape[0])}
+
+    def move(self, axis: str, start: int) -> None:
+        self.offsets[axis] = int(start)
+
+    def start(self, axis: str) -> int:
+        """The first index shown along ``axis`` (the offset, clamped)."""
+        n = self.lengths[axis]
+        return int(min(max(self.offsets[axis], 0), max(0, n - WINDOW[axis])))
+
+    def hidden(self, axis: str) -> int:
+        """How many cells of ``axis`` do not fit in its window."""
+        return max(0, self.lengths[axis] - WINDOW[axis])
+
+    def follow(self, query: int) -> None:
+        """Keep the query row ``query`` inside the position window."""
+        start = self.start("pos")
+        if not start <= query < start + WINDOW["pos"]:
+            self.offsets["pos"] = max(0, query - WINDOW["pos"] + 1)
+
+    def slice(self, axis: str, n: int) -> slice:
+        """The part of an axis of length ``n`` shown; ``query`` and ``key`` use the position window."""
+        if axis in ("query", "key"):
+            start = self.start("pos")
+            return slice(min(start, max(0, n - WINDOW["pos"])), min(n, start + WINDOW["pos"]))
+        start = self.start(axis)
+        return slice(start, min(n, start + WINDOW[axis]))
+
+    @staticmethod
+    def title(axis: str, n: int, part: slice) -> str:
+        """An axis title that says which part of it is shown (dimensions 0-based, positions 1-based)."""
+        name = _AXIS_NAMES[axis]
+        if part.stop - part.start < n:
+            return f"{name} {part.start}–{part.stop - 1} of {n}" if axis in ("model", "k") else f"{name} {part.start + 1}–{part.stop} of {n}"
+        return name
+
+    def range_text(self, axis: str) -> str:
+        """The scroll bar's label: which cells of ``axis`` are shown."""
+        n = self.lengths[axis]
+        s = self.start(axis)
+        e = min(n, s + WINDOW[axis])
+        return f"{_SCROLL_NAMES[axis]} {s}–{e - 1}/{n}" if axis != "pos" else f"{_SCROLL_NAMES[axis]} {s + 1}–{e}/{n}"
+
+
+class QtWalkthroughView(FigureViewBase):
     """One head's computation as tables (see the module docstring).
 
     ``set_data(walk, layers=None)``: ``walk`` is a ``HeadWalkthrough`` (``attnviz.core.analysis.walkthrough.
@@ -69,8 +125,17 @@ class QtWalkthroughView(WalkthroughWindowsMixin, FigureViewBase):
         self.setObjectName("walkthroughView")
         self._walk: Any = None
         self._layers: dict[str, int] = {}
-        self._offsets = {"model": 0, "k": 0, "pos": 0}
+        self.windows = AxisWindows()
+        self._build_controls()
+        self._build_scroll_area()
+        self._build_sections()
+        self._build_head_marks()
+        self._update_controls()
+        self._refresh()
 
+    # construction -----------------------------------------------------------------------
+    def _build_controls(self) -> None:
+        """The selectors (kind, layer, head, query) and a scroll bar per long axis."""
         self.kind_combo = self._add_control("", make_combo("walkKindCombo", "Which attention: encoder self, decoder masked self or cross"))
         self.layer_combo = self._add_control("Layer", make_combo("walkLayerCombo", "Layer"))
         self.head_combo = self._add_control("Head", make_combo("walkHeadCombo", "Head i: the slices W_i^Q, W_i^K, W_i^V and Z_i"))
@@ -89,7 +154,7 @@ class QtWalkthroughView(WalkthroughWindowsMixin, FigureViewBase):
             lab.setObjectName(f"walkScrollLabel_{key}")
             self.controls.addWidget(lab)
             self.controls.addWidget(bar)
-            bar.valueChanged.connect(lambda v, k=key: self._on_scrolled(k, v))
+            bar.valueChanged.connect(self._on_scrollbar_moved)
             self.scrollbars[key] = bar
             self._scroll_labels[key] = lab
         self.controls.addStretch(1)
@@ -97,7 +162,8 @@ class QtWalkthroughView(WalkthroughWindowsMixin, FigureViewBase):
             combo.currentIndexChanged.connect(self._on_selection_changed)
         self.query_combo.currentIndexChanged.connect(self._on_query_changed)
 
-        # the figure: title, then three sections, each a nested grid
+    def _build_scroll_area(self) -> None:
+        """Put the figure canvas in a scroll area: the tables keep their size, the area scrolls."""
         lay = self.layout()
         index = lay.indexOf(self.canvas)
         lay.removeWidget(self.canvas)
@@ -111,6 +177,8 @@ class QtWalkthroughView(WalkthroughWindowsMixin, FigureViewBase):
         self.canvas.setVerticalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self._apply_scroll_background()
 
+    def _build_sections(self) -> None:
+        """The figure: a title, then the three sections, each a nested grid of tables and operators."""
         ci = self.canvas.ci
         ci.layout.setVerticalSpacing(10)
         self.title = TitleItem(self.theme)
@@ -118,7 +186,6 @@ class QtWalkthroughView(WalkthroughWindowsMixin, FigureViewBase):
         self.tables: dict[str, StageTable] = {}
         self._section_labels: list[pg.LabelItem] = []
         self._operators: list[pg.LabelItem] = []
-
         self._lines: list[pg.GraphicsLayout] = []
         self._sections: list[pg.GraphicsLayout] = []
         row = 1
@@ -140,27 +207,26 @@ class QtWalkthroughView(WalkthroughWindowsMixin, FigureViewBase):
                 line.layout.setColumnStretchFactor(len(items), 1)
             row += 2
 
-        # where head i sits: its columns in the concat, its rows in W^O
-        self._head_marks: list[QtWidgets.QGraphicsRectItem] = []
+    def _build_head_marks(self) -> None:
+        """Where head i sits: its columns in the concat, its rows in W^O."""
+        self.head_marks: list[QtWidgets.QGraphicsRectItem] = []
         for key in ("concat", "w_o"):
             mark = QtWidgets.QGraphicsRectItem()
             mark.setZValue(12)
             mark.setBrush(QtGui.QBrush(QtCore.Qt.BrushStyle.NoBrush))
             self.tables[key].addItem(mark)
-            self._head_marks.append(mark)
+            self.head_marks.append(mark)
         self._apply_mark_pens()
-        self._update_controls()
-        self._refresh()
 
-    # construction helpers -------------------------------------------------------------
     def _make_table(self, spec: StageSpec, key: str) -> StageTable:
         t = StageTable(self.theme, spec, key)
-        t.sigHovered.connect(lambda info, k=key: self._on_hovered(k, info))
+        t.sigHovered.connect(self._on_table_hovered)
         self.tables[key] = t
         return t
 
     def _make_operator(self, text: str) -> pg.LabelItem:
-        item = _operator(text, self.theme)
+        item = pg.LabelItem(text, size="16pt", color=self.theme.muted)
+        item.setFixedWidth(24)
         self._operators.append(item)
         return item
 
@@ -172,7 +238,7 @@ class QtWalkthroughView(WalkthroughWindowsMixin, FigureViewBase):
     def _apply_mark_pens(self) -> None:
         pen = pg.mkPen(self.theme.selection, width=2.5)
         pen.setCosmetic(True)
-        for m in self._head_marks:
+        for m in self.head_marks:
             m.setPen(pen)
 
     # data ---------------------------------------------------------------------------------
@@ -185,8 +251,9 @@ class QtWalkthroughView(WalkthroughWindowsMixin, FigureViewBase):
         self._layers.setdefault(walk.kind, walk.layer + 1)
         self._layers[walk.kind] = max(self._layers[walk.kind], walk.layer + 1)
         self._walk = walk
+        self.windows.set_lengths(walk)
         if prev is None or prev.head != walk.head or prev.d_model != walk.d_model:
-            self._offsets["model"] = walk.head * walk.d_k
+            self.windows.move("model", walk.head * walk.d_k)
         self._update_controls()
         self._follow_query()
         self._refresh()
@@ -211,7 +278,7 @@ class QtWalkthroughView(WalkthroughWindowsMixin, FigureViewBase):
 
     def scroll_to(self, axis: str, start: int) -> None:
         """Move the window of ``axis`` ("model", "k" or "pos") to ``start`` (clamped)."""
-        self._offsets[axis] = int(start)
+        self.windows.move(axis, start)
         self._update_controls()
         self._refresh()
 
@@ -247,12 +314,12 @@ class QtWalkthroughView(WalkthroughWindowsMixin, FigureViewBase):
         for table in self.tables.values():
             spec = table.spec
             full = np.asarray(getattr(w, spec.name))
-            rows = self._axis_slice(spec.rows, full.shape[0])
-            cols = self._axis_slice(spec.cols, full.shape[1])
+            rows = self.windows.slice(spec.rows, full.shape[0])
+            cols = self.windows.slice(spec.cols, full.shape[1])
             highlight = None
             if spec.highlight and spec.rows == "query" and rows.start <= w.query < rows.stop:
                 highlight = w.query - rows.start
-            titles = (self._axis_title(spec.rows, full.shape[0], rows), self._axis_title(spec.cols, full.shape[1], cols))
+            titles = (AxisWindows.title(spec.rows, full.shape[0], rows), AxisWindows.title(spec.cols, full.shape[1], cols))
             table.show_window(full, rows, cols, self._labels(spec.rows, full.shape[0]), self._labels(spec.cols, full.shape[1]),
                               highlight, self._levels(spec, full), titles)
             title = spec.title
@@ -274,17 +341,17 @@ class QtWalkthroughView(WalkthroughWindowsMixin, FigureViewBase):
         a, b = max(lo, c_cols.start), min(hi, c_cols.stop)
         rows = concat.window[0]
         if a < b:
-            self._head_marks[0].setRect(QtCore.QRectF(a - c_cols.start - 0.5, -0.5, b - a, rows.stop - rows.start))
-            self._head_marks[0].setVisible(True)
+            self.head_marks[0].setRect(QtCore.QRectF(a - c_cols.start - 0.5, -0.5, b - a, rows.stop - rows.start))
+            self.head_marks[0].setVisible(True)
         else:
-            self._head_marks[0].setVisible(False)
+            self.head_marks[0].setVisible(False)
         w_rows, w_cols = wo.window
         a, b = max(lo, w_rows.start), min(hi, w_rows.stop)
         if a < b:
-            self._head_marks[1].setRect(QtCore.QRectF(-0.5, a - w_rows.start - 0.5, w_cols.stop - w_cols.start, b - a))
-            self._head_marks[1].setVisible(True)
+            self.head_marks[1].setRect(QtCore.QRectF(-0.5, a - w_rows.start - 0.5, w_cols.stop - w_cols.start, b - a))
+            self.head_marks[1].setVisible(True)
         else:
-            self._head_marks[1].setVisible(False)
+            self.head_marks[1].setVisible(False)
 
     def _fit_canvas(self) -> None:
         """Size the canvas to its tables (the scroll area scrolls the rest); without data it fills the view."""
@@ -334,7 +401,55 @@ class QtWalkthroughView(WalkthroughWindowsMixin, FigureViewBase):
             c.setEnabled(w is not None)
         self._update_scrollbars()
 
+    # windows and scroll bars ------------------------------------------------------------
+    def _follow_query(self) -> None:
+        """Keep the chosen query inside the position window."""
+        self.windows.follow(self._walk.query)
+        self._update_scrollbars()
 
+    def _labels(self, axis: str, n: int) -> list[str]:
+        w = self._walk
+        if axis == "query":
+            return list(w.query_labels)
+        if axis == "key":
+            return list(w.key_labels)
+        return [str(i) for i in range(n)]
+
+    def _update_scrollbars(self) -> None:
+        if self._walk is None:
+            for bar in self.scrollbars.values():
+                bar.setVisible(False)
+            for lab in self._scroll_labels.values():
+                lab.setVisible(False)
+            return
+        for axis, bar in self.scrollbars.items():
+            extra = self.windows.hidden(axis)
+            blocked = bar.blockSignals(True)
+            bar.setRange(0, extra)
+            bar.setPageStep(WINDOW[axis])
+            bar.setValue(self.windows.start(axis))
+            bar.blockSignals(blocked)
+            bar.setVisible(extra > 0)
+            self._scroll_labels[axis].setVisible(extra > 0)
+        self._update_scroll_labels()
+
+    def _update_scroll_labels(self) -> None:
+        if self._walk is None:
+            return
+        for axis, lab in self._scroll_labels.items():
+            lab.setText(self.windows.range_text(axis))
+
+    def _on_scrollbar_moved(self, value: int) -> None:
+        # bound methods, not lambdas holding the view: the view can be freed before the app
+        sender = self.sender()
+        self._on_scrolled(next(k for k, bar in self.scrollbars.items() if bar is sender), value)
+
+    def _on_scrolled(self, axis: str, value: int) -> None:
+        self.windows.move(axis, value)
+        if self._walk is not None:
+            self._refresh()
+
+    # events -----------------------------------------------------------------------------
     def _on_selection_changed(self) -> None:
         w = self._walk
         if w is None:
@@ -356,6 +471,9 @@ class QtWalkthroughView(WalkthroughWindowsMixin, FigureViewBase):
             return
         self.set_query(int(q))
         self.queryChanged.emit(int(q))
+
+    def _on_table_hovered(self, info: HoverInfo | None) -> None:
+        self._on_hovered(self.sender().key, info)
 
     def _on_hovered(self, key: str, info: HoverInfo | None) -> None:
         if info is None or self._walk is None:
@@ -410,6 +528,3 @@ class QtWalkthroughView(WalkthroughWindowsMixin, FigureViewBase):
 
     def transient_items(self):
         return [t.hover_marker for t in self.tables.values()]
-
-
-__all__ = ["QtWalkthroughView", "StageTable", "StageSpec", "WINDOW", "format_value"]

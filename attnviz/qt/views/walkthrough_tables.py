@@ -1,6 +1,7 @@
 """The walkthrough view's tables: what each step's table shows (``StageSpec``, the figure's
 ``SECTIONS``), how cells are formatted, and ``StageTable``, one step's matrix drawn as a small
-table of a window of its cells.
+table of a window of its cells. :mod:`attnviz.qt.views.walkthrough` lays them out and chooses
+the windows.
 """
 
 from __future__ import annotations
@@ -9,17 +10,12 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
-import pyqtgraph as pg
 
-from attnviz.qt.widgets.colormaps import DIVERGING_COLORMAP, Theme, ui_font
+from attnviz.qt.widgets.colormaps import DIVERGING_COLORMAP, Theme
 from attnviz.qt.widgets.heatmap import MINUS, HeatmapPlot, format_weight
 
-KINDS = ("encoder", "decoder", "cross")
-#: Cells shown at most along each kind of axis before the rest is elided (scroll to see it).
-WINDOW = {"model": 8, "k": 8, "pos": 12}
 CELL_W, CELL_H = 44, 19  # px per table cell
 
 
@@ -86,7 +82,6 @@ SECTIONS: tuple[tuple[str, tuple[tuple[StageSpec | str, ...], ...]], ...] = (
          StageSpec("output", "Concat(Z<sub>1</sub>..Z<sub>h</sub>)·W<sup>O</sup> + b<sup>O</sup>", "query", "model")),
     )),
 )
-ALL_STAGES: tuple[StageSpec, ...] = tuple(i for _, rows in SECTIONS for row in rows for i in row if isinstance(i, StageSpec))
 
 
 class StageTable(HeatmapPlot):
@@ -98,7 +93,6 @@ class StageTable(HeatmapPlot):
         super().__init__(theme, colormap=cmap, colorbar=False, annotate=True, value_format=fmt, aspect_locked=False, label_point_size=8.0)
         self.spec = spec
         self.key = key  # unique name in the view (the same field can appear twice)
-        self.cells._font = ui_font(7.5)
         self.window: tuple[slice, slice] = (slice(0, 0), slice(0, 0))
         self.full_shape: tuple[int, int] = (0, 0)
         self._titles: tuple[str, str] | None = None
@@ -128,17 +122,3 @@ class StageTable(HeatmapPlot):
     def elided(self) -> bool:
         rows, cols = self.window
         return (rows.stop - rows.start) < self.full_shape[0] or (cols.stop - cols.start) < self.full_shape[1]
-
-
-def _operator(text: str, theme: Theme) -> pg.LabelItem:
-    item = pg.LabelItem(text, size="16pt", color=theme.muted)
-    item.setFixedWidth(24)
-    return item
-
-
-def _with_query(walk: Any, query: int) -> Any:
-    if hasattr(walk, "with_query"):
-        return walk.with_query(int(query))
-    from dataclasses import replace
-
-    return replace(walk, query=int(query))

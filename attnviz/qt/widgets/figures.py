@@ -5,7 +5,7 @@ scene into the window; to export, :func:`paint_figure` renders the very same sce
 another paint device: a ``QImage`` (PNG), a ``QSvgGenerator`` (SVG) or a ``QPdfWriter``
 (PDF). Nothing is redrawn by a second code path, so a file looks like the view.
 
-On vector devices the matrix items (:class:`attnviz.qt.widgets.heatmap.MatrixImageItem`) paint
+On vector devices the matrix items (:class:`attnviz.qt.widgets.matrix_image.MatrixImageItem`) paint
 their cells as filled rectangles (:func:`paint_cells_vector`) instead of an embedded
 bitmap, up to :data:`VECTOR_CELL_LIMIT` cells; larger matrices are embedded as a
 bitmap upscaled without smoothing, so no viewer blurs the cell edges. Token labels,
@@ -24,12 +24,11 @@ from __future__ import annotations
 
 import contextlib
 import re
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 from PySide6 import QtCore, QtGui, QtSvg, QtWidgets
 
-from attnviz.qt.views.data import FigureData
 from attnviz.qt.widgets.colormaps import CSS_FONT_FAMILY, Theme
 
 #: Matrices with at most this many cells are drawn as vector rectangles in SVG and PDF.
@@ -46,7 +45,7 @@ class FigureView(Protocol):
 
     def figure_title(self) -> str: ...
 
-    def figure_data(self) -> FigureData: ...
+    def figure_data(self) -> Any: ...  # the view's FigureData (attnviz.qt.views.data)
 
     def export_mode(self) -> contextlib.AbstractContextManager: ...
 

@@ -9,9 +9,8 @@
 - cells can carry their values as text (``−∞`` for masked scores, ``0`` for exact zeros);
 - on SVG/PDF devices the cells are vector rectangles (see ``attnviz.qt.widgets.figures``).
 
-The parts live in their own modules and are re-exported here: the token axes
-(``token_axis``), the matrix image and cell text (``matrix_image``) and the titles
-(``title_item``).
+Its parts live in their own modules: the token axes (``token_axis``), the matrix image and
+cell text (``matrix_image``) and the relaxed titles (``title_item``).
 """
 
 from __future__ import annotations
@@ -28,7 +27,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from attnviz.qt.widgets.colormaps import Theme, get_colormap, lookup_table, ui_font
 from attnviz.qt.widgets.figures import lut_indices
 from attnviz.qt.widgets.matrix_image import CellTextItem, MatrixImageItem
-from attnviz.qt.widgets.title_item import _relaxed_update_min
+from attnviz.qt.widgets.title_item import relaxed_update_min
 from attnviz.qt.widgets.token_axis import TokenAxis
 
 Signal = QtCore.Signal
@@ -149,8 +148,8 @@ class HeatmapPlot(pg.PlotItem):
         super().__init__(axisItems={"left": self._left, "top": self._top}, enableMenu=False)
         setup_matrix_plot(self, aspect_locked)
 
-        self._colormap_name = colormap or theme.colormap
-        self._lut = lookup_table(self._colormap_name)
+        colormap = colormap or theme.colormap
+        self._lut = lookup_table(colormap)
         self._levels = (float(levels[0]), float(levels[1]))
         self._annotate = annotate
         self._mark_zeros = mark_zeros
@@ -160,6 +159,7 @@ class HeatmapPlot(pg.PlotItem):
         self._col_labels: tuple[str, ...] = ()
         self._highlight: int | None = None
         self._raw: np.ndarray | None = None
+        self._masked = masked
 
         self.image = MatrixImageItem(theme.masked if masked else None)
         self.image.setLookupTable(self._lut)
@@ -167,22 +167,14 @@ class HeatmapPlot(pg.PlotItem):
         self.cells = CellTextItem()
         self.addItem(self.cells)
 
-        self.row_marker = QtWidgets.QGraphicsRectItem()
-        self.row_marker.setZValue(10)
-        self.row_marker.setBrush(QtGui.QBrush(QtCore.Qt.BrushStyle.NoBrush))
-        self.row_marker.setVisible(False)
-        self.addItem(self.row_marker)
-        self.hover_marker = QtWidgets.QGraphicsRectItem()
-        self.hover_marker.setZValue(11)
-        self.hover_marker.setBrush(QtGui.QBrush(QtCore.Qt.BrushStyle.NoBrush))
-        self.hover_marker.setVisible(False)
-        self.addItem(self.hover_marker)
+        self.row_marker = self._add_marker(10)  # the current step's row
+        self.hover_marker = self._add_marker(11)  # the cell under the mouse
 
         self.colorbar: pg.ColorBarItem | None = None
         if colorbar:
             self.colorbar = pg.ColorBarItem(
                 values=self._levels,
-                colorMap=get_colormap(self._colormap_name),
+                colorMap=get_colormap(colormap),
                 interactive=False,
                 width=12,
                 colorMapMenu=False,
@@ -195,6 +187,15 @@ class HeatmapPlot(pg.PlotItem):
         self.image.sigClicked.connect(self._on_cell_clicked)
         self.apply_theme(theme)
 
+    def _add_marker(self, z: float) -> QtWidgets.QGraphicsRectItem:
+        """An outline drawn over the cells (hidden until placed)."""
+        marker = QtWidgets.QGraphicsRectItem()
+        marker.setZValue(z)
+        marker.setBrush(QtGui.QBrush(QtCore.Qt.BrushStyle.NoBrush))
+        marker.setVisible(False)
+        self.addItem(marker)
+        return marker
+
     # settings ---------------------------------------------------------------
     def apply_theme(self, theme: Theme) -> None:
         self.theme = theme
@@ -204,15 +205,13 @@ class HeatmapPlot(pg.PlotItem):
         if args is not None:
             self._panel_title = None
             self.set_panel_title(args[0], color=args[1], size=args[2])
-        self.image.set_masked_color(theme.masked if self.image._masked_brush is not None else None)
+        self.image.set_masked_color(theme.masked if self._masked else None)
         pen = pg.mkPen(theme.highlight, width=2)
         pen.setCosmetic(True)
         self.row_marker.setPen(pen)
         hpen = pg.mkPen(theme.selection, width=2)
         hpen.setCosmetic(True)
         self.hover_marker.setPen(hpen)
-        self.cells._dark_color = QtGui.QColor("#111111")
-        self.cells._light_color = QtGui.QColor("#ffffff")
         if self.colorbar is not None:
             for name in ("left", "right", "top", "bottom"):
                 ax = self.colorbar.getAxis(name)
@@ -222,35 +221,17 @@ class HeatmapPlot(pg.PlotItem):
         self.update()
 
     def set_colormap(self, name: str) -> None:
-        self._colormap_name = name
         self._lut = lookup_table(name)
         if self.colorbar is not None:
             self.colorbar.setColorMap(get_colormap(name))
         self.image.setLookupTable(self._lut)
         self._update_cells()
 
-    def colormap_name(self) -> str:
-        return self._colormap_name
-
     def lut(self) -> np.ndarray:
         return self._lut
 
-    def set_levels(self, levels: tuple[float, float]) -> None:
-        lo, hi = float(levels[0]), float(levels[1])
-        if hi <= lo:
-            hi = lo + 1e-6
-        self._levels = (lo, hi)
-        if self.colorbar is not None:
-            self.colorbar.setLevels((lo, hi))
-        self.image.setLevels((lo, hi))
-        self._update_cells()
-
     def levels(self) -> tuple[float, float]:
         return self._levels
-
-    def set_value_format(self, fmt: Callable[[float], str]) -> None:
-        self._format = fmt
-        self._update_cells()
 
     def set_panel_title(self, text: str, *, color: str | None = None, size: str = "10pt") -> None:
         """The plot's title; unlike ``setTitle`` it never widens the layout (it clips)."""
@@ -260,9 +241,8 @@ class HeatmapPlot(pg.PlotItem):
             return
         self._panel_title = key
         self._panel_title_args = (text, color, size)
-        if not getattr(label, "_relaxed", False):
-            label._relaxed = True
-            label.updateMin = types.MethodType(_relaxed_update_min, label)
+        if label.updateMin.__func__ is not relaxed_update_min:
+            label.updateMin = types.MethodType(relaxed_update_min, label)
             label.setFlag(QtWidgets.QGraphicsItem.GraphicsItemFlag.ItemClipsChildrenToShape, True)
         self.setTitle(text, color=color or self.theme.foreground, size=size)
 
@@ -322,10 +302,10 @@ class HeatmapPlot(pg.PlotItem):
             self.row_marker.setRect(QtCore.QRectF(-0.5, self._highlight - 0.5, cols, 1.0))
             self.row_marker.setVisible(True)
         self._update_cells()
-        hover = self.image._last_hover
+        hover = self.image.hovered_cell()
         if hover is not None:  # the mouse did not move, the value under it did
             inside = hover[0] < rows and hover[1] < cols
-            self.image._last_hover = hover if inside else None
+            self.image.set_hovered_cell(hover if inside else None)
             self._on_cell_hovered(hover if inside else None)
 
     def matrix(self) -> np.ndarray | None:
@@ -381,7 +361,7 @@ class HeatmapPlot(pg.PlotItem):
 
     def hover_cell(self, row: int, col: int) -> HoverInfo:
         """Act as if the mouse were over (row, col); returns what the readout shows."""
-        self.image._last_hover = (row, col)
+        self.image.set_hovered_cell((row, col))
         self._on_cell_hovered((row, col))
         return self._info((row, col))
 

@@ -1,27 +1,24 @@
 """The drawing behind the line view: the line layers and the graphics item that shows them.
 
 A line layer is plain data (numpy only), grouped by head colour and opacity level; many
-lines are drawn into an image off the GUI thread. ``_LinesItem`` paints the two token
-columns and the lines between them for :class:`attnviz.qt.views.lines.QtLineView`.
+lines are drawn into an image off the GUI thread. ``LinesItem`` paints the two token
+columns and the lines between them from what its owner hands it.
 """
 
 from __future__ import annotations
 
+import atexit
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from attnviz.qt.widgets.colormaps import ui_font
+from attnviz.qt.widgets.colormaps import Theme, ui_font
 from attnviz.qt.widgets.figures import is_vector_painter
 from attnviz.qt.workers import FunctionWorker
-
-if TYPE_CHECKING:
-    from attnviz.qt.views.lines import QtLineView
 
 _ALPHA_LEVELS = 32
 _MIN_WEIGHT = 0.01  # lines fainter than this are not drawn
@@ -115,6 +112,10 @@ def _line_render_pool() -> QtCore.QThreadPool:
     if _render_pool is None:
         _render_pool = QtCore.QThreadPool()
         _render_pool.setMaxThreadCount(1)
+        # PySide destroys every Qt object in an exit hook registered when QtCore was imported;
+        # exit hooks run last registered first, so a layer still being drawn finishes before that
+        # (a worker signalling into objects being destroyed crashes the interpreter's exit).
+        atexit.register(_render_pool.waitForDone)
     return _render_pool
 
 
@@ -126,18 +127,31 @@ class LineSpec:
     weight: float
 
 
-class _LinesItem(pg.GraphicsWidget):
-    """Paints the two token columns and the lines between them; reports hovered tokens.
+class LinesItem(pg.GraphicsWidget):
+    """Paints the two token columns and the lines between them; reports hovered and clicked tokens.
 
-    On screen the lines are a cached image: many lines (all heads of a long sentence) are
-    drawn off the GUI thread and appear when ready, so stepping never waits for them.
+    The owner hands it what to draw: ``set_layer`` (one layer's ``[head, query, key]`` weights
+    and the token labels), ``set_selection`` (the heads and the focused token) and
+    ``set_theme``. On screen the lines are a cached image: many lines (all heads of a long
+    sentence) are drawn off the GUI thread and appear when ready, so stepping never waits.
+    Signals: ``tokenHovered(token)`` and ``tokenClicked(token)`` with ``(side, index)`` or ``None``.
     """
 
     layerReady = QtCore.Signal()
+    tokenHovered = QtCore.Signal(object)
+    tokenClicked = QtCore.Signal(object)
 
-    def __init__(self, owner: "QtLineView"):
+    def __init__(self, theme: Theme):
         super().__init__()
-        self._owner = owner
+        self.theme = theme
+        self._weights: np.ndarray | None = None  # [head, query, key] of the layer
+        self._layer_key: object = None  # names the layer's weights in the cache
+        self._query_labels: tuple[str, ...] = ()
+        self._key_labels: tuple[str, ...] = ()
+        self._axes = (("queries", ""), ("keys", ""))
+        self._highlight: int | None = None
+        self._heads: tuple[int, ...] = ()
+        self._focus: tuple[str, int] | None = None
         self._cache: OrderedDict = OrderedDict()
         self._job: FunctionWorker | None = None
         self._job_key = None
@@ -151,18 +165,62 @@ class _LinesItem(pg.GraphicsWidget):
         self.setSizePolicy(QtWidgets.QSizePolicy.Policy.Expanding, QtWidgets.QSizePolicy.Policy.Expanding)
         self.setMinimumSize(200, 120)
 
+    # what is drawn ------------------------------------------------------------------
+    def set_layer(self, weights: np.ndarray | None, query_labels, key_labels, axes, highlight: int | None, key: object) -> None:
+        """One layer's ``[head, query, key]`` weights, the token labels, the column headers
+        ``((title, subtitle), (title, subtitle))`` and the highlighted query; ``key`` names the
+        weights (the same key: the same lines)."""
+        self._weights = weights
+        self._query_labels, self._key_labels = tuple(query_labels), tuple(key_labels)
+        self._axes = axes
+        self._highlight = highlight
+        self._layer_key = key
+        self.update()
+
+    def set_selection(self, heads: Iterable[int], focus: tuple[str, int] | None) -> None:
+        """The heads drawn and the token whose lines are isolated (``None``: every line)."""
+        self._heads = tuple(heads)
+        self._focus = focus
+        self.update()
+
+    def set_theme(self, theme: Theme) -> None:
+        self.theme = theme
+        self.update()
+
+    def query_labels(self) -> tuple[str, ...]:
+        return self._query_labels
+
+    def key_labels(self) -> tuple[str, ...]:
+        return self._key_labels
+
+    def line_arrays(self):
+        """Per drawn head: (head, query indices, key indices, weights) of its lines."""
+        if self._weights is None:
+            return iter(())
+        return select_lines(self._weights, self._heads, self._focus)
+
+    def connected(self, side: str) -> set[int]:
+        """Indices on ``side`` that have a drawn line to the focused token."""
+        out: set[int] = set()
+        for _, q, k, _ in self.line_arrays():
+            out.update((k if side == "key" else q).tolist())
+        return out
+
+    def _state_key(self) -> tuple:
+        """Everything the drawn lines depend on, apart from the geometry."""
+        return (self._layer_key, self._heads, self._focus, self.theme.name)
+
     # geometry -------------------------------------------------------------------
     def layout_geometry(self):
         """(x of the left column's right edge, x of the right column's left edge, top, pitch)."""
-        o = self._owner
         rect = self.boundingRect()
         fm = QtGui.QFontMetricsF(self._bold)
-        labels = list(o._query_labels) + list(o._key_labels)
+        labels = list(self._query_labels) + list(self._key_labels)
         sub = QtGui.QFontMetricsF(self._small)
-        headers = max(sub.horizontalAdvance(o._axes[0][1]), sub.horizontalAdvance(o._axes[1][1]))
+        headers = max(sub.horizontalAdvance(self._axes[0][1]), sub.horizontalAdvance(self._axes[1][1]))
         text_w = max((fm.horizontalAdvance(s) for s in labels), default=20.0) + 6
         text_w = min(max(text_w, headers + 4), rect.width() * 0.3)
-        n = max(len(o._query_labels), len(o._key_labels), 1)
+        n = max(len(self._query_labels), len(self._key_labels), 1)
         header = fm.height() * 2.6
         pitch = max(6.0, min(28.0, (rect.height() - header - 4) / n))
         gap = min(max(rect.width() - 2 * text_w - 24, 60.0), 420.0)
@@ -171,12 +229,11 @@ class _LinesItem(pg.GraphicsWidget):
         return left + text_w, left + text_w + gap, rect.top() + header, pitch, text_w
 
     def token_at(self, pos: QtCore.QPointF) -> tuple[str, int] | None:
-        o = self._owner
         xl, xr, top, pitch, text_w = self.layout_geometry()
         row = int((pos.y() - top) // pitch)
-        if pos.x() <= xl + 8 and pos.x() >= xl - text_w - 8 and 0 <= row < len(o._query_labels) and pos.y() >= top:
+        if pos.x() <= xl + 8 and pos.x() >= xl - text_w - 8 and 0 <= row < len(self._query_labels) and pos.y() >= top:
             return "query", row
-        if pos.x() >= xr - 8 and pos.x() <= xr + text_w + 8 and 0 <= row < len(o._key_labels) and pos.y() >= top:
+        if pos.x() >= xr - 8 and pos.x() <= xr + text_w + 8 and 0 <= row < len(self._key_labels) and pos.y() >= top:
             return "key", row
         return None
 
@@ -187,22 +244,20 @@ class _LinesItem(pg.GraphicsWidget):
 
     # events -----------------------------------------------------------------------
     def hoverEvent(self, ev):
-        token = None if ev.isExit() else self.token_at(ev.pos())
-        self._owner._set_hover(token)
+        self.tokenHovered.emit(None if ev.isExit() else self.token_at(ev.pos()))
 
     def mouseClickEvent(self, ev):
         if ev.button() != QtCore.Qt.MouseButton.LeftButton:
             ev.ignore()
             return
         ev.accept()
-        self._owner._toggle_pin(self.token_at(ev.pos()))
+        self.tokenClicked.emit(self.token_at(ev.pos()))
 
     # painting -----------------------------------------------------------------------
     def paint(self, p, *args):
-        o = self._owner
-        if o._weights is None:
+        if self._weights is None:
             return
-        theme = o.theme
+        theme = self.theme
         xl, xr, top, pitch, text_w = self.layout_geometry()
         p.save()
         p.setRenderHint(QtGui.QPainter.RenderHint.Antialiasing, True)
@@ -213,7 +268,7 @@ class _LinesItem(pg.GraphicsWidget):
         hh = fm.height()
         right = int(QtCore.Qt.AlignmentFlag.AlignRight | QtCore.Qt.AlignmentFlag.AlignVCenter)
         left = int(QtCore.Qt.AlignmentFlag.AlignLeft | QtCore.Qt.AlignmentFlag.AlignVCenter)
-        for (head, sub), x, align in ((o._axes[0], xl - 2 * text_w, right), (o._axes[1], xr, left)):
+        for (head, sub), x, align in ((self._axes[0], xl - 2 * text_w, right), (self._axes[1], xr, left)):
             w = 2 * text_w if align == right else max(rect.right() - xr, text_w)
             p.setFont(self._bold)
             p.setPen(QtGui.QColor(theme.foreground))
@@ -222,22 +277,20 @@ class _LinesItem(pg.GraphicsWidget):
             p.setPen(QtGui.QColor(theme.muted))
             p.drawText(QtCore.QRectF(x, top - hh * 1.35, w, hh), align, sub)
 
-        focus = o.focus_token()
+        focus = self._focus
         self._paint_lines(p, xl + 6, xr - 6, top, pitch)
         # tokens
-        self._paint_column(p, o._query_labels, "query", xl - text_w, text_w, top, pitch, focus,
-                           QtCore.Qt.AlignmentFlag.AlignRight, o._highlight)
-        self._paint_column(p, o._key_labels, "key", xr, text_w, top, pitch, focus,
+        self._paint_column(p, self._query_labels, "query", xl - text_w, text_w, top, pitch, focus,
+                           QtCore.Qt.AlignmentFlag.AlignRight, self._highlight)
+        self._paint_column(p, self._key_labels, "key", xr, text_w, top, pitch, focus,
                            QtCore.Qt.AlignmentFlag.AlignLeft, None)
         p.restore()
 
     # lines -----------------------------------------------------------------------------
     def line_spec(self, x0: float, x1: float, top: float, pitch: float) -> tuple:
         """The arguments of :func:`line_groups` for the lines to draw now (plain data)."""
-        o = self._owner
-        heads = o.selected_heads()
-        colours = {h: o.theme.head_color(h).getRgb()[:3] for h in heads}
-        return (o._weights, heads, o.focus_token(), colours, x0, x1, top, pitch)
+        colours = {h: self.theme.head_color(h).getRgb()[:3] for h in self._heads}
+        return (self._weights, self._heads, self._focus, colours, x0, x1, top, pitch)
 
     def _paint_lines(self, p: QtGui.QPainter, x0: float, x1: float, top: float, pitch: float) -> None:
         if not isinstance(p.device(), QtWidgets.QWidget) or is_vector_painter(p):
@@ -247,7 +300,7 @@ class _LinesItem(pg.GraphicsWidget):
         rect = self.boundingRect()
         dpr = p.device().devicePixelRatioF()
         area = (float(x0) - 1, rect.top(), float(x1 - x0) + 2, rect.height())
-        key = (self._owner._state_key(), tuple(round(v, 2) for v in (*area, top, pitch)), dpr)
+        key = (self._state_key(), tuple(round(v, 2) for v in (*area, top, pitch)), dpr)
         image = self._cache.get(key)
         if image is None:
             spec = self.line_spec(x0, x1, top, pitch)
@@ -307,9 +360,9 @@ class _LinesItem(pg.GraphicsWidget):
         return self._job is not None or self._wanted is not None
 
     def _paint_column(self, p, labels, side, x, w, top, pitch, focus, align, highlight):
-        theme = self._owner.theme
+        theme = self.theme
         fm = QtGui.QFontMetricsF(self._font)
-        connected = self._owner._connected(side) if focus is not None and focus[0] != side else None
+        connected = self.connected(side) if focus is not None and focus[0] != side else None
         for i, label in enumerate(labels):
             rect = QtCore.QRectF(x, top + i * pitch, w, pitch)
             is_focus = focus == (side, i)

@@ -56,6 +56,14 @@ class MatrixImageItem(pg.ImageItem):
     def values(self) -> np.ndarray | None:
         return self._values
 
+    def hovered_cell(self) -> tuple[int, int] | None:
+        """The cell under the mouse as last reported, or None."""
+        return self._last_hover
+
+    def set_hovered_cell(self, cell: tuple[int, int] | None) -> None:
+        """Take ``cell`` as the one under the mouse (reported again only when the mouse leaves it)."""
+        self._last_hover = cell
+
     def cell_at(self, pos: QtCore.QPointF) -> tuple[int, int] | None:
         """(row, col) under ``pos`` in this item's coordinates, or None."""
         if self._values is None:
@@ -124,16 +132,11 @@ class CellTextItem(pg.GraphicsObject):
         self._zeros: np.ndarray | None = None  # [row, col] exact zeros, dotted when text does not fit
         self._shape = (0, 0)
         self._max_text_w = 0.0
-        self._enabled = True
         self._dark_color = QtGui.QColor("#111111")
         self._light_color = QtGui.QColor("#ffffff")
         self._static: dict[str, QtGui.QStaticText] = {}
         self.setZValue(5)
         self.setAcceptedMouseButtons(QtCore.Qt.MouseButton.NoButton)
-
-    def set_enabled(self, enabled: bool) -> None:
-        self._enabled = enabled
-        self.update()
 
     def set_cells(
         self, values: np.ndarray, fmt: Callable[[float], str], dark: np.ndarray, zeros: np.ndarray | None = None
@@ -192,7 +195,7 @@ class CellTextItem(pg.GraphicsObject):
         return to_scene if ok else QtGui.QTransform()
 
     def paint(self, p, *args):
-        if not self._enabled or self._values.size == 0:
+        if self._values.size == 0:
             return
         p.save()
         t = self._scene_painting(p)

@@ -39,10 +39,10 @@ class TitleItem(pg.LabelItem):
         return self._title + (f" — {self._formula}" if self._formula else "")
 
     def updateMin(self):
-        _relaxed_update_min(self)
+        relaxed_update_min(self)
 
 
-def _relaxed_update_min(label: pg.LabelItem) -> None:
+def relaxed_update_min(label: pg.LabelItem) -> None:
     """``LabelItem.updateMin`` without a minimum width: a long title clips, the layout keeps its size."""
     h = label.itemRect().height()
     label.setMinimumWidth(0)

@@ -104,6 +104,10 @@ class TokenAxis(pg.AxisItem):
     def labels(self) -> tuple[str, ...]:
         return self._labels
 
+    def highlight(self) -> int | None:
+        """The index of the label drawn in bold (the current step), if any."""
+        return self._highlight
+
     @property
     def rotated(self) -> bool:
         return self._rotated

@@ -11,14 +11,8 @@ from attnviz.qt.views.masks import QtMaskView
 
 
 @pytest.fixture
-def masks(qtbot):
-    v = QtMaskView()
-    qtbot.addWidget(v)
-    v.resize(900, 760)
-    v.set_data(sample_masks())
-    v.show()
-    qtbot.waitExposed(v)
-    return v
+def masks(make_view):
+    return make_view(QtMaskView, (900, 760), sample_masks(), shown=True)
 
 
 def test_panels_hold_the_pieces_of_the_formula(masks):

@@ -9,13 +9,14 @@ import numpy as np
 import pytest
 
 from attnviz.core.analysis.walkthrough import session_walkthrough
+from attnviz.core.model.sites import KINDS
 from attnviz.qt.export.files import render_view_to_file
-from attnviz.qt.views.walkthrough import QtWalkthroughView
-from attnviz.qt.views.walkthrough_tables import WINDOW, plain
+from attnviz.qt.views.walkthrough import WINDOW, QtWalkthroughView
+from attnviz.qt.views.walkthrough_tables import plain
 
 import inside_fixtures as F
 
-LAYERS = {"encoder": 2, "decoder": 2, "cross": 2}
+LAYERS = {kind: 2 for kind in KINDS}
 
 
 @pytest.fixture(scope="module")
@@ -24,18 +25,13 @@ def decoded():
     return bundle, F.session(steps=4, d_model=64, n_heads=4)
 
 
-def make_view(qtbot, walk):
-    view = QtWalkthroughView()
-    qtbot.addWidget(view)
-    view.resize(1200, 800)
-    view.set_data(walk, layers=LAYERS)
-    return view
+SIZE = (1200, 800)
 
 
-def test_tables_hold_the_walkthrough_numbers(qtbot, decoded):
+def test_tables_hold_the_walkthrough_numbers(make_view, decoded):
     bundle, session = decoded
     w = session_walkthrough(bundle.model, session, "cross", 1, 2)
-    view = make_view(qtbot, w)
+    view = make_view(QtWalkthroughView, SIZE, w, layers=LAYERS)
     assert view.objectName() == "walkthroughView"
     lo = 2 * w.d_k  # the d_model window starts at head i's columns
     assert view.table("concat").window[1] == slice(lo, lo + WINDOW["model"])
@@ -59,13 +55,13 @@ def test_tables_hold_the_walkthrough_numbers(qtbot, decoded):
     assert "C" in plain(view.table("x_kv").titleLabel.text) and "encoder" in view.table("x_kv").titleLabel.text
     assert "head 3 of 4" in view.figure_title() and "“" + w.query_labels[w.query] + "”" in view.figure_title()
     # head i's columns of the concat are marked
-    assert view._head_marks[0].isVisible() and view._head_marks[0].rect().width() == 8
+    assert view.head_marks[0].isVisible() and view.head_marks[0].rect().width() == 8
 
 
-def test_decoder_mask_and_scrolling(qtbot, decoded):
+def test_decoder_mask_and_scrolling(make_view, decoded):
     bundle, session = decoded
     w = session_walkthrough(bundle.model, session, "decoder", 0, 1)
-    view = make_view(qtbot, w)
+    view = make_view(QtWalkthroughView, SIZE, w, layers=LAYERS)
     m = view.shown("mask")
     n = len(session.input_pieces)
     assert np.all(np.isneginf(m[np.triu_indices(n, 1)])) and np.all(m[np.tril_indices(n)] == 0)
@@ -83,10 +79,10 @@ def test_decoder_mask_and_scrolling(qtbot, decoded):
     assert not view.scrollbars["pos"].isVisibleTo(view)  # 4 positions fit
 
 
-def test_query_head_and_kind_changes(qtbot, decoded):
+def test_query_head_and_kind_changes(make_view, qtbot, decoded):
     bundle, session = decoded
     w = session_walkthrough(bundle.model, session, "encoder", 0, 0)
-    view = make_view(qtbot, w)
+    view = make_view(QtWalkthroughView, SIZE, w, layers=LAYERS)
     # a new query: only the highlight moves (no recompute)
     with qtbot.waitSignal(view.queryChanged) as got:
         view.query_combo.setCurrentIndex(1)
@@ -110,10 +106,10 @@ def test_query_head_and_kind_changes(qtbot, decoded):
     assert view.data().kind == "cross" and view.table("k").row_labels() == session.src_pieces
 
 
-def test_hover_readout_and_exports(qtbot, decoded, tmp_path):
+def test_hover_readout_and_exports(make_view, decoded, tmp_path):
     bundle, session = decoded
     w = session_walkthrough(bundle.model, session, "cross", 0, 0)
-    view = make_view(qtbot, w)
+    view = make_view(QtWalkthroughView, SIZE, w, layers=LAYERS)
     info = view.table("weights").hover_cell(1, 2)
     assert info.value == pytest.approx(float(w.weights[1, 2]))
     assert "A_i" in view.readout.text() and "row sums to 1" in view.readout.text()

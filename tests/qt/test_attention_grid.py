@@ -12,11 +12,8 @@ from attnviz.qt.views.attention_grid import QtAttentionGrid, tile_image
 
 
 @pytest.fixture
-def grid(qtbot):
-    g = QtAttentionGrid()
-    qtbot.addWidget(g)
-    g.resize(720, 540)
-    g.set_data(sample_attention_sets())
+def grid(make_view, qtbot):
+    g = make_view(QtAttentionGrid, (720, 540), sample_attention_sets())
     g.set_kind("cross")
     g.show()
     qtbot.waitExposed(g)

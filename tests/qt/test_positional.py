@@ -46,17 +46,12 @@ def test_before_the_first_step_and_teacher_forcing():
     np.testing.assert_array_equal(d.side("target").positional, forced.trace["decoder.embed.positional"])
 
 
-def make_view(qtbot, d):
-    view = QtPositionalView()
-    qtbot.addWidget(view)
-    view.resize(1100, 900)
-    view.set_data(d)
-    return view
+SIZE = (1100, 900)
 
 
-def test_pe_similarity_and_curves(qtbot, data):
+def test_pe_similarity_and_curves(make_view, data):
     s, d = data
-    view = make_view(qtbot, d)
+    view = make_view(QtPositionalView, SIZE, d)
     assert view.objectName() == "positionalView"
     n, dm = d.pe.shape
     np.testing.assert_allclose(view.pe_plot.matrix(), A.positional_encoding(n, dm), atol=1e-6)
@@ -75,9 +70,9 @@ def test_pe_similarity_and_curves(qtbot, data):
     assert parse_dimensions("1;3-2", 8) == [1] and parse_dimensions("7, 0", 8) == [7, 0]
 
 
-def test_embeddings_pe_and_sum_side_by_side(qtbot, data):
+def test_embeddings_pe_and_sum_side_by_side(make_view, data):
     s, d = data
-    view = make_view(qtbot, d)
+    view = make_view(QtPositionalView, SIZE, d)
     assert view.side() == "source"
     np.testing.assert_array_equal(view.emb_plots["tokens"].matrix(), s.accumulated("encoder.embed.tokens"))
     np.testing.assert_array_equal(view.emb_plots["positional"].matrix(), s.accumulated("encoder.embed.positional"))
@@ -97,9 +92,9 @@ def test_embeddings_pe_and_sum_side_by_side(qtbot, data):
     assert "Target tokens" in view.emb_title.plain_text()
 
 
-def test_updates_in_place_and_exports(qtbot, data, tmp_path):
+def test_updates_in_place_and_exports(make_view, data, tmp_path):
     s, d = data
-    view = make_view(qtbot, d)
+    view = make_view(QtPositionalView, SIZE, d)
     plot = view.pe_plot
     longer = A.positional_encoding(12, d.d_model)
     view.set_data(PositionalData(longer, A.positional_similarity(longer), d.embeddings))

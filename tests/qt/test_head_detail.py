@@ -13,14 +13,8 @@ from attnviz.qt.views.head_detail import QtHeadDetailView
 
 
 @pytest.fixture
-def view(qtbot):
-    v = QtHeadDetailView()
-    qtbot.addWidget(v)
-    v.resize(640, 520)
-    v.set_data(sample_attention_sets())
-    v.show()
-    qtbot.waitExposed(v)
-    return v
+def view(make_view):
+    return make_view(QtHeadDetailView, (640, 520), sample_attention_sets(), shown=True)
 
 
 def test_object_name_and_one_head(view):

@@ -11,11 +11,8 @@ from attnviz.qt.views.lines import QtLineView
 
 
 @pytest.fixture
-def lines(qtbot):
-    v = QtLineView()
-    qtbot.addWidget(v)
-    v.resize(640, 480)
-    v.set_data(sample_attention_sets())
+def lines(make_view, qtbot):
+    v = make_view(QtLineView, (640, 480), sample_attention_sets())
     v.set_kind("cross")
     v.show()
     qtbot.waitExposed(v)
@@ -43,9 +40,9 @@ def test_layer_and_heads(lines, qtbot):
     assert {(s.head, s.query, s.key) for s in lines.visible_lines()} == _expected(w, (1, 3))
     assert "heads 2, 4" in lines.title.plain_text()
     # the head buttons mirror the selection; clicking one emits the new selection
-    assert [b.isChecked() for b in lines._head_buttons] == [False, True, False, True]
+    assert [b.isChecked() for b in lines.head_buttons] == [False, True, False, True]
     with qtbot.waitSignal(lines.selectionChanged, timeout=1000) as blocker:
-        qtbot.mouseClick(lines._head_buttons[0], QtCore.Qt.MouseButton.LeftButton)
+        qtbot.mouseClick(lines.head_buttons[0], QtCore.Qt.MouseButton.LeftButton)
     assert blocker.args == ["cross", 2, (0, 1, 3)]
     with qtbot.waitSignal(lines.selectionChanged, timeout=1000) as blocker:
         qtbot.mouseClick(lines.all_button, QtCore.Qt.MouseButton.LeftButton)
@@ -75,17 +72,17 @@ def test_mouse_hover_and_click_pin(lines, qtbot):
     assert blocker.args == ["key", 3]
     assert all(s.key == 3 for s in lines.visible_lines())
     qtbot.mouseClick(lines.canvas.viewport(), QtCore.Qt.MouseButton.LeftButton, pos=pos)
-    assert lines._pinned == ("key", 3)
+    assert lines.pinned_token() == ("key", 3)
     lines.set_hover(None)  # the mouse leaves: the pinned token stays isolated
     assert all(s.key == 3 for s in lines.visible_lines())
     with lines.export_mode():  # exports show the pinned isolation, never a transient hover
-        lines._hover = ("query", 0)
+        lines.set_hover("query", 0)
         assert lines.focus_token() == ("key", 3)
-    lines._hover = None
+    lines.set_hover(None)
 
 
 def test_encoder_kind_and_labels(lines):
     lines.set_kind("encoder")
-    assert lines._query_labels == SOURCE and lines._key_labels == SOURCE
+    assert lines.lines.query_labels() == SOURCE and lines.lines.key_labels() == SOURCE
     data = lines.figure_data()
     assert data.dims == ("head", "query", "key") and data.shape == (4, 5, 5)

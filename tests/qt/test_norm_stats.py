@@ -26,19 +26,14 @@ def site_data(session):
     return arrays, sites
 
 
-def make_view(qtbot, sites, norm, placement):
-    view = QtNormStatsView()
-    qtbot.addWidget(view)
-    view.resize(1100, 900)
-    view.set_data(sites, norm, placement)
-    return view
+SIZE = (1100, 900)
 
 
 @pytest.mark.parametrize("norm,placement", [("layer", "post"), ("batch", "post"), ("layer", "pre")])
-def test_statistics_of_the_chosen_layer(qtbot, norm, placement):
+def test_statistics_of_the_chosen_layer(make_view, norm, placement):
     session = F.session(norm=norm, placement=placement, steps=4)
     arrays, sites = site_data(session)
-    view = make_view(qtbot, sites, norm, placement)
+    view = make_view(QtNormStatsView, SIZE, sites, norm, placement)
     assert view.objectName() == "normStatsView"
     n_final = 2 if placement == "pre" else 0
     assert len(view.groups()) == 4 + n_final  # 2 encoder + 2 decoder layers (+ final norms)
@@ -72,10 +67,10 @@ def test_statistics_of_the_chosen_layer(qtbot, norm, placement):
     assert view.group_combo.currentText() == "Decoder layer 2"
 
 
-def test_ln_vs_bn_on_the_same_matrix(qtbot):
+def test_ln_vs_bn_on_the_same_matrix(make_view):
     session = F.session(norm="layer", steps=4)
     arrays, sites = site_data(session)
-    view = make_view(qtbot, sites, "layer", "post")
+    view = make_view(QtNormStatsView, SIZE, sites, "layer", "post")
     assert view.groups()[0] == ("encoder", 0)
     view.compare_combo.setCurrentIndex(1)  # norm2 of encoder layer 1
     site = view.compared_site()
@@ -107,7 +102,7 @@ def test_ln_vs_bn_on_the_same_matrix(qtbot):
     assert f"LN: (x − {c.layer_mean[1]:.3f})" in view.readout.text()
 
 
-def test_teacher_forced_pass_and_no_decoder_rows_yet(qtbot):
+def test_teacher_forced_pass_and_no_decoder_rows_yet(make_view):
     forced = F.forced(norm="batch")
     sites = norm_site_data_for(forced, F.bundle("batch").config)
     assert {s.group for s in sites} == {("encoder", 0), ("encoder", 1), ("decoder", 0), ("decoder", 1)}
@@ -117,14 +112,14 @@ def test_teacher_forced_pass_and_no_decoder_rows_yet(qtbot):
     fresh = F.session(steps=0)  # nothing decoded yet: the encoder's norms only
     only_enc = norm_site_data_for(fresh, fresh.config)
     assert only_enc and all(s.site.startswith("encoder") for s in only_enc)
-    view = make_view(qtbot, only_enc, "layer", "post")
+    view = make_view(QtNormStatsView, SIZE, only_enc, "layer", "post")
     assert view.groups() == [("encoder", 0), ("encoder", 1)]
 
 
-def test_updates_in_place_and_exports(qtbot, tmp_path):
+def test_updates_in_place_and_exports(make_view, tmp_path):
     session = F.session(norm="batch", steps=3)
     _, sites = site_data(session)
-    view = make_view(qtbot, sites, "batch", "post")
+    view = make_view(QtNormStatsView, SIZE, sites, "batch", "post")
     curve = view.columns[0].mean_a
     session.step()
     _, sites2 = site_data(session)
@@ -141,7 +136,7 @@ def test_updates_in_place_and_exports(qtbot, tmp_path):
 
 
 @pytest.mark.parametrize("name,norm", [("hsk-zh-en", "layer"), ("hsk-zh-en-batchnorm", "batch")])
-def test_both_bundled_models(qtbot, name, norm):
+def test_both_bundled_models(make_view, name, norm):
     from attnviz.core.bundle import load_bundle
     from attnviz.core.decoding.teacher_forcing import teacher_forced_from_bundle
     from attnviz.paths import models_dir
@@ -150,7 +145,7 @@ def test_both_bundled_models(qtbot, name, norm):
     assert bundle.config.norm == norm
     forced = teacher_forced_from_bundle(bundle, "我喜欢吃鱼。", "I like eating fish.")
     sites = norm_site_data_for(forced, bundle.config)
-    view = make_view(qtbot, sites, bundle.config.norm, bundle.config.norm_placement)
+    view = make_view(QtNormStatsView, SIZE, sites, bundle.config.norm, bundle.config.norm_placement)
     view.select("decoder", 2)
     site = view.group_sites()[1]  # before (pre-norm) cross-attention
     st = A.norm_statistics(forced.trace, site.site)

@@ -14,29 +14,26 @@ from attnviz.qt.views.output import QtOutputView
 import inside_fixtures as F
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def results():
+    """A session three steps in (tests step and go back on it) and a teacher-forced pass."""
     return F.session(steps=3), F.forced()
 
 
-def make_view(qtbot):
-    view = QtOutputView()
-    qtbot.addWidget(view)
-    view.resize(900, 700)
-    return view
+SIZE = (900, 700)
 
 
-def test_next_token_distribution(qtbot, results):
+def test_next_token_distribution(make_view, results):
     session, _ = results
     step = session.steps[-1]
-    view = make_view(qtbot)
+    view = make_view(QtOutputView, SIZE)
     assert view.objectName() == "outputView" and not view.has_data()
     view.set_data(step=step)
     np.testing.assert_allclose(view.bar_probabilities(), [p for _, _, p in step.topk])
     assert view.topk() == step.topk
-    assert view._topk_axis.labels() == tuple(piece for piece, _, _ in step.topk)
+    assert view.topk_axis.labels() == tuple(piece for piece, _, _ in step.topk)
     ids = [i for _, i, _ in step.topk]
-    assert step.token_id in ids and view._topk_axis._highlight == ids.index(step.token_id)  # greedy: the chosen bar
+    assert step.token_id in ids and view.topk_axis.highlight() == ids.index(step.token_id)  # greedy: the chosen bar
     title = view.title.plain_text()
     assert f"step {step.index + 1}" in title and f"H = {step.entropy:.3f} nats" in title
     assert f"perplexity e^H = {math.exp(step.entropy):.2f}" in title
@@ -52,35 +49,35 @@ def test_next_token_distribution(qtbot, results):
     session.back()
 
 
-def test_a_forced_token_is_marked(qtbot, results):
+def test_a_forced_token_is_marked(make_view, results):
     session, _ = results
     peek = session.step()  # the next distribution, then undone
     session.back()
     piece, token_id, _ = peek.topk[-1]  # its least likely top-k entry
     step = session.force(token_id)
     try:
-        view = make_view(qtbot)
+        view = make_view(QtOutputView, SIZE)
         view.set_data(step=step)
         assert step.forced and step.topk == peek.topk and "forced by you" in view.title.plain_text()
-        assert view._topk_axis._highlight == len(step.topk) - 1
+        assert view.topk_axis.highlight() == len(step.topk) - 1
         assert QtGui.QColor(view.topk_bars.opts["brushes"][-1]).name() == view.theme.highlight
     finally:
         session.back()
 
 
-def test_teacher_forcing_table(qtbot, results):
+def test_teacher_forcing_table(make_view, qtbot, results):
     _, forced = results
-    view = make_view(qtbot)
+    view = make_view(QtOutputView, SIZE)
     view.set_data(forced=forced, position=2)
     arrays = view.forced_arrays()
     np.testing.assert_allclose(arrays["target_prob"], [p.target_prob for p in forced.positions])
     np.testing.assert_allclose(arrays["loss"], [p.loss for p in forced.positions])
     np.testing.assert_allclose(arrays["loss"], -np.log(arrays["target_prob"]), rtol=1e-4)
     assert view.predicted_labels() == [p.predicted_piece for p in forced.positions]
-    assert view._in_axis.labels() == forced.input_pieces  # SOS + y in
-    assert view._target_axis.labels() == forced.label_pieces  # y + EOS out
+    assert view.in_axis.labels() == forced.input_pieces  # SOS + y in
+    assert view.target_axis.labels() == forced.label_pieces  # y + EOS out
     assert forced.input_pieces[0] == "SOS" and forced.label_pieces[-1] == "EOS"
-    assert view._in_axis._highlight == 2
+    assert view.in_axis.highlight() == 2
     p = forced.positions[2]
     np.testing.assert_allclose(view.bar_probabilities(), [q for _, _, q in p.topk])  # the cursor's distribution on top
     assert f"mean loss {forced.loss:.3f}" in view.forced_title.plain_text()
@@ -92,15 +89,15 @@ def test_teacher_forcing_table(qtbot, results):
     scene_pt = view.prob_plot.getViewBox().mapViewToScene(QtCore.QPointF(4.0, 0.5))
     with qtbot.waitSignal(view.positionClicked) as got:
         qtbot.mouseClick(view.canvas.viewport(), QtCore.Qt.MouseButton.LeftButton, pos=view.canvas.mapFromScene(scene_pt))
-    assert got.args == [4] and view._in_axis._highlight == 4
+    assert got.args == [4] and view.in_axis.highlight() == 4
     np.testing.assert_allclose(view.bar_probabilities(), [q for _, _, q in forced.positions[4].topk])
-    view._on_mouse_moved(scene_pt)
+    view.canvas.scene().sigMouseMoved.emit(scene_pt)
     assert f"P(target) = {forced.positions[4].target_prob:.4f}" in view.readout.text()
 
 
-def test_exports(qtbot, results, tmp_path):
+def test_exports(make_view, results, tmp_path):
     session, forced = results
-    view = make_view(qtbot)
+    view = make_view(QtOutputView, SIZE)
     view.set_data(step=session.steps[-1], forced=forced)
     for fmt in ("png", "svg", "pdf"):
         data = render_view_to_file(view, tmp_path / f"out.{fmt}").read_bytes()
