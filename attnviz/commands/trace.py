@@ -200,11 +200,11 @@ def _teacher_forced(bundle, args: argparse.Namespace, summary: dict[str, Any]):
     from attnviz.core.decoding.teacher_forcing import teacher_forced_from_bundle
 
     tf = teacher_forced_from_bundle(bundle, args.src, args.tgt, top_k=args.top_k)
-    rows = tf.positions
+    rows = tf.steps
     arrays = {
         "steps.predicted_ids": np.array([p.predicted_id for p in rows], dtype=np.int64),
         "steps.match": np.array([p.match for p in rows], dtype=bool),
-        "steps.target_prob": np.array([p.target_prob for p in rows], dtype=np.float64),
+        "steps.prob": np.array([p.prob for p in rows], dtype=np.float64),
         "steps.loss": np.array([p.loss for p in rows], dtype=np.float64),
     }
     summary.update(
@@ -219,10 +219,10 @@ def _teacher_forced(bundle, args: argparse.Namespace, summary: dict[str, Any]):
         {
             "index": p.index,
             "input": p.input_piece,
-            "target": p.target_piece,
+            "target": p.piece,
             "predicted": p.predicted_piece,
             "match": p.match,
-            "target_prob": round(p.target_prob, 6),
+            "target_prob": round(p.prob, 6),
             "loss": round(p.loss, 6),
             "entropy": round(p.entropy, 6),
             "topk": _topk_json(p.topk),

@@ -191,7 +191,7 @@ class QtTokenChips(QtWidgets.QLabel):
         """The decoder's tokens of the session's current mode (teacher-forced: SOS + y, then EOS)."""
         if session.forced is not None:
             f = session.forced
-            note = f"→ predicted: {' '.join(p.predicted_piece for p in f.positions)}"
+            note = f"→ predicted: {' '.join(p.predicted_piece for p in f.steps)}"
             self.set_tokens(f.input_pieces + ("EOS",), current=session.forced_cursor, note=note)
         elif session.decoding is not None:
             d = session.decoding
@@ -263,9 +263,9 @@ class QtTopKPanel(QtWidgets.QWidget):
         distribution at the current position, read-only."""
         topk = session.next_topk()
         if session.forced is not None:
-            pos = session.forced.positions[session.forced_cursor]
-            cap = (f"Position {pos.index + 1}: input {pos.input_piece} → target {pos.target_piece}; "
-                   f"P(target) = {pos.target_prob:.3f}, loss {pos.loss:.3f}")
+            pos = session.forced.steps[session.forced_cursor]
+            cap = (f"Position {pos.index + 1}: input {pos.input_piece} → target {pos.piece}; "
+                   f"P(target) = {pos.prob:.3f}, loss {pos.loss:.3f}")
             self.set_topk(topk, chosen=pos.predicted_id, forcing_allowed=False, caption=cap)
             self.set_beams(())
             return

@@ -270,7 +270,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.export_data_act.setEnabled(has)
         self.export_all_act.setEnabled(has)
         if s.forced is not None:
-            n = len(s.forced.positions)
+            n = len(s.forced.steps)
             self.step_label.setText(f"teacher-forced · position {s.forced_cursor + 1}/{n} · loss {s.forced.loss:.3f} · accuracy {s.forced.accuracy:.0%}")
         elif s.decoding is not None:
             d = s.decoding

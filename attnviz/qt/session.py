@@ -142,7 +142,7 @@ class Session(QtCore.QObject):
         try:
             if self.target.strip():
                 self.forced = teacher_forced_from_bundle(self.bundle, self.source, self.target)
-                self.forced_cursor = len(self.forced.positions) - 1
+                self.forced_cursor = len(self.forced.steps) - 1
                 notices = self.forced.notices
             else:
                 self.decoding = DecodingSession.from_bundle(self.bundle, self.source, strategy=self.strategy)
@@ -159,7 +159,7 @@ class Session(QtCore.QObject):
     # -- stepping ---------------------------------------------------------------------------
     def can_step(self) -> bool:
         if self.forced is not None:
-            return self.forced_cursor < len(self.forced.positions) - 1
+            return self.forced_cursor < len(self.forced.steps) - 1
         return self.decoding is not None and self.decoding.can_step
 
     def can_back(self) -> bool:
@@ -207,7 +207,7 @@ class Session(QtCore.QObject):
     def run_to_end(self) -> None:
         """Step until EOS or the maximum length, one step per event-loop turn (the UI stays live)."""
         if self.forced is not None:
-            self.forced_cursor = len(self.forced.positions) - 1
+            self.forced_cursor = len(self.forced.steps) - 1
             self.decodingChanged.emit()
             self.runFinished.emit()
             return

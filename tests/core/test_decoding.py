@@ -375,20 +375,20 @@ def test_teacher_forced_predictions_equal_the_argmax_of_a_full_forward(norm, pla
     src, tgt = tokenizers()
     tf = teacher_forced(m, src, tgt, SRC, "I am a student.", top_k=4)
     y = tgt.encode("I am a student.")
-    assert tf.input_ids == (BOS_ID, *y) and tf.label_ids == (*y, EOS_ID)
+    assert tf.input_ids == (BOS_ID, *y) and tf.output_ids == (*y, EOS_ID)
     with torch.no_grad():
         logits = m(torch.tensor([src.encode(SRC)]), torch.tensor([tf.input_ids]))[0]
     logp = torch.log_softmax(logits.double(), -1)
     assert list(tf.predicted_ids) == logits.argmax(-1).tolist()
-    for p in tf.positions:
-        assert p.match == (p.predicted_id == p.target_id)
-        assert p.loss == pytest.approx(-float(logp[p.index, p.target_id]), abs=1e-5)
-        assert p.target_prob == pytest.approx(math.exp(-p.loss), rel=1e-4)
+    for p in tf.steps:
+        assert p.match == (p.predicted_id == p.token_id)
+        assert p.loss == pytest.approx(-float(logp[p.index, p.token_id]), abs=1e-5)
+        assert p.prob == pytest.approx(math.exp(-p.loss), rel=1e-4)
         assert p.topk[0][1] == p.predicted_id and len(p.topk) == 4
-        assert p.input_piece == tgt.piece(p.input_id) and p.target_piece == tgt.piece(p.target_id)
-    assert tf.loss == pytest.approx(float(np.mean([p.loss for p in tf.positions])))
+        assert p.input_piece == tgt.piece(p.input_id) and p.piece == tgt.piece(p.token_id)
+    assert tf.loss == pytest.approx(float(np.mean([p.loss for p in tf.steps])))
     assert tf.all_attention("cross").shape == (2, 4, len(y) + 1, len(tf.src_ids))
-    assert tf.positions[-1].target_piece == "EOS"
+    assert tf.steps[-1].piece == "EOS"
 
 
 def test_teacher_forced_on_the_trained_model_matches_and_equals_stepping():
@@ -400,7 +400,7 @@ def test_teacher_forced_on_the_trained_model_matches_and_equals_stepping():
     assert s.tgt_ids[:-1] == tf.input_ids
     assert np.allclose(s.all_attention("cross"), tf.all_attention("cross"), atol=1e-5)
     empty = teacher_forced(b.model, b.src_tokenizer, b.tgt_tokenizer, "5 2 8", "")
-    assert empty.input_ids == (BOS_ID,) and empty.label_ids == (EOS_ID,)
+    assert empty.input_ids == (BOS_ID,) and empty.output_ids == (EOS_ID,)
 
 
 # -- one protocol: a session and a teacher-forced pass answer the same questions -------------------------

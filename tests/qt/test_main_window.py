@@ -136,11 +136,11 @@ def test_teacher_forced_mode(qtbot, window):
     qtbot.keyClicks(target, "Hello, teacher!")
     qtbot.keyClick(target, QtCore.Qt.Key.Key_Return)
     assert s.forced is not None and s.decoding is None
-    assert s.forced.input_pieces[0] == "SOS" and s.forced.label_pieces[-1] == "EOS"
+    assert s.forced.input_pieces[0] == "SOS" and s.forced.output_pieces[-1] == "EOS"
     assert "teacher-forced" in window.step_label.text()
     np.testing.assert_array_equal(window.grid.data().weights, s.forced.all_attention("cross"))
     window.session.back()
-    assert s.forced_cursor == len(s.forced.positions) - 2
+    assert s.forced_cursor == len(s.forced.steps) - 2
     target.clear()
     qtbot.keyClick(target, QtCore.Qt.Key.Key_Return)
     assert s.forced is None and s.decoding is not None

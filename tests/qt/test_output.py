@@ -70,18 +70,18 @@ def test_teacher_forcing_table(make_view, qtbot, results):
     view = make_view(QtOutputView, SIZE)
     view.set_data(forced=forced, position=2)
     arrays = view.forced_arrays()
-    np.testing.assert_allclose(arrays["target_prob"], [p.target_prob for p in forced.positions])
-    np.testing.assert_allclose(arrays["loss"], [p.loss for p in forced.positions])
+    np.testing.assert_allclose(arrays["target_prob"], [p.prob for p in forced.steps])
+    np.testing.assert_allclose(arrays["loss"], [p.loss for p in forced.steps])
     np.testing.assert_allclose(arrays["loss"], -np.log(arrays["target_prob"]), rtol=1e-4)
-    assert view.predicted_labels() == [p.predicted_piece for p in forced.positions]
+    assert view.predicted_labels() == [p.predicted_piece for p in forced.steps]
     assert view.in_axis.labels() == forced.input_pieces  # SOS + y in
-    assert view.target_axis.labels() == forced.label_pieces  # y + EOS out
-    assert forced.input_pieces[0] == "SOS" and forced.label_pieces[-1] == "EOS"
+    assert view.target_axis.labels() == forced.output_pieces  # y + EOS out
+    assert forced.input_pieces[0] == "SOS" and forced.output_pieces[-1] == "EOS"
     assert view.in_axis.highlight() == 2
-    p = forced.positions[2]
+    p = forced.steps[2]
     np.testing.assert_allclose(view.bar_probabilities(), [q for _, _, q in p.topk])  # the cursor's distribution on top
     assert f"mean loss {forced.loss:.3f}" in view.forced_title.plain_text()
-    assert f"{sum(q.match for q in forced.positions)}/{len(forced.positions)}" in view.forced_title.plain_text()
+    assert f"{sum(q.match for q in forced.steps)}/{len(forced.steps)}" in view.forced_title.plain_text()
     assert view.prob_plot.isVisible() and not view.hint.isVisibleTo(view)
     # clicking a position moves the cursor (and its distribution goes on top)
     view.show()
@@ -90,9 +90,9 @@ def test_teacher_forcing_table(make_view, qtbot, results):
     with qtbot.waitSignal(view.positionClicked) as got:
         qtbot.mouseClick(view.canvas.viewport(), QtCore.Qt.MouseButton.LeftButton, pos=view.canvas.mapFromScene(scene_pt))
     assert got.args == [4] and view.in_axis.highlight() == 4
-    np.testing.assert_allclose(view.bar_probabilities(), [q for _, _, q in forced.positions[4].topk])
+    np.testing.assert_allclose(view.bar_probabilities(), [q for _, _, q in forced.steps[4].topk])
     view.canvas.scene().sigMouseMoved.emit(scene_pt)
-    assert f"P(target) = {forced.positions[4].target_prob:.4f}" in view.readout.text()
+    assert f"P(target) = {forced.steps[4].prob:.4f}" in view.readout.text()
 
 
 def test_exports(make_view, results, tmp_path):
@@ -104,4 +104,4 @@ def test_exports(make_view, results, tmp_path):
         assert len(data) > 2000 and data.startswith({"png": b"\x89PNG", "svg": b"<?xml", "pdf": b"%PDF"}[fmt])
     assert "EOS" in (tmp_path / "out.svg").read_text(encoding="utf-8")
     fd = view.figure_data()
-    np.testing.assert_allclose(fd.values["loss"], [p.loss for p in forced.positions])
+    np.testing.assert_allclose(fd.values["loss"], [p.loss for p in forced.steps])

@@ -23,7 +23,7 @@ arrays (:func:`attention_parameters`).
 
 The next-token distribution (top-k, entropy) and the teacher-forced "predicted vs target"
 table are given by ``attnviz.core.decoding.session`` (``DecodeStep.topk`` / ``.entropy`` / ``.prob``,
-``teacher_forced(...).positions``); the output view takes those objects as they are.
+``teacher_forced(...).steps``); the output view takes those objects as they are.
 """
 
 from __future__ import annotations

@@ -54,7 +54,7 @@ class StepRecord(Protocol):
     @property
     def prob(self) -> float: ...  # the probability the model gave it
     @property
-    def entropy_nats(self) -> float: ...  # of the row's next-token distribution, in nats
+    def entropy(self) -> float: ...  # of the row's next-token distribution, in nats
     @property
     def topk(self) -> TopK: ...
     @property

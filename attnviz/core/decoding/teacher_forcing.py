@@ -30,31 +30,19 @@ class ForcedPosition:
     index: int
     input_id: int  # SOS, y1, ..., yn
     input_piece: str
-    target_id: int  # y1, ..., yn, EOS
-    target_piece: str
+    token_id: int  # the target it should produce: y1, ..., yn, EOS
+    piece: str
     predicted_id: int  # argmax of the distribution
     predicted_piece: str
-    match: bool  # predicted_id == target_id
-    target_prob: float  # P(target)
+    match: bool  # predicted_id == token_id
+    prob: float  # P(target)
     loss: float  # -log P(target), nats
     entropy: float  # nats
     topk: TopK  # (piece, id, probability), most likely first
 
-    # -- as a ``StepRecord``: the row produced its target, which the user typed ----------------
-    @property
-    def token_id(self) -> int:
-        return self.target_id
-
-    @property
-    def piece(self) -> str:
-        return self.target_piece
-
-    @property
-    def prob(self) -> float:
-        return self.target_prob
-
     @property
     def forced(self) -> bool:
+        """As a ``StepRecord``: the row produced its target, which the user typed."""
         return True
 
 
@@ -66,9 +54,9 @@ class TeacherForced(DecodingResult):
     target: str
     input_ids: tuple[int, ...]  # SOS + y
     input_pieces: tuple[str, ...]
-    label_ids: tuple[int, ...]  # y + EOS
-    label_pieces: tuple[str, ...]
-    positions: tuple[ForcedPosition, ...]
+    output_ids: tuple[int, ...]  # y + EOS
+    output_pieces: tuple[str, ...]
+    steps: tuple[ForcedPosition, ...]
     trace: Trace  # the full pass (encoder and decoder names); query axis = positions
     notices: tuple[str, ...]
     config: TransformerConfig
@@ -76,28 +64,15 @@ class TeacherForced(DecodingResult):
     @property
     def loss(self) -> float:
         """Mean per-token loss (nats)."""
-        return float(np.mean([p.loss for p in self.positions]))
+        return float(np.mean([p.loss for p in self.steps]))
 
     @property
     def accuracy(self) -> float:
-        return float(np.mean([p.match for p in self.positions]))
+        return float(np.mean([p.match for p in self.steps]))
 
     @property
     def predicted_ids(self) -> tuple[int, ...]:
-        return tuple(p.predicted_id for p in self.positions)
-
-    # -- as a ``DecodingResult`` ----------------------------------------------------------------
-    @property
-    def output_ids(self) -> tuple[int, ...]:
-        return self.label_ids
-
-    @property
-    def output_pieces(self) -> tuple[str, ...]:
-        return self.label_pieces
-
-    @property
-    def steps(self) -> tuple[ForcedPosition, ...]:
-        return self.positions
+        return tuple(p.predicted_id for p in self.steps)
 
     def accumulated(self, name: str) -> np.ndarray:
         return self.trace[name]
@@ -146,12 +121,12 @@ def teacher_forced(
                 index=i,
                 input_id=inp,
                 input_piece=tok.piece(inp),
-                target_id=lab,
-                target_piece=tok.piece(lab),
+                token_id=lab,
+                piece=tok.piece(lab),
                 predicted_id=pred,
                 predicted_piece=tok.piece(pred),
                 match=pred == lab,
-                target_prob=float(probs[i, lab]),
+                prob=float(probs[i, lab]),
                 loss=float(-logp[i, lab]),
                 entropy=entropy_nats(logits[i]),
                 topk=topk_list(probs[i], top_k, tok),

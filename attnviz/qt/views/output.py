@@ -11,8 +11,8 @@ for a typed target, how well the model predicts every position under teacher for
 
 The view renders objects ``attnviz.core.decoding.session`` already computes and never runs the model:
 a ``DecodeStep`` (``topk``, ``entropy``, ``token_id``, ``prob``, ``forced``, ``index``) and a
-``TeacherForced`` result (``positions`` of ``ForcedPosition``: ``input_piece``,
-``target_piece``, ``predicted_piece``, ``match``, ``target_prob``, ``loss``, ``entropy``, ``topk``).
+``TeacherForced`` result (``steps``, one ``ForcedPosition`` per row: ``input_piece``,
+``piece`` (the target), ``predicted_piece``, ``match``, ``prob`` (P(target)), ``loss``, ``entropy``, ``topk``).
 """
 
 from __future__ import annotations
@@ -166,7 +166,7 @@ class QtOutputView(FigureViewBase):
         """Show ``step``'s distribution and/or ``forced``'s per-position table (updated in place)."""
         self._step = step
         self._forced = forced
-        n = len(forced.positions) if forced is not None else 0
+        n = len(forced.steps) if forced is not None else 0
         self._position = None if forced is None else min(max(0, 0 if position is None else int(position)), max(0, n - 1))
         self._refresh()
 
@@ -203,8 +203,8 @@ class QtOutputView(FigureViewBase):
         if self._step is not None:
             s = self._step
             return s, f"step {s.index + 1}"
-        if self._forced is not None and self._forced.positions:
-            p = self._forced.positions[self._position or 0]
+        if self._forced is not None and self._forced.steps:
+            p = self._forced.steps[self._position or 0]
             return p, f"position {p.index + 1} (after “{p.input_piece}”)"
         return None, ""
 
@@ -221,8 +221,8 @@ class QtOutputView(FigureViewBase):
             chosen_prob = float(getattr(self._step, "prob", math.nan))
             forced_note = "forced by you" if self._step.forced else "chosen"
         elif dist is not None:
-            chosen = int(dist.target_id)
-            chosen_prob = float(dist.target_prob)
+            chosen = int(dist.token_id)
+            chosen_prob = float(dist.prob)
             forced_note = "target"
         n = len(self._topk)
         probs = [p for _, _, p in self._topk]
@@ -239,7 +239,7 @@ class QtOutputView(FigureViewBase):
             h = float(dist.entropy)
             cover = sum(probs)
             title = f"Next token · {where} · entropy H = {h:.3f} nats · perplexity e^H = {math.exp(h):.2f} · top-{n} hold {cover * 100:.1f}%"
-            piece = self._step.piece if self._step is not None else dist.target_piece
+            piece = self._step.piece if self._step is not None else dist.piece
             formula = f"P(y_t | y_<t, x) = softmax(logits) · {forced_note}: “{piece}” with p = {chosen_prob:.4f}"
             if chosen is not None and chosen not in ids:
                 formula += f" (not in the top {n})"
@@ -272,10 +272,10 @@ class QtOutputView(FigureViewBase):
             self.prob_plot.getViewBox().update()
             return
         th = self.theme
-        pos = f.positions
+        pos = f.steps
         n = len(pos)
         x = np.arange(n, dtype=float)
-        tp = np.asarray([p.target_prob for p in pos], float)
+        tp = np.asarray([p.prob for p in pos], float)
         loss = np.asarray([p.loss for p in pos], float)
         match = [bool(p.match) for p in pos]
         fill = [QtGui.QColor(MATCH_COLOR) if m else QtGui.QColor(MISS_COLOR) for m in match]
@@ -283,7 +283,7 @@ class QtOutputView(FigureViewBase):
         loss_brush = [th.qcolor("muted", 160) if m else QtGui.QColor(MISS_COLOR) for m in match]
         self.loss_bars.setOpts(x=x, height=loss, width=0.7, brushes=loss_brush)
         self.in_axis.set_labels([p.input_piece for p in pos], self._position)
-        self.target_axis.set_labels([p.target_piece for p in pos], self._position)
+        self.target_axis.set_labels([p.piece for p in pos], self._position)
         self.pred_text.show([(float(i), 1.035, p.predicted_piece, MATCH_COLOR if p.match else MISS_COLOR) for i, p in enumerate(pos)])
         self.loss_text.show([(float(i), float(v) + 0.02 * max(1.0, float(loss.max()) if n else 1.0) + 0.0, f"{v:.2f}", th.muted)
                              for i, v in enumerate(loss)])
@@ -334,7 +334,7 @@ class QtOutputView(FigureViewBase):
             if vb.sceneBoundingRect().contains(scene_pos):
                 x = vb.mapSceneToView(scene_pos).x()
                 i = int(round(x))
-                if 0 <= i < len(self._forced.positions):
+                if 0 <= i < len(self._forced.steps):
                     return i
         return None
 
@@ -347,10 +347,10 @@ class QtOutputView(FigureViewBase):
     def _on_mouse_moved(self, scene_pos) -> None:
         i = self._forced_index_at(scene_pos)
         if i is not None:
-            p = self._forced.positions[i]
+            p = self._forced.steps[i]
             self.readout.setText(
-                f"position {i + 1}: fed “{p.input_piece}” → expected “{p.target_piece}”, predicted “{p.predicted_piece}”   "
-                f"P(target) = {p.target_prob:.4f}   loss = {p.loss:.4f}   H = {p.entropy:.3f} nats"
+                f"position {i + 1}: fed “{p.input_piece}” → expected “{p.piece}”, predicted “{p.predicted_piece}”   "
+                f"P(target) = {p.prob:.4f}   loss = {p.loss:.4f}   H = {p.entropy:.3f} nats"
             )
             return
         vb = self.topk_plot.getViewBox()
@@ -366,7 +366,7 @@ class QtOutputView(FigureViewBase):
     def figure_title(self) -> str:
         dist, where = self._distribution()
         if self._forced is not None:
-            return f"Output distribution · teacher forcing ({len(self._forced.positions)} positions)"
+            return f"Output distribution · teacher forcing ({len(self._forced.steps)} positions)"
         return f"Output distribution · {where}" if dist is not None else "Output distribution"
 
     def figure_data(self) -> FigureData:
@@ -377,16 +377,16 @@ class QtOutputView(FigureViewBase):
         extras = {"topk_id": np.asarray([i for _, i, _ in self._topk], np.int64), "topk_prob": np.asarray([p for _, _, p in self._topk])}
         f = self._forced
         if f is not None:
-            pos = f.positions
+            pos = f.steps
             values = {
-                "target_prob": np.asarray([p.target_prob for p in pos]),
+                "target_prob": np.asarray([p.prob for p in pos]),
                 "loss": np.asarray([p.loss for p in pos]),
                 "entropy": np.asarray([p.entropy for p in pos]),
                 "match": np.asarray([float(p.match) for p in pos]),
-                "target_id": np.asarray([p.target_id for p in pos], np.float64),
+                "target_id": np.asarray([p.token_id for p in pos], np.float64),
                 "predicted_id": np.asarray([p.predicted_id for p in pos], np.float64),
             }
-            coords = {"position": tuple(f"{p.input_piece} → {p.target_piece}" for p in pos)}
+            coords = {"position": tuple(f"{p.input_piece} → {p.piece}" for p in pos)}
             return FigureData(self.figure_title(), ("position",), values, coords, extras)
         values = {"probability": np.asarray([p for _, _, p in self._topk]), "token_id": np.asarray([i for _, i, _ in self._topk], np.float64)}
         dist, _ = self._distribution()

@@ -286,7 +286,7 @@ class ViewSet:
 
     def _on_position_clicked(self, position: int) -> None:
         s = self.session
-        if s.forced is not None and 0 <= position < len(s.forced.positions):
+        if s.forced is not None and 0 <= position < len(s.forced.steps):
             s.forced_cursor = position
             s.decodingChanged.emit()
 
