@@ -12,7 +12,7 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet torch==$(TORCH_VERSION)
-	$(PY) -m pip install --quiet -e ".[test,lint]"
+	$(PY) -m pip install --quiet -e ".[test,lint,hf]"
 	touch $(STAMP)
 
 run: $(STAMP)

@@ -1,4 +1,4 @@
-"""The command line: ``attnviz`` opens the app; ``attnviz train|translate|trace|export`` work headless.
+"""The command line: ``attnviz`` opens the app; ``attnviz train|translate|trace|export|import-hf`` work headless.
 
 Each subcommand lives in ``attnviz/commands/<name>.py`` with ``HELP``, ``add_arguments(parser)``
 and ``run(args) -> int``; this module only wires them and turns expected errors into one line.
@@ -13,16 +13,17 @@ from collections.abc import Sequence
 
 from attnviz.errors import AttnvizError
 
-COMMANDS = ("gui", "train", "translate", "trace", "export")
+COMMANDS = ("gui", "train", "translate", "trace", "export", "import-hf")  # module: the name with "_" for "-"
 
 
 def _available() -> dict[str, object]:
     mods = {}
     for name in COMMANDS:
+        module = f"attnviz.commands.{name.replace('-', '_')}"
         try:
-            mods[name] = importlib.import_module(f"attnviz.commands.{name}")
+            mods[name] = importlib.import_module(module)
         except ModuleNotFoundError as exc:
-            if exc.name != f"attnviz.commands.{name}":
+            if exc.name != module:
                 raise
     return mods
 

@@ -40,8 +40,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--query", type=int, help="query row of the walkthrough, 1-based (default: the current step)")
     p.add_argument("--format", dest="fmt", choices=FORMATS, default="png", help="file format (default png)")
     p.add_argument("--out", required=True, metavar="DIR", help="output folder (created if missing)")
-    p.add_argument("--width", type=int, help="PNG width in pixels")
-    p.add_argument("--dpi", type=float, help="PNG resolution (96 = as on screen)")
+    p.add_argument("--width", type=int, help="PNG width in pixels (16 to 20000)")
+    p.add_argument("--dpi", type=float, help="PNG resolution, 24 to 1200 (96 = as on screen)")
     p.add_argument("--size", default="1000x760", help="figure size in logical pixels, WxH (default 1000x760)")
     p.add_argument("--theme", choices=("light", "dark"), default="light")
     p.add_argument("--colormap", default=None, help="colormap name, e.g. viridis, magma")
@@ -55,6 +55,23 @@ def _parse_size(text: str) -> tuple[int, int]:
     if not (100 <= w <= 10000 and 100 <= h <= 10000):
         raise CommandError("--size must be between 100x100 and 10000x10000", 2)
     return w, h
+
+
+def _check_figure_options(args: argparse.Namespace) -> None:
+    """``--width``, ``--dpi``, ``--colormap`` and ``--steps`` checked before any work (one line each)."""
+    from attnviz.qt.export.files import ExportError, check_png_size
+    from attnviz.qt.widgets.colormaps import SEQUENTIAL_COLORMAPS
+
+    if args.steps is not None and not 0 <= args.steps <= 10_000:
+        raise CommandError(f"--steps must be from 0 to 10000, not {args.steps}", 2)
+
+    for option, size in (("--width", {"width": args.width}), ("--dpi", {"dpi": args.dpi})):
+        try:
+            check_png_size(**size)
+        except ExportError as exc:
+            raise CommandError(f"{option}: {exc}", 2) from None
+    if args.colormap is not None and args.colormap not in SEQUENTIAL_COLORMAPS:
+        raise CommandError(f"unknown --colormap {args.colormap!r}: use one of {', '.join(SEQUENTIAL_COLORMAPS)}", 2)
 
 
 def _parse_head(text: str | None, spec: ViewSpec) -> tuple[str, int]:
@@ -101,7 +118,9 @@ def _check_ranges(choice: ViewChoice, session: Session) -> None:
     """``--layer``, ``--head`` and ``--query`` within the model and the decoded sentence."""
     if choice.layer is not None:
         n_layers = session.n_layers(choice.kind)
-        if not 0 <= choice.layer < max(n_layers, 1):
+        if n_layers == 0:
+            raise CommandError(f"the model has no {choice.kind} layers: there is no {choice.kind} attention to draw", 2)
+        if not 0 <= choice.layer < n_layers:
             raise CommandError(f"--layer must be between 1 and {n_layers} for {choice.kind} attention", 2)
     n_heads = session.bundle.config.n_heads
     if choice.mode == "head" and not 0 <= choice.head < n_heads:
@@ -169,7 +188,10 @@ def _export_view(args: argparse.Namespace, session: Session, spec: ViewSpec, cho
 
     view = build_view(spec, theme=args.theme)
     try:
-        show_in_view(spec, view, session, choice)
+        try:
+            show_in_view(spec, view, session, choice)
+        except ValueError as exc:  # data the view cannot draw (an unusual model): one line, no traceback
+            raise CommandError(f"cannot draw the {spec.name} view for this model: {exc}") from None
         view.resize(*size)
         if args.colormap:
             view.set_colormap(args.colormap)
@@ -192,6 +214,7 @@ def run(args: argparse.Namespace) -> int:
     from attnviz.qt.views.registry import view_spec
 
     size = _parse_size(args.size)
+    _check_figure_options(args)
     spec = view_spec(args.view)
     choice = _request(args, spec)
     app = make_app()  # noqa: F841 - the views need a QApplication

@@ -76,8 +76,7 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError("--src is required: the sentence to decode (or --names to list the trace names)", code=2)
     if not args.names and not args.out and not args.json:
         raise CommandError("nothing to do: give --out FILE.npz and/or --json", code=2)
-    if args.top_k < 1:
-        raise CommandError("--top-k must be at least 1", code=2)
+    _check_options(args)
     out = Path(args.out) if args.out else None
     if out is not None:
         _check_writable(out)
@@ -95,13 +94,42 @@ def run(args: argparse.Namespace) -> int:
     for note in summary["notices"]:
         print(f"attnviz: note: {note}", file=sys.stderr)
     if out is not None:
-        write_npz(out, arrays)
         summary["out"] = str(out)
-    if args.json:
-        print(json.dumps(summary, ensure_ascii=False, indent=1))
+    text = _json_text(summary) if args.json else None  # before writing: a broken model leaves no file
+    if out is not None:
+        write_npz(out, arrays)
+    if text is not None:
+        print(text)
     else:
         print(f"{summary['translation']}\nwrote {len(arrays)} arrays to {out}")
     return 0
+
+
+def _check_options(args: argparse.Namespace) -> None:
+    """``CommandError`` for an option that cannot be honoured, before the model is loaded."""
+    from attnviz.core.decoding.strategies import SEED_LIMIT, DecodingError, parse_strategy
+    from attnviz.errors import CommandError
+
+    if not 0 <= args.seed < SEED_LIMIT:
+        raise CommandError(f"--seed must be from 0 to 2**63 - 1, not {str(args.seed)[:40]}", code=2)
+    if args.top_k < 1:
+        raise CommandError("--top-k must be at least 1", code=2)
+    if args.max_len is not None and args.max_len < 1:
+        raise CommandError(f"--max-len must be at least 1 (the most target tokens to generate), not {args.max_len}", code=2)
+    try:
+        parse_strategy(args.strategy, seed=args.seed)
+    except DecodingError as exc:
+        raise CommandError(str(exc)) from None
+
+
+def _json_text(summary: dict[str, Any]) -> str:
+    """The summary as strict JSON; ``CommandError`` when it holds NaN or infinity (a broken model)."""
+    from attnviz.errors import CommandError
+
+    try:
+        return json.dumps(summary, ensure_ascii=False, indent=1, allow_nan=False)
+    except ValueError:
+        raise CommandError("the model gave NaN or infinite values: its weights are broken; retrain it or use another") from None
 
 
 def hsk_alignment(args: argparse.Namespace) -> int:

@@ -13,6 +13,20 @@ from pathlib import Path
 HELP = "train a model bundle (HSK zh→en, a synthetic task, or your own parallel corpus)"
 
 MODEL_DEFAULTS = dict(d_model=128, heads=4, layers=3, d_ff=512, dropout=0.1, norm="layer", norm_placement="pre", max_len=128)
+# The model and data flags' ranges (training options are checked by ``TrainOptions``):
+# flag destination -> (type, smallest, largest). Zero layers are refused: every view needs a layer.
+FLAG_RANGES: dict[str, tuple[type, float, float]] = {
+    "d_model": (int, 1, 8192),
+    "heads": (int, 1, 256),
+    "layers": (int, 1, 64),
+    "enc_layers": (int, 1, 64),
+    "dec_layers": (int, 1, 64),
+    "d_ff": (int, 1, 65536),
+    "max_len": (int, 4, 8192),
+    "src_vocab": (int, 8, 100_000),
+    "tgt_vocab": (int, 8, 100_000),
+    "n_examples": (int, 1, 10_000_000),
+}
 TRAIN_DEFAULTS = dict(epochs=30, lr=1e-3, warmup=400, schedule="inverse-sqrt", batch_tokens=500, label_smoothing=0.1, clip=1.0, seed=0, threads=1, device="auto")
 
 
@@ -26,7 +40,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data-target", metavar="FILE", help="target-language file, line-aligned with the --data file")
     p.add_argument("--out", metavar="DIR", required=True, help="output model bundle folder, e.g. models/NAME or runs/NAME")
     p.add_argument("--resume", action="store_true", help="continue the run saved in --out (same data; --epochs may extend it)")
-    p.add_argument("--force", action="store_true", help="overwrite an existing --out bundle instead of refusing")
+    p.add_argument("--force", action="store_true", help="replace the attnviz model bundle in --out with a new run (a folder holding anything else is never replaced)")
     m = p.add_argument_group("model")
     m.add_argument("--d-model", type=int, help=f"width of the residual stream (default {MODEL_DEFAULTS['d_model']})")
     m.add_argument("--heads", type=int, help=f"attention heads (default {MODEL_DEFAULTS['heads']})")
@@ -156,34 +170,52 @@ def run(args: argparse.Namespace) -> int:
     return 0 if result.status == "finished" else 130
 
 
-def _resumed_trainer(args: argparse.Namespace, command: str):
-    """``--resume``: the run saved in ``--out``, on ``--data`` when given (else the data it names)."""
-    from attnviz.core.data import corpora as D
-    from attnviz.core.training.trainer import Trainer
+def _check_flags(args: argparse.Namespace) -> None:
+    """Every number given on the command line, before any work: ``TrainingError`` for the first
+    out of its range (``TrainOptions`` checks the training options when it is built)."""
+    from attnviz.core.training.trainer import check_number
 
-    dataset = D.load_data(args.data, args.data_target) if args.data else None
+    for name, (kind, lo, hi) in FLAG_RANGES.items():
+        value = getattr(args, name)
+        if value is not None:
+            check_number("--" + name.replace("_", "-"), value, kind, lo, hi)
+    if args.dropout is not None:
+        check_number("--dropout", args.dropout, float, 0.0, 1.0, "[)")
+
+
+def _resumed_trainer(args: argparse.Namespace, command: str):
+    """``--resume``: the run saved in ``--out``, on ``--data`` when given (read as a new run reads
+    it, ``--n-examples`` included), else on the built-in data set it names."""
+    from attnviz.core.training.trainer import Trainer, TrainOptions, resolve_device
+
+    _check_flags(args)
+    changes = {k: getattr(args, k) for k in TRAIN_DEFAULTS if getattr(args, k) is not None}
+    TrainOptions.from_dict({**TRAIN_DEFAULTS, **changes})  # the numbers given, checked before any work
+    if args.device is not None:
+        resolve_device(args.device)
+    dataset = _dataset(args) if args.data else None
     trainer = Trainer.from_checkpoint(Path(args.out), dataset, epochs=args.epochs, threads=args.threads, device=args.device)
     trainer.meta.setdefault("resumed_with", []).append(command)
     return trainer
 
 
 def _new_trainer(args: argparse.Namespace, command: str):
-    """A new run in ``--out`` (which must be empty unless ``--force``): data, model shape, options, tokenizers."""
-    from attnviz.core.bundle import META
+    """A new run in ``--out`` (new, empty, or with ``--force`` an attnviz bundle): options and model
+    shape checked first, then data and tokenizers."""
     from attnviz.core.data import corpora as D
     from attnviz.core.model.config import ConfigError
-    from attnviz.core.training.trainer import Trainer
+    from attnviz.core.training.trainer import Trainer, resolve_device
     from attnviz.errors import CommandError
 
     out = Path(args.out)
-    if out.exists() and any(out.iterdir()) and not args.force:
-        what = "a model bundle" if (out / META).exists() else "files"
-        raise CommandError(f"{out} already holds {what}; use --resume to continue it or --force to overwrite it")
-    dataset = _dataset(args)
+    _check_out(out, args.force)
+    _check_flags(args)
     try:
         config, options = _model_config(args), _train_options(args)
     except ConfigError as exc:
         raise CommandError(str(exc)) from None
+    resolve_device(options.device)
+    dataset = _dataset(args)
     synthetic = dataset.spec.get("kind") in D.SYNTHETIC_TASKS
     vocab_default = 64 if synthetic else None
     tok = args.tokenizer or ("word" if synthetic else "unigram")
@@ -200,15 +232,27 @@ def _new_trainer(args: argparse.Namespace, command: str):
     )
 
 
+def _check_out(out: Path, force: bool) -> None:
+    """``CommandError`` unless a new run may write its bundle in ``out``: a new or empty folder, or
+    (``force``) an attnviz bundle, which stays until the new run's first checkpoint is complete."""
+    from attnviz.core.training.checkpoint import folder_kind
+    from attnviz.errors import CommandError
+
+    kind = folder_kind(out)
+    if kind == "file":
+        raise CommandError(f"--out {out} is a file, not a folder; choose a folder for the model bundle")
+    if kind == "foreign":
+        raise CommandError(f"--out {out} holds files that are not an attnviz model bundle; attnviz never replaces them: choose a new or empty folder")
+    if kind == "bundle" and not force:
+        raise CommandError(f"--out {out} already holds a model bundle; use --resume to continue it, or --force to replace it with a new run")
+
+
 def _dataset(args: argparse.Namespace):
     """The ``--data`` of a new run (HSK by default); its problems, if any, are reported on stderr."""
     from attnviz.core.data import corpora as D
 
     data_name = args.data or "hsk-zh-en"
-    if args.data_target is None and data_name in D.SYNTHETIC_TASKS:
-        dataset = D.synthetic(data_name, n=_pick(args.n_examples, 6000))
-    else:
-        dataset = D.load_data(data_name, args.data_target)
+    dataset = D.load_data(data_name, args.data_target, n_examples=args.n_examples)
     if dataset.report.problems:
         print(dataset.report.summary(), file=sys.stderr)
     return dataset
@@ -271,18 +315,26 @@ def _fit_stopping_on_ctrl_c(trainer):
             signal.signal(signal.SIGINT, old)
 
 
+def _num(value, scale: float = 1.0, fmt: str = ".3f") -> str:
+    """A metric for the summary (a percentage when ``scale`` is 100; "n/a" when the split was empty
+    or the value is not finite)."""
+    if not isinstance(value, (int, float)) or value != value:
+        return "n/a"
+    return format(value * scale, fmt) + ("%" if scale == 100 else "")
+
+
 def summary(result, trainer) -> str:
     lines = [f"{result.status}: {result.message}", f"training time {result.elapsed_s / 60:.1f} min, {result.step} steps"]
     if result.history:
         h = result.history[-1]
-        line = f"last evaluation (epoch {h['epoch']}): valid loss {h['valid_loss']:.3f}, token accuracy {h['valid_token_accuracy'] * 100:.1f}%"
+        line = f"last evaluation (epoch {h['epoch']}): valid loss {_num(h.get('valid_loss'))}, token accuracy {_num(h.get('valid_token_accuracy'), 100, '.1f')}"
         if "valid_bleu" in h:
-            line += f", BLEU {h['valid_bleu']:.1f}, chrF {h['valid_chrf']:.1f}"
+            line += f", BLEU {_num(h['valid_bleu'], fmt='.1f')}, chrF {_num(h.get('valid_chrf'), fmt='.1f')}"
         lines.append(line)
     for split, m in (result.final or {}).items():
-        line = f"{split:5s}: token accuracy {m['token_accuracy'] * 100:.1f}%, loss {m['loss']:.3f}"
+        line = f"{split:5s}: token accuracy {_num(m.get('token_accuracy'), 100, '.1f')}, loss {_num(m.get('loss'))}"
         if "bleu" in m:
-            line += f", BLEU {m['bleu']:.1f}, chrF {m['chrf']:.1f}, exact {m['exact'] * 100:.0f}%"
+            line += f", BLEU {_num(m['bleu'], fmt='.1f')}, chrF {_num(m.get('chrf'), fmt='.1f')}, exact {_num(m.get('exact'), 100, '.0f')}"
         lines.append(line)
     if result.path is not None:
         lines.append(f"model bundle: {result.path}")

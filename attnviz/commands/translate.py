@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 
 HELP = "translate sentences with a model bundle (greedy, beam search or sampling); reads stdin lines when no TEXT is given"
@@ -30,40 +31,19 @@ def run(args: argparse.Namespace) -> int:
 
     from attnviz.core.bundle import load_bundle
     from attnviz.core.training.evaluation import greedy_decode
-    from attnviz.errors import CommandError
     from attnviz.paths import default_model
 
-    texts = list(args.text)
-    if not texts:
-        if sys.stdin is None or sys.stdin.isatty():
-            raise CommandError("nothing to translate: give TEXT arguments or pipe lines on stdin")
-        texts = [line.rstrip("\r\n") for line in sys.stdin]
-    if not texts:
-        raise CommandError("nothing to translate: the input is empty")
-    empty = [i + 1 for i, t in enumerate(texts) if not t.strip()]
-    if empty:
-        raise CommandError(f"input {empty[0]} is empty (every input needs some text to translate)")
-    if args.candidates < 1:
-        raise CommandError("--candidates must be at least 1")
-    if args.beam is not None and args.sample:
-        raise CommandError("choose one strategy: --beam or --sample")
-    torch.set_num_threads(max(1, args.threads))
+    _check_options(args)
+    texts = _read_texts(args)
+    strategy = _strategy(args)
+    torch.set_num_threads(args.threads)
     bundle = load_bundle(args.model or default_model())
     src_tok, tgt_tok, model = bundle.src_tokenizer, bundle.tgt_tokenizer, bundle.model
-    sources = [src_tok.encode(t.strip()) for t in texts]
-    for i, (t, s) in enumerate(zip(texts, sources), 1):
-        if not s:
-            raise CommandError(f"input {i} has no tokens the model can read")
-        if len(s) > model.config.max_len:
-            raise CommandError(f"input {i} is {len(s)} tokens long; this model reads at most {model.config.max_len}")
-        unknown = src_tok.unknown_characters(t)
-        if unknown and not args.json:
-            print(f"attnviz: note: input {i}: unknown character(s) {' '.join(unknown)} read as UNK", file=sys.stderr)
-    strategy = _strategy(args)
+    sources = _encode(texts, src_tok, model.config.max_len, args.json)
     try:
         if strategy is None:
             with torch.inference_mode():
-                results = greedy_decode(model, sources, max_new=args.max_len, top_k=args.candidates if args.json else 0)
+                results = greedy_decode(model, sources, max_new=args.max_len, top_k=args.candidates if args.json else 1)
             _print_results(texts, sources, results, src_tok, tgt_tok, args.json)
         else:
             _print_session_results(bundle, texts, strategy, args)
@@ -72,6 +52,81 @@ def run(args: argparse.Namespace) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
+
+
+def _check_options(args: argparse.Namespace) -> None:
+    """``CommandError`` (exit 2) for an option no strategy can honour, before anything is loaded."""
+    from attnviz.core.decoding.strategies import SEED_LIMIT
+    from attnviz.errors import CommandError
+
+    if not 0 <= args.seed < SEED_LIMIT:
+        raise CommandError(f"--seed must be from 0 to 2**63 - 1, not {str(args.seed)[:40]}", 2)
+    if args.candidates < 1:
+        raise CommandError("--candidates must be at least 1", 2)
+    if args.beam is not None and args.sample:
+        raise CommandError("choose one strategy: --beam or --sample", 2)
+    if args.max_len is not None and args.max_len < 1:
+        raise CommandError(f"--max-len must be at least 1 (the most target tokens per translation), not {args.max_len}", 2)
+    if not 1 <= args.threads <= 1024:
+        raise CommandError(f"--threads must be from 1 to 1024, not {args.threads}", 2)
+
+
+def _read_texts(args: argparse.Namespace) -> list[str]:
+    """The sentences to translate: the TEXT arguments, else the lines of stdin; each readable and not empty."""
+    from attnviz.core.data.tokenizer import unreadable_text
+    from attnviz.errors import CommandError
+
+    texts = list(args.text) or _stdin_lines()
+    if not texts:
+        raise CommandError("nothing to translate: the input is empty")
+    for i, text in enumerate(texts, 1):
+        problem = unreadable_text(text)
+        if problem:
+            raise CommandError(f"input {i} cannot be read: {problem}")
+        if not text.strip():
+            raise CommandError(f"input {i} is empty (every input needs some text to translate)")
+    return texts
+
+
+def _stdin_lines() -> list[str]:
+    """The lines of stdin, decoded as strict UTF-8."""
+    from attnviz.errors import CommandError
+
+    if sys.stdin is None or sys.stdin.isatty():
+        raise CommandError("nothing to translate: give TEXT arguments or pipe lines on stdin")
+    raw = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode("utf-8", "surrogateescape")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise CommandError(f"input {line} is not valid UTF-8 (byte {exc.start + 1} of stdin): give UTF-8 text") from None
+    return text.splitlines()
+
+
+def _encode(texts: list[str], src_tok, max_len: int, as_json: bool) -> list[list[int]]:
+    """The source ids of every text; ``CommandError`` for one the model cannot read."""
+    from attnviz.errors import CommandError
+
+    sources = [src_tok.encode(t.strip()) for t in texts]
+    for i, (t, s) in enumerate(zip(texts, sources), 1):
+        if not s:
+            raise CommandError(f"input {i} has no tokens the model can read")
+        if len(s) > max_len:
+            raise CommandError(f"input {i} is {len(s)} tokens long; this model reads at most {max_len}")
+        unknown = src_tok.unknown_characters(t)
+        if unknown and not as_json:
+            print(f"attnviz: note: input {i}: unknown character(s) {' '.join(unknown)} read as UNK", file=sys.stderr)
+    return sources
+
+
+def _json_line(obj: dict) -> str:
+    """``obj`` as one line of strict JSON; ``CommandError`` when it holds NaN or infinity (a broken model)."""
+    from attnviz.errors import CommandError
+
+    try:
+        return json.dumps(obj, ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        raise CommandError(f"the model gave NaN or infinite probabilities for {obj['source'][:40]!r}: its weights are broken") from None
 
 
 def _strategy(args: argparse.Namespace):
@@ -122,12 +177,16 @@ def _print_session_results(bundle, texts, strategy, args: argparse.Namespace) ->
         }
         if len(session.beams()) > 1:
             obj["beams"] = [{"tokens": list(b.pieces), "score": round(b.score, 6), "finished": b.finished} for b in session.beams()]
-        print(json.dumps(obj, ensure_ascii=False))
+        print(_json_line(obj))
     sys.stdout.flush()
 
 
 def _print_results(texts, sources, results, src_tok, tgt_tok, as_json: bool) -> None:
-    for text, src, res in zip(texts, sources, results):
+    from attnviz.errors import CommandError
+
+    for i, (text, src, res) in enumerate(zip(texts, sources, results), 1):
+        if not all(math.isfinite(p) for step in res.topk for _, p in step):
+            raise CommandError(f"the model gave NaN or infinite probabilities for input {i}: its weights are broken; retrain it or use another")
         translation = tgt_tok.decode(res.ids)
         if not as_json:
             print(translation)
@@ -147,5 +206,5 @@ def _print_results(texts, sources, results, src_tok, tgt_tok, as_json: bool) -> 
                 for i, step in zip(out_ids, res.topk)
             ],
         }
-        print(json.dumps(obj, ensure_ascii=False))
+        print(_json_line(obj))
     sys.stdout.flush()

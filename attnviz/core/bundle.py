@@ -6,6 +6,11 @@
   between the two renames, ``load_bundle`` finds the previous bundle under ``.NAME.previous``.
 * Loading a truncated, corrupted, foreign or version-mismatched bundle raises ``BundleError``,
   whose one-line message names the file and the problem.
+* Nothing read is trusted: every file is read with a size cap (``*_LIMIT``), JSON with a depth
+  cap, ``meta.json`` keys by type (``META_TYPES``), ``config.json`` by its schema and parameter
+  budget (``model.config.FIELDS``, ``MAX_PARAMETERS``) before anything is allocated, the special
+  ids against the tokenizers', and the weights by name, shape, dtype, finiteness and a forward
+  pass on a probe input (finite weights so large that the scores overflow are refused).
 """
 
 from __future__ import annotations
@@ -26,8 +31,10 @@ from safetensors.torch import load as st_load
 from safetensors.torch import save as st_save
 
 from attnviz.core.atomic import current_umask
+from attnviz.core.data.hf_tokenizer import VocabTokenizer, tokenizer_from_bytes
 from attnviz.core.data.tokenizer import Tokenizer, TokenizerError
-from attnviz.core.model.config import ConfigError, TransformerConfig
+from attnviz.core.model.config import ConfigError, TransformerConfig, shown
+from attnviz.core.model.hf_import import is_hf_folder, read_hf_folder
 from attnviz.core.model.transformer import Transformer
 from attnviz.errors import AttnvizError
 
@@ -35,6 +42,19 @@ FORMAT = "attnviz-bundle"
 FORMAT_VERSION = 1
 CONFIG, WEIGHTS, SRC_TOK, TGT_TOK, META = "config.json", "model.safetensors", "src.model", "tgt.model", "meta.json"
 BUNDLE_FILES = (CONFIG, WEIGHTS, SRC_TOK, TGT_TOK, META)
+CONFIG_LIMIT = 64 * 1024  # bytes: a config.json is a few hundred
+META_LIMIT = 32 * 1024 * 1024  # bytes: a meta.json holds a training history (about 1 MB)
+TOKENIZER_LIMIT = 64 * 1024 * 1024  # bytes: a sentencepiece model of a large vocabulary is a few MB
+JSON_DEPTH = 32  # deepest nesting of lists and objects a bundle's JSON may have
+WEIGHTS_SLACK = 16 * 1024 * 1024  # bytes a safetensors file may hold beyond its tensors (header, padding)
+
+# meta.json key -> the JSON type its value must have (other keys are kept unchecked)
+META_TYPES: dict[str, type | tuple[type, ...]] = {
+    "format": str, "format_version": int, "saved_at": str, "command": str, "status": str, "device": str,
+    "step": int, "epoch": int, "epochs": int, "training_time_s": (int, float),
+    "data": dict, "tokenizers": dict, "options": dict, "final": dict, "hsk_alignment": dict,
+    "history": list, "snapshots": list, "probes": list, "resumed_with": list,
+}
 
 
 class BundleError(AttnvizError):
@@ -51,8 +71,8 @@ class Bundle:
     """A loaded model with its tokenizers and metadata."""
 
     model: Transformer
-    src_tokenizer: Tokenizer
-    tgt_tokenizer: Tokenizer
+    src_tokenizer: Tokenizer | VocabTokenizer
+    tgt_tokenizer: Tokenizer | VocabTokenizer
     meta: dict[str, Any] = field(default_factory=dict)
     path: Path | None = None
 
@@ -202,23 +222,67 @@ def _swap_in(tmp: Path, path: Path) -> None:
         shutil.rmtree(prev, ignore_errors=True)
 
 
-def _read_json(file: Path) -> Any:
+def read_file(file: Path, limit: int) -> bytes:
+    """The bytes of ``file``; ``BundleError`` (one line) when it is larger than ``limit`` bytes or cannot be read."""
     try:
-        return json.loads(file.read_text(encoding="utf-8"))
+        with open(file, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size > limit:
+                raise BundleError(file, f"is {size:,} bytes; at most {limit:,} are read (not a file of an attnviz bundle?)")
+            return fh.read(limit + 1)
+    except PermissionError:
+        raise BundleError(file, "permission denied: make it readable (chmod u+r) or open another bundle") from None
+    except OSError as exc:
+        raise BundleError(file, f"cannot be read ({exc.strerror or type(exc).__name__})") from None
+
+
+def read_json(file: Path, limit: int) -> Any:
+    """The JSON value of ``file`` (at most ``limit`` bytes, ``JSON_DEPTH`` levels); ``BundleError`` otherwise."""
+    data = read_file(file, limit)
+    if len(data) > limit:
+        raise BundleError(file, f"is larger than {limit:,} bytes")
+    try:
+        value = json.loads(data.decode("utf-8"), parse_constant=_no_constant)
     except UnicodeDecodeError:
         raise BundleError(file, "is not UTF-8 text") from None
     except json.JSONDecodeError as exc:
         raise BundleError(file, f"is not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    except RecursionError:
+        raise BundleError(file, f"is nested too deeply (at most {JSON_DEPTH} levels)") from None
+    except ValueError as exc:  # NaN or Infinity
+        raise BundleError(file, str(exc)) from None
+    if _depth(value) > JSON_DEPTH:
+        raise BundleError(file, f"is nested too deeply (at most {JSON_DEPTH} levels)")
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"holds {name}, which is not a JSON number")
+
+
+def _depth(value: Any) -> int:
+    """How deeply lists and objects nest in ``value`` (0 for a number or a string); no recursion."""
+    deepest, todo = 0, [(value, 1)]
+    while todo:
+        item, level = todo.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        deepest = max(deepest, level)
+        if level <= JSON_DEPTH:
+            todo.extend((child, level + 1) for child in children)
+    return deepest
 
 
 def load_bundle(path: str | os.PathLike, device: str | torch.device = "cpu") -> Bundle:
-    """Load and check a bundle folder; the model is returned in eval mode."""
+    """Load and check a bundle folder, or open a Hugging Face Marian folder directly; the model is
+    returned in eval mode."""
+    if is_hf_folder(path):
+        found = read_hf_folder(path, device)
+        return Bundle(found.model, found.src_tokenizer, found.tgt_tokenizer, found.meta, Path(path))
     path = _bundle_folder(Path(path))
     meta = _read_meta(path / META)
-    try:
-        config = TransformerConfig.from_dict(_read_json(path / CONFIG))
-    except ConfigError as exc:
-        raise BundleError(path / CONFIG, str(exc)) from None
+    config = read_config(path / CONFIG)
     src_tok, tgt_tok = _read_tokenizer(path / SRC_TOK), _read_tokenizer(path / TGT_TOK)
     if src_tok.vocab_size != config.src_vocab_size or tgt_tok.vocab_size != config.tgt_vocab_size:
         raise BundleError(
@@ -226,17 +290,46 @@ def load_bundle(path: str | os.PathLike, device: str | torch.device = "cpu") -> 
             f"vocabulary sizes {config.src_vocab_size}/{config.tgt_vocab_size} do not match the tokenizers "
             f"({src_tok.vocab_size}/{tgt_tok.vocab_size})",
         )
+    _check_special_ids(path / CONFIG, config, src_tok, tgt_tok)
     model = Transformer(config)
-    state = _read_weights(path / WEIGHTS)
-    _check_weights(path / WEIGHTS, state, state_for_saving(model))
+    expected = state_for_saving(model)
+    state = _read_weights(path / WEIGHTS, sum(t.numel() * t.element_size() for t in expected.values()) + WEIGHTS_SLACK)
+    _check_weights(path / WEIGHTS, state, expected)
     model.load_state_dict(state, strict=False)  # strict=False: a tied generator.weight is not in the file
-    model.to(device).eval()
+    model.eval()
+    _probe(path / WEIGHTS, model, state)
+    model.to(device)
     return Bundle(model, src_tok, tgt_tok, meta, Path(path))
+
+
+def read_config(file: Path) -> TransformerConfig:
+    """The checked configuration in ``file`` (a bundle's ``config.json``); ``BundleError`` otherwise."""
+    try:
+        return TransformerConfig.from_dict(read_json(file, CONFIG_LIMIT))
+    except ConfigError as exc:
+        raise BundleError(file, str(exc)) from None
+
+
+def _check_special_ids(file: Path, config: TransformerConfig, *tokenizers: Tokenizer) -> None:
+    """``BundleError`` unless the config's PAD/UNK/SOS/EOS ids are the tokenizers' own."""
+    ids = {name: getattr(config, name) for name in ("pad_id", "unk_id", "bos_id", "eos_id")}
+    for tok in tokenizers:
+        if tok.special_ids() != ids:
+            raise BundleError(file, f"special ids {ids} differ from the tokenizers' {tok.special_ids()} (swapped ids?)")
 
 
 def _bundle_folder(path: Path) -> Path:
     """The folder to load: ``path``, or the bundle an interrupted save left under ``.NAME.previous``;
     ``BundleError`` unless it holds every bundle file."""
+    try:
+        return _complete_folder(path)
+    except PermissionError:
+        raise BundleError(path, "permission denied: make the folder readable (chmod u+rx) or open another bundle") from None
+    except OSError as exc:
+        raise BundleError(path, f"cannot be read ({exc.strerror or type(exc).__name__})") from None
+
+
+def _complete_folder(path: Path) -> Path:
     if not path.exists() and previous_path(path).is_dir():
         path = previous_path(path)  # a save was interrupted between its renames
     if not path.exists():
@@ -247,31 +340,45 @@ def _bundle_folder(path: Path) -> Path:
     if missing:
         what = "not an attnviz model bundle" if len(missing) == len(BUNDLE_FILES) or CONFIG in missing else "incomplete bundle"
         raise BundleError(path / missing[0], f"missing ({what})")
+    os.listdir(path)  # PermissionError for a folder that cannot be read
     return path
 
 
 def _read_meta(file: Path) -> dict[str, Any]:
-    meta = _read_json(file)
+    meta = read_json(file, META_LIMIT)
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise BundleError(file, "not an attnviz model bundle (no 'format': 'attnviz-bundle')")
     version = meta.get("format_version")
     if version != FORMAT_VERSION:
-        raise BundleError(file, f"bundle format version {version!r} is not supported (this attnviz reads version {FORMAT_VERSION})")
+        raise BundleError(file, f"bundle format version {shown(version)} is not supported (this attnviz reads version {FORMAT_VERSION})")
+    for key, kind in META_TYPES.items():
+        value = meta.get(key)
+        if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
+            raise BundleError(file, f"{key!r} holds {type(value).__name__} {shown(value)}, not {_type_names(kind)}")
     return meta
 
 
-def _read_tokenizer(file: Path) -> Tokenizer:
+def _type_names(kind: type | tuple[type, ...]) -> str:
+    names = {str: "a string", int: "an integer", float: "a number", dict: "a JSON object", list: "a list"}
+    return " or ".join(names[k] for k in (kind if isinstance(kind, tuple) else (kind,)))
+
+
+def _read_tokenizer(file: Path) -> Tokenizer | VocabTokenizer:
+    data = read_file(file, TOKENIZER_LIMIT)
     try:
-        return Tokenizer.load(file)
+        return tokenizer_from_bytes(data)
     except TokenizerError as exc:
-        raise BundleError(file, str(exc).split(": ", 1)[-1]) from None
+        raise BundleError(file, str(exc)) from None
+    except RecursionError:
+        raise BundleError(file, "is nested too deeply (not a tokenizer file)") from None
 
 
-def _read_weights(file: Path) -> dict[str, torch.Tensor]:
-    """The tensors of ``file`` under today's names (see ``rename_old_tensors``)."""
+def _read_weights(file: Path, limit: int) -> dict[str, torch.Tensor]:
+    """The tensors of ``file`` (at most ``limit`` bytes) under today's names (see ``rename_old_tensors``)."""
+    data = read_file(file, limit)
     try:
-        state = st_load(file.read_bytes())  # parses a header and raw tensors; never unpickles
-    except (SafetensorError, ValueError, OSError) as exc:
+        state = st_load(data)  # parses a header and raw tensors; never unpickles
+    except (SafetensorError, ValueError) as exc:
         raise BundleError(file, f"not a valid safetensors file ({str(exc).splitlines()[0][:160]})") from None
     except Exception as exc:  # noqa: BLE001 - the Rust parser can raise other errors on garbage
         raise BundleError(file, f"not a valid safetensors file ({type(exc).__name__})") from None
@@ -294,3 +401,24 @@ def _check_weights(file: Path, state: dict[str, torch.Tensor], expected: dict[st
             raise BundleError(file, f"tensor {k!r} has shape {tuple(state[k].shape)} {state[k].dtype}, expected {tuple(v.shape)} {v.dtype}")
         if not torch.isfinite(state[k]).all():
             raise BundleError(file, f"tensor {k!r} holds NaN or infinite values")
+
+
+def _probe(file: Path, model: Transformer, state: dict[str, torch.Tensor]) -> None:
+    """``BundleError`` when a forward pass on a probe input overflows (finite weights so large that
+    the scores become NaN or infinite), naming the tensor with the largest values."""
+    cfg = model.config
+    src = torch.tensor([_probe_ids(cfg.src_vocab_size, cfg, min(cfg.max_len, 8))])  # [1, src]
+    tgt = torch.tensor([[cfg.bos_id, *_probe_ids(cfg.tgt_vocab_size, cfg, min(cfg.max_len, 4) - 1)]])  # [1, tgt]
+    with torch.inference_mode():
+        logits = model(src, tgt)  # [1, tgt, vocab]
+        if bool(torch.isfinite(logits).all()):
+            return
+        name, value = max(((k, float(v.detach().abs().max())) for k, v in state.items() if v.numel()), key=lambda kv: kv[1])
+    raise BundleError(file, f"the weights overflow: a test input gives NaN or infinite scores (largest value {value:.3g} in {name!r})")
+
+
+def _probe_ids(vocab_size: int, cfg: TransformerConfig, n: int) -> list[int]:
+    """``n`` ordinary token ids (UNK where the vocabulary has too few)."""
+    special = {cfg.pad_id, cfg.unk_id, cfg.bos_id, cfg.eos_id}
+    ids = [i for i in range(min(vocab_size, n + len(special))) if i not in special][:n]
+    return ids + [cfg.unk_id] * (n - len(ids))

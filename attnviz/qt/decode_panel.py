@@ -10,6 +10,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from attnviz.core.decoding.strategies import BeamSearch, Greedy, Sampling
 from attnviz.qt.session import Session
 from attnviz.qt.widgets.colormaps import ui_font
+from attnviz.qt.widgets.plain_text import plain_label, tooltip_text
 
 STRATEGIES = (("greedy", "Greedy"), ("beam", "Beam search"), ("sample", "Sampling"))
 
@@ -59,7 +60,8 @@ class QtInputBar(QtWidgets.QWidget):
         for e in self._examples:
             self.example_combo.addItem(e.label, e)
             if e.reference:
-                self.example_combo.setItemData(self.example_combo.count() - 1, f"Reference: {e.reference}", QtCore.Qt.ItemDataRole.ToolTipRole)
+                self.example_combo.setItemData(self.example_combo.count() - 1, tooltip_text(f"Reference: {e.reference}"),
+                                               QtCore.Qt.ItemDataRole.ToolTipRole)
 
     def set_texts(self, source: str, target: str) -> None:
         with QtCore.QSignalBlocker(self.source_edit), QtCore.QSignalBlocker(self.target_edit):
@@ -212,7 +214,7 @@ class QtTopKPanel(QtWidgets.QWidget):
         super().__init__(parent)
         layout = QtWidgets.QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
-        self.caption = QtWidgets.QLabel("Next token: P(y_t | y_<t, x)")
+        self.caption = plain_label("Next token: P(y_t | y_<t, x)", "topkCaption")  # shows token pieces
         self.caption.setWordWrap(True)
         self.topk_list = QtWidgets.QListWidget(objectName="topkList")
         self.topk_list.setToolTip("Click (or press Enter on) a token to force it as the next token")

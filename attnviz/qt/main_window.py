@@ -11,11 +11,13 @@ from attnviz.core.bundle import Bundle
 from attnviz.paths import default_model
 from attnviz.qt.decode_panel import QtInputBar, QtStepBar, QtTokenChips, QtTopKPanel
 from attnviz.qt.help import show_about, show_shortcuts
-from attnviz.qt.session import Session
+from attnviz.qt.session import Session, one_line
 from attnviz.qt.views.registry import ViewSet, head_figure
 from attnviz.qt.widgets.colormaps import SEQUENTIAL_COLORMAPS
+from attnviz.qt.widgets.plain_text import menu_text, plain_label, tooltip_text
 
 MAX_RECENT = 8
+CLOSE_WAIT_S = 1.0  # how long closing the window waits for a stopped training run
 
 
 class MainWindow(QtWidgets.QMainWindow):
@@ -54,8 +56,8 @@ class MainWindow(QtWidgets.QMainWindow):
         self.input_bar.set_texts(first, tgt or "")
         self.session.source, self.session.target = first, tgt or ""
         self._pending_run = src is None or not tgt  # decode the first sentence to the end once loaded
-        self.model_path = Path(model) if model else default_model()
-        self.open_model(self.model_path)
+        self.model_path: Path | None = None  # the open model's folder: set when a load has succeeded
+        self.open_model(Path(model) if model else default_model())
         self._update_actions()
 
     # -- construction ----------------------------------------------------------------------
@@ -101,7 +103,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.input_bar = QtInputBar(self.session)
         self.step_bar = QtStepBar(self.session, {"step": self.step_act, "back": self.back_act, "run": self.run_act, "reset": self.reset_act})
         self.chips = QtTokenChips()
-        self.message_bar = QtWidgets.QLabel(objectName="messageBar")
+        self.message_bar = plain_label("", "messageBar")  # messages carry folder names and file contents
         self.message_bar.setWordWrap(True)
         self.message_bar.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
         self.message_bar.setContentsMargins(8, 3, 8, 3)
@@ -201,37 +203,45 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def create_status_bar(self) -> None:
         sb = self.statusBar()
-        self.model_label = QtWidgets.QLabel(objectName="modelLabel")
-        self.step_label = QtWidgets.QLabel(objectName="stepLabel")
+        self.model_label = plain_label("", "modelLabel")
+        self.step_label = plain_label("", "stepLabel")
         self.busy = QtWidgets.QProgressBar(objectName="busyIndicator")
         self.busy.setRange(0, 0)
         self.busy.setMaximumWidth(120)
         self.busy.hide()
+        self.cancel_load_button = QtWidgets.QToolButton(objectName="cancelLoadButton")
+        self.cancel_load_button.setText("Cancel")
+        self.cancel_load_button.setToolTip("Stop opening the model; the open model stays")
+        self.cancel_load_button.clicked.connect(lambda: self.session.cancel_load())
+        self.cancel_load_button.hide()
         sb.addWidget(self.model_label, 1)
         sb.addPermanentWidget(self.step_label)
         sb.addPermanentWidget(self.busy)
+        sb.addPermanentWidget(self.cancel_load_button)
 
     # -- model --------------------------------------------------------------------------------
     def open_model_dialog(self) -> None:
-        start = str(self.model_path.parent if self.model_path else default_model().parent)
+        start = str((self.model_path or default_model()).parent)
         path = QtWidgets.QFileDialog.getExistingDirectory(self, "Open model bundle (a folder with config.json, model.safetensors…)", start)
         if path:
             self.open_model(Path(path))
 
     def open_model(self, path: Path) -> None:
-        self.model_path = Path(path)
-        self.session.open_model(path)
+        """Open a bundle folder; the window switches when it has loaded (a later Open, or Cancel,
+        drops this one), and keeps the open model when it fails."""
+        self.session.open_model(Path(path))
 
     def _on_model_changed(self, bundle: Bundle | None) -> None:
         if bundle is None:
             self.model_label.setText("No model")
             return
         if bundle.path:
+            self.model_path = Path(bundle.path)
             self._add_recent(bundle.path)
-        self.setWindowTitle(f"attnviz — {bundle.name}")
+        self.setWindowTitle(one_line(f"attnviz — {bundle.name}"))
         c = bundle.config
-        self.model_label.setText(f"{bundle.name}: {c.describe()}")
-        self.model_label.setToolTip(str(bundle.path))
+        self.model_label.setText(one_line(f"{bundle.name}: {c.describe()}"))
+        self.model_label.setToolTip(tooltip_text(str(bundle.path)))
         if self._pending_run:  # the first sentence is decoded once the session has rebuilt
             self._pending_run = False
             QtCore.QTimer.singleShot(0, self.session.run_to_end)
@@ -287,12 +297,15 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def _on_busy(self, busy: bool, what: str) -> None:
         self.busy.setVisible(busy)
+        self.cancel_load_button.setVisible(busy and self.session.loading)
         if busy:
-            self.statusBar().showMessage(what)
+            self.statusBar().showMessage(one_line(what))
         else:
             self.statusBar().clearMessage()
 
     def show_message(self, level: str, text: str) -> None:
+        """A one-line message in the message bar and the status bar, shown as plain text."""
+        text = one_line(text)
         colors = {"error": ("#fdecea", "#8c1d18"), "warning": ("#fff4e5", "#7a4a00"), "info": ("#e8f1fd", "#174ea6")}
         bg, fg = colors.get(level, colors["info"])
         self.message_bar.setStyleSheet(f"QLabel#messageBar {{ background: {bg}; color: {fg}; }}")
@@ -421,7 +434,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.recent_menu.clear()
         recent = self.recent_models()
         for p in recent:
-            a = self.recent_menu.addAction(p)
+            a = self.recent_menu.addAction(menu_text(p))
             a.triggered.connect(lambda _=False, p=p: self.open_model(Path(p)))
         self.recent_menu.setEnabled(bool(recent))
 
@@ -442,7 +455,7 @@ class MainWindow(QtWidgets.QMainWindow):
             event.ignore()
             return
         self.session.stop_run()
-        self.views.shutdown()
-        self.session.wait_for_workers(15000)
+        self.views.shutdown(CLOSE_WAIT_S)
+        self.session.wait_for_workers(int(CLOSE_WAIT_S * 1000))
         self.write_settings()
         event.accept()

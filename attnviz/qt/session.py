@@ -29,6 +29,15 @@ from attnviz.core.decoding.teacher_forcing import TeacherForced, teacher_forced_
 from attnviz.core.model.sites import attention_sites, n_layers
 from attnviz.qt.views.data import AttentionData, MaskData
 
+MAX_MESSAGE = 500  # characters of a message shown in the window
+
+
+def one_line(text: str, limit: int = MAX_MESSAGE) -> str:
+    """``text`` on one line (control characters and line breaks become spaces), cut at ``limit``."""
+    flat = "".join(" " if (ch.isspace() or not ch.isprintable()) else ch for ch in str(text))
+    flat = " ".join(flat.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
 
 @dataclass(frozen=True)
 class Selection:
@@ -61,27 +70,36 @@ class Session(QtCore.QObject):
         self._run_timer.timeout.connect(self._run_tick)
         self._pool = QtCore.QThreadPool(self)
         self._workers: list = []
+        self._load = None  # the FunctionWorker of the load whose result will be applied
+        self.loading_path: Path | None = None
         self.error: str | None = None
 
     # -- model ------------------------------------------------------------------------------
     def open_model(self, path: str | Path, source: str | None = None, target: str | None = None) -> None:
-        """Load a bundle in a worker thread; ``modelChanged`` (or an error message) follows."""
+        """Load a bundle in a worker thread; ``modelChanged`` (or an error message) follows.
+
+        Only the latest request counts: a load still running when another begins (or when
+        :meth:`cancel_load` is called) is dropped, so its bundle never reaches the views.
+        """
         from attnviz.qt.workers import FunctionWorker
 
+        self.cancel_load(quiet=True)
         path = Path(path)
-        self.busyChanged.emit(True, f"Opening {path.name}…")
         worker = FunctionWorker(load_bundle, path, pool=self._pool, inference=False)  # parameters must stay normal tensors
+        self._load, self.loading_path = worker, path
         self._workers.append(worker)
+        self.busyChanged.emit(True, f"Opening {path.name}…")
 
         def done(bundle: Bundle) -> None:
-            self.set_bundle(bundle, source=source, target=target)
+            if self._end_load(worker):
+                self.set_bundle(bundle, source=source, target=target)
 
         def failed(exc: BaseException) -> None:
-            text = str(exc) if isinstance(exc, BundleError) else f"{path}: {type(exc).__name__}: {exc}"
-            self.message.emit("error", f"Could not open the model: {text}")
+            if self._end_load(worker):
+                text = str(exc) if isinstance(exc, BundleError) else f"{path}: {type(exc).__name__}: {exc}"
+                self.message.emit("error", one_line(f"Could not open the model: {text}"))
 
         def finished() -> None:
-            self.busyChanged.emit(False, "")
             if worker in self._workers:
                 self._workers.remove(worker)
 
@@ -90,7 +108,31 @@ class Session(QtCore.QObject):
         worker.finished.connect(finished)
         worker.start()
 
+    @property
+    def loading(self) -> bool:
+        """A model load is in progress (and will be applied unless cancelled or superseded)."""
+        return self._load is not None
+
+    def cancel_load(self, quiet: bool = False) -> None:
+        """Drop the load in progress: whatever it returns is ignored; the open model stays."""
+        worker, path = self._load, self.loading_path
+        if worker is None:
+            return
+        worker.quit()
+        self._end_load(worker)
+        if not quiet and path is not None:
+            self.message.emit("info", f"Opening {path.name} was cancelled; the open model is kept")
+
+    def _end_load(self, worker) -> bool:
+        """True when ``worker`` is the current load (which ends now); False for a dropped one."""
+        if worker is not self._load:
+            return False
+        self._load, self.loading_path = None, None
+        self.busyChanged.emit(False, "")
+        return True
+
     def wait_for_workers(self, msecs: int = 10000) -> bool:
+        self.cancel_load(quiet=True)
         for w in list(self._workers):
             if hasattr(w, "quit"):
                 w.quit()
@@ -148,8 +190,8 @@ class Session(QtCore.QObject):
                 self.decoding = DecodingSession.from_bundle(self.bundle, self.source, strategy=self.strategy)
                 notices = tuple(self.decoding.notices)
         except DecodingError as exc:
-            self.error = str(exc)
-            self.message.emit("warning", str(exc))
+            self.error = one_line(str(exc))
+            self.message.emit("warning", self.error)
             self.decodingChanged.emit()
             return
         for n in notices:
@@ -287,7 +329,7 @@ class Session(QtCore.QObject):
     def attention_data(self, kind: str | None = None) -> AttentionData | None:
         kind = kind or self.selection.kind
         cur = self.current
-        if cur is None:
+        if cur is None or self.n_layers(kind) == 0:  # a model without layers of this kind has nothing to show
             return None
         weights = cur.all_attention(kind)
         src, tgt = self.src_pieces(), self.input_pieces()
@@ -299,9 +341,9 @@ class Session(QtCore.QObject):
 
     def mask_data(self) -> MaskData | None:
         cur = self.current
-        if cur is None or self.n_rows() == 0:
+        sites = attention_sites(cur.config, "decoder") if cur is not None else []
+        if not sites or self.n_rows() == 0:
             return None
-        sites = attention_sites(cur.config, "decoder")
         scaled = np.stack([cur.accumulated(site.name("scaled_scores")) for site in sites])
         masked = np.stack([cur.accumulated(site.name("masked_scores")) for site in sites])
         weights = np.stack([cur.accumulated(site.name("weights")) for site in sites])

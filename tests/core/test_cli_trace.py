@@ -7,6 +7,7 @@ import os
 
 import numpy as np
 import pytest
+import torch
 
 from attnviz.cli import main
 from attnviz.core.bundle import load_bundle, save_bundle
@@ -115,6 +116,12 @@ def test_trace_names_prints_the_contract(tiny_dir, capsys):
         (["--src", "我", "--strategy", "nucleus"], "unknown strategy", 1),
         (["--src", "我", "--strategy", "sample:0"], "temperature must be a positive number", 1),
         ([], "--src is required", 2),
+        (["--src", "我", "--strategy", "sample", "--seed", str(2**70)], "--seed", 2),
+        (["--src", "我", "--seed", "-1"], "--seed", 2),
+        (["--src", "我", "--max-len", "0"], "--max-len", 2),
+        (["--src", "我", "--strategy", "beam:2", "--max-len", "-1"], "--max-len", 2),
+        (["--src", "我\udcff"], "not valid Unicode", 1),
+        (["--src", "我", "--tgt", "a\udcff"], "not valid Unicode", 1),
     ],
 )
 def test_bad_inputs_are_one_line_errors_and_write_nothing(tiny_dir, tmp_path, capsys, args, message, code):
@@ -172,3 +179,20 @@ def test_hsk_alignment_scores_are_printed_and_kept_in_meta(tiny_dir, tmp_path, c
     assert sorted(p.name for p in copy.iterdir()) == ["config.json", "meta.json", "model.safetensors", "src.model", "tgt.model"]
     assert trace("--model", copy, "--src", "我", "--write-meta", "--json") == 2
     assert "go with --hsk-alignment" in capsys.readouterr().err
+
+
+def test_json_summary_is_strict_json_and_a_broken_model_writes_nothing(tmp_path, capsys):
+    b = random_bundle(seed=6)
+    path = save_bundle(tmp_path / "m", b.model, b.src_tokenizer, b.tgt_tokenizer, b.meta)
+    for extra in ([], ["--tgt", "I am"], ["--strategy", "sample"]):
+        assert trace("--model", path, "--src", "我是学生。", "--json", *extra) == 0
+        json.loads(capsys.readouterr().out, parse_constant=lambda name: pytest.fail(f"{name} in JSON"))
+    with torch.no_grad():  # weights that overflow on tokens the load-time probe does not use
+        b.model.encoder.embed.table.weight[12:] = 3e38
+    path = save_bundle(tmp_path / "broken", b.model, b.src_tokenizer, b.tgt_tokenizer, b.meta)
+    out = tmp_path / "x.npz"
+    for extra in ([], ["--tgt", "I am"], ["--tgt", "I am", "--json"], ["--strategy", "sample"], ["--strategy", "beam:2", "--json"]):
+        assert trace("--model", path, "--src", "我是学生。", "--out", out, *extra) == 1
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "NaN or infinite" in err
+        assert not out.exists()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
 
@@ -134,3 +136,20 @@ def test_too_long_pairs_are_counted_not_silent():
     left_out = sum(1 for p in ds.train if len(p.src.split()) > 5)
     assert len(ex) == len(ds.train) - left_out and left_out > 0
     assert rep.notes and str(left_out) in rep.notes[0]
+
+
+def test_a_fifo_or_folder_is_refused_without_reading(tmp_path):
+    fifo = tmp_path / "pairs.tsv"
+    os.mkfifo(fifo)  # no writer: reading it would block forever
+    with pytest.raises(D.DataError, match="not a regular file"):
+        D.load_data(str(fifo))
+    with pytest.raises(D.DataError, match="not a regular file"):
+        D.load_data(str(fifo), str(fifo))
+
+
+def test_synthetic_size_is_honoured_and_checked():
+    assert sum(D.load_data("copy", n_examples=90).sizes.values()) == 90
+    assert D.load_data("copy", n_examples=90).split_hash == D.load_data({"kind": "copy", "n": 90}).split_hash
+    for spec in ({"kind": "copy", "n": "x"}, {"kind": "copy", "n": 10**12}, {"kind": "sort", "alphabet": ""}, {"kind": "reverse", "seed": -1}):
+        with pytest.raises(D.DataError):
+            D.load_data(spec)

@@ -16,7 +16,15 @@ from attnviz.core.model.config import TransformerConfig
 from attnviz.core.model.transformer import Transformer
 from attnviz.core.training import trainer as T
 from attnviz.core.training.checkpoint import STATE_JSON, STATE_TENSORS, optimizer_state_from_files, optimizer_state_to_files
-from attnviz.core.training.evaluation import eval_mode, greedy_decode, greedy_translate, sacrebleu_scores, teacher_forced_metrics
+from attnviz.core.training.evaluation import (
+    EvaluationStopped,
+    eval_mode,
+    final_evaluation,
+    greedy_decode,
+    greedy_translate,
+    sacrebleu_scores,
+    teacher_forced_metrics,
+)
 from attnviz.core.training.events import EVENTS
 from attnviz.core.training.trainer import TrainingError, TrainOptions, learning_rate
 
@@ -299,3 +307,25 @@ def test_optimizer_state_is_matched_to_parameters_by_name():
     del info["param_names"]
     with pytest.raises(ValueError, match="older attnviz"):
         optimizer_state_from_files(tensors, info, names)
+
+
+def test_a_stop_during_the_final_evaluation_ends_it_at_once(tmp_path, reverse_data):
+    t = make_trainer(reverse_data, tmp_path / "fin", epochs=1, final_eval=True)
+    t.add_callback("eval", lambda ev: t.stop())  # the last epoch's evaluation: the final one comes next
+    r = t.fit()
+    assert r.status == "stopped" and "final evaluation was stopped" in r.message and not r.final
+    b = load_bundle(tmp_path / "fin")
+    assert "final" not in b.meta and b.meta["step"] == r.step
+
+
+def test_should_stop_is_asked_between_evaluation_steps(reverse_data):
+    t = make_trainer(reverse_data, epochs=1)
+    asked = []
+
+    def stop_on_third() -> bool:
+        asked.append(1)
+        return len(asked) >= 3
+
+    with pytest.raises(EvaluationStopped):
+        final_evaluation(t.model, t.src_tok, t.tgt_tok, reverse_data, should_stop=stop_on_third)
+    assert len(asked) == 3

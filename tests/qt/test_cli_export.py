@@ -156,3 +156,55 @@ def test_walkthrough_query(qapp, tmp_path, tiny_model_dir):
     assert main([*args, "--query", "2"]) == 0
     assert "(row 2)" in svg_title(tmp_path / "walkthrough_encoder_layer1_head2_query2.svg")
     assert main([*args, "--query", "99"]) == 2
+
+
+@pytest.mark.parametrize("args,word", [(["--width", "100000"], "--width"), (["--width", "0"], "--width"),
+                                       (["--dpi", "1e6"], "--dpi"), (["--dpi", "nan"], "--dpi"),
+                                       (["--colormap", "nope"], "--colormap"), (["--steps", "-5"], "--steps")])
+def test_figure_options_are_checked_before_any_work(qapp, tmp_path, capsys, monkeypatch, args, word):
+    import attnviz.core.bundle as bundle_module
+
+    monkeypatch.setattr(bundle_module, "load_bundle", lambda *a, **k: pytest.fail("loaded a model before checking"))
+    rc = main(["export", "--src", SRC, *args, "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.startswith("attnviz: error: ") and err.count("\n") == 1 and word in err, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_mask_head_all_is_refused_in_one_line(qapp, tmp_path, capsys, tiny_model_dir):
+    rc = main(["export", "--model", str(tiny_model_dir), "--src", "我喜欢吃苹果。", "--view", "mask", "--head", "all",
+               "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and "--head all does not apply to the mask view" in err, err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.fixture(scope="module")
+def layerless_dirs(tmp_path_factory):
+    """Bundles without encoder layers, without decoder layers, and without either."""
+    import dataclasses
+
+    from attnviz.core import Transformer
+
+    src, tgt = tokenizers()
+    cfg = random_model().config
+    out = {}
+    for enc, dec in ((0, 2), (2, 0), (0, 0)):
+        model = Transformer(dataclasses.replace(cfg, n_encoder_layers=enc, n_decoder_layers=dec)).eval()
+        out[(enc, dec)] = save_bundle(tmp_path_factory.mktemp("layerless") / f"e{enc}d{dec}", model, src, tgt, {"name": "layerless"})
+    return out
+
+
+@pytest.mark.parametrize("layers", [(0, 2), (2, 0), (0, 0)], ids=lambda v: f"enc{v[0]}-dec{v[1]}")
+def test_a_model_without_layers_exports_or_says_why_in_one_line(qapp, tmp_path, capsys, layerless_dirs, layers):
+    """A bundle trained with --layers 0 (or from elsewhere): each view is drawn, or refused in one line."""
+    for view in VIEW_NAMES:
+        rc = main(["export", "--model", str(layerless_dirs[layers]), "--src", "我喜欢吃苹果。", "--steps", "2", "--view", view,
+                   "--out", str(tmp_path / view)])
+        err = capsys.readouterr().err
+        if rc == 0:
+            assert list((tmp_path / view).iterdir()), view
+        else:
+            assert err.startswith("attnviz: error: ") and err.count("\n") == 1, (view, err)
+            kinds = [k for k, n in zip(("encoder", "decoder"), layers) if n == 0] + ["cross"]
+            assert any(f"no {k} layers" in err for k in kinds), (view, err)

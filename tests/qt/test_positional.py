@@ -8,7 +8,7 @@ import pytest
 from attnviz.core.analysis import stats as A
 from attnviz.core.analysis.positional import PositionalData, TokenEmbeddingData, positional_data_for
 from attnviz.qt.export.files import render_view_to_file
-from attnviz.qt.views.positional import QtPositionalView, default_dimensions, parse_dimensions
+from attnviz.qt.views.positional import QtPositionalView, default_dimensions, read_dimensions
 
 import inside_fixtures as F
 
@@ -67,7 +67,27 @@ def test_pe_similarity_and_curves(make_view, data):
     assert view.dimensions() == [4, 5, 6, 30]
     np.testing.assert_allclose(view.curve_data(), A.positional_curves(d.pe, [4, 5, 6, 30]), atol=1e-6)
     assert [c.isVisible() for c in view.curves] == [True] * 4 + [False] * (len(view.curves) - 4)
-    assert parse_dimensions("1;3-2", 8) == [1] and parse_dimensions("7, 0", 8) == [7, 0]
+    assert "2 entries left out" in view.readout.text()
+    assert read_dimensions("1;3-2", 8) == ([1], "") and read_dimensions("7, 0", 8) == ([7, 0], "")
+
+
+def test_a_huge_typed_range_is_bounded_and_said(make_view, data):
+    """Typing 0-999999999 used to walk the whole range (15 s per entry): now it is clipped."""
+    import time
+
+    s, d = data
+    view = make_view(QtPositionalView, SIZE, d)
+    t0 = time.perf_counter()
+    for text in ("0-999999999", "0-999999999, 5-999999999, 3", "9" * 5000, "0-" + "9" * 40):
+        view.dims_edit.setText(text)
+        view.dims_edit.editingFinished.emit()
+    assert time.perf_counter() - t0 < 2.0
+    dims, note = read_dimensions("0-999999999", d.d_model)
+    assert dims == list(range(12)) and note == "Dimensions: at most 12 dimensions are drawn"
+    view.dims_edit.setText("2-999999999")
+    view.dims_edit.editingFinished.emit()
+    assert view.dimensions() == list(range(2, 14)) and "at most 12" in view.readout.text()
+    assert read_dimensions("0-11", 64) == (list(range(12)), "")
 
 
 def test_embeddings_pe_and_sum_side_by_side(make_view, data):

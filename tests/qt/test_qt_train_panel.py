@@ -231,3 +231,52 @@ def test_history_records_steps_evaluations_and_snapshots():
     assert site_label("encoder.layers.0.norm1") == "encoder layer 1 · norm1"
     history.clear()
     assert not history.steps and history.probe_matrix(0) is None and history.norm_sites() == []
+
+
+def _record_questions(monkeypatch, answer):
+    """Patch the question box: record each question's text and answer ``answer``."""
+    from PySide6 import QtWidgets
+
+    asked = []
+
+    def exec_(box):
+        asked.append((box.text(), box.textFormat()))
+        return answer
+
+    monkeypatch.setattr(QtWidgets.QMessageBox, "exec", exec_)
+    return asked
+
+
+def test_a_folder_that_is_not_a_bundle_is_refused_without_a_question(qtbot, tmp_path, monkeypatch):
+    from PySide6 import QtWidgets
+
+    user = tmp_path / "<b>u</b>"
+    (user / "photos").mkdir(parents=True)
+    (user / "thesis.tex").write_text("x")
+    asked = _record_questions(monkeypatch, QtWidgets.QMessageBox.StandardButton.Yes)
+    panel = make_panel(qtbot, tiny(user))
+    qtbot.mouseClick(panel.controls.start_button, LEFT)
+    assert not panel.is_running() and asked == []
+    assert "not an attnviz model bundle" in panel.error_text() and "<b>u</b>" in panel.error_text()
+    assert panel.status.error_banner.textFormat() == QtCore.Qt.TextFormat.PlainText
+    assert (user / "thesis.tex").read_text() == "x" and (user / "photos").is_dir()
+    panel.grab().save(str(tmp_path / "refused.png"))
+
+
+def test_replacing_a_bundle_asks_first(qtbot, tmp_path, monkeypatch):
+    from PySide6 import QtWidgets
+
+    out = tmp_path / "bundle"
+    panel = make_panel(qtbot, tiny(out, epochs=1))
+    with qtbot.waitSignal(panel.trainingFinished, timeout=TIMEOUT):
+        assert panel.start()
+    saved_at = load_bundle(out).meta["saved_at"]
+    buttons = QtWidgets.QMessageBox.StandardButton
+    asked = _record_questions(monkeypatch, buttons.No)
+    qtbot.mouseClick(panel.controls.start_button, LEFT)
+    assert len(asked) == 1 and "already holds a model bundle" in asked[0][0] and asked[0][1] == QtCore.Qt.TextFormat.PlainText
+    assert not panel.is_running() and load_bundle(out).meta["saved_at"] == saved_at
+    asked = _record_questions(monkeypatch, buttons.Yes)
+    with qtbot.waitSignal(panel.trainingFinished, timeout=TIMEOUT) as done:
+        qtbot.mouseClick(panel.controls.start_button, LEFT)
+    assert len(asked) == 1 and done.args[0] == "finished"

@@ -119,5 +119,6 @@ def positional_data_for(current) -> PositionalData:
     sides = [side("source", "encoder", src)]
     if tgt:
         sides.append(side("target", "decoder", tgt))
-    pe = sinusoidal_encoding(max(len(src), len(tgt)), sides[0].tokens.shape[1], torch.float64).numpy()  # [pos, d_model]
+    layout = current.config.positional_layout
+    pe = sinusoidal_encoding(max(len(src), len(tgt)), sides[0].tokens.shape[1], torch.float64, layout).numpy()  # [pos, d_model]
     return PositionalData(pe, A.positional_similarity(pe), tuple(sides))

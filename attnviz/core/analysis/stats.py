@@ -159,13 +159,14 @@ def compare_norms(x: np.ndarray, valid: np.ndarray | None = None, eps: float = 1
 
 
 # -- positional encoding ----------------------------------------------------------------------------
-def positional_encoding(n_positions: int, d_model: int) -> np.ndarray:
-    """The model's sinusoidal encoding (``sinusoidal_encoding``) as float64 numpy: ``[pos, d_model]``."""
+def positional_encoding(n_positions: int, d_model: int, layout: str = "interleaved") -> np.ndarray:
+    """The model's sinusoidal encoding (``sinusoidal_encoding``, in the config's ``positional_layout``)
+    as float64 numpy: ``[pos, d_model]``."""
     import torch
 
     from attnviz.core.model.modules import sinusoidal_encoding
 
-    return sinusoidal_encoding(n_positions, d_model, torch.float64).numpy()
+    return sinusoidal_encoding(n_positions, d_model, torch.float64, layout).numpy()
 
 
 def positional_curves(pe: np.ndarray, dims: Sequence[int]) -> np.ndarray:

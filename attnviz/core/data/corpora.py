@@ -26,10 +26,12 @@ batch order, all from ``(seed, epoch)`` so an epoch's batches can be rebuilt exa
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
 import random
+import stat
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -45,6 +47,7 @@ SPLITS = ("train", "valid", "test")
 SPLIT_PERCENT = (90, 5, 5)
 BUILTIN = ("hsk-zh-en", "copy", "reverse", "sort")
 SYNTHETIC_TASKS = ("copy", "reverse", "sort")
+MAX_SYNTHETIC = 10_000_000  # pairs of a synthetic task
 HSK_NAME = "hsk-zh-en"
 HSK_LICENSE = "CC-BY-SA-4.0"
 HSK_SOURCE = "PyPI package hsk-sentences-audio (HSK 1-6 example sentences with English translations)"
@@ -237,8 +240,13 @@ def synthetic(
     by spaces) with their copy, reverse or sort. Deterministic for a given ``seed``."""
     if task not in SYNTHETIC_TASKS:
         raise DataError(f"unknown synthetic task {task!r} (expected one of {', '.join(SYNTHETIC_TASKS)})")
-    if not 1 <= min_len <= max_len:
+    for name, value, hi in (("n", n, MAX_SYNTHETIC), ("min_len", min_len, 1000), ("max_len", max_len, 1000), ("seed", seed, 2**63 - 1)):
+        if not isinstance(value, int) or isinstance(value, bool) or not (0 if name == "seed" else 1) <= value <= hi:
+            raise DataError(f"synthetic {name} must be an integer up to {hi:,}, not {str(value)[:40]}")
+    if not min_len <= max_len:
         raise DataError("synthetic lengths need 1 <= min_len <= max_len")
+    if not isinstance(alphabet, str) or not 1 <= len(alphabet) <= 1000:
+        raise DataError("the synthetic alphabet must be a string of 1 to 1000 symbols")
     rng = random.Random(f"{task}-{seed}")
     pairs = []
     for i in range(n):
@@ -253,7 +261,8 @@ def synthetic(
 # -- user corpora -------------------------------------------------------------------------
 def _lines(path: Path) -> list[bytes]:
     try:
-        data = path.read_bytes()
+        with open(path, "rb", opener=_open_regular) as fh:
+            data = fh.read()
     except OSError as exc:
         raise DataError(f"{path}: cannot read ({exc.strerror or exc})") from None
     if data.startswith(b"\xef\xbb\xbf"):
@@ -262,6 +271,18 @@ def _lines(path: Path) -> list[bytes]:
     if lines and lines[-1] == b"":
         lines.pop()
     return [ln[:-1] if ln.endswith(b"\r") else ln for ln in lines]
+
+
+def _open_regular(path: str, flags: int) -> int:
+    """``os.open`` for reading a regular file only: a pipe, device or socket is refused at once
+    (``O_NONBLOCK``, so opening a FIFO with no writer cannot hang) and a folder too."""
+    fd = os.open(path, flags | getattr(os, "O_NONBLOCK", 0))
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        what = "a folder" if stat.S_ISDIR(mode) else "not a regular file but a pipe, device or socket"
+        raise OSError(errno.EINVAL, f"{what}; give a text file")
+    return fd
 
 
 def _text(raw: bytes) -> str | None:
@@ -326,10 +347,15 @@ def _user_dataset(name: str, pairs: list[Pair], report: DataReport, spec: dict[s
     return _dataset(name, pairs, report, key=lambda p: p.src, spec=spec, src_spaces=not mostly_unspaced(p.src for p in pairs[:2000]))
 
 
-def load_data(spec: str | dict[str, Any], target: str | os.PathLike | None = None) -> Dataset:
-    """A data set by name (``hsk-zh-en``, ``copy``, ``reverse``, ``sort``), by TSV path, by a pair
-    of line-aligned files (``spec`` = source file, ``target`` = target file), or from a
-    ``Dataset.spec`` dict (as stored in meta.json)."""
+def spec_paths(spec: dict[str, Any]) -> list[str]:
+    """The file paths a ``Dataset.spec`` names (none for a built-in data set)."""
+    return [str(spec[k]) for k in ("path", "src_path", "tgt_path") if k in spec]
+
+
+def load_data(spec: str | dict[str, Any], target: str | os.PathLike | None = None, n_examples: int | None = None) -> Dataset:
+    """A data set by name (``hsk-zh-en``, ``copy``, ``reverse``, ``sort``; ``n_examples`` pairs of a
+    synthetic task, 6000 by default), by TSV path, by a pair of line-aligned files (``spec`` =
+    source file, ``target`` = target file), or from a ``Dataset.spec`` dict (as stored in meta.json)."""
     if isinstance(spec, dict):
         kind = spec.get("kind")
         if kind == HSK_NAME:
@@ -347,7 +373,7 @@ def load_data(spec: str | dict[str, Any], target: str | os.PathLike | None = Non
     if spec == HSK_NAME:
         return load_hsk()
     if spec in SYNTHETIC_TASKS:
-        return synthetic(spec)
+        return synthetic(spec, n=6000 if n_examples is None else n_examples)
     path = Path(spec)
     if not path.exists():
         raise DataError(f"{spec}: no such file (expected a TSV file or one of {', '.join(BUILTIN)})")

@@ -25,6 +25,16 @@ class TokenizerError(AttnvizError, ValueError):
     """A tokenizer file that cannot be used (one-line message)."""
 
 
+def unreadable_text(text: str) -> str | None:
+    """Why ``text`` cannot be tokenized, in a few words (it holds lone surrogates: bytes that were
+    not UTF-8, read with ``surrogateescape``), or ``None`` when it can."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"the text is not valid Unicode at character {exc.start + 1} (invalid UTF-8 or a lone surrogate)"
+    return None
+
+
 class Tokenizer:
     """Text <-> ids <-> pieces for one language."""
 
@@ -76,7 +86,12 @@ class Tokenizer:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Tokenizer":
-        data = Path(path).read_bytes()
+        try:
+            data = Path(path).read_bytes()
+        except PermissionError:
+            raise TokenizerError(f"{Path(path).name}: permission denied (make it readable)") from None
+        except OSError as exc:
+            raise TokenizerError(f"{Path(path).name}: cannot be read ({exc.strerror or type(exc).__name__})") from None
         try:
             return cls(data)
         except TokenizerError as exc:
@@ -95,12 +110,25 @@ class Tokenizer:
 
     pad_id, unk_id, bos_id, eos_id = PAD_ID, UNK_ID, BOS_ID, EOS_ID
 
+    def special_ids(self) -> dict[str, int]:
+        """The ids the sentencepiece model gives PAD, UNK, SOS and EOS, under the config's field names."""
+        return {"pad_id": self.sp.pad_id(), "unk_id": self.sp.unk_id(), "bos_id": self.sp.bos_id(), "eos_id": self.sp.eos_id()}
+
     def encode(self, text: str) -> list[int]:
-        """Ids of ``text`` without SOS/EOS. Characters the model does not know become UNK (id 1)."""
+        """Ids of ``text`` without SOS/EOS. Characters the model does not know become UNK (id 1).
+        ``TokenizerError`` for text that is not valid Unicode (see ``unreadable_text``)."""
+        self._check_text(text)
         return list(self.sp.encode(text, out_type=int))
 
     def encode_pieces(self, text: str) -> list[str]:
+        self._check_text(text)
         return list(self.sp.encode(text, out_type=str))
+
+    @staticmethod
+    def _check_text(text: str) -> None:
+        problem = unreadable_text(text)
+        if problem:
+            raise TokenizerError(problem)
 
     def decode(self, ids: Sequence[int]) -> str:
         """Text of ``ids``; PAD/SOS/EOS are dropped, UNK shows as ``⁇``."""
@@ -127,6 +155,7 @@ class Tokenizer:
 
     def unknown_characters(self, text: str) -> list[str]:
         """The characters of ``text`` that encode to UNK (to tell the user)."""
+        self._check_text(text)
         out: list[str] = []
         for ch in dict.fromkeys(text):
             if not ch.isspace() and self.sp.encode(ch, out_type=int) and UNK_ID in self.sp.encode(ch, out_type=int):

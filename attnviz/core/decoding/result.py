@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 import torch
 
-from attnviz.core.data.tokenizer import Tokenizer
+from attnviz.core.data.tokenizer import Tokenizer, unreadable_text
 from attnviz.core.decoding.strategies import DecodingError
 from attnviz.core.model.sites import AttentionSite, n_layers
 
@@ -118,6 +118,9 @@ def prepare_source(tokenizer: Tokenizer, text: str, max_len: int) -> PreparedSou
     Each of the last two adds a one-line notice."""
     if not isinstance(text, str) or not text.strip():
         raise DecodingError("the source sentence is empty")
+    problem = unreadable_text(text)
+    if problem:
+        raise DecodingError(f"the source sentence cannot be read: {problem}")
     text = text.strip()
     ids = tokenizer.encode(text)
     if not ids:
@@ -130,6 +133,15 @@ def prepare_source(tokenizer: Tokenizer, text: str, max_len: int) -> PreparedSou
         notices.append(f"source truncated to the model's maximum length: {max_len} of {len(ids)} tokens kept")
         ids = ids[:max_len]
     return PreparedSource(text, tuple(ids), tuple(tokenizer.pieces(ids)), tuple(notices))
+
+
+def check_finite(logits: torch.Tensor, where: str) -> None:
+    """``DecodingError`` when ``logits`` hold NaN or infinity (finite weights so large that a
+    forward pass overflows); ``where`` says which pass, e.g. ``"at step 3"``."""
+    if not bool(torch.isfinite(logits).all()):
+        raise DecodingError(
+            f"the model's scores {where} are NaN or infinite (its weights overflow): this model cannot translate; retrain it or open another"
+        )
 
 
 def topk_list(probs: torch.Tensor, k: int, tokenizer: Tokenizer) -> TopK:

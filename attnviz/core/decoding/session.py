@@ -59,7 +59,7 @@ import torch
 
 from attnviz.core.data.tokenizer import Tokenizer
 from attnviz.core.decoding.history import ModelCall, StepHistory
-from attnviz.core.decoding.result import DecodingResult, TopK, check_eval_mode, entropy_nats, model_device, prepare_source, topk_list
+from attnviz.core.decoding.result import DecodingResult, TopK, check_eval_mode, check_finite, entropy_nats, model_device, prepare_source, topk_list
 from attnviz.core.decoding.strategies import (
     BeamSearch,
     DecodingError,
@@ -394,6 +394,7 @@ class DecodingSession(DecodingResult):
             logits, new_cache = self.model.decode_step(tokens, cache, rec)
             logits = logits.float()
             probs = torch.softmax(logits, -1)
+        check_finite(logits, f"at step {len(self._history) + 1}")
         call = ModelCall(rec.trace() if rec is not None else Trace(), rec is not None and n > 1, logits.cpu(), probs.cpu())
         return call, new_cache
 

@@ -13,6 +13,8 @@ import torch
 
 from attnviz.errors import AttnvizError
 
+SEED_LIMIT = 2**63  # seeds are 0 .. 2**63 - 1 (what torch.Generator.manual_seed takes)
+
 
 class DecodingError(AttnvizError, ValueError):
     """Input or a request the decoding cannot honour; ``str(err)`` is one line for the user."""
@@ -45,6 +47,8 @@ class Sampling:
             raise DecodingError(f"top-k must be a non-negative integer (0 = no limit), not {self.top_k!r}")
         if not (isinstance(self.top_p, (int, float)) and 0.0 < self.top_p <= 1.0):
             raise DecodingError(f"top-p must be in (0, 1], not {self.top_p!r}")
+        if not isinstance(self.seed, int) or isinstance(self.seed, bool) or not 0 <= self.seed < SEED_LIMIT:
+            raise DecodingError(f"the seed must be an integer from 0 to 2**63 - 1, not {str(self.seed)[:40]}")
 
     def describe(self) -> str:
         extra = "".join(

@@ -12,8 +12,19 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from attnviz.core.data.tokenizer import Tokenizer
-from attnviz.core.decoding.result import DecodingResult, PreparedSource, TopK, check_eval_mode, entropy_nats, model_device, prepare_source, topk_list
+from attnviz.core.data.tokenizer import Tokenizer, unreadable_text
+from attnviz.core.decoding.result import (
+    DecodingResult,
+    PreparedSource,
+    TopK,
+    check_eval_mode,
+    check_finite,
+    entropy_nats,
+    model_device,
+    prepare_source,
+    topk_list,
+)
+from attnviz.core.decoding.strategies import DecodingError
 from attnviz.core.model.config import TransformerConfig
 from attnviz.core.model.trace import Trace
 from attnviz.core.model.transformer import Transformer
@@ -94,6 +105,9 @@ def teacher_forced(
     cfg = model.config
     src = prepare_source(src_tokenizer, source, cfg.max_len)
     target = (target or "").strip()
+    problem = unreadable_text(target)
+    if problem:
+        raise DecodingError(f"the target sentence cannot be read: {problem}")
     y = tgt_tokenizer.encode(target) if target else []
     notices = list(src.notices)
     unknown = tgt_tokenizer.unknown_characters(target) if target else []
@@ -112,6 +126,7 @@ def teacher_forced(
         logits = logits[0].float().cpu()  # [Lt, V]
         probs = torch.softmax(logits, -1)
         logp = torch.log_softmax(logits.double(), -1)
+    check_finite(logits, "for this target")
     tok = tgt_tokenizer
     positions = []
     for i, (inp, lab) in enumerate(zip(inputs, labels)):

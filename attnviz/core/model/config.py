@@ -4,14 +4,103 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
 from attnviz.core.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from attnviz.errors import AttnvizError
 
+# -- the schema: one row per field ------------------------------------------------------------
+MAX_PARAMETERS = 500_000_000  # the parameter budget: 2 GB of float32 weights
+_REPR_LIMIT = 40  # characters of a bad value quoted in an error message
+
+
+@dataclass(frozen=True)
+class Rule:
+    """What one config field may hold: ``kind`` (``int``, ``float``, ``bool`` or ``str``), an
+    inclusive range ``[low, high]`` (``low_open``/``high_open`` exclude an end), the ``choices``
+    of a string, whether ``null`` is allowed, and whether a ``config.json`` must give it."""
+
+    kind: type
+    low: float | None = None
+    high: float | None = None
+    choices: tuple[str, ...] = ()
+    nullable: bool = False
+    required: bool = False
+    low_open: bool = False
+    high_open: bool = False
+
+    def accepts(self, value: Any) -> bool:
+        if value is None:
+            return self.nullable
+        if self.kind is bool:
+            return isinstance(value, bool)
+        if self.kind is str:
+            return isinstance(value, str) and (not self.choices or value in self.choices)
+        if isinstance(value, bool) or not isinstance(value, int if self.kind is int else (int, float)):
+            return False
+        if not math.isfinite(value):
+            return False
+        above = self.low is None or (value > self.low if self.low_open else value >= self.low)
+        below = self.high is None or (value < self.high if self.high_open else value <= self.high)
+        return above and below
+
+    def describe(self) -> str:
+        if self.kind is bool:
+            text = "true or false"
+        elif self.kind is str:
+            text = "one of " + ", ".join(repr(c) for c in self.choices) if self.choices else "a string"
+        else:
+            text = "an integer" if self.kind is int else "a finite number"
+            if self.low is not None or self.high is not None:
+                text += f" in {'(' if self.low_open else '['}{_bound(self.low)}, {_bound(self.high)}{')' if self.high_open else ']'}"
+        return text + (" or null" if self.nullable else "")
+
+
+def _bound(x: float | None) -> str:
+    if x is None:
+        return "inf"
+    return f"{int(x):,}" if float(x).is_integer() else f"{x:g}"
+
+
+def shown(value: Any) -> str:
+    """``value`` as an error message quotes it: its repr, cut to a few dozen characters."""
+    text = repr(value)
+    return text if len(text) <= _REPR_LIMIT else text[: _REPR_LIMIT - 3] + "..."
+
+
 NORMS = ("layer", "batch")
 PLACEMENTS = ("post", "pre")
+ACTIVATIONS = ("relu", "gelu", "silu")
+POSITIONAL_LAYOUTS = ("interleaved", "halves")
+_SIZE = 1_048_576  # no width or vocabulary is larger
+
+# field -> what it may hold. Every field of ``TransformerConfig`` has a row; checks that relate
+# fields (divisibility, special ids inside the vocabularies, the parameter budget) are in ``validate``.
+FIELDS: dict[str, Rule] = {
+    "src_vocab_size": Rule(int, 1, _SIZE, required=True),
+    "tgt_vocab_size": Rule(int, 1, _SIZE, required=True),
+    "d_model": Rule(int, 1, 65_536, required=True),
+    "n_heads": Rule(int, 1, 1024, required=True),
+    "n_encoder_layers": Rule(int, 0, 256, required=True),
+    "n_decoder_layers": Rule(int, 0, 256, required=True),
+    "d_ff": Rule(int, 1, _SIZE, required=True),
+    "dropout": Rule(float, 0.0, 1.0, high_open=True),
+    "max_len": Rule(int, 1, 65_536),
+    "norm": Rule(str, choices=NORMS),
+    "norm_placement": Rule(str, choices=PLACEMENTS),
+    "final_norm": Rule(bool, nullable=True),
+    "tie_embeddings": Rule(bool),
+    "norm_eps": Rule(float, 0.0, 1.0, low_open=True),
+    "bn_momentum": Rule(float, 0.0, 1.0),
+    "pad_id": Rule(int, 0, _SIZE),
+    "unk_id": Rule(int, 0, _SIZE),
+    "bos_id": Rule(int, 0, _SIZE),
+    "eos_id": Rule(int, 0, _SIZE),
+    "activation": Rule(str, choices=ACTIVATIONS),
+    "positional_layout": Rule(str, choices=POSITIONAL_LAYOUTS),
+}
 
 
 class ConfigError(AttnvizError, ValueError):
@@ -41,6 +130,8 @@ class TransformerConfig:
     unk_id: int = UNK_ID  # UNK id
     bos_id: int = BOS_ID  # SOS (BOS) id: the decoder's first input
     eos_id: int = EOS_ID  # EOS id: ends a translation
+    activation: str = "relu"  # the FFN's nonlinearity: "relu" (paper), "gelu" or "silu" (swish, Marian's)
+    positional_layout: str = "interleaved"  # PE columns: "interleaved" sin/cos (paper) or "halves" (all sin, then all cos: Marian)
 
     def __post_init__(self) -> None:
         if self.final_norm is None:
@@ -52,25 +143,40 @@ class TransformerConfig:
         return self.d_model // self.n_heads
 
     def validate(self) -> None:
-        if self.norm not in NORMS:
-            raise ConfigError(f"norm must be one of {NORMS}, not {self.norm!r}")
-        if self.norm_placement not in PLACEMENTS:
-            raise ConfigError(f"norm_placement must be one of {PLACEMENTS}, not {self.norm_placement!r}")
-        for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "d_ff", "max_len"):
-            if not isinstance(getattr(self, name), int) or getattr(self, name) <= 0:
-                raise ConfigError(f"{name} must be a positive integer, not {getattr(self, name)!r}")
-        for name in ("n_encoder_layers", "n_decoder_layers"):
-            if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
-                raise ConfigError(f"{name} must be a non-negative integer")
+        """``ConfigError`` (one line) for the first field outside its ``FIELDS`` row, for fields that do
+        not fit together, or for a model over the parameter budget (``MAX_PARAMETERS``)."""
+        for name, rule in FIELDS.items():
+            value = getattr(self, name)
+            if not rule.accepts(value):
+                raise ConfigError(f"{name} must be {rule.describe()}, not {shown(value)}")
         if self.d_model % self.n_heads:
             raise ConfigError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ConfigError(f"dropout must be in [0, 1), not {self.dropout}")
-        ids = {self.pad_id, self.unk_id, self.bos_id, self.eos_id}
-        if len(ids) != 4:
-            raise ConfigError("pad_id, unk_id, bos_id and eos_id must be distinct")
-        if max(ids) >= min(self.src_vocab_size, self.tgt_vocab_size):
-            raise ConfigError("special ids must be smaller than both vocabulary sizes")
+        ids = {"pad_id": self.pad_id, "unk_id": self.unk_id, "bos_id": self.bos_id, "eos_id": self.eos_id}
+        if len(set(ids.values())) != len(ids) - (self.bos_id == self.pad_id):  # a decoder may start from PAD (Marian)
+            raise ConfigError(f"pad_id, unk_id, bos_id and eos_id must be distinct (bos_id may equal pad_id), not {ids}")
+        vocab = min(self.src_vocab_size, self.tgt_vocab_size)
+        for name, value in ids.items():
+            if value >= vocab:
+                raise ConfigError(f"{name} {value} is outside the vocabularies (sizes {self.src_vocab_size}/{self.tgt_vocab_size})")
+        n = self.estimated_parameters()
+        if n > MAX_PARAMETERS:
+            raise ConfigError(
+                f"the model would have about {n / 1e6:,.0f} million parameters ({4 * n / 1e9:,.1f} GB of float32); "
+                f"the budget is {MAX_PARAMETERS / 1e6:,.0f} million ({4 * MAX_PARAMETERS / 1e9:.1f} GB): make it smaller"
+            )
+
+    def estimated_parameters(self) -> int:
+        """About how many numbers the model holds (weights, biases, norms, the positional table),
+        computed from the sizes alone, before anything is allocated."""
+        d, f = self.d_model, self.d_ff
+        attention = 4 * (d * d + d)
+        ffn = 2 * d * f + d + f
+        norms = 4 * d  # weight, bias (and BatchNorm's two running statistics)
+        encoder = self.n_encoder_layers * (attention + ffn + 2 * norms)
+        decoder = self.n_decoder_layers * (2 * attention + ffn + 3 * norms)
+        tables = (self.src_vocab_size + self.tgt_vocab_size) * d + 2 * self.max_len * d
+        generator = 0 if self.tie_embeddings else self.tgt_vocab_size * (d + 1)
+        return encoder + decoder + tables + generator + 4 * norms
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -82,7 +188,10 @@ class TransformerConfig:
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
-            raise ConfigError(f"unknown config field(s): {', '.join(unknown)}")
+            raise ConfigError(f"unknown config field(s): {', '.join(shown(u) for u in unknown[:3])}")
+        missing = [name for name, rule in FIELDS.items() if rule.required and name not in data]
+        if missing:
+            raise ConfigError(f"missing config field(s): {', '.join(missing)}")
         try:
             return cls(**data)
         except TypeError as exc:  # wrong types inside comparisons etc.

@@ -16,17 +16,23 @@ from attnviz.core.model.trace import Recorder
 NEG_INF = float("-inf")
 
 
-def sinusoidal_encoding(max_len: int, d_model: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+def sinusoidal_encoding(max_len: int, d_model: int, dtype: torch.dtype = torch.float32, layout: str = "interleaved") -> torch.Tensor:
     """PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model)).  # [pos, d_model]
 
-    Computed in float64, returned as ``dtype``.
+    ``layout`` ``"halves"`` puts the same sines in the first ceil(d_model/2) columns and the cosines
+    after them (Marian's order). Computed in float64, returned as ``dtype``.
     """
     pos = torch.arange(max_len, dtype=torch.float64).unsqueeze(1)  # [pos, 1]
     two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # [d_model/2]
     angle = pos / torch.pow(10000.0, two_i / d_model)  # [pos, d_model/2]
     pe = torch.zeros(max_len, d_model, dtype=torch.float64)
-    pe[:, 0::2] = torch.sin(angle)
-    pe[:, 1::2] = torch.cos(angle[:, : d_model // 2])
+    if layout == "halves":
+        half = angle.shape[1]
+        pe[:, :half] = torch.sin(angle)
+        pe[:, half:] = torch.cos(angle[:, : d_model // 2])
+    else:
+        pe[:, 0::2] = torch.sin(angle)
+        pe[:, 1::2] = torch.cos(angle[:, : d_model // 2])
     return pe.to(dtype)
 
 
@@ -43,7 +49,12 @@ def look_ahead_mask(n_query: int, n_key: int | None = None, offset: int = 0) -> 
 
 def padding_mask(ids: torch.Tensor, pad_id: int) -> torch.Tensor:
     """Additive key mask from ids: 0 for tokens, -inf for PAD.  # [B, 1, 1, L]"""
-    return torch.zeros(ids.shape, dtype=torch.float32, device=ids.device).masked_fill(ids == pad_id, NEG_INF)[:, None, None, :]
+    return key_mask(ids == pad_id)
+
+
+def key_mask(pad: torch.Tensor) -> torch.Tensor:
+    """Additive key mask from ``pad`` ``[B, L]`` (True: padding): 0 for tokens, -inf for padding.  # [B, 1, 1, L]"""
+    return torch.zeros(pad.shape, dtype=torch.float32, device=pad.device).masked_fill(pad, NEG_INF)[:, None, None, :]
 
 
 def _version(t: torch.Tensor) -> int:
@@ -147,17 +158,22 @@ class MultiHeadAttention(nn.Module):
         rec.put(f"{name}.output", out)
 
 
-class FeedForward(nn.Module):
-    """FFN(x) = max(0, x W1 + b1) W2 + b2, applied to each position on its own."""
+ACTIVATION_FUNCTIONS = {"relu": torch.relu, "gelu": F.gelu, "silu": F.silu}  # config.activation -> function
 
-    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0):
+
+class FeedForward(nn.Module):
+    """FFN(x) = max(0, x W1 + b1) W2 + b2, applied to each position on its own (``activation``
+    replaces max(0, .) by GELU or SiLU)."""
+
+    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0, activation: str = "relu"):
         super().__init__()
         self.linear1 = nn.Linear(d_model, d_ff)
         self.linear2 = nn.Linear(d_ff, d_model)
         self.dropout = nn.Dropout(dropout)
+        self.activation = ACTIVATION_FUNCTIONS[activation]
 
     def forward(self, x: torch.Tensor, rec: Recorder | None = None, name: str = "") -> torch.Tensor:
-        hidden = torch.relu(F.linear(x, self.linear1.weight, self.linear1.bias))  # [B, L, d_ff]
+        hidden = self.activation(F.linear(x, self.linear1.weight, self.linear1.bias))  # [B, L, d_ff]
         out = F.linear(self.dropout(hidden) if self.training else hidden, self.linear2.weight, self.linear2.bias)  # [B, L, d]
         if rec is not None:
             rec.put(f"{name}.hidden", hidden)
@@ -240,10 +256,10 @@ def make_norm(kind: str, d_model: int, eps: float, momentum: float) -> nn.Module
 class InputEmbedding(nn.Module):
     """A stack's first-layer input: token embedding x sqrt(d_model) + PE of the positions."""
 
-    def __init__(self, vocab_size: int, d_model: int, max_len: int, dropout: float = 0.0):
+    def __init__(self, vocab_size: int, d_model: int, max_len: int, dropout: float = 0.0, layout: str = "interleaved"):
         super().__init__()
         self.table = nn.Embedding(vocab_size, d_model)  # the token embedding matrix  [vocab, d_model]
-        self.register_buffer("pe", sinusoidal_encoding(max_len, d_model), persistent=False)  # [max_len, d_model]
+        self.register_buffer("pe", sinusoidal_encoding(max_len, d_model, layout=layout), persistent=False)  # [max_len, d_model]
         self.scale = math.sqrt(d_model)
         self.dropout = nn.Dropout(dropout)
 
@@ -274,11 +290,15 @@ class Generator(nn.Linear):
 
 
 class Masks(nn.Module):
-    """The padding and look-ahead masks of a batch (no parameters; it records ``masks.*``)."""
+    """The padding and look-ahead masks of a batch (no parameters; it records ``masks.*``).
 
-    def __init__(self, pad_id: int):
+    A target's first position holds the decoder's start token, never padding, even where that
+    token is PAD itself (``start_id == pad_id``: Marian)."""
+
+    def __init__(self, pad_id: int, start_id: int | None = None):
         super().__init__()
         self.pad_id = pad_id
+        self.start_is_pad = start_id == pad_id
 
     def source(self, src: torch.Tensor, rec: Recorder | None = None, name: str = "") -> tuple[torch.Tensor, torch.Tensor]:
         """(additive key mask ``[B, 1, 1, Ls]``, valid ``[B, Ls]``) of source ids ``[B, Ls]``."""
@@ -291,11 +311,13 @@ class Masks(nn.Module):
         """(look-ahead + padding mask ``[B, 1, Lt, Lt]``, valid ``[B, Lt]``) of a whole target ``[B, Lt]``."""
         lt = tgt.shape[1]
         pad = tgt == self.pad_id  # [B, Lt]
+        if self.start_is_pad:
+            pad[:, :1] = False
         causal = look_ahead_mask(lt).to(tgt.device)  # [Lt, Lt]
         if rec is not None:
             rec.put(f"{name}.tgt_padding", pad.float())
             rec.put(f"{name}.look_ahead", causal.expand(tgt.shape[0], lt, lt))
-        return causal + padding_mask(tgt, self.pad_id), ~pad
+        return causal + key_mask(pad), ~pad
 
     def step(self, ids: torch.Tensor, offset: int, rec: Recorder | None = None, name: str = "") -> torch.Tensor:
         """valid ``[B, 1]`` of one new target position ``ids`` ``[B, 1]`` (a cached step sees no future and no PAD)."""

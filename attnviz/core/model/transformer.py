@@ -71,7 +71,7 @@ class EncoderLayer(nn.Module):
     def __init__(self, config: TransformerConfig):
         super().__init__()
         self.self_attn = MultiHeadAttention(config.d_model, config.n_heads, config.dropout)
-        self.ffn = FeedForward(config.d_model, config.d_ff, config.dropout)
+        self.ffn = FeedForward(config.d_model, config.d_ff, config.dropout, config.activation)
         self.norm1 = _norm(config)
         self.norm2 = _norm(config)
         self.residual1 = Sublayer(config, 1)
@@ -95,7 +95,7 @@ class DecoderLayer(nn.Module):
         super().__init__()
         self.self_attn = MultiHeadAttention(config.d_model, config.n_heads, config.dropout)
         self.cross_attn = MultiHeadAttention(config.d_model, config.n_heads, config.dropout)
-        self.ffn = FeedForward(config.d_model, config.d_ff, config.dropout)
+        self.ffn = FeedForward(config.d_model, config.d_ff, config.dropout, config.activation)
         self.norm1 = _norm(config)
         self.norm2 = _norm(config)
         self.norm3 = _norm(config)
@@ -228,9 +228,9 @@ class Transformer(nn.Module):
         super().__init__()
         self.config = config
         d = config.d_model
-        src_embed = InputEmbedding(config.src_vocab_size, d, config.max_len, config.dropout)
-        tgt_embed = InputEmbedding(config.tgt_vocab_size, d, config.max_len, config.dropout)
-        self.masks = Masks(config.pad_id)
+        src_embed = InputEmbedding(config.src_vocab_size, d, config.max_len, config.dropout, config.positional_layout)
+        tgt_embed = InputEmbedding(config.tgt_vocab_size, d, config.max_len, config.dropout, config.positional_layout)
+        self.masks = Masks(config.pad_id, config.bos_id)
         self.encoder = Encoder(config, src_embed)
         self.decoder = Decoder(config, tgt_embed)
         self.generator = Generator(d, config.tgt_vocab_size)

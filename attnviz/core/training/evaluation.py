@@ -8,7 +8,7 @@ eval mode and restores the previous mode. No Qt.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -58,6 +58,19 @@ class GreedyResult:
     topk: tuple[tuple[tuple[int, float], ...], ...] = ()  # per step: (id, probability) best first
 
 
+class EvaluationStopped(Exception):
+    """An evaluation given ``should_stop`` stopped early because it returned True."""
+
+
+def _never() -> bool:
+    return False
+
+
+def _check_stop(should_stop: Callable[[], bool]) -> None:
+    if should_stop():
+        raise EvaluationStopped("the evaluation was stopped")
+
+
 def default_max_new(src_len: int, max_len: int) -> int:
     """How many target tokens greedy decoding may produce for a source of ``src_len`` tokens."""
     return max(1, min(max_len, 2 * src_len + 10))
@@ -70,12 +83,15 @@ def greedy_decode(
     max_new: int | None = None,
     top_k: int = 0,
     batch_size: int = 64,
+    should_stop: Callable[[], bool] = _never,
 ) -> list[GreedyResult]:
     """Greedy decoding of source id lists with the KV cache (``start_decoding``/``decode_step``).
 
     Runs in eval mode (and restores the previous mode). Sources are batched by length; each has
     its own limit (``max_new``, default ``2 x source tokens + 10``), so batching does not change
     a result. An empty source or one longer than the model's ``max_len`` raises ``ValueError``.
+    ``should_stop`` is asked before every step; when it returns True, ``EvaluationStopped`` is raised.
+    A model whose decoder starts from PAD (Marian) never produces PAD, as in a decoding session.
     """
     cfg = model.config
     for s in sources:
@@ -90,12 +106,14 @@ def greedy_decode(
             idx = order[b : b + batch_size]
             batch = [sources[i] for i in idx]
             limits = [min(cfg.max_len, max_new if max_new is not None else default_max_new(len(s), cfg.max_len)) for s in batch]
-            for i, result in zip(idx, _greedy_batch(model, batch, limits, top_k)):
+            for i, result in zip(idx, _greedy_batch(model, batch, limits, top_k, should_stop)):
                 out[i] = result
     return out  # type: ignore[return-value]
 
 
-def _greedy_batch(model: Transformer, sources: Sequence[Sequence[int]], limits: Sequence[int], top_k: int) -> list[GreedyResult]:
+def _greedy_batch(
+    model: Transformer, sources: Sequence[Sequence[int]], limits: Sequence[int], top_k: int, should_stop: Callable[[], bool]
+) -> list[GreedyResult]:
     """One batch of ``greedy_decode``: step until every row has produced EOS or the longest limit."""
     cfg = model.config
     device = _device(model)
@@ -105,7 +123,10 @@ def _greedy_batch(model: Transformer, sources: Sequence[Sequence[int]], limits: 
     steps: list[torch.Tensor] = []
     tops: list[tuple[torch.Tensor, torch.Tensor]] = []  # per step: probabilities [B, k], ids [B, k]
     for _ in range(max(limits)):
+        _check_stop(should_stop)
         logits, cache = model.decode_step(token, cache)  # [B, V]
+        if cfg.bos_id == cfg.pad_id:  # the decoder starts from PAD: never choose it
+            logits[:, cfg.pad_id] = -math.inf
         if top_k:
             p, t = torch.softmax(logits.float(), -1).topk(min(top_k, logits.shape[-1]), -1)
             tops.append((p.cpu(), t.cpu()))
@@ -128,10 +149,16 @@ def _greedy_result(row: list[int], tops: list[tuple[torch.Tensor, torch.Tensor]]
 
 
 def greedy_translate(
-    model: Transformer, src_tok: Tokenizer, tgt_tok: Tokenizer, texts: Sequence[str], max_len: int | None = None, batch_size: int = 64
+    model: Transformer,
+    src_tok: Tokenizer,
+    tgt_tok: Tokenizer,
+    texts: Sequence[str],
+    max_len: int | None = None,
+    batch_size: int = 64,
+    should_stop: Callable[[], bool] = _never,
 ) -> list[str]:
     """Greedy translations of ``texts`` (in order). Unknown characters become UNK and are translated anyway."""
-    results = greedy_decode(model, [src_tok.encode(t) for t in texts], max_new=max_len, batch_size=batch_size)
+    results = greedy_decode(model, [src_tok.encode(t) for t in texts], max_new=max_len, batch_size=batch_size, should_stop=should_stop)
     return [tgt_tok.decode(r.ids) for r in results]
 
 
@@ -150,7 +177,9 @@ def sacrebleu_scores(hypotheses: Sequence[str], references: Sequence[str]) -> di
 
 
 @torch.no_grad()
-def teacher_forced_metrics(model: Transformer, examples: Sequence[D.Example], batch_tokens: int = 2000) -> dict[str, float]:
+def teacher_forced_metrics(
+    model: Transformer, examples: Sequence[D.Example], batch_tokens: int = 2000, should_stop: Callable[[], bool] = _never
+) -> dict[str, float]:
     """Loss (plain cross-entropy, no smoothing) and token accuracy (argmax == label, PAD excluded,
     EOS included) under teacher forcing, in eval mode."""
     if not examples:
@@ -161,6 +190,7 @@ def teacher_forced_metrics(model: Transformer, examples: Sequence[D.Example], ba
     correct = tokens = 0
     with eval_mode(model):
         for idx in D.make_batches(examples, batch_tokens, shuffle=False):
+            _check_stop(should_stop)
             b = D.collate([examples[i] for i in idx], cfg.pad_id, cfg.bos_id, cfg.eos_id).to(device)
             logits = model(b.src, b.tgt_in)  # [B, Lt, V]
             mask = b.labels != cfg.pad_id  # [B, Lt]
@@ -171,24 +201,35 @@ def teacher_forced_metrics(model: Transformer, examples: Sequence[D.Example], ba
 
 
 def translation_scores(
-    model: Transformer, src_tok: Tokenizer, tgt_tok: Tokenizer, pairs: Sequence[D.Pair], examples: Sequence[D.Example]
+    model: Transformer,
+    src_tok: Tokenizer,
+    tgt_tok: Tokenizer,
+    pairs: Sequence[D.Pair],
+    examples: Sequence[D.Example],
+    should_stop: Callable[[], bool] = _never,
 ) -> dict[str, float]:
     """Greedy BLEU, chrF and the share of exact translations on the pairs kept as ``examples``."""
     kept = [pairs[e.index] for e in examples]
-    hyps = greedy_translate(model, src_tok, tgt_tok, [p.src for p in kept])
+    hyps = greedy_translate(model, src_tok, tgt_tok, [p.src for p in kept], should_stop=should_stop)
     out = sacrebleu_scores(hyps, [p.tgt for p in kept])
     out["exact"] = sum(h == p.tgt for h, p in zip(hyps, kept)) / max(1, len(kept))
     return out
 
 
 def evaluate_split(
-    model: Transformer, src_tok: Tokenizer, tgt_tok: Tokenizer, pairs: Sequence[D.Pair], bleu: bool = True, batch_tokens: int = 2000
+    model: Transformer,
+    src_tok: Tokenizer,
+    tgt_tok: Tokenizer,
+    pairs: Sequence[D.Pair],
+    bleu: bool = True,
+    batch_tokens: int = 2000,
+    should_stop: Callable[[], bool] = _never,
 ) -> dict[str, float]:
     """Teacher-forced loss and token accuracy, plus greedy BLEU and chrF (sacrebleu) on ``pairs``."""
     examples = D.encode_pairs(pairs, src_tok, tgt_tok, model.config.max_len)
-    out = dict(teacher_forced_metrics(model, examples, batch_tokens))
+    out = dict(teacher_forced_metrics(model, examples, batch_tokens, should_stop))
     if bleu:
-        out.update(translation_scores(model, src_tok, tgt_tok, pairs, examples))
+        out.update(translation_scores(model, src_tok, tgt_tok, pairs, examples, should_stop))
     return out
 
 
@@ -205,13 +246,16 @@ def valid_metrics(
     return out
 
 
-def final_evaluation(model: Transformer, src_tok: Tokenizer, tgt_tok: Tokenizer, dataset: D.Dataset) -> dict[str, Any]:
-    """Token accuracy on every split, greedy BLEU/chrF on every split (the README's numbers)."""
+def final_evaluation(
+    model: Transformer, src_tok: Tokenizer, tgt_tok: Tokenizer, dataset: D.Dataset, should_stop: Callable[[], bool] = _never
+) -> dict[str, Any]:
+    """Token accuracy on every split, greedy BLEU/chrF on every split (the README's numbers).
+    ``EvaluationStopped`` when ``should_stop`` returns True (asked between batches and steps)."""
     res = {}
     for split in D.SPLITS:
         pairs = dataset.split(split)
         if pairs:
-            m = evaluate_split(model, src_tok, tgt_tok, pairs, bleu=True)
+            m = evaluate_split(model, src_tok, tgt_tok, pairs, bleu=True, should_stop=should_stop)
             res[split] = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in m.items()}
     return res
 

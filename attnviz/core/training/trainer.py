@@ -27,7 +27,9 @@ moments, the step, the position inside the epoch and the RNG state, so a resumed
 losses of an uninterrupted one bit for bit (same device and thread count).
 
 Checkpoints: at the end of every epoch (and when stopped) the output folder is rewritten as a
-model bundle (``bundle.save_bundle``, atomic) plus two side files in the same atomic swap:
+model bundle (``bundle.save_bundle``, atomic) plus two side files in the same atomic swap
+(``checkpoint`` says which folders may be replaced, reads the state back with every field
+checked, and removes what killed saves left behind when a run starts):
 ``training_state.safetensors`` (optimiser tensors, RNG state) and ``training_state.json``
 (step, epoch, options, timing). No pickle. A NaN/Inf loss stops the run without saving, so the
 folder keeps the last good checkpoint. ``meta.json`` holds the history (one row per evaluation)
@@ -59,8 +61,27 @@ from attnviz.core.data import corpora as D
 from attnviz.core.data.tokenizer import Tokenizer
 from attnviz.core.model.config import TransformerConfig
 from attnviz.core.model.transformer import Transformer
-from attnviz.core.training.checkpoint import STATE_JSON, STATE_TENSORS, optimizer_state_from_files, optimizer_state_to_files
-from attnviz.core.training.evaluation import eval_mode, final_evaluation, history_row, probe_records, probe_snapshots, valid_metrics
+from attnviz.core.training.checkpoint import (
+    STATE_JSON,
+    STATE_TENSORS,
+    CheckpointError,
+    check_meta_size,
+    checkpoint_folder,
+    folder_kind,
+    optimizer_state_from_files,
+    optimizer_state_to_files,
+    read_training_state,
+    remove_leftovers,
+)
+from attnviz.core.training.evaluation import (
+    EvaluationStopped,
+    eval_mode,
+    final_evaluation,
+    history_row,
+    probe_records,
+    probe_snapshots,
+    valid_metrics,
+)
 from attnviz.core.training.events import EVENTS, CheckpointEvent, EndEvent, EvalEvent, MessageEvent, StartEvent, StateEvent, StepEvent, TrainResult
 from attnviz.errors import AttnvizError
 
@@ -72,6 +93,52 @@ class TrainingError(AttnvizError, RuntimeError):
 
 
 # -- how to train -------------------------------------------------------------------------
+# TrainOptions' numbers: field -> (type, smallest, largest, bounds: "[]" both included, "(]" ...).
+_RANGES: dict[str, tuple[type, float, float, str]] = {
+    "epochs": (int, 1, 100_000, "[]"),
+    "lr": (float, 0.0, 10.0, "(]"),
+    "warmup": (int, 0, 10**8, "[]"),
+    "batch_tokens": (int, 1, 10**7, "[]"),
+    "label_smoothing": (float, 0.0, 1.0, "[)"),
+    "clip": (float, 0.0, 1e9, "[]"),
+    "adam_eps": (float, 0.0, 1.0, "(]"),
+    "weight_decay": (float, 0.0, 10.0, "[]"),
+    "seed": (int, 0, 2**63 - 1, "[]"),
+    "threads": (int, 1, 1024, "[]"),
+    "log_every": (int, 1, 10**9, "[]"),
+    "n_probes": (int, 0, 1000, "[]"),
+}
+DEVICE_TYPES = ("cpu", "cuda", "mps")
+
+
+def check_number(name: str, value: Any, kind: type, lo: float, hi: float, bounds: str = "[]") -> None:
+    """``TrainingError`` unless ``value`` is a finite ``kind`` (int, or float which takes ints too)
+    within ``lo``..``hi`` (``bounds``: "[" / "(" includes / excludes ``lo``, "]" / ")" ``hi``)."""
+    ok = isinstance(value, (int, float) if kind is float else int) and not isinstance(value, bool)
+    ok = ok and math.isfinite(value) and (lo <= value if bounds[0] == "[" else lo < value)
+    ok = ok and (value <= hi if bounds[1] == "]" else value < hi)
+    if not ok:
+        what = "an integer" if kind is int else "a number"
+        low, high = ("from" if bounds[0] == "[" else "above"), ("to" if bounds[1] == "]" else "below")
+        raise TrainingError(f"{name} must be {what} {low} {lo:g} {high} {hi:g}, not {str(value)[:40]}")
+
+
+def parse_device(name: Any) -> torch.device:
+    """``TrainOptions.device`` as a torch device ("auto" gives CPU here); ``TrainingError`` for a
+    name that is not a device training can use (availability is ``resolve_device``'s check)."""
+    if not isinstance(name, str):
+        raise TrainingError(f"device must be auto, cpu or cuda, not {str(name)[:40]}")
+    if name == "auto":
+        return torch.device("cpu")
+    try:
+        dev = torch.device(name)
+    except (RuntimeError, ValueError, TypeError):
+        dev = None
+    if dev is None or dev.type not in DEVICE_TYPES:
+        raise TrainingError(f"device {name[:40]!r} cannot train a model: use auto, cpu, cuda or cuda:N")
+    return dev
+
+
 @dataclass
 class TrainOptions:
     """How to train (the model's shape is ``TransformerConfig``'s business)."""
@@ -95,13 +162,19 @@ class TrainOptions:
     final_eval: bool = True  # at the end: token accuracy on every split, BLEU/chrF on every split
 
     def __post_init__(self) -> None:
+        """``TrainingError`` (one line) for any field of the wrong type or out of its range."""
+        if not isinstance(self.betas, (list, tuple)) or len(self.betas) != 2:
+            raise TrainingError(f"betas must be two numbers in [0, 1), not {self.betas!r}"[:160])
         self.betas = tuple(self.betas)  # type: ignore[assignment]
+        for name, (kind, lo, hi, bounds) in _RANGES.items():
+            check_number(name.replace("_", "-"), getattr(self, name), kind, lo, hi, bounds)
+        for beta in self.betas:
+            check_number("betas", beta, float, 0.0, 1.0, "[)")
         if self.schedule not in SCHEDULES:
-            raise TrainingError(f"schedule must be one of {', '.join(SCHEDULES)}, not {self.schedule!r}")
-        if self.epochs < 1 or self.batch_tokens < 1 or self.lr <= 0 or self.warmup < 0 or self.threads < 1:
-            raise TrainingError("epochs, batch_tokens, threads must be >= 1, lr > 0 and warmup >= 0")
-        if not 0.0 <= self.label_smoothing < 1.0:
-            raise TrainingError("label_smoothing must be in [0, 1)")
+            raise TrainingError(f"schedule must be one of {', '.join(SCHEDULES)}, not {self.schedule!r}"[:160])
+        if not isinstance(self.eval_bleu, bool) or not isinstance(self.final_eval, bool):
+            raise TrainingError("eval_bleu and final_eval must be true or false")
+        parse_device(self.device)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -132,9 +205,13 @@ def resolve_device(name: str) -> torch.device:
     """The torch device for ``TrainOptions.device`` ("auto": CUDA when present, else CPU)."""
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    dev = torch.device(name)
+    dev = parse_device(name)
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise TrainingError(f"device {name!r} asked for, but CUDA is not available")
+    if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
+        raise TrainingError(f"device {name!r} asked for, but there are only {torch.cuda.device_count()} CUDA device(s)")
+    if dev.type == "mps" and not torch.backends.mps.is_available():
+        raise TrainingError(f"device {name!r} asked for, but MPS is not available")
     return dev
 
 
@@ -169,32 +246,50 @@ def build_model(config: TransformerConfig, seed: int = 0) -> Transformer:
     return Transformer(config)
 
 
-def _read_training_state(out_dir: Path) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
-    """The side files of a checkpoint: (training_state.json, training_state.safetensors)."""
-    sfile, jfile = out_dir / STATE_TENSORS, out_dir / STATE_JSON
-    if not sfile.is_file() or not jfile.is_file():
-        raise TrainingError(f"cannot resume: {out_dir} has no training state ({STATE_JSON}, {STATE_TENSORS})")
+def _load_checkpoint(out_dir: Path) -> tuple[Bundle, dict[str, Any], dict[str, torch.Tensor]]:
+    """The checkpoint of ``out_dir`` (or of the ``.NAME.previous`` an interrupted save left, where
+    ``load_bundle`` finds it too): the bundle and its training state."""
     try:
-        info = json.loads(jfile.read_text(encoding="utf-8"))
-        from safetensors.torch import load as st_load
+        check_meta_size(checkpoint_folder(out_dir))
+        bundle: Bundle = load_bundle(out_dir)
+        info, tensors = read_training_state(bundle.path or checkpoint_folder(out_dir))
+    except (BundleError, CheckpointError) as exc:
+        raise TrainingError(f"cannot resume: {exc}") from None
+    except RecursionError:
+        raise TrainingError(f"cannot resume: {out_dir}: a JSON file is nested too deeply; not written by attnviz") from None
+    return bundle, info, tensors
 
-        tensors = st_load(sfile.read_bytes())
-    except Exception as exc:  # noqa: BLE001 - any damage means the same thing here
-        raise TrainingError(f"cannot resume: {out_dir}: damaged training state ({type(exc).__name__}: {str(exc)[:120]})") from None
-    return info, tensors
 
-
-def _resumed_dataset(out_dir: Path, meta: dict[str, Any], dataset: D.Dataset | None) -> D.Dataset:
-    """``dataset``, or the one meta.json names; its split hash must be the checkpoint's."""
+def _resumed_dataset(folder: Path, meta: dict[str, Any], dataset: D.Dataset | None) -> D.Dataset:
+    """``dataset``, or the built-in one meta.json names; its split hash must be the checkpoint's.
+    A file named in meta.json is never read on its own: the user passes it again."""
+    data = meta.get("data")
+    spec = data.get("spec") if isinstance(data, dict) else None
     if dataset is None:
-        spec = (meta.get("data") or {}).get("spec")
-        if not spec:
-            raise TrainingError(f"cannot resume: {out_dir}/meta.json does not say which data it was trained on")
-        dataset = D.load_data(spec)
-    want = (meta.get("data") or {}).get("split_hash")
+        if not isinstance(spec, dict) or spec.get("kind") not in D.BUILTIN:
+            named = D.spec_paths(spec) if isinstance(spec, dict) else []
+            hint = f" ({', '.join(named)[:200]})" if named else ""
+            raise TrainingError(f"cannot resume: {folder}/meta.json names no built-in data set; pass the training data again with --data{hint}")
+        try:
+            dataset = D.load_data(spec)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise TrainingError(f"cannot resume: {folder}/meta.json: bad data description ({type(exc).__name__})") from None
+    want = data.get("split_hash") if isinstance(data, dict) else None
     if want and want != dataset.split_hash:
-        raise TrainingError(f"cannot resume: the data's split hash {dataset.split_hash} differs from the checkpoint's {want}")
+        raise TrainingError(f"cannot resume: the data's split hash {dataset.split_hash} differs from the checkpoint's {str(want)[:40]}")
     return dataset
+
+
+def _check_resumed_meta(folder: Path, meta: dict[str, Any]) -> None:
+    """``TrainingError`` unless the parts of meta.json a resumed run keeps have the right shape."""
+    for key in ("history", "snapshots", "resumed_with"):
+        value = meta.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, dict if key != "resumed_with" else str) for v in value):
+            raise TrainingError(f"cannot resume: {folder}/meta.json: '{key}' is not a list of {'objects' if key != 'resumed_with' else 'strings'}")
+    for row in meta.get("history", []):
+        numbers = all(v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in row.values())
+        if not numbers or not isinstance(row.get("epoch"), int):
+            raise TrainingError(f"cannot resume: {folder}/meta.json: a 'history' row holds something else than numbers")
 
 
 @dataclass
@@ -322,20 +417,12 @@ class Trainer:
         """Continue the run saved in ``out_dir``. ``dataset`` defaults to the one its meta.json
         names; its split hash must match. ``epochs`` may extend a finished run."""
         out_dir = Path(out_dir)
-        try:
-            bundle: Bundle = load_bundle(out_dir)
-        except BundleError as exc:
-            raise TrainingError(f"cannot resume: {exc}") from None
-        info, tensors = _read_training_state(out_dir)
+        bundle, info, tensors = _load_checkpoint(out_dir)
         meta = dict(bundle.meta)
+        _check_resumed_meta(out_dir, meta)
         dataset = _resumed_dataset(out_dir, meta, dataset)
-        options = TrainOptions.from_dict(info["options"])
-        if epochs is not None:
-            options.epochs = epochs
-        if threads is not None:
-            options.threads = threads
-        if device is not None:
-            options.device = device
+        changes = {k: v for k, v in (("epochs", epochs), ("threads", threads), ("device", device)) if v is not None}
+        options = TrainOptions.from_dict({**info["options"], **changes})
         meta["options"] = options.to_dict()
         model = bundle.model
         model.train()
@@ -351,9 +438,10 @@ class Trainer:
         """Where a checkpoint left off: optimiser, counters, epoch loss, RNG (restored by ``fit``)."""
         try:
             state = optimizer_state_from_files(tensors, info["optimizer"], self._param_names())
-        except ValueError as exc:
-            raise TrainingError(f"cannot resume: {exc}") from None
-        self.optimizer.load_state_dict(state)
+            self._check_moments(state)
+            self.optimizer.load_state_dict(state)
+        except (ValueError, KeyError, TypeError, IndexError, RuntimeError) as exc:
+            raise TrainingError(f"cannot resume: {self.out_dir}: {str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__}") from None
         self.step = int(info["step"])
         self.epoch = int(info["epoch"])
         self.batch_in_epoch = int(info["batch_in_epoch"])
@@ -361,6 +449,19 @@ class Trainer:
         self._epoch_loss_sum = float(info.get("epoch_loss_sum", 0.0))
         self._epoch_loss_n = int(info.get("epoch_loss_n", 0))
         self._rng_state = {k[4:]: v for k, v in tensors.items() if k.startswith("rng.")}
+
+    def _check_moments(self, state: dict[str, Any]) -> None:
+        """``ValueError`` unless every saved optimiser tensor fits its parameter (Adam's moments
+        have the parameter's shape; its step count is a single number)."""
+        params = list(self.model.parameters())
+        for pid, entries in state["state"].items():
+            for key, value in entries.items():
+                if not torch.is_tensor(value):
+                    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+                else:
+                    ok = value.is_floating_point() and value.shape == (() if key == "step" else params[pid].shape)
+                if not ok:
+                    raise ValueError(f"the optimiser state '{key}' of {self._param_names()[pid]} does not fit the model")
 
     # -- control (any thread) -----------------------------------------------------------
     def add_callback(self, event: str, fn: Callable[[Any], None]) -> None:
@@ -417,6 +518,8 @@ class Trainer:
         """Write the output folder (bundle + training state) atomically; returns its path."""
         if self.out_dir is None:
             return None
+        if folder_kind(self.out_dir) not in ("absent", "empty", "bundle"):
+            raise TrainingError(f"{self.out_dir} now holds files that are not a model bundle; they are left alone and nothing is saved there")
         self.meta.update(
             history=self.history,
             snapshots=self.snapshots,
@@ -445,6 +548,9 @@ class Trainer:
             torch.set_num_threads(prev_threads)
 
     def _fit(self) -> TrainResult:
+        if self.out_dir is not None:
+            for left in remove_leftovers(self.out_dir):
+                self._message(f"removed {left.name}, left by a save that was killed", "info")
         self._restore_rng()
         self.model.train()
         self._announce_start()
@@ -588,7 +694,11 @@ class Trainer:
         final: dict[str, Any] = {}
         if self.options.final_eval:
             t0 = time.perf_counter()
-            final = final_evaluation(self.model, self.src_tok, self.tgt_tok, self.dataset)
+            try:
+                final = final_evaluation(self.model, self.src_tok, self.tgt_tok, self.dataset, should_stop=self._stop.is_set)
+            except EvaluationStopped:
+                self.save_checkpoint("final", "finished")
+                return self._end("stopped", f"finished {self.options.epochs} epochs ({self.step} steps); the final evaluation was stopped")
             self.meta["final"] = final
             self.elapsed_s += time.perf_counter() - t0
         self.save_checkpoint("final", "finished")

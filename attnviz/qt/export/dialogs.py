@@ -13,6 +13,8 @@ from PySide6 import QtCore, QtWidgets
 from attnviz.qt.export.files import (
     DATA_FORMATS,
     FIGURE_FORMATS,
+    PNG_DPI_RANGE,
+    PNG_WIDTH_RANGE,
     ExportError,
     HeadFigureFactory,
     export_all_heads,
@@ -22,6 +24,7 @@ from attnviz.qt.export.files import (
 from attnviz.qt.views.data import AttentionData
 from attnviz.qt.widgets.colormaps import Theme
 from attnviz.qt.widgets.figures import FigureView
+from attnviz.qt.widgets.plain_text import plain_label, show_message_box
 
 _FILTERS = {  # format → the file dialog's filter
     "png": "PNG image (*.png)",
@@ -67,11 +70,11 @@ class FigureExportDialog(QtWidgets.QDialog):
         browse = QtWidgets.QPushButton("Browse…")
         browse.clicked.connect(self._browse)
         self.width_spin = QtWidgets.QSpinBox(objectName="exportWidthSpin")
-        self.width_spin.setRange(16, 20000)
+        self.width_spin.setRange(*PNG_WIDTH_RANGE)
         self.width_spin.setSuffix(" px")
         self.width_spin.setValue(self._base_width * 2)
         self.dpi_spin = QtWidgets.QSpinBox(objectName="exportDpiSpin")
-        self.dpi_spin.setRange(24, 1200)
+        self.dpi_spin.setRange(*PNG_DPI_RANGE)
         self.dpi_spin.setValue(192)
         self.dpi_spin.setSuffix(" dpi")
         self.width_spin.valueChanged.connect(self._width_changed)
@@ -138,7 +141,7 @@ class FigureExportDialog(QtWidgets.QDialog):
 
 
 def _fail(parent: QtWidgets.QWidget | None, exc: Exception) -> None:
-    QtWidgets.QMessageBox.warning(parent, "Export failed", str(exc))
+    show_message_box(parent, QtWidgets.QMessageBox.Icon.Warning, "Export failed", str(exc))
 
 
 def export_figure_dialog(view: FigureView, parent: QtWidgets.QWidget | None = None) -> Path | None:
@@ -192,6 +195,7 @@ def export_all_heads_dialog(
         return []
     total = data.n_layers * data.n_heads
     progress = QtWidgets.QProgressDialog("Exporting heads…", "Cancel", 0, total, parent)
+    progress.setLabel(plain_label("Exporting heads…"))  # the label shows file names
     progress.setWindowTitle("Export all heads")
     progress.setWindowModality(QtCore.Qt.WindowModality.WindowModal)
     progress.setMinimumDuration(300)

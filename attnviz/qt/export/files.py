@@ -34,6 +34,8 @@ from attnviz.qt.widgets.figures import FigureView, render_figure_bytes
 
 FIGURE_FORMATS: tuple[str, ...] = ("png", "svg", "pdf")
 DATA_FORMATS: tuple[str, ...] = ("csv", "npz")
+PNG_WIDTH_RANGE: tuple[int, int] = (16, 20000)  # pixels
+PNG_DPI_RANGE: tuple[int, int] = (24, 1200)  # 96 = as on screen
 
 
 class ExportError(AttnvizError):
@@ -75,10 +77,22 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
 # ---------------------------------------------------------------------------
 # Figures
 # ---------------------------------------------------------------------------
+def check_png_size(width: int | None = None, dpi: float | None = None) -> None:
+    """Refuse a PNG ``width`` or ``dpi`` outside :data:`PNG_WIDTH_RANGE` / :data:`PNG_DPI_RANGE`
+    (``ExportError``), before anything is drawn."""
+    lo, hi = PNG_WIDTH_RANGE
+    if width is not None and not lo <= width <= hi:
+        raise ExportError(f"the PNG width must be between {lo} and {hi} pixels, not {width}")
+    lo, hi = PNG_DPI_RANGE
+    if dpi is not None and not lo <= dpi <= hi:  # also refuses nan
+        raise ExportError(f"the PNG resolution must be between {lo} and {hi} dpi, not {dpi:g}")
+
+
 def render_view_to_bytes(view: FigureView, fmt: str, width: int | None = None, dpi: float | None = None) -> bytes:
     """The view's figure as ``fmt`` bytes (``width``/``dpi`` apply to PNG)."""
     if fmt.lower() not in FIGURE_FORMATS:
         raise ExportError(f"unknown figure format {fmt!r} (use {', '.join(FIGURE_FORMATS)})")
+    check_png_size(width, dpi)
     try:
         return render_figure_bytes(view, fmt, width=width, dpi=dpi)
     except ValueError as exc:

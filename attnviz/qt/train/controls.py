@@ -255,6 +255,8 @@ class TrainStatus(QtWidgets.QWidget):
         self.rate_label = QtWidgets.QLabel("", objectName="trainRateLabel")
         self.lr_label = QtWidgets.QLabel("", objectName="trainLrLabel")
         self.error_banner = QtWidgets.QLabel(objectName="trainErrorBanner")
+        for label in (self.state_label, self.error_banner):  # they show folder names and messages: never rich text
+            label.setTextFormat(QtCore.Qt.TextFormat.PlainText)
         self.error_banner.setWordWrap(True)
         self.error_banner.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
         self.error_banner.setStyleSheet("QLabel { background: #fff0e6; color: #a61e00; border: 1px solid #ffc9a8; border-radius: 3px; padding: 5px; }")

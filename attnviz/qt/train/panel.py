@@ -160,21 +160,36 @@ class TrainPanel(QtWidgets.QWidget):
         return True
 
     def _output_ok(self, req: TrainRequest, confirm: bool) -> bool:
-        """The output folder can take the run's bundle (``confirm``: the user agrees to replace one)."""
+        """The output folder can take the run's bundle: a new or empty folder, or an attnviz bundle
+        (``confirm``: once the user agrees to replace it). A folder holding anything else is refused."""
+        from attnviz.core.training.checkpoint import folder_kind
+
         if not req.out_dir:
             self.status.show_error("Choose an output folder for the model bundle.")
             return False
         out = Path(req.out_dir)
-        if out.exists() and not out.is_dir():
-            self.status.show_error(f"{out} is a file, not a folder.")
+        kind = folder_kind(out)
+        if kind == "file":
+            self.status.show_error(f"{out} is a file, not a folder. Choose a folder for the model bundle.")
             return False
-        if confirm and (out / "meta.json").exists():
-            answer = QtWidgets.QMessageBox.question(
-                self, "Replace the model?", f"{out} already holds a model bundle. Train a new one in its place?",
-                QtWidgets.QMessageBox.StandardButton.Yes | QtWidgets.QMessageBox.StandardButton.No,
-                QtWidgets.QMessageBox.StandardButton.No)
-            return answer == QtWidgets.QMessageBox.StandardButton.Yes
+        if kind == "foreign":
+            self.status.show_error(f"{out} holds files that are not an attnviz model bundle; training never replaces them. "
+                                   "Choose a new or empty folder.")
+            return False
+        if kind == "bundle" and confirm:
+            return self._ask_to_replace(out)
         return True
+
+    def _ask_to_replace(self, out: Path) -> bool:
+        """Ask whether the bundle in ``out`` may be replaced by the new run (the folder name is plain text)."""
+        buttons = QtWidgets.QMessageBox.StandardButton
+        box = QtWidgets.QMessageBox(QtWidgets.QMessageBox.Icon.Question, "Replace the model?",
+                                    f"{out} already holds a model bundle. Train a new one in its place?\n\n"
+                                    "The bundle stays until the new run's first checkpoint is saved.",
+                                    buttons.Yes | buttons.No, self)
+        box.setTextFormat(QtCore.Qt.TextFormat.PlainText)
+        box.setDefaultButton(buttons.No)
+        return box.exec() == buttons.Yes
 
     def pause(self) -> None:
         if self._run is None or self._state not in ("preparing", "running"):

@@ -17,6 +17,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from attnviz.qt.export.files import HeadFigure, HeadFigureFactory
 from attnviz.qt.views.data import AttentionData, FigureData
 from attnviz.qt.widgets.colormaps import Theme, get_theme, ui_font
+from attnviz.qt.widgets.plain_text import plain_label
 
 
 class FigureViewBase(QtWidgets.QWidget):
@@ -39,8 +40,7 @@ class FigureViewBase(QtWidgets.QWidget):
         self.canvas.ci.layout.setContentsMargins(6, 6, 6, 6)
         self.canvas.setMinimumSize(160, 120)
         self.canvas.setFocusPolicy(QtCore.Qt.FocusPolicy.NoFocus)
-        self.readout = QtWidgets.QLabel(" ")
-        self.readout.setObjectName("readout")
+        self.readout = plain_label(" ", "readout")  # shows token pieces
         self.readout.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
         self.readout.setFont(ui_font(9))
         self.readout.setContentsMargins(8, 2, 8, 4)

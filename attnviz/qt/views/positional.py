@@ -43,20 +43,48 @@ def default_dimensions(d_model: int) -> list[int]:
     return sorted({d for d in dims if 0 <= d < d_model})
 
 
-def parse_dimensions(text: str, d_model: int) -> list[int]:
-    """``"0, 1, 4-7"`` → [0, 1, 4, 5, 6, 7] (out-of-range and malformed entries dropped, at most 12)."""
+MAX_DIMENSIONS = 12  # curves drawn at most
+MAX_DIMENSIONS_TEXT = 200  # characters of the Dimensions box
+
+
+def _dimension_range(part: str) -> tuple[int, int] | None:
+    """``"4-7"`` → (4, 7), ``"3"`` → (3, 3); None when malformed (digits only, at most 9 each)."""
+    lo, sep, hi = part.partition("-")
+    lo, hi = lo.strip(), (hi.strip() if sep else lo.strip())
+    if not (lo.isascii() and lo.isdigit() and hi.isascii() and hi.isdigit()) or len(lo) > 9 or len(hi) > 9:
+        return None
+    return int(lo), int(hi)
+
+
+def read_dimensions(text: str, d_model: int) -> tuple[list[int], str]:
+    """``"0, 1, 4-7"`` → ([0, 1, 4, 5, 6, 7], ""): the dimensions typed, in order, and a one-line
+    note on what was left out (malformed or out-of-range entries, more than 12 dimensions).
+
+    A range is clipped to ``0 … d_model - 1`` and walked only until 12 dimensions are kept, so
+    ``0-999999999`` costs no more than ``0-11``.
+    """
     out: list[int] = []
-    for part in text.replace(";", ",").split(","):
-        part = part.strip()
-        if not part:
+    left_out, capped = 0, len(text) > MAX_DIMENSIONS_TEXT
+    for part in text[:MAX_DIMENSIONS_TEXT].replace(";", ",").split(","):
+        if not part.strip():
             continue
-        lo, sep, hi = part.partition("-")
-        try:
-            rng = range(int(lo), int(hi) + 1) if sep else range(int(lo), int(lo) + 1)
-        except ValueError:
+        bounds = _dimension_range(part)
+        if bounds is None or bounds[0] >= d_model:
+            left_out += 1
             continue
-        out += [d for d in rng if 0 <= d < d_model and d not in out]
-    return out[:12]
+        for d in range(bounds[0], min(bounds[1], d_model - 1) + 1):
+            if d in out:
+                continue
+            if len(out) == MAX_DIMENSIONS:
+                capped = True
+                break
+            out.append(d)
+    notes = []
+    if left_out:
+        notes.append(f"{left_out} entr{'y' if left_out == 1 else 'ies'} left out (use numbers from 0 to {d_model - 1}, or ranges like 4-7)")
+    if capped:
+        notes.append(f"at most {MAX_DIMENSIONS} dimensions are drawn")
+    return out, ("Dimensions: " + "; ".join(notes)) if notes else ""
 
 
 def _dim_labels(n: int) -> list[str]:
@@ -102,6 +130,7 @@ class QtPositionalView(FigureViewBase):
         self.dims_edit.setPlaceholderText("e.g. 0, 1, 4-7")
         self.dims_edit.setToolTip("Dimensions drawn as curves over the positions (even: sin, odd: cos)")
         self.dims_edit.setMaximumWidth(150)
+        self.dims_edit.setMaxLength(MAX_DIMENSIONS_TEXT)
         self._add_control("Dimensions", self.dims_edit)
         self.dims_edit.editingFinished.connect(self._on_dims_edited)
         self.side_combo = self._add_control("Tokens", make_combo("peSideCombo", "Whose embeddings: the source (encoder) or the target (decoder)"))
@@ -348,9 +377,10 @@ class QtPositionalView(FigureViewBase):
 
     def _on_dims_edited(self) -> None:
         d = self._data.d_model if self._data is not None else 10**9
-        dims = parse_dimensions(self.dims_edit.text(), d)
+        dims, note = read_dimensions(self.dims_edit.text(), d)
         if dims:
             self.set_dimensions(dims)
+        self.readout.setText(note or " ")
 
     def _on_side_changed(self) -> None:
         side = self.side_combo.currentData()

@@ -124,6 +124,8 @@ def walkthrough_for(session: Session, kind: str, layer: int, head: int, query: i
         return None
     if kind != "encoder" and session.n_rows() == 0:
         kind = "encoder"
+    if session.n_layers(kind) == 0:  # a model without layers of this kind: nothing to walk through
+        return None
     layer = max(0, min(layer, session.n_layers(kind) - 1))
     head = max(0, min(head, session.bundle.config.n_heads - 1))
     rows = len(cur.src_pieces) if kind == "encoder" else session.n_rows()
@@ -301,5 +303,6 @@ class ViewSet:
         )
         return answer == QtWidgets.QMessageBox.StandardButton.Yes
 
-    def shutdown(self) -> None:
-        self.train.shutdown(30)
+    def shutdown(self, timeout_s: float) -> bool:
+        """Stop a training run and wait at most ``timeout_s`` for it; True when it has ended."""
+        return self.train.shutdown(timeout_s)

@@ -1,0 +1,302 @@
+"""Open a local Hugging Face ``MarianMTModel`` folder as an attnviz ``Transformer`` with its tokenizers.
+
+A Marian model (Helsinki-NLP's ``opus-mt-*``) is the paper's architecture with Marian's choices,
+each a config field here: post-norm with no final norm, embeddings x sqrt(d_model), sinusoidal
+positions with the sines in the first half of each vector (``positional_layout="halves"``), the
+FFN's SiLU (``activation``), the output layer tied to one embedding shared by both sides, plus
+``final_logits_bias`` (the generator's bias), and the decoder starting from PAD
+(``bos_id == pad_id``). The mapping is exact: the same logits and attention weights, to float32
+rounding, as ``transformers``' ``MarianMTModel``.
+
+Nothing here imports ``transformers`` and nothing is unpickled: weights come from
+``model.safetensors``, or from ``pytorch_model.bin`` through ``torch.load(weights_only=True)``.
+Every problem is a one-line ``HFImportError`` raised before a model is built.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load as st_load
+
+from attnviz.core.data.hf_tokenizer import VocabTokenizer
+from attnviz.core.data.tokenizer import TokenizerError
+from attnviz.core.model.config import ConfigError, TransformerConfig
+from attnviz.core.model.transformer import Transformer
+from attnviz.errors import AttnvizError
+
+CONFIG, SAFETENSORS, PICKLED = "config.json", "model.safetensors", "pytorch_model.bin"
+SOURCE_SPM, TARGET_SPM, VOCAB = "source.spm", "target.spm", "vocab.json"
+ARCHITECTURES = ("MarianMTModel",)
+_ACTIVATIONS = {"relu": "relu", "gelu": "gelu", "swish": "silu", "silu": "silu"}  # transformers' name -> ours
+_MAX_JSON = 64 * 1024 * 1024  # bytes: no config or vocabulary is larger
+
+# transformers' tensor names (after "model.") -> ours; {s} a stack, {i} a layer
+_LAYER_NAMES = (
+    (r"self_attn\.q_proj", "self_attn.w_q"),
+    (r"self_attn\.k_proj", "self_attn.w_k"),
+    (r"self_attn\.v_proj", "self_attn.w_v"),
+    (r"self_attn\.out_proj", "self_attn.w_o"),
+    (r"encoder_attn\.q_proj", "cross_attn.w_q"),
+    (r"encoder_attn\.k_proj", "cross_attn.w_k"),
+    (r"encoder_attn\.v_proj", "cross_attn.w_v"),
+    (r"encoder_attn\.out_proj", "cross_attn.w_o"),
+    (r"self_attn_layer_norm", "norm1"),
+    (r"encoder_attn_layer_norm", "norm2"),
+    (r"fc1", "ffn.linear1"),
+    (r"fc2", "ffn.linear2"),
+)
+_LAYER = re.compile(r"^(encoder|decoder)\.layers\.(\d+)\.(.+)\.(weight|bias)$")
+_IGNORED = re.compile(r"^(encoder|decoder)\.embed_positions\.weight$")  # recomputed (sinusoidal)
+
+
+class HFImportError(AttnvizError, ValueError):
+    """A folder that cannot be opened as a model (one-line message naming the file and the problem)."""
+
+    def __init__(self, path: str | os.PathLike, problem: str):
+        super().__init__(f"{Path(path)}: {problem}")
+
+
+@dataclass
+class ImportedModel:
+    """What a Hugging Face folder holds, as attnviz objects (``bundle.Bundle``'s parts)."""
+
+    model: Transformer
+    src_tokenizer: VocabTokenizer
+    tgt_tokenizer: VocabTokenizer
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def is_hf_folder(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a Hugging Face model folder (a ``config.json`` naming a ``model_type``),
+    not an attnviz bundle. Reads only ``config.json``."""
+    file = Path(path) / CONFIG
+    try:
+        if not file.is_file() or file.stat().st_size > _MAX_JSON:
+            return False
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return False
+    return isinstance(data, dict) and isinstance(data.get("model_type"), str)
+
+
+def read_hf_folder(path: str | os.PathLike, device: str | torch.device = "cpu") -> ImportedModel:
+    """The model and tokenizers of a local ``MarianMTModel`` folder, in eval mode on ``device``."""
+    folder = Path(path)
+    if not folder.is_dir():
+        raise HFImportError(folder, "not a folder (a Hugging Face model folder holds config.json and the weights)")
+    hf = _read_json(folder / CONFIG)
+    vocab = _read_json(folder / VOCAB)
+    unk_id = vocab.get("<unk>") if isinstance(vocab, dict) else None
+    if not isinstance(unk_id, int):
+        raise HFImportError(folder / VOCAB, "is not a piece -> id object with '<unk>'")
+    config = config_from_hf(hf, folder / CONFIG, unk_id)
+    state = hf_state_dict(_read_weights(folder), config, folder)
+    src_tok, tgt_tok = _read_tokenizers(folder, config, vocab)
+    model = Transformer(config)
+    model.load_state_dict(state, strict=False)  # strict=False: a tied generator.weight is not in ``state``
+    model.to(device).eval()
+    meta = {"imported_from": str(folder), "architecture": _architecture(hf), "hf_config": hf}
+    return ImportedModel(model, src_tok, tgt_tok, meta)
+
+
+def _architecture(hf: dict[str, Any]) -> str:
+    archs = hf.get("architectures")
+    return str(archs[0]) if isinstance(archs, list) and archs else str(hf.get("model_type"))
+
+
+def _read_json(file: Path) -> Any:
+    try:
+        if file.stat().st_size > _MAX_JSON:
+            raise HFImportError(file, f"larger than {_MAX_JSON // 2**20} MB")
+        return json.loads(file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise HFImportError(file, "missing (a Hugging Face model folder needs it)") from None
+    except OSError as exc:
+        raise HFImportError(file, f"cannot be read ({exc.strerror or exc})") from None
+    except UnicodeDecodeError:
+        raise HFImportError(file, "is not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise HFImportError(file, f"is not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    except RecursionError:
+        raise HFImportError(file, "is nested too deeply to be a model's JSON file") from None
+
+
+# -- configuration -------------------------------------------------------------------------------
+def config_from_hf(hf: Any, file: Path, unk_id: int) -> TransformerConfig:
+    """Our config for a ``MarianMTModel``'s ``config.json``; ``HFImportError`` for anything it cannot express."""
+    if not isinstance(hf, dict):
+        raise HFImportError(file, "is not a JSON object")
+    arch = _architecture(hf)
+    if arch not in ARCHITECTURES and not (hf.get("model_type") == "marian" and not hf.get("architectures")):
+        raise HFImportError(file, f"architecture {arch!r} is not supported (attnviz opens {', '.join(ARCHITECTURES)})")
+    _check_marian_choices(hf, file)
+    try:
+        return TransformerConfig(
+            src_vocab_size=hf["vocab_size"],
+            tgt_vocab_size=hf["vocab_size"],
+            d_model=hf["d_model"],
+            n_heads=hf["encoder_attention_heads"],
+            n_encoder_layers=hf["encoder_layers"],
+            n_decoder_layers=hf["decoder_layers"],
+            d_ff=hf["encoder_ffn_dim"],
+            dropout=float(hf.get("dropout", 0.1)),
+            max_len=hf["max_position_embeddings"],
+            norm="layer",
+            norm_placement="post",
+            final_norm=False,
+            tie_embeddings=bool(hf.get("tie_word_embeddings", True)),
+            norm_eps=1e-5,  # torch.nn.LayerNorm's, which Marian uses
+            pad_id=hf["pad_token_id"],
+            unk_id=unk_id,
+            bos_id=hf.get("decoder_start_token_id", hf["pad_token_id"]),
+            eos_id=hf["eos_token_id"],
+            activation=_ACTIVATIONS[hf.get("activation_function", "gelu")],
+            positional_layout="halves",
+        )
+    except KeyError as exc:
+        raise HFImportError(file, f"field {exc.args[0]!r} is missing") from None
+    except (ConfigError, TypeError, ValueError) as exc:
+        raise HFImportError(file, f"cannot describe this model ({exc})") from None
+
+
+def _check_marian_choices(hf: dict[str, Any], file: Path) -> None:
+    """``HFImportError`` for a Marian variant the mapping would not reproduce exactly."""
+    pairs = (("encoder_attention_heads", "decoder_attention_heads"), ("encoder_ffn_dim", "decoder_ffn_dim"))
+    for a, b in pairs:
+        if hf.get(a) != hf.get(b):
+            raise HFImportError(file, f"{a} ({hf.get(a)!r}) and {b} ({hf.get(b)!r}) differ; attnviz needs them equal")
+    if hf.get("scale_embedding") is not True:
+        raise HFImportError(file, "scale_embedding must be true (attnviz scales embeddings by sqrt(d_model), as Marian's opus-mt models do)")
+    if hf.get("share_encoder_decoder_embeddings", True) is not True or hf.get("decoder_vocab_size") not in (None, hf.get("vocab_size")):
+        raise HFImportError(file, "separate source and target vocabularies are not supported (one shared vocab.json is)")
+    if hf.get("activation_function", "gelu") not in _ACTIVATIONS:
+        raise HFImportError(file, f"activation {hf.get('activation_function')!r} is not supported (one of {', '.join(_ACTIVATIONS)})")
+    if hf.get("normalize_before") or hf.get("add_final_layer_norm") or hf.get("normalize_embedding"):
+        raise HFImportError(file, "pre-norm or extra LayerNorm Marian variants are not supported")
+
+
+# -- weights ------------------------------------------------------------------------------------
+def _read_weights(folder: Path) -> dict[str, torch.Tensor]:
+    """The tensors of ``model.safetensors`` (preferred) or ``pytorch_model.bin`` (tensors only: no code runs)."""
+    if (folder / SAFETENSORS).is_file():
+        file = folder / SAFETENSORS
+        try:
+            return st_load(file.read_bytes())  # parses a header and raw tensors; never unpickles
+        except (SafetensorError, ValueError, OSError) as exc:
+            raise HFImportError(file, f"not a valid safetensors file ({str(exc).splitlines()[0][:160]})") from None
+        except Exception as exc:  # noqa: BLE001 - the Rust parser can raise other errors on garbage
+            raise HFImportError(file, f"not a valid safetensors file ({type(exc).__name__})") from None
+    file = folder / PICKLED
+    if not file.is_file():
+        raise HFImportError(folder, f"no weights ({SAFETENSORS} or {PICKLED})")
+    try:
+        state = torch.load(file, map_location="cpu", weights_only=True)  # refuses any object but tensors and containers
+    except pickle.UnpicklingError as exc:
+        if "global" in str(exc).lower():  # torch names the global (a function, a class) its safe unpickler refused
+            raise HFImportError(file, "refused: it holds objects other than tensors (a pickle that could run code); nothing was run") from None
+        raise HFImportError(file, "refused: not a readable PyTorch file of tensors (corrupt, or another format)") from None
+    except (RuntimeError, ValueError, EOFError, OSError, AttributeError, TypeError) as exc:
+        first = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
+        raise HFImportError(file, f"refused: not a PyTorch file of tensors ({first})") from None
+    if not isinstance(state, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state.items()):
+        raise HFImportError(file, "does not hold a name -> tensor dictionary")
+    return state
+
+
+def hf_state_dict(theirs: dict[str, torch.Tensor], config: TransformerConfig, where: Path) -> dict[str, torch.Tensor]:
+    """``theirs`` (a ``MarianMTModel`` state dict) under our names, checked against a model of ``config``:
+    every tensor present, each of the right shape and finite; ``HFImportError`` otherwise."""
+    theirs = {k.removeprefix("model."): v for k, v in theirs.items()}
+    ours: dict[str, torch.Tensor] = {}
+    for key, tensor in theirs.items():
+        name = _our_name(key)
+        if name is not None:
+            ours[name] = tensor
+        elif not _IGNORED.match(key) and key not in _EMBEDDING_NAMES:
+            raise HFImportError(where, f"unexpected tensor {key!r} (not a MarianMTModel's?)")
+    ours.update(_embeddings(theirs, config, where))
+    _check_shapes(ours, config, where)
+    return ours
+
+
+_EMBEDDING_NAMES = ("shared.weight", "encoder.embed_tokens.weight", "decoder.embed_tokens.weight", "lm_head.weight", "final_logits_bias")
+
+
+def _our_name(key: str) -> str | None:
+    """Our name of one of a layer's tensors (``encoder.layers.0.fc1.weight`` -> ``encoder.layers.0.ffn.linear1.weight``)."""
+    m = _LAYER.match(key)
+    if m is None:
+        return None
+    stack, layer, part, kind = m.groups()
+    if part == "final_layer_norm":
+        return f"{stack}.layers.{layer}.{'norm3' if stack == 'decoder' else 'norm2'}.{kind}"
+    for pattern, ours in _LAYER_NAMES:
+        if re.fullmatch(pattern, part):
+            return f"{stack}.layers.{layer}.{ours}.{kind}"
+    return None
+
+
+def _embeddings(theirs: dict[str, torch.Tensor], config: TransformerConfig, where: Path) -> dict[str, torch.Tensor]:
+    """The embedding tables, the output layer (tied or not) and its bias (``final_logits_bias``)."""
+    shared = theirs.get("shared.weight")
+    src = theirs.get("encoder.embed_tokens.weight", shared)
+    tgt = theirs.get("decoder.embed_tokens.weight", shared)
+    if src is None or tgt is None:
+        raise HFImportError(where, "no token embedding ('model.shared.weight') in the weights")
+    out = {"encoder.embed.table.weight": src, "decoder.embed.table.weight": tgt}
+    bias = theirs.get("final_logits_bias", torch.zeros(1, config.tgt_vocab_size))
+    out["generator.bias"] = bias.reshape(-1) if bias.dim() == 2 and bias.shape[0] == 1 else bias
+    head = theirs.get("lm_head.weight")
+    if not config.tie_embeddings:
+        if head is None:
+            raise HFImportError(where, "tie_word_embeddings is false but there is no 'lm_head.weight'")
+        out["generator.weight"] = head
+    elif head is not None and not torch.equal(head, tgt):
+        raise HFImportError(where, "'lm_head.weight' differs from the embedding it is tied to (tie_word_embeddings)")
+    return out
+
+
+def _check_shapes(ours: dict[str, torch.Tensor], config: TransformerConfig, where: Path) -> None:
+    with torch.device("meta"):
+        expected = Transformer(config).state_dict()
+    if config.tie_embeddings:
+        expected.pop("generator.weight")
+    missing = sorted(set(expected) - set(ours))
+    if missing:
+        raise HFImportError(where, f"{len(missing)} tensor(s) missing from the weights, e.g. {missing[0]!r}")
+    for name, want in expected.items():
+        got = ours[name]
+        if tuple(got.shape) != tuple(want.shape):
+            raise HFImportError(where, f"tensor {name!r} has shape {tuple(got.shape)}, config.json implies {tuple(want.shape)}")
+        if not got.is_floating_point():
+            raise HFImportError(where, f"tensor {name!r} holds {got.dtype}, not floating-point numbers")
+        if not torch.isfinite(got).all():
+            raise HFImportError(where, f"tensor {name!r} holds NaN or infinite values")
+        ours[name] = got.to(torch.float32)
+
+
+# -- tokenizers ---------------------------------------------------------------------------------
+def _read_tokenizers(folder: Path, config: TransformerConfig, vocab: dict[str, int]) -> tuple[VocabTokenizer, VocabTokenizer]:
+    """Source (ends with EOS) and target tokenizers over the shared ``vocab.json``."""
+    ids = dict(pad_id=config.pad_id, unk_id=config.unk_id, bos_id=config.bos_id, eos_id=config.eos_id)
+    sides = []
+    for name, append_eos in ((SOURCE_SPM, True), (TARGET_SPM, False)):
+        file = folder / name
+        try:
+            sides.append(VocabTokenizer(file.read_bytes(), vocab, append_eos=append_eos, **ids))
+        except FileNotFoundError:
+            raise HFImportError(file, "missing (a Marian model folder needs source.spm, target.spm and vocab.json)") from None
+        except TokenizerError as exc:
+            raise HFImportError(file, str(exc)) from None
+    if sides[0].vocab_size != config.src_vocab_size:
+        raise HFImportError(folder / VOCAB, f"holds {sides[0].vocab_size} pieces, config.json says vocab_size {config.src_vocab_size}")
+    return sides[0], sides[1]

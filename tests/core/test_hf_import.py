@@ -1,0 +1,297 @@
+"""Marian (opus-mt) folders from Hugging Face: a tiny random ``MarianMTModel`` saved by
+``transformers`` in a temporary folder (no network) opens as our ``Transformer`` with the same
+logits, attention weights, tokens and greedy/beam outputs; hostile folders give one line."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from attnviz.cli import main
+from attnviz.core.data.hf_tokenizer import VocabTokenizer, load_tokenizer
+from attnviz.core.decoding.session import DecodingSession
+from attnviz.core.decoding.strategies import BeamSearch, Greedy
+from attnviz.core.model.hf_import import HFImportError, is_hf_folder, read_hf_folder
+from attnviz.core.model.sites import attention_sites
+
+transformers = pytest.importorskip("transformers", reason="transformers is not installed (pip install 'attnviz[hf]')")
+spm = pytest.importorskip("sentencepiece")
+
+SRC_LINES = ["the cat sat on the mat", "a dog runs in the park", "i like green tea", "we read books at night", "the sun is bright today"]
+TGT_LINES = ["die katze sass auf der matte", "ein hund rennt im park", "ich mag gruenen tee", "wir lesen nachts buecher", "die sonne ist heute hell"]
+SOURCES = ["the cat runs", "we like the park at night", "a dog reads books", "green sun"]
+
+
+def _train_spm(lines: list[str], file: Path) -> list[str]:
+    buf = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(lines * 3), model_writer=buf, vocab_size=40, model_type="unigram",
+        hard_vocab_limit=False, minloglevel=2, num_threads=1, character_coverage=1.0,
+    )
+    file.write_bytes(buf.getvalue())
+    sp = spm.SentencePieceProcessor(model_proto=buf.getvalue())
+    return [sp.id_to_piece(i) for i in range(sp.get_piece_size())]
+
+
+def _marian_vocab(pieces: list[str]) -> dict[str, int]:
+    """Marian's layout: EOS 0, UNK 1, the pieces, PAD last."""
+    vocab = {"</s>": 0, "<unk>": 1}
+    for p in pieces:
+        if p not in vocab and p not in ("<s>", "<pad>"):
+            vocab[p] = len(vocab)
+    vocab["<pad>"] = len(vocab)
+    return vocab
+
+
+def build_marian(folder: Path, seed: int = 0) -> Path:
+    """A tiny random MarianMTModel with its tokenizer files, saved by transformers into ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    vocab = _marian_vocab(_train_spm(SRC_LINES, folder / "source.spm") + _train_spm(TGT_LINES, folder / "target.spm"))
+    (folder / "vocab.json").write_text(json.dumps(vocab))
+    v = len(vocab)
+    config = transformers.MarianConfig(
+        vocab_size=v, decoder_vocab_size=v, d_model=16, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+        decoder_attention_heads=4, encoder_ffn_dim=32, decoder_ffn_dim=32, max_position_embeddings=64, activation_function="swish",
+        scale_embedding=True, pad_token_id=v - 1, eos_token_id=0, decoder_start_token_id=v - 1, forced_eos_token_id=None,
+    )
+    torch.manual_seed(seed)
+    model = transformers.MarianMTModel(config).eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.normal_(0.0, 0.3 if p.dim() > 1 else 0.1)
+        model.final_logits_bias.normal_(0.0, 1.0)
+        model.final_logits_bias[0, 0] += 1.5  # EOS: translations end at different lengths
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.save_pretrained(folder)
+        transformers.MarianTokenizer(str(folder / "source.spm"), str(folder / "target.spm"), str(folder / "vocab.json")).save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def marian_dir(tmp_path_factory) -> Path:
+    return build_marian(tmp_path_factory.mktemp("hf") / "tiny-marian")
+
+
+@pytest.fixture(scope="module")
+def theirs(marian_dir):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return transformers.MarianMTModel.from_pretrained(marian_dir, attn_implementation="eager").eval()
+
+
+@pytest.fixture(scope="module")
+def hf_tokenizer(marian_dir):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return transformers.MarianTokenizer.from_pretrained(marian_dir)
+
+
+@pytest.fixture(scope="module")
+def ours(marian_dir):
+    return read_hf_folder(marian_dir)
+
+
+def _padded(rows: list[list[int]], pad: int) -> torch.Tensor:
+    n = max(len(r) for r in rows)
+    return torch.tensor([r + [pad] * (n - len(r)) for r in rows])
+
+
+def test_logits_and_every_attention_equal_transformers(ours, theirs):
+    cfg = ours.model.config
+    src = _padded([ours.src_tokenizer.encode(s) for s in SOURCES[:2]], cfg.pad_id)  # [2, Ls], the second padded
+    tgt = torch.tensor([[cfg.bos_id, 5, 9, 12, 3, 0], [cfg.bos_id, 7, 7, 2, 0, 4]])
+    with torch.no_grad():
+        out = theirs(input_ids=src, attention_mask=(src != cfg.pad_id).long(), decoder_input_ids=tgt, output_attentions=True)
+        for row in range(2):
+            logits, trace = ours.model.run_with_trace(src, tgt, names=["*.weights"], batch_index=row)
+            assert torch.allclose(logits[row], out.logits[row], atol=1e-5, rtol=0)
+            their_weights = {"encoder": out.encoder_attentions, "decoder": out.decoder_attentions, "cross": out.cross_attentions}
+            for site in attention_sites(cfg):
+                theirs_site = their_weights[site.kind][site.layer][row].numpy()
+                keys = theirs_site.shape[-1] if site.kind == "decoder" else int((src[row] != cfg.pad_id).sum())
+                assert np.allclose(trace[site.name("weights")][..., :keys], theirs_site[..., :keys], atol=1e-6, rtol=0), site.path
+
+
+def test_config_records_marians_choices(ours, marian_dir):
+    cfg, hf = ours.model.config, json.loads((marian_dir / "config.json").read_text())
+    assert (cfg.activation, cfg.positional_layout, cfg.norm_placement, cfg.final_norm) == ("silu", "halves", "post", False)
+    assert cfg.bos_id == cfg.pad_id == hf["decoder_start_token_id"] and cfg.eos_id == hf["eos_token_id"] and cfg.max_len == 64
+    assert cfg.tie_embeddings and ours.model.generator.weight is ours.model.decoder.embed.table.weight
+    assert ours.meta["architecture"] == "MarianMTModel"
+
+
+def test_tokenizer_equals_marian_tokenizer(ours, hf_tokenizer):
+    for text in SOURCES + ["the zebra 猫 sat"]:
+        assert ours.src_tokenizer.encode(text) == hf_tokenizer(text)["input_ids"]
+        assert ours.tgt_tokenizer.encode(text) == hf_tokenizer(text_target=text)["input_ids"][:-1]  # no EOS: the model adds it
+    for text in SOURCES:
+        ids = ours.tgt_tokenizer.encode(text)
+        assert ours.tgt_tokenizer.decode(ids) == hf_tokenizer.decode(ids, skip_special_tokens=True) == text
+    assert "\u2047" in ours.tgt_tokenizer.decode(ours.tgt_tokenizer.encode("the 猫"))  # UNK shows as ⁇, as in our own tokenizers
+    tok = ours.src_tokenizer
+    assert tok.unknown_characters("the zebra 猫") == ["猫"]
+    assert tok.pieces([tok.bos_id, tok.eos_id, tok.unk_id]) == ["SOS", "EOS", "UNK"]
+    assert tok.piece_to_id("EOS") == tok.eos_id and tok.vocab_size == ours.model.config.src_vocab_size
+
+
+def _their_generate(theirs, ids: list[int], pad: int, max_new: int, beams: int) -> list[int]:
+    with torch.no_grad():
+        out = theirs.generate(
+            torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long), num_beams=beams, do_sample=False,
+            length_penalty=0.0, early_stopping=False, max_new_tokens=max_new, min_length=0, bad_words_ids=[[pad]],
+            forced_eos_token_id=None, no_repeat_ngram_size=0, repetition_penalty=1.0, num_return_sequences=1,
+        )
+    return out[0].tolist()
+
+
+@pytest.mark.parametrize("beams", [1, 3])
+def test_greedy_and_beam_equal_generate(ours, theirs, beams):
+    cfg = ours.model.config
+    lengths = set()
+    for text in SOURCES:
+        strategy = Greedy() if beams == 1 else BeamSearch(width=beams, length_penalty=0.0)
+        session = DecodingSession(ours.model, ours.src_tokenizer, ours.tgt_tokenizer, text, strategy=strategy, capture=False)
+        session.run()
+        expected = _their_generate(theirs, list(session.source.ids), cfg.pad_id, session.max_len, beams)
+        assert list(session.tgt_ids) == expected, text
+        lengths.add(len(expected))
+    assert len(lengths) > 1  # the inputs end at different lengths
+
+
+def test_cached_step_equals_full_pass(ours):
+    model, cfg = ours.model, ours.model.config
+    src = torch.tensor([ours.src_tokenizer.encode(SOURCES[1])])
+    tgt = torch.tensor([[cfg.bos_id, 4, 9, 11]])
+    with torch.no_grad():
+        full = model(src, tgt)[0]  # [Lt, V]
+        cache = model.start_decoding(model.encode(src))
+        for t in range(tgt.shape[1]):
+            step, cache = model.decode_step(tgt[:, t], cache)
+            assert torch.allclose(step[0], full[t], atol=1e-5, rtol=0)
+
+
+def test_pickled_weights_load_without_running_code(ours, marian_dir, tmp_path):
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    for name in ("config.json", "vocab.json", "source.spm", "target.spm"):
+        (folder / name).write_bytes((marian_dir / name).read_bytes())
+    torch.save(load_file(marian_dir / "model.safetensors"), folder / "pytorch_model.bin")
+    again = read_hf_folder(folder)
+    for name, tensor in ours.model.state_dict().items():
+        assert torch.equal(again.model.state_dict()[name], tensor), name
+
+
+class _RunsCode:
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def _copy_without_weights(marian_dir: Path, folder: Path) -> Path:
+    folder.mkdir()
+    for name in ("config.json", "vocab.json", "source.spm", "target.spm"):
+        (folder / name).write_bytes((marian_dir / name).read_bytes())
+    return folder
+
+
+def test_a_pickle_that_would_run_code_is_refused_and_runs_nothing(marian_dir, tmp_path, capsys):
+    folder = _copy_without_weights(marian_dir, tmp_path / "hostile")
+    marker = tmp_path / "ran"
+    torch.save({"model.shared.weight": torch.zeros(2), "payload": _RunsCode(marker)}, folder / "pytorch_model.bin")
+    assert main(["import-hf", str(folder), "--out", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert not marker.exists() and not (tmp_path / "out").exists()
+    assert err.startswith("attnviz: error: ") and "pytorch_model.bin: refused" in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (dict(encoder_ffn_dim=48, decoder_ffn_dim=48), "has shape"),
+        (dict(architectures=["BertForMaskedLM"], model_type="bert"), "architecture 'BertForMaskedLM' is not supported"),
+        (dict(activation_function="tanh"), "activation 'tanh' is not supported"),
+        (dict(encoder_attention_heads=2), "differ"),
+    ],
+)
+def test_hostile_or_foreign_config_gives_one_line(marian_dir, tmp_path, capsys, change, message):
+    folder = _copy_without_weights(marian_dir, tmp_path / "foreign")
+    (folder / "model.safetensors").write_bytes((marian_dir / "model.safetensors").read_bytes())
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, **change}))
+    with pytest.raises(HFImportError, match=message):
+        read_hf_folder(folder)
+    assert main(["import-hf", str(folder), "--out", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and not (tmp_path / "out").exists()
+
+
+def test_import_hf_writes_a_bundle_with_the_same_model(ours, marian_dir, tmp_path, capsys):
+    out = tmp_path / "models" / "tiny-marian"
+    assert main(["import-hf", str(marian_dir), "--out", str(out)]) == 0
+    assert capsys.readouterr().out.startswith(f"saved {out} (MarianMTModel")
+    assert json.loads((out / "config.json").read_text())["positional_layout"] == "halves"
+    weights = load_file(out / "model.safetensors")
+    for name, tensor in weights.items():
+        assert torch.equal(tensor, ours.model.state_dict()[name]), name
+    for file, tok in (("src.model", ours.src_tokenizer), ("tgt.model", ours.tgt_tokenizer)):
+        back = load_tokenizer(out / file)
+        assert isinstance(back, VocabTokenizer) and back.to_bytes() == tok.to_bytes()
+        assert back.encode(SOURCES[0]) == tok.encode(SOURCES[0])
+    assert is_hf_folder(marian_dir) and not is_hf_folder(out)
+
+
+def test_import_hf_refuses_to_overwrite_a_folder_that_is_not_a_bundle(marian_dir, tmp_path, capsys):
+    keep = tmp_path / "mine"
+    keep.mkdir()
+    (keep / "notes.txt").write_text("keep me")
+    assert main(["import-hf", str(marian_dir), "--out", str(keep)]) == 2
+    assert "is not a model bundle" in capsys.readouterr().err and (keep / "notes.txt").read_text() == "keep me"
+
+
+def test_a_corrupt_pytorch_file_is_refused_in_one_line(marian_dir, tmp_path, capsys):
+    folder = _copy_without_weights(marian_dir, tmp_path / "corrupt")
+    (folder / "pytorch_model.bin").write_bytes(b"not a pickle at all" * 8)
+    assert main(["import-hf", str(folder), "--out", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert "refused: not a readable PyTorch file of tensors" in err and err.count("\n") == 1
+
+
+def test_config_fields_for_marian_are_checked():
+    from attnviz.core.model.config import ConfigError, TransformerConfig
+
+    base = dict(src_vocab_size=50, tgt_vocab_size=50, d_model=16, n_heads=4, d_ff=32)
+    marian = TransformerConfig(**base, pad_id=49, unk_id=1, bos_id=49, eos_id=0, activation="silu", positional_layout="halves")
+    assert TransformerConfig.from_dict(marian.to_dict()) == marian  # a bundle's config.json round trip
+    with pytest.raises(ConfigError, match="activation"):
+        TransformerConfig(**base, activation="tanh")
+    with pytest.raises(ConfigError, match="positional_layout"):
+        TransformerConfig(**base, positional_layout="rotary")
+    with pytest.raises(ConfigError, match="distinct"):
+        TransformerConfig(**base, pad_id=49, unk_id=1, bos_id=0, eos_id=0)  # a decoder may start from PAD, never from EOS
+
+
+def test_load_bundle_opens_the_folder_and_the_converted_bundle(ours, marian_dir, tmp_path):
+    from attnviz.core.bundle import load_bundle
+    from attnviz.core.decoding.session import translate
+
+    out = tmp_path / "tiny-marian"
+    assert main(["import-hf", str(marian_dir), "--out", str(out)]) == 0
+    expected = translate(load_bundle(marian_dir), SOURCES[1], strategy=BeamSearch(width=3, length_penalty=0.0))
+    for path in (marian_dir, out):
+        bundle = load_bundle(path)
+        assert bundle.config == ours.model.config and bundle.name == path.name
+        assert isinstance(bundle.src_tokenizer, VocabTokenizer) and bundle.src_tokenizer.encode(SOURCES[1]) == ours.src_tokenizer.encode(SOURCES[1])
+        for name, tensor in ours.model.state_dict().items():
+            assert torch.equal(bundle.model.state_dict()[name], tensor), name
+        assert translate(bundle, SOURCES[1], strategy=BeamSearch(width=3, length_penalty=0.0))[0] == expected[0]
