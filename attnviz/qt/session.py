@@ -21,12 +21,13 @@ import numpy as np
 from PySide6 import QtCore
 
 from attnviz.core.analysis.rollout import decoder_rollout, rollout
-from attnviz.core.bundle import Bundle, BundleError, load_bundle
+from attnviz.core.bundle import Bundle, load_bundle
 from attnviz.core.decoding.result import DecodingResult, TopK
 from attnviz.core.decoding.session import DecodeStep, DecodingSession
 from attnviz.core.decoding.strategies import BeamSearch, DecodingError, Greedy, Sampling
 from attnviz.core.decoding.teacher_forcing import TeacherForced, teacher_forced_from_bundle
 from attnviz.core.model.sites import attention_sites, n_layers
+from attnviz.errors import AttnvizError
 from attnviz.qt.views.data import AttentionData, MaskData
 
 MAX_MESSAGE = 500  # characters of a message shown in the window
@@ -96,7 +97,7 @@ class Session(QtCore.QObject):
 
         def failed(exc: BaseException) -> None:
             if self._end_load(worker):
-                text = str(exc) if isinstance(exc, BundleError) else f"{path}: {type(exc).__name__}: {exc}"
+                text = str(exc) if isinstance(exc, AttnvizError) else f"{path}: {type(exc).__name__}: {exc}"
                 self.message.emit("error", one_line(f"Could not open the model: {text}"))
 
         def finished() -> None:
