@@ -8,6 +8,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 from PySide6 import QtCore, QtWidgets
+from window_helpers import close_window, open_window
 
 from attnviz.paths import default_model
 from attnviz.qt.main_window import MainWindow
@@ -24,17 +25,9 @@ def wait_idle(qtbot, window):
 
 @pytest.fixture
 def window(qtbot, tmp_path):
-    settings = QtCore.QSettings(str(tmp_path / "settings.ini"), QtCore.QSettings.Format.IniFormat)
-    w = MainWindow(settings=settings)
-    qtbot.addWidget(w)
-    w.resize(1400, 900)
-    w.show()
-    qtbot.waitUntil(lambda: w.session.bundle is not None, timeout=TIMEOUT)
-    qtbot.waitUntil(lambda: w.session.decoding is not None and w.session.decoding.finished, timeout=TIMEOUT)
-    wait_idle(qtbot, w)
+    w = open_window(qtbot, tmp_path)
     yield w
-    w.session.stop_run()
-    w.session.wait_for_workers(5000)
+    close_window(w)
 
 
 def find(w, cls, name):
