@@ -17,9 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import sentencepiece as spm
-
-from attnviz.core.data.tokenizer import Tokenizer, TokenizerError, unreadable_text
+from attnviz.core.data.tokenizer import Tokenizer, TokenizerError, load_sentencepiece, unreadable_text
 
 FORMAT = "attnviz-vocab-tokenizer"
 FORMAT_VERSION = 1
@@ -41,11 +39,7 @@ class VocabTokenizer:
         append_eos: bool = False,
     ):
         self._proto = bytes(model_proto)
-        self.sp = spm.SentencePieceProcessor()
-        try:
-            self.sp.LoadFromSerializedProto(self._proto)
-        except Exception as exc:  # sentencepiece raises RuntimeError/OSError with long texts
-            raise TokenizerError(f"not a sentencepiece model ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})") from None
+        self.sp = load_sentencepiece(self._proto)
         self.vocab = _checked_vocab(vocab)
         self._by_id = sorted(self.vocab, key=self.vocab.__getitem__)  # id -> piece
         for name, value in (("pad_id", pad_id), ("unk_id", unk_id), ("bos_id", bos_id), ("eos_id", eos_id)):

@@ -35,16 +35,22 @@ def unreadable_text(text: str) -> str | None:
     return None
 
 
+def load_sentencepiece(model_proto: bytes) -> spm.SentencePieceProcessor:
+    """A sentencepiece processor for a serialized model (``TokenizerError`` in one line if it is none)."""
+    sp = spm.SentencePieceProcessor()
+    try:
+        sp.LoadFromSerializedProto(model_proto)
+    except Exception as exc:  # sentencepiece raises RuntimeError/OSError with long texts
+        raise TokenizerError(f"not a sentencepiece model ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})") from None
+    return sp
+
+
 class Tokenizer:
     """Text <-> ids <-> pieces for one language."""
 
     def __init__(self, model_proto: bytes):
         self._proto = bytes(model_proto)
-        self.sp = spm.SentencePieceProcessor()
-        try:
-            self.sp.LoadFromSerializedProto(self._proto)
-        except Exception as exc:  # sentencepiece raises RuntimeError/OSError with long texts
-            raise TokenizerError(f"not a sentencepiece model ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})") from None
+        self.sp = load_sentencepiece(self._proto)
         ids = (self.sp.pad_id(), self.sp.unk_id(), self.sp.bos_id(), self.sp.eos_id())
         if ids != (PAD_ID, UNK_ID, BOS_ID, EOS_ID):
             raise TokenizerError(f"special ids are {ids}, expected PAD 0, UNK 1, SOS 2, EOS 3")
