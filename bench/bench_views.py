@@ -1,9 +1,16 @@
-"""How long every view takes to show one new decoding step (set_data + repaint).
+"""How long the views take to show a new decoding step or a new selection (update + paint).
 
 Sizes: the default model (3 layers × 4 heads, 12 tokens) and a BASE config (6 layers ×
-8 heads, 20 tokens). Each figure is the median over repeated steps, in milliseconds, and
+8 heads, 20 tokens). Each figure is the median over repeated updates, in milliseconds of wall
+time (and of this process's CPU time, which other load on the machine does not inflate), and
 its ratio to a reference measured in the same run: one plain 20×20 ``ImageItem`` updated
-and repainted. Target: all views together ≤ 16 ms (holding → stays fluid).
+and repainted.
+
+"linked update": the window's :class:`ViewSet` with its one linked selection; a new selection
+(layer, head) or a new step reaches every *visible* linked view (hidden ones follow when shown),
+timed until the event loop has painted them. Two layouts: the window's default (the grid and
+the head detail shown; lines and masks are tabs behind the head detail) and all four attention
+views shown at once. Target: ≤ 16 ms (holding → stays fluid).
 
     python bench/bench_views.py [--repeats N]
 """
@@ -32,6 +39,7 @@ from attnviz.qt.views.attention_grid import QtAttentionGrid  # noqa: E402
 from attnviz.qt.views.head_detail import QtHeadDetailView  # noqa: E402
 from attnviz.qt.views.lines import QtLineView  # noqa: E402
 from attnviz.qt.views.masks import QtMaskView  # noqa: E402
+from attnviz.qt.views.registry import ViewSet  # noqa: E402
 
 SIZES = {
     "default (3 layers × 4 heads, 12 tokens)": (3, 4, 12),
@@ -59,16 +67,76 @@ def _steps(n_layers: int, n_heads: int, n_tokens: int, count: int = 6):
 
 
 def _time(update, repeats: int) -> float:
+    return _time_both(update, repeats)[0]
+
+
+def _time_both(update, repeats: int) -> tuple[float, float]:
+    """Median wall and CPU milliseconds of ``update(i)`` plus the paint it causes."""
     app = QtWidgets.QApplication.instance()
-    samples = []
+    wall, cpu = [], []
     for i in range(repeats + 3):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         update(i)
         app.processEvents()
-        t1 = time.perf_counter()
+        t1, c1 = time.perf_counter(), time.process_time()
         if i >= 3:  # warm-up
-            samples.append((t1 - t0) * 1000)
-    return statistics.median(samples)
+            wall.append((t1 - t0) * 1000)
+            cpu.append((c1 - c0) * 1000)
+    return statistics.median(wall), statistics.median(cpu)
+
+
+class _SampleSession:
+    """What the :class:`ViewSet` asks of a session, answered from the sample data of one step."""
+
+    def __init__(self, steps):
+        self.steps = steps
+        self.index = 0
+        self.current = True  # something is decoded
+
+    def attention_data(self, kind):
+        return self.steps[self.index]["head"][kind]
+
+    def mask_data(self):
+        return self.steps[self.index]["mask"]
+
+    def output_pieces(self):
+        return ()
+
+
+LINKED = ("grid", "head", "lines", "mask")
+LAYOUTS = {
+    "window's default layout (grid + head detail shown)": ("grid", "head"),
+    "all four attention views shown": LINKED,
+}
+_SIZES = {"grid": (760, 560), "head": (640, 560), "lines": (640, 560), "mask": (900, 760)}
+
+
+def _linked_update(steps, shown: tuple[str, ...], repeats: int) -> dict[str, tuple[float, float]]:
+    """(wall, CPU) ms of a selection change and of a step reaching the ``shown`` linked views."""
+    session = _SampleSession(steps)
+    views = ViewSet(session, lambda path: None)
+    for name in LINKED:
+        views[name].resize(*_SIZES[name])
+        if name in shown:
+            views[name].show()
+    for name in shown:
+        views.refresh(views[name])
+    QtWidgets.QApplication.processEvents()
+    n_layers, n_heads = steps[0]["head"]["cross"].weights.shape[:2]
+
+    def select(i):
+        views.selection.update(layer=(i * 5) % n_layers, head=(i * 3) % n_heads, mode="head")
+
+    def step(i):
+        session.index = (i + 1) % len(steps)
+        for name in shown:
+            views.refresh(views[name])
+
+    out = {"selection": _time_both(select, repeats), "step": _time_both(step, repeats)}
+    for view in views.all():
+        view.close()
+    views.train.close()
+    return out
 
 
 def _line_layer_latency(view: QtLineView, steps, repeats: int) -> float:
@@ -148,7 +216,27 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  grid + head detail (the docks shown side by side by default): {shown:.2f} ms   ({verdict})")
         for view in views.values():
             view.close()
+        _print_linked(steps, args.repeats, ref)
     return 0
+
+
+NOTE_ALL_FOUR = (
+    "    note: with all four shown the masks view is most of the time (six heatmaps and three colour\n"
+    "    bars, redrawn by the CPU); in the window it is a tab behind the head detail and, hidden, costs\n"
+    "    nothing until it is shown."
+)
+
+
+def _print_linked(steps, repeats: int, ref: float) -> None:
+    for layout, shown in LAYOUTS.items():
+        print(f"  linked update, {layout}:")
+        over = False
+        for what, (wall, cpu) in _linked_update(steps, shown, repeats).items():
+            verdict = "ok" if wall <= TARGET_MS else ("ok in CPU time" if cpu <= TARGET_MS else "over target")
+            over |= cpu > TARGET_MS
+            print(f"    {what:<9} {wall:7.2f} ms (CPU {cpu:6.2f} ms)   ×{wall / ref:5.1f} reference   (target ≤ {TARGET_MS:.0f} ms: {verdict})")
+        if over and "mask" in shown:
+            print(NOTE_ALL_FOUR)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,10 @@
 Which views there are, the selectors each takes (``--kind``, ``--layer``, ``--head``, ``--query``)
 and how each is fed come from the view registry, as in the app. A selector a view takes is always
 applied; one it does not take, or a kind it does not show, is refused.
+
+Data files start with what they are of (model, source, target, step, kind, layer, head: commented
+lines in a CSV, ``metadata`` in an NPZ). Qt's own chatter about the off-screen platform is kept
+out of stderr, which is left to our messages.
 """
 
 from __future__ import annotations
@@ -16,11 +20,11 @@ from attnviz.core.model.sites import KINDS
 from attnviz.errors import CommandError
 
 if TYPE_CHECKING:
+    from attnviz.qt.selection import ViewChoice
     from attnviz.qt.session import Session
-    from attnviz.qt.views.registry import ViewChoice, ViewSpec
+    from attnviz.qt.views.registry import ViewSpec
 
 HELP = "export a view's figure (PNG/SVG/PDF) or data (CSV/NPZ) headless, exactly as the app draws it"
-VIEWS = ("grid", "head", "lines", "mask", "pe", "norm", "output", "walkthrough")  # the registry's names (a test pins them)
 FIGURE_FORMATS = ("png", "svg", "pdf")
 FORMATS = (*FIGURE_FORMATS, "csv", "npz")
 
@@ -29,14 +33,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", metavar="DIR", help="model bundle (default: the bundled models/hsk-zh-en)")
     p.add_argument("--src", required=True, metavar="TEXT", help="source sentence")
     p.add_argument("--tgt", metavar="TEXT", help="target sentence: teacher-forced mode instead of decoding")
+    p.add_argument("--other", metavar="TEXT", help="compare view: the second source (default: --src with its first and "
+                   "last word, or character, swapped: 猫吃鱼。 → 鱼吃猫。)")
     p.add_argument("--strategy", default="greedy", help="greedy | beam:K | sample:T (default greedy)")
     p.add_argument("--seed", type=int, default=0, help="seed for sampling")
     p.add_argument("--steps", type=int, metavar="N", help="decode only N steps (default: to EOS)")
-    p.add_argument("--view", choices=VIEWS, default="grid", help="which view to draw (default grid)")
+    p.add_argument("--view", default="grid", metavar="NAME",
+                   help="which view to draw, by its name in the view registry: grid, head, lines, mask, pe, norm, output, "
+                        "walkthrough, … (default grid; an unknown name lists them all)")
     p.add_argument("--kind", choices=KINDS, help="attention kind, for the views that take one "
                    "(default cross; mask: decoder; norm: encoder or decoder, default decoder)")
     p.add_argument("--layer", type=int, help="layer, 1-based as on screen (default 1)")
-    p.add_argument("--head", help="head, 1-based (default 1); 'mean' (over heads), 'rollout', or 'all' (one file per layer and head)")
+    p.add_argument("--head", help="head, 1-based (default 1); 'mean' (over heads), 'rollout', or 'all' "
+                   "(figures: one file per layer and head; csv/npz: one file with every layer and head)")
     p.add_argument("--query", type=int, help="query row of the walkthrough, 1-based (default: the current step)")
     p.add_argument("--format", dest="fmt", choices=FORMATS, default="png", help="file format (default png)")
     p.add_argument("--out", required=True, metavar="DIR", help="output folder (created if missing)")
@@ -92,6 +101,8 @@ def _parse_head(text: str | None, spec: ViewSpec) -> tuple[str, int]:
 
 def _refuse_unused_selectors(args: argparse.Namespace, spec: ViewSpec) -> None:
     """A selector the view does not take, or a kind it does not show, is an error, not ignored."""
+    if getattr(args, "other", None) is not None and spec.name != "compare":
+        raise CommandError(f"--other does not apply to the {spec.name} view (only to compare)", 2)
     for selector in ("kind", "layer", "head", "query"):
         if getattr(args, selector) is not None and not spec.takes(selector):
             raise CommandError(f"--{selector} does not apply to the {spec.name} view", 2)
@@ -101,7 +112,7 @@ def _refuse_unused_selectors(args: argparse.Namespace, spec: ViewSpec) -> None:
 
 def _request(args: argparse.Namespace, spec: ViewSpec) -> ViewChoice:
     """The choice the arguments ask for, before any model is loaded (0-based; ranges unchecked)."""
-    from attnviz.qt.views.registry import ViewChoice
+    from attnviz.qt.selection import ViewChoice
 
     _refuse_unused_selectors(args, spec)
     mode, head = _parse_head(args.head, spec)
@@ -170,14 +181,29 @@ def _make_folder(out: Path) -> None:
         raise CommandError(f"cannot create the output folder {out}: {exc.strerror or exc}") from None
 
 
+def export_metadata(args: argparse.Namespace, session: Session, choice: ViewChoice) -> dict[str, object]:
+    """What a data file is of: the model, the sentences, the step and the selection (1-based)."""
+    from attnviz.qt.export.files import session_metadata
+
+    head = choice.head if choice.mode == "head" else choice.mode
+    layer = None if choice.mode == "all" else choice.layer
+    meta = session_metadata(session, choice.kind, layer, head)
+    if not args.tgt:
+        meta["target"] = f"{meta['target']} (decoded with {args.strategy})"
+    return meta
+
+
 def _export_all_heads(args: argparse.Namespace, session: Session, choice: ViewChoice, size: tuple[int, int], out: Path) -> list[Path]:
-    """One head-detail figure per layer and head of the chosen kind."""
-    from attnviz.qt.export.files import export_all_heads
+    """Figures: one head-detail figure per layer and head of the chosen kind. Data: one file
+    with every layer's and head's weights."""
+    from attnviz.qt.export.files import all_heads_data, atomic_write_bytes, data_to_bytes, export_all_heads
     from attnviz.qt.views.registry import head_figure
 
+    data = session.attention_data(choice.kind)
     if args.fmt not in FIGURE_FORMATS:
-        raise CommandError("--head all writes figures: use --format png, svg or pdf", 2)
-    return export_all_heads(head_figure(), session.attention_data(choice.kind), out, args.fmt, width=args.width,
+        path = out / f"{args.view}_{choice.kind}_all_heads.{args.fmt}"
+        return [atomic_write_bytes(path, data_to_bytes(all_heads_data(data), args.fmt, export_metadata(args, session, choice)))]
+    return export_all_heads(head_figure(), data, out, args.fmt, width=args.width,
                             dpi=args.dpi, size=size, theme=args.theme, colormap=args.colormap)
 
 
@@ -189,6 +215,8 @@ def _export_view(args: argparse.Namespace, session: Session, spec: ViewSpec, cho
     view = build_view(spec, theme=args.theme)
     try:
         try:
+            if getattr(args, "other", None) is not None:
+                view.set_other(args.other)  # the compare view's second source, before it is fed
             show_in_view(spec, view, session, choice)
         except ValueError as exc:  # data the view cannot draw (an unusual model): one line, no traceback
             raise CommandError(f"cannot draw the {spec.name} view for this model: {exc}") from None
@@ -198,10 +226,27 @@ def _export_view(args: argparse.Namespace, session: Session, spec: ViewSpec, cho
         path = out / f"{file_stem(spec, choice)}.{args.fmt}"
         if args.fmt in FIGURE_FORMATS:
             return render_view_to_file(view, path, args.fmt, width=args.width, dpi=args.dpi)
-        return atomic_write_bytes(path, data_to_bytes(view.figure_data(), args.fmt))
+        return atomic_write_bytes(path, data_to_bytes(view.figure_data(), args.fmt, export_metadata(args, session, choice)))
     finally:  # Qt objects are destroyed here, in this thread, not by a later garbage collection
         view.close()
         view.deleteLater()
+
+
+QUIET_QT_MESSAGES = ("propagateSizeHints",)  # the off-screen platform's notes, not ours to show
+
+
+def quiet_qt_messages() -> None:
+    """Send Qt's messages to stderr as Qt does, except the off-screen platform's notes
+    (:data:`QUIET_QT_MESSAGES`); installed before the QApplication exists."""
+    import sys
+
+    from PySide6 import QtCore
+
+    def handler(mode, context, message: str) -> None:
+        if not any(word in message for word in QUIET_QT_MESSAGES):
+            print(message, file=sys.stderr)
+
+    QtCore.qInstallMessageHandler(handler)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -217,6 +262,7 @@ def run(args: argparse.Namespace) -> int:
     _check_figure_options(args)
     spec = view_spec(args.view)
     choice = _request(args, spec)
+    quiet_qt_messages()
     app = make_app()  # noqa: F841 - the views need a QApplication
     session = _decoded_session(args)
     try:

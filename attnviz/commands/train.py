@@ -26,8 +26,9 @@ FLAG_RANGES: dict[str, tuple[type, float, float]] = {
     "src_vocab": (int, 8, 100_000),
     "tgt_vocab": (int, 8, 100_000),
     "n_examples": (int, 1, 10_000_000),
+    "augment_per_pair": (int, 1, 100),
 }
-TRAIN_DEFAULTS = dict(epochs=30, lr=1e-3, warmup=400, schedule="inverse-sqrt", batch_tokens=500, label_smoothing=0.1, clip=1.0, seed=0, threads=1, device="auto")
+TRAIN_DEFAULTS = dict(epochs=30, lr=1e-3, warmup=400, schedule="inverse-sqrt", batch_tokens=500, label_smoothing=0.1, clip=1.0, seed=0, threads=1, device="auto", average_last=0)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -38,6 +39,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "or a source file whose line-aligned target file is given with --data-target",
     )
     p.add_argument("--data-target", metavar="FILE", help="target-language file, line-aligned with the --data file")
+    p.add_argument(
+        "--augment",
+        metavar="KINDS",
+        help="add training pairs (training split only; hsk-zh-en): cedict (CC-CEDICT word pairs), "
+        "substitution (aligned word substitution), or both: cedict,substitution",
+    )
+    p.add_argument("--augment-per-pair", type=int, help="substitution: new sentences made from each training sentence (default 2)")
     p.add_argument("--out", metavar="DIR", required=True, help="output model bundle folder, e.g. models/NAME or runs/NAME")
     p.add_argument("--resume", action="store_true", help="continue the run saved in --out (same data; --epochs may extend it)")
     p.add_argument("--force", action="store_true", help="replace the attnviz model bundle in --out with a new run (a folder holding anything else is never replaced)")
@@ -66,6 +74,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     t.add_argument("--schedule", choices=("inverse-sqrt", "linear", "constant"), help="learning rate after the warm-up (default inverse-sqrt)")
     t.add_argument("--batch-tokens", type=int, help=f"padded tokens per batch (default {TRAIN_DEFAULTS['batch_tokens']})")
     t.add_argument("--label-smoothing", type=float, help=f"label smoothing (default {TRAIN_DEFAULTS['label_smoothing']})")
+    t.add_argument("--average-last", type=int, help="ship the mean of the last N epochs' weights (checkpoint averaging; default 0: the last epoch's)")
     t.add_argument("--clip", type=float, help="gradient clipping norm, 0 for none (default 1.0)")
     t.add_argument("--seed", type=int, help="random seed for weights, dropout and batches (default 0)")
     t.add_argument("--threads", type=int, help="torch CPU threads (default 1)")
@@ -181,6 +190,14 @@ def _check_flags(args: argparse.Namespace) -> None:
             check_number("--" + name.replace("_", "-"), value, kind, lo, hi)
     if args.dropout is not None:
         check_number("--dropout", args.dropout, float, 0.0, 1.0, "[)")
+    if args.augment is not None:
+        from attnviz.core.data.augment import parse_kinds
+
+        parse_kinds(args.augment)
+    elif args.augment_per_pair is not None:
+        from attnviz.errors import CommandError
+
+        raise CommandError("--augment-per-pair needs --augment substitution")
 
 
 def _resumed_trainer(args: argparse.Namespace, command: str):
@@ -255,6 +272,12 @@ def _dataset(args: argparse.Namespace):
     dataset = D.load_data(data_name, args.data_target, n_examples=args.n_examples)
     if dataset.report.problems:
         print(dataset.report.summary(), file=sys.stderr)
+    if args.augment:
+        from attnviz.core.data.augment import augment_dataset, parse_kinds
+
+        dataset = augment_dataset(dataset, parse_kinds(args.augment), seed=_pick(args.seed, 0), per_pair=_pick(args.augment_per_pair, 2))
+        added = ", ".join(f"{n} {kind}" for kind, n in dataset.spec["augment"]["added"].items())
+        print(f"augmented the training split: {added} pairs added", file=sys.stderr)
     return dataset
 
 

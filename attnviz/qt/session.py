@@ -14,7 +14,6 @@ What the views render is asked of ``current``, the ``DecodingResult`` of either 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -40,22 +39,16 @@ def one_line(text: str, limit: int = MAX_MESSAGE) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-@dataclass(frozen=True)
-class Selection:
-    kind: str = "cross"  # encoder | decoder | cross
-    layer: int = 0
-    head: int = 0  # index, or -1 for the mean over heads
-
-
 class Session(QtCore.QObject):
-    """Owns the current model, its decoding and the selection; emits a signal on every change."""
+    """Owns the current model and its decoding; emits a signal on every change. (What the views
+    show of it, the selection, is the views' own: :class:`attnviz.qt.selection.LinkedSelection`.)"""
 
     modelChanged = QtCore.Signal(object)  # Bundle | None
     decodingChanged = QtCore.Signal()  # tokens, current step or mode changed
-    selectionChanged = QtCore.Signal()
     busyChanged = QtCore.Signal(bool, str)  # busy, what
     message = QtCore.Signal(str, str)  # level ("info" | "warning" | "error"), one-line text
     runFinished = QtCore.Signal()
+    actionStarted = QtCore.Signal()  # the user changed an input or acted: earlier messages are done
 
     def __init__(self, parent: QtCore.QObject | None = None):
         super().__init__(parent)
@@ -66,7 +59,6 @@ class Session(QtCore.QObject):
         self.source = ""
         self.target = ""
         self.strategy = Greedy()
-        self.selection = Selection()
         self._run_timer = QtCore.QTimer(self, interval=0)
         self._run_timer.timeout.connect(self._run_tick)
         self._pool = QtCore.QThreadPool(self)
@@ -74,6 +66,7 @@ class Session(QtCore.QObject):
         self._load = None  # the FunctionWorker of the load whose result will be applied
         self.loading_path: Path | None = None
         self.error: str | None = None
+        self.decode_as_you_type = True  # a new sentence (typed or chosen) is decoded to the end at once
 
     # -- model ------------------------------------------------------------------------------
     def open_model(self, path: str | Path, source: str | None = None, target: str | None = None) -> None:
@@ -144,8 +137,6 @@ class Session(QtCore.QObject):
         self.bundle = bundle
         self.decoding = None
         self.forced = None
-        sel = self.selection
-        self.selection = Selection(sel.kind, min(sel.layer, self.n_layers(sel.kind) - 1), min(sel.head, bundle.config.n_heads - 1))
         self.modelChanged.emit(bundle)
         if source is not None:
             self.source = source
@@ -163,10 +154,15 @@ class Session(QtCore.QObject):
 
     # -- inputs -----------------------------------------------------------------------------
     def set_inputs(self, source: str, target: str) -> None:
+        """New sentences: re-encode, and (``decode_as_you_type``) decode to the end at once."""
+        self.actionStarted.emit()
         self.source, self.target = source, target
         self._rebuild()
+        if self.decode_as_you_type and self.decoding is not None:
+            self.decode_to_end()
 
     def set_strategy(self, strategy: Greedy | Sampling | BeamSearch) -> None:
+        self.actionStarted.emit()
         self.strategy = strategy
         if self.decoding is not None:
             self.stop_run()
@@ -211,6 +207,7 @@ class Session(QtCore.QObject):
         return self.decoding is not None and self.decoding.can_back
 
     def step(self) -> DecodeStep | None:
+        self.actionStarted.emit()
         if self.forced is not None:
             if self.can_step():
                 self.forced_cursor += 1
@@ -221,6 +218,7 @@ class Session(QtCore.QObject):
         return self._guard(self.decoding.step)
 
     def back(self) -> None:
+        self.actionStarted.emit()
         self.stop_run()
         if self.forced is not None:
             if self.can_back():
@@ -231,6 +229,7 @@ class Session(QtCore.QObject):
             self._guard(self.decoding.back)
 
     def force(self, token: str | int) -> DecodeStep | None:
+        self.actionStarted.emit()
         self.stop_run()
         if self.decoding is None:
             return None
@@ -240,6 +239,7 @@ class Session(QtCore.QObject):
         return self._guard(lambda: self.decoding.force(token))
 
     def reset(self) -> None:
+        self.actionStarted.emit()
         self.stop_run()
         if self.forced is not None:
             self.forced_cursor = 0
@@ -249,6 +249,12 @@ class Session(QtCore.QObject):
 
     def run_to_end(self) -> None:
         """Step until EOS or the maximum length, one step per event-loop turn (the UI stays live)."""
+        self.actionStarted.emit()
+        self.decode_to_end()
+
+    def decode_to_end(self) -> None:
+        """:meth:`run_to_end` as part of the action under way (a new model or sentence): the
+        messages that action gave stay."""
         if self.forced is not None:
             self.forced_cursor = len(self.forced.steps) - 1
             self.decodingChanged.emit()
@@ -286,16 +292,6 @@ class Session(QtCore.QObject):
         self.decodingChanged.emit()
         return result if result is not None else True
 
-    # -- selection --------------------------------------------------------------------------
-    def select(self, kind: str | None = None, layer: int | None = None, head: int | None = None) -> None:
-        sel = self.selection
-        kind = sel.kind if kind is None else kind
-        n = max(self.n_layers(kind), 1)
-        new = Selection(kind, min(sel.layer if layer is None else layer, n - 1), sel.head if head is None else head)
-        if new != sel:
-            self.selection = new
-            self.selectionChanged.emit()
-
     # -- what the views render --------------------------------------------------------------
     @property
     def current(self) -> DecodingResult | None:
@@ -327,8 +323,7 @@ class Session(QtCore.QObject):
         cur = self.current
         return tuple(cur.output_pieces) if cur is not None else ()
 
-    def attention_data(self, kind: str | None = None) -> AttentionData | None:
-        kind = kind or self.selection.kind
+    def attention_data(self, kind: str) -> AttentionData | None:
         cur = self.current
         if cur is None or self.n_layers(kind) == 0:  # a model without layers of this kind has nothing to show
             return None

@@ -10,8 +10,10 @@ from attnviz.core.data.augment import (
     augment_dataset,
     cedict_pairs,
     clean_sense,
+    context_forms,
     context_kind,
     gloss_senses,
+    inflect,
     parse_kinds,
     slots,
     substitution_pairs,
@@ -55,6 +57,47 @@ def test_context_decides_the_kind():
     assert context_kind("student", "I am a student.") == "noun"
     assert context_kind("eat", "I want to eat an apple.") == "verb"
     assert context_kind("happy", "She is very happy.") is None
+
+
+def test_context_gives_the_form():
+    assert context_forms("apples", "I like these apples.") == {"plural"}
+    assert context_forms("drinks", "He drinks tea.") == {"third-person"}
+    assert context_forms("big", "This is a big apple.") == frozenset()  # no noun: the phrase goes on
+    assert context_forms("allergic", "Hello, allergic!") == frozenset()
+
+
+@pytest.mark.parametrize(("word", "form", "expected"), [
+    ("apple", "plural", "apples"), ("box", "plural", "boxes"), ("city", "plural", "cities"), ("day", "plural", "days"),
+    ("go", "third-person", "goes"), ("drink", "third-person", "drinks"), ("drink", "base", "drink"), ("cat", "singular", "cat"),
+])
+def test_inflect(word, form, expected):
+    assert inflect(word, form) == expected
+
+
+HELLO = _pair("你好！", "Hello!", [("你好", "hello; hi")], "s6")
+ALLERGIC = _pair("我过敏。", "I am allergic.", [("我", "I"), ("过敏", "allergic; allergy")], "s7")
+BIG = _pair("这是一个大苹果。", "This is a big apple.", [("这", "this"), ("是", "to be"), ("大", "big; large"), ("苹果", "apple")], "s8")
+APPLES = _pair("我喜欢这些苹果。", "I like these apples.", [("我", "I"), ("喜欢", "to like"), ("这些", "these"), ("苹果", "apple")], "s9")
+HE_DRINKS = _pair("他喝茶。", "He drinks tea.", [("他", "he"), ("喝", "to drink"), ("茶", "tea")], "s10")
+
+
+def test_a_bad_substitution_is_refused():
+    # Only same-kind words are swapped: no greeting, no adjective, no modifier in a noun's place.
+    assert slots(HELLO) == [] and slots(ALLERGIC) == []
+    assert slots(BIG) == []  # "big" is followed by its noun; "apple" follows an adjective, not a determiner
+    made = substitution_pairs([HELLO, ALLERGIC, BIG, STUDENT, TEACHER], per_pair=5, seed=0)
+    assert {(p.src, p.tgt) for p in made} == {("我是老师。", "I am a teacher."), ("他是学生。", "He is a student.")}
+
+
+def test_substitution_keeps_number_and_verb_form():
+    (plural,) = slots(APPLES)[-1:]
+    assert plural == Slot("苹果", Sense("apple", "noun"), "plural")
+    new = swap(APPLES, plural, slots(STUDENT)[0], 0)
+    assert (new.src, new.tgt) == ("我喜欢这些学生。", "I like these students.")
+    verb = next(s for s in slots(HE_DRINKS) if s.word == "喝")
+    assert verb.form == "third-person"
+    eat = next(s for s in slots(EAT) if s.word == "吃")
+    assert swap(HE_DRINKS, verb, eat, 0).tgt == "He eats tea."
 
 
 def test_slots_are_the_aligned_words_in_a_matching_context():
@@ -109,7 +152,15 @@ def test_augmentation_touches_only_the_training_split():
     assert out.valid == data.valid and out.test == data.test
     assert len(out.train) > len(data.train) and out.train[: len(data.train)] == data.train
     assert "她是工程师。" not in {p.src for p in out.train}  # a held-out source is never made
-    assert out.spec["augment"] == ["substitution"] and out.split_hash != data.split_hash
+    assert out.spec["augment"] == {"kinds": ["substitution"], "seed": 1, "per_pair": 3, "added": {"substitution": len(out.train) - 4}}
+    assert out.split_hash != data.split_hash and out.train_hash != data.train_hash
+    assert out.describe()["train_hash"] == out.train_hash
+
+
+def test_augmentation_needs_glosses():
+    plain = Dataset("toy", [Pair("我是学生。", "I am a student.", "p", {})], [], [], DataReport("toy"))
+    with pytest.raises(DataError, match="glosses"):
+        augment_dataset(plain, ("substitution",))
 
 
 def test_parse_kinds():

@@ -13,7 +13,10 @@ from attnviz.core.data import corpora as D
 from attnviz.core.training.evaluation import greedy_translate, teacher_forced_metrics
 from attnviz.paths import default_model, models_dir
 
-BUNDLED = ("hsk-zh-en", "hsk-zh-en-batchnorm", "reverse")
+BUNDLED = ("hsk-zh-en", "hsk-zh-en-augmented", "hsk-zh-en-batchnorm", "hsk-zh-en-postnorm", "reverse")
+# bundle -> the config fields in which it differs from the default (post-norm has no final norm)
+HSK_VARIANTS = {"hsk-zh-en-batchnorm": ("norm",), "hsk-zh-en-postnorm": ("norm_placement", "final_norm")}
+MB = 1024 * 1024
 # Training sentences of the default model (HSK ids) that it must translate exactly.
 DEFAULT_KNOWN = ("hsk1-0001", "hsk1-0002", "hsk1-0005", "hsk1-0006", "hsk1-0008", "hsk1-0009", "hsk1-0012", "hsk1-0013")
 
@@ -33,22 +36,41 @@ def test_bundle_is_small_complete_and_records_its_command(name):
     path = models_dir() / name
     files = sorted(p.name for p in path.iterdir())
     assert files == sorted(BUNDLE_FILES)  # no training state or anything else shipped
-    assert sum(p.stat().st_size for p in path.iterdir()) <= 16 * 1024 * 1024
+    assert sum(p.stat().st_size for p in path.iterdir()) <= 16 * MB
     b = load_bundle(path)
     assert b.meta["command"].startswith("attnviz train --data ")
     assert b.meta["status"] == "finished" and b.meta["history"] and b.meta["snapshots"]
     assert {"train", "valid", "test"} <= set(b.meta["final"])
 
 
-def test_default_is_layernorm_and_batchnorm_variant_matches_it(default):
-    bn = load_bundle(models_dir() / "hsk-zh-en-batchnorm")
-    assert default.config.norm == "layer" and bn.config.norm == "batch"
-    same = {k: v for k, v in default.config.to_dict().items() if k != "norm"}
-    assert same == {k: v for k, v in bn.config.to_dict().items() if k != "norm"}
+def test_models_folder_stays_small():
+    total = sum(p.stat().st_size for p in models_dir().rglob("*") if p.is_file())
+    assert total <= 64 * MB
+
+
+def test_default_is_pre_layernorm_and_each_variant_differs_only_in_its_norm(default):
+    assert default.config.norm == "layer" and default.config.norm_placement == "pre"
+    for name, differ in HSK_VARIANTS.items():
+        variant, base = load_bundle(models_dir() / name).config.to_dict(), default.config.to_dict()
+        assert all(variant[f] != base[f] for f in differ)
+        assert {k: v for k, v in variant.items() if k not in differ} == {k: v for k, v in base.items() if k not in differ}
+
+
+def test_postnorm_model_is_the_papers_formula_and_learned_its_training_data(hsk):
+    post = load_bundle(models_dir() / "hsk-zh-en-postnorm")
+    assert post.config.norm == "layer" and post.config.norm_placement == "post"
+    assert "--norm-placement post" in post.meta["command"]
+    by_id = {p.id: p for p in hsk.train}
+    pairs = [by_id[i] for i in DEFAULT_KNOWN]
+    out = greedy_translate(post.model, post.src_tokenizer, post.tgt_tokenizer, [p.src for p in pairs])
+    assert sum(o == p.tgt for o, p in zip(out, pairs)) >= 3
+    sample = random.Random(0).sample(hsk.train, 400)
+    ex = D.encode_pairs(sample, post.src_tokenizer, post.tgt_tokenizer, post.config.max_len)
+    assert teacher_forced_metrics(post.model, ex)["token_accuracy"] >= 0.9
 
 
 def test_hsk_models_were_trained_on_todays_split(default, hsk):
-    for b in (default, load_bundle(models_dir() / "hsk-zh-en-batchnorm")):
+    for b in (default, *(load_bundle(models_dir() / name) for name in HSK_VARIANTS)):
         assert b.meta["data"]["split_hash"] == hsk.split_hash
         assert b.meta["data"]["licence"] == "CC-BY-SA-4.0"
 
@@ -98,3 +120,23 @@ def test_reverse_cross_attention_is_an_anti_diagonal():
         assert logits[0, :n].argmax(-1).tolist() == tgt[0, 1:].tolist() and int(logits[0, n].argmax()) == b.config.eos_id
         w = trace[f"decoder.layers.{last}.cross_attn.weights"].mean(0)[:n]  # [out, src], averaged over heads
         assert w.argmax(-1).tolist() == list(range(n - 1, -1, -1)), np.round(w, 2)
+
+
+def test_augmented_model_translates_everyday_sentences_better_than_the_default():
+    """The bundle trained with ``--augment cedict,substitution`` scores a higher chrF than the
+    default on the everyday set (sentences in no training data, augmented pairs included)."""
+    from pathlib import Path
+
+    from attnviz.core.training.evaluation import sacrebleu_scores
+
+    pairs = D.load_tsv(Path(__file__).resolve().parents[1] / "data" / "everyday-zh-en.tsv")
+    pairs = pairs.train + pairs.valid + pairs.test
+    refs = [p.tgt for p in pairs]
+    scores = {}
+    for name in ("hsk-zh-en", "hsk-zh-en-augmented"):
+        b = load_bundle(models_dir() / name)
+        hyps = greedy_translate(b.model, b.src_tokenizer, b.tgt_tokenizer, [p.src for p in pairs])
+        scores[name] = sacrebleu_scores(hyps, refs)["chrf"]
+    meta = load_bundle(models_dir() / "hsk-zh-en-augmented").meta
+    assert meta["data"]["spec"]["augment"]["kinds"] and meta["data"]["train_hash"]
+    assert scores["hsk-zh-en-augmented"] > scores["hsk-zh-en"] + 2, scores

@@ -1,4 +1,5 @@
-"""The everyday development set (tests/data/everyday-zh-en.tsv) stays out of the training data."""
+"""The everyday development set (tests/data/everyday-zh-en.tsv) stays out of the training data,
+and so do the tutorial's word-order sentences 猫吃鱼。/ 鱼吃猫。, nor any near copy of them."""
 
 from __future__ import annotations
 
@@ -15,13 +16,32 @@ WORD_ORDER = ("猫吃鱼。", "鱼吃猫。")
 
 
 def _core(text: str) -> str:
-    """The text without punctuation and spaces: two sentences with the same core are near copies."""
+    """The text without punctuation and spaces: two sentences with the same core are copies."""
     return re.sub(r"[\W_]+", "", text)
+
+
+def _within_one_edit(a: str, b: str) -> bool:
+    """True when ``a`` becomes ``b`` by at most one insertion, deletion or substitution."""
+    if abs(len(a) - len(b)) > 1:
+        return False
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        row = [i]
+        for j, cb in enumerate(b, 1):
+            row.append(min(previous[j] + 1, row[j - 1] + 1, previous[j - 1] + (ca != cb)))
+        previous = row
+    return previous[-1] <= 1
 
 
 @pytest.fixture(scope="module")
 def everyday():
     return load_tsv(EVERYDAY)
+
+
+@pytest.fixture(scope="module")
+def augmented_hsk():
+    """The HSK data as ``attnviz train --augment cedict,substitution`` (seed 0) trains on it."""
+    return augment_dataset(load_hsk(), ("substitution", "cedict"), seed=0)
 
 
 def test_the_everyday_set_has_40_pairs(everyday):
@@ -30,10 +50,19 @@ def test_the_everyday_set_has_40_pairs(everyday):
     assert {p.src for p in pairs} >= set(WORD_ORDER)
 
 
-def test_no_everyday_sentence_is_in_the_corpus_or_its_augmentation(everyday):
-    hsk = load_hsk()
-    augmented = augment_dataset(hsk, ("substitution", "cedict"), seed=0)
-    seen = {_core(p.src) for p in augmented.train + augmented.valid + augmented.test}
+def test_no_everyday_sentence_is_in_the_corpus_or_its_augmentation(everyday, augmented_hsk):
+    assert augmented_hsk.spec["augment"]["added"]["substitution"] > 0 and augmented_hsk.spec["augment"]["added"]["cedict"] > 0
+    seen = {_core(p.src) for p in augmented_hsk.train + augmented_hsk.valid + augmented_hsk.test}
     everyday_cores = {_core(p.src) for p in everyday.train + everyday.valid + everyday.test}
     assert not everyday_cores & seen
-    assert not {_core(s) for s in WORD_ORDER} & seen
+
+
+def test_word_order_sentences_have_no_near_copy_in_the_training_data(augmented_hsk):
+    cores = [_core(s) for s in WORD_ORDER]
+    near = [p.src for p in augmented_hsk.train + augmented_hsk.valid + augmented_hsk.test if any(_within_one_edit(_core(p.src), c) for c in cores)]
+    assert near == []
+
+
+def test_within_one_edit():
+    assert _within_one_edit("猫吃鱼", "猫吃鱼") and _within_one_edit("猫吃鱼", "狗吃鱼") and _within_one_edit("猫吃鱼", "猫吃")
+    assert _within_one_edit("猫吃鱼", "猫爱吃鱼") and not _within_one_edit("猫吃鱼", "鱼吃猫") and not _within_one_edit("猫吃鱼", "我吃米饭")

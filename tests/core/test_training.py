@@ -329,3 +329,23 @@ def test_should_stop_is_asked_between_evaluation_steps(reverse_data):
     with pytest.raises(EvaluationStopped):
         final_evaluation(t.model, t.src_tok, t.tgt_tok, reverse_data, should_stop=stop_on_third)
     assert len(asked) == 3
+
+
+def test_average_last_ships_the_mean_of_the_last_epochs_weights(tmp_path, reverse_data):
+    plain = make_trainer(reverse_data, tmp_path / "plain", epochs=3)
+    per_epoch = []
+    plain.add_callback("eval", lambda e: per_epoch.append({k: v.clone() for k, v in plain.model.state_dict().items()}))
+    assert plain.fit().ok and len(per_epoch) == 3
+
+    part = make_trainer(reverse_data, tmp_path / "avg", epochs=3, average_last=2)
+    part.add_callback("eval", lambda e: part.stop() if e.epoch == 1 else None)  # stops early in epoch 3: resumed below
+    assert part.fit().status == "stopped"
+    again = T.Trainer.from_checkpoint(tmp_path / "avg", reverse_data)
+    assert again.average.n == 1  # epoch 2's weights came back with the training state
+    messages = collect(again, "message")
+    assert again.fit().ok and again.meta["averaged_epochs"] == 2
+    assert any("mean of the last 2 epochs" in m.text for m in messages)
+    shipped = load_bundle(tmp_path / "avg").model.state_dict()
+    for name, value in shipped.items():
+        want = (per_epoch[1][name].double() + per_epoch[2][name].double()) / 2
+        assert torch.allclose(value.double(), want, atol=1e-6), name

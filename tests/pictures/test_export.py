@@ -15,6 +15,7 @@ import pytest
 from PySide6 import QtCore, QtGui
 
 import attnviz.core.atomic as atomic_mod
+from attnviz.core.data.pieces import display_piece
 from attnviz.qt.export.dialogs import FigureExportDialog
 from attnviz.qt.export.files import ExportError, atomic_write_bytes, export_all_heads, export_view_data, render_view_to_bytes, render_view_to_file
 from attnviz.qt.sample_data import sample_attention, sample_attention_sets, sample_masks
@@ -100,7 +101,7 @@ def test_svg_is_vector_with_text_labels(qtbot, tmp_path):
     root = ET.parse(out).getroot()
     texts = ["".join(t.itertext()) for t in root.iter(f"{SVG_NS}text")]
     joined = "\n".join(texts)
-    for label in QUERIES + KEYS:
+    for label in map(display_piece, QUERIES + KEYS):
         assert label in texts, f"token {label!r} is not an SVG <text>"
     assert "Cross-attention · layer 1 · head 1" in joined
     assert "attention weight" in joined and "0.95" in joined  # colour bar label, cell values
@@ -162,10 +163,18 @@ def test_hover_outlines_stay_out_of_exports(qtbot):
     assert f'stroke="{colour}"' not in svg
 
 
+def _csv_body(text: str) -> io.StringIO:
+    """The CSV without its commented metadata lines, which must come first."""
+    lines = text.splitlines(keepends=True)
+    n_meta = next(i for i, line in enumerate(lines) if not line.startswith("#"))
+    assert n_meta >= 1 and all(not line.startswith("#") for line in lines[n_meta:])
+    return io.StringIO("".join(lines[n_meta:]))
+
+
 def test_csv_and_npz_data(qtbot, tmp_path):
     view = _head_view(qtbot)
     out = export_view_data(view, tmp_path / "head.csv")
-    rows = list(csv.reader(io.StringIO(out.read_text(encoding="utf-8"))))
+    rows = list(csv.reader(_csv_body(out.read_text(encoding="utf-8"))))
     assert rows[0] == ["query_index", "query", "key_index", "key", "weight"]
     assert len(rows) == 1 + 16
     cell = {(int(r[0]), int(r[2])): (r[1], r[3], float(r[4])) for r in rows[1:]}
@@ -182,7 +191,7 @@ def test_mask_data_keeps_minus_infinity(qtbot, tmp_path):
     view = QtMaskView()
     qtbot.addWidget(view)
     view.set_data(sample_masks())
-    rows = list(csv.DictReader(io.StringIO(export_view_data(view, tmp_path / "m.csv").read_text(encoding="utf-8"))))
+    rows = list(csv.DictReader(_csv_body(export_view_data(view, tmp_path / "m.csv").read_text(encoding="utf-8"))))
     first = next(r for r in rows if r["query_index"] == "0" and r["key_index"] == "1")
     assert first["mask"] == "-inf" and first["masked_scores"] == "-inf" and float(first["weights"]) == 0.0
     with np.load(export_view_data(view, tmp_path / "m.npz"), allow_pickle=False) as z:
@@ -193,7 +202,7 @@ def test_grid_data_is_four_dimensional(qtbot, tmp_path):
     view = QtAttentionGrid()
     qtbot.addWidget(view)
     view.set_data(sample_attention("decoder", n_layers=2, n_heads=3))
-    rows = list(csv.reader(io.StringIO(export_view_data(view, tmp_path / "g.csv").read_text(encoding="utf-8"))))
+    rows = list(csv.reader(_csv_body(export_view_data(view, tmp_path / "g.csv").read_text(encoding="utf-8"))))
     assert rows[0][:4] == ["layer_index", "layer", "head_index", "head"]
     assert len(rows) == 1 + 2 * 3 * 6 * 6
 

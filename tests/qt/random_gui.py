@@ -154,9 +154,9 @@ class RandomUser:
             self.rng.choice(buttons).click()
 
     def select(self) -> None:
-        s = self.window.session
+        """Move the linked selection, as a choice in any view does (a layer or head past the model's: the views clamp)."""
         kind = self.rng.choice(("encoder", "decoder", "cross"))
-        s.select(kind=kind, layer=self.rng.randint(-1, 5), head=self.rng.randint(-1, 9))
+        self.window.views.selection.update(kind=kind, layer=self.rng.randint(0, 5), head=self.rng.randint(0, 9), mode="head")
 
     def example(self) -> None:
         combo = self.window.input_bar.example_combo

@@ -7,8 +7,10 @@ import pyqtgraph as pg
 import pytest
 from PySide6 import QtCore
 
+from attnviz.core.data.pieces import WORD_START_LEGEND, display_piece
 from attnviz.qt.sample_data import SOURCE, TARGET, pieces, sample_attention, sample_attention_sets
 from attnviz.qt.views.attention_grid import QtAttentionGrid, tile_image
+from attnviz.qt.views.base import CURRENT_ROW_LEGEND
 
 
 @pytest.fixture
@@ -91,7 +93,7 @@ def test_hover_names_layer_head_and_tokens(grid, qtbot):
     info = blocker.args[0]
     assert (info.layer, info.head, info.row, info.col) == (1, 2, 1, 3)
     assert info.value == pytest.approx(float(d.weights[1, 2, 1, 3]))
-    assert "layer 2 · head 3" in grid.readout.text() and SOURCE[3] in grid.readout.text()
+    assert "layer 2 · head 3" in grid.readout.text() and display_piece(SOURCE[3]) in grid.readout.text()
 
 
 def test_kind_selector(grid, qtbot):
@@ -109,3 +111,28 @@ def test_base_size(grid):
     assert grid.tiled_image().shape == (6 * 21 - 1, 8 * 21 - 1)
     assert grid.plot.left_axis.labels() == tuple(f"layer {i}" for i in range(1, 7))
     assert grid.plot.top_axis.labels() == tuple(f"head {i}" for i in range(1, 9))
+
+
+def test_the_current_row_boxes_and_the_selection_have_a_legend(grid):
+    grid.set_kind("cross")
+    legend = {text: colour for _, colour, text in grid.title.legend()}
+    assert legend[CURRENT_ROW_LEGEND] == grid.theme.highlight  # the orange boxes
+    assert any("selected head" in text for text in legend) and WORD_START_LEGEND in legend
+    assert CURRENT_ROW_LEGEND in grid.title.plain_text()
+    grid.set_kind("encoder")  # no current row in the encoder: no box, no legend for it
+    assert CURRENT_ROW_LEGEND not in {text for _, _, text in grid.title.legend()}
+
+
+def test_hover_reads_fed_and_predicted_tokens_1_based(grid, qtbot):
+    grid.set_kind("cross")
+    qtbot.wait_until(lambda: grid.plot.getViewBox().width() > 0)
+    Q, K = grid.data().weights.shape[2:]
+    scene_pt = grid.image.mapToScene(QtCore.QPointF(2 * (K + 1) + 0.5, 1 + 0.5))  # layer 1, head 3, query 1, key 0
+    pos = grid.canvas.mapFromScene(scene_pt)
+    with qtbot.waitSignal(grid.queryHovered, timeout=2000, check_params_cb=lambda kind, row: row >= 0) as blocker:
+        qtbot.mouseMove(grid.canvas.viewport(), QtCore.QPoint(pos.x() - 1, pos.y()))
+        qtbot.mouseMove(grid.canvas.viewport(), pos)
+    assert blocker.args == ["cross", 1]
+    text = grid.readout.text()
+    assert f"fed “{display_piece(TARGET[1])}” (pos 2) → predicted “{display_piece(TARGET[2])}”" in text
+    assert f"key “{display_piece(SOURCE[0])}” (pos 1)" in text

@@ -88,6 +88,7 @@ def test_export_runs_headless_in_a_subprocess(tmp_path):
                         "--out", str(tmp_path)], capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "lines_cross_layer1_head1.png").stat().st_size > 1000
+    assert r.stderr == "", r.stderr  # Qt's "This plugin does not support propagateSizeHints()" is not shown
 
 
 @pytest.mark.parametrize("view,layer,stem", [("pe", [], "pe"), ("norm", ["--layer", "2"], "norm_decoder_layer2"), ("output", [], "output"),
@@ -122,16 +123,78 @@ def svg_title(path):
     return "".join(ET.parse(path).getroot().find("{http://www.w3.org/2000/svg}title").itertext())
 
 
-def test_the_command_offers_the_registry_views():
-    assert sorted(export_command.VIEWS) == sorted(VIEW_NAMES)
+def test_the_command_offers_the_registry_views(qapp, tmp_path, capsys):
+    """--view takes every name of the registry (views added there need no change here); an
+    unknown one is refused in one line that lists them."""
+    assert main(["export", "--src", SRC, "--view", "nope", "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and all(name in err for name in VIEW_NAMES), err
+    assert not hasattr(export_command, "VIEWS")
+
+
+def test_file_names_say_what_the_file_holds(qapp, tmp_path):
+    """The grid holds every layer and head: its file is named by the kind alone."""
+    assert main(["export", "--src", SRC, "--view", "grid", "--layer", "2", "--head", "3", "--format", "pdf", "--out", str(tmp_path)]) == 0
+    assert [p.name for p in tmp_path.iterdir()] == ["grid_cross.pdf"]
+
+
+def _csv_comments(path):
+    lines = path.read_text(encoding="utf-8").splitlines()
+    comments = [line[2:] for line in lines if line.startswith("# ")]
+    return dict(c.split(": ", 1) for c in comments), lines[len(comments)]
+
+
+def test_csv_files_start_with_what_they_are_of(qapp, tmp_path):
+    assert main(["export", "--src", SRC, "--view", "head", "--kind", "decoder", "--layer", "2", "--head", "3", "--steps", "4",
+                 "--format", "csv", "--out", str(tmp_path)]) == 0
+    meta, header = _csv_comments(tmp_path / "head_decoder_layer2_head3.csv")
+    bundle = load_bundle(default_model())
+    assert meta["model"] == bundle.name and meta["source"] == SRC and meta["step"] == "4"
+    assert (meta["kind"], meta["layer"], meta["head"]) == ("decoder", "2", "3")
+    s = DecodingSession.from_bundle(bundle, SRC)
+    for _ in range(4):
+        s.step()
+    words = "".join(p for p in s.output_pieces if p not in ("SOS", "EOS")).replace("\u2581", " ").strip()
+    assert meta["target"].startswith(words)
+    assert header.startswith("query_index,")
+    assert len(_csv_rows(tmp_path / "head_decoder_layer2_head3.csv")) == s.attention("decoder", 1)[2].size
+
+
+def _csv_rows(path):
+    """The table under the comment lines, as dicts."""
+    import csv
+
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if not line.startswith("# ")]
+    return list(csv.DictReader(lines))
+
+
+@pytest.mark.parametrize("fmt", ["csv", "npz"])
+def test_head_all_writes_every_head_as_data(qapp, tmp_path, fmt):
+    assert main(["export", "--src", SRC, "--view", "head", "--kind", "cross", "--head", "all", "--format", fmt, "--out", str(tmp_path)]) == 0
+    (path,) = tmp_path.iterdir()
+    assert path.name == f"head_cross_all_heads.{fmt}"
+    bundle = load_bundle(default_model())
+    s = DecodingSession.from_bundle(bundle, SRC)
+    s.run()
+    expected = np.stack([s.attention("cross", layer) for layer in range(bundle.config.n_decoder_layers)])  # [layer, head, q, k]
+    if fmt == "npz":
+        with np.load(path) as z:
+            np.testing.assert_allclose(z["weight"], expected, atol=1e-6)
+            assert "model: " + bundle.name in list(z["metadata"])
+    else:
+        meta, _ = _csv_comments(path)
+        assert meta["head"] == "all" and "layer" not in meta
+        got = np.asarray([float(r["weight"]) for r in _csv_rows(path)]).reshape(expected.shape)
+        np.testing.assert_allclose(got, expected, atol=1e-6)
 
 
 @pytest.mark.parametrize("spec,kind", [(s, k) for s in VIEWS for k in (s.kinds or (None,))], ids=lambda v: getattr(v, "name", v))
 def test_every_view_exports_every_kind_it_shows(qapp, tmp_path, tiny_model_dir, spec, kind):
     kind_args = ["--kind", kind] if kind else []
+    target = ["--tgt", "I like eating apples."] if spec.name == "teacher-vs-free" else []  # it compares with a reference
     for fmt in ("png", "svg"):
         assert main(["export", "--model", str(tiny_model_dir), "--src", "我喜欢吃苹果。", "--steps", "3", "--view", spec.name,
-                     *kind_args, "--format", fmt, "--out", str(tmp_path)]) == 0
+                     *kind_args, *target, "--format", fmt, "--out", str(tmp_path)]) == 0
     (png,) = tmp_path.glob("*.png")
     assert png.stat().st_size > 1000
     if kind:  # the title names the kind drawn, and no other
@@ -207,4 +270,4 @@ def test_a_model_without_layers_exports_or_says_why_in_one_line(qapp, tmp_path, 
         else:
             assert err.startswith("attnviz: error: ") and err.count("\n") == 1, (view, err)
             kinds = [k for k, n in zip(("encoder", "decoder"), layers) if n == 0] + ["cross"]
-            assert any(f"no {k} layers" in err for k in kinds), (view, err)
+            assert any(f"no {k} layers" in err for k in kinds) or "--tgt" in err, (view, err)  # or: the view needs a target

@@ -7,9 +7,14 @@ import pyqtgraph as pg
 import pytest
 from PySide6 import QtCore, QtGui, QtWidgets
 
+from attnviz.core.data.pieces import WORD_START_LEGEND, display_piece
 from attnviz.qt.sample_data import SOURCE, TARGET, sample_attention, sample_attention_sets
 from attnviz.qt.views.data import AttentionData
 from attnviz.qt.views.head_detail import QtHeadDetailView
+
+
+def shown(pieces):
+    return tuple(display_piece(p) for p in pieces)
 
 
 @pytest.fixture
@@ -24,8 +29,8 @@ def test_object_name_and_one_head(view):
     # rows are queries (target pieces), columns are keys (source pieces)
     np.testing.assert_array_equal(view.plot.matrix(), d.weights[1, 2])
     assert view.plot.matrix().shape == (len(TARGET), len(SOURCE))
-    assert view.plot.row_axis.labels() == TARGET
-    assert view.plot.col_axis.labels() == SOURCE
+    assert view.plot.row_axis.labels() == shown(TARGET)
+    assert view.plot.col_axis.labels() == shown(SOURCE)
     assert "我" in view.plot.col_axis.labels()
     assert view.plot.highlight_row() == len(TARGET) - 1
     assert view.figure_title() == "Cross-attention · layer 2 · head 3"
@@ -76,7 +81,7 @@ def test_hover_readout_from_the_mouse(view, qtbot):
         qtbot.mouseMove(view.canvas.viewport(), pos)
     info = blocker.args[0]
     assert (info.row, info.col) == (2, 3)
-    assert info.row_label == TARGET[2] and info.col_label == SOURCE[3]
+    assert info.row_label == display_piece(TARGET[2]) and info.col_label == display_piece(SOURCE[3])
     assert info.value == pytest.approx(float(view.data().weights[0, 0, 2, 3]))
     assert "鱼" in view.readout.text() and f"{info.value:.4f}" in view.readout.text()
 
@@ -112,3 +117,43 @@ def test_right_click_on_the_figure_opens_the_export_menu(view, qtbot):
 def test_single_image_item(view):
     images = [i for i in view.canvas.scene().items() if isinstance(i, pg.ImageItem)]
     assert images == [view.plot.image]
+
+
+def test_rows_read_fed_token_then_predicted_token(view):
+    view.select(kind="cross", layer=0, head=0, mode="head")
+    assert "fed token (predicts next)" in view.plot.row_axis.label.toPlainText()
+    info = view.plot.hover_cell(2, 1)
+    fed, nxt = display_piece(TARGET[2]), display_piece(TARGET[3])
+    assert info.row == 2
+    assert f"fed “{fed}” (pos 3) → predicted “{nxt}”" in view.readout.text()  # 1-based, row y_t predicts y_t+1
+    assert f"key “{display_piece(SOURCE[1])}” (pos 2)" in view.readout.text()
+    # what the last row predicted comes from the session when given
+    view.set_predictions(TARGET[1:] + ("EOS",))
+    view.plot.hover_cell(len(TARGET) - 1, 0)
+    assert "→ predicted “EOS”" in view.readout.text()
+    # the encoder's rows are source tokens: no prediction
+    view.select(kind="encoder")
+    view.plot.hover_cell(1, 1)
+    assert view.readout.text().startswith(f"query “{display_piece(SOURCE[1])}” (pos 2)")
+    assert "queries · source" in view.plot.row_axis.label.toPlainText()
+
+
+def test_every_highlight_has_a_legend(view):
+    view.select(kind="cross")
+    legend = view.title.legend()
+    assert any(colour == view.theme.highlight and "current step" in text for _, colour, text in legend)
+    assert any(text == WORD_START_LEGEND for _, _, text in legend)  # the pieces carry the word-start mark
+    assert "current step" in view.title.plain_text()
+    view.select(kind="encoder")  # no current row in the encoder
+    assert not any("current step" in text for _, _, text in view.title.legend())
+
+
+def test_the_controls_fit_a_narrow_dock(view, qtbot):
+    """The selectors wrap into two rows: with the link toggle and its caption they fit 500 px."""
+    view.set_link_state(True, "follows: cross · layer 2 · head 3")
+    view.resize(500, 420)
+    qtbot.wait(10)
+    assert view.minimumSizeHint().width() <= 500
+    for combo in (view.kind_combo, view.mode_combo, view.layer_combo, view.head_combo):
+        assert combo.isVisible() and view.rect().contains(combo.geometry().translated(combo.parentWidget().mapTo(view, QtCore.QPoint())))
+    assert view.layer_combo.geometry().top() > view.kind_combo.geometry().top()  # a second row

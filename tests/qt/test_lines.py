@@ -6,8 +6,13 @@ import numpy as np
 import pytest
 from PySide6 import QtCore
 
+from attnviz.core.data.pieces import display_piece
 from attnviz.qt.sample_data import SOURCE, TARGET, sample_attention_sets
 from attnviz.qt.views.lines import QtLineView
+
+
+def shown(pieces):
+    return tuple(display_piece(p) for p in pieces)
 
 
 @pytest.fixture
@@ -53,7 +58,7 @@ def test_hover_isolates_a_token(lines):
     lines.set_hover("query", 2)
     drawn = lines.visible_lines()
     assert drawn and all(s.query == 2 for s in drawn)
-    assert TARGET[2] in lines.readout.text()
+    assert display_piece(TARGET[2]) in lines.readout.text()
     lines.set_hover("key", 0)
     drawn = lines.visible_lines()
     assert drawn and all(s.key == 0 for s in drawn)
@@ -83,6 +88,47 @@ def test_mouse_hover_and_click_pin(lines, qtbot):
 
 def test_encoder_kind_and_labels(lines):
     lines.set_kind("encoder")
-    assert lines.lines.query_labels() == SOURCE and lines.lines.key_labels() == SOURCE
+    assert lines.lines.query_labels() == shown(SOURCE) and lines.lines.key_labels() == shown(SOURCE)
     data = lines.figure_data()
     assert data.dims == ("head", "query", "key") and data.shape == (4, 5, 5)
+
+
+def test_the_readout_follows_a_new_layer_or_head_under_a_still_mouse(lines):
+    lines.set_hover("query", 2)
+    before = lines.readout.text()
+    assert "layer 1" in before and "(pos 3)" in before  # 1-based
+    assert f"→ predicted “{display_piece(TARGET[3])}”" in before  # the fed token and what it predicts
+    lines.set_layer(2)
+    after = lines.readout.text()
+    assert after != before and "layer 3" in after
+    w = lines.data().weights[2].mean(axis=0)[2]  # what the read-out must say now: layer 3, all heads
+    best = int(np.argmax(w))
+    assert f"“{display_piece(SOURCE[best])}” {w[best]:.2f}" in after
+    lines.set_heads([1])
+    w1 = lines.data().weights[2, 1, 2]
+    assert "head 2" in lines.readout.text()
+    assert f"“{display_piece(SOURCE[int(np.argmax(w1))])}” {w1.max():.2f}" in lines.readout.text()
+
+
+def test_the_exported_figure_is_cropped_to_the_drawing(make_view, qtbot):
+    from attnviz.qt.widgets.figures import figure_size, render_qimage
+
+    view = make_view(QtLineView, (1000, 760), sample_attention_sets(), shown=True)
+    view.set_kind("cross")
+    canvas = view.canvas.viewport().size()
+    image = render_qimage(view)
+    assert image.width() < canvas.width() and image.height() < canvas.height() / 2
+    assert (image.width(), image.height()) == (figure_size(view).width(), figure_size(view).height())
+    # little blank left: the drawn pixels span most of the image both ways
+    a = np.frombuffer(image.constBits(), np.uint8).reshape(image.height(), image.bytesPerLine() // 4, 4)[:, : image.width(), :3]
+    ink = np.any(np.abs(a.astype(int) - a[0, 0].astype(int)) > 30, axis=2)
+    rows, cols = np.nonzero(ink)
+    assert (rows.max() - rows.min()) / image.height() > 0.8 and (cols.max() - cols.min()) / image.width() > 0.8
+
+
+def test_a_query_hovered_elsewhere_isolates_its_lines(lines):
+    lines.show_linked_query("target", 3)
+    assert lines.focus_token() == ("query", 3)
+    assert {s.query for s in lines.visible_lines()} == {3}
+    lines.show_linked_query("source", 3)  # the cross-attention queries are target tokens
+    assert lines.focus_token() is None

@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
-from PySide6 import QtCore, QtWidgets
+from PySide6 import QtCore, QtGui, QtWidgets
 from window_helpers import close_window, open_window
 
 from attnviz.paths import default_model
@@ -40,7 +40,7 @@ def test_opens_bundled_model_with_an_example_already_decoded(window):
     s = window.session
     assert s.bundle.path.resolve() == default_model().resolve()
     assert len(s.decoding.steps) >= 2 and s.decoding.finished
-    assert "d_model" in window.model_label.text() and "LayerNorm" in window.model_label.text()
+    assert "d_model" in window.model_label.full_text() and "LayerNorm" in window.model_label.full_text()
     grid = find(window, QtWidgets.QWidget, "attentionGrid")
     assert grid.kind() == "cross"
     np.testing.assert_array_equal(grid.data().weights, s.decoding.all_attention("cross"))
@@ -60,6 +60,8 @@ def type_source(qtbot, window, text):
 
 def test_type_step_back_force_run(qtbot, window):
     s = window.session
+    window.findChild(QtGui.QAction, "decodeAsYouTypeAction").trigger()  # off: a new sentence waits at SOS
+    assert not s.decode_as_you_type
     type_source(qtbot, window, "我喜欢吃鱼。")
     assert len(s.decoding.steps) == 0
     assert s.decoding.src_pieces == tuple(s.bundle.src_tokenizer.pieces(s.bundle.src_tokenizer.encode("我喜欢吃鱼。")))

@@ -100,7 +100,7 @@ def test_every_registry_view_has_its_dock(window):
             assert view is window.grid
         else:
             dock = window.findChild(QtWidgets.QDockWidget, spec.dock_name)
-            assert dock.widget() is view and dock.windowTitle() == spec.title
+            assert dock.widget().view is view and dock.windowTitle() == spec.title  # in its ViewFrame
 
 
 def test_grid_and_head_detail_export_all_heads_with_the_head_view(window):

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
+from PySide6 import QtCore, QtWidgets
 
+from attnviz.core.data.pieces import display_piece
 from attnviz.qt.sample_data import SOURCE, TARGET, look_ahead, sample_masks
 from attnviz.qt.views.data import MaskData
 from attnviz.qt.views.masks import QtMaskView
+
+
+def shown(pieces):
+    return tuple(display_piece(p) for p in pieces)
 
 
 @pytest.fixture
@@ -42,18 +50,18 @@ def test_titles_use_the_tutorials_notation(masks):
     assert any("QKᵀ/√d_k" in t and "+ M" not in t for t in titles)
     assert any("② M" in t for t in titles)
     assert any("softmax(QKᵀ/√d_k + M)" in t for t in titles)
-    assert masks.panels["scaled_scores"].row_axis.labels() == TARGET
-    assert masks.panels["weights"].col_axis.labels() == TARGET
+    assert masks.panels["scaled_scores"].row_axis.labels() == shown(TARGET)
+    assert masks.panels["weights"].col_axis.labels() == shown(TARGET)
 
 
 def test_current_step_row_and_padding(masks):
     masks.set_data(sample_masks(step=3))
     for plot in masks.panels.values():
         assert plot.highlight_row() == 3 and plot.row_marker.isVisible()
-    assert "step 3" in masks.title.plain_text()
+    assert "step 4" in masks.title.plain_text()  # row 3, shown 1-based
     tgt_pad = masks.padding["tgt_padding"]
     np.testing.assert_array_equal(tgt_pad.raw_matrix(), np.zeros((1, len(TARGET))))
-    assert masks.padding["src_padding"].col_axis.labels() == SOURCE
+    assert masks.padding["src_padding"].col_axis.labels() == shown(SOURCE)
     # a padded source: PAD keys become −∞ in the padding row
     d = sample_masks()
     padded = MaskData(d.query_labels, d.key_labels, d.look_ahead, d.scaled_scores, d.weights,
@@ -80,3 +88,84 @@ def test_mask_data_checks_shapes():
         MaskData(d.query_labels, d.key_labels, d.look_ahead, d.scaled_scores, d.weights[:, :, :, :-1])
     with pytest.raises(ValueError):
         MaskData(d.query_labels, d.key_labels, d.look_ahead, d.scaled_scores, d.weights, step=99)
+
+
+def _in_scroll_area(qtbot, view, width: int, height: int):
+    """``view`` as the window shows it: in a scroll area of ``width`` × ``height`` (a dock)."""
+    area = QtWidgets.QScrollArea()
+    area.setWidgetResizable(True)
+    area.setWidget(view)
+    area.resize(width, height)
+    qtbot.addWidget(area)
+    area.show()
+    qtbot.waitExposed(area)
+    qtbot.wait_until(lambda: view.panels["weights"].getViewBox().height() > 0)
+    return area
+
+
+def _check_readable(view, labelled):
+    """Every row labelled in the ``labelled`` panels (the left column), every panel title whole."""
+    for name in labelled:
+        assert view.panels[name].row_axis.label_step() == 1, name
+    for name, plot in view.panels.items():
+        label = plot.titleLabel
+        assert label.itemRect().width() <= label.size().width() + 0.5, (name, label.text)
+
+
+@pytest.mark.parametrize("width,height,how", [(1000, 224, "row"), (420, 600, "grid"), (900, 760, "grid")])
+def test_readable_in_a_bottom_dock_a_right_dock_and_full_size(qtbot, width, height, how):
+    view = QtMaskView()
+    view.set_data(sample_masks(step=4))
+    area = _in_scroll_area(qtbot, view, width, height)  # noqa: F841 - the area holds the view
+    assert view.arrangement() == how
+    left = ("scaled_scores", "masked_scores") if how == "grid" else ("scaled_scores",)
+    _check_readable(view, left)
+    assert all(view.panels[name].row_axis.labels() == shown(TARGET) for name in left)
+    if how == "row":  # the padding masks in words, as they are not drawn
+        assert "no target PAD" in view.title.plain_text()
+    title = view.title
+    assert title.text_rect().width() <= title.size().width() + 0.5  # wraps, never clipped
+
+
+def test_the_export_keeps_the_padding_panels(make_view):
+    from attnviz.qt.widgets.figures import figure_source, render_qimage
+
+    src = tuple(f"源{i}" for i in range(12))
+    tgt = ("SOS",) + tuple(f"▁word{i}" for i in range(11))
+    view = make_view(QtMaskView, (1000, 760), sample_masks(target=tgt, source=src, step=6), shown=True)
+    render_qimage(view)
+    source = figure_source(view)
+    for plot in view.padding.values():
+        box = plot.getViewBox().sceneBoundingRect()
+        assert box.height() >= 10 and source.contains(box), box
+        assert source.contains(plot.sceneBoundingRect())
+
+
+def test_a_row_click_and_the_hover_read_1_based(masks, qtbot):
+    plot = masks.panels["weights"]
+    qtbot.wait_until(lambda: plot.getViewBox().width() > 0)
+    pos = masks.canvas.mapFromScene(plot.cell_center_in_scene(2, 1))
+    with qtbot.waitSignal(masks.rowClicked, timeout=2000) as blocker:
+        qtbot.mouseClick(masks.canvas.viewport(), QtCore.Qt.MouseButton.LeftButton, pos=pos)
+    assert blocker.args == [2]
+    plot.hover_cell(2, 1)
+    text = masks.readout.text()
+    assert f"fed “{display_piece(TARGET[2])}” (pos 3) → predicted “{display_piece(TARGET[3])}”" in text
+    assert f"key “{display_piece(TARGET[1])}” (pos 2)" in text
+
+
+def test_every_text_reads_in_a_narrow_dock(make_view, qtbot):
+    """The right dock of a 1024×700 window with the sampling controls shown: the padding captions and the row titles fit, none
+    on another."""
+    from window_helpers import check_texts, scene_texts, visible_rect
+
+    m = sample_masks()  # with no PAD anywhere: the captions say so and are at their longest
+    m = dataclasses.replace(m, tgt_padding=np.zeros(len(m.key_labels)), src_padding=np.zeros(len(m.src_labels)))
+    view = make_view(QtMaskView, (420, 560), m, shown=True)
+    for _ in range(4):
+        qtbot.wait(20)
+    assert view.arrangement() == "grid"
+    texts = scene_texts(view.canvas, view)
+    assert any(t.text == "source padding · none" for t in texts) and any(t.text == "target padding · none" for t in texts)
+    problems = check_texts(texts, visible_rect(view.canvas.viewport(), view))
+    assert problems == [], "\n".join(problems)

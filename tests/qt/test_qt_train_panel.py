@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import torch
-from PySide6 import QtCore
+from PySide6 import QtCore, QtGui, QtWidgets
 
 from attnviz.core.bundle import BundleError, load_bundle
 from attnviz.core.training import trainer as T
 from attnviz.qt.export.files import render_view_to_file
-from attnviz.qt.train.controls import TrainControls
+from attnviz.qt.train.controls import TrainControls, default_runs_dir
 from attnviz.qt.train.history import TrainHistory, site_label
 from attnviz.qt.train.panel import TrainPanel
-from attnviz.qt.train.run import SYNTHETIC_CHOICES, TrainRequest, summarize_norm_stats
+from attnviz.qt.train.run import AUTO_WARMUP, SYNTHETIC_CHOICES, TrainRequest, auto_warmup, summarize_norm_stats
+from attnviz.qt.widgets.colormaps import ui_font
 from attnviz.qt.workers import active_workers
 
 LEFT = QtCore.Qt.MouseButton.LeftButton
@@ -280,3 +282,181 @@ def test_replacing_a_bundle_asks_first(qtbot, tmp_path, monkeypatch):
     with qtbot.waitSignal(panel.trainingFinished, timeout=TIMEOUT) as done:
         qtbot.mouseClick(panel.controls.start_button, LEFT)
     assert len(asked) == 1 and done.args[0] == "finished"
+
+
+# -- the ETA, Resume from…, the automatic warm-up, the default folder, the probe title --------------
+def _choose_folder(monkeypatch, path) -> None:
+    monkeypatch.setattr(QtWidgets.QFileDialog, "getExistingDirectory", staticmethod(lambda *a, **k: str(path)))
+
+
+def test_stop_clears_the_eta_and_resume_from_continues_the_run(qtbot, tmp_path, monkeypatch):
+    out = tmp_path / "resumable"
+    panel = make_panel(qtbot, tiny(out, epochs=60))
+    form = panel.controls
+    with qtbot.waitSignal(panel.progressed, timeout=TIMEOUT):
+        qtbot.mouseClick(form.start_button, LEFT)
+    qtbot.waitUntil(lambda: panel.status.eta_label.text().startswith("ETA"), timeout=TIMEOUT)
+    with qtbot.waitSignal(panel.trainingFinished, timeout=TIMEOUT) as done:
+        qtbot.mouseClick(form.stop_button, LEFT)
+    assert done.args == ["stopped", str(out)]
+    assert panel.status.eta_label.text() == ""  # no ETA for a run that is not training
+    log = form.log.toPlainText()
+    assert "Resume from…" in log and "--resume" not in log
+    stopped_at = load_bundle(out).meta["step"]
+    assert form.resume_button.isEnabled()
+    _choose_folder(monkeypatch, out)
+    with qtbot.waitSignal(panel.progressed, timeout=TIMEOUT, check_params_cb=lambda step, total: step > stopped_at):
+        qtbot.mouseClick(form.resume_button, LEFT)
+    assert not form.resume_button.isEnabled() and panel.trainer.options.epochs == 60
+    with qtbot.waitSignal(panel.trainingFinished, timeout=TIMEOUT) as done:
+        qtbot.mouseClick(form.stop_button, LEFT)
+    meta = load_bundle(out).meta
+    assert done.args[0] == "stopped" and meta["step"] > stopped_at and "Train panel" in meta["resumed_with"][-1]
+
+
+def test_resume_from_refuses_a_folder_that_is_not_a_bundle(qtbot, tmp_path, monkeypatch):
+    panel = make_panel(qtbot, tiny(tmp_path / "x"))
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("mine", encoding="utf-8")
+    _choose_folder(monkeypatch, tmp_path / "other")
+    qtbot.mouseClick(panel.controls.resume_button, LEFT)
+    assert panel.state() == "idle" and "not an attnviz model bundle" in panel.error_text()
+
+
+def test_the_warm_up_scales_to_the_run_and_a_finished_run_resumes_to_more_epochs(qtbot, tmp_path, monkeypatch):
+    out = tmp_path / "auto"
+    form = TrainControls()
+    qtbot.addWidget(form)
+    assert form.request().warmup == AUTO_WARMUP and form.warmup_spin.text() == "auto"
+    assert form.warmup_note.text() == "auto: min(400, 10% of steps)"
+    req = TrainRequest(data="reverse", n_examples=160, size="tiny", epochs=2, lr=3e-3, batch_tokens=120, out_dir=str(out))
+    panel = make_panel(qtbot, req)
+    with qtbot.waitSignal(panel.trainingFinished, timeout=TIMEOUT) as done:
+        qtbot.mouseClick(panel.controls.start_button, LEFT)
+    assert done.args[0] == "finished"
+    total = panel.history.total_steps
+    want = auto_warmup(total)
+    assert want == max(1, min(400, round(0.1 * total))) < 400
+    assert load_bundle(out).meta["options"]["warmup"] == want
+    assert panel.controls.warmup_note.text() == f"→ {want} of {total} steps"
+    assert f"warm-up: {want} of {total} steps" in panel.controls.log.toPlainText()
+    # a finished run goes on only to more epochs than it has
+    _choose_folder(monkeypatch, out)
+    with qtbot.waitSignal(panel.trainingFinished, timeout=TIMEOUT) as done:
+        qtbot.mouseClick(panel.controls.resume_button, LEFT)
+    assert done.args[0] == "failed" and "finished its 2 epochs" in panel.error_text()
+    panel.controls.epochs_spin.setValue(3)
+    with qtbot.waitSignal(panel.trainingFinished, timeout=TIMEOUT) as done:
+        qtbot.mouseClick(panel.controls.resume_button, LEFT)
+    meta = load_bundle(out).meta
+    assert done.args[0] == "finished" and meta["epoch"] == 3 and meta["options"]["epochs"] == 3
+
+
+def test_the_default_output_folder_names_the_app_once(qtbot):
+    app = QtCore.QCoreApplication.instance()
+    names = app.organizationName(), app.applicationName()
+    app.setOrganizationName("attnviz")
+    app.setApplicationName("attnviz")
+    try:
+        path = default_runs_dir()
+        form = TrainControls()
+        qtbot.addWidget(form)
+        shown = Path(form.out_edit.text())
+    finally:
+        app.setOrganizationName(names[0])
+        app.setApplicationName(names[1])
+    assert path.parts[-2:] == ("attnviz", "runs")
+    assert all(a != b for a, b in zip(shown.parts, shown.parts[1:]))
+    assert shown.parent == path
+
+
+def test_the_probe_title_fits_at_1024_px(qtbot, tmp_path):
+    panel = make_panel(qtbot, tiny(tmp_path / "probe"))
+    with qtbot.waitSignal(panel.trainingFinished, timeout=TIMEOUT):
+        qtbot.mouseClick(panel.controls.start_button, LEFT)
+    panel.resize(1024, 560)
+    panel.show()
+    qtbot.waitExposed(panel)
+    QtWidgets.QApplication.processEvents()
+    fig = panel.figure
+    title = fig.probe_title
+    text = title.plain_text().split(" — ")[0]
+    assert text.startswith("Probe · epoch 2")
+    width = QtGui.QFontMetricsF(ui_font(11, bold=True)).horizontalAdvance(text)
+    rect = title.sceneBoundingRect()
+    assert width <= rect.width()  # the title line is drawn whole
+    assert rect.left() >= fig.norm_plot.sceneBoundingRect().right() - 1  # and beside, not over, its neighbour
+    view = fig.figure_canvas()
+    assert view.mapFromScene(rect.topRight()).x() <= view.viewport().width()
+
+
+def _dock(qtbot, width: int, height: int) -> tuple[QtWidgets.QScrollArea, TrainPanel]:
+    """The panel as the window's Train dock holds it: in a scroll area of ``width``×``height``, in the
+    middle of a run (state, progress, ETA) with 30 epochs' curves, norm statistics and probes shown."""
+    panel = TrainPanel()
+    scroll = QtWidgets.QScrollArea(objectName="trainScroll")
+    scroll.setWidget(panel)
+    scroll.setWidgetResizable(True)
+    scroll.setFrameShape(QtWidgets.QFrame.Shape.NoFrame)
+    qtbot.addWidget(scroll)
+    history, total = panel.history, 1200
+    for step in range(1, total + 1):
+        history.add_step(SimpleNamespace(step=step, loss=6.0 - step / 250, lr=1e-3 * min(1.0, step / 120) * (1 - step / 1500)))
+    probe = SimpleNamespace(cross_attention={layer: np.full((4, 5, 6), 1 / 6) for layer in range(3)}, out_pieces=["▁I", "▁like", "▁tea", ".", "</s>"],
+                            src_pieces=["我", "喜欢", "喝", "茶", "。", "</s>"], source="我喜欢喝茶。", hypothesis="I like tea.")
+    for epoch in range(30):
+        step = (epoch + 1) * 40
+        metrics = {"valid_loss": 5.0 - step / 400, "valid_token_accuracy": step / 1500, "valid_bleu": step / 50, "valid_chrf": step / 25}
+        norms = {f"decoder.layers.{i}.norm3": {"token_std": 1.0 - step / 3000, "token_abs_mean": 0.2 - step / 9000} for i in range(3)}
+        history.add_eval(SimpleNamespace(step=step, epoch=epoch, metrics=metrics, probes=[probe]), norms)
+    panel.figure.set_step_range(total)
+    panel.figure.show_history(history.steps_array(), history.evals)
+    panel.snapshot_bar.refresh()
+    panel.status.set_total_steps(total)
+    panel.status.show_state("running", "Training · epoch 30/30")
+    panel.status.show_step(SimpleNamespace(step=1190, eta_s=3725.0, tokens_per_s=12345.0, lr=2.1e-4))
+    scroll.resize(width, height)
+    scroll.show()
+    qtbot.waitExposed(scroll)
+    for _ in range(3):
+        QtWidgets.QApplication.processEvents()
+    return scroll, panel
+
+
+def test_the_panel_reads_at_the_dock_sizes_of_small_screens(qtbot):
+    """At the Train dock's sizes in 1024×700 and 1366×768 windows (and a wide bottom dock), no text of
+    the figure is cut off or drawn over another and every label fits: the form goes above the figure
+    where both do not fit side by side, the figure takes as many columns as fit, and the panel
+    scrolls vertically, never sideways."""
+    from window_helpers import layout_problems, shown
+
+    for (width, height), side_by_side, columns in (((508, 589), False, 2), ((683, 657), False, 3), ((1214, 406), True, 3)):
+        scroll, panel = _dock(qtbot, width, height)
+        assert layout_problems(scroll) == {}, (width, height)
+        scroll.ensureWidgetVisible(panel.figure.canvas)  # the figure scrolled into view is checked too
+        QtWidgets.QApplication.processEvents()
+        assert shown(panel.figure.canvas, scroll)
+        assert layout_problems(scroll) == {}, (width, height)
+        assert panel.side_by_side() is side_by_side and panel.figure.columns() == columns, (width, height)
+        assert panel.width() == scroll.viewport().width()  # no sideways scrolling
+        canvas = panel.figure.canvas
+        assert canvas.height() >= panel.figure.canvas_min_size(columns).height()  # the figure keeps a readable height
+        for plot in (panel.figure.loss_plot, panel.figure.probe):
+            assert plot.sceneBoundingRect().height() >= 150
+        note = panel.controls.warmup_note
+        assert note.text() == "auto: min(400, 10% of steps)" and note.width() >= note.fontMetrics().horizontalAdvance(note.text())
+        scroll.close()
+
+
+def test_the_figure_moves_its_cells_to_the_columns_that_fit(qtbot):
+    panel = TrainPanel()
+    qtbot.addWidget(panel)
+    fig = panel.figure
+    narrow, wide = fig.canvas_min_size(2).width(), fig.canvas_min_size(3).width()
+    assert fig.columns_for(narrow) == 2 and fig.columns_for(wide - 1) == 2 and fig.columns_for(wide) == 3 and fig.columns_for(100) == 1
+    fig.arrange(2)
+    cells = [fig.loss_plot, fig.acc_plot, fig.bleu_plot, fig.lr_plot, fig.norm_plot, fig.probe_box]
+    assert [fig.canvas.ci.items[c] for c in cells] == [[(0, 0)], [(0, 1)], [(1, 0)], [(1, 1)], [(2, 0)], [(2, 1)]]
+    assert fig.canvas.minimumHeight() == fig.canvas_min_size(2).height() > fig.canvas_min_size(3).height()
+    fig.arrange(3)
+    assert [fig.canvas.ci.items[c] for c in cells] == [[(0, 0)], [(0, 1)], [(0, 2)], [(1, 0)], [(1, 1)], [(1, 2)]]

@@ -134,3 +134,23 @@ def test_views_never_import_torch():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env={"QT_QPA_PLATFORM": "offscreen", "PATH": ""})
     assert out.stdout.strip() == "False"
+
+
+def test_every_table_hovers_and_scrolls_for_every_choice(make_view, decoded):
+    """Switching kind, layer, head and query, then scrolling every window and hovering a cell of
+    every table (the one-row bias tables included) never fails and says where the mouse is."""
+    bundle, session = decoded
+    view = make_view(QtWalkthroughView, SIZE, session_walkthrough(bundle.model, session, "encoder", 0, 0), layers=LAYERS)
+    for kind in KINDS:
+        for layer, head in ((0, 0), (1, 3)):
+            view.set_data(session_walkthrough(bundle.model, session, kind, layer, head))  # the last query row
+            view.set_query(0)
+            for bar in view.scrollbars.values():
+                bar.setValue(bar.maximum())
+            for name, table in view.tables.items():
+                shape = table.raw_matrix().shape
+                table.hover_cell(shape[0] - 1, shape[1] - 1)
+                text = view.readout.text()
+                assert text.strip(), name
+                if table.spec.rows == "bias":
+                    assert "[b, dim" in text

@@ -66,6 +66,12 @@ class NormSiteData:
         return (m.group(1), int(m.group(2)) if m.group(2) is not None else -1)
 
     @property
+    def normalized_stats(self) -> tuple[np.ndarray, np.ndarray]:
+        """(mean, std) per token of LayerNorm's output *before* its learned γ, β:
+        (x − mean) / √(var + ε) of each row, about 0 and 1 (the learner's expectation)."""
+        return row_stats(np.asarray(self.comparison.layer_output))
+
+    @property
     def index(self) -> int:
         m = _SITE.match(self.site)
         return int(m.group(3)) if m and m.group(3) else 0
@@ -91,6 +97,19 @@ def norm_site_data_for(current, config) -> list[NormSiteData]:
         pieces = src if site.startswith("encoder") else tgt
         out.append(NormSiteData(site, A.norm_statistics(arrays, site), x, arrays[f"{site}.output"], A.compare_norms(x), pieces))
     return out
+
+
+def row_stats(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(mean, std) of each row of ``[token, feature]`` activations (std over the features, biased, as LN)."""
+    a = np.asarray(a, np.float64)
+    return a.mean(-1), a.std(-1)
+
+
+def placement_formula(norm: str, placement: str) -> str:
+    """Which formula the model's sublayers follow: ``x + Sublayer(LN(x))`` (pre-norm) or
+    ``LN(x + Sublayer(x))`` (post-norm, the tutorial's); BN for a BatchNorm model."""
+    n = "LN" if norm == "layer" else "BN"
+    return f"x + Sublayer({n}(x))" if placement == "pre" else f"{n}(x + Sublayer(x))"
 
 
 def group_title(group: tuple[str, int]) -> str:

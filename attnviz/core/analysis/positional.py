@@ -63,11 +63,14 @@ class PositionalData:
                 n = the longer of the current source and target)
     similarity  ``[pos, pos]`` PE·PEᵀ (``analysis.positional_similarity(pe)``)
     embeddings  the current tokens' embedding / PE / sum (source and/or target)
+    layout      the model's ``positional_layout``: ``interleaved`` (sin in column 2i, cos in 2i+1)
+                or ``halves`` (the sines first, then the cosines)
     """
 
     pe: np.ndarray
     similarity: np.ndarray
     embeddings: tuple[TokenEmbeddingData, ...] = ()
+    layout: str = "interleaved"
 
     def __post_init__(self) -> None:
         pe = frozen_float32(self.pe, 2, "pe [pos, d_model]")
@@ -88,6 +91,10 @@ class PositionalData:
     @property
     def n_positions(self) -> int:
         return int(self.pe.shape[0])
+
+    def column_pair(self, column: int) -> tuple[int, bool]:
+        """(the tutorial's i, True for its sine) of a PE column: i numbers the sin/cos pairs."""
+        return column_pair(column, self.d_model, self.layout)
 
     def side(self, name: str) -> TokenEmbeddingData | None:
         for e in self.embeddings:
@@ -121,4 +128,13 @@ def positional_data_for(current) -> PositionalData:
         sides.append(side("target", "decoder", tgt))
     layout = current.config.positional_layout
     pe = sinusoidal_encoding(max(len(src), len(tgt)), sides[0].tokens.shape[1], torch.float64, layout).numpy()  # [pos, d_model]
-    return PositionalData(pe, A.positional_similarity(pe), tuple(sides))
+    return PositionalData(pe, A.positional_similarity(pe), tuple(sides), layout)
+
+
+def column_pair(column: int, d_model: int, layout: str = "interleaved") -> tuple[int, bool]:
+    """(i, is_sine) of PE column ``column``: in PE(pos, 2i) = sin(pos/10000^(2i/d_model)) and
+    PE(pos, 2i+1) = cos(…) the index i numbers the sin/cos *pairs* (``sinusoidal_encoding``'s layouts)."""
+    if layout == "halves":
+        half = (d_model + 1) // 2
+        return (column, True) if column < half else (column - half, False)
+    return column // 2, column % 2 == 0

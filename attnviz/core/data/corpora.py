@@ -139,12 +139,22 @@ class Dataset:
                 h.update(b"\n")
         return h.hexdigest()[:16]
 
+    @property
+    def train_hash(self) -> str:
+        """SHA-256 (hex, first 16 digits) of the exact training pairs, augmented ones included, in order."""
+        h = hashlib.sha256()
+        for p in self.train:
+            h.update(json.dumps([p.id, p.src, p.tgt], ensure_ascii=False).encode())
+            h.update(b"\n")
+        return h.hexdigest()[:16]
+
     def describe(self) -> dict[str, Any]:
         """What meta.json records about the data."""
         return {
             "name": self.name,
             "spec": self.spec,
             "split_hash": self.split_hash,
+            "train_hash": self.train_hash,
             "sizes": self.sizes,
             "split": "90/5/5 by SHA-256 of the key (id for built-in data, source text for user corpora)",
             "licence": self.licence,

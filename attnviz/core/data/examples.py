@@ -1,13 +1,47 @@
-"""Example sentences for the app, each marked as seen in training or held out."""
+"""What a model offers to type: its example sentences (each marked as seen in training, held out
+or new), the input's placeholder, and where any typed sentence sits in the model's corpus.
+
+Each model brings its own (``hints_for(meta, folder)``):
+
+* a bundle folder with an ``examples.json`` (``BUNDLE_EXAMPLES``) uses it;
+* a model trained on the HSK sentences uses ``resources/examples.json``;
+* a model trained on a synthetic task (copy, reverse, sort) or a TSV corpus takes a few sentences of
+  its own corpus (training and held-out), written as it was trained on them ("3 1 4 1 5");
+* an imported Marian/Hugging Face folder gets generic everyday sentences in its source language.
+
+``where_seen(spec, text)`` says whether a typed sentence is a training sentence, a held-out one or
+new, by a normalised lookup (``normalise``) in the corpus the bundle's ``meta.json`` names.
+"""
 
 from __future__ import annotations
 
 import json
+import random
+import re
+import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from attnviz.paths import resource
+
+BUNDLE_EXAMPLES = "examples.json"  # a bundle's own examples, beside its meta.json
+EXAMPLES_LIMIT = 256 * 1024  # bytes read of an examples file
+SPLITS = ("train", "valid", "test")
+N_CORPUS_EXAMPLES = (5, 4)  # training / held-out sentences offered for a model trained on its own corpus
+
+# Everyday sentences for an imported model, by source language (the first two letters of its name's code).
+GENERIC_EXAMPLES: dict[str, tuple[str, ...]] = {
+    "zh": ("猫吃鱼。", "鱼吃猫。", "我爱你。", "他每天早上喝咖啡。", "我的妈妈是医生。", "今天天气很好。"),
+    "en": ("The cat eats the fish.", "The fish eats the cat.", "I love you.", "He drinks coffee every morning.",
+           "My mother is a doctor.", "The weather is nice today."),
+    "de": ("Die Katze frisst den Fisch.", "Ich liebe dich.", "Er trinkt jeden Morgen Kaffee.", "Meine Mutter ist Ärztin."),
+    "fr": ("Le chat mange le poisson.", "Je t'aime.", "Il boit du café tous les matins.", "Ma mère est médecin."),
+    "es": ("El gato come pescado.", "Te quiero.", "Él bebe café cada mañana.", "Mi madre es médica."),
+}
+_LANGUAGE_NAMES = {"zh": "中文", "en": "English", "de": "Deutsch", "fr": "français", "es": "español"}
 
 
 @dataclass(frozen=True)
@@ -15,51 +49,192 @@ class ExampleSentence:
     source: str
     reference: str  # the data set's translation ('' for our own sentences)
     id: str  # data set id ('' for our own sentences)
-    split: str  # "train" | "valid" | "test" | "none" (not in the data set)
+    split: str  # "train" | "valid" | "test" | "none" (not in the data set) | "" (a model whose corpus is unknown)
     note: str = ""
 
     @property
     def label(self) -> str:
-        where = {"train": "seen in training", "valid": "held out (valid)", "test": "held out (test)"}.get(self.split, "new sentence")
+        where = {"train": "seen in training", "valid": "held out (valid)", "test": "held out (test)",
+                 "": "everyday sentence"}.get(self.split, "new sentence")
         return f"{self.source}  —  {where}"
 
 
-@lru_cache(maxsize=1)
-def _hsk_index() -> tuple[dict, set]:
-    from attnviz.core.data.corpora import load_hsk
+@dataclass(frozen=True)
+class InputHints:
+    """What the input bar offers for one model."""
 
-    ds = load_hsk()
-    by_id = {}
-    for split in ("train", "valid", "test"):
-        for p in ds.split(split):
+    examples: tuple[ExampleSentence, ...]
+    placeholder: str  # the source line's placeholder text
+
+
+# -- the corpus lookup ---------------------------------------------------------------------------
+def normalise(text: str) -> str:
+    """The lookup key of a sentence: NFKC, case-folded, spaces collapsed, sentence-final
+    punctuation dropped ("我爱你。" and "我爱你" meet; "3 1 4" and "3  1 4 " too)."""
+    text = " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+    return re.sub(r"[\s.!?。！？…]+$", "", text)
+
+
+@dataclass(frozen=True)
+class CorpusIndex:
+    """Normalised source → split (and the pair) of a corpus."""
+
+    splits: Mapping[str, str]
+    pairs: Mapping[str, Any]  # normalised source → its Pair
+    by_id: Mapping[str, tuple[Any, str]]  # pair id → (Pair, split)
+
+    def where(self, text: str) -> str:
+        """ "train", "valid", "test", or "new" for a sentence not in the corpus."""
+        return self.splits.get(normalise(text), "new")
+
+
+def _spec_key(spec: Mapping[str, Any]) -> str:
+    return json.dumps(dict(spec), sort_keys=True, ensure_ascii=False)
+
+
+@lru_cache(maxsize=4)
+def _index_of(spec_key: str) -> CorpusIndex:
+    from attnviz.core.data.augment import augment_as
+    from attnviz.core.data.corpora import load_data
+
+    spec = json.loads(spec_key)
+    data = augment_as(load_data(spec), spec)  # augmented pairs were training pairs too
+    splits: dict[str, str] = {}
+    pairs: dict[str, Any] = {}
+    by_id: dict[str, tuple[Any, str]] = {}
+    for split in reversed(SPLITS):  # a source in two splits counts as seen in training
+        for p in data.split(split):
+            key = normalise(p.src)
+            splits[key], pairs[key] = split, p
             by_id[p.id] = (p, split)
-    return by_id, {p.src for p in ds.train}
+    return CorpusIndex(splits, pairs, by_id)
 
 
-def load_examples(path: str | Path | None = None) -> list[ExampleSentence]:
-    """Read ``resources/examples.json``; HSK ids are resolved through the installed data package.
-    Entries that cannot be resolved are left out (the list is a convenience, never an error)."""
-    path = Path(path) if path else resource("examples.json")
+def corpus_index(spec: Mapping[str, Any]) -> CorpusIndex:
+    """The lookup of the corpus ``spec`` names (a ``Dataset.spec``, as meta.json stores it); cached.
+    Raises what loading the corpus raises (``DataError``, ``OSError``)."""
+    return _index_of(_spec_key(spec))
+
+
+def data_spec(meta: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The corpus spec a bundle's meta.json names, or None (an imported model)."""
+    data = meta.get("data")
+    spec = data.get("spec") if isinstance(data, Mapping) else None
+    return dict(spec) if isinstance(spec, Mapping) and isinstance(spec.get("kind"), str) else None
+
+
+def where_seen(meta: Mapping[str, Any], text: str) -> str:
+    """Where the corpus of the model with ``meta`` has ``text``: "train", "valid", "test", "new",
+    or "" when the model names no corpus or it cannot be read."""
+    spec = data_spec(meta)
+    if spec is None or not text.strip():
+        return ""
     try:
-        entries = json.loads(path.read_text(encoding="utf-8"))["examples"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return []
+        return corpus_index(spec).where(text)
+    except Exception:  # noqa: BLE001 - a corpus that cannot be read (moved file, no data package): say so, never fail
+        return ""
+
+
+# -- examples --------------------------------------------------------------------------------------
+def _read_entries(path: Path) -> tuple[list, str]:
+    """The ``examples`` list and ``placeholder`` of an examples file ([] and '' when unreadable)."""
     try:
-        by_id, train_sources = _hsk_index()
-    except Exception:  # noqa: BLE001 - without the data package, keep only our own sentences
-        by_id, train_sources = {}, set()
+        if path.stat().st_size > EXAMPLES_LIMIT:
+            return [], ""
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        entries, placeholder = doc["examples"], doc.get("placeholder", "")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
+        return [], ""
+    return (entries if isinstance(entries, list) else []), (placeholder if isinstance(placeholder, str) else "")
+
+
+def _resolve(entries: list, index: CorpusIndex | None) -> list[ExampleSentence]:
+    """Entries ``{"id": ...}`` (a corpus record) or ``{"text": ...}`` as examples; ids the corpus
+    lacks are left out (the list is a convenience, never an error)."""
     out = []
     for e in entries:
         if not isinstance(e, dict):
             continue
+        note = e.get("note", "") if isinstance(e.get("note", ""), str) else ""
         if "id" in e:
-            hit = by_id.get(e["id"])
-            if hit is None:
-                continue
-            pair, split = hit
-            out.append(ExampleSentence(pair.src, pair.tgt, pair.id, split, e.get("note", "")))
+            hit = index.by_id.get(e["id"]) if index is not None else None
+            if hit is not None:
+                pair = hit[0]
+                out.append(ExampleSentence(pair.src, pair.tgt, pair.id, index.where(pair.src), note))
         elif isinstance(e.get("text"), str) and e["text"].strip():
             text = e["text"].strip()
-            split = "train" if text in train_sources else "none"
-            out.append(ExampleSentence(text, e.get("reference", ""), "", split, e.get("note", "")))
+            split = index.where(text) if index is not None else "none"
+            ref = e.get("reference", "") if isinstance(e.get("reference", ""), str) else ""
+            out.append(ExampleSentence(text, ref, "", "none" if split == "new" else split, note))
     return out
+
+
+def _index_or_none(spec: Mapping[str, Any] | None) -> CorpusIndex | None:
+    if spec is None:
+        return None
+    try:
+        return corpus_index(spec)
+    except Exception:  # noqa: BLE001 - without the corpus, keep the examples that need none
+        return None
+
+
+def load_examples(path: str | Path | None = None, spec: Mapping[str, Any] | None = None) -> list[ExampleSentence]:
+    """The examples of an examples file (``resources/examples.json`` by default: the HSK model's);
+    ids and splits are resolved in the corpus ``spec`` names (the HSK sentences by default)."""
+    entries, _ = _read_entries(Path(path) if path else resource("examples.json"))
+    return _resolve(entries, _index_or_none(spec if spec is not None else {"kind": "hsk-zh-en"}))
+
+
+def _corpus_examples(index: CorpusIndex, seed: str) -> list[ExampleSentence]:
+    """A few training and held-out sentences of the corpus (held out: not in the training split
+    under any id), shortest-first within each group."""
+    rng = random.Random(seed)
+    groups: dict[str, list] = {"train": [], "held": []}
+    for pair, _ in index.by_id.values():
+        split = index.where(pair.src)  # a held-out source that also occurs in training counts as seen
+        groups["train" if split == "train" else "held"].append((pair, split))
+    out = []
+    for group, n in zip(("train", "held"), N_CORPUS_EXAMPLES):
+        chosen = rng.sample(groups[group], min(n, len(groups[group])))
+        out += [ExampleSentence(p.src, p.tgt, p.id, split) for p, split in sorted(chosen, key=lambda ps: len(ps[0].src))]
+    return out
+
+
+def _language(meta: Mapping[str, Any], folder: Path | None) -> str:
+    """The source language of an imported model: from its folder name ("opus-mt-zh-en") or ''."""
+    name = folder.name if folder is not None else str(meta.get("imported_from", ""))
+    m = re.search(r"(?:^|[-_])([a-z]{2,3})[-_]([a-z]{2,3})$", name.lower())
+    return m.group(1)[:2] if m else ""
+
+
+def _placeholder(examples: list[ExampleSentence], what: str = "Source sentence") -> str:
+    return f"{what}, e.g. {examples[0].source}" if examples else what
+
+
+def hints_for(meta: Mapping[str, Any], folder: str | Path | None = None) -> InputHints:
+    """The examples and placeholder of the model with ``meta`` (its bundle folder ``folder``)."""
+    folder = Path(folder) if folder is not None else None
+    spec = data_spec(meta)
+    index = _index_or_none(spec)
+    own = folder / BUNDLE_EXAMPLES if folder is not None else None
+    if own is not None and own.is_file():
+        entries, placeholder = _read_entries(own)
+        examples = _resolve(entries, index)
+        if examples:
+            return InputHints(tuple(examples), placeholder or _placeholder(examples))
+    kind = spec.get("kind") if spec else None
+    if kind == "hsk-zh-en":
+        examples = load_examples(spec=spec)
+        return InputHints(tuple(examples), _placeholder(examples, "Source sentence (中文)"))
+    if index is not None:
+        examples = _corpus_examples(index, _spec_key(spec))
+        if kind in ("copy", "reverse", "sort"):
+            alphabet = str(spec.get("alphabet", ""))[:20]
+            what = f"Symbols ({alphabet}) separated by spaces" if alphabet else "Symbols separated by spaces"
+            return InputHints(tuple(examples), _placeholder(examples, what))
+        return InputHints(tuple(examples), _placeholder(examples))
+    lang = _language(meta, folder)
+    texts = GENERIC_EXAMPLES.get(lang) or GENERIC_EXAMPLES["en"] + GENERIC_EXAMPLES["zh"]
+    examples = [ExampleSentence(t, "", "", "", "an everyday sentence") for t in texts]
+    what = f"Source sentence ({_LANGUAGE_NAMES[lang]})" if lang in _LANGUAGE_NAMES else "Source sentence"
+    return InputHints(tuple(examples), _placeholder(examples, what))

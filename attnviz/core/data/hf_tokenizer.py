@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from attnviz.core.data.source_map import unknown_parts
 from attnviz.core.data.tokenizer import Tokenizer, TokenizerError, load_sentencepiece, unreadable_text
 
 FORMAT = "attnviz-vocab-tokenizer"
@@ -124,8 +125,8 @@ class VocabTokenizer:
         return self.vocab.get(piece, self.unk_id)
 
     def unknown_characters(self, text: str) -> list[str]:
-        """The characters of ``text`` that encode to UNK (to tell the user)."""
-        return [ch for ch in dict.fromkeys(text) if not ch.isspace() and self.unk_id in (self.vocab.get(p, self.unk_id) for p in self._split(ch))]
+        """The parts of ``text`` read as UNK, to tell the user (see ``unknown_parts``)."""
+        return unknown_parts(self, text)
 
     def _split(self, text: str) -> list[str]:
         """Sentencepiece pieces of ``text``; a leading language code ``>>xx<<`` stays one piece."""

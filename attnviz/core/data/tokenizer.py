@@ -14,6 +14,7 @@ from pathlib import Path
 
 import sentencepiece as spm
 
+from attnviz.core.data.source_map import unknown_parts
 from attnviz.errors import AttnvizError
 
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
@@ -160,10 +161,6 @@ class Tokenizer:
         return int(self.sp.piece_to_id(piece))
 
     def unknown_characters(self, text: str) -> list[str]:
-        """The characters of ``text`` that encode to UNK (to tell the user)."""
+        """The parts of ``text`` read as UNK, to tell the user (see ``unknown_parts``)."""
         self._check_text(text)
-        out: list[str] = []
-        for ch in dict.fromkeys(text):
-            if not ch.isspace() and self.sp.encode(ch, out_type=int) and UNK_ID in self.sp.encode(ch, out_type=int):
-                out.append(ch)
-        return out
+        return unknown_parts(self, text)

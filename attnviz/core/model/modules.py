@@ -263,13 +263,18 @@ class InputEmbedding(nn.Module):
         self.scale = math.sqrt(d_model)
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, ids: torch.Tensor, offset: int = 0, rec: Recorder | None = None, name: str = "") -> torch.Tensor:
-        """``ids`` ``[B, L]`` at positions ``offset .. offset + L - 1`` -> ``[B, L, d]``."""
+    def forward(
+        self, ids: torch.Tensor, offset: int = 0, rec: Recorder | None = None, name: str = "", positional: bool = True
+    ) -> torch.Tensor:
+        """``ids`` ``[B, L]`` at positions ``offset .. offset + L - 1`` -> ``[B, L, d]``.
+
+        ``positional=False`` leaves PE out (the input is the scaled token embedding alone): the
+        model then sees a bag of tokens, which shows what positional encoding is for."""
         n = ids.shape[1]
         if offset + n > self.pe.shape[0]:
             raise ValueError(f"sequence of {offset + n} tokens exceeds the model's max_len ({self.pe.shape[0]})")
         tokens = self.table(ids) * self.scale  # [B, L, d]
-        pos = self.pe[offset : offset + n]  # [L, d]
+        pos = self.pe[offset : offset + n] if positional else torch.zeros_like(self.pe[offset : offset + n])  # [L, d]
         x = tokens + pos  # [B, L, d]
         if rec is not None:
             rec.put(f"{name}.tokens", tokens)

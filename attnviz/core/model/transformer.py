@@ -174,9 +174,11 @@ class Encoder(nn.Module):
         self.layers = nn.ModuleList(EncoderLayer(config) for _ in range(config.n_encoder_layers))
         self.final_norm = _norm(config) if config.final_norm else None
 
-    def forward(self, src: torch.Tensor, mask: torch.Tensor, valid: torch.Tensor, rec: Recorder | None = None, name: str = "") -> torch.Tensor:
-        """Source ids ``[B, Ls]`` -> C_encoder ``[B, Ls, d]``."""
-        x = self.embed(src, 0, rec, _child(rec, name, "embed"))  # [B, Ls, d]
+    def forward(
+        self, src: torch.Tensor, mask: torch.Tensor, valid: torch.Tensor, rec: Recorder | None = None, name: str = "", positional: bool = True
+    ) -> torch.Tensor:
+        """Source ids ``[B, Ls]`` -> C_encoder ``[B, Ls, d]`` (``positional=False``: without PE)."""
+        x = self.embed(src, 0, rec, _child(rec, name, "embed"), positional)  # [B, Ls, d]
         for i, layer in enumerate(self.layers):
             x = layer(x, mask, valid, rec, _child(rec, name, f"layers.{i}"))
         if self.final_norm is not None:
@@ -248,10 +250,11 @@ class Transformer(nn.Module):
             self.generator.weight = dec.embed.table.weight
 
     # -- passes ---------------------------------------------------------------
-    def encode(self, src: torch.Tensor, rec: Recorder | None = None) -> Encoded:
-        """Run the encoder stack on ``src`` ``[B, Ls]``."""
+    def encode(self, src: torch.Tensor, rec: Recorder | None = None, positional: bool = True) -> Encoded:
+        """Run the encoder stack on ``src`` ``[B, Ls]``; ``positional=False`` leaves out the
+        positional encoding (the tokens' order then does not reach the encoder)."""
         mask, valid = self.masks.source(src, rec, "masks")  # [B, 1, 1, Ls], [B, Ls]
-        return Encoded(self.encoder(src, mask, valid, rec, "encoder"), mask, valid)
+        return Encoded(self.encoder(src, mask, valid, rec, "encoder", positional), mask, valid)
 
     def decode(self, tgt: torch.Tensor, encoded: Encoded, rec: Recorder | None = None) -> torch.Tensor:
         """Run the decoder stack on the whole (shifted-right) target ``[B, Lt]`` at once -> ``[B, Lt, d]``."""

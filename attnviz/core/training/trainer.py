@@ -35,6 +35,11 @@ checked, and removes what killed saves left behind when a run starts):
 folder keeps the last good checkpoint. ``meta.json`` holds the history (one row per evaluation)
 and the probe snapshots (cross-attention averaged over heads, per layer, rounded to 3 decimals).
 
+Checkpoint averaging: with ``average_last`` N > 1 the weights at the end of each of the last N
+epochs are summed (``WeightAverage``, saved with the training state as ``avg.*`` tensors so a
+resumed run keeps them) and the bundle ships their mean, evaluated by the final evaluation;
+the per-epoch history rows are of the weights as trained.
+
 Events. ``trainer.add_callback(event, fn)``; ``fn(payload)`` is called on the training thread
 (a GUI forwards it to its own thread). The events and their payloads are listed in ``events``.
 
@@ -58,6 +63,7 @@ import torch.nn.functional as F
 
 from attnviz.core.bundle import Bundle, BundleError, load_bundle, save_bundle
 from attnviz.core.data import corpora as D
+from attnviz.core.data.augment import augment_as
 from attnviz.core.data.tokenizer import Tokenizer
 from attnviz.core.model.config import TransformerConfig
 from attnviz.core.model.transformer import Transformer
@@ -107,6 +113,7 @@ _RANGES: dict[str, tuple[type, float, float, str]] = {
     "threads": (int, 1, 1024, "[]"),
     "log_every": (int, 1, 10**9, "[]"),
     "n_probes": (int, 0, 1000, "[]"),
+    "average_last": (int, 0, 100_000, "[]"),
 }
 DEVICE_TYPES = ("cpu", "cuda", "mps")
 
@@ -160,6 +167,7 @@ class TrainOptions:
     n_probes: int = 4  # probe sentences (the first valid pairs) translated at each evaluation
     eval_bleu: bool = True  # greedy-translate the valid split at each evaluation (BLEU, chrF)
     final_eval: bool = True  # at the end: token accuracy on every split, BLEU/chrF on every split
+    average_last: int = 0  # the bundle's weights: the mean of the last N epochs' weights (0 or 1: the last epoch's)
 
     def __post_init__(self) -> None:
         """``TrainingError`` (one line) for any field of the wrong type or out of its range."""
@@ -271,7 +279,7 @@ def _resumed_dataset(folder: Path, meta: dict[str, Any], dataset: D.Dataset | No
             hint = f" ({', '.join(named)[:200]})" if named else ""
             raise TrainingError(f"cannot resume: {folder}/meta.json names no built-in data set; pass the training data again with --data{hint}")
         try:
-            dataset = D.load_data(spec)
+            dataset = augment_as(D.load_data(spec), spec)
         except (KeyError, TypeError, ValueError) as exc:
             raise TrainingError(f"cannot resume: {folder}/meta.json: bad data description ({type(exc).__name__})") from None
     want = data.get("split_hash") if isinstance(data, dict) else None
@@ -325,6 +333,38 @@ class _Window:
 
 
 # -- the trainer ----------------------------------------------------------------------------
+class WeightAverage:
+    """The running sum of a model's weights at the end of some epochs (checkpoint averaging of the
+    last epochs): floating tensors are averaged, the others (BatchNorm's batch count) taken from the
+    model as it is. Saved with the training state as ``avg.NAME`` tensors."""
+
+    def __init__(self, sums: dict[str, torch.Tensor] | None = None, n: int = 0):
+        self.sums = dict(sums or {})
+        self.n = n
+
+    @classmethod
+    def from_state(cls, info: dict[str, Any], tensors: dict[str, torch.Tensor]) -> "WeightAverage":
+        sums = {k[4:]: v for k, v in tensors.items() if k.startswith("avg.")}
+        n = int(info.get("averaged_epochs", 0))
+        return cls(sums, n) if sums and n > 0 else cls()
+
+    def add(self, model: torch.nn.Module) -> None:
+        for name, t in model.state_dict().items():
+            if t.is_floating_point():
+                value = t.detach().to("cpu", torch.float64)
+                self.sums[name] = self.sums[name] + value if name in self.sums else value.clone()
+        self.n += 1
+
+    def load_into(self, model: torch.nn.Module) -> None:
+        state = model.state_dict()
+        for name, total in self.sums.items():
+            state[name] = (total / self.n).to(state[name].dtype)
+        model.load_state_dict(state)
+
+    def state_tensors(self) -> dict[str, torch.Tensor]:
+        return {f"avg.{name}": t for name, t in self.sums.items()}
+
+
 class Trainer:
     """Trains a ``Transformer`` on a ``Dataset``; see the module docstring for events and checkpoints."""
 
@@ -373,6 +413,7 @@ class Trainer:
         self._run.set()
         self._stop = threading.Event()
         self._rng_state: dict[str, torch.Tensor] | None = None  # restored at the start of fit()
+        self.average = WeightAverage()  # of the last ``options.average_last`` epochs' weights
 
     # -- construction -----------------------------------------------------------------
     @classmethod
@@ -449,6 +490,7 @@ class Trainer:
         self._epoch_loss_sum = float(info.get("epoch_loss_sum", 0.0))
         self._epoch_loss_n = int(info.get("epoch_loss_n", 0))
         self._rng_state = {k[4:]: v for k, v in tensors.items() if k.startswith("rng.")}
+        self.average = WeightAverage.from_state(info, tensors)
 
     def _check_moments(self, state: dict[str, Any]) -> None:
         """``ValueError`` unless every saved optimiser tensor fits its parameter (Adam's moments
@@ -499,6 +541,7 @@ class Trainer:
         from safetensors.torch import save as st_save
 
         tensors, opt_info = optimizer_state_to_files(self.optimizer, self._param_names())
+        tensors.update(self.average.state_tensors())
         tensors["rng.cpu"] = torch.get_rng_state()
         if torch.cuda.is_available() and self.device.type == "cuda":
             tensors["rng.cuda"] = torch.cuda.get_rng_state(self.device)
@@ -511,6 +554,7 @@ class Trainer:
             "epoch_loss_n": self._epoch_loss_n,
             "options": self.options.to_dict(),
             "optimizer": opt_info,
+            "averaged_epochs": self.average.n,
         }
         return {STATE_TENSORS: st_save(tensors), STATE_JSON: json.dumps(info, indent=1).encode()}
 
@@ -670,6 +714,8 @@ class Trainer:
         """Evaluate and record the finished epoch, move on to the next, and save a checkpoint
         (the last epoch's is saved by ``_finish``)."""
         self._evaluate_epoch()
+        if self.epoch >= self.options.epochs - self.options.average_last:
+            self.average.add(self.model)
         self.epoch += 1
         self.batch_in_epoch = 0
         self._epoch_loss_sum, self._epoch_loss_n = 0.0, 0
@@ -692,6 +738,10 @@ class Trainer:
     def _finish(self) -> TrainResult:
         """After the last epoch: the final evaluation (if asked for) and the final checkpoint."""
         final: dict[str, Any] = {}
+        if self.average.n > 1:
+            self.average.load_into(self.model)
+            self.meta["averaged_epochs"] = self.average.n
+            self._message(f"the bundle's weights are the mean of the last {self.average.n} epochs' weights")
         if self.options.final_eval:
             t0 = time.perf_counter()
             try:

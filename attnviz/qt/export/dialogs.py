@@ -17,6 +17,7 @@ from attnviz.qt.export.files import (
     PNG_WIDTH_RANGE,
     ExportError,
     HeadFigureFactory,
+    Metadata,
     export_all_heads,
     export_view_data,
     render_view_to_file,
@@ -158,8 +159,9 @@ def export_figure_dialog(view: FigureView, parent: QtWidgets.QWidget | None = No
         dialog.deleteLater()
 
 
-def export_data_dialog(view: FigureView, parent: QtWidgets.QWidget | None = None) -> Path | None:
-    """Ask for a CSV or NPZ file, then write the view's data; errors are shown as a message."""
+def export_data_dialog(view: FigureView, parent: QtWidgets.QWidget | None = None, metadata: Metadata | None = None) -> Path | None:
+    """Ask for a CSV or NPZ file, then write the view's data (headed by ``metadata``, e.g.
+    :func:`~attnviz.qt.export.files.session_metadata`); errors are shown as a message."""
     start = str(Path(_last_dir()) / suggested_file_name(view, "csv"))
     filters = ";;".join(_FILTERS[f] for f in DATA_FORMATS)
     path, chosen = QtWidgets.QFileDialog.getSaveFileName(parent, "Export data", start, filters)
@@ -169,7 +171,7 @@ def export_data_dialog(view: FigureView, parent: QtWidgets.QWidget | None = None
     if not path_obj.suffix:
         path_obj = path_obj.with_suffix(".npz" if "npz" in chosen else ".csv")
     try:
-        out = export_view_data(view, path_obj)
+        out = export_view_data(view, path_obj, metadata=metadata)
     except ExportError as exc:
         _fail(parent, exc)
         return None

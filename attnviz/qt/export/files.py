@@ -5,12 +5,16 @@ share::
 
     render_view_to_file(view, "fig.svg")                 # format from the suffix
     render_view_to_file(view, "fig.png", width=2400)     # or dpi=300
-    export_view_data(view, "fig.csv")
+    export_view_data(view, "fig.csv", metadata={"model": "hsk-zh-en", "source": "…"})
     export_all_heads(QtHeadDetailView, data, "out/", "pdf", progress=..., cancel=...)
 
 Every file is written atomically (a temporary file in the destination folder, then
 ``os.replace``): a failure leaves no partial file and raises :class:`ExportError` with a
 one-line message that names the destination.
+
+A CSV file opens with commented metadata lines (``# model: …``, ``# source: …``, ``# target: …``,
+``# step: …``, ``# kind: …``, ``# layer: …``, ``# head: …``, then ``# view: …``); read it with
+``pandas.read_csv(path, comment="#")``. An NPZ file holds the same lines as ``metadata``.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import io
 import itertools
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -124,10 +128,36 @@ def _number(v: float) -> str:
     return format(float(v), ".9g")
 
 
-def data_to_csv(data: FigureData) -> str:
-    """Long form: one row per element; for each dimension ``<dim>_index`` (0-based) and,
-    where it has labels, ``<dim>`` (the token piece or 1-based layer/head); then one
-    column per value array."""
+Metadata = Mapping[str, object]  # what the numbers are of: model, source, target, step, kind, layer, head
+
+
+def metadata_lines(data: FigureData, metadata: Metadata | None = None) -> list[str]:
+    """``key: value`` for each metadata entry (``None`` left out, each on one line), then the view's title."""
+    lines = [f"{key}: {value}" for key, value in (metadata or {}).items() if value is not None]
+    lines.append(f"view: {data.title}")
+    return [" ".join(line.split()) for line in lines]
+
+
+def session_metadata(session, kind: str | None = None, layer: int | None = None, head: int | str | None = None,
+                     target: str | None = None) -> dict[str, object]:
+    """What a data file of ``session`` (a ``qt.session.Session``) is of: its model, source, target
+    (the typed one, else the words decoded so far), step, and the selection (0-based ``layer`` and
+    ``head`` given, written 1-based; ``head`` may be "mean", "rollout" or "all")."""
+    from attnviz.core.data.pieces import SP_WORD_START
+
+    if target is None:
+        words = "".join(p for p in session.output_pieces() if p not in ("SOS", "EOS")).replace(SP_WORD_START, " ").strip()
+        target = session.target or words
+    forced = getattr(session, "forced", None) is not None
+    return {"model": session.bundle.name, "source": session.source, "target": target,
+            "step": f"{session.n_rows()}{' (teacher forcing)' if forced else ''}", "kind": kind,
+            "layer": None if layer is None else layer + 1, "head": head + 1 if isinstance(head, int) else head}
+
+
+def data_to_csv(data: FigureData, metadata: Metadata | None = None) -> str:
+    """Commented metadata lines (``# model: …``), then long form: one row per element; for each
+    dimension ``<dim>_index`` (0-based) and, where it has labels, ``<dim>`` (the token piece or
+    1-based layer/head); then one column per value array."""
     dims, shape = data.dims, data.shape
     header: list[str] = []
     for dim in dims:
@@ -138,6 +168,8 @@ def data_to_csv(data: FigureData) -> str:
     header += names
     arrays = [np.asarray(data.values[n]) for n in names]
     out = io.StringIO()
+    for line in metadata_lines(data, metadata):
+        out.write(f"# {line}\n")
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(header)
     for idx in itertools.product(*(range(n) for n in shape)):
@@ -151,8 +183,9 @@ def data_to_csv(data: FigureData) -> str:
     return out.getvalue()
 
 
-def data_to_npz(data: FigureData) -> bytes:
-    """Every value and extra array, plus ``<dim>_labels``, ``dims`` and ``title`` (no pickles)."""
+def data_to_npz(data: FigureData, metadata: Metadata | None = None) -> bytes:
+    """Every value and extra array, plus ``<dim>_labels``, ``dims``, ``title`` and ``metadata``
+    (the CSV's comment lines; no pickles)."""
     arrays: dict[str, np.ndarray] = {}
     for name, a in data.values.items():
         arrays[name] = np.asarray(a)
@@ -162,21 +195,22 @@ def data_to_npz(data: FigureData) -> bytes:
         arrays[f"{dim}_labels"] = np.array(list(labels), dtype=str)
     arrays["dims"] = np.array(list(data.dims), dtype=str)
     arrays["title"] = np.array(data.title, dtype=str)
+    arrays["metadata"] = np.array(metadata_lines(data, metadata), dtype=str)
     buf = io.BytesIO()
     np.savez_compressed(buf, **arrays)
     return buf.getvalue()
 
 
-def data_to_bytes(data: FigureData, fmt: str) -> bytes:
+def data_to_bytes(data: FigureData, fmt: str, metadata: Metadata | None = None) -> bytes:
     fmt = fmt.lower()
     if fmt == "csv":
-        return data_to_csv(data).encode("utf-8")
+        return data_to_csv(data, metadata).encode("utf-8")
     if fmt == "npz":
-        return data_to_npz(data)
+        return data_to_npz(data, metadata)
     raise ExportError(f"unknown data format {fmt!r} (use {', '.join(DATA_FORMATS)})")
 
 
-def export_view_data(view: FigureView, path: str | os.PathLike, fmt: str | None = None) -> Path:
+def export_view_data(view: FigureView, path: str | os.PathLike, fmt: str | None = None, metadata: Metadata | None = None) -> Path:
     """Write the data behind ``view`` to ``path`` as CSV or NPZ (``fmt`` defaults to the suffix)."""
     path = Path(path)
     fmt = _format_of(path, fmt, DATA_FORMATS)
@@ -184,7 +218,16 @@ def export_view_data(view: FigureView, path: str | os.PathLike, fmt: str | None 
         data = view.figure_data()
     except ValueError as exc:
         raise ExportError(f"Cannot export data to {path}: {exc}") from exc
-    return atomic_write_bytes(path, data_to_bytes(data, fmt))
+    return atomic_write_bytes(path, data_to_bytes(data, fmt, metadata))
+
+
+def all_heads_data(data: AttentionData) -> FigureData:
+    """Every layer's and head's weights of one kind as one table: ``[layer, head, query, key]``."""
+    n_layers, n_heads = data.weights.shape[:2]
+    coords = {"layer": tuple(str(i + 1) for i in range(n_layers)), "head": tuple(str(i + 1) for i in range(n_heads)),
+              "query": data.query_labels, "key": data.key_labels}
+    return FigureData(f"{data.kind} attention · every layer and head", ("layer", "head", "query", "key"),
+                      {"weight": data.weights}, coords)
 
 
 # ---------------------------------------------------------------------------

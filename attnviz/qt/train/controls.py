@@ -15,13 +15,15 @@ from typing import Any
 
 from PySide6 import QtCore, QtWidgets
 
-from attnviz.qt.train.run import ACTIVE_STATES, DATA_CHOICES, MODEL_SIZES, SYNTHETIC_CHOICES, TrainRequest
+from attnviz.qt.train.run import ACTIVE_STATES, AUTO_WARMUP, DATA_CHOICES, MODEL_SIZES, SYNTHETIC_CHOICES, WARMUP_CAP, WARMUP_SHARE, TrainRequest
 from attnviz.qt.widgets.colormaps import ui_font
 
 
 def default_runs_dir() -> Path:
-    base = QtCore.QStandardPaths.writableLocation(QtCore.QStandardPaths.StandardLocation.AppLocalDataLocation)
-    return Path(base or Path.home() / ".attnviz") / "runs"
+    """Where runs go by default: ``<user data folder>/attnviz/runs`` (the app's own data location
+    would name the app twice, ``…/attnviz/attnviz/runs``, as it adds the organisation's name)."""
+    base = QtCore.QStandardPaths.writableLocation(QtCore.QStandardPaths.StandardLocation.GenericDataLocation)
+    return (Path(base) / "attnviz" if base else Path.home() / ".attnviz") / "runs"
 
 
 def _browse_row(edit: QtWidgets.QLineEdit, button_name: str, slot: Any) -> tuple[QtWidgets.QToolButton, QtWidgets.QHBoxLayout]:
@@ -47,9 +49,11 @@ def _combo(name: str, items: list[tuple[str, Any]], current: Any = None, tip: st
 
 class TrainControls(QtWidgets.QGroupBox):
     """The run form. Signals: ``startRequested(TrainRequest)`` (the Start button, with the form's
-    request), ``pauseResumeRequested()``, ``stopRequested()``, ``openRequested()``."""
+    request), ``resumeRequested(TrainRequest)`` (Resume from…: the form's request with the chosen
+    checkpoint bundle as ``resume_from``), ``pauseResumeRequested()``, ``stopRequested()``, ``openRequested()``."""
 
     startRequested = QtCore.Signal(object)
+    resumeRequested = QtCore.Signal(object)
     pauseResumeRequested = QtCore.Signal()
     stopRequested = QtCore.Signal()
     openRequested = QtCore.Signal()
@@ -57,8 +61,8 @@ class TrainControls(QtWidgets.QGroupBox):
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__("Training run  训练", parent)
         self.setObjectName("trainForm")
-        self.setMinimumWidth(300)
-        self.setMaximumWidth(380)
+        self.setMinimumWidth(270)
+        self.setMaximumWidth(360)
         form = QtWidgets.QFormLayout(self)
         form.setFieldGrowthPolicy(QtWidgets.QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
         self._build_data_rows(form)
@@ -108,8 +112,20 @@ class TrainControls(QtWidgets.QGroupBox):
         self.lr_spin = QtWidgets.QDoubleSpinBox(objectName="trainLrSpin", decimals=5, minimum=1e-5, maximum=1.0, singleStep=1e-4, value=1e-3)
         self.lr_spin.setToolTip("Peak learning rate, reached at the end of the warm-up")
         form.addRow("Learning rate", self.lr_spin)
-        self.warmup_spin = QtWidgets.QSpinBox(objectName="trainWarmupSpin", minimum=0, maximum=100000, singleStep=50, value=400)
-        form.addRow("Warm-up steps", self.warmup_spin)
+        self.warmup_spin = QtWidgets.QSpinBox(objectName="trainWarmupSpin", minimum=AUTO_WARMUP, maximum=100000, singleStep=50, value=AUTO_WARMUP)
+        self.warmup_spin.setSpecialValueText("auto")
+        self.warmup_spin.setToolTip(f"Steps of the linear rise to the peak learning rate; auto: min({WARMUP_CAP}, "
+                                    f"{WARMUP_SHARE:.0%} of the run's steps), so a short run is not all warm-up")
+        self.warmup_note = QtWidgets.QLabel(objectName="trainWarmupNote")  # on its own line under the spin box: it never squeezes the form
+        self.warmup_note.setFont(ui_font(8.5))
+        self.warmup_note.setWordWrap(True)
+        column = QtWidgets.QVBoxLayout()
+        column.setSpacing(1)
+        column.addWidget(self.warmup_spin)
+        column.addWidget(self.warmup_note)
+        form.addRow("Warm-up", column)
+        self.warmup_spin.valueChanged.connect(lambda _v: self.show_warmup())
+        self.show_warmup()
         self.batch_spin = QtWidgets.QSpinBox(objectName="trainBatchSpin", minimum=50, maximum=100000, singleStep=100, value=500)
         self.batch_spin.setToolTip("Padded tokens per batch")
         form.addRow("Batch tokens", self.batch_spin)
@@ -128,6 +144,9 @@ class TrainControls(QtWidgets.QGroupBox):
         self.pause_button = QtWidgets.QPushButton("Pause  暂停", objectName="trainPauseButton")
         self.stop_button = QtWidgets.QPushButton("Stop  停止", objectName="trainStopButton")
         self.open_button = QtWidgets.QPushButton("Open in attnviz  打开模型", objectName="trainOpenButton")
+        self.resume_button = QtWidgets.QPushButton("Resume from…  继续训练", objectName="trainResumeButton")
+        self.resume_button.setToolTip("Continue a stopped run from its checkpoint bundle (as attnviz train --resume); "
+                                      "a finished run goes on to the Epochs set here")
         self.start_button.setDefault(True)
         self.stop_button.setToolTip("Stop after the current step and save a checkpoint")
         self.open_button.setToolTip("Open the trained model bundle in the main window")
@@ -136,11 +155,13 @@ class TrainControls(QtWidgets.QGroupBox):
         buttons.addWidget(self.pause_button, 0, 1)
         buttons.addWidget(self.stop_button, 1, 0)
         buttons.addWidget(self.open_button, 1, 1)
+        buttons.addWidget(self.resume_button, 2, 0, 1, 2)
         form.addRow(buttons)
         self.start_button.clicked.connect(lambda: self.startRequested.emit(self.request()))
         self.pause_button.clicked.connect(lambda: self.pauseResumeRequested.emit())
         self.stop_button.clicked.connect(lambda: self.stopRequested.emit())
         self.open_button.clicked.connect(lambda: self.openRequested.emit())
+        self.resume_button.clicked.connect(self._browse_resume)
 
     def _build_log(self, form: QtWidgets.QFormLayout) -> None:
         self.log = QtWidgets.QPlainTextEdit(objectName="trainLog")
@@ -182,6 +203,22 @@ class TrainControls(QtWidgets.QGroupBox):
             self.out_edit.setText(path)
             self._out_auto = False
 
+    def _browse_resume(self) -> None:
+        path = QtWidgets.QFileDialog.getExistingDirectory(self, "Checkpoint bundle to continue", self.out_edit.text())
+        if path:
+            req = self.request()
+            req.resume_from, req.out_dir = path, path
+            self.resumeRequested.emit(req)
+
+    def show_warmup(self, steps: int | None = None, total: int | None = None) -> None:
+        """Beside the warm-up: the rule (auto, before a run) or the steps the run uses (``steps`` of ``total``)."""
+        if steps is not None and total:
+            self.warmup_note.setText(f"→ {steps} of {total} steps")
+        elif self.warmup_spin.value() == AUTO_WARMUP:
+            self.warmup_note.setText(f"auto: min({WARMUP_CAP}, {WARMUP_SHARE:.0%} of steps)")
+        else:
+            self.warmup_note.setText("")
+
     def request(self) -> TrainRequest:
         """The run the form describes."""
         return TrainRequest(
@@ -220,6 +257,7 @@ class TrainControls(QtWidgets.QGroupBox):
         self.pause_button.setText("Resume  继续" if paused else "Pause  暂停")
         self.stop_button.setEnabled(active and state != "stopping")
         self.open_button.setEnabled(not active and can_open)
+        self.resume_button.setEnabled(not active)
 
     def append_log(self, level: str, text: str) -> None:
         """Add a line to the run's log (``level``: info, warning or error)."""
@@ -286,6 +324,10 @@ class TrainStatus(QtWidgets.QWidget):
         self.eta_label.setText(f"ETA {_fmt_duration(event.eta_s)}")
         self.rate_label.setText(f"{event.tokens_per_s:,.0f} tok/s")
         self.lr_label.setText(f"lr {event.lr:.2e}")
+
+    def clear_eta(self) -> None:
+        """No ETA once the run is not training (paused, stopping, ended)."""
+        self.eta_label.setText("")
 
     def show_error(self, text: str) -> None:
         self.error_banner.setText(text)

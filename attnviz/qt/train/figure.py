@@ -18,7 +18,7 @@ from attnviz.qt.views.base import FigureViewBase
 from attnviz.qt.views.data import FigureData
 from attnviz.qt.widgets.colormaps import Theme, ui_font
 from attnviz.qt.widgets.heatmap import HeatmapPlot
-from attnviz.qt.widgets.title_item import TitleItem
+from attnviz.qt.widgets.title_item import TitleItem, relaxed_update_min
 
 
 def _pen(color: str | QtGui.QColor, width: float = 1.6, style: QtCore.Qt.PenStyle = QtCore.Qt.PenStyle.SolidLine) -> QtGui.QPen:
@@ -28,7 +28,15 @@ def _pen(color: str | QtGui.QColor, width: float = 1.6, style: QtCore.Qt.PenStyl
 
 
 class TrainingFigure(FigureViewBase):
-    """The Train panel's plots (one canvas, exportable like every view)."""
+    """The Train panel's plots (one canvas, exportable like every view).
+
+    The six cells (five curves and the probe) sit in as many columns as the width allows (three,
+    two or one, see :meth:`columns_for`); the canvas is never smaller than its cells need, so a
+    narrow or short dock scrolls the panel instead of cutting a label off."""
+
+    PLOT_MIN = (190, 165)  # px: a curve plot with its title, ticks and axis label readable
+    PROBE_MIN = (230, 150)  # px: the probe (heatmap, axis titles, colour bar) under its title
+    MAX_COLUMNS = 3
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme: Theme | str | None = None):
         super().__init__(parent, theme=theme)
@@ -37,10 +45,10 @@ class TrainingFigure(FigureViewBase):
         ci.layout.setHorizontalSpacing(8)
         ci.layout.setVerticalSpacing(6)
         self.loss_plot = self._plot("Loss (nats)", "step")
-        self.acc_plot = self._plot("Valid token accuracy (%)", "step")
+        self.acc_plot = self._plot("Valid accuracy (%)", "step")
         self.bleu_plot = self._plot("Valid BLEU / chrF", "step")
         self.lr_plot = self._plot("Learning rate", "step")
-        self.norm_plot = self._plot("Norm statistics", "step")
+        self.norm_plot = self._plot("Norm statistics (probe)", "step")
         th = self.theme
         self.loss_plot.addLegend(offset=(-4, 4), labelTextSize="8pt", labelTextColor=th.foreground)
         self.train_curve = self.loss_plot.plot([], [], pen=_pen(th.head_color(0)), name="train (running)")
@@ -61,23 +69,25 @@ class TrainingFigure(FigureViewBase):
                                           symbolBrush=th.head_color(7), symbolPen=None, name="b")
         self.acc_plot.setYRange(0, 100)
         self.lr_plot.getAxis("left").enableAutoSIPrefix(False)
+        for plot in (self.loss_plot, self.acc_plot, self.bleu_plot, self.lr_plot, self.norm_plot):  # the widest tick text ("0.00002") fits
+            plot.getAxis("left").setWidth(math.ceil(QtGui.QFontMetricsF(ui_font(8)).horizontalAdvance("0.00000")) + 10)
         self.probe_title = TitleItem(self.theme)
         self.probe = HeatmapPlot(self.theme, colormap=self.colormap(), colorbar_label="weight", annotate=False, aspect_locked=False,
                                  label_point_size=8.5)
         self.probe.set_axis_titles("output (rows)", "source (columns)")
-        ci.addItem(self.loss_plot, row=0, col=0)
-        ci.addItem(self.acc_plot, row=0, col=1)
-        ci.addItem(self.bleu_plot, row=0, col=2)
-        ci.addItem(self.lr_plot, row=1, col=0)
-        ci.addItem(self.norm_plot, row=1, col=1)
-        probe_box = ci.addLayout(row=1, col=2)
-        probe_box.addItem(self.probe_title, row=0, col=0)
-        probe_box.addItem(self.probe, row=1, col=0)
-        probe_box.layout.setRowStretchFactor(1, 1)
+        self.probe_box = pg.GraphicsLayout()
+        self.probe_box.addItem(self.probe_title, row=0, col=0)
+        self.probe_box.addItem(self.probe, row=1, col=0)
+        self.probe_box.layout.setRowStretchFactor(1, 1)
+        self.probe_box.setMinimumWidth(self.PROBE_MIN[0])
+        self.probe.setMinimumHeight(self.PROBE_MIN[1])  # the heatmap keeps its height under a title of any length
+        self._cells = (self.loss_plot, self.acc_plot, self.bleu_plot, self.lr_plot, self.norm_plot, self.probe_box)
+        self._columns = 0
+        self.arrange(self.MAX_COLUMNS)
         self._yranges: dict[int, tuple[float, float]] = {}
         self._probe_matrix: np.ndarray | None = None
         self._probe_labels: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
-        self.probe_title.set_title("Probe sentence: cross-attention", "updates after every epoch")
+        self.probe_title.set_title("Probe sentence", "cross-attention, after every epoch")
         self._apply_theme()
 
     def _plot(self, title: str, xlabel: str) -> pg.PlotItem:
@@ -85,13 +95,65 @@ class TrainingFigure(FigureViewBase):
         p.setMenuEnabled(False)
         p.hideButtons()
         p.setTitle(title, size="9.5pt")
+        relaxed_update_min(p.titleLabel)  # a long title clips; it never widens its column past the window
         p.setLabel("bottom", xlabel)
         p.showGrid(x=True, y=True, alpha=0.15)
         p.getViewBox().setMouseEnabled(x=False, y=False)
         for name in ("left", "bottom"):
             p.getAxis(name).setStyle(tickFont=ui_font(8))
-        p.setMinimumSize(220, 150)
+        p.setMinimumSize(*self.PLOT_MIN)
         return p
+
+    # layout -----------------------------------------------------------------------------
+    def columns(self) -> int:
+        """How many columns the cells are in now."""
+        return self._columns
+
+    def _cell_min(self, index: int) -> QtCore.QSizeF:
+        return self._cells[index].effectiveSizeHint(QtCore.Qt.SizeHint.MinimumSize)
+
+    def canvas_min_size(self, columns: int) -> QtCore.QSize:
+        """The least canvas that shows every cell readably in ``columns`` columns."""
+        layout = self.canvas.ci.layout
+        rows = math.ceil(len(self._cells) / columns)
+        widths = [max(self._cell_min(i).width() for i in range(c, len(self._cells), columns)) for c in range(columns)]
+        heights = [max(self._cell_min(i).height() for i in range(r * columns, min(len(self._cells), (r + 1) * columns))) for r in range(rows)]
+        left, top, right, bottom = layout.getContentsMargins()
+        frame = 2 * self.canvas.frameWidth() + 2
+        width = sum(widths) + (columns - 1) * layout.horizontalSpacing() + left + right + frame
+        height = sum(heights) + (rows - 1) * layout.verticalSpacing() + top + bottom + frame
+        return QtCore.QSize(math.ceil(width), math.ceil(height))
+
+    def columns_for(self, width: int) -> int:
+        """The most columns (up to three) whose cells fit in ``width`` px."""
+        return next((c for c in range(self.MAX_COLUMNS, 1, -1) if self.canvas_min_size(c).width() <= width), 1)
+
+    def arrange(self, columns: int) -> None:
+        """Put the cells in ``columns`` columns, in reading order, and size the canvas to fit them
+        (never narrower than one column, never shorter than its rows)."""
+        columns = max(1, min(self.MAX_COLUMNS, columns))
+        if columns == self._columns:
+            return
+        ci = self.canvas.ci
+        for cell in self._cells:
+            if cell in ci.items:
+                ci.removeItem(cell)
+        for i, cell in enumerate(self._cells):
+            ci.addItem(cell, row=i // columns, col=i % columns)
+        self._columns = columns
+        self._fit_canvas()
+
+    def _fit_canvas(self) -> None:
+        """The canvas's minimum: one column wide, as tall as the rows of the current arrangement
+        (again after a title wraps to more lines)."""
+        size = QtCore.QSize(self.canvas_min_size(1).width(), self.canvas_min_size(self._columns).height())
+        if size != self.canvas.minimumSize():
+            self.canvas.setMinimumSize(size)
+
+    def resizeEvent(self, event: QtGui.QResizeEvent) -> None:
+        self.arrange(self.columns_for(event.size().width()))
+        self._fit_canvas()
+        super().resizeEvent(event)
 
     def _apply_theme(self) -> None:
         th = self.theme
@@ -103,6 +165,7 @@ class TrainingFigure(FigureViewBase):
                 if ax.label is not None:
                     ax.label.setDefaultTextColor(QtGui.QColor(th.muted))
             p.titleLabel.setText(p.titleLabel.text, color=th.foreground, size="9.5pt")
+            relaxed_update_min(p.titleLabel)
             if p.legend is not None:
                 p.legend.setLabelTextColor(th.foreground)
                 for _sample, label in p.legend.items:
@@ -177,9 +240,11 @@ class TrainingFigure(FigureViewBase):
                 elif item is self.norm_b:
                     label.setText(names[1])
         self.norm_plot.setTitle(title, size="9.5pt", color=self.theme.foreground)
+        relaxed_update_min(self.norm_plot.titleLabel)
 
     def show_probe(self, matrix: np.ndarray | None, rows: tuple[str, ...], cols: tuple[str, ...], title: str, formula: str) -> None:
         self.probe_title.set_title(title, formula)
+        self._fit_canvas()
         if matrix is None or not matrix.size:
             return
         self._probe_matrix = np.asarray(matrix)
@@ -196,7 +261,7 @@ class TrainingFigure(FigureViewBase):
         self.norm_a.setData([], [])
         self.norm_b.setData([], [])
         self._probe_matrix = None
-        self.probe_title.set_title("Probe sentence: cross-attention", "updates after every epoch")
+        self.probe_title.set_title("Probe sentence", "cross-attention, after every epoch")
 
     # figure protocol ---------------------------------------------------------------------
     def figure_title(self) -> str:

@@ -81,9 +81,9 @@ class TrainHistory:
         steps = np.asarray([s for s, _ in self.norm_history], float)
         rows = [h.get(site, {}) for _, h in self.norm_history]
         if rows and "token_std" in rows[-1]:
-            keys, names = ("token_std", "token_abs_mean"), ("std of a token's features", "|mean| of a token's features")
+            keys, names = ("token_std", "token_abs_mean"), ("std of a token", "|mean| of a token")
         else:
-            keys, names = ("running_std", "batch_std"), ("running std (eval)", "batch std (probe tokens)")
+            keys, names = ("running_std", "batch_std"), ("running std", "batch std")
         a = np.asarray([r.get(keys[0], math.nan) for r in rows], float)
         b = np.asarray([r.get(keys[1], math.nan) for r in rows], float)
         return steps, a, b, names
@@ -163,8 +163,8 @@ class SnapshotBar(QtWidgets.QWidget):
         layer = self.probe_layer.currentData()
         shown = layer if layer is not None else max(p.cross_attention)
         self.figure.show_probe(self.history.probe_matrix(index, layer), tuple(p.out_pieces), tuple(p.src_pieces),
-                               f"Probe · epoch {snap['epoch']} · decoder layer {shown + 1}",
-                               f"{p.source} → {p.hypothesis or '(nothing yet)'}")
+                               f"Probe · epoch {snap['epoch']}",
+                               f"cross-attn layer {shown + 1}: {p.source} → {p.hypothesis or '(nothing yet)'}")
 
     def _update_norm_sites(self) -> None:
         sites = self.history.norm_sites()
@@ -185,4 +185,4 @@ class SnapshotBar(QtWidgets.QWidget):
         if not self.history.norm_history or site is None:
             return
         steps, a, b, names = self.history.norm_curves(site)
-        self.figure.show_norm_curves(steps, a, b, names, f"Entering {site_label(site)} (probe tokens)")
+        self.figure.show_norm_curves(steps, a, b, names, site_label(site))  # short: the plot may be 190 px wide

@@ -1,7 +1,8 @@
 """The Train panel: train a model bundle inside the app and watch it learn.
 
 Choose the data (HSK zh→en, a synthetic task, a TSV file), the model size, LayerNorm or
-BatchNorm, the number of epochs; start, pause, resume, stop. The ``Trainer``
+BatchNorm, the number of epochs (the warm-up scales to the run unless set); start, pause, resume,
+stop; "Resume from…" continues a stopped run from its checkpoint bundle, as ``attnviz train --resume``. The ``Trainer``
 (``attnviz.core.training.trainer``) runs in a worker thread (``workers.FunctionWorker``, in a pool of
 the panel's own) and reports through its plain callbacks; they only append to a queue, which
 the panel drains ten times a second on the GUI thread, so a fast training loop never floods the
@@ -19,6 +20,10 @@ scrubs through the snapshots of the run) and the normalization statistics over t
 Errors (a NaN loss, a full disk) are shown in the panel; the output folder keeps the last
 good checkpoint (the trainer writes it atomically). When the run has finished, "Open in
 attnviz" emits ``bundleReady(path)``.
+
+Layout: the form sits beside the figure where both fit (the figure then in two or three columns)
+and above it where they do not; the figure keeps the height its rows need, so a small dock
+scrolls the panel (vertically, never sideways) instead of cutting a label off.
 
 The panel is split by concept: ``run`` (the request and the worker-thread part of a run),
 ``figure`` (the curves and probe figure), ``controls`` (the run form and the status row),
@@ -41,7 +46,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from attnviz.qt.train.controls import TrainControls, TrainStatus
 from attnviz.qt.train.figure import TrainingFigure
 from attnviz.qt.train.history import SnapshotBar, TrainHistory
-from attnviz.qt.train.run import ACTIVE_STATES, STATE_TEXT, TrainRequest, TrainRun
+from attnviz.qt.train.run import ACTIVE_STATES, STATE_TEXT, WARMUP_CAP, WARMUP_SHARE, TrainRequest, TrainRun
 from attnviz.qt.views.data import FigureData
 from attnviz.qt.widgets.colormaps import Theme
 from attnviz.qt.workers import FunctionWorker
@@ -86,6 +91,7 @@ class TrainPanel(QtWidgets.QWidget):
         self.snapshot_bar = SnapshotBar(self.history, self.figure)
         self._lay_out()
         self.controls.startRequested.connect(lambda req: self.start(req, confirm=True))
+        self.controls.resumeRequested.connect(self.start)
         self.controls.pauseResumeRequested.connect(self._toggle_pause)
         self.controls.stopRequested.connect(self.stop)
         self.controls.openRequested.connect(self._open)
@@ -104,10 +110,36 @@ class TrainPanel(QtWidgets.QWidget):
         right.addWidget(self.status)
         right.addWidget(self.figure, 1)
         right.addWidget(self.snapshot_bar)
-        layout = QtWidgets.QHBoxLayout(self)
-        layout.setContentsMargins(4, 4, 4, 4)
-        layout.addWidget(self.controls)
-        layout.addLayout(right, 1)
+        self._layout = QtWidgets.QBoxLayout(QtWidgets.QBoxLayout.Direction.LeftToRight, self)
+        self._layout.setContentsMargins(4, 4, 4, 4)
+        self._layout.addWidget(self.controls)
+        self._layout.addLayout(right, 1)
+
+    # -- layout: the form beside the figure where both fit, above it where they do not -----------
+    def side_by_side(self) -> bool:
+        """The form is beside the figure (else above it)."""
+        return self._layout.direction() == QtWidgets.QBoxLayout.Direction.LeftToRight
+
+    def _side_by_side_width(self) -> int:
+        """The least width that shows the form beside a figure of two columns."""
+        m = self._layout.contentsMargins()
+        return (self.controls.minimumSizeHint().width() + self._layout.spacing() + self.figure.canvas_min_size(2).width()
+                + m.left() + m.right())
+
+    def minimumSizeHint(self) -> QtCore.QSize:
+        """As narrow as the form or one column of the figure (the form then goes above the figure);
+        as tall as the arrangement the width chose."""
+        m = self._layout.contentsMargins()
+        width = max(self.controls.minimumSizeHint().width(), self.figure.canvas_min_size(1).width()) + m.left() + m.right()
+        return QtCore.QSize(width, super().minimumSizeHint().height())
+
+    def resizeEvent(self, event: QtGui.QResizeEvent) -> None:
+        wide = event.size().width() >= self._side_by_side_width()
+        direction = QtWidgets.QBoxLayout.Direction.LeftToRight if wide else QtWidgets.QBoxLayout.Direction.TopToBottom
+        if direction != self._layout.direction():
+            self._layout.setDirection(direction)
+            self.updateGeometry()
+        super().resizeEvent(event)
 
     def add_trainer_callback(self, event: str, fn: Any) -> None:
         """Register a plain callback on every run's ``Trainer`` (called on the training thread)."""
@@ -132,7 +164,7 @@ class TrainPanel(QtWidgets.QWidget):
         if self.is_running():
             return False
         req = request or self.controls.request()
-        if not self._output_ok(req, confirm):
+        if not (self._resume_ok(req) if req.resume_from else self._output_ok(req, confirm)):
             return False
         self.history.clear()
         self.figure.clear()
@@ -178,6 +210,15 @@ class TrainPanel(QtWidgets.QWidget):
             return False
         if kind == "bundle" and confirm:
             return self._ask_to_replace(out)
+        return True
+
+    def _resume_ok(self, req: TrainRequest) -> bool:
+        """``req.resume_from`` is an attnviz bundle (the trainer then checks its training state)."""
+        from attnviz.core.training.checkpoint import folder_kind
+
+        if folder_kind(Path(req.resume_from)) != "bundle":
+            self.status.show_error(f"{req.resume_from} is not an attnviz model bundle: choose the output folder of a run to resume it.")
+            return False
         return True
 
     def _ask_to_replace(self, out: Path) -> bool:
@@ -247,11 +288,12 @@ class TrainPanel(QtWidgets.QWidget):
             self._finish("stopped", "stopped before training began", "")
             return
         path = str(result.path) if result.path is not None else ""
+        message = result.message.replace("continue with --resume", "continue it with Resume from…")
         last = self.history.last_checkpoint
         if result.status == "failed":
             extra = f" The last good checkpoint is kept in {last}." if last else ""
-            self.status.show_error(result.message + ("" if "checkpoint" in result.message else extra))
-        self._finish(result.status, result.message, path if (path and Path(path).is_dir()) else "")
+            self.status.show_error(message + ("" if "checkpoint" in message else extra))
+        self._finish(result.status, message, path if (path and Path(path).is_dir()) else "")
 
     def _on_errored(self, exc: BaseException) -> None:
         self._drain()
@@ -307,6 +349,10 @@ class TrainPanel(QtWidgets.QWidget):
             self._log("info", f"checkpoint ({payload.reason}) at step {payload.step}: {payload.path}")
         elif name == "state":
             self._set_state(payload.state)
+        elif name == "warmup":
+            steps, total, auto = payload
+            self.controls.show_warmup(steps, total)
+            self._log("info", f"warm-up: {steps} of {total} steps" + (f" (auto: min({WARMUP_CAP}, {WARMUP_SHARE:.0%} of the steps))" if auto else ""))
         elif name == "message":
             self._log(payload.level, payload.text)
             if payload.level == "error":
@@ -335,6 +381,8 @@ class TrainPanel(QtWidgets.QWidget):
         if self._state == "running" and trainer is not None:
             self.status.show_state("running", f"Training · epoch {event.epoch + 1}/{trainer.options.epochs}")
         self.status.show_step(event)
+        if self._state != "running":  # a step drained after Pause or Stop: no ETA
+            self.status.clear_eta()
         self.progressed.emit(int(event.step), int(self.history.total_steps))
 
     def _redraw_curves(self, force: bool = False) -> None:
@@ -357,6 +405,8 @@ class TrainPanel(QtWidgets.QWidget):
         if state == "running" and trainer is not None:
             text = f"Training · epoch {min(trainer.epoch + 1, trainer.options.epochs)}/{trainer.options.epochs}"
         self.status.show_state(state, text)
+        if state != "running":
+            self.status.clear_eta()
         self._update_buttons()
         if changed:
             self.stateChanged.emit(state)

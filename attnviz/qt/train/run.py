@@ -1,7 +1,7 @@
 """The Train panel's run plumbing: what a run needs and the part that runs in the worker thread.
 
-``TrainRequest`` (the form's choices), the model sizes and data choices the form offers, the
-dataset loading, ``summarize_norm_stats`` (one number per norm site and statistic, for curves over
+``TrainRequest`` (the form's choices, or a checkpoint bundle to resume), the model sizes and data
+choices the form offers, the automatic warm-up (``auto_warmup``), the dataset loading, ``summarize_norm_stats`` (one number per norm site and statistic, for curves over
 training) and ``TrainRun``, the state shared between the GUI thread and the worker thread of one run:
 the trainer's callbacks only append to its event queue, which the panel drains on the GUI thread.
 
@@ -41,6 +41,14 @@ STATE_TEXT = {
     "stopping": "Stopping: saving a checkpoint…", "finished": "Finished", "stopped": "Stopped", "failed": "Failed",
 }
 ACTIVE_STATES = ("preparing", "running", "paused", "stopping")
+AUTO_WARMUP = -1  # TrainRequest.warmup: scale the warm-up to the run (``auto_warmup``)
+WARMUP_CAP = 400  # the automatic warm-up's upper bound (steps)
+WARMUP_SHARE = 0.1  # the automatic warm-up's share of the run's steps
+
+
+def auto_warmup(total_steps: int) -> int:
+    """The warm-up of a run of ``total_steps``: ``min(400, 10% of the steps)``, at least 1."""
+    return max(1, min(WARMUP_CAP, int(round(WARMUP_SHARE * total_steps))))
 
 
 @dataclass
@@ -55,7 +63,7 @@ class TrainRequest:
     placement: str = "pre"  # "pre" | "post"
     epochs: int = 10
     lr: float = 1e-3
-    warmup: int = 400
+    warmup: int = AUTO_WARMUP  # steps, or AUTO_WARMUP: min(400, 10% of the run's steps)
     batch_tokens: int = 500
     dropout: float = 0.1
     threads: int = 1
@@ -63,12 +71,15 @@ class TrainRequest:
     seed: int = 0
     max_len: int = 64
     extra_options: dict[str, Any] = field(default_factory=dict)  # further TrainOptions fields
+    resume_from: str = ""  # a checkpoint bundle to continue (as ``attnviz train --resume``); the form's model is ignored
 
     @property
     def synthetic(self) -> bool:
         return self.data in SYNTHETIC_CHOICES
 
     def describe(self) -> str:
+        if self.resume_from:
+            return f"resume {self.resume_from}"
         norm = "LayerNorm" if self.norm == "layer" else "BatchNorm"
         return f"{self.data} · {self.size} · {norm} ({self.placement}-norm) · {self.epochs} epochs"
 
@@ -130,6 +141,18 @@ def _load_dataset(req: TrainRequest):
     raise D.DataError(f"unknown data choice {req.data!r}")
 
 
+def _resumed_data(meta: Any):
+    """The data of a checkpoint whose meta.json names a user corpus (read again from its file, as the
+    run that saved it did); None for a built-in data set (the trainer loads it itself)."""
+    from attnviz.core.data import corpora as D
+    from attnviz.core.data.augment import augment_as
+
+    spec = (meta.get("data") or {}).get("spec") if isinstance(meta, dict) else None
+    if not isinstance(spec, dict) or spec.get("kind") in D.BUILTIN or not D.spec_paths(spec):
+        return None
+    return augment_as(D.load_data(spec), spec)
+
+
 class TrainRun:
     """State shared between the GUI thread and the worker thread of one run."""
 
@@ -145,29 +168,13 @@ class TrainRun:
         self.events.append((name, payload))
 
     def work(self) -> Any:
-        """Build the data, tokenizers and model, then ``Trainer.fit()`` (runs in the worker)."""
-        from attnviz.core.model.config import TransformerConfig
+        """Build (or, ``resume_from``, reload) the trainer, then ``Trainer.fit()`` (runs in the worker)."""
         from attnviz.core.training.events import EVENTS
-        from attnviz.core.training.trainer import Trainer, TrainOptions
 
-        req = self.request
         _lower_thread_priority()
-        self.post("prepare", f"loading {req.data} data")
-        dataset = _load_dataset(req)
-        if self.stop_requested:
+        trainer = self._resumed_trainer() if self.request.resume_from else self._new_trainer()
+        if trainer is None:
             return None
-        size = dict(MODEL_SIZES[req.size][1])
-        cfg = TransformerConfig(src_vocab_size=8, tgt_vocab_size=8, dropout=req.dropout, max_len=req.max_len, norm=req.norm,
-                                norm_placement=req.placement, **size)
-        opts = dict(epochs=req.epochs, lr=req.lr, warmup=req.warmup, batch_tokens=req.batch_tokens, seed=req.seed, threads=req.threads)
-        opts.update(req.extra_options)
-        options = TrainOptions(**opts)
-        vocab = (64, 64) if req.synthetic else (3000, 2000)
-        kind = "word" if req.synthetic else "unigram"
-        self.post("prepare", "training the tokenizers")
-        # (dataset, config, options, out_dir, src_vocab, tgt_vocab, src tokenizer type, tgt tokenizer type, command)
-        trainer = Trainer.create(dataset, cfg, options, req.out_dir or None, vocab[0], vocab[1], kind, kind,
-                                   f"attnviz (Train panel): {req.describe()}")
         for event in EVENTS:
             trainer.add_callback(event, lambda payload, e=event: self._on_event(e, payload))
         for event, fn in self.callbacks:
@@ -178,6 +185,58 @@ class TrainRun:
         if self.stop_requested:
             trainer.stop()
         return trainer.fit()
+
+    def _new_trainer(self) -> Any:
+        """A new run's trainer: data, tokenizers, model; the automatic warm-up set from its steps."""
+        from attnviz.core.model.config import TransformerConfig
+        from attnviz.core.training.trainer import Trainer, TrainOptions
+
+        req = self.request
+        self.post("prepare", f"loading {req.data} data")
+        dataset = _load_dataset(req)
+        if self.stop_requested:
+            return None
+        size = dict(MODEL_SIZES[req.size][1])
+        cfg = TransformerConfig(src_vocab_size=8, tgt_vocab_size=8, dropout=req.dropout, max_len=req.max_len, norm=req.norm,
+                                norm_placement=req.placement, **size)
+        warmup = WARMUP_CAP if req.warmup == AUTO_WARMUP else req.warmup
+        opts = dict(epochs=req.epochs, lr=req.lr, warmup=warmup, batch_tokens=req.batch_tokens, seed=req.seed, threads=req.threads)
+        opts.update(req.extra_options)
+        options = TrainOptions(**opts)
+        vocab = (64, 64) if req.synthetic else (3000, 2000)
+        kind = "word" if req.synthetic else "unigram"
+        self.post("prepare", "training the tokenizers")
+        # (dataset, config, options, out_dir, src_vocab, tgt_vocab, src tokenizer type, tgt tokenizer type, command)
+        trainer = Trainer.create(dataset, cfg, options, req.out_dir or None, vocab[0], vocab[1], kind, kind,
+                                   f"attnviz (Train panel): {req.describe()}")
+        if req.warmup == AUTO_WARMUP:  # the run's steps are known once the data are batched
+            trainer.options.warmup = auto_warmup(trainer.total_steps)
+            trainer.meta["options"] = trainer.options.to_dict()
+        self.post("warmup", (trainer.options.warmup, trainer.total_steps, req.warmup == AUTO_WARMUP))
+        return trainer
+
+    def _resumed_trainer(self) -> Any:
+        """The trainer of the checkpoint bundle ``resume_from`` (as ``attnviz train --resume``). A run
+        that has finished its epochs goes on only to the form's larger number of epochs."""
+        from pathlib import Path
+
+        from attnviz.core.bundle import META, META_LIMIT, read_json
+        from attnviz.core.training.trainer import Trainer, TrainingError
+
+        req = self.request
+        folder = Path(req.resume_from)
+        self.post("prepare", f"reading the checkpoint in {folder}")
+        meta = read_json(folder / META, META_LIMIT) if (folder / META).is_file() else {}
+        saved = (meta.get("options") or {}).get("epochs") if isinstance(meta, dict) else None
+        epochs = None
+        if isinstance(saved, int) and isinstance(meta.get("epoch"), int) and meta["epoch"] >= saved:
+            if req.epochs <= saved:
+                raise TrainingError(f"{folder} has finished its {saved} epochs: set Epochs above {saved} to train it further")
+            epochs = req.epochs
+        trainer = Trainer.from_checkpoint(folder, _resumed_data(meta), epochs=epochs, threads=req.threads)
+        trainer.meta.setdefault("resumed_with", []).append(f"attnviz (Train panel): resume to {trainer.options.epochs} epochs")
+        self.post("warmup", (trainer.options.warmup, trainer.total_steps, False))
+        return trainer
 
     def _on_event(self, name: str, payload: Any) -> None:
         """Trainer thread: keep it cheap; summarize big arrays here, off the GUI thread."""

@@ -17,10 +17,20 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from attnviz.qt.views.base import AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase, make_combo, set_combo_items
+from attnviz.qt.selection import query_axis
+from attnviz.qt.views.base import (
+    CURRENT_ROW_LEGEND,
+    AttentionSetsMixin,
+    ExportAllHeadsMixin,
+    FigureViewBase,
+    make_combo,
+    piece_text,
+    set_combo_items,
+    word_start_legend,
+)
 from attnviz.qt.views.data import KIND_FORMULAS, KIND_TITLES, AttentionData, FigureData, as_attention_sets
 from attnviz.qt.widgets.colormaps import Theme, get_colormap, lookup_table, ui_font
-from attnviz.qt.widgets.heatmap import quiet_axes, setup_matrix_plot
+from attnviz.qt.widgets.heatmap import quiet_axes, setup_matrix_plot, slim_colorbar
 from attnviz.qt.widgets.matrix_image import MatrixImageItem
 from attnviz.qt.widgets.title_item import TitleItem
 from attnviz.qt.widgets.token_axis import TokenAxis
@@ -115,6 +125,7 @@ class QtAttentionGrid(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
         )
         self.colorbar.setImageItem(self.image, insert_in=self.plot)
         self.colorbar.axis.setWidth(38)
+        slim_colorbar(self.colorbar)
         quiet_axes(self.plot, self.colorbar)
 
         # outlines, in image-pixel coordinates (children of the image)
@@ -125,7 +136,10 @@ class QtAttentionGrid(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
         self.hover_outline = QtWidgets.QGraphicsRectItem(self.image)
         self.hover_outline.setZValue(11)
         self.hover_outline.setVisible(False)
-        for item in (self.step_rows, self.selected_outline, self.hover_outline):
+        self.linked_rows = QtWidgets.QGraphicsPathItem(self.image)  # a query row hovered in another view
+        self.linked_rows.setZValue(9)
+        self._linked_row: int | None = None
+        for item in (self.step_rows, self.selected_outline, self.hover_outline, self.linked_rows):
             item.setBrush(QtGui.QBrush(QtCore.Qt.BrushStyle.NoBrush))
         self.image.sigHovered.connect(self._on_pixel_hovered)
         self.image.sigClicked.connect(self._on_pixel_clicked)
@@ -209,6 +223,7 @@ class QtAttentionGrid(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
             self._hover_tile = None
             self.hover_outline.setVisible(False)
         self._update_step_rows(d)
+        self._update_linked_rows()
         self._update_outlines()
 
     def _fit_range(self) -> None:
@@ -218,9 +233,9 @@ class QtAttentionGrid(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
             return
         vb = self.plot.getViewBox()
         sx, sy = 1.0 / (nk + gap), 1.0 / (nq + gap)
-        margin = 0.02
-        x0, x1 = -nk * sx / 2 - margin, n_heads - 1 + nk * sx / 2 + margin
-        y0, y1 = -nq * sy / 2 - margin, n_layers - 1 + nq * sy / 2 + margin
+        mx, my = 0.6 * sx, 0.6 * sy  # room for the selected tile's outline (0.45 cells outside it)
+        x0, x1 = -nk * sx / 2 - mx, n_heads - 1 + nk * sx / 2 + mx
+        y0, y1 = -nq * sy / 2 - my, n_layers - 1 + nq * sy / 2 + my
         w_px, h_px = max(vb.width(), 1.0), max(vb.height(), 1.0)
         ratio = (nk + gap) / (nq + gap)  # pixels per x unit over pixels per y unit, for square cells
         scale = min(h_px / (y1 - y0), w_px / ((x1 - x0) * ratio))  # pixels per y unit
@@ -232,14 +247,31 @@ class QtAttentionGrid(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
         _, _, nq, nk, gap = self._geometry
         return QtCore.QRectF(head * (nk + gap) - grow, layer * (nq + gap) - grow, nk + 2 * grow, nq + 2 * grow)
 
-    def _update_step_rows(self, d: AttentionData) -> None:
+    def _row_path(self, row: int | None) -> QtGui.QPainterPath:
+        """Row ``row`` outlined in every tile (an empty path for ``None``)."""
         path = QtGui.QPainterPath()
-        if d.highlight is not None:
-            n_layers, n_heads, nq, nk, gap = self._geometry
+        n_layers, n_heads, nq, nk, gap = self._geometry
+        if row is not None and 0 <= row < nq:
             for layer in range(n_layers):
                 for head in range(n_heads):
-                    path.addRect(QtCore.QRectF(head * (nk + gap), layer * (nq + gap) + d.highlight, nk, 1.0))
-        self.step_rows.setPath(path)
+                    path.addRect(QtCore.QRectF(head * (nk + gap), layer * (nq + gap) + row, nk, 1.0))
+        return path
+
+    def _update_step_rows(self, d: AttentionData) -> None:
+        self.step_rows.setPath(self._row_path(d.highlight))
+
+    def _update_linked_rows(self) -> None:
+        self.linked_rows.setPath(self._row_path(self._linked_row))
+
+    def show_linked_query(self, axis: str, row: int) -> None:
+        """Outline query ``row`` (dashed) in every tile when this grid's rows are ``axis`` pieces."""
+        row_or_none = row if row >= 0 and query_axis(self._kind) == axis else None
+        if row_or_none != self._linked_row:
+            self._linked_row = row_or_none
+            self._update_linked_rows()
+
+    def linked_row(self) -> int | None:
+        return self._linked_row
 
     def _update_outlines(self) -> None:
         if self.data() is None:
@@ -257,6 +289,14 @@ class QtAttentionGrid(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
             return
         formula = KIND_FORMULAS[d.kind].replace("A =", "A_i =", 1)
         self.title.set_title(f"{KIND_TITLES[d.kind]} · {d.n_layers} layers × {d.n_heads} heads", formula)
+        self._set_legend(d)
+
+    def _set_legend(self, d: AttentionData) -> None:
+        t = self.theme
+        legend = [("▭", t.selection, "selected head")]
+        if d.highlight is not None:
+            legend.insert(0, ("▭", t.highlight, CURRENT_ROW_LEGEND))
+        self.title.set_legend((*legend, *word_start_legend(d.query_labels, d.key_labels)))
 
     def _on_pixel_hovered(self, cell) -> None:
         d = self.data()
@@ -266,6 +306,7 @@ class QtAttentionGrid(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
             self.hover_outline.setVisible(False)
             self.readout.setText(" ")
             self.hovered.emit(None)
+            self.queryHovered.emit(self._kind or "", -1)
             return
         layer, head, q, k = hit
         self._hover_tile = (layer, head)
@@ -274,10 +315,11 @@ class QtAttentionGrid(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
         value = float(d.weights[layer, head, q, k])
         info = GridHoverInfo(layer, head, q, k, value, d.query_labels[q], d.key_labels[k])
         self.readout.setText(
-            f"layer {layer + 1} · head {head + 1}:  query “{info.row_label}” (pos {q})  →  key “{info.col_label}” (pos {k})"
+            f"layer {layer + 1} · head {head + 1}:  {self._query_text(q)}  ·  key {piece_text(d.key_labels, k)}"
             f"     weight = {value:.4f}"
         )
         self.hovered.emit(info)
+        self.queryHovered.emit(d.kind, q)
 
     def _on_pixel_clicked(self, cell, _button) -> None:
         hit = self.tile_of_pixel(*cell)
@@ -313,14 +355,17 @@ class QtAttentionGrid(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
         self.plot.left_axis.apply_theme(t)
         self.plot.top_axis.apply_theme(t)
         self.title.apply_theme(t)
-        for item, colour, width in (
-            (self.step_rows, t.highlight, 1.0),
-            (self.selected_outline, t.selection, 2.5),
-            (self.hover_outline, t.muted, 1.5),
+        for item, colour, width, style in (
+            (self.step_rows, t.highlight, 1.0, QtCore.Qt.PenStyle.SolidLine),
+            (self.selected_outline, t.selection, 2.5, QtCore.Qt.PenStyle.SolidLine),
+            (self.hover_outline, t.muted, 1.5, QtCore.Qt.PenStyle.SolidLine),
+            (self.linked_rows, t.selection, 1.0, QtCore.Qt.PenStyle.DashLine),
         ):
-            pen = pg.mkPen(colour, width=width)
+            pen = pg.mkPen(colour, width=width, style=style)
             pen.setCosmetic(True)
             item.setPen(pen)
+        if self.data() is not None:
+            self._set_legend(self.data())
         for name in ("left", "right", "top", "bottom"):
             ax = self.colorbar.getAxis(name)
             ax.setPen(pg.mkPen(t.muted))
@@ -355,4 +400,4 @@ class QtAttentionGrid(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
         )
 
     def transient_items(self):
-        return [self.hover_outline]
+        return [self.hover_outline, self.linked_rows]

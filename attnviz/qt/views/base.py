@@ -14,10 +14,12 @@ from collections.abc import Iterator
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
+from attnviz.core.data.pieces import WORD_START_LEGEND, display_piece, starts_word
 from attnviz.qt.export.files import HeadFigure, HeadFigureFactory
+from attnviz.qt.selection import query_axis
 from attnviz.qt.views.data import AttentionData, FigureData
 from attnviz.qt.widgets.colormaps import Theme, get_theme, ui_font
-from attnviz.qt.widgets.plain_text import plain_label
+from attnviz.qt.widgets.plain_text import ElidedLabel, plain_label
 
 
 class FigureViewBase(QtWidgets.QWidget):
@@ -26,7 +28,16 @@ class FigureViewBase(QtWidgets.QWidget):
 
     Subclasses fill the canvas once in ``__init__`` and implement ``figure_title`` and
     ``figure_data``; ``transient_items`` lists items hidden while exporting.
+
+    Linking (see :mod:`attnviz.qt.selection`): whoever links the view calls
+    :meth:`set_link_state`, which shows the "Linked" toggle and a caption of the selection it
+    follows at the right of the controls; ``linkToggled(bool)`` when the user flips it. A view
+    emits ``queryHovered(kind, row)`` (−1: none) while the mouse is over a query row and draws a
+    row hovered elsewhere in :meth:`show_linked_query`.
     """
+
+    linkToggled = QtCore.Signal(bool)
+    queryHovered = QtCore.Signal(str, int)
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme: Theme | str | None = None):
         super().__init__(parent)
@@ -46,10 +57,25 @@ class FigureViewBase(QtWidgets.QWidget):
         self.readout.setContentsMargins(8, 2, 8, 4)
         self.readout.setMinimumWidth(10)
         self.readout.setSizePolicy(QtWidgets.QSizePolicy.Policy.Ignored, QtWidgets.QSizePolicy.Policy.Preferred)
+        self.link_caption = ElidedLabel("", "linkCaption")  # shortened with "…" where the row is narrow
+        self.link_caption.setFont(ui_font(8.5))
+        self.link_caption.setAlignment(QtCore.Qt.AlignmentFlag.AlignRight | QtCore.Qt.AlignmentFlag.AlignVCenter)
+        self.link_button = QtWidgets.QToolButton(objectName="linkButton", text="Linked", checkable=True)
+        self.link_button.setToolTip("Linked: this view follows the selection shared by every linked view; "
+                                    "unlink it to keep its own choice (e.g. to compare two heads)")
+        self.link_button.toggled.connect(self._on_link_button)
+        for w in (self.link_caption, self.link_button):
+            w.hide()
+        top = QtWidgets.QHBoxLayout()
+        top.setContentsMargins(0, 0, 6, 0)
+        top.setSpacing(4)
+        top.addLayout(self.controls, 3)
+        top.addWidget(self.link_caption, 2)
+        top.addWidget(self.link_button)
         layout = QtWidgets.QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(2)
-        layout.addLayout(self.controls)
+        layout.addLayout(top)
         layout.addWidget(self.canvas, 1)
         layout.addWidget(self.readout)
         self.setContextMenuPolicy(QtCore.Qt.ContextMenuPolicy.DefaultContextMenu)
@@ -67,6 +93,32 @@ class FigureViewBase(QtWidgets.QWidget):
     def _apply_canvas_theme(self) -> None:
         self.canvas.setBackground(self.theme.background)
         self.readout.setStyleSheet(f"color: {self.theme.muted};")
+
+    # linking -------------------------------------------------------------------
+    def set_link_state(self, linked: bool, caption: str) -> None:
+        """Show the link toggle (no signal) and ``caption``: what the view follows."""
+        blocked = self.link_button.blockSignals(True)
+        self.link_button.setChecked(linked)
+        self.link_button.blockSignals(blocked)
+        self.link_button.setText("Linked" if linked else "Unlinked")
+        self.link_caption.set_full_text(caption)
+        self.link_caption.show()
+        self.link_button.show()
+
+    def is_linked(self) -> bool:
+        return self.link_button.isChecked()
+
+    def link_text(self) -> str:
+        """The caption in full: the selection the view follows, or its own choice."""
+        return self.link_caption.full_text()
+
+    def _on_link_button(self, linked: bool) -> None:
+        self.link_button.setText("Linked" if linked else "Unlinked")
+        self.linkToggled.emit(linked)
+
+    def show_linked_query(self, axis: str, row: int) -> None:
+        """Mark query ``row`` of ``axis`` pieces (``"source"``/``"target"``, see
+        :func:`attnviz.qt.selection.query_axis`), hovered in another view; −1: none. Default: nothing."""
 
     # settings ------------------------------------------------------------------
     def set_theme(self, theme: Theme | str) -> None:
@@ -101,6 +153,10 @@ class FigureViewBase(QtWidgets.QWidget):
 
     def transient_items(self) -> list[QtWidgets.QGraphicsItem]:
         return []
+
+    def figure_rect(self) -> QtCore.QRectF | None:
+        """The scene rectangle that holds the drawing, for files (``None``: the whole canvas)."""
+        return None
 
     @contextlib.contextmanager
     def export_mode(self) -> Iterator[None]:
@@ -179,13 +235,68 @@ def set_combo_items(combo: QtWidgets.QComboBox, items: list[tuple[str, object]],
         combo.blockSignals(blocked)
 
 
-class AttentionSetsMixin:
+#: Axis titles (rows = queries, columns = keys): a decoder row is the token fed in, which
+#: predicts the next one (row y_t predicts y_t+1).
+AXIS_TITLES: dict[str, tuple[str, str]] = {
+    "encoder": ("queries · source (rows)", "keys · source (columns)"),
+    "decoder": ("fed token (predicts next) · rows", "keys · target (columns)"),
+    "cross": ("fed token (predicts next) · rows", "keys · source (columns)"),
+}
+#: The legend of the current step's row outline.
+CURRENT_ROW_LEGEND = "current step"
+
+
+def piece_text(labels: tuple[str, ...], index: int) -> str:
+    """``“piece” (pos 3)``: a token piece as shown, and its 1-based position."""
+    return f"“{display_piece(labels[index])}” (pos {index + 1})"
+
+
+def query_text(kind: str, labels: tuple[str, ...], index: int, predicted: tuple[str, ...] = ()) -> str:
+    """A query row in a read-out: ``query “我” (pos 1)`` for source rows; for target rows
+    ``fed “I” (pos 2) → predicted “love”``: row y_t is fed in and predicts y_t+1, which is
+    ``predicted[index]`` when given, else the next row's piece (nothing after the last row)."""
+    if query_axis(kind) == "source":
+        return "query " + piece_text(labels, index)
+    return fed_text(labels, index, predicted, f" (pos {index + 1})")
+
+
+def fed_text(labels: tuple[str, ...], index: int, predicted: tuple[str, ...] = (), where: str = "") -> str:
+    """``fed “I” → predicted “love”``: target row ``index`` (``where`` follows the fed piece)."""
+    nxt = predicted[index] if index < len(predicted) else (labels[index + 1] if index + 1 < len(labels) else None)
+    after = f" → predicted “{display_piece(nxt)}”" if nxt is not None else ""
+    return f"fed “{display_piece(labels[index])}”{where}{after}"
+
+
+def word_start_legend(*label_sets: tuple[str, ...]) -> tuple[tuple[str, str, str], ...]:
+    """The word-start legend entry when some shown piece starts a word, else none."""
+    if any(starts_word(p) for labels in label_sets for p in labels):
+        return (("", "", WORD_START_LEGEND),)
+    return ()
+
+
+class PredictedRowsMixin:
+    """What each target row predicted, for the read-outs of views with target rows (the
+    attention views and the masks): ``_predicted``, set by :meth:`set_predictions`."""
+
+    _predicted: tuple[str, ...] = ()
+
+    def set_predictions(self, pieces: tuple[str, ...]) -> None:
+        """What each target row produced (row y_t predicts ``pieces[t]``), for the read-outs;
+        without it a row's prediction is read off the next row."""
+        self._predicted = tuple(pieces)
+
+
+class AttentionSetsMixin(PredictedRowsMixin):
     """``has_data``, ``data`` and ``kind`` of a view of attention by kind. The state is the
     mixin's own: ``_datasets`` (kind → data, in ``KINDS`` order) and ``_kind`` (the one shown),
     which its hosts set in ``__init__`` and ``set_data``."""
 
     _datasets: dict[str, AttentionData]
     _kind: str | None
+
+    def _query_text(self, index: int) -> str:
+        d = self.data()
+        return query_text(d.kind, d.query_labels, index, self._predicted) if d is not None else ""
 
     def has_data(self) -> bool:
         return bool(self._datasets)

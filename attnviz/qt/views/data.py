@@ -36,12 +36,6 @@ KIND_FORMULAS: dict[str, str] = {
     "decoder": "A = softmax(QKᵀ/√d_k + M)",
     "cross": "A = softmax(QKᵀ/√d_k),  Q from C_decoder,  K, V from C_encoder",
 }
-#: Axis titles (rows = queries, columns = keys).
-KIND_AXES: dict[str, tuple[str, str]] = {
-    "encoder": ("queries · source (rows)", "keys · source (columns)"),
-    "decoder": ("queries · target (rows)", "keys · target (columns)"),
-    "cross": ("queries · target, C_decoder (rows)", "keys · source, C_encoder (columns)"),
-}
 
 
 def _labels(seq: Sequence[str], n: int, what: str) -> tuple[str, ...]:

@@ -11,8 +11,19 @@ from collections.abc import Mapping
 import numpy as np
 from PySide6 import QtCore, QtWidgets
 
-from attnviz.qt.views.base import AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase, make_combo, set_combo_items
-from attnviz.qt.views.data import KIND_AXES, KIND_FORMULAS, KIND_TITLES, AttentionData, FigureData, as_attention_sets
+from attnviz.qt.selection import query_axis
+from attnviz.qt.views.base import (
+    AXIS_TITLES,
+    CURRENT_ROW_LEGEND,
+    AttentionSetsMixin,
+    ExportAllHeadsMixin,
+    FigureViewBase,
+    make_combo,
+    piece_text,
+    set_combo_items,
+    word_start_legend,
+)
+from attnviz.qt.views.data import KIND_FORMULAS, KIND_TITLES, AttentionData, FigureData, as_attention_sets
 from attnviz.qt.widgets.colormaps import Theme
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo
 from attnviz.qt.widgets.title_item import TitleItem
@@ -45,12 +56,13 @@ class QtHeadDetailView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
         self._layer = 0
         self._head = 0
 
-        self.kind_combo = self._add_control("", make_combo("headKindCombo", "Which attention: encoder self, decoder masked self or cross"))
-        self.mode_combo = self._add_control("", make_combo("headModeCombo", "One head, the mean over the layer's heads, or the rollout"))
+        self.kind_combo = make_combo("headKindCombo", "Which attention: encoder self, decoder masked self or cross")
+        self.mode_combo = make_combo("headModeCombo", "One head, the mean over the layer's heads, or the rollout")
         for key, text in MODES.items():
             self.mode_combo.addItem(text, key)
-        self.layer_combo = self._add_control("Layer", make_combo("headLayerCombo", "Layer"))
-        self.head_combo = self._add_control("Head", make_combo("headHeadCombo", "Head i (Z_i = A_i V_i)"))
+        self.layer_combo = make_combo("headLayerCombo", "Layer")
+        self.head_combo = make_combo("headHeadCombo", "Head i (Z_i = A_i V_i)")
+        self.controls.addWidget(self._two_rows())
         self.controls.addStretch(1)
         self.kind_combo.currentIndexChanged.connect(self._on_controls_changed)
         self.mode_combo.currentIndexChanged.connect(self._on_controls_changed)
@@ -65,6 +77,28 @@ class QtHeadDetailView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
         self.plot.sigHovered.connect(self._on_hovered)
         self._update_controls()
         self._set_title()
+
+    def _two_rows(self) -> QtWidgets.QWidget:
+        """The selectors in two rows (which attention and what of it; then layer and head), so the
+        controls fit a dock about 500 px wide."""
+        box = QtWidgets.QWidget(objectName="headControls")
+        box.setSizePolicy(QtWidgets.QSizePolicy.Policy.Maximum, QtWidgets.QSizePolicy.Policy.Preferred)  # the rest: the link caption
+        grid = QtWidgets.QGridLayout(box)
+        grid.setContentsMargins(0, 0, 0, 0)
+        grid.setHorizontalSpacing(6)
+        grid.setVerticalSpacing(2)
+        grid.addWidget(self.kind_combo, 0, 0, 1, 2)
+        grid.addWidget(self.mode_combo, 0, 2, 1, 2)
+        for col, (text, combo) in enumerate((("Layer", self.layer_combo), ("Head", self.head_combo))):
+            label = QtWidgets.QLabel(text)
+            label.setBuddy(combo)
+            row = QtWidgets.QHBoxLayout()
+            row.setSpacing(4)
+            row.addWidget(label)
+            row.addWidget(combo)
+            row.addStretch(1)
+            grid.addLayout(row, 1, 2 * col, 1, 2)
+        return box
 
     # data -----------------------------------------------------------------------
     def set_data(self, data: AttentionData | Mapping[str, AttentionData]) -> None:
@@ -160,9 +194,18 @@ class QtHeadDetailView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
         self._set_title()
         if d is None:
             return
-        rows, cols = KIND_AXES[d.kind]
+        rows, cols = AXIS_TITLES[d.kind]
         self.plot.set_axis_titles(rows, cols)
         self.plot.set_matrix(self.current_matrix(), d.query_labels, d.key_labels, d.highlight, levels=(0.0, 1.0))
+        self._set_legend(d)
+
+    def _set_legend(self, d: AttentionData) -> None:
+        current = (("▭", self.theme.highlight, CURRENT_ROW_LEGEND),) if d.highlight is not None else ()
+        self.title.set_legend((*current, *word_start_legend(d.query_labels, d.key_labels)))
+
+    def show_linked_query(self, axis: str, row: int) -> None:
+        """Outline query ``row`` (dashed) when this view's rows are ``axis`` pieces."""
+        self.plot.set_linked_row(row if row >= 0 and query_axis(self._kind) == axis else None)
 
     def _what(self) -> tuple[str, str]:
         d = self.data()
@@ -179,14 +222,15 @@ class QtHeadDetailView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
         self.title.set_title(*self._what())
 
     def _on_hovered(self, info: HoverInfo | None) -> None:
-        if info is None:
+        d = self.data()
+        if info is None or d is None:
             self.readout.setText(" ")
         else:
             self.readout.setText(
-                f"query “{info.row_label}” (pos {info.row})  →  key “{info.col_label}” (pos {info.col})"
-                f"     weight = {info.value:.4f}"
+                f"{self._query_text(info.row)}  ·  key {piece_text(d.key_labels, info.col)}     weight = {info.value:.4f}"
             )
         self.hovered.emit(info)
+        self.queryHovered.emit(self._kind or "", -1 if info is None else info.row)
 
     def _on_theme_changed(self) -> None:
         self.plot.apply_theme(self.theme)
@@ -194,6 +238,8 @@ class QtHeadDetailView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
         if self._colormap is None:
             self.plot.set_colormap(self.theme.colormap)
         self._set_title()
+        if self.data() is not None:
+            self._set_legend(self.data())
 
     def _on_colormap_changed(self) -> None:
         self.plot.set_colormap(self.colormap())
@@ -215,4 +261,4 @@ class QtHeadDetailView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
         )
 
     def transient_items(self):
-        return [self.plot.hover_marker]
+        return [self.plot.hover_marker, self.plot.linked_marker]

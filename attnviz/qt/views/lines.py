@@ -15,7 +15,17 @@ from collections.abc import Iterable, Iterator, Mapping
 import numpy as np
 from PySide6 import QtCore, QtWidgets
 
-from attnviz.qt.views.base import AttentionSetsMixin, FigureViewBase, make_combo, set_combo_items
+from attnviz.core.data.pieces import display_piece
+from attnviz.qt.selection import query_axis
+from attnviz.qt.views.base import (
+    CURRENT_ROW_LEGEND,
+    AttentionSetsMixin,
+    FigureViewBase,
+    make_combo,
+    piece_text,
+    set_combo_items,
+    word_start_legend,
+)
 from attnviz.qt.views.data import KIND_FORMULAS, KIND_TITLES, AttentionData, FigureData, as_attention_sets
 from attnviz.qt.widgets.colormaps import Theme
 from attnviz.qt.widgets.line_item import LinesItem, LineSpec
@@ -24,8 +34,8 @@ from attnviz.qt.widgets.title_item import TitleItem
 # The two columns' headers per kind of attention: (title, what the tokens are).
 _COLUMN_HEADERS = {
     "encoder": (("queries", "source"), ("keys", "source")),
-    "decoder": (("queries", "target"), ("keys", "target")),
-    "cross": (("queries", "target · C_decoder"), ("keys", "source · C_encoder")),
+    "decoder": (("queries", "fed token, predicts next"), ("keys", "target")),
+    "cross": (("queries", "fed token · C_decoder"), ("keys", "source · C_encoder")),
 }
 
 
@@ -36,11 +46,13 @@ class QtLineView(AttentionSetsMixin, FigureViewBase):
     mapping kind → AttentionData. ``set_layer(layer)``, ``set_heads(heads)`` choose what is
     drawn (0-based). ``set_focus(side, index)`` pins a token ("query"/"key") as a click does.
     Signals: ``selectionChanged(kind, layer, heads)``, ``tokenHovered(side, index)``
-    (``("", -1)`` when the mouse leaves the tokens).
+    (``("", -1)`` when the mouse leaves the tokens), ``queryPinned(index)`` when a click pins a
+    query token.
     """
 
     selectionChanged = QtCore.Signal(str, int, object)
     tokenHovered = QtCore.Signal(str, int)
+    queryPinned = QtCore.Signal(int)
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme: Theme | str | None = None):
         super().__init__(parent, theme=theme)
@@ -51,6 +63,7 @@ class QtLineView(AttentionSetsMixin, FigureViewBase):
         self._heads: tuple[int, ...] | None = None  # None: all heads
         self._hover: tuple[str, int] | None = None
         self._pinned: tuple[str, int] | None = None
+        self._linked: int | None = None  # a query row hovered in another view
         self._exporting = False
         self._weights: np.ndarray | None = None  # [head, query, key] of the layer
         self._data_version = 0
@@ -110,6 +123,19 @@ class QtLineView(AttentionSetsMixin, FigureViewBase):
         self._heads = None if heads is None else tuple(sorted({int(h) for h in heads}))
         self._refresh(controls=True)
 
+    def select(self, kind: str | None = None, layer: int | None = None, heads: Iterable[int] | None | str = "keep") -> None:
+        """Change several of kind, layer and heads (``None``: all heads; ``"keep"``: as they are)
+        and draw once."""
+        if kind is not None and kind != self._kind:
+            self._require_kind(kind)
+            self._kind = kind
+            self._pinned = None
+        if layer is not None:
+            self._layer = int(layer)
+        if heads != "keep":
+            self._heads = None if heads is None else tuple(sorted({int(h) for h in heads}))
+        self._refresh(controls=True)
+
     def set_focus(self, side: str | None, index: int = -1) -> None:
         """Pin a token's lines (``side`` "query" or "key"); ``None`` clears."""
         if side is None:
@@ -128,7 +154,18 @@ class QtLineView(AttentionSetsMixin, FigureViewBase):
         """The token whose lines are isolated: the hovered one, else the pinned one."""
         if self._exporting:
             return self._pinned
-        return self._hover or self._pinned
+        linked = ("query", self._linked) if self._linked is not None else None
+        return self._hover or self._pinned or linked
+
+    def show_linked_query(self, axis: str, row: int) -> None:
+        """Isolate query ``row``'s lines (when no token is hovered or pinned here) if this view's
+        queries are ``axis`` pieces."""
+        d = self.data()
+        ok = d is not None and 0 <= row < len(d.query_labels) and query_axis(self._kind) == axis
+        linked = row if ok else None
+        if linked != self._linked:
+            self._linked = linked
+            self._sync_lines()
 
     def pinned_token(self) -> tuple[str, int] | None:
         """The token pinned by a click (or ``set_focus``), if any."""
@@ -151,33 +188,43 @@ class QtLineView(AttentionSetsMixin, FigureViewBase):
             return
         self._hover = token
         self._sync_lines()
-        if token is None:
-            self.readout.setText(" ")
-            self.tokenHovered.emit("", -1)
-            return
-        self._describe(token)
-        self.tokenHovered.emit(*token)
+        self._update_readout()
+        self.tokenHovered.emit(*(token or ("", -1)))
+        if token is None or token[0] == "query":
+            self.queryHovered.emit(self._kind or "", -1 if token is None else token[1])
 
-    def _describe(self, token: tuple[str, int]) -> None:
-        side, idx = token
-        if self._weights is None:
+    def _update_readout(self) -> None:
+        """What the hovered token attends to (or is read by), for the layer and heads shown now."""
+        d, token = self.data(), self._hover
+        if token is None or d is None or self._weights is None:
+            self.readout.setText(" ")
             return
-        heads = self.selected_heads()
-        queries, keys = self.lines.query_labels(), self.lines.key_labels()
+        side, idx = token
+        heads = list(self.selected_heads())
+        queries, keys = d.query_labels, d.key_labels
         if side == "query" and idx < len(queries):
-            w = self._weights[list(heads), idx, :] if heads else np.zeros((0, len(keys)))
-            best = np.argsort(-w.mean(axis=0))[:3] if len(heads) else []
-            parts = ", ".join(f"“{keys[k]}” {w.mean(axis=0)[k]:.2f}" for k in best)
-            self.readout.setText(f"query “{queries[idx]}” (pos {idx}) attends most to: {parts}  (mean over shown heads)")
+            w = self._weights[heads, idx, :].mean(axis=0) if heads else np.zeros(len(keys))
+            parts = ", ".join(f"“{display_piece(keys[k])}” {w[k]:.2f}" for k in np.argsort(-w)[:3])
+            self.readout.setText(f"{self._query_text(idx)} attends most to: {parts}  ({self._which_heads()})")
         elif side == "key" and idx < len(keys):
-            w = self._weights[list(heads), :, idx] if heads else np.zeros((0, len(queries)))
-            best = np.argsort(-w.mean(axis=0))[:3] if len(heads) else []
-            parts = ", ".join(f"“{queries[q]}” {w.mean(axis=0)[q]:.2f}" for q in best)
-            self.readout.setText(f"key “{keys[idx]}” (pos {idx}) is read most by: {parts}  (mean over shown heads)")
+            w = self._weights[heads, :, idx].mean(axis=0) if heads else np.zeros(len(queries))
+            parts = ", ".join(f"“{display_piece(queries[q])}” {w[q]:.2f}" for q in np.argsort(-w)[:3])
+            self.readout.setText(f"key {piece_text(keys, idx)} is read most by: {parts}  ({self._which_heads()})")
+        else:
+            self.readout.setText(" ")
+
+    def _which_heads(self) -> str:
+        heads = self.selected_heads()
+        where = f"layer {self._layer + 1}"
+        if len(heads) == 1:
+            return f"{where} · head {heads[0] + 1}"
+        return f"{where} · mean over {len(heads)} shown heads"
 
     def _toggle_pin(self, token: tuple[str, int] | None) -> None:
         self._pinned = None if token is None or token == self._pinned else token
         self._sync_lines()
+        if self._pinned is not None and self._pinned[0] == "query":
+            self.queryPinned.emit(self._pinned[1])
 
     def _on_all_heads(self) -> None:
         self.set_heads(None)
@@ -255,6 +302,7 @@ class QtLineView(AttentionSetsMixin, FigureViewBase):
         self._sync_head_buttons(d.n_heads if d else 0)
         self._set_title()
         self._sync_lines()
+        self._update_readout()
 
     def _set_title(self) -> None:
         d = self.data()
@@ -262,12 +310,19 @@ class QtLineView(AttentionSetsMixin, FigureViewBase):
             self.title.set_title("No attention to show yet")
             return
         heads = self.selected_heads()
-        which = "all heads" if len(heads) == d.n_heads else ("heads " + ", ".join(str(h + 1) for h in heads) if heads else "no head")
+        if len(heads) == d.n_heads:
+            which = "all heads"
+        elif heads:
+            which = ("head " if len(heads) == 1 else "heads ") + ", ".join(str(h + 1) for h in heads)
+        else:
+            which = "no head"
         self.title.set_title(
             f"{KIND_TITLES[d.kind]} · layer {self._layer + 1} · {which}",
             "opacity = A_i[query, key],  " + KIND_FORMULAS[d.kind].replace("A =", "A_i =", 1).split(",")[0]
             + ";  one colour per head i",
         )
+        current = (("▸", self.theme.highlight, CURRENT_ROW_LEGEND),) if d.highlight is not None else ()
+        self.title.set_legend((*current, *word_start_legend(d.query_labels, d.key_labels)))
 
     def _on_theme_changed(self) -> None:
         self.title.apply_theme(self.theme)
@@ -286,6 +341,14 @@ class QtLineView(AttentionSetsMixin, FigureViewBase):
         finally:
             self._exporting = False
             self._sync_lines()
+
+    def figure_rect(self) -> QtCore.QRectF | None:
+        """The title and the drawn columns and lines, without the empty canvas around them."""
+        if self.data() is None:
+            return None
+        lines = self.lines.mapRectToScene(self.lines.content_rect())
+        title = self.title.mapRectToScene(self.title.text_rect())
+        return lines.united(title).adjusted(-8, -6, 8, 8)
 
     def figure_title(self) -> str:
         d = self.data()

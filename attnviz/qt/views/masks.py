@@ -14,7 +14,18 @@ from __future__ import annotations
 import numpy as np
 from PySide6 import QtCore, QtWidgets
 
-from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
+from attnviz.qt.selection import query_axis
+from attnviz.qt.views.base import (
+    CURRENT_ROW_LEGEND,
+    FigureViewBase,
+    PredictedRowsMixin,
+    fed_text,
+    make_combo,
+    piece_text,
+    query_text,
+    set_combo_items,
+    word_start_legend,
+)
 from attnviz.qt.views.data import FigureData, MaskData
 from attnviz.qt.widgets.colormaps import DIVERGING_COLORMAP, Theme
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo, format_mask, format_score, format_weight
@@ -26,6 +37,15 @@ PANELS: dict[str, str] = {
     "masked_scores": "③ QKᵀ/√d_k + M",
     "weights": "④ softmax(QKᵀ/√d_k + M)",
 }
+#: The same titles for narrow panels, in terms of the panels before.
+SHORT_PANELS: dict[str, str] = {
+    "scaled_scores": "① QKᵀ/√d_k",
+    "mask": "② M",
+    "masked_scores": "③ = ① + ②",
+    "weights": "④ softmax(③)",
+}
+NARROW_PANEL = 300.0  # px: a panel narrower than this gets its short title
+MIN_CANVAS_HEIGHT = 290  # px: below this the view scrolls (in the window) rather than drop row labels
 
 
 def _padding_row(padding: np.ndarray | None, n: int) -> np.ndarray:
@@ -36,16 +56,17 @@ def _padding_row(padding: np.ndarray | None, n: int) -> np.ndarray:
     return row
 
 
-class QtMaskView(FigureViewBase):
+class QtMaskView(PredictedRowsMixin, FigureViewBase):
     """The pieces of softmax(QKᵀ/√d_k + M) for one head of the decoder's masked self-attention.
 
     ``set_data(MaskData)`` (shapes in :class:`attnviz.qt.views.data.MaskData`);
     ``select(layer=, head=)`` (0-based). Signals: ``selectionChanged(layer, head)``,
-    ``hovered(panel, HoverInfo | None)``.
+    ``hovered(panel, HoverInfo | None)``, ``rowClicked(row)`` (a query row of a panel, 0-based).
     """
 
     selectionChanged = QtCore.Signal(int, int)
     hovered = QtCore.Signal(str, object)
+    rowClicked = QtCore.Signal(int)
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme: Theme | str | None = None):
         super().__init__(parent, theme=theme)
@@ -62,7 +83,7 @@ class QtMaskView(FigureViewBase):
 
         t = self.theme
         self.title = TitleItem(t)
-        self.canvas.addItem(self.title, row=0, col=0, colspan=2)
+        self._arrangement = ""
         self.panels: dict[str, HeatmapPlot] = {
             "scaled_scores": HeatmapPlot(t, colormap=DIVERGING_COLORMAP, value_format=format_score, colorbar_label="score"),
             "mask": HeatmapPlot(t, colormap=f"solid:{t.allowed}", value_format=format_mask, colorbar=True),
@@ -71,24 +92,77 @@ class QtMaskView(FigureViewBase):
         }
         # M has only 0 and −∞: its colour bar keeps the columns aligned but is not drawn.
         self.panels["mask"].colorbar.setOpacity(0.0)
-        for (name, plot), (row, col) in zip(self.panels.items(), ((1, 0), (1, 1), (2, 0), (2, 1))):
-            plot.set_panel_title(PANELS[name])
-            self.canvas.addItem(plot, row=row, col=col)
+        for plot in self.panels.values():
             plot.sigHovered.connect(self._on_plot_hovered)
+            plot.sigCellClicked.connect(self._on_cell_clicked)
         self.padding: dict[str, HeatmapPlot] = {
             "tgt_padding": HeatmapPlot(t, colormap=f"solid:{t.allowed}", value_format=format_mask, colorbar=False),
             "src_padding": HeatmapPlot(t, colormap=f"solid:{t.allowed}", value_format=format_mask, colorbar=False),
         }
-        for plot, col in zip(self.padding.values(), (0, 1)):
-            self.canvas.addItem(plot, row=3, col=col)
-            plot.setMaximumHeight(120)
+        for plot in self.padding.values():
+            plot.setMinimumHeight(78)
+            plot.setMaximumHeight(110)
             plot.sigHovered.connect(self._on_plot_hovered)
-        self.canvas.ci.layout.setRowStretchFactor(1, 4)
-        self.canvas.ci.layout.setRowStretchFactor(2, 4)
-        self.canvas.ci.layout.setRowStretchFactor(3, 1)
-        self.canvas.ci.layout.setHorizontalSpacing(14)
-        self.canvas.ci.layout.setVerticalSpacing(8)
+        self.canvas.setMinimumHeight(MIN_CANVAS_HEIGHT)
+        self.canvas.ci.layout.setHorizontalSpacing(10)
+        self.canvas.ci.layout.setVerticalSpacing(4)
+        self._arrange("grid")
         self._set_title()
+
+    # layout -----------------------------------------------------------------------
+    def arrangement(self) -> str:
+        """``"grid"``: the panels 2 × 2 with the padding masks below; ``"row"``: the four panels
+        side by side (a low canvas, e.g. a bottom dock), the padding masks said in the legend."""
+        return self._arrangement
+
+    def _arrange(self, how: str) -> None:
+        """Place the panels. Rows are labelled in the left column only and keys in the top row
+        only (the panels share them), so every label has room."""
+        if how == self._arrangement:
+            return
+        self._arrangement = how
+        ci = self.canvas.ci
+        for item in (self.title, *self.panels.values(), *self.padding.values()):
+            if item in ci.items:
+                ci.removeItem(item)
+        grid = how == "grid"
+        places = ((1, 0), (1, 1), (2, 0), (2, 1)) if grid else ((1, 0), (1, 1), (1, 2), (1, 3))
+        ci.addItem(self.title, row=0, col=0, colspan=2 if grid else 4)
+        for plot, (row, col) in zip(self.panels.values(), places):
+            ci.addItem(plot, row=row, col=col)
+            plot.set_row_labels_visible(col == 0)
+            plot.set_col_labels_visible(row == 1)
+            plot.set_axis_titles("fed (rows)" if col == 0 else "", "keys (columns)" if row == 1 and (col < 2 or not grid) else "")
+        for plot, col in zip(self.padding.values(), (0, 1)):
+            plot.setVisible(grid)
+            if grid:
+                ci.addItem(plot, row=3, col=col)
+        for row, stretch in ((1, 4), (2, 4 if grid else 0), (3, 0)):
+            ci.layout.setRowStretchFactor(row, stretch)
+        if self._data is not None:
+            self._refresh_static()
+            self._set_title()
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        w, h = self.canvas.width(), self.canvas.height()
+        how = "row" if h < 430 and w > 1.6 * h else "grid"
+        self._arrange(how)
+        self._set_panel_titles(w / (2 if how == "grid" else 4))
+
+    def _set_panel_titles(self, panel_width: float) -> None:
+        """Full titles where they fit, short ones (③ = ① + ②) in narrow panels."""
+        titles = PANELS if panel_width >= NARROW_PANEL else SHORT_PANELS
+        d = self._data
+        only_look_ahead = d is None or np.array_equal(d.mask, d.look_ahead)
+        for name, plot in self.panels.items():
+            text = titles[name]
+            if name == "mask" and panel_width >= NARROW_PANEL:
+                text += "  (look-ahead)" if only_look_ahead else "  (+ padding)"
+            plot.set_panel_title(text, size="9pt")
+
+    def panel_titles(self) -> dict[str, str]:
+        return {name: plot.titleLabel.text for name, plot in self.panels.items()}
 
     # data -------------------------------------------------------------------------
     def set_data(self, data: MaskData) -> None:
@@ -112,7 +186,7 @@ class QtMaskView(FigureViewBase):
             self._head = int(head)
         self._clamp()
         self._update_controls()
-        self._refresh()
+        self._refresh_head()
 
     def layer(self) -> int:
         return self._layer
@@ -149,10 +223,16 @@ class QtMaskView(FigureViewBase):
         layer, head = self.layer_combo.currentData(), self.head_combo.currentData()
         self._layer = 0 if layer is None else int(layer)
         self._head = 0 if head is None else int(head)
-        self._refresh()
+        self._refresh_head()
         self.selectionChanged.emit(self._layer, self._head)
 
     def _refresh(self) -> None:
+        """Everything: the data changed."""
+        self._refresh_static()
+        self._refresh_head()
+
+    def _refresh_head(self) -> None:
+        """The three panels of the chosen layer and head, and the title (M and the padding stay)."""
         d = self._data
         self._set_title()
         if d is None:
@@ -164,38 +244,58 @@ class QtMaskView(FigureViewBase):
         q, k = d.query_labels, d.key_labels
         self.panels["scaled_scores"].set_matrix(m["scaled_scores"], q, k, d.step, levels=(-bound, bound))
         self.panels["masked_scores"].set_matrix(m["masked_scores"], q, k, d.step, levels=(-bound, bound))
-        self.panels["mask"].set_matrix(m["mask"], q, k, d.step, levels=(0.0, 1.0))
         self.panels["weights"].set_matrix(m["weights"], q, k, d.step, levels=(0.0, 1.0))
-        only_look_ahead = np.array_equal(d.mask, d.look_ahead)
-        self.panels["mask"].set_panel_title(PANELS["mask"] + ("  (look-ahead)" if only_look_ahead else "  (look-ahead + padding)"))
-        for name, plot in self.panels.items():  # titles once per row and column of panels
-            rows = "queries (rows)" if name in ("scaled_scores", "masked_scores") else None
-            cols = "keys (columns)" if name in ("scaled_scores", "mask") else None
-            plot.set_axis_titles(rows, cols)
+
+    def _refresh_static(self) -> None:
+        """M and the padding masks: the same for every layer and head."""
+        d = self._data
+        if d is None:
+            return
+        q, k = d.query_labels, d.key_labels
+        self.panels["mask"].set_matrix(d.mask, q, k, d.step, levels=(0.0, 1.0))
+        self._set_panel_titles(self.canvas.width() / (2 if self._arrangement == "grid" else 4))
+        if self._arrangement != "grid":
+            return
         tgt = _padding_row(d.tgt_padding, len(k))
         self.padding["tgt_padding"].set_matrix(tgt, ("M_pad",), k, None, levels=(0.0, 1.0))
-        note = "" if d.tgt_padding is not None and np.any(d.tgt_padding > 0.5) else " · no PAD"
-        self.padding["tgt_padding"].set_panel_title("target padding, decoder keys" + note, color=self.theme.muted, size="9pt")
+        self.padding["tgt_padding"].set_col_labels_visible(False)  # the same keys as the panels above
+        note = "" if d.tgt_padding is not None and np.any(d.tgt_padding > 0.5) else " · none"
+        self.padding["tgt_padding"].set_panel_title("target padding" + note, color=self.theme.muted, size="8.5pt")
         src_plot = self.padding["src_padding"]
         if d.src_padding is not None:
             src = _padding_row(d.src_padding, len(d.src_labels))
             src_plot.set_matrix(src, ("M_pad",), d.src_labels, None, levels=(0.0, 1.0))
-            note = "" if np.any(d.src_padding > 0.5) else " · no PAD"
-            src_plot.set_panel_title("source padding, cross-attention keys" + note, color=self.theme.muted, size="9pt")
+            note = "" if np.any(d.src_padding > 0.5) else " · none"
+            src_plot.set_panel_title("source padding" + note, color=self.theme.muted, size="8.5pt")
             src_plot.setVisible(True)
         else:
             src_plot.setVisible(False)
+
+    def padding_summary(self) -> str:
+        """The padding masks in words (shown in the legend when the panels are in a row)."""
+        d = self._data
+        if d is None:
+            return ""
+        parts = []
+        for what, pad in (("target", d.tgt_padding), ("source", d.src_padding)):
+            where = [i + 1 for i, v in enumerate(pad if pad is not None else ()) if v > 0.5]
+            parts.append(f"{what} PAD at {', '.join(map(str, where))}" if where else f"no {what} PAD")
+        return "padding M_pad: " + ", ".join(parts)
 
     def _set_title(self) -> None:
         d = self._data
         if d is None:
             self.title.set_title("No decoder step to show yet")
             return
-        step = "" if d.step is None else f" · step {d.step} (query “{d.query_labels[d.step]}”)"
+        step = "" if d.step is None else f" · step {d.step + 1}: {fed_text(d.query_labels, d.step, self._predicted)}"
         self.title.set_title(
-            f"Decoder masked self-attention · layer {self._layer + 1} · head {self._head + 1}{step}",
-            "M: 0 on and below the diagonal, −∞ above (the future);  adding −∞ before the softmax makes those weights exactly 0",
+            f"Masks · decoder self-attention · layer {self._layer + 1} · head {self._head + 1}{step}",
+            "" if self._arrangement == "row" else
+            "M: 0 on and below the diagonal, −∞ above (the future); adding −∞ before the softmax makes those weights exactly 0",
         )
+        current = (("▭", self.theme.highlight, CURRENT_ROW_LEGEND),) if d.step is not None else ()
+        padding = (("", "", self.padding_summary()),) if self._arrangement == "row" else ()
+        self.title.set_legend((*current, *padding, *word_start_legend(d.query_labels, d.key_labels)))
 
     def _on_plot_hovered(self, info: HoverInfo | None) -> None:
         # a bound method, not a lambda holding the view: the view can be freed before the app
@@ -203,18 +303,29 @@ class QtMaskView(FigureViewBase):
         panel = next(n for n, p in (*self.panels.items(), *self.padding.items()) if p is sender)
         self._on_hovered(panel, info)
 
+    def _on_cell_clicked(self, row: int, _col: int) -> None:
+        self.rowClicked.emit(row)
+
     def _on_hovered(self, panel: str, info: HoverInfo | None) -> None:
-        if info is None:
+        d = self._data
+        if info is None or d is None:
             self.readout.setText(" ")
         else:
             label = PANELS.get(panel, {"tgt_padding": "target padding", "src_padding": "source padding"}.get(panel, panel))
-            fmt = format_weight if panel == "weights" else format_score
-            value = fmt(info.value) if panel != "weights" else f"{info.value:.4g}"
-            where = f"key “{info.col_label}” (pos {info.col})"
+            value = format_score(info.value) if panel != "weights" else f"{info.value:.4g}"
+            keys = d.src_labels if panel == "src_padding" else d.key_labels
+            where = f"key {piece_text(keys, info.col)}"
             if panel in self.panels:
-                where = f"query “{info.row_label}” (pos {info.row})  →  " + where
+                where = query_text("decoder", d.query_labels, info.row, self._predicted) + "  ·  " + where
             self.readout.setText(f"{label}:  {where}     value = {value}")
         self.hovered.emit(panel, info)
+        self.queryHovered.emit("decoder", info.row if info is not None and panel in self.panels else -1)
+
+    def show_linked_query(self, axis: str, row: int) -> None:
+        """Outline query ``row`` (dashed) in the four panels when ``axis`` is the target's."""
+        linked = row if row >= 0 and axis == query_axis("decoder") else None
+        for plot in self.panels.values():
+            plot.set_linked_row(linked)
 
     def _on_theme_changed(self) -> None:
         for plot in list(self.panels.values()) + list(self.padding.values()):
@@ -255,4 +366,5 @@ class QtMaskView(FigureViewBase):
         )
 
     def transient_items(self):
-        return [p.hover_marker for p in list(self.panels.values()) + list(self.padding.values())]
+        plots = list(self.panels.values()) + list(self.padding.values())
+        return [p.hover_marker for p in plots] + [p.linked_marker for p in self.panels.values()]

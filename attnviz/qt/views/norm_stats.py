@@ -3,7 +3,8 @@
 For every sublayer's normalization of the chosen layer (columns: ``norm1``, ``norm2``, …):
 
 * LayerNorm models: per token, the mean and the standard deviation of its features before
-  the norm and after it (LN makes every token's features mean 0, std 1, then applies γ, β);
+  the norm, after normalizing and before the learned γ, β (mean 0, std 1), and after γ, β
+  (the norm's output);
 * BatchNorm models: per feature, this batch's mean and variance over the tokens next to the
   running mean and variance the model normalizes with in evaluation;
 * a histogram of the activations before and after the norm.
@@ -16,6 +17,10 @@ feature over the tokens). Click a cell to move the marked row and column.
 The view renders :class:`NormSiteData` built from ``attnviz.core.analysis.stats``
 (``norm_sites``, ``norm_statistics``, ``compare_norms``) and the trace's ``<site>.input`` and
 ``<site>.output``; it only bins the activations for the histograms.
+
+The title says which formula the open model follows (pre-norm ``x + Sublayer(LN(x))`` or
+post-norm ``LN(x + Sublayer(x))``; BN for a BatchNorm model). In a short dock the figure keeps a
+readable height and scrolls (:data:`MIN_HEIGHT`).
 
 The data and its helpers are in :mod:`attnviz.core.analysis.norms`; one site's column of plots
 is a :class:`SiteColumn`.
@@ -30,13 +35,19 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from attnviz.core.analysis.norms import NormSiteData, group_title, histogram, site_title
+from attnviz.core.analysis.norms import NormSiteData, group_title, histogram, placement_formula, site_title
+from attnviz.core.data.pieces import WORD_START, display_piece
 from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
 from attnviz.qt.views.data import FigureData
 from attnviz.qt.widgets.colormaps import DIVERGING_COLORMAP, Theme, ui_font
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo
+from attnviz.qt.widgets.scroll_canvas import scroll_vertically, set_scroll_background
 from attnviz.qt.widgets.title_item import TitleItem
 from attnviz.qt.widgets.token_axis import TokenAxis
+
+MIN_HEIGHT = 640  # px of the figure: below it, the view scrolls
+CMP_MIN_HEIGHT = 190  # px of the LN vs BN matrices, their axes and colour bar
+NORMALIZED = "LN(x) before γ, β"  # the third series of a LayerNorm site
 
 
 def _pen(color: Any, width: float = 1.6, style: QtCore.Qt.PenStyle = QtCore.Qt.PenStyle.SolidLine) -> QtGui.QPen:
@@ -97,6 +108,11 @@ class SiteColumn:
         self.std_a = self.std_plot.plot([], [], pen=_pen(c0), symbol="o", symbolSize=4, symbolBrush=c0, symbolPen=None, name="a")
         self.std_b = self.std_plot.plot([], [], pen=_pen(c1, 1.6, QtCore.Qt.PenStyle.DashLine), symbol="s", symbolSize=4,
                                         symbolBrush=c1, symbolPen=None, name="b")
+        c2 = th.head_color(2)  # LayerNorm only: normalized, before the learned γ, β
+        self.mean_n = self.mean_plot.plot([], [], pen=_pen(c2, 1.4, QtCore.Qt.PenStyle.DotLine), symbol="t", symbolSize=5,
+                                          symbolBrush=c2, symbolPen=None, name="n")
+        self.std_n = self.std_plot.plot([], [], pen=_pen(c2, 1.4, QtCore.Qt.PenStyle.DotLine), symbol="t", symbolSize=5,
+                                        symbolBrush=c2, symbolPen=None, name="n")
         self.hist_before = self.hist_plot.plot([], [], stepMode="center", fillLevel=0, pen=_pen(c0), brush=_translucent(c0), name="before")
         self.hist_after = self.hist_plot.plot([], [], stepMode="center", fillLevel=0, pen=_pen(c1), brush=_translucent(c1), name="after")
         self.hist_plot.setLabel("bottom", "activation value")
@@ -126,10 +142,9 @@ class SiteColumn:
             item.setVisible(visible)
 
     @staticmethod
-    def _titled(plot: pg.PlotItem, text: str, names: tuple[str, str], theme: Theme) -> None:
-        """A plot title with the two series' colours as swatches (no legend over the data)."""
-        sw = [f"<span style='color:{theme.head_color(i).name()}'>{'●' if i == 0 else '■'}</span> {n}" for i, n in enumerate(names)]
-        plot.setTitle(f"{text}: {sw[0]}  {sw[1]}", size="8.5pt", color=theme.foreground)
+    def _titled(plot: pg.PlotItem, text: str, theme: Theme) -> None:
+        """A short plot title; the series' colours are explained once, in the view's legend line."""
+        plot.setTitle(text, size="8.5pt", color=theme.foreground)
 
     def show(self, site: NormSiteData, placement: str, theme: Theme) -> None:
         self.site = site
@@ -143,22 +158,27 @@ class SiteColumn:
             self.mean_b.setData(x, np.asarray(st.output_mean, float))
             self.std_a.setData(x, np.asarray(st.input_std, float))
             self.std_b.setData(x, np.asarray(st.output_std, float))
+            n_mean, n_std = site.normalized_stats
+            self.mean_n.setData(x, n_mean)
+            self.std_n.setData(x, n_std)
             self.mean_axis.set_labels(site.pieces)
             self.std_axis.set_labels(site.pieces)
-            self._titled(self.mean_plot, "per-token mean of the features", ("before", "after"), theme)
-            self._titled(self.std_plot, "per-token std of the features", ("before", "after"), theme)
+            self._titled(self.mean_plot, "per-token mean", theme)
+            self._titled(self.std_plot, "per-token std", theme)
             for p in (self.mean_plot, self.std_plot):
                 p.getAxis("bottom").setLabel(None)
             self.mean_plot.setXRange(-0.5, len(x) - 0.5, padding=0)
             self.std_plot.setXRange(-0.5, len(x) - 0.5, padding=0)
         else:
             d = np.arange(site.x_in.shape[1], dtype=float)
+            self.mean_n.setData([], [])
+            self.std_n.setData([], [])
             self.mean_a.setData(d, np.asarray(st.batch_mean, float))
             self.mean_b.setData(d, np.asarray(st.running_mean, float))
             self.std_a.setData(d, np.asarray(st.batch_var, float))
             self.std_b.setData(d, np.asarray(st.running_var, float))
-            self._titled(self.mean_plot, f"per-feature mean ({len(site.pieces)} tokens)", ("batch", "running"), theme)
-            self._titled(self.std_plot, "per-feature variance", ("batch", "running"), theme)
+            self._titled(self.mean_plot, f"per-feature mean ({len(site.pieces)} tokens)", theme)
+            self._titled(self.std_plot, "per-feature variance", theme)
             self.mean_plot.setXRange(-0.5, len(d) - 0.5, padding=0)
             self.std_plot.setXRange(-0.5, len(d) - 0.5, padding=0)
         for p in (self.mean_plot, self.std_plot):
@@ -166,7 +186,7 @@ class SiteColumn:
         edges, before, after = histogram(site.x_in, site.x_out)
         self.hist_before.setData(edges, before.astype(float))
         self.hist_after.setData(edges, after.astype(float))
-        self._titled(self.hist_plot, "histogram of the activations", ("before", "after"), theme)
+        self._titled(self.hist_plot, "histogram of the values", theme)
         self.hist_plot.enableAutoRange()
 
 
@@ -195,6 +215,8 @@ class QtNormStatsView(FigureViewBase):
 
         self.group_combo = self._add_control("Layer", make_combo("normLayerCombo", "Which layer's normalizations"))
         self.compare_combo = self._add_control("LN vs BN on", make_combo("normCompareCombo", "Which pre-norm activations both normalizations are applied to"))
+        for combo in (self.group_combo, self.compare_combo):  # whole names, never "Encoder la…"
+            combo.setSizePolicy(QtWidgets.QSizePolicy.Policy.Fixed, QtWidgets.QSizePolicy.Policy.Fixed)
         self.controls.addStretch(1)
         self.group_combo.currentIndexChanged.connect(self._on_group_changed)
         self.compare_combo.currentIndexChanged.connect(self._on_compare_changed)
@@ -213,12 +235,11 @@ class QtNormStatsView(FigureViewBase):
         cmp = ci.addLayout(row=3, col=0)
         cmp.layout.setHorizontalSpacing(8)
         self.cmp_plots: dict[str, HeatmapPlot] = {}
-        for col, (key, title) in enumerate((("x", "x before the norm"), ("layer", "LayerNorm(x): over each row"),
-                                            ("batch", "BatchNorm(x): down each column"))):
+        for col, (key, title) in enumerate((("x", "x"), ("layer", "LayerNorm(x)"), ("batch", "BatchNorm(x)"))):
             p = HeatmapPlot(self.theme, colormap=DIVERGING_COLORMAP, colorbar=(col == 2), colorbar_label="value", annotate=False,
                             aspect_locked=False, masked=False, label_point_size=8.5)
             p.setTitle(title, size="9.5pt")
-            p.set_axis_titles("token" if col == 0 else None, "feature (d_model)")
+            p.set_axis_titles("token" if col == 0 else None, "feature (d_model)" if col == 0 else "feature")  # short: the panels can be narrow
             if col:
                 p.set_row_labels_visible(False)
             cmp.addItem(p, row=0, col=col)
@@ -236,6 +257,9 @@ class QtNormStatsView(FigureViewBase):
             self.axis_items[key] = items
         ci.layout.setRowStretchFactor(1, 3)
         ci.layout.setRowStretchFactor(3, 2)
+        ci.layout.setRowMinimumHeight(3, CMP_MIN_HEIGHT)  # the colour bar's ticks need room
+        self.canvas.setMinimumHeight(MIN_HEIGHT)
+        self.scroll = scroll_vertically(self.canvas, "normStatsScroll", self.theme.background)
         self._apply_theme_to_items()
         self._refresh()
 
@@ -325,7 +349,8 @@ class QtNormStatsView(FigureViewBase):
     def _update_controls(self) -> None:
         set_combo_items(self.group_combo, [(group_title(g), _group_key(g)) for g in self.groups()], _group_key(self._group) if self._group else None)
         sites = self.group_sites()
-        set_combo_items(self.compare_combo, [(site_title(s, self._placement)[0], i) for i, s in enumerate(sites)], self._compare)
+        # the sites by their short names (norm1, norm2, …): the columns below say where each one is
+        set_combo_items(self.compare_combo, [(site_title(s, self._placement)[0].split(" · ")[0], i) for i, s in enumerate(sites)], self._compare)
         self.group_combo.setEnabled(bool(sites))
         self.compare_combo.setEnabled(len(sites) > 1)
 
@@ -339,9 +364,12 @@ class QtNormStatsView(FigureViewBase):
             self._set_comparison_visible(False)
             return
         self._set_comparison_visible(True)
-        what = ("per token: mean and std of its features, before and after" if self._norm == "layer"
-                else "per feature: this batch's statistics next to the running ones used in evaluation")
-        self.title.set_title(f"{group_title(self._group)} · {norm_name} ({self._placement}-norm) · {len(sites[0].pieces)} tokens", what)
+        what = ("per token: mean and std of its features before the norm, normalized (before γ, β) and after γ, β"
+                if self._norm == "layer" else "per feature: this batch's statistics next to the running ones used in evaluation")
+        formula = placement_formula(self._norm, self._placement)
+        self.title.set_title(f"{group_title(self._group)} · {norm_name} · {self._placement}-norm: every sublayer is {formula} · "
+                             f"{len(sites[0].pieces)} tokens", what)
+        self.title.set_legend(self._legend())
         for i, c in enumerate(self.columns):
             if i < len(sites):
                 c.set_visible(True)
@@ -354,6 +382,13 @@ class QtNormStatsView(FigureViewBase):
                 grid.setColumnStretchFactor(i, 1 if i < len(sites) else 0)
                 grid.setColumnMaximumWidth(i, 1e6 if i < len(sites) else 0)
         self._refresh_comparison()
+
+    def _legend(self) -> tuple[tuple[str, str, str], ...]:
+        """The series' marks in their colours (every site's plots), and the word-start mark."""
+        th = self.theme
+        names = ("x before", "after γ, β (output)", NORMALIZED) if self._norm == "layer" else ("batch", "running")
+        series = tuple((mark, th.head_color(i).name(), name) for i, (mark, name) in enumerate(zip(("●", "■", "▲"), names)))
+        return series + ((WORD_START, th.muted, "= start of a word"),)
 
     def _set_comparison_visible(self, visible: bool) -> None:
         self.cmp_title.setVisible(visible)
@@ -404,6 +439,8 @@ class QtNormStatsView(FigureViewBase):
         th = self.theme
         self.title.apply_theme(th)
         self.cmp_title.apply_theme(th)
+        if hasattr(self, "scroll"):
+            set_scroll_background(self.scroll, th.background)
         for c in self.columns:
             c.title.apply_theme(th)
             for p in (c.mean_plot, c.std_plot, c.hist_plot):
@@ -467,7 +504,7 @@ class QtNormStatsView(FigureViewBase):
         c = site.comparison
         r, j = info.row, info.col
         self.readout.setText(
-            f"“{info.row_label}”, feature {j}:  x = {site.x_in[r, j]:.4f}   "
+            f"token {r + 1} “{display_piece(site.pieces[r])}”, feature {j}:  x = {site.x_in[r, j]:.4f}   "
             f"LN: (x − {c.layer_mean[r]:.3f}) / {c.layer_std[r]:.3f} = {np.asarray(c.layer_output)[r, j]:.4f}   "
             f"BN: (x − {c.batch_mean[j]:.3f}) / {c.batch_std[j]:.3f} = {np.asarray(c.batch_output)[r, j]:.4f}"
         )

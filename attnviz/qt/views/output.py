@@ -1,7 +1,7 @@
 """Output distribution: what the output layer (Linear → softmax) says at the current step, and,
 for a typed target, how well the model predicts every position under teacher forcing.
 
-* **Next token** — the top-k of P(y_t | y_<t, x) as bars with their probabilities, the chosen
+* **Output layer at the step** — the top-k of P(y_t | y_<t, x) as bars with their probabilities, the chosen
   token marked (forced by the user, or not in the top-k, said so), the entropy of the whole
   distribution H = −Σ p log p (nats) and its perplexity e^H, and how much probability the top-k cover.
 * **Teacher forcing** — "SOS + y in, y + EOS out": per position the fed token (top), the
@@ -13,6 +13,11 @@ The view renders objects ``attnviz.core.decoding.session`` already computes and 
 a ``DecodeStep`` (``topk``, ``entropy``, ``token_id``, ``prob``, ``forced``, ``index``) and a
 ``TeacherForced`` result (``steps``, one ``ForcedPosition`` per row: ``input_piece``,
 ``piece`` (the target), ``predicted_piece``, ``match``, ``prob`` (P(target)), ``loss``, ``entropy``, ``topk``).
+
+In a short dock the figure keeps a readable height and scrolls: every top-k row is at least a
+line of text tall, and the teacher-forcing plots never shrink below their labels. Labels above
+narrow bars are shortened with "…" (the read-out under the mouse gives them whole), and the loss
+values are left out, as the title says, when the bars are narrower than a number.
 """
 
 from __future__ import annotations
@@ -25,9 +30,11 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
+from attnviz.core.data.pieces import WORD_START, display_piece
 from attnviz.qt.views.base import FigureViewBase
 from attnviz.qt.views.data import FigureData
 from attnviz.qt.widgets.colormaps import Theme, ui_font
+from attnviz.qt.widgets.scroll_canvas import scroll_vertically, set_scroll_background
 from attnviz.qt.widgets.title_item import TitleItem
 from attnviz.qt.widgets.token_axis import TokenAxis
 
@@ -37,6 +44,10 @@ if TYPE_CHECKING:  # importing the core would import torch
 
 MATCH_COLOR = "#2f9e44"  # the argmax is the target
 MISS_COLOR = "#e8590c"  # it is not
+ROW_PX = 18  # least height of a top-k row: a line of 9 pt text
+BARS_PX = 64  # least height of the bars of each teacher-forcing plot
+TITLE_PX = 62  # a title, its formula line and its legend line
+WIDE_PX = 1000  # from this width on, teacher forcing shows the top-k beside its plots
 
 
 def _mk_pen(color: str, width: float = 1.0) -> QtGui.QPen:
@@ -54,10 +65,15 @@ class _TextPool:
         self.font = ui_font(point_size)
         self.items: list[pg.TextItem] = []
 
-    def show(self, entries: Sequence[tuple[float, float, str, str]]) -> None:
-        """``entries``: (x, y, text, colour)."""
+    def show(self, entries: Sequence[tuple[float, float, str, str]], max_px: float | None = None) -> None:
+        """``entries``: (x, y, text, colour); a text wider than ``max_px`` pixels ends in "…"."""
+        fm = QtGui.QFontMetricsF(self.font)
+        if max_px is not None:
+            mode = QtCore.Qt.TextElideMode.ElideRight
+            entries = [(x, y, fm.elidedText(t, mode, max(max_px, fm.horizontalAdvance("…"))), c) for x, y, t, c in entries]
         while len(self.items) < len(entries):
             item = pg.TextItem(anchor=self.anchor)
+            item.textItem.document().setDocumentMargin(0)  # the box is the text: neighbours never overlap
             item.setFont(self.font)
             self.plot.addItem(item)
             self.items.append(item)
@@ -70,6 +86,11 @@ class _TextPool:
 
     def texts(self) -> list[str]:
         return [i.toPlainText() for i in self.items if i.isVisible()]
+
+    def widest(self, texts: Sequence[str]) -> float:
+        """Pixels of the widest of ``texts`` in this pool's font."""
+        fm = QtGui.QFontMetricsF(self.font)
+        return max((fm.horizontalAdvance(t) for t in texts), default=0.0)
 
 
 class QtOutputView(FigureViewBase):
@@ -118,7 +139,7 @@ class QtOutputView(FigureViewBase):
         self.prob_plot = pg.PlotItem(axisItems={"top": self.in_axis}, enableMenu=False)
         self._setup_plot(self.prob_plot)
         self.prob_plot.showAxis("top")
-        self.prob_plot.getAxis("bottom").setStyle(showValues=False)
+        self.prob_plot.hideAxis("bottom")  # the loss plot below carries the positions
         self.prob_plot.setLabel("left", "P(target)")
         self.in_axis.set_title("fed: SOS + y")
         self.prob_bars = pg.BarGraphItem(x=[], height=[], width=0.7, brushes=[], pen=pg.mkPen(None))
@@ -146,6 +167,12 @@ class QtOutputView(FigureViewBase):
         ci.addItem(self.loss_plot, row=4, col=0)
         self.canvas.scene().sigMouseClicked.connect(self._on_scene_clicked)
         self.canvas.scene().sigMouseMoved.connect(self._on_mouse_moved)
+        self.scroll = scroll_vertically(self.canvas, "outputScroll", self.theme.background)
+        self.loss_values_shown = True
+        self._wide = False  # the top-k beside the teacher-forcing plots (see _arrange)
+        for axis in (self.in_axis, self.target_axis):  # rotated labels make an axis taller: the canvas grows with it
+            axis.geometryChanged.connect(self._on_axis_resized)
+        self.prob_plot.getViewBox().sigResized.connect(self._on_bars_resized)  # labels fit the bars' new width
         self._apply_theme_to_items()
         self._refresh()
 
@@ -205,7 +232,7 @@ class QtOutputView(FigureViewBase):
             return s, f"step {s.index + 1}"
         if self._forced is not None and self._forced.steps:
             p = self._forced.steps[self._position or 0]
-            return p, f"position {p.index + 1} (after “{p.input_piece}”)"
+            return p, f"position {p.index + 1} (after “{display_piece(p.input_piece)}”)"
         return None, ""
 
     def _refresh(self) -> None:
@@ -237,15 +264,17 @@ class QtOutputView(FigureViewBase):
         vb.setRange(xRange=(0.0, 1.12 if top_p > 0.45 else max(0.05, top_p * 1.4)), yRange=(-0.6, max(n, 1) - 0.4), padding=0.0)
         if dist is not None:
             h = float(dist.entropy)
-            cover = sum(probs)
-            title = f"Next token · {where} · entropy H = {h:.3f} nats · perplexity e^H = {math.exp(h):.2f} · top-{n} hold {cover * 100:.1f}%"
-            piece = self._step.piece if self._step is not None else dist.piece
-            formula = f"P(y_t | y_<t, x) = softmax(logits) · {forced_note}: “{piece}” with p = {chosen_prob:.4f}"
+            piece = display_piece(self._step.piece if self._step is not None else dist.piece)
+            note = f"{forced_note}: “{piece}” with p = {chosen_prob:.4f}"
             if chosen is not None and chosen not in ids:
-                formula += f" (not in the top {n})"
+                note += f" (not in the top {n})"
+            self.title.set_title(f"Output distribution · {where}",
+                                 f"P(y_t | y_<t, x) = softmax(logits) · H = {h:.3f} nats · perplexity e^H = {math.exp(h):.2f} · "
+                                 f"top-{n} hold {sum(probs) * 100:.1f}%")
+            self.title.set_legend((("", "", note), (WORD_START, th.muted, "= start of a word")))
         else:
-            title, formula = "Next-token distribution", "decode a step to see P(y_t | y_<t, x)"
-        self.title.set_title(title, formula)
+            self.title.set_title("Output distribution", "decode a step to see P(y_t | y_<t, x), the output layer's softmax")
+            self.title.set_legend(())
         self._refresh_forced()
 
     def _refresh_forced(self) -> None:
@@ -255,13 +284,11 @@ class QtOutputView(FigureViewBase):
         for item in (self.forced_title, self.prob_plot, self.loss_plot):
             item.setVisible(visible)
         ci = self.canvas.ci.layout
-        ci.setRowStretchFactor(1, 1)
         for r in (2, 3, 4):
             ci.setRowMaximumHeight(r, 1e6 if visible else 0)
-            ci.setRowMinimumHeight(r, 0)
+        ci.setRowStretchFactor(1, 1)
         ci.setRowStretchFactor(3, 1 if visible else 0)
         ci.setRowStretchFactor(4, 1 if visible else 0)
-        ci.setRowPreferredHeight(1, 160 if visible else 300)
         if f is None:
             for bars in (self.prob_bars, self.loss_bars):
                 bars.setOpts(x=[], height=[], brushes=[])
@@ -270,7 +297,14 @@ class QtOutputView(FigureViewBase):
             self.cursor.setVisible(False)
             self.loss_cursor.setVisible(False)
             self.prob_plot.getViewBox().update()
+            self._fit_height()
             return
+        self._draw_forced(f)
+        self._fit_height()
+        self._fit_forced_labels()
+
+    def _draw_forced(self, f: "TeacherForced") -> None:
+        """The per-position bars, axes, cursor and title (labels above the bars: ``_fit_forced_labels``)."""
         th = self.theme
         pos = f.steps
         n = len(pos)
@@ -284,26 +318,101 @@ class QtOutputView(FigureViewBase):
         self.loss_bars.setOpts(x=x, height=loss, width=0.7, brushes=loss_brush)
         self.in_axis.set_labels([p.input_piece for p in pos], self._position)
         self.target_axis.set_labels([p.piece for p in pos], self._position)
-        self.pred_text.show([(float(i), 1.035, p.predicted_piece, MATCH_COLOR if p.match else MISS_COLOR) for i, p in enumerate(pos)])
-        self.loss_text.show([(float(i), float(v) + 0.02 * max(1.0, float(loss.max()) if n else 1.0) + 0.0, f"{v:.2f}", th.muted)
-                             for i, v in enumerate(loss)])
         top = max(1.0, float(loss.max()) if n else 1.0) * 1.4
-        self.prob_plot.getViewBox().setRange(xRange=(-0.6, n - 0.4), yRange=(0.0, 1.22), padding=0.0)
+        self.prob_plot.getViewBox().setRange(xRange=(-0.6, n - 0.4), yRange=(0.0, 1.3), padding=0.0)
         self.loss_plot.getViewBox().setRange(xRange=(-0.6, n - 0.4), yRange=(0.0, top), padding=0.0)
         self.prob_plot.getAxis("left").setTicks([[(0.0, "0"), (0.5, "0.5"), (1.0, "1")], []])
         cur = self._position if self._position is not None else 0
         brush = th.qcolor("highlight", 40)
         self.cursor.setBrush(brush)
-        self.cursor.setRect(QtCore.QRectF(cur - 0.5, 0.0, 1.0, 1.22))
+        self.cursor.setRect(QtCore.QRectF(cur - 0.5, 0.0, 1.0, 1.3))
         self.cursor.setVisible(True)
         self.loss_cursor.setBrush(brush)
         self.loss_cursor.setRect(QtCore.QRectF(cur - 0.5, 0.0, 1.0, top))
         self.loss_cursor.setVisible(True)
-        hits = sum(match)
-        self.forced_title.set_title(
-            f"Teacher forcing · SOS + y in, y + EOS out · mean loss {f.loss:.3f} nats · {hits}/{n} positions predicted",
-            "bars: P(target) (green: the argmax is the target); above them the predicted token; below: loss = −log P(target)",
-        )
+
+    def _bar_pitch(self) -> float:
+        """Pixels per position in the teacher-forcing plots (from the canvas width before the first layout)."""
+        n = max(1, len(self._forced.steps)) if self._forced is not None else 1
+        width = self.prob_plot.getViewBox().width()
+        if width <= 1:
+            width = max(1.0, self.canvas.width() - 80.0)
+        return width / n
+
+    def _fit_forced_labels(self) -> None:
+        """The predicted token above each bar (shortened to the bar's width) and the loss values
+        (left out when the bars are narrower than a number)."""
+        f = self._forced
+        if f is None:
+            return
+        th = self.theme
+        pos = f.steps
+        pitch = self._bar_pitch()
+        entries = [(float(i), 1.02, display_piece(p.predicted_piece), MATCH_COLOR if p.match else MISS_COLOR) for i, p in enumerate(pos)]
+        self.pred_text.show(entries, max_px=pitch - 6)
+        loss = [float(p.loss) for p in pos]
+        lift = 0.02 * max(1.0, max(loss, default=1.0))
+        texts = [f"{v:.2f}" for v in loss]
+        self.loss_values_shown = self.loss_text.widest(texts) + 6 <= pitch
+        self.loss_text.show([(float(i), v + lift, t, th.muted) for i, (v, t) in enumerate(zip(loss, texts))] if self.loss_values_shown else [])
+        hits = sum(bool(p.match) for p in pos)
+        values = "" if self.loss_values_shown else " (values under the mouse)"
+        self.forced_title.set_title(f"Teacher forcing · mean loss {f.loss:.3f} nats · {hits}/{len(pos)} positions predicted",
+                                    "SOS + y in, y + EOS out · bars: P(target), green where the argmax is the target")
+        self.forced_title.set_legend((("", "", f"above the bars: the predicted token; below: loss = −log P(target){values}"),
+                                      (WORD_START, th.muted, "= start of a word")))
+
+    def _arrange(self) -> bool:
+        """Teacher forcing in a wide view: the top-k beside the per-position plots rather than above
+        them (a short dock then needs less scrolling). Returns whether they sit side by side."""
+        wide = self._forced is not None and self.width() >= WIDE_PX
+        if wide != self._wide:
+            self._wide = wide  # first: moving the items resizes the axes, which calls back here
+            ci = self.canvas.ci
+            for item in (self.title, self.topk_plot):
+                ci.removeItem(item)
+            ci.addItem(self.title, row=0, col=0, colspan=2 if wide else 1)
+            if wide:
+                ci.addItem(self.topk_plot, row=3, col=1, rowspan=2)  # level with the bars
+            else:
+                ci.addItem(self.topk_plot, row=1, col=0)
+            ci.layout.setColumnStretchFactor(0, 5)
+            ci.layout.setColumnStretchFactor(1, 2 if wide else 0)
+        return wide
+
+    def _fit_height(self) -> None:
+        """The least canvas height at which every label is readable; the scroll area scrolls the rest."""
+        wide = self._arrange()
+        n = max(3, len(self._topk))
+        ci = self.canvas.ci.layout
+        topk_px = ROW_PX * n + 46  # the rows, the probability axis and its title
+        ci.setRowMinimumHeight(1, 0 if wide else topk_px)
+        ci.setRowMaximumHeight(1, 0 if wide else 1e6)
+        height = TITLE_PX + topk_px
+        if self._forced is not None:
+            prob_px = BARS_PX + 24 + self.in_axis.height()  # bars, the predicted tokens, the fed tokens
+            loss_px = BARS_PX + 14 + self.target_axis.height()
+            ci.setRowMinimumHeight(3, prob_px)
+            ci.setRowMinimumHeight(4, loss_px)
+            forced_px = TITLE_PX + prob_px + loss_px
+            height = TITLE_PX + max(forced_px, topk_px) if wide else height + forced_px
+        else:
+            ci.setRowMinimumHeight(3, 0)
+            ci.setRowMinimumHeight(4, 0)
+        self.scroll.fit.set_min_height(int(height) + 16)
+
+    def _on_bars_resized(self) -> None:
+        if self._forced is not None:
+            self._fit_forced_labels()
+
+    def _on_axis_resized(self) -> None:
+        if self._forced is not None:
+            self._fit_height()
+
+    def resizeEvent(self, event: QtGui.QResizeEvent) -> None:
+        super().resizeEvent(event)
+        if self._forced is not None:
+            self._fit_height()  # side by side or not; the fed tokens' axis turns its labels with the width
 
     def _apply_theme_to_items(self) -> None:
         th = self.theme
@@ -320,6 +429,8 @@ class QtOutputView(FigureViewBase):
         self.title.apply_theme(th)
         self.forced_title.apply_theme(th)
         self.hint.setStyleSheet(f"color: {th.muted};")
+        if hasattr(self, "scroll"):
+            set_scroll_background(self.scroll, th.background)
 
     def _on_theme_changed(self) -> None:
         self._apply_theme_to_items()
@@ -349,7 +460,8 @@ class QtOutputView(FigureViewBase):
         if i is not None:
             p = self._forced.steps[i]
             self.readout.setText(
-                f"position {i + 1}: fed “{p.input_piece}” → expected “{p.piece}”, predicted “{p.predicted_piece}”   "
+                f"position {i + 1}: fed “{display_piece(p.input_piece)}” → expected “{display_piece(p.piece)}”, "
+                f"predicted “{display_piece(p.predicted_piece)}”   "
                 f"P(target) = {p.prob:.4f}   loss = {p.loss:.4f}   H = {p.entropy:.3f} nats"
             )
             return
@@ -358,7 +470,7 @@ class QtOutputView(FigureViewBase):
             r = int(round(vb.mapSceneToView(scene_pos).y()))
             if 0 <= r < len(self._topk):
                 piece, tid, p = self._topk[r]
-                self.readout.setText(f"rank {r + 1}: “{piece}” (id {tid})   P = {p:.5f}   −log P = {-math.log(max(p, 1e-300)):.3f}")
+                self.readout.setText(f"rank {r + 1}: “{display_piece(piece)}” (id {tid})   P = {p:.5f}   −log P = {-math.log(max(p, 1e-300)):.3f}")
                 return
         self.readout.setText(" ")
 

@@ -17,6 +17,13 @@ The view renders :class:`PositionalData` built from ``attnviz.core.analysis.stat
 trace's ``<stack>.embed.tokens / positional / sum``; it computes nothing but a row norm when one
 is not given.
 
+The tutorial's ``i`` is the index of a sin/cos *pair*: column ``2i`` holds the sine and column
+``2i+1`` the cosine of the same frequency. Axes, legend and read-outs name a column by its index
+and say which of the two it is and what its ``i`` is (column 5 = 2i+1 with i = 2). Positions are
+1-based on screen, as everywhere in the app; the formula's ``pos`` is the position − 1.
+
+In a short dock the figure keeps a readable height and scrolls (:data:`MIN_HEIGHT`).
+
 The data classes are in :mod:`attnviz.core.analysis.positional`.
 """
 
@@ -28,11 +35,13 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from attnviz.core.analysis.positional import PositionalData
+from attnviz.core.analysis.positional import PositionalData, column_pair
+from attnviz.core.data.pieces import WORD_START, display_piece
 from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
 from attnviz.qt.views.data import FigureData
 from attnviz.qt.widgets.colormaps import DIVERGING_COLORMAP, Theme, ui_font
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo
+from attnviz.qt.widgets.scroll_canvas import scroll_vertically, set_scroll_background
 from attnviz.qt.widgets.title_item import TitleItem
 from attnviz.qt.widgets.token_axis import TokenAxis
 
@@ -44,6 +53,7 @@ def default_dimensions(d_model: int) -> list[int]:
 
 
 MAX_DIMENSIONS = 12  # curves drawn at most
+MIN_HEIGHT = 700  # px of the figure: below it, the view scrolls
 MAX_DIMENSIONS_TEXT = 200  # characters of the Dimensions box
 
 
@@ -88,8 +98,26 @@ def read_dimensions(text: str, d_model: int) -> tuple[list[int], str]:
 
 
 def _dim_labels(n: int) -> list[str]:
-    """Dimension indices; the axis itself draws every k-th one when the cells are narrow."""
+    """Column indices; the axis itself draws every k-th one when the cells are narrow."""
     return [str(i) for i in range(n)]
+
+
+def column_role(column: int, d_model: int, layout: str = "interleaved") -> str:
+    """``"2i+1 with i = 2, cos"`` for column 5: which member of its sin/cos pair a column is."""
+    i, sine = column_pair(column, d_model, layout)
+    if layout == "halves":
+        return f"{'sin' if sine else 'cos'} of pair i = {i}"
+    return f"2i with i = {i}, sin" if sine else f"2i+1 with i = {i}, cos"
+
+
+def column_formula(column: int, d_model: int, layout: str = "interleaved", pos: str = "pos") -> str:
+    """``cos(pos/10000^(4/128))`` for column 5 of d_model 128 (the exponent is 2i/d_model)."""
+    i, sine = column_pair(column, d_model, layout)
+    return f"{'sin' if sine else 'cos'}({pos}/10000^({2 * i}/{d_model}))"
+
+
+FORMULA = "PE(pos, 2i) = sin(pos/10000^(2i/d_model)),  PE(pos, 2i+1) = cos(pos/10000^(2i/d_model)):  i numbers the sin/cos pairs"
+NOTE = "low columns turn fast, high ones slowly; PE·PEᵀ depends on the distance between positions"
 
 
 class QtPositionalView(FigureViewBase):
@@ -115,6 +143,8 @@ class QtPositionalView(FigureViewBase):
         self._build_encoding_plots(ci)
         self._build_curve_plot(ci)
         self._build_embedding_plots(ci.addLayout(row=3, col=0, colspan=2))
+        self.canvas.setMinimumHeight(MIN_HEIGHT)
+        self.scroll = scroll_vertically(self.canvas, "positionalScroll", self.theme.background)
         ci.layout.setRowStretchFactor(1, 3)
         ci.layout.setRowStretchFactor(2, 2)
         ci.layout.setRowStretchFactor(3, 3)
@@ -128,10 +158,10 @@ class QtPositionalView(FigureViewBase):
         """The dimensions drawn as curves and whose tokens are shown."""
         self.dims_edit = QtWidgets.QLineEdit(objectName="peDimsEdit")
         self.dims_edit.setPlaceholderText("e.g. 0, 1, 4-7")
-        self.dims_edit.setToolTip("Dimensions drawn as curves over the positions (even: sin, odd: cos)")
+        self.dims_edit.setToolTip("Columns drawn as curves over the positions (column 2i: sin, column 2i+1: cos, i = the pair)")
         self.dims_edit.setMaximumWidth(150)
         self.dims_edit.setMaxLength(MAX_DIMENSIONS_TEXT)
-        self._add_control("Dimensions", self.dims_edit)
+        self._add_control("Columns", self.dims_edit)
         self.dims_edit.editingFinished.connect(self._on_dims_edited)
         self.side_combo = self._add_control("Tokens", make_combo("peSideCombo", "Whose embeddings: the source (encoder) or the target (decoder)"))
         self.side_combo.currentIndexChanged.connect(self._on_side_changed)
@@ -141,11 +171,11 @@ class QtPositionalView(FigureViewBase):
         """PE(pos, i) and the similarity of positions PE·PEᵀ, side by side."""
         self.pe_plot = HeatmapPlot(self.theme, colormap=DIVERGING_COLORMAP, levels=(-1.0, 1.0), colorbar_label="PE value",
                                    annotate=False, aspect_locked=False, masked=False, label_point_size=8.0)
-        self.pe_plot.setTitle("PE(pos, i)", size="9.5pt")
-        self.pe_plot.set_axis_titles("position", "dimension i")
+        self.pe_plot.setTitle("PE(pos, column)", size="9.5pt")
+        self.pe_plot.set_axis_titles("position", "column 2i (sin) · 2i+1 (cos)")
         self.sim_plot = HeatmapPlot(self.theme, colormap=self.colormap(), colorbar_label="PE·PEᵀ", annotate=False, aspect_locked=True,
                                     masked=False, label_point_size=8.0)
-        self.sim_plot.setTitle("PE·PEᵀ: similarity of positions", size="9.5pt")
+        self.sim_plot.setTitle("PE·PEᵀ: similarity", size="9.5pt")
         self.sim_plot.set_axis_titles("position", "position")
         ci.addItem(self.pe_plot, row=1, col=0)
         ci.addItem(self.sim_plot, row=1, col=1)
@@ -156,9 +186,9 @@ class QtPositionalView(FigureViewBase):
         self.curve_plot.setMenuEnabled(False)
         self.curve_plot.hideButtons()
         self.curve_plot.getViewBox().setMouseEnabled(x=False, y=False)
-        self.curve_plot.setTitle("Chosen dimensions over the positions", size="9.5pt")
-        self.curve_plot.setLabel("bottom", "position pos")
-        self.curve_plot.setLabel("left", "PE(pos, i)")
+        self.curve_plot.setTitle("chosen columns", size="9.5pt")
+        self.curve_plot.setLabel("bottom", "position")
+        self.curve_plot.setLabel("left", "PE(pos, column)")
         self.curve_plot.showGrid(x=True, y=True, alpha=0.15)
         self.curve_plot.setYRange(-1.1, 1.1, padding=0)
         self.curve_legend = pg.LegendItem(labelTextSize="8.5pt", colCount=1)  # beside the plot, never over the curves
@@ -168,15 +198,15 @@ class QtPositionalView(FigureViewBase):
 
     def _build_embedding_plots(self, emb: pg.GraphicsLayout) -> None:
         """Token embedding, PE and their sum as matrices, and the norms of the three as bars."""
-        emb.layout.setHorizontalSpacing(6)
+        emb.layout.setHorizontalSpacing(4)
         self.emb_title = TitleItem(self.theme)
         emb.addItem(self.emb_title, row=0, col=0, colspan=4)
         self.emb_plots: dict[str, HeatmapPlot] = {}
-        for col, (key, title) in enumerate((("tokens", "token embedding × √d_model"), ("positional", "+ PE"), ("summed", "= first layer's input"))):
+        for col, (key, title) in enumerate((("tokens", "emb.·√d_model"), ("positional", "+ PE"), ("summed", "= input"))):
             p = HeatmapPlot(self.theme, colormap=DIVERGING_COLORMAP, colorbar=False, annotate=False, aspect_locked=False, masked=False,
                             label_point_size=8.5)
             p.setTitle(title, size="9.5pt")
-            p.set_axis_titles("token" if col == 0 else None, "dimension")
+            p.set_axis_titles("token" if col == 0 else None, "column")
             if col:
                 p.set_row_labels_visible(False)
             emb.addItem(p, row=1, col=col)
@@ -253,7 +283,7 @@ class QtPositionalView(FigureViewBase):
         if d is None:
             return
         n, dm = d.pe.shape
-        pos_labels = [str(i) for i in range(n)]
+        pos_labels = [str(i + 1) for i in range(n)]  # positions 1-based, as on screen everywhere
         self.pe_plot.set_matrix(d.pe, pos_labels, _dim_labels(dm), levels=(-1.0, 1.0))
         sim = d.similarity
         self.sim_plot.set_matrix(sim, pos_labels, pos_labels, levels=(float(np.min(sim)), float(np.max(sim))))
@@ -270,7 +300,7 @@ class QtPositionalView(FigureViewBase):
             self.curve_plot.addItem(c)
             self.curves.append(c)
         x = np.arange(n, dtype=float)
-        legend_key = (tuple(dims), d.d_model, self.theme.name)
+        legend_key = (tuple(dims), d.d_model, d.layout, self.theme.name)
         relabel = legend_key != self._legend_key  # the legend is rebuilt only when its entries change
         if relabel:
             self.curve_legend.clear()
@@ -279,20 +309,22 @@ class QtPositionalView(FigureViewBase):
             if i < len(dims):
                 dim = dims[i]
                 color = self.theme.head_color(i)
-                pen = pg.mkPen(color, width=1.8, style=QtCore.Qt.PenStyle.SolidLine if dim % 2 == 0 else QtCore.Qt.PenStyle.DashLine)
+                sine = d.column_pair(dim)[1]
+                pen = pg.mkPen(color, width=1.8, style=QtCore.Qt.PenStyle.SolidLine if sine else QtCore.Qt.PenStyle.DashLine)
                 pen.setCosmetic(True)
-                c.setData(x, d.pe[:, dim].astype(float))
+                c.setData(x + 1.0, d.pe[:, dim].astype(float))  # at positions 1…n
                 c.setPen(pen)
                 c.setSymbolBrush(color)
                 c.setSymbolPen(None)
                 c.setVisible(True)
-                two_i = dim - dim % 2
                 if relabel:
-                    self.curve_legend.addItem(c, f"i={dim}: {'sin' if dim % 2 == 0 else 'cos'}(pos/10000^({two_i}/{d.d_model}))")
+                    role = column_role(dim, d.d_model, d.layout).split(",")[0]
+                    # two lines: the legend column stays narrow beside the curves
+                    self.curve_legend.addItem(c, f"column {dim} = {role}:<br>{column_formula(dim, d.d_model, d.layout)}")
             else:
                 c.setData([], [])
                 c.setVisible(False)
-        self.curve_plot.setXRange(-0.3, max(1, n - 1) + 0.3, padding=0)
+        self.curve_plot.setXRange(0.7, max(2, n) + 0.3, padding=0)
         step = max(1, int(np.ceil(n / 12)))
         self.curve_plot.getAxis("bottom").setTickSpacing(major=step, minor=step)
 
@@ -320,6 +352,7 @@ class QtPositionalView(FigureViewBase):
         top = float(max(e.token_norm.max(initial=0), e.positional_norm.max(initial=0), e.sum_norm.max(initial=0), 1.0))
         self.norm_plot.getViewBox().setRange(xRange=(0, top * 1.05), yRange=(-0.6, k - 0.4), padding=0)
         ratio = float(np.mean(e.positional_norm / np.where(e.token_norm > 0, e.token_norm, np.nan))) if k else float("nan")
+        self.emb_title.set_legend(((WORD_START, self.theme.muted, "= start of a word"),))
         self.emb_title.set_title(
             f"{self._side.capitalize()} tokens: embedding + PE = what the first layer reads",
             f"‖PE‖ = √(d_model/2) = {np.sqrt(dm / 2):.2f} at every position; on average ‖PE‖ / ‖embedding‖ = {ratio:.2f}",
@@ -328,14 +361,11 @@ class QtPositionalView(FigureViewBase):
     def _set_titles(self) -> None:
         d = self._data
         if d is None:
-            self.title.set_title("Positional encoding", "PE(pos, 2i) = sin(pos/10000^(2i/d_model)), PE(pos, 2i+1) = cos(pos/10000^(2i/d_model))")
+            self.title.set_title("Positional encoding", FORMULA)
             self.emb_title.set_title("Token embeddings and PE", "")
             return
-        self.title.set_title(
-            f"Positional encoding · {d.n_positions} positions × d_model {d.d_model}",
-            "PE(pos, 2i) = sin(pos/10000^(2i/d_model)),  PE(pos, 2i+1) = cos(pos/10000^(2i/d_model)):  "
-            "low dimensions turn fast, high ones slowly; PE·PEᵀ depends on the distance between positions",
-        )
+        self.title.set_title(f"Positional encoding · {d.n_positions} positions × d_model {d.d_model}", FORMULA)
+        self.title.set_legend((("", "", NOTE),))
 
     def _apply_theme_to_items(self) -> None:
         th = self.theme
@@ -343,7 +373,7 @@ class QtPositionalView(FigureViewBase):
             p.apply_theme(th)
             p.titleLabel.setText(p.titleLabel.text, color=th.foreground, size="9.5pt")
         swatch = lambda i, name: f"<span style='color:{th.head_colors[i % len(th.head_colors)]}'>■</span> {name}"  # noqa: E731
-        self.norm_plot.setTitle("norms: " + "  ".join(swatch(i, n) for i, n in enumerate(("emb.", "PE", "sum"))), size="9pt")
+        self.norm_plot.setTitle("‖·‖ " + " ".join(swatch(i, n) for i, n in enumerate(("emb.", "PE", "sum"))), size="9pt")
         for p in (self.curve_plot, self.norm_plot):
             p.titleLabel.setText(p.titleLabel.text, color=th.foreground, size="9.5pt" if p is self.curve_plot else "9pt")
             for name in ("left", "bottom"):
@@ -365,6 +395,8 @@ class QtPositionalView(FigureViewBase):
             bar.setOpts(brush=th.head_color(i))
         self.title.apply_theme(th)
         self.emb_title.apply_theme(th)
+        if hasattr(self, "scroll"):
+            set_scroll_background(self.scroll, th.background)
 
     def _on_theme_changed(self) -> None:
         self._apply_theme_to_items()
@@ -397,14 +429,14 @@ class QtPositionalView(FigureViewBase):
             self.readout.setText(" ")
             return
         if plot is self.pe_plot:
-            i = info.col
-            f = "sin" if i % 2 == 0 else "cos"
-            self.readout.setText(f"PE(pos {info.row}, i {i}) = {f}({info.row}/10000^({i - i % 2}/{self._data.d_model})) = {info.value:.4f}")
+            c, d = info.col, self._data
+            self.readout.setText(f"position {info.row + 1}, column {c} = {column_role(c, d.d_model, d.layout)}:  PE(pos {info.row}, {c}) = "
+                                 f"{column_formula(c, d.d_model, d.layout, str(info.row))} = {info.value:.4f}   (pos = position − 1)")
         elif plot is self.sim_plot:
-            self.readout.setText(f"PE({info.row})·PE({info.col}) = {info.value:.3f}   (distance {abs(info.row - info.col)})")
+            self.readout.setText(f"PE(position {info.row + 1})·PE(position {info.col + 1}) = {info.value:.3f}   (distance {abs(info.row - info.col)})")
         else:
             name = {v: k for k, v in self.emb_plots.items()}[plot]
-            self.readout.setText(f"{name}[“{info.row_label}”, dim {info.col}] = {info.value:.4f}")
+            self.readout.setText(f"{name}[“{display_piece(info.row_label)}” at position {info.row + 1}, column {info.col}] = {info.value:.4f}")
 
     # figure protocol ----------------------------------------------------------------------------
     def figure_title(self) -> str:
@@ -419,8 +451,9 @@ class QtPositionalView(FigureViewBase):
         for e in d.embeddings:
             for key in ("tokens", "positional", "summed", "token_norm", "positional_norm", "sum_norm"):
                 extras[f"{e.side}_{key}"] = np.asarray(getattr(e, key))
-        return FigureData(self.figure_title(), ("position", "dimension"), {"pe": d.pe},
-                          {"position": tuple(str(i) for i in range(d.n_positions))}, extras)
+        return FigureData(self.figure_title(), ("position", "column"), {"pe": d.pe},
+                          {"position": tuple(str(i + 1) for i in range(d.n_positions)),
+                           "column": tuple(column_role(c, d.d_model, d.layout).split(",")[0] for c in range(d.d_model))}, extras)
 
     def transient_items(self):
         return [p.hover_marker for p in (self.pe_plot, self.sim_plot, *self.emb_plots.values())]

@@ -2,14 +2,17 @@
 
 For a chosen kind, layer, head and query token the view shows the actual numbers of
 
-    Q_i = X W_i^Q    K_i = X W_i^K    V_i = X W_i^V
+    Q_i = X W_i^Q + b_i^Q    K_i = X W_i^K + b_i^K    V_i = X W_i^V + b_i^V   (the biases as tables of their own)
     Q_i K_iᵀ  →  ÷ √d_k  →  + M  →  softmax = A_i
     Z_i = A_i V_i  →  Concat(Z_1..Z_h)  ·  W^O
 
 as small tables with heatmap colouring (every cell carries its value). Long dimensions
 (``d_model``, ``d_k``, long sentences) are elided to a window; the scroll bars in the controls
 row move the windows. Rows are positions (queries or keys), columns are dimensions (0-based)
-or keys; the chosen query's row is outlined in every table that has one.
+or keys; the chosen query's row is outlined in every table that has one. Positions are 1-based
+(query 9 is the status bar's step 9). For cross-attention the keys and values are computed from
+the encoder's output, and the labels say so (K_i = C_encoder W_i^K, X·C_encoderᵀ). Hovering a cell
+of Z_i writes out its weighted sum Σⱼ a_ij v_j with the terms.
 
 The view renders a :class:`attnviz.core.analysis.walkthrough.HeadWalkthrough` (any object with its
 fields); it never computes the model. Changing kind, layer or head asks the owner for a new
@@ -30,12 +33,13 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
+from attnviz.core.data.pieces import WORD_START, display_piece
 from attnviz.core.model.sites import KINDS
 from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
 from attnviz.qt.views.data import KIND_TITLES, FigureData
-from attnviz.qt.views.walkthrough_tables import SECTIONS, StageSpec, StageTable, format_value, plain
+from attnviz.qt.views.walkthrough_tables import CROSS_SECTION_1, CROSS_TITLES, SECTIONS, StageSpec, StageTable, format_value, plain
 from attnviz.qt.widgets.colormaps import Theme
-from attnviz.qt.widgets.heatmap import HoverInfo
+from attnviz.qt.widgets.heatmap import MINUS, HoverInfo
 from attnviz.qt.widgets.title_item import TitleItem
 
 if TYPE_CHECKING:  # for type checkers only: importing the core would import torch
@@ -43,7 +47,8 @@ if TYPE_CHECKING:  # for type checkers only: importing the core would import tor
 
 #: Cells shown at most along each kind of axis before the rest is elided (scroll to see it).
 WINDOW = {"model": 8, "k": 8, "pos": 12}
-_AXIS_NAMES = {"query": "queries", "key": "keys", "model": "d_model", "k": "d_k"}
+_AXIS_NAMES = {"query": "queries", "key": "keys", "model": "d_model", "k": "d_k", "bias": ""}
+Z_TERMS = 6  # terms of Σⱼ a_ij v_j written out in the read-out (the largest weights), the rest summed
 _SCROLL_NAMES = {"model": "d_model", "k": "d_k", "pos": "positions"}
 
 
@@ -52,6 +57,26 @@ def _with_query(walk: Any, query: int) -> Any:
     if hasattr(walk, "with_query"):
         return walk.with_query(int(query))
     return replace(walk, query=int(query))
+
+
+def z_sum_text(walk: Any, row: int, col: int) -> str:
+    """Z_i[row, col] written out as Σⱼ a_ij v_j: the terms of the largest weights (key j 1-based),
+    the rest summed, then the total. Masked keys (weight 0) are left out."""
+    a = np.asarray(walk.weights[row], np.float64)  # [key]
+    v = np.asarray(walk.v[:, col], np.float64)  # [key]
+    keys = [j for j in np.argsort(-a, kind="stable") if a[j] > 0]
+    shown = sorted(keys[:Z_TERMS])
+    terms = [f"{a[j]:.3f}·{_signed(v[j])} (key {j + 1})" for j in shown]
+    rest = keys[Z_TERMS:]
+    if rest:
+        terms.append(f"{_signed(float(np.sum(a[rest] * v[rest])))} ({len(rest)} more keys)")
+    total = float(np.sum(a * v))
+    return "Σⱼ a_ij v_j = " + " + ".join(terms) + f" = {total:.5f}"
+
+
+def _signed(x: float) -> str:
+    """A term's factor: negative numbers in brackets, with a real minus sign."""
+    return f"({MINUS}{abs(x):.3f})" if x < 0 else f"{x:.3f}"
 
 
 class AxisWindows:
@@ -85,6 +110,8 @@ class AxisWindows:
 
     def slice(self, axis: str, n: int) -> slice:
         """The part of an axis of length ``n`` shown; ``query`` and ``key`` use the position window."""
+        if axis == "bias":
+            return slice(0, n)
         if axis in ("query", "key"):
             start = self.start("pos")
             return slice(min(start, max(0, n - WINDOW["pos"])), min(n, start + WINDOW["pos"]))
@@ -95,7 +122,7 @@ class AxisWindows:
     def title(axis: str, n: int, part: slice) -> str:
         """An axis title that says which part of it is shown (dimensions 0-based, positions 1-based)."""
         name = _AXIS_NAMES[axis]
-        if part.stop - part.start < n:
+        if part.stop - part.start < n and axis != "bias":
             return f"{name} {part.start}–{part.stop - 1} of {n}" if axis in ("model", "k") else f"{name} {part.start + 1}–{part.stop} of {n}"
         return name
 
@@ -314,6 +341,8 @@ class QtWalkthroughView(FigureViewBase):
         for table in self.tables.values():
             spec = table.spec
             full = np.asarray(getattr(w, spec.name))
+            if full.ndim == 1:  # a bias: one row
+                full = full[None, :]
             rows = self.windows.slice(spec.rows, full.shape[0])
             cols = self.windows.slice(spec.cols, full.shape[1])
             highlight = None
@@ -323,11 +352,12 @@ class QtWalkthroughView(FigureViewBase):
             table.show_window(full, rows, cols, self._labels(spec.rows, full.shape[0]), self._labels(spec.cols, full.shape[1]),
                               highlight, self._levels(spec, full), titles)
             title = spec.title
-            if spec.name == "x_kv" and w.kind == "cross":
-                title = "C<sub>encoder</sub> (keys, values)"
-            elif spec.name == "x" and w.kind == "cross":
-                title = "X = C<sub>decoder</sub> (queries)"
+            if w.kind == "cross" and spec.name in CROSS_TITLES and spec.title != "V<sub>i</sub>":  # not section 3's plain V_i
+                title = CROSS_TITLES[spec.name]
             table.set_title(title + ("  ⋯" if table.elided() else ""), self.theme.foreground)
+        section_1 = CROSS_SECTION_1 if w.kind == "cross" else SECTIONS[0][0]
+        if self._section_labels[0].text != section_1:
+            self._section_labels[0].setText(section_1, color=self.theme.muted)
         self._place_head_marks()
         self._update_scroll_labels()
         self._fit_canvas()
@@ -378,7 +408,7 @@ class QtWalkthroughView(FigureViewBase):
         w = self._walk
         if w is None:
             return "One-head walkthrough", "choose a model and a sentence; the numbers of one head appear here"
-        q = w.query_labels[w.query]
+        q = display_piece(w.query_labels[w.query])
         title = f"{KIND_TITLES[w.kind]} · layer {w.layer + 1} · head {w.head + 1} of {w.n_heads} · query “{q}” (row {w.query + 1})"
         i = w.head + 1
         formula = (f"Z_{i} = softmax(Q_{i}K_{i}ᵀ / √d_k + M) V_{i}  ·  d_model = {w.d_model}, h = {w.n_heads}, d_k = d_model / h = {w.d_k}, "
@@ -387,6 +417,8 @@ class QtWalkthroughView(FigureViewBase):
 
     def _set_title(self) -> None:
         self.title.set_title(*self._what())
+        self.title.set_legend(((WORD_START, self.theme.muted, "= start of a word"), ("", "", "positions 1-based, dimensions 0-based"))
+                              if self._walk is not None else ())
 
     def _update_controls(self) -> None:
         w = self._walk
@@ -395,7 +427,7 @@ class QtWalkthroughView(FigureViewBase):
         n_layers = self._layers.get(w.kind, 0) if w else 0
         set_combo_items(self.layer_combo, [(str(i + 1), i) for i in range(n_layers)], w.layer if w else None)
         set_combo_items(self.head_combo, [(str(i + 1), i) for i in range(w.n_heads if w else 0)], w.head if w else None)
-        queries = [(f"{i + 1} · {p}", i) for i, p in enumerate(w.query_labels)] if w else []
+        queries = [(f"{i + 1} · {display_piece(p)}", i) for i, p in enumerate(w.query_labels)] if w else []
         set_combo_items(self.query_combo, queries, w.query if w else None)
         for c in (self.kind_combo, self.layer_combo, self.head_combo, self.query_combo):
             c.setEnabled(w is not None)
@@ -413,6 +445,8 @@ class QtWalkthroughView(FigureViewBase):
             return list(w.query_labels)
         if axis == "key":
             return list(w.key_labels)
+        if axis == "bias":
+            return ["b"]
         return [str(i) for i in range(n)]
 
     def _update_scrollbars(self) -> None:
@@ -480,17 +514,28 @@ class QtWalkthroughView(FigureViewBase):
             self.readout.setText(" ")
             self.hovered.emit(None)
             return
-        spec = self.tables[key].spec
-        names = {"query": "row", "key": "key", "model": "dim", "k": "dim"}
-        text = f"{plain(spec.title)}   [{names[spec.rows]} {info.row_label}, {names[spec.cols]} {info.col_label}]   = {format_value(info.value) if not math.isfinite(info.value) else f'{info.value:.5f}'}"
+        table = self.tables[key]
+        spec = table.spec
+        row = table.window[0].start + info.row
+        col = table.window[1].start + info.col
+        value = format_value(info.value) if not math.isfinite(info.value) else f"{info.value:.5f}"
+        text = f"{plain(spec.title)}   [{self._where(spec.rows, row)}, {self._where(spec.cols, col)}]   = {value}"
         if spec.name == "weights":
             text += "   (row sums to 1)"
         elif spec.name == "concat":
-            w = self._walk
-            col = int(info.col_label)
-            text += f"   (column {col} belongs to head {col // w.d_k + 1})"
+            text += f"   (column {col} belongs to head {col // self._walk.d_k + 1})"
+        elif spec.name == "z":
+            text = f"Z_{self._walk.head + 1}[{self._where('query', row)}, dim {col}] = {z_sum_text(self._walk, row, col)}"
         self.readout.setText(text)
         self.hovered.emit(info)
+
+    def _where(self, axis: str, index: int) -> str:
+        """``query 4 “␣eat”``, ``key 2 “喜”``, ``dim 5``, ``b``: one index of a table's axis, as on screen (positions 1-based)."""
+        w = self._walk
+        if axis in ("query", "key"):
+            labels = w.query_labels if axis == "query" else w.key_labels
+            return f"{axis} {index + 1} “{display_piece(labels[index])}”"
+        return "b" if axis == "bias" else f"dim {index}"
 
     def _on_theme_changed(self) -> None:
         for t in self.tables.values():

@@ -48,7 +48,7 @@ class StageSpec:
 
     name: str  # field of HeadWalkthrough
     title: str  # notation shown above the table
-    rows: str  # "query" | "key" | "model" | "k"   (what the rows index)
+    rows: str  # "query" | "key" | "model" | "k" | "bias"  (what the rows index; "bias": the one row of a bias)
     cols: str  # "model" | "k" | "key"
     scale: str = "signed"  # "signed" (diverging, ±max), "weights" (0..1), "mask"
     highlight: bool = True  # outline the chosen query row (rows == "query")
@@ -56,14 +56,17 @@ class StageSpec:
 
 # The three sections of the figure: rows of tables joined by operators (titles are HTML).
 SECTIONS: tuple[tuple[str, tuple[tuple[StageSpec | str, ...], ...]], ...] = (
-    ("1 · Projections: Q<sub>i</sub> = XW<sub>i</sub><sup>Q</sup>, K<sub>i</sub> = XW<sub>i</sub><sup>K</sup>, "
-     "V<sub>i</sub> = XW<sub>i</sub><sup>V</sup> (+ bias)", (
-        (StageSpec("x", "X", "query", "model"), "×", StageSpec("w_q", "W<sub>i</sub><sup>Q</sup>", "model", "k"), "=",
-         StageSpec("q", "Q<sub>i</sub> = XW<sub>i</sub><sup>Q</sup>", "query", "k")),
-        (StageSpec("x_kv", "X", "key", "model"), "×", StageSpec("w_k", "W<sub>i</sub><sup>K</sup>", "model", "k"), "=",
-         StageSpec("k", "K<sub>i</sub> = XW<sub>i</sub><sup>K</sup>", "key", "k")),
-        (StageSpec("x_kv", "X", "key", "model"), "×", StageSpec("w_v", "W<sub>i</sub><sup>V</sup>", "model", "k"), "=",
-         StageSpec("v", "V<sub>i</sub> = XW<sub>i</sub><sup>V</sup>", "key", "k")),
+    ("1 · Projections: Q<sub>i</sub> = XW<sub>i</sub><sup>Q</sup> + b<sub>i</sub><sup>Q</sup>, "
+     "K<sub>i</sub> = XW<sub>i</sub><sup>K</sup> + b<sub>i</sub><sup>K</sup>, V<sub>i</sub> = XW<sub>i</sub><sup>V</sup> + b<sub>i</sub><sup>V</sup>", (
+        (StageSpec("x", "X", "query", "model"), "×", StageSpec("w_q", "W<sub>i</sub><sup>Q</sup>", "model", "k"), "+",
+         StageSpec("b_q", "b<sub>i</sub><sup>Q</sup>", "bias", "k"), "=",
+         StageSpec("q", "Q<sub>i</sub> = XW<sub>i</sub><sup>Q</sup> + b<sub>i</sub><sup>Q</sup>", "query", "k")),
+        (StageSpec("x_kv", "X", "key", "model"), "×", StageSpec("w_k", "W<sub>i</sub><sup>K</sup>", "model", "k"), "+",
+         StageSpec("b_k", "b<sub>i</sub><sup>K</sup>", "bias", "k"), "=",
+         StageSpec("k", "K<sub>i</sub> = XW<sub>i</sub><sup>K</sup> + b<sub>i</sub><sup>K</sup>", "key", "k")),
+        (StageSpec("x_kv", "X", "key", "model"), "×", StageSpec("w_v", "W<sub>i</sub><sup>V</sup>", "model", "k"), "+",
+         StageSpec("b_v", "b<sub>i</sub><sup>V</sup>", "bias", "k"), "=",
+         StageSpec("v", "V<sub>i</sub> = XW<sub>i</sub><sup>V</sup> + b<sub>i</sub><sup>V</sup>", "key", "k")),
     )),
     ("2 · Scores and weights: A<sub>i</sub> = softmax(Q<sub>i</sub>K<sub>i</sub><sup>T</sup> / √d<sub>k</sub> + M)", (
         (StageSpec("xx_t", "X·X<sup>T</sup> (no projection)", "query", "key"), "",
@@ -82,6 +85,19 @@ SECTIONS: tuple[tuple[str, tuple[tuple[StageSpec | str, ...], ...]], ...] = (
          StageSpec("output", "Concat(Z<sub>1</sub>..Z<sub>h</sub>)·W<sup>O</sup> + b<sup>O</sup>", "query", "model")),
     )),
 )
+
+
+#: Cross-attention's keys and values come from the encoder's output: titles that say so, by table field.
+CROSS_TITLES: dict[str, str] = {
+    "x": "X = C<sub>decoder</sub> (queries)",
+    "x_kv": "C<sub>encoder</sub> (keys, values)",
+    "k": "K<sub>i</sub> = C<sub>encoder</sub>W<sub>i</sub><sup>K</sup> + b<sub>i</sub><sup>K</sup>",
+    "v": "V<sub>i</sub> = C<sub>encoder</sub>W<sub>i</sub><sup>V</sup> + b<sub>i</sub><sup>V</sup>",
+    "xx_t": "X·C<sub>encoder</sub><sup>T</sup> (no projection)",
+}
+CROSS_SECTION_1 = ("1 · Projections: Q<sub>i</sub> = XW<sub>i</sub><sup>Q</sup> + b<sub>i</sub><sup>Q</sup>, "
+                   "K<sub>i</sub> = C<sub>encoder</sub>W<sub>i</sub><sup>K</sup> + b<sub>i</sub><sup>K</sup>, "
+                   "V<sub>i</sub> = C<sub>encoder</sub>W<sub>i</sub><sup>V</sup> + b<sub>i</sub><sup>V</sup>")
 
 
 class StageTable(HeatmapPlot):

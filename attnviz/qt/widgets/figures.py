@@ -18,6 +18,9 @@ A *figure view* is any widget with::
     figure_title()             a one-line title (SVG <title>, PDF title, default file name)
     figure_data()              the FigureData behind the figure (CSV / NPZ export)
     export_mode()              a context manager that hides transient items (hover outlines)
+
+and may have ``figure_rect()``: the part of the scene that holds the drawing (``None``: the
+whole canvas), so a file is cropped to the content.
 """
 
 from __future__ import annotations
@@ -129,15 +132,28 @@ def ensure_laid_out(view: QtWidgets.QWidget) -> None:
         scene.prepareForPaint()
 
 
+def figure_source(view: FigureView) -> QtCore.QRectF:
+    """The scene rectangle a file shows: the canvas as shown, cropped to the view's
+    ``figure_rect()`` when it has one."""
+    canvas = view.figure_canvas()
+    whole = canvas.mapToScene(canvas.viewport().rect()).boundingRect()
+    crop = getattr(view, "figure_rect", None)  # optional in the protocol (the training figure has none)
+    rect = crop() if crop is not None else None
+    if rect is None or rect.isEmpty():
+        return whole
+    inside = whole.intersected(rect)
+    return inside if not inside.isEmpty() else whole
+
+
 def figure_size(view: FigureView) -> QtCore.QSize:
-    """The figure's logical size in pixels (1 px = 1/96 inch): the canvas as shown."""
-    return view.figure_canvas().viewport().size()
+    """The figure's logical size in pixels (1 px = 1/96 inch): the canvas as shown, cropped."""
+    return figure_source(view).size().toSize()
 
 
 def paint_figure(view: FigureView, painter: QtGui.QPainter, target: QtCore.QRectF) -> None:
     """Render the view's figure into ``target`` of any paint device."""
     canvas = view.figure_canvas()
-    source = canvas.mapToScene(canvas.viewport().rect()).boundingRect()
+    source = figure_source(view)
     with view.export_mode():
         painter.fillRect(target, QtGui.QColor(view.theme.background))
         painter.setRenderHint(QtGui.QPainter.RenderHint.TextAntialiasing, True)

@@ -24,6 +24,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
+from attnviz.core.data.pieces import display_piece
 from attnviz.qt.widgets.colormaps import Theme, get_colormap, lookup_table, ui_font
 from attnviz.qt.widgets.figures import lut_indices
 from attnviz.qt.widgets.matrix_image import CellTextItem, MatrixImageItem
@@ -84,6 +85,13 @@ def quiet_axes(*plots: pg.PlotItem | None) -> None:
         if plot is not None:
             for name in ("left", "right", "top", "bottom"):
                 plot.getAxis(name).enableAutoSIPrefix(False)
+
+
+def slim_colorbar(bar: pg.ColorBarItem) -> None:
+    """A colour bar without its top and bottom frame axes: two axes fewer to lay out and paint
+    on every update (the bar keeps its tick axis and its label)."""
+    for name in ("top", "bottom"):
+        bar.hideAxis(name)
 
 
 def setup_matrix_plot(plot: pg.PlotItem, aspect_locked: bool | None = None) -> pg.ViewBox:
@@ -169,6 +177,8 @@ class HeatmapPlot(pg.PlotItem):
 
         self.row_marker = self._add_marker(10)  # the current step's row
         self.hover_marker = self._add_marker(11)  # the cell under the mouse
+        self.linked_marker = self._add_marker(9)  # a query row hovered in another view
+        self._linked_row: int | None = None
 
         self.colorbar: pg.ColorBarItem | None = None
         if colorbar:
@@ -182,6 +192,7 @@ class HeatmapPlot(pg.PlotItem):
             )
             self.colorbar.setImageItem(self.image, insert_in=self)
             self.colorbar.axis.setWidth(38)
+            slim_colorbar(self.colorbar)
         quiet_axes(self, self.colorbar)
         self.image.sigHovered.connect(self._on_cell_hovered)
         self.image.sigClicked.connect(self._on_cell_clicked)
@@ -212,6 +223,9 @@ class HeatmapPlot(pg.PlotItem):
         hpen = pg.mkPen(theme.selection, width=2)
         hpen.setCosmetic(True)
         self.hover_marker.setPen(hpen)
+        lpen = pg.mkPen(theme.selection, width=1.5, style=QtCore.Qt.PenStyle.DashLine)
+        lpen.setCosmetic(True)
+        self.linked_marker.setPen(lpen)
         if self.colorbar is not None:
             for name in ("left", "right", "top", "bottom"):
                 ax = self.colorbar.getAxis(name)
@@ -244,6 +258,9 @@ class HeatmapPlot(pg.PlotItem):
         if label.updateMin.__func__ is not relaxed_update_min:
             label.updateMin = types.MethodType(relaxed_update_min, label)
             label.setFlag(QtWidgets.QGraphicsItem.GraphicsItemFlag.ItemClipsChildrenToShape, True)
+            # over the whole plot (axes and colour bar), not the matrix alone: more room before it clips
+            self.layout.removeItem(label)
+            self.layout.addItem(label, 0, 0, 1, 6)
         self.setTitle(text, color=color or self.theme.foreground, size=size)
 
     def set_axis_titles(self, rows: str | None, cols: str | None) -> None:
@@ -254,6 +271,9 @@ class HeatmapPlot(pg.PlotItem):
 
     def set_row_labels_visible(self, visible: bool) -> None:
         self._left.set_labels_visible(visible)
+
+    def set_col_labels_visible(self, visible: bool) -> None:
+        self._top.set_labels_visible(visible)
 
     @property
     def row_axis(self) -> TokenAxis:
@@ -288,8 +308,8 @@ class HeatmapPlot(pg.PlotItem):
         self.image.set_matrix(self._raw, self._levels)
         shape_changed = (rows, cols) != self._shape
         self._shape = (rows, cols)
-        self._row_labels = tuple(row_labels)
-        self._col_labels = tuple(col_labels)
+        self._row_labels = tuple(display_piece(str(x)) for x in row_labels)
+        self._col_labels = tuple(display_piece(str(x)) for x in col_labels)
         self._highlight = highlight_row if highlight_row is not None and 0 <= highlight_row < rows else None
         self._left.set_labels(self._row_labels, self._highlight)
         self._top.set_labels(self._col_labels, None)
@@ -301,12 +321,31 @@ class HeatmapPlot(pg.PlotItem):
         else:
             self.row_marker.setRect(QtCore.QRectF(-0.5, self._highlight - 0.5, cols, 1.0))
             self.row_marker.setVisible(True)
+        self._place_linked_marker()
         self._update_cells()
         hover = self.image.hovered_cell()
         if hover is not None:  # the mouse did not move, the value under it did
             inside = hover[0] < rows and hover[1] < cols
             self.image.set_hovered_cell(hover if inside else None)
             self._on_cell_hovered(hover if inside else None)
+
+    def set_linked_row(self, row: int | None) -> None:
+        """Outline row ``row`` dashed (a query hovered in another view); ``None``: none."""
+        self._linked_row = row
+        self._place_linked_marker()
+
+    def linked_row(self) -> int | None:
+        """The row outlined for another view's hover, if it is shown."""
+        return self._linked_row if self.linked_marker.isVisible() else None
+
+    def _place_linked_marker(self) -> None:
+        rows, cols = self._shape
+        row = self._linked_row
+        if row is None or not 0 <= row < rows:
+            self.linked_marker.setVisible(False)
+            return
+        self.linked_marker.setRect(QtCore.QRectF(-0.5, row - 0.5, cols, 1.0))
+        self.linked_marker.setVisible(True)
 
     def matrix(self) -> np.ndarray | None:
         """The matrix shown (non-finite values as NaN)."""

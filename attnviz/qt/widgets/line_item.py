@@ -16,6 +16,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
+from attnviz.core.data.pieces import display_piece
 from attnviz.qt.widgets.colormaps import Theme, ui_font
 from attnviz.qt.widgets.figures import is_vector_painter
 from attnviz.qt.workers import FunctionWorker
@@ -171,7 +172,8 @@ class LinesItem(pg.GraphicsWidget):
         ``((title, subtitle), (title, subtitle))`` and the highlighted query; ``key`` names the
         weights (the same key: the same lines)."""
         self._weights = weights
-        self._query_labels, self._key_labels = tuple(query_labels), tuple(key_labels)
+        self._query_labels = tuple(display_piece(str(x)) for x in query_labels)
+        self._key_labels = tuple(display_piece(str(x)) for x in key_labels)
         self._axes = axes
         self._highlight = highlight
         self._layer_key = key
@@ -227,6 +229,14 @@ class LinesItem(pg.GraphicsWidget):
         total = 2 * text_w + gap
         left = rect.left() + max(8.0, (rect.width() - total) / 2)
         return left + text_w, left + text_w + gap, rect.top() + header, pitch, text_w
+
+    def content_rect(self) -> QtCore.QRectF:
+        """The part of the item that is drawn on (headers, both columns, the lines), in item coordinates."""
+        xl, xr, top, pitch, text_w = self.layout_geometry()
+        n = max(len(self._query_labels), len(self._key_labels), 1)
+        header = QtGui.QFontMetricsF(self._bold).height() * 2.3
+        rect = QtCore.QRectF(xl - text_w - 6, top - header - 2, (xr + text_w) - (xl - text_w) + 12, n * pitch + header + 8)
+        return rect.intersected(self.boundingRect())
 
     def token_at(self, pos: QtCore.QPointF) -> tuple[str, int] | None:
         xl, xr, top, pitch, text_w = self.layout_geometry()

@@ -53,6 +53,14 @@ class MatrixImageItem(pg.ImageItem):
         self._values = a
         self.setImage(a, autoLevels=False, levels=levels)
 
+    def render(self, *args, **kwargs) -> None:
+        """pyqtgraph's image, converted once to the format the raster engine paints fastest
+        (an indexed or non-premultiplied image is converted again on every paint)."""
+        super().render(*args, **kwargs)
+        fast = QtGui.QImage.Format.Format_ARGB32_Premultiplied
+        if self.qimage is not None and self.qimage.format() != fast:
+            self.qimage = self.qimage.convertToFormat(fast)
+
     def values(self) -> np.ndarray | None:
         return self._values
 

@@ -42,3 +42,37 @@ def show_message_box(parent: QtWidgets.QWidget | None, icon: QtWidgets.QMessageB
         box.exec()
     finally:
         box.deleteLater()
+
+
+class ElidedLabel(QtWidgets.QLabel):
+    """A one-line plain-text label that shortens its text with "…" to the width it gets (a
+    status bar never grows the window); the whole text is in the tooltip."""
+
+    def __init__(self, text: str = "", name: str = "", parent: QtWidgets.QWidget | None = None):
+        super().__init__(parent)
+        self.setTextFormat(PLAIN)
+        if name:
+            self.setObjectName(name)
+        self.setSizePolicy(QtWidgets.QSizePolicy.Policy.Ignored, QtWidgets.QSizePolicy.Policy.Preferred)
+        self._full = ""
+        self.set_full_text(text)
+
+    def full_text(self) -> str:
+        return self._full
+
+    def set_full_text(self, text: str, tip: str = "") -> None:
+        """Show ``text`` (shortened to the room); the tooltip shows ``tip`` below the whole text."""
+        self._full = text
+        self.setToolTip(tooltip_text(f"{text}\n{tip}" if tip else text))
+        self._elide()
+
+    def minimumSizeHint(self) -> QtCore.QSize:  # noqa: N802 - Qt API
+        return QtCore.QSize(self.fontMetrics().horizontalAdvance("…") * 4, super().minimumSizeHint().height())
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
+        super().resizeEvent(event)
+        self._elide()
+
+    def _elide(self) -> None:
+        room = self.contentsRect().width()
+        self.setText(self.fontMetrics().elidedText(self._full, QtCore.Qt.TextElideMode.ElideRight, max(room, 0)))

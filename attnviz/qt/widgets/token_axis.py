@@ -1,7 +1,9 @@
 """An axis whose ticks are token pieces (used by the heatmaps and the attention grid).
 
 Labels never overlap: elided on the left, vertical on the top or bottom when the cells are
-narrow; the current step's label is drawn bold in the theme's highlight colour.
+narrow; the current step's label is drawn bold in the theme's highlight colour. Pieces are shown
+with :func:`attnviz.core.data.pieces.display_piece` (the word-start mark as ``␣``), and the pieces
+of one word are joined by a light bracket between the ticks and the labels.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui
 
+from attnviz.core.data.pieces import display_pieces, word_spans
 from attnviz.qt.widgets.colormaps import Theme, ui_font
 
 _ALIGN = QtCore.Qt.AlignmentFlag
@@ -44,6 +47,8 @@ class TokenAxis(pg.AxisItem):
         self._font = ui_font(point_size)
         self._bold = ui_font(point_size, bold=True)
         self._labels: tuple[str, ...] = ()
+        self._shown: tuple[str, ...] = ()  # the labels as drawn (display_piece)
+        self._words: list[tuple[int, int]] = []  # [start, stop) of the words of several pieces
         self._highlight: int | None = None
         self._rotated = False
         self._show_labels = True
@@ -86,6 +91,8 @@ class TokenAxis(pg.AxisItem):
             return
         changed = labels != self._labels
         self._labels = labels
+        self._shown = display_pieces(labels)
+        self._words = word_spans(labels)
         self._highlight = highlight
         if changed:
             if len(self._elided) > 2048:
@@ -102,7 +109,16 @@ class TokenAxis(pg.AxisItem):
         self.update()
 
     def labels(self) -> tuple[str, ...]:
+        """The pieces given (sentencepiece's form)."""
         return self._labels
+
+    def shown_labels(self) -> tuple[str, ...]:
+        """The labels as drawn: each piece through ``display_piece``."""
+        return self._shown
+
+    def word_groups(self) -> list[tuple[int, int]]:
+        """``[start, stop)`` of each word of several pieces, joined by a bracket on the axis."""
+        return list(self._words)
 
     def highlight(self) -> int | None:
         """The index of the label drawn in bold (the current step), if any."""
@@ -120,7 +136,7 @@ class TokenAxis(pg.AxisItem):
         if not self._labels or not self._show_labels:
             return 0.0
         fm = QtGui.QFontMetricsF(self._bold)
-        return min(max(fm.horizontalAdvance(s) for s in self._labels), self.MAX_EXTENT)
+        return min(max(fm.horizontalAdvance(s) for s in self._shown), self.MAX_EXTENT)
 
     def _title_extent(self) -> float:
         if self.label is None or not self.label.isVisible():
@@ -218,7 +234,34 @@ class TokenAxis(pg.AxisItem):
         (re-recorded when the labels, the highlight or the view range change)."""
         super().drawPicture(p, axisSpec, tickSpecs, textSpecs)
         p.setClipping(False)
+        self._draw_word_groups(p)
         self._draw_labels(p)
+
+    def _draw_word_groups(self, p) -> None:
+        """A light bar across the pieces of each word, between the ticks and the labels."""
+        positions = self._positions() if self._words and self._show_labels else None
+        if positions is None:
+            return
+        pitch = self._pitch()
+        half = 0.42 * pitch if math.isfinite(pitch) else 4.0
+        bounds = self.boundingRect()
+        inset = 6.5  # px from the plot's edge: past the 4 px ticks, before the labels at 9 px
+        color = QtGui.QColor(self._theme.muted)
+        color.setAlpha(150)
+        pen = QtGui.QPen(color, 2.0)
+        pen.setCapStyle(QtCore.Qt.PenCapStyle.FlatCap)
+        p.save()
+        p.setPen(pen)
+        edge = {"left": bounds.right() - inset, "right": bounds.left() + inset,
+                "top": bounds.bottom() - inset, "bottom": bounds.top() + inset}[self.orientation]
+        for start, stop in self._words:
+            a, b = positions[start], positions[stop - 1]
+            lo, hi = min(a, b) - half, max(a, b) + half
+            if self._horizontal():
+                p.drawLine(QtCore.QPointF(lo, edge), QtCore.QPointF(hi, edge))
+            else:
+                p.drawLine(QtCore.QPointF(edge, lo), QtCore.QPointF(edge, hi))
+        p.restore()
 
     def _draw_labels(self, p) -> None:
         vb = self.linkedView()
@@ -234,7 +277,7 @@ class TokenAxis(pg.AxisItem):
         hi_pen = QtGui.QPen(QtGui.QColor(self._theme.highlight))
         step = self.label_step()
         positions = self._positions().tolist()
-        for i, label in enumerate(self._labels):
+        for i, label in enumerate(self._shown):
             if i % step and i != self._highlight:
                 continue
             pos = QtCore.QPointF(positions[i], positions[i])

@@ -1,0 +1,158 @@
+"""Below the input: what the model makes of the sentence typed, and how sure it is of it.
+
+``QtSourceInfo`` shows three lines, all plain text:
+
+* a banner when most of the source is UNK to the model's own tokenizer ("3141592 → UNK"), with
+  what this model reads instead (its placeholder); unknown characters the font cannot draw show as
+  their code point ("U+1F600"), never as boxes;
+* the confidence line (``core.analysis.confidence``): the mean log-probability per token of the
+  decoded sentence, the share of UNK in the source, and whether the source is a training sentence,
+  a held-out one or new (a lookup in the corpus the bundle's meta.json names, in a worker thread);
+* when the model is unsure, a note that the attention shown is that of a model that does not know
+  this sentence, pointing to real pretrained models.
+
+``sourceMapped(SourceMap | None)`` follows every change of the session's source or model.
+"""
+
+from __future__ import annotations
+
+import json
+
+from PySide6 import QtCore, QtGui, QtWidgets
+
+from attnviz.core.analysis.confidence import Confidence, assess
+from attnviz.core.data.examples import data_spec, where_seen
+from attnviz.core.data.source_map import SourceMap, map_source, shown_text
+from attnviz.qt.session import Session, one_line
+from attnviz.qt.widgets.plain_text import plain_label
+from attnviz.qt.workers import FunctionWorker
+
+PRETRAINED_HINT = "For real translations: File → Open Model Bundle… → a Marian opus-mt folder (see the README)."
+PRETRAINED_TIP = ("Real pretrained translation models (Helsinki-NLP's opus-mt, e.g. opus-mt-zh-en) open directly: download the "
+                  "folder as the README's section 'Real translation models' says, then File → Open Model Bundle… and choose it.")
+BANNER_STYLE = "QLabel { background: #fff4d6; color: #7a4a00; border: 1px solid #f0c36d; border-radius: 3px; padding: 3px 6px; }"
+NOTE_STYLE = "QLabel { color: #9c3d00; }"
+
+
+def is_imported(meta) -> bool:
+    """A model imported from a Hugging Face folder (a real pretrained model)."""
+    return "imported_from" in meta or "hf_config" in meta
+
+
+class QtSourceInfo(QtWidgets.QWidget):
+    """The UNK banner, the confidence line and the unsure note (see the module docstring)."""
+
+    sourceMapped = QtCore.Signal(object)  # SourceMap | None
+
+    def __init__(self, session: Session, parent: QtWidgets.QWidget | None = None):
+        super().__init__(parent)
+        self.setObjectName("sourceInfo")
+        self.session = session
+        self.source_map: SourceMap | None = None
+        self.confidence: Confidence | None = None
+        self.placeholder = ""  # what the model reads, e.g. "Symbols (0123456789) separated by spaces, e.g. 8 2 9 7"
+        self._seen: dict[tuple[str, str], str] = {}  # (the model's corpus spec, source) → where the corpus has it
+        self._lookup: FunctionWorker | None = None
+        self.unk_banner = plain_label("", "unkBanner")
+        self.unk_banner.setStyleSheet(BANNER_STYLE)
+        self.confidence_label = plain_label("", "confidenceLabel")
+        self.confidence_label.setToolTip("Mean log-probability per token of the decoded sentence (0 = certain), "
+                                         "share of the source's tokens that are UNK, and whether the corpus has this sentence")
+        self.unsure_note = plain_label("", "unsureNote")
+        self.unsure_note.setStyleSheet(NOTE_STYLE)
+        self.unsure_note.setToolTip(PRETRAINED_TIP)
+        layout = QtWidgets.QVBoxLayout(self)
+        layout.setContentsMargins(6, 0, 6, 2)
+        layout.setSpacing(2)
+        for label in (self.unk_banner, self.confidence_label, self.unsure_note):
+            label.setWordWrap(True)
+            label.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
+            label.hide()
+            layout.addWidget(label)
+        session.modelChanged.connect(lambda _b: self.refresh())
+        session.decodingChanged.connect(self.refresh)
+
+    # -- updates --------------------------------------------------------------------------------
+    def refresh(self) -> None:
+        """Re-read the session: map its source, update the banner and the confidence."""
+        bundle, source = self.session.bundle, self.session.source
+        self.source_map = None
+        if bundle is not None and source.strip():
+            try:
+                self.source_map = map_source(bundle.src_tokenizer, source)
+            except Exception:  # noqa: BLE001 - unreadable text: the session reports it already
+                self.source_map = None
+        self._show_banner()
+        self._show_confidence()
+        self.sourceMapped.emit(self.source_map)
+
+    def set_placeholder(self, text: str) -> None:
+        self.placeholder = text
+        self._show_banner()
+
+    def _renderable(self, ch: str) -> bool:
+        return QtGui.QFontMetrics(self.unk_banner.font()).inFontUcs4(ord(ch))
+
+    def _show_banner(self) -> None:
+        sm = self.source_map
+        if sm is None or not sm.mostly_unknown:
+            self.unk_banner.hide()
+            return
+        runs = "; ".join(f"{shown_text(r, self._renderable)} → UNK" for r in sm.unknown_runs()[:4])
+        text = f"⚠ Most of this input is unknown to this model: {runs} ({sm.n_unknown} of {sm.n_tokens} tokens are UNK)."
+        if self.placeholder:
+            text += f" It reads: {self.placeholder.rstrip('.')}"
+        self.unk_banner.setText(one_line(text, 400))
+        self.unk_banner.show()
+
+    def _show_confidence(self) -> None:
+        cur, sm = self.session.current, self.source_map
+        if cur is None or sm is None:
+            self.confidence = None
+            self.confidence_label.hide()
+            self.unsure_note.hide()
+            return
+        self.confidence = assess([st.prob for st in cur.steps], sm.unk_share, sm.mostly_unknown, self._where_seen())
+        prefix = "Typed target: " if self.session.forced is not None else "Confidence: "
+        self.confidence_label.setText(one_line(prefix + self.confidence.summary()))
+        self.confidence_label.show()
+        reasons = self.confidence.reasons()
+        if not reasons:
+            self.unsure_note.hide()
+            return
+        note = f"⚠ Unsure ({'; '.join(reasons)}): this attention is that of a model that does not know this sentence."
+        if not is_imported(self.session.bundle.meta):
+            note += " " + PRETRAINED_HINT
+        self.unsure_note.setText(one_line(note, 600))
+        self.unsure_note.show()
+
+    # -- where the corpus has the source (worker thread: the first lookup loads the corpus) --------------
+    def _key(self) -> tuple[str, str]:
+        return json.dumps(data_spec(self.session.bundle.meta), sort_keys=True), self.session.source
+
+    def _where_seen(self) -> str:
+        """The cached answer, or "pending" while a lookup runs (one is started when needed)."""
+        bundle, source = self.session.bundle, self.session.source
+        key = self._key()
+        if key in self._seen:
+            return self._seen[key]
+        if self._lookup is None or self._lookup.is_done:
+            worker = FunctionWorker(where_seen, bundle.meta, source, inference=False)
+            worker.returned.connect(lambda seen, k=key: self._on_seen(k, seen))
+            worker.errored.connect(lambda _exc, k=key: self._on_seen(k, ""))
+            self._lookup = worker
+            worker.start()
+        return "pending"
+
+    def _on_seen(self, key: tuple[str, str], seen: str) -> None:
+        self._seen[key] = seen
+        if len(self._seen) > 500:
+            self._seen.pop(next(iter(self._seen)))
+        if self.session.bundle is not None and self._key() == key:
+            self._show_confidence()
+        elif self.session.bundle is not None:
+            self._where_seen()  # the source changed while this lookup ran: look up the new one
+
+    def lookup_pending(self) -> bool:
+        """A corpus lookup is running (tests wait for it)."""
+        return self._lookup is not None and not self._lookup.is_done

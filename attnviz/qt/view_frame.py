@@ -1,0 +1,48 @@
+"""A view as the window shows it: in a scroll area, or replaced by an empty state that says what
+to do. A dock smaller than its view scrolls instead of squeezing the view or growing the window,
+and a view never shows an earlier sentence when there is nothing to show."""
+
+from __future__ import annotations
+
+from PySide6 import QtCore, QtWidgets
+
+from attnviz.qt.widgets.plain_text import plain_label
+
+
+class ViewFrame(QtWidgets.QStackedWidget):
+    """Page 0: ``view`` in a scroll area that resizes it (widgets that scroll themselves are
+    shown as they are); page 1: the empty state."""
+
+    def __init__(self, view: QtWidgets.QWidget, parent: QtWidgets.QWidget | None = None):
+        super().__init__(parent)
+        self.view = view
+        self.setObjectName(f"{view.objectName() or 'view'}Frame")
+        if isinstance(view, QtWidgets.QAbstractScrollArea):
+            self.content: QtWidgets.QWidget = view
+        else:
+            scroll = QtWidgets.QScrollArea(objectName="viewScroll")
+            scroll.setWidgetResizable(True)
+            scroll.setFrameShape(QtWidgets.QFrame.Shape.NoFrame)
+            scroll.setWidget(view)
+            self.content = scroll
+        self.empty_label = plain_label("", "emptyState")  # may quote a message built from the input
+        self.empty_label.setAlignment(QtCore.Qt.AlignmentFlag.AlignCenter)
+        self.empty_label.setWordWrap(True)
+        self.empty_label.setContentsMargins(12, 12, 12, 12)
+        self.empty_label.setStyleSheet("QLabel#emptyState { color: palette(placeholder-text); }")
+        self.addWidget(self.content)
+        self.addWidget(self.empty_label)
+
+    def set_empty(self, text: str | None) -> None:
+        """Show ``text`` in place of the view, or (``None``) the view."""
+        if text:
+            self.empty_label.setText(text)
+            self.setCurrentWidget(self.empty_label)
+        else:
+            self.setCurrentWidget(self.content)
+
+    def is_empty(self) -> bool:
+        return self.currentWidget() is self.empty_label
+
+    def empty_text(self) -> str:
+        return self.empty_label.text() if self.is_empty() else ""

@@ -1,0 +1,329 @@
+"""Compare view: two sources through the same encoder, side by side (猫吃鱼。 vs 鱼吃猫。).
+
+Top row: C_encoder of A and of B (tokens × features) and their difference at matched tokens;
+bottom row: the selected encoder head's attention for A and for B and their difference (B put in
+A's token order). "PE off" re-runs both without positional encoding: the encoder then sees a bag
+of tokens, and B's vectors are exactly A's, reordered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import TYPE_CHECKING
+
+import numpy as np
+from PySide6 import QtCore, QtWidgets
+
+from attnviz.core.analysis.compare import SourceComparison, compare_texts, swap_ends
+from attnviz.core.data.pieces import WORD_START_LEGEND, display_piece
+from attnviz.core.decoding.strategies import DecodingError
+from attnviz.qt.selection import Request, ViewChoice
+from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
+from attnviz.qt.views.data import FigureData
+from attnviz.qt.widgets.colormaps import DIVERGING_COLORMAP, Theme
+from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo, format_score
+from attnviz.qt.widgets.title_item import TitleItem
+
+if TYPE_CHECKING:
+    from attnviz.qt.session import Session
+
+#: (text A, text B, positional) -> the comparison; what the registry hands the view.
+Comparer = Callable[[str, str, bool], SourceComparison]
+
+PANELS: dict[str, str] = {
+    "out_a": "C_encoder · A",
+    "out_b": "C_encoder · B",
+    "out_diff": "C_A − C_B (same token)",
+    "att_a": "A: softmax(QKᵀ/√d_k)",
+    "att_b": "B: softmax(QKᵀ/√d_k)",
+    "att_diff": "A − B (B in A's order)",
+}
+
+MIN_CANVAS = (900, 640)  # px: the smallest size at which every panel's rows and labels read
+ATTENTION_EXTRAS: dict[str, str] = {"att_a": "attention_a", "att_b": "attention_b", "att_diff": "attention_difference"}  # NPZ names
+
+
+def _diverging(theme: Theme, label: str) -> HeatmapPlot:
+    return HeatmapPlot(theme, colormap=DIVERGING_COLORMAP, value_format=format_score, colorbar_label=label)
+
+
+class QtCompareView(FigureViewBase):
+    """Sources A (the session's) and B (typed here; default: A with its first and last word or
+    character swapped) through the encoder, with or without PE.
+
+    ``set_source(compare, text)``; ``set_other(text)``; ``set_positional(on)``;
+    ``select(layer=, head=)`` (0-based encoder layer and head). ``comparison()`` is what is shown.
+    """
+
+    selectionChanged = QtCore.Signal(int, int)
+
+    def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme: Theme | str | None = None):
+        super().__init__(parent, theme=theme)
+        self.setObjectName("compareFigure")  # its dock is "compareView"
+        self._compare: Comparer | None = None
+        self._source = ""
+        self._key: object = None
+        self._result: SourceComparison | None = None
+        self._contrast: SourceComparison | None = None  # the same pair with PE switched the other way
+        self._error: str | None = None
+        self._layer = 0
+        self._head = 0
+        self.other_edit = QtWidgets.QLineEdit(objectName="compareOtherEdit")
+        self.other_edit.setToolTip("Source B; empty: A with its first and last word swapped. Press Enter to compare.")
+        self.other_edit.setMinimumWidth(160)
+        self.pe_off = QtWidgets.QCheckBox("PE off", objectName="comparePeOff")
+        self.pe_off.setToolTip("Re-run both sources without positional encoding: x = token embedding·√d_model only")
+        self._add_control("B", self.other_edit)
+        self.controls.addWidget(self.pe_off)
+        self.layer_combo = self._add_control("Layer", make_combo("compareLayerCombo", "Encoder layer"))
+        self.head_combo = self._add_control("Head", make_combo("compareHeadCombo", "Head i"))
+        self.controls.addStretch(1)
+        self.other_edit.editingFinished.connect(self._recompute)
+        self.pe_off.toggled.connect(self._recompute)
+        self.layer_combo.currentIndexChanged.connect(self._on_controls_changed)
+        self.head_combo.currentIndexChanged.connect(self._on_controls_changed)
+        self._build_canvas()
+
+    def _build_canvas(self) -> None:
+        t = self.theme
+        self.title = TitleItem(t)
+        self.canvas.addItem(self.title, row=0, col=0, colspan=3)
+        self.panels: dict[str, HeatmapPlot] = {
+            "out_a": _diverging(t, "value"),
+            "out_b": _diverging(t, "value"),
+            "out_diff": _diverging(t, "difference"),
+            "att_a": HeatmapPlot(t, colormap=self.colormap(), colorbar_label="weight"),
+            "att_b": HeatmapPlot(t, colormap=self.colormap(), colorbar_label="weight"),
+            "att_diff": _diverging(t, "difference"),
+        }
+        for i, (name, plot) in enumerate(self.panels.items()):
+            plot.set_panel_title(PANELS[name])
+            self.canvas.addItem(plot, row=1 + i // 3, col=i % 3)
+            plot.sigHovered.connect(self._on_plot_hovered)
+        self.canvas.ci.layout.setHorizontalSpacing(14)
+        self.canvas.setMinimumSize(*MIN_CANVAS)  # six heatmaps stay readable; a smaller dock scrolls
+        self._set_title()
+
+    # data -------------------------------------------------------------------------------
+    def set_source(self, compare: Comparer, text: str, key: object = None) -> None:
+        """Source A and how to compare (a closure over the model); recomputes unless ``key``
+        (what the closure compares with) and ``text`` are those already shown."""
+        if key is not None and (key, text) == (self._key, self._source) and self._result is not None:
+            return
+        self._compare, self._source, self._key = compare, text, key
+        self.other_edit.setPlaceholderText(swap_ends(text))
+        self._recompute()
+
+    def set_other(self, text: str) -> None:
+        """Source B (empty: the default, A with its ends swapped); recomputes."""
+        self.other_edit.setText(text)
+        self._recompute()
+
+    def set_positional(self, on: bool) -> None:
+        """With (True) or without positional encoding; recomputes."""
+        self.pe_off.setChecked(not on)
+
+    def other_text(self) -> str:
+        return self.other_edit.text().strip() or swap_ends(self._source)
+
+    def comparison(self) -> SourceComparison | None:
+        return self._result
+
+    def has_data(self) -> bool:
+        return self._result is not None
+
+    def select(self, layer: int | None = None, head: int | None = None) -> None:
+        if layer is not None:
+            self._layer = int(layer)
+        if head is not None:
+            self._head = int(head)
+        self._clamp()
+        self._update_controls()
+        self._refresh()
+
+    def layer(self) -> int:
+        return self._layer
+
+    def head(self) -> int:
+        return self._head
+
+    def matrices(self) -> dict[str, np.ndarray]:
+        """The six matrices shown, by panel name."""
+        r = self._result
+        if r is None:
+            return {}
+        out = {"out_a": r.a.output, "out_b": r.b.output, "out_diff": r.difference}
+        if r.a.weights.shape[0]:  # a model without encoder layers has no attention to compare
+            lh = (self._layer, self._head)
+            out.update(att_a=r.a.weights[lh], att_b=r.b.weights[lh], att_diff=r.attention_difference[lh])
+        return out
+
+    # internals ----------------------------------------------------------------------------
+    def _recompute(self) -> None:
+        if self._compare is None:
+            return
+        positional, other = not self.pe_off.isChecked(), self.other_text()
+        try:  # the other setting too, for the numbers that make the point
+            self._result = self._compare(self._source, other, positional)
+            self._contrast = self._compare(self._source, other, not positional)
+            self._error = None
+        except DecodingError as exc:
+            self._result, self._contrast, self._error = None, None, str(exc)
+        self._clamp()
+        self._update_controls()
+        self._refresh()
+
+    def _clamp(self) -> None:
+        r = self._result
+        if r is not None and r.a.weights.size:
+            self._layer = min(max(self._layer, 0), r.a.weights.shape[0] - 1)
+            self._head = min(max(self._head, 0), r.a.weights.shape[1] - 1)
+
+    def _update_controls(self) -> None:
+        shape = self._result.a.weights.shape if self._result is not None else (0, 0)
+        set_combo_items(self.layer_combo, [(str(i + 1), i) for i in range(shape[0])], self._layer)
+        set_combo_items(self.head_combo, [(str(i + 1), i) for i in range(shape[1])], self._head)
+
+    def _on_controls_changed(self) -> None:
+        layer, head = self.layer_combo.currentData(), self.head_combo.currentData()
+        self._layer = 0 if layer is None else int(layer)
+        self._head = 0 if head is None else int(head)
+        self._refresh()
+        self.selectionChanged.emit(self._layer, self._head)
+
+    def labels(self) -> dict[str, tuple[str, ...]]:
+        """Row labels of A and B (pieces), and A's pieces with their matched position in B."""
+        r = self._result
+        if r is None:
+            return {}
+        a = tuple(display_piece(p) for p in r.a.pieces)
+        b = tuple(display_piece(p) for p in r.b.pieces)
+        matched = tuple(f"{p}↔{j + 1}" if j >= 0 else f"{p}↔·" for p, j in zip(a, r.match))
+        return {"a": a, "b": b, "matched": matched, "features": tuple(str(j) for j in range(r.a.output.shape[1]))}
+
+    def _refresh(self) -> None:
+        self._set_title()
+        r = self._result
+        if r is None:
+            return
+        m, lab = self.matrices(), self.labels()
+        bound = max(float(np.abs(r.a.output).max()), float(np.abs(r.b.output).max()), 1e-6)
+        feats = lab["features"]
+        self.panels["out_a"].set_matrix(m["out_a"], lab["a"], feats, levels=(-bound, bound))
+        self.panels["out_b"].set_matrix(m["out_b"], lab["b"], feats, levels=(-bound, bound))
+        self.panels["out_diff"].set_matrix(m["out_diff"], lab["matched"], feats, levels=(-bound, bound))
+        for name in ("att_a", "att_b", "att_diff"):
+            self.panels[name].setVisible(name in m)
+        if "att_a" in m:
+            self.panels["att_a"].set_matrix(m["att_a"], lab["a"], lab["a"], levels=(0.0, 1.0))
+            self.panels["att_b"].set_matrix(m["att_b"], lab["b"], lab["b"], levels=(0.0, 1.0))
+            self.panels["att_diff"].set_matrix(m["att_diff"], lab["matched"], lab["matched"], levels=(-1.0, 1.0))
+        for name, plot in self.panels.items():
+            plot.set_axis_titles("tokens (rows)" if name.endswith("_a") else None, "features of d_model" if name.startswith("out") else "keys")
+
+    def summary(self) -> str:
+        """The numbers that make the point, without PE and with it: the largest deviation of
+        C_A from C_B over matched tokens, and (with PE) each token's cosine."""
+        r = self._result
+        if r is None:
+            return ""
+        if not np.isfinite(r.max_deviation):
+            return "A and B share no token: nothing to match"
+        by_pe = {c.positional: c for c in (r, self._contrast) if c is not None}
+        parts = []
+        if False in by_pe:
+            dev = by_pe[False].max_deviation
+            exact = dev < 1e-5 and by_pe[False].is_permutation
+            parts.append(f"without PE max |C_A − C_B| = {dev:.2g}" + (" (B's vectors are A's, reordered)" if exact else ""))
+        if True in by_pe:
+            c = by_pe[True]
+            cos = ", ".join(f"{display_piece(p)} {v:.2f}" for p, v in zip(c.a.pieces, c.cosine) if np.isfinite(v))
+            parts.append(f"with PE {c.max_deviation:.3g}; cos per token: {cos}")
+        return ";  ".join(parts)
+
+    def _set_title(self) -> None:
+        r = self._result
+        if r is None:
+            self.title.set_title("Word order: " + (f"cannot compare ({self._error})" if self._error else "no source to compare yet"))
+            return
+        pe = "PE off: x = embedding·√d_model" if not r.positional else "with PE: x = embedding·√d_model + PE"
+        self.title.set_title(
+            f"Word order · A “{r.a.text}” vs B “{r.b.text}” · {pe} · encoder layer {self._layer + 1} · head {self._head + 1}",
+            f"{self.summary()}    ({WORD_START_LEGEND})",
+        )
+
+    def _on_plot_hovered(self, info: HoverInfo | None) -> None:
+        sender = self.sender()
+        panel = next(n for n, p in self.panels.items() if p is sender)
+        if info is None:
+            self.readout.setText(" ")
+            return
+        self.readout.setText(f"{PANELS[panel]}:  row “{info.row_label}”  column “{info.col_label}”     value = {info.value:.4g}")
+
+    def _on_theme_changed(self) -> None:
+        for plot in self.panels.values():
+            plot.apply_theme(self.theme)
+        self.title.apply_theme(self.theme)
+        if self._colormap is None:
+            self._on_colormap_changed()
+        self._refresh()
+
+    def _on_colormap_changed(self) -> None:
+        for name in ("att_a", "att_b"):
+            self.panels[name].set_colormap(self.colormap())
+
+    # figure protocol ------------------------------------------------------------------------
+    def figure_title(self) -> str:
+        r = self._result
+        if r is None:
+            return "Word order"
+        pe = "without PE" if not r.positional else "with PE"
+        return f"Word order · {r.a.text} vs {r.b.text} · {pe} · encoder layer {self._layer + 1} · head {self._head + 1}"
+
+    def figure_data(self) -> FigureData:
+        r = self._result
+        if r is None:
+            raise ValueError("the view shows no data yet")
+        ok = r.match >= 0
+        b_matched = np.where(ok[:, None], r.b.output[np.where(ok, r.match, 0)], np.nan)
+        m, lab = self.matrices(), self.labels()
+        return FigureData(
+            title=self.figure_title(),
+            dims=("token", "feature"),
+            values={"c_encoder_a": r.a.output, "c_encoder_b_matched": b_matched, "difference": r.difference},
+            coords={"token": lab["a"], "feature": lab["features"]},
+            extras={
+                "c_encoder_b": r.b.output, "cosine": r.cosine, "match_in_b": r.match,
+                "max_deviation": np.array(r.max_deviation), "positional": np.array(r.positional),
+                **{out: m[panel] for panel, out in ATTENTION_EXTRAS.items() if panel in m},
+            },
+        )
+
+    def transient_items(self):
+        return [p.hover_marker for p in self.panels.values()]
+
+
+# -- the registry's entry points ----------------------------------------------------------------
+def load_compare(view: QtCompareView, session: Session, choice: ViewChoice) -> bool:
+    """The session's source as A, compared through the session's model (four encoder passes:
+    A and B, with and without PE; about 15 ms, skipped while the model and the source stay)."""
+    bundle, cur = session.bundle, session.current
+    if bundle is None or cur is None:
+        return False
+    view.set_source(partial(compare_texts, bundle.model, bundle.src_tokenizer), cur.source.text, key=bundle.model)
+    return view.has_data()
+
+
+def select_compare(view: QtCompareView, c: ViewChoice) -> None:
+    """The selected layer and head (of the encoder: the only kind the view shows)."""
+    view.select(layer=c.layer, head=c.head)
+
+
+def watch_compare(view: QtCompareView, request: Request) -> None:
+    """A layer or head chosen in the view moves the linked selection."""
+
+    def on_chosen(layer: int, head: int) -> None:
+        request(kind="encoder", layer=layer, head=head, mode="head")
+
+    view.selectionChanged.connect(on_chosen)

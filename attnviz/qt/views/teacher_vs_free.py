@@ -1,0 +1,398 @@
+"""Teacher-vs-free view: teacher forcing beside the inference loop on the same sentence.
+
+A table of what each run feeds the decoder at each position (SOS + y vs SOS + ŷ) and what it
+predicts, with the first position where the loop departs from the reference; below it the
+cross-attention of the selected layer and head in both runs, and both runs' attention rows at
+the first position they are fed different tokens.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6 import QtCore, QtGui, QtWidgets
+
+from attnviz.core.analysis.teacher_free import TeacherVsFree, teacher_vs_free
+from attnviz.core.data.pieces import WORD_START_LEGEND, display_piece
+from attnviz.qt.selection import Request, ViewChoice
+from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
+from attnviz.qt.views.data import FigureData
+from attnviz.qt.views.series_plot import SeriesPlot
+from attnviz.qt.widgets.colormaps import Theme, ui_font
+from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo, quiet_axes
+from attnviz.qt.widgets.title_item import TitleItem
+
+if TYPE_CHECKING:
+    from attnviz.qt.session import Session
+
+ROW_SERIES: tuple[str, ...] = ("teacher, departure", "free, departure", "teacher, next", "free, next")
+ROWS: tuple[str, ...] = ("reference y + EOS", "teacher: fed SOS + y", "teacher: predicted", "free: fed SOS + ŷ", "free: predicted ŷ")
+EMPTY = "needs a target: type one (teacher-forced mode)"
+MIN_CANVAS = (720, 1000)  # px: the smallest size at which the table, both heatmaps and the rows read
+TABLE_LABELS, COLUMN = 170, 64  # px: the table's row labels, and one position's column
+
+
+class PieceTable(pg.PlotItem):
+    """Rows of token pieces by position; cells that differ from the reference are filled, one
+    column (the departure) is framed. Rebuilt by :meth:`set_table` (only when the sentence changes)."""
+
+    def __init__(self, theme: Theme):
+        super().__init__(enableMenu=False)
+        self.theme = theme
+        self.setMenuEnabled(False)
+        self.hideButtons()
+        self.getViewBox().setMouseEnabled(x=False, y=False)
+        self.getViewBox().invertY(True)
+        self.showAxis("top")
+        self.hideAxis("bottom")
+        quiet_axes(self)
+        self.setMinimumHeight(130)
+        self._items: list[QtWidgets.QGraphicsItem] = []
+        self._cells: tuple[tuple[str, ...], ...] = ()
+        self.frame = QtWidgets.QGraphicsRectItem()
+        self.frame.setZValue(5)
+        self.addItem(self.frame)
+        self.cursor = QtWidgets.QGraphicsRectItem()
+        self.cursor.setZValue(4)
+        self.addItem(self.cursor)
+        self.apply_theme(theme)
+
+    def apply_theme(self, theme: Theme) -> None:
+        self.theme = theme
+        for name in ("left", "top"):
+            ax = self.getAxis(name)
+            ax.setPen(pg.mkPen(theme.muted))
+            ax.setTextPen(pg.mkPen(theme.foreground))
+            ax.setStyle(tickFont=ui_font(8))
+        pen = pg.mkPen(theme.highlight, width=2.5)
+        pen.setCosmetic(True)
+        self.frame.setPen(pen)
+        cpen = pg.mkPen(theme.selection, width=1.5, style=QtCore.Qt.PenStyle.DashLine)
+        cpen.setCosmetic(True)
+        self.cursor.setPen(cpen)
+
+    def cells(self) -> tuple[tuple[str, ...], ...]:
+        """The pieces shown, row by row ("" where a run has no such position)."""
+        return self._cells
+
+    def set_table(self, cells: list[list[str]], differs: list[list[bool]], column: int | None) -> None:
+        for item in self._items:
+            self.removeItem(item)
+        self._items = []
+        self._cells = tuple(tuple(r) for r in cells)
+        n = max((len(r) for r in cells), default=0)
+        fill = QtGui.QColor(self.theme.highlight)
+        fill.setAlpha(60)
+        for r, row in enumerate(cells):
+            for c, piece in enumerate(row):
+                if differs[r][c]:
+                    rect = QtWidgets.QGraphicsRectItem(c - 0.5, r - 0.5, 1.0, 1.0)
+                    rect.setBrush(fill)
+                    rect.setPen(pg.mkPen(None))
+                    self.addItem(rect)
+                    self._items.append(rect)
+                text = pg.TextItem(piece, color=self.theme.foreground, anchor=(0.5, 0.5))
+                text.setFont(ui_font(8.5))
+                text.setPos(c, r)
+                self.addItem(text)
+                self._items.append(text)
+        self.getAxis("left").setTicks([list(enumerate(ROWS[: len(cells)]))])
+        self.getAxis("top").setTicks([[(i, str(i + 1)) for i in range(n)]])
+        self.getViewBox().setRange(xRange=(-0.5, max(n, 1) - 0.5), yRange=(-0.5, len(cells) - 0.5), padding=0.0)
+        self.frame.setVisible(column is not None)
+        if column is not None:
+            self.frame.setRect(QtCore.QRectF(column - 0.5, -0.5, 1.0, len(cells)))
+
+    def set_cursor(self, column: int | None, rows: int) -> None:
+        self.cursor.setVisible(column is not None)
+        if column is not None:
+            self.cursor.setRect(QtCore.QRectF(column - 0.45, -0.45, 0.9, rows - 0.1))
+
+
+class QtTeacherVsFreeView(FigureViewBase):
+    """``set_data(result, cursor)`` (``None``: no target, an empty state); ``select(layer=, head=)``
+    (0-based cross-attention layer and head)."""
+
+    selectionChanged = QtCore.Signal(int, int)
+
+    def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme: Theme | str | None = None):
+        super().__init__(parent, theme=theme)
+        self.setObjectName("teacherVsFreeFigure")  # its dock is "teacherVsFreeView"
+        self._result: TeacherVsFree | None = None
+        self._cursor: int | None = None
+        self._key: object = None
+        self._layer = 0
+        self._head = 0
+        self.layer_combo = self._add_control("Layer", make_combo("teacherFreeLayerCombo", "Decoder layer (cross-attention)"))
+        self.head_combo = self._add_control("Head", make_combo("teacherFreeHeadCombo", "Head i"))
+        self.controls.addStretch(1)
+        self.layer_combo.currentIndexChanged.connect(self._on_controls_changed)
+        self.head_combo.currentIndexChanged.connect(self._on_controls_changed)
+        self._build_canvas()
+
+    def _build_canvas(self) -> None:
+        t = self.theme
+        self.title = TitleItem(t)
+        self.canvas.addItem(self.title, row=0, col=0, colspan=2)
+        self.table = PieceTable(t)
+        self.canvas.addItem(self.table, row=1, col=0, colspan=2)
+        self.heat_teacher = HeatmapPlot(t, colormap=self.colormap(), colorbar_label="weight")
+        self.heat_free = HeatmapPlot(t, colormap=self.colormap(), colorbar_label="weight")
+        self.rows_plot = SeriesPlot(t, "cross-attention rows", ROW_SERIES, x_label="source key")
+        for col, item in enumerate((self.heat_teacher, self.heat_free)):
+            self.canvas.addItem(item, row=2, col=col)
+        self.canvas.addItem(self.rows_plot, row=3, col=0, colspan=2)
+        for plot in (self.heat_teacher, self.heat_free):
+            plot.sigHovered.connect(self._on_plot_hovered)
+        self.canvas.ci.layout.setRowStretchFactor(1, 2)
+        self.canvas.ci.layout.setRowStretchFactor(2, 4)
+        self.canvas.ci.layout.setRowStretchFactor(3, 2)
+        self.canvas.ci.layout.setHorizontalSpacing(14)
+        self._fit_canvas(0)
+        self._set_title()
+
+    def _fit_canvas(self, positions: int) -> None:
+        """A readable minimum size for ``positions`` table columns (a smaller dock scrolls)."""
+        width, height = MIN_CANVAS
+        self.canvas.setMinimumSize(max(width, TABLE_LABELS + COLUMN * positions), height)
+
+    # data -------------------------------------------------------------------------------
+    def set_data(self, result: TeacherVsFree | None, cursor: int | None = None, key: object = None) -> None:
+        """``key``: what ``result`` was computed from (see :meth:`computed_from`)."""
+        changed = result is not self._result
+        self._result, self._cursor, self._key = result, cursor, key
+        self._clamp()
+        self._update_controls()
+        if changed and result is not None:
+            self._fill_table()
+            self._fit_canvas(max(len(row) for row in self.table.cells()))
+        self._refresh()
+
+    def result(self) -> TeacherVsFree | None:
+        return self._result
+
+    def computed_from(self, key: object) -> bool:
+        """The shown result was computed from ``key`` (the same object)."""
+        return self._result is not None and self._key is key
+
+    def has_data(self) -> bool:
+        return self._result is not None
+
+    def select(self, layer: int | None = None, head: int | None = None) -> None:
+        if layer is not None:
+            self._layer = int(layer)
+        if head is not None:
+            self._head = int(head)
+        self._clamp()
+        self._update_controls()
+        self._refresh()
+
+    def layer(self) -> int:
+        return self._layer
+
+    def head(self) -> int:
+        return self._head
+
+    def table_rows(self) -> list[list[str]]:
+        """Reference, teacher fed/predicted, free fed/predicted: pieces as shown."""
+        r = self._result
+        if r is None:
+            return []
+        seqs = (r.reference_pieces, r.teacher.fed_pieces, r.teacher.predicted_pieces, r.free.fed_pieces, r.free.predicted_pieces)
+        return [[display_piece(p) for p in s] for s in seqs]
+
+    def attention_rows(self) -> dict[str, tuple[int, np.ndarray]]:
+        """The selected layer's and head's cross-attention rows, by :data:`ROW_SERIES` name, as
+        (position, row): at the departure (the same prefix fed in both runs) and at the next
+        position (the first one fed differently), where each run reaches it; ``{}`` when the loop
+        reproduces the reference."""
+        r = self._result
+        if r is None or r.departure is None or not r.teacher.cross.shape[0]:  # no departure, or no decoder layers
+            return {}
+        lh = (self._layer, self._head)
+        out = {}
+        for where, p in (("departure", r.departure), ("next", r.departure + 1)):
+            for run, name in ((r.teacher, "teacher"), (r.free, "free")):
+                if p < run.cross.shape[2]:
+                    out[f"{name}, {where}"] = (p, run.cross[lh][p])
+        return out
+
+    # internals ------------------------------------------------------------------------------
+    def _clamp(self) -> None:
+        r = self._result
+        if r is not None and r.teacher.cross.size:
+            self._layer = min(max(self._layer, 0), r.teacher.cross.shape[0] - 1)
+            self._head = min(max(self._head, 0), r.teacher.cross.shape[1] - 1)
+
+    def _update_controls(self) -> None:
+        shape = self._result.teacher.cross.shape if self._result is not None else (0, 0)
+        set_combo_items(self.layer_combo, [(str(i + 1), i) for i in range(shape[0])], self._layer)
+        set_combo_items(self.head_combo, [(str(i + 1), i) for i in range(shape[1])], self._head)
+
+    def _on_controls_changed(self) -> None:
+        self._layer = int(self.layer_combo.currentData() or 0)
+        self._head = int(self.head_combo.currentData() or 0)
+        self._refresh()
+        self.selectionChanged.emit(self._layer, self._head)
+
+    def _fill_table(self) -> None:
+        r = self._result
+        rows = self.table_rows()
+        ref = r.reference_ids
+        ids = (ref, r.teacher.fed_ids, r.teacher.predicted_ids, r.free.fed_ids, r.free.predicted_ids)
+        predicted = {2, 4}  # rows compared with the reference; fed rows are compared with SOS + y
+        fed_ref = r.teacher.fed_ids
+        differs = [
+            [(i in predicted and (j >= len(ref) or t != ref[j])) or (i == 3 and (j >= len(fed_ref) or t != fed_ref[j]))
+             for j, t in enumerate(seq)]
+            for i, seq in enumerate(ids)
+        ]
+        self.table.set_table(rows, differs, r.departure)
+
+    def _refresh(self) -> None:
+        self._set_title()
+        r = self._result
+        has_cross = r is not None and r.teacher.cross.shape[0] > 0
+        self.table.setVisible(r is not None)
+        for item in (self.heat_teacher, self.heat_free, self.rows_plot):
+            item.setVisible(has_cross)
+        if not has_cross:
+            return
+        lh = (self._layer, self._head)
+        src = tuple(display_piece(p) for p in r.src_pieces)
+        fed_t = tuple(display_piece(p) for p in r.teacher.fed_pieces)
+        fed_f = tuple(display_piece(p) for p in r.free.fed_pieces)
+        cur = self._cursor
+        self.heat_teacher.set_matrix(r.teacher.cross[lh], fed_t, src, cur, levels=(0.0, 1.0))
+        self.heat_free.set_matrix(r.free.cross[lh], fed_f, src, cur, levels=(0.0, 1.0))
+        self.heat_teacher.set_panel_title("teacher forcing: fed SOS + y")
+        self.heat_free.set_panel_title("inference loop: fed SOS + ŷ")
+        self.heat_teacher.set_axis_titles("decoder input (rows)", "source keys, C_encoder")
+        self.table.set_cursor(cur, len(ROWS))
+        rows = self.attention_rows()
+        x = np.arange(len(src))
+        for name in ROW_SERIES:
+            self.rows_plot.set_series(name, x if name in rows else [], rows[name][1] if name in rows else [])
+        self.rows_plot.set_ticks(src)
+        d = r.departure
+        where = f"positions {d + 1} (departure: one row in both runs) and {d + 2}" if d is not None else "(no departure)"
+        self.rows_plot.set_title_text(f"rows at {where}")
+
+    def summary(self) -> str:
+        r = self._result
+        d = r.departure
+        if d is None:
+            return "the inference loop reproduces the reference: both runs are fed the same tokens"
+        ref = display_piece(r.reference_pieces[d]) if d < len(r.reference_pieces) else "(ended)"
+        got = display_piece(r.free.predicted_pieces[d]) if d < len(r.free.predicted_pieces) else "(ended)"
+        text = f"free running departs at position {d + 1}: ŷ = “{got}” where y = “{ref}”"
+        if d < len(r.teacher.predicted_ids) and d < len(r.free.predicted_ids):
+            same = r.teacher.predicted_ids[d] == r.free.predicted_ids[d]
+            teacher = display_piece(r.teacher.predicted_pieces[d])
+            text += (f" (both runs saw the same prefix there: teacher forcing predicts “{teacher}” too)" if same
+                     else f" (teacher forcing's argmax there: “{teacher}”; the loop never picks PAD or SOS)")
+        p = r.fed_apart
+        if p is not None and p != d:
+            text += f"; from position {p + 1} on they are fed different tokens"
+        return text
+
+    def _set_title(self) -> None:
+        r = self._result
+        if r is None:
+            self.title.set_title("Teacher forcing vs the inference loop", EMPTY)
+            self.title.set_legend(())
+            return
+        t = self.theme
+        self.title.set_legend((("■", t.highlight, "differs from the reference (y + EOS; fed: SOS + y)"),
+                               ("▭", t.highlight, "where free running departs"), ("┆", t.selection, "current position"),
+                               ("", "", WORD_START_LEGEND)))
+        self.title.set_title(
+            f"Teacher forcing vs the inference loop · cross-attention layer {self._layer + 1} · head {self._head + 1}",
+            self.summary(),
+        )
+
+    def _on_plot_hovered(self, info: HoverInfo | None) -> None:
+        which = "teacher forcing" if self.sender() is self.heat_teacher else "inference loop"
+        if info is None:
+            self.readout.setText(" ")
+        else:
+            self.readout.setText(f"{which}:  position {info.row + 1} fed “{info.row_label}”  →  source “{info.col_label}”     weight = {info.value:.4g}")
+
+    def _on_theme_changed(self) -> None:
+        for plot in (self.heat_teacher, self.heat_free):
+            plot.apply_theme(self.theme)
+        self.table.apply_theme(self.theme)
+        self.rows_plot.apply_theme(self.theme)
+        self.title.apply_theme(self.theme)
+        if self._colormap is None:
+            self._on_colormap_changed()
+        if self._result is not None:
+            self._fill_table()
+        self._refresh()
+
+    def _on_colormap_changed(self) -> None:
+        for plot in (self.heat_teacher, self.heat_free):
+            plot.set_colormap(self.colormap())
+
+    # figure protocol ------------------------------------------------------------------------
+    def figure_title(self) -> str:
+        return f"Teacher forcing vs the inference loop · cross-attention layer {self._layer + 1} · head {self._head + 1}"
+
+    def figure_data(self) -> FigureData:
+        r = self._result
+        if r is None:
+            raise ValueError("the view shows no data yet: it needs a target")
+        seqs = (r.reference_ids, r.teacher.fed_ids, r.teacher.predicted_ids, r.free.fed_ids, r.free.predicted_ids)
+        n = max(len(s) for s in seqs)
+        ids = np.full((len(seqs), n), -1, np.int64)
+        for i, s in enumerate(seqs):
+            ids[i, : len(s)] = s
+        pieces = np.array([row + [""] * (n - len(row)) for row in self.table_rows()], dtype=str)
+        extras = {"pieces": pieces, "departure": np.array(-1 if r.departure is None else r.departure)}
+        if r.teacher.cross.shape[0]:
+            lh = (self._layer, self._head)
+            extras.update(cross_teacher=r.teacher.cross[lh], cross_free=r.free.cross[lh])
+        for name, (_, row) in self.attention_rows().items():
+            extras["row_" + name.replace(", ", "_")] = row
+        return FigureData(
+            title=self.figure_title(),
+            dims=("run", "position"),
+            values={"token_id": ids},
+            coords={"run": ROWS, "position": tuple(str(i + 1) for i in range(n))},
+            extras=extras,
+        )
+
+    def transient_items(self):
+        return [self.heat_teacher.hover_marker, self.heat_free.hover_marker]
+
+
+# -- the registry's entry points ----------------------------------------------------------------
+def load_teacher_vs_free(view: QtTeacherVsFreeView, session: Session, choice: ViewChoice) -> bool:
+    """The session's teacher-forced pass beside greedy decoding of its source (decoded again only
+    when the sentence or the model changes: tens of ms); without a target, the empty state."""
+    forced, bundle = session.forced, session.bundle
+    if forced is None or bundle is None:
+        view.set_data(None)
+        return False
+    if view.computed_from(forced):
+        result = view.result()
+    else:
+        result = teacher_vs_free(bundle.model, bundle.src_tokenizer, bundle.tgt_tokenizer, forced)
+    view.set_data(result, session.forced_cursor, key=forced)
+    return True
+
+
+def select_teacher_vs_free(view: QtTeacherVsFreeView, c: ViewChoice) -> None:
+    """The selected layer and head (of cross-attention: the only kind the view shows)."""
+    view.select(layer=c.layer, head=c.head)
+
+
+def watch_teacher_vs_free(view: QtTeacherVsFreeView, request: Request) -> None:
+    """A layer or head chosen in the view moves the linked selection."""
+
+    def on_chosen(layer: int, head: int) -> None:
+        request(kind="cross", layer=layer, head=head, mode="head")
+
+    view.selectionChanged.connect(on_chosen)

@@ -1,0 +1,167 @@
+"""One selection drives every linked view: a choice made in one view (a grid tile, a mask row, a
+walkthrough head, a line-view token) moves the others; a view can be unlinked; a query row
+hovered in one view is outlined in the others."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6 import QtCore, QtWidgets
+
+from attnviz.qt.selection import Selection
+from attnviz.qt.session import Session
+from attnviz.qt.views.registry import VIEWS, ViewSet
+
+from inside_fixtures import bundle, session
+
+LINKED = ("grid", "head", "lines", "mask", "walkthrough")
+
+
+@pytest.fixture
+def views(qtbot):
+    s = Session()
+    s.bundle = bundle()
+    s.decoding = session(steps=4)
+    vs = ViewSet(s, lambda path: None)
+    for name in LINKED:
+        view = vs[name]
+        qtbot.addWidget(view)
+        view.resize(640, 480)
+        view.show()
+        qtbot.waitExposed(view)
+        vs.refresh(view)
+    qtbot.addWidget(vs.train)
+    QtWidgets.QApplication.processEvents()
+    yield vs
+    for name in LINKED:
+        vs[name].close()
+
+
+def _click_tile(qtbot, grid, layer: int, head: int) -> None:
+    qtbot.wait_until(lambda: grid.plot.getViewBox().width() > 0)
+    pos = grid.canvas.mapFromScene(grid.tile_center_in_scene(layer, head))
+    qtbot.mouseClick(grid.canvas.viewport(), QtCore.Qt.MouseButton.LeftButton, pos=pos)
+
+
+def _cell_pos(view, plot, row: int, col: int) -> QtCore.QPoint:
+    return view.canvas.mapFromScene(plot.cell_center_in_scene(row, col))
+
+
+def test_a_grid_click_moves_every_linked_view(views, qtbot):
+    _click_tile(qtbot, views["grid"], 1, 2)
+    assert views.selection.value() == Selection("cross", 1, 2, "head", None)
+    head, lines, mask, walk = views["head"], views["lines"], views["mask"], views["walkthrough"]
+    assert (head.kind(), head.mode(), head.layer(), head.head()) == ("cross", "head", 1, 2)
+    assert (lines.kind(), lines.layer(), lines.selected_heads()) == ("cross", 1, (2,))
+    assert (mask.layer(), mask.head()) == (1, 2)
+    assert "layer 2 · head 3" in walk.figure_title()
+    # each view says what it follows, 1-based
+    for name in LINKED:
+        assert views[name].link_button.isChecked(), name
+        assert "layer 2" in views[name].link_text(), name
+    assert "head 3" in head.link_text() and "cross" in head.link_text()
+
+
+def test_the_head_detail_and_walkthrough_move_the_grid(views, qtbot):
+    head = views["head"]
+    head.mode_combo.setCurrentIndex(head.mode_combo.findData("head"))
+    head.layer_combo.setCurrentIndex(head.layer_combo.findData(0))
+    head.head_combo.setCurrentIndex(head.head_combo.findData(3))
+    assert views["grid"].selected() == (0, 3)
+    assert views["mask"].head() == 3
+    walk = views["walkthrough"]
+    walk.head_combo.setCurrentIndex(walk.head_combo.findData(1))  # the walkthrough asks for head 2
+    assert views.selection.value().head == 1
+    assert views["grid"].selected() == (0, 1) and head.head() == 1
+    assert "head 2" in walk.figure_title()
+
+
+def test_a_mask_row_and_a_line_token_set_the_query(views, qtbot):
+    mask = views["mask"]
+    plot = mask.panels["weights"]
+    qtbot.mouseClick(mask.canvas.viewport(), QtCore.Qt.MouseButton.LeftButton, pos=_cell_pos(mask, plot, 1, 0))
+    assert views.selection.value().query == 1
+    assert "query 2" in views["walkthrough"].link_text()  # the walkthrough takes the query
+    assert views["walkthrough"].figure_data() is not None
+    lines = views["lines"]
+    pos = lines.canvas.mapFromScene(lines.lines.mapToScene(lines.lines.token_pos("query", 2)))
+    qtbot.mouseClick(lines.canvas.viewport(), QtCore.Qt.MouseButton.LeftButton, pos=pos)
+    assert views.selection.value().query == 2
+
+
+def test_an_unlinked_view_keeps_its_own_choice(views, qtbot):
+    head = views["head"]
+    qtbot.mouseClick(head.link_button, QtCore.Qt.MouseButton.LeftButton)
+    assert not head.link_button.isChecked() and not views.is_linked("head")
+    assert "own choice" in head.link_text()
+    head.head_combo.setCurrentIndex(head.head_combo.findData(3))  # compare head 4 …
+    _click_tile(qtbot, views["grid"], 1, 0)  # … with layer 2, head 1 in the others
+    assert head.head() == 3 and head.layer() == 0
+    assert views["mask"].head() == 0 and views["mask"].layer() == 1
+    qtbot.mouseClick(head.link_button, QtCore.Qt.MouseButton.LeftButton)  # linked again: it follows at once
+    assert (head.layer(), head.head()) == (1, 0)
+    assert "follows" in head.link_text()
+
+
+def test_linking_again_takes_the_selection_even_when_it_did_not_move(views, qtbot):
+    mask = views["mask"]
+    mask.link_button.click()
+    mask.head_combo.setCurrentIndex(mask.head_combo.findData(2))
+    assert mask.head() == 2 and views.selection.value().head == 0  # its own choice only
+    mask.link_button.click()
+    assert mask.head() == 0 and "follows" in mask.link_text()
+
+
+def test_a_hidden_view_follows_when_it_is_shown(views, qtbot):
+    lines = views["lines"]
+    lines.hide()
+    _click_tile(qtbot, views["grid"], 1, 3)
+    assert lines.selected_heads() != (3,)  # hidden views are not redrawn
+    lines.show()
+    views.refresh(lines)  # what the window does when a dock is shown
+    assert (lines.layer(), lines.selected_heads()) == (1, (3,))
+
+
+def test_hovering_a_query_row_outlines_it_in_the_others(views, qtbot):
+    head = views["head"]
+    info = head.plot.hover_cell(2, 1)
+    assert info.row == 2
+    grid, mask, lines = views["grid"], views["mask"], views["lines"]
+    assert grid.linked_row() == 2 and not grid.linked_rows.path().isEmpty()
+    assert all(p.linked_row() == 2 for p in mask.panels.values())  # decoder rows are the same fed tokens
+    assert lines.focus_token() == ("query", 2)
+    assert head.plot.linked_row() is None  # not in the view the mouse is in
+    head.plot.image.set_hovered_cell(None)
+    head.plot.image.sigHovered.emit(None)  # the mouse leaves the matrix
+    assert grid.linked_row() is None and mask.panels["weights"].linked_row() is None
+
+
+def test_encoder_rows_are_not_linked_to_target_rows(views, qtbot):
+    views["grid"].kind_combo.setCurrentIndex(views["grid"].kind_combo.findData("encoder"))
+    assert views["head"].kind() == "encoder"
+    views["head"].plot.hover_cell(1, 1)  # a source row
+    assert all(p.linked_row() is None for p in views["mask"].panels.values())
+    assert views["grid"].linked_row() == 1  # the grid shows encoder rows too
+    assert views["lines"].focus_token() == ("query", 1)
+
+
+def test_every_view_with_selectors_is_linked_and_captioned(views):
+    for spec in VIEWS:
+        if spec.selectors:
+            assert views.is_linked(spec.name)
+            assert views[spec.name].link_button.isVisibleTo(views[spec.name]), spec.name
+
+
+def test_the_selection_reads_1_based_and_says_when_it_changes(qtbot):
+    from attnviz.qt.selection import LinkedSelection
+
+    sel = LinkedSelection()
+    assert Selection("cross", 1, 2).describe() == "cross · layer 2 · head 3"
+    assert Selection("decoder", 0, 0, "mean", 4).describe() == "decoder · layer 1 · mean of heads · query 5"
+    assert Selection("encoder", 2, 0, "rollout").describe() == "encoder · rollout"
+    with qtbot.waitSignal(sel.changed, timeout=1000) as blocker:
+        assert sel.update(layer=1, query=3)
+    assert blocker.args == [Selection("cross", 1, 0, "head", 3)]
+    assert not sel.update(layer=1)  # no change, no signal
+    assert sel.update(query=None) and sel.value().query is None  # back to the current step
+    with pytest.raises(ValueError):
+        Selection("cross", 0, 0, "sum")
