@@ -23,6 +23,7 @@ from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
 from attnviz.qt.views.data import FigureData
 from attnviz.qt.widgets.colormaps import DIVERGING_COLORMAP, Theme
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo, format_score
+from attnviz.qt.widgets.scroll_canvas import scroll_vertically, set_scroll_background
 from attnviz.qt.widgets.title_item import TitleItem
 
 if TYPE_CHECKING:
@@ -103,6 +104,7 @@ class QtCompareView(FigureViewBase):
             plot.sigHovered.connect(self._on_plot_hovered)
         self.canvas.ci.layout.setHorizontalSpacing(14)
         self.canvas.setMinimumSize(*MIN_CANVAS)  # six heatmaps stay readable; a smaller dock scrolls
+        self.scroll = scroll_vertically(self.canvas, "compareScroll", self.theme.background)  # the controls stay in view
         self._set_title()
 
     # data -------------------------------------------------------------------------------
@@ -262,6 +264,7 @@ class QtCompareView(FigureViewBase):
         self.readout.setText(f"{PANELS[panel]}:  row “{info.row_label}”  column “{info.col_label}”     value = {info.value:.4g}")
 
     def _on_theme_changed(self) -> None:
+        set_scroll_background(self.scroll, self.theme.background)
         for plot in self.panels.values():
             plot.apply_theme(self.theme)
         self.title.apply_theme(self.theme)

@@ -22,6 +22,7 @@ from attnviz.qt.views.data import KIND_TITLES, FigureData
 from attnviz.qt.views.series_plot import SeriesPlot
 from attnviz.qt.widgets.colormaps import Theme
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo
+from attnviz.qt.widgets.scroll_canvas import scroll_vertically, set_scroll_background
 from attnviz.qt.widgets.title_item import TitleItem
 
 if TYPE_CHECKING:
@@ -86,6 +87,7 @@ class QtScalingView(FigureViewBase):
             self.canvas.ci.layout.setRowStretchFactor(row, 2)
         self.canvas.ci.layout.setHorizontalSpacing(12)
         self.canvas.setMinimumSize(*MIN_CANVAS)  # eight panels stay readable; a smaller dock scrolls
+        self.scroll = scroll_vertically(self.canvas, "scalingScroll", self.theme.background)  # the controls stay in view
         for plot in (self.heat_scaled, self.heat_unscaled):
             plot.sigHovered.connect(self._on_plot_hovered)
         self._set_title()
@@ -224,6 +226,7 @@ class QtScalingView(FigureViewBase):
         return (self.row_max, self.row_entropy, self.layer_max, self.layer_entropy, self.exp_var, self.exp_max)
 
     def _on_theme_changed(self) -> None:
+        set_scroll_background(self.scroll, self.theme.background)
         for plot in (self.heat_scaled, self.heat_unscaled):
             plot.apply_theme(self.theme)
         for series in self._plots():

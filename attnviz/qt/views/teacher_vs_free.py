@@ -22,6 +22,7 @@ from attnviz.qt.views.data import FigureData
 from attnviz.qt.views.series_plot import SeriesPlot
 from attnviz.qt.widgets.colormaps import Theme, ui_font
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo, quiet_axes
+from attnviz.qt.widgets.scroll_canvas import scroll_vertically, set_scroll_background
 from attnviz.qt.widgets.title_item import TitleItem
 
 if TYPE_CHECKING:
@@ -150,13 +151,15 @@ class QtTeacherVsFreeView(FigureViewBase):
         self.canvas.ci.layout.setRowStretchFactor(2, 4)
         self.canvas.ci.layout.setRowStretchFactor(3, 2)
         self.canvas.ci.layout.setHorizontalSpacing(14)
+        self.canvas.setMinimumSize(*MIN_CANVAS)
+        self.scroll = scroll_vertically(self.canvas, "teacherVsFreeScroll", self.theme.background)  # the controls stay in view
         self._fit_canvas(0)
         self._set_title()
 
     def _fit_canvas(self, positions: int) -> None:
         """A readable minimum size for ``positions`` table columns (a smaller dock scrolls)."""
         width, height = MIN_CANVAS
-        self.canvas.setMinimumSize(max(width, TABLE_LABELS + COLUMN * positions), height)
+        self.scroll.fit.set_min_size(max(width, TABLE_LABELS + COLUMN * positions), height)
 
     # data -------------------------------------------------------------------------------
     def set_data(self, result: TeacherVsFree | None, cursor: int | None = None, key: object = None) -> None:
@@ -321,6 +324,7 @@ class QtTeacherVsFreeView(FigureViewBase):
             self.readout.setText(f"{which}:  position {info.row + 1} fed “{info.row_label}”  →  source “{info.col_label}”     weight = {info.value:.4g}")
 
     def _on_theme_changed(self) -> None:
+        set_scroll_background(self.scroll, self.theme.background)
         for plot in (self.heat_teacher, self.heat_free):
             plot.apply_theme(self.theme)
         self.table.apply_theme(self.theme)

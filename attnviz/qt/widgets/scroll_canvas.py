@@ -9,14 +9,15 @@ from PySide6 import QtCore, QtWidgets
 
 
 class CanvasFit(QtCore.QObject):
-    """Keeps ``canvas``'s minimum size at what its figure needs: at least ``min_height`` (the
-    view's choice) and at least the least size of the scene's central layout, recomputed
-    whenever that layout changes."""
+    """Keeps ``canvas``'s minimum size at what its figure needs: at least ``min_width`` and
+    ``min_height`` (the view's choice) and at least the least size of the scene's central
+    layout, recomputed whenever that layout changes."""
 
-    def __init__(self, canvas: pg.GraphicsLayoutWidget, min_height: int = 0):
+    def __init__(self, canvas: pg.GraphicsLayoutWidget, min_height: int = 0, min_width: int = 0):
         super().__init__(canvas)
         self.canvas = canvas
         self._min_height = int(min_height)
+        self._min_width = int(min_width)
         self._timer = QtCore.QTimer(self, singleShot=True, interval=0)  # goes with the canvas
         self._timer.timeout.connect(self.update)
         canvas.ci.installEventFilter(self)
@@ -28,6 +29,12 @@ class CanvasFit(QtCore.QObject):
         self._min_height = int(height)
         self.schedule()
 
+    def set_min_size(self, width: int, height: int) -> None:
+        """The least size the view wants for its figure (the layout may need more); see
+        :meth:`set_min_height`."""
+        self._min_width = int(width)
+        self.set_min_height(height)
+
     def schedule(self) -> None:
         """Update the minimum size soon, not now: a size set while the canvas is being resized
         would leave its viewport at the old size (Qt skips a nested resize of a scroll area)."""
@@ -37,7 +44,7 @@ class CanvasFit(QtCore.QObject):
         """The least canvas size at which the figure's layout fits."""
         least = self.canvas.ci.effectiveSizeHint(QtCore.Qt.SizeHint.MinimumSize)
         frame = 2 * self.canvas.frameWidth() + 2
-        return QtCore.QSize(int(least.width()) + frame, max(self._min_height, int(least.height()) + frame))
+        return QtCore.QSize(max(self._min_width, int(least.width()) + frame), max(self._min_height, int(least.height()) + frame))
 
     def update(self) -> None:
         need = self.needed()
@@ -54,7 +61,8 @@ def scroll_vertically(canvas: QtWidgets.QWidget, name: str, background: str) -> 
     """Put ``canvas`` in a scroll area that takes its place in its parent's layout.
 
     The canvas is as wide and as tall as the area, or its minimum size where that is more
-    (``canvas.setMinimumHeight`` before the call, then :class:`CanvasFit`, kept as ``area.fit``);
+    (``canvas.setMinimumHeight``/``setMinimumSize`` before the call, then :class:`CanvasFit`, kept
+    as ``area.fit``); the controls above it stay in view;
     the figure exported is the whole canvas.
     """
     parent = canvas.parentWidget()
@@ -70,7 +78,7 @@ def scroll_vertically(canvas: QtWidgets.QWidget, name: str, background: str) -> 
     area.setHorizontalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAsNeeded)
     area.setWidget(canvas)
     if isinstance(canvas, pg.GraphicsLayoutWidget):
-        area.fit = CanvasFit(canvas, canvas.minimumHeight())
+        area.fit = CanvasFit(canvas, canvas.minimumHeight(), canvas.minimumWidth())
     set_scroll_background(area, background)
     if isinstance(layout, QtWidgets.QBoxLayout):
         layout.insertWidget(index, area, stretch)
