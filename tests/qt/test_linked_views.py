@@ -135,6 +135,26 @@ def test_hovering_a_query_row_outlines_it_in_the_others(views, qtbot):
     assert grid.linked_row() is None and mask.panels["weights"].linked_row() is None
 
 
+def test_the_walkthrough_joins_hover_linking_both_ways(views, qtbot):
+    """A query row hovered in the head detail is outlined in the walkthrough's query tables, and
+    a query row hovered in a walkthrough table is outlined in the other views."""
+    walk, head = views["walkthrough"], views["head"]
+    query_tables = [t for t in walk.tables.values() if t.spec.rows == "query" and t.window[0].stop > 1]
+    assert query_tables and walk.tables["weights"] in query_tables
+    head.plot.hover_cell(1, 0)
+    covering = [t for t in query_tables if t.window[0].start <= 1 < t.window[0].stop]
+    assert covering and all(t.linked_row() == 1 - t.window[0].start for t in covering)
+    assert all(t.linked_row() is None for t in walk.tables.values() if t.spec.rows != "query")
+    head.plot.image.sigHovered.emit(None)
+    assert all(t.linked_row() is None for t in walk.tables.values())
+    weights = walk.tables["weights"]
+    weights.hover_cell(0, 0)  # the first query row shown in the walkthrough's attention weights
+    row = weights.window[0].start
+    assert head.plot.linked_row() == row and views["grid"].linked_row() == row
+    weights.image.sigHovered.emit(None)
+    assert head.plot.linked_row() is None
+
+
 def test_encoder_rows_are_not_linked_to_target_rows(views, qtbot):
     views["grid"].kind_combo.setCurrentIndex(views["grid"].kind_combo.findData("encoder"))
     assert views["head"].kind() == "encoder"

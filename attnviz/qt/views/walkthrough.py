@@ -35,6 +35,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from attnviz.core.data.pieces import WORD_START, display_piece
 from attnviz.core.model.sites import KINDS
+from attnviz.qt.selection import query_axis
 from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
 from attnviz.qt.views.data import KIND_TITLES, FigureData
 from attnviz.qt.views.walkthrough_tables import CROSS_SECTION_1, CROSS_TITLES, SECTIONS, StageSpec, StageTable, format_value, plain
@@ -513,11 +514,13 @@ class QtWalkthroughView(FigureViewBase):
         if info is None or self._walk is None:
             self.readout.setText(" ")
             self.hovered.emit(None)
+            self.queryHovered.emit(self._walk.kind if self._walk is not None else "", -1)
             return
         table = self.tables[key]
         spec = table.spec
         row = table.window[0].start + info.row
         col = table.window[1].start + info.col
+        self.queryHovered.emit(self._walk.kind, row if spec.rows == "query" else -1)
         value = format_value(info.value) if not math.isfinite(info.value) else f"{info.value:.5f}"
         text = f"{plain(spec.title)}   [{self._where(spec.rows, row)}, {self._where(spec.cols, col)}]   = {value}"
         if spec.name == "weights":
@@ -528,6 +531,15 @@ class QtWalkthroughView(FigureViewBase):
             text = f"Z_{self._walk.head + 1}[{self._where('query', row)}, dim {col}] = {z_sum_text(self._walk, row, col)}"
         self.readout.setText(text)
         self.hovered.emit(info)
+
+    def show_linked_query(self, axis: str, row: int) -> None:
+        """Outline query ``row`` (dashed) in every table whose rows are queries, where its window
+        shows that row and this walkthrough's queries are ``axis`` pieces."""
+        mine = self._walk is not None and row >= 0 and query_axis(self._walk.kind) == axis
+        for table in self.tables.values():
+            rows = table.window[0]
+            shown = mine and table.spec.rows == "query" and rows.start <= row < rows.stop
+            table.set_linked_row(row - rows.start if shown else None)
 
     def _where(self, axis: str, index: int) -> str:
         """``query 4 “␣eat”``, ``key 2 “喜”``, ``dim 5``, ``b``: one index of a table's axis, as on screen (positions 1-based)."""
