@@ -99,6 +99,10 @@ class _SampleSession:
     def mask_data(self):
         return self.steps[self.index]["mask"]
 
+    def n_layers(self, kind):
+        data = self.attention_data(kind)
+        return 0 if data is None else data.n_layers
+
     def output_pieces(self):
         return ()
 
