@@ -341,3 +341,38 @@ class ExportAllHeadsMixin:
         d, make_view = self.data(), self.all_heads_figure()
         if d is not None and make_view is not None:
             export_all_heads_dialog(self, make_view, d, theme=self.theme, colormap=self.colormap())
+
+
+class LayerHeadChoice:
+    """The layer and head a view shows (0-based), offered in its two combo boxes and kept within
+    the counts of the view's data; the view reacts to the combos' ``currentIndexChanged``."""
+
+    def __init__(self, layer_combo: QtWidgets.QComboBox, head_combo: QtWidgets.QComboBox):
+        self.layer_combo, self.head_combo = layer_combo, head_combo
+        self.layer = 0
+        self.head = 0
+
+    @property
+    def index(self) -> tuple[int, int]:
+        """``(layer, head)``, to index a ``[layer, head, ...]`` array."""
+        return self.layer, self.head
+
+    def set(self, layer: int | None = None, head: int | None = None) -> None:
+        if layer is not None:
+            self.layer = int(layer)
+        if head is not None:
+            self.head = int(head)
+
+    def fit(self, n_layers: int, n_heads: int) -> None:
+        """Keep the choice within ``n_layers`` × ``n_heads`` (unchanged when there are none) and
+        offer those in the combos (1-based labels; no signals)."""
+        if n_layers and n_heads:
+            self.layer = min(max(self.layer, 0), n_layers - 1)
+            self.head = min(max(self.head, 0), n_heads - 1)
+        set_combo_items(self.layer_combo, [(str(i + 1), i) for i in range(n_layers)], self.layer)
+        set_combo_items(self.head_combo, [(str(i + 1), i) for i in range(n_heads)], self.head)
+
+    def read(self) -> None:
+        """Take the combos' choice (what the user picked)."""
+        self.layer = int(self.layer_combo.currentData() or 0)
+        self.head = int(self.head_combo.currentData() or 0)

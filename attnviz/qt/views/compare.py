@@ -19,7 +19,7 @@ from attnviz.core.analysis.compare import SourceComparison, compare_texts, swap_
 from attnviz.core.data.pieces import WORD_START_LEGEND, display_piece
 from attnviz.core.decoding.strategies import DecodingError
 from attnviz.qt.selection import Request, ViewChoice
-from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
+from attnviz.qt.views.base import FigureViewBase, LayerHeadChoice, make_combo
 from attnviz.qt.views.data import FigureData
 from attnviz.qt.widgets.colormaps import DIVERGING_COLORMAP, Theme
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo, format_score
@@ -68,8 +68,6 @@ class QtCompareView(FigureViewBase):
         self._result: SourceComparison | None = None
         self._contrast: SourceComparison | None = None  # the same pair with PE switched the other way
         self._error: str | None = None
-        self._layer = 0
-        self._head = 0
         self.other_edit = QtWidgets.QLineEdit(objectName="compareOtherEdit")
         self.other_edit.setToolTip("Source B; empty: A with its first and last word swapped. Press Enter to compare.")
         self.other_edit.setMinimumWidth(160)
@@ -79,6 +77,7 @@ class QtCompareView(FigureViewBase):
         self.controls.addWidget(self.pe_off)
         self.layer_combo = self._add_control("Layer", make_combo("compareLayerCombo", "Encoder layer"))
         self.head_combo = self._add_control("Head", make_combo("compareHeadCombo", "Head i"))
+        self.layer_head = LayerHeadChoice(self.layer_combo, self.head_combo)
         self.controls.addStretch(1)
         self.other_edit.editingFinished.connect(self._recompute)
         self.pe_off.toggled.connect(self._recompute)
@@ -136,19 +135,15 @@ class QtCompareView(FigureViewBase):
         return self._result is not None
 
     def select(self, layer: int | None = None, head: int | None = None) -> None:
-        if layer is not None:
-            self._layer = int(layer)
-        if head is not None:
-            self._head = int(head)
-        self._clamp()
-        self._update_controls()
+        self.layer_head.set(layer, head)
+        self._fit_choice()
         self._refresh()
 
     def layer(self) -> int:
-        return self._layer
+        return self.layer_head.layer
 
     def head(self) -> int:
-        return self._head
+        return self.layer_head.head
 
     def matrices(self) -> dict[str, np.ndarray]:
         """The six matrices shown, by panel name."""
@@ -157,7 +152,7 @@ class QtCompareView(FigureViewBase):
             return {}
         out = {"out_a": r.a.output, "out_b": r.b.output, "out_diff": r.difference}
         if r.a.weights.shape[0]:  # a model without encoder layers has no attention to compare
-            lh = (self._layer, self._head)
+            lh = self.layer_head.index
             out.update(att_a=r.a.weights[lh], att_b=r.b.weights[lh], att_diff=r.attention_difference[lh])
         return out
 
@@ -172,27 +167,17 @@ class QtCompareView(FigureViewBase):
             self._error = None
         except DecodingError as exc:
             self._result, self._contrast, self._error = None, None, str(exc)
-        self._clamp()
-        self._update_controls()
+        self._fit_choice()
         self._refresh()
 
-    def _clamp(self) -> None:
-        r = self._result
-        if r is not None and r.a.weights.size:
-            self._layer = min(max(self._layer, 0), r.a.weights.shape[0] - 1)
-            self._head = min(max(self._head, 0), r.a.weights.shape[1] - 1)
-
-    def _update_controls(self) -> None:
+    def _fit_choice(self) -> None:
         shape = self._result.a.weights.shape if self._result is not None else (0, 0)
-        set_combo_items(self.layer_combo, [(str(i + 1), i) for i in range(shape[0])], self._layer)
-        set_combo_items(self.head_combo, [(str(i + 1), i) for i in range(shape[1])], self._head)
+        self.layer_head.fit(shape[0], shape[1])
 
     def _on_controls_changed(self) -> None:
-        layer, head = self.layer_combo.currentData(), self.head_combo.currentData()
-        self._layer = 0 if layer is None else int(layer)
-        self._head = 0 if head is None else int(head)
+        self.layer_head.read()
         self._refresh()
-        self.selectionChanged.emit(self._layer, self._head)
+        self.selectionChanged.emit(*self.layer_head.index)
 
     def labels(self) -> dict[str, tuple[str, ...]]:
         """Row labels of A and B (pieces), and A's pieces with their matched position in B."""
@@ -251,7 +236,7 @@ class QtCompareView(FigureViewBase):
             return
         pe = "PE off: x = embedding·√d_model" if not r.positional else "with PE: x = embedding·√d_model + PE"
         self.title.set_title(
-            f"Word order · A “{r.a.text}” vs B “{r.b.text}” · {pe} · encoder layer {self._layer + 1} · head {self._head + 1}",
+            f"Word order · A “{r.a.text}” vs B “{r.b.text}” · {pe} · encoder layer {self.layer_head.layer + 1} · head {self.layer_head.head + 1}",
             f"{self.summary()}    ({WORD_START_LEGEND})",
         )
 
@@ -282,7 +267,7 @@ class QtCompareView(FigureViewBase):
         if r is None:
             return "Word order"
         pe = "without PE" if not r.positional else "with PE"
-        return f"Word order · {r.a.text} vs {r.b.text} · {pe} · encoder layer {self._layer + 1} · head {self._head + 1}"
+        return f"Word order · {r.a.text} vs {r.b.text} · {pe} · encoder layer {self.layer_head.layer + 1} · head {self.layer_head.head + 1}"
 
     def figure_data(self) -> FigureData:
         r = self._result

@@ -18,12 +18,12 @@ from attnviz.qt.selection import query_axis
 from attnviz.qt.views.base import (
     CURRENT_ROW_LEGEND,
     FigureViewBase,
+    LayerHeadChoice,
     PredictedRowsMixin,
     fed_text,
     make_combo,
     piece_text,
     query_text,
-    set_combo_items,
     word_start_legend,
 )
 from attnviz.qt.views.data import FigureData, MaskData
@@ -72,11 +72,10 @@ class QtMaskView(PredictedRowsMixin, FigureViewBase):
         super().__init__(parent, theme=theme)
         self.setObjectName("maskView")
         self._data: MaskData | None = None
-        self._layer = 0
-        self._head = 0
 
         self.layer_combo = self._add_control("Layer", make_combo("maskLayerCombo", "Decoder layer"))
         self.head_combo = self._add_control("Head", make_combo("maskHeadCombo", "Head i"))
+        self.layer_head = LayerHeadChoice(self.layer_combo, self.head_combo)
         self.controls.addStretch(1)
         self.layer_combo.currentIndexChanged.connect(self._on_controls_changed)
         self.head_combo.currentIndexChanged.connect(self._on_controls_changed)
@@ -169,8 +168,7 @@ class QtMaskView(PredictedRowsMixin, FigureViewBase):
         if not isinstance(data, MaskData):
             raise TypeError(f"QtMaskView.set_data expects MaskData, not {type(data).__name__}")
         self._data = data
-        self._clamp()
-        self._update_controls()
+        self._fit_choice()
         self._refresh()
 
     def has_data(self) -> bool:
@@ -180,26 +178,22 @@ class QtMaskView(PredictedRowsMixin, FigureViewBase):
         return self._data
 
     def select(self, layer: int | None = None, head: int | None = None) -> None:
-        if layer is not None:
-            self._layer = int(layer)
-        if head is not None:
-            self._head = int(head)
-        self._clamp()
-        self._update_controls()
+        self.layer_head.set(layer, head)
+        self._fit_choice()
         self._refresh_head()
 
     def layer(self) -> int:
-        return self._layer
+        return self.layer_head.layer
 
     def head(self) -> int:
-        return self._head
+        return self.layer_head.head
 
     def matrices(self) -> dict[str, np.ndarray]:
         """The four ``[query, key]`` matrices shown, by panel name (−∞ kept)."""
         d = self._data
         if d is None:
             return {}
-        lh = (self._layer, self._head)
+        lh = self.layer_head.index
         return {
             "scaled_scores": d.scaled_scores[lh],
             "mask": d.mask,
@@ -208,23 +202,14 @@ class QtMaskView(PredictedRowsMixin, FigureViewBase):
         }
 
     # internals -----------------------------------------------------------------------
-    def _clamp(self) -> None:
+    def _fit_choice(self) -> None:
         d = self._data
-        if d is not None:
-            self._layer = min(max(self._layer, 0), d.n_layers - 1)
-            self._head = min(max(self._head, 0), d.n_heads - 1)
-
-    def _update_controls(self) -> None:
-        d = self._data
-        set_combo_items(self.layer_combo, [(str(i + 1), i) for i in range(d.n_layers if d else 0)], self._layer)
-        set_combo_items(self.head_combo, [(str(i + 1), i) for i in range(d.n_heads if d else 0)], self._head)
+        self.layer_head.fit(d.n_layers if d else 0, d.n_heads if d else 0)
 
     def _on_controls_changed(self) -> None:
-        layer, head = self.layer_combo.currentData(), self.head_combo.currentData()
-        self._layer = 0 if layer is None else int(layer)
-        self._head = 0 if head is None else int(head)
+        self.layer_head.read()
         self._refresh_head()
-        self.selectionChanged.emit(self._layer, self._head)
+        self.selectionChanged.emit(*self.layer_head.index)
 
     def _refresh(self) -> None:
         """Everything: the data changed."""
@@ -289,7 +274,7 @@ class QtMaskView(PredictedRowsMixin, FigureViewBase):
             return
         step = "" if d.step is None else f" · step {d.step + 1}: {fed_text(d.query_labels, d.step, self._predicted)}"
         self.title.set_title(
-            f"Masks · decoder self-attention · layer {self._layer + 1} · head {self._head + 1}{step}",
+            f"Masks · decoder self-attention · layer {self.layer_head.layer + 1} · head {self.layer_head.head + 1}{step}",
             "" if self._arrangement == "row" else
             "M: 0 on and below the diagonal, −∞ above (the future); adding −∞ before the softmax makes those weights exactly 0",
         )
@@ -345,7 +330,7 @@ class QtMaskView(PredictedRowsMixin, FigureViewBase):
         d = self._data
         if d is None:
             return "Masks"
-        return f"Decoder masked self-attention masks · layer {self._layer + 1} · head {self._head + 1}"
+        return f"Decoder masked self-attention masks · layer {self.layer_head.layer + 1} · head {self.layer_head.head + 1}"
 
     def figure_data(self) -> FigureData:
         d = self._data

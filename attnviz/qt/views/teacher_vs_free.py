@@ -17,7 +17,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from attnviz.core.analysis.teacher_free import TeacherVsFree, teacher_vs_free
 from attnviz.core.data.pieces import WORD_START_LEGEND, display_piece
 from attnviz.qt.selection import Request, ViewChoice
-from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
+from attnviz.qt.views.base import FigureViewBase, LayerHeadChoice, make_combo
 from attnviz.qt.views.data import FigureData
 from attnviz.qt.views.series_plot import SeriesPlot
 from attnviz.qt.widgets.colormaps import Theme, ui_font
@@ -124,10 +124,9 @@ class QtTeacherVsFreeView(FigureViewBase):
         self._result: TeacherVsFree | None = None
         self._cursor: int | None = None
         self._key: object = None
-        self._layer = 0
-        self._head = 0
         self.layer_combo = self._add_control("Layer", make_combo("teacherFreeLayerCombo", "Decoder layer (cross-attention)"))
         self.head_combo = self._add_control("Head", make_combo("teacherFreeHeadCombo", "Head i"))
+        self.layer_head = LayerHeadChoice(self.layer_combo, self.head_combo)
         self.controls.addStretch(1)
         self.layer_combo.currentIndexChanged.connect(self._on_controls_changed)
         self.head_combo.currentIndexChanged.connect(self._on_controls_changed)
@@ -166,8 +165,7 @@ class QtTeacherVsFreeView(FigureViewBase):
         """``key``: what ``result`` was computed from (see :meth:`computed_from`)."""
         changed = result is not self._result
         self._result, self._cursor, self._key = result, cursor, key
-        self._clamp()
-        self._update_controls()
+        self._fit_choice()
         if changed and result is not None:
             self._fill_table()
             self._fit_canvas(max(len(row) for row in self.table.cells()))
@@ -184,19 +182,15 @@ class QtTeacherVsFreeView(FigureViewBase):
         return self._result is not None
 
     def select(self, layer: int | None = None, head: int | None = None) -> None:
-        if layer is not None:
-            self._layer = int(layer)
-        if head is not None:
-            self._head = int(head)
-        self._clamp()
-        self._update_controls()
+        self.layer_head.set(layer, head)
+        self._fit_choice()
         self._refresh()
 
     def layer(self) -> int:
-        return self._layer
+        return self.layer_head.layer
 
     def head(self) -> int:
-        return self._head
+        return self.layer_head.head
 
     def table_rows(self) -> list[list[str]]:
         """Reference, teacher fed/predicted, free fed/predicted: pieces as shown."""
@@ -214,7 +208,7 @@ class QtTeacherVsFreeView(FigureViewBase):
         r = self._result
         if r is None or r.departure is None or not r.teacher.cross.shape[0]:  # no departure, or no decoder layers
             return {}
-        lh = (self._layer, self._head)
+        lh = self.layer_head.index
         out = {}
         for where, p in (("departure", r.departure), ("next", r.departure + 1)):
             for run, name in ((r.teacher, "teacher"), (r.free, "free")):
@@ -223,22 +217,14 @@ class QtTeacherVsFreeView(FigureViewBase):
         return out
 
     # internals ------------------------------------------------------------------------------
-    def _clamp(self) -> None:
-        r = self._result
-        if r is not None and r.teacher.cross.size:
-            self._layer = min(max(self._layer, 0), r.teacher.cross.shape[0] - 1)
-            self._head = min(max(self._head, 0), r.teacher.cross.shape[1] - 1)
-
-    def _update_controls(self) -> None:
+    def _fit_choice(self) -> None:
         shape = self._result.teacher.cross.shape if self._result is not None else (0, 0)
-        set_combo_items(self.layer_combo, [(str(i + 1), i) for i in range(shape[0])], self._layer)
-        set_combo_items(self.head_combo, [(str(i + 1), i) for i in range(shape[1])], self._head)
+        self.layer_head.fit(shape[0], shape[1])
 
     def _on_controls_changed(self) -> None:
-        self._layer = int(self.layer_combo.currentData() or 0)
-        self._head = int(self.head_combo.currentData() or 0)
+        self.layer_head.read()
         self._refresh()
-        self.selectionChanged.emit(self._layer, self._head)
+        self.selectionChanged.emit(*self.layer_head.index)
 
     def _fill_table(self) -> None:
         r = self._result
@@ -263,7 +249,7 @@ class QtTeacherVsFreeView(FigureViewBase):
             item.setVisible(has_cross)
         if not has_cross:
             return
-        lh = (self._layer, self._head)
+        lh = self.layer_head.index
         src = tuple(display_piece(p) for p in r.src_pieces)
         fed_t = tuple(display_piece(p) for p in r.teacher.fed_pieces)
         fed_f = tuple(display_piece(p) for p in r.free.fed_pieces)
@@ -312,7 +298,7 @@ class QtTeacherVsFreeView(FigureViewBase):
                                ("▭", t.highlight, "where free running departs"), ("┆", t.selection, "current position"),
                                ("", "", WORD_START_LEGEND)))
         self.title.set_title(
-            f"Teacher forcing vs the inference loop · cross-attention layer {self._layer + 1} · head {self._head + 1}",
+            f"Teacher forcing vs the inference loop · cross-attention layer {self.layer_head.layer + 1} · head {self.layer_head.head + 1}",
             self.summary(),
         )
 
@@ -342,7 +328,7 @@ class QtTeacherVsFreeView(FigureViewBase):
 
     # figure protocol ------------------------------------------------------------------------
     def figure_title(self) -> str:
-        return f"Teacher forcing vs the inference loop · cross-attention layer {self._layer + 1} · head {self._head + 1}"
+        return f"Teacher forcing vs the inference loop · cross-attention layer {self.layer_head.layer + 1} · head {self.layer_head.head + 1}"
 
     def figure_data(self) -> FigureData:
         r = self._result
@@ -356,7 +342,7 @@ class QtTeacherVsFreeView(FigureViewBase):
         pieces = np.array([row + [""] * (n - len(row)) for row in self.table_rows()], dtype=str)
         extras = {"pieces": pieces, "departure": np.array(-1 if r.departure is None else r.departure)}
         if r.teacher.cross.shape[0]:
-            lh = (self._layer, self._head)
+            lh = self.layer_head.index
             extras.update(cross_teacher=r.teacher.cross[lh], cross_free=r.free.cross[lh])
         for name, (_, row) in self.attention_rows().items():
             extras["row_" + name.replace(", ", "_")] = row
