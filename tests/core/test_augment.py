@@ -86,7 +86,8 @@ def test_a_bad_substitution_is_refused():
     assert slots(HELLO) == [] and slots(ALLERGIC) == []
     assert slots(BIG) == []  # "big" is followed by its noun; "apple" follows an adjective, not a determiner
     made = substitution_pairs([HELLO, ALLERGIC, BIG, STUDENT, TEACHER], per_pair=5, seed=0)
-    assert {(p.src, p.tgt) for p in made} == {("我是老师。", "I am a teacher."), ("他是学生。", "He is a student.")}
+    assert {(p.src, p.tgt) for p in made} == {
+        ("我是老师。", "I am a teacher."), ("他是学生。", "He is a student."), ("学生是老师。", "The student is a teacher.")}
 
 
 def test_substitution_keeps_number_and_verb_form():
@@ -122,7 +123,8 @@ def test_substitution_pairs_swap_like_for_like_deterministically():
         old, new = p.extra["swap"]
         assert old not in p.src and p.src.count(new) == 1
     verbs = [p for p in made if p.extra["swap"][0] in ("吃", "喝")]
-    assert {(p.src, p.tgt) for p in verbs} <= {("我想喝苹果。", "I want to drink an apple."), ("你们吃茶。", "You eat the tea.")}
+    assert {(p.src, p.tgt) for p in verbs} <= {
+        ("我想喝苹果。", "I want to drink an apple."), ("你们吃茶。", "You eat the tea."), ("你们想茶。", "You want the tea.")}
 
 
 def test_substitution_never_makes_an_excluded_source():
@@ -168,3 +170,43 @@ def test_parse_kinds():
     for bad in ("", "cedict,nope"):
         with pytest.raises(DataError, match="augmentation"):
             parse_kinds(bad)
+
+
+CAT = _pair("他吃鱼。", "He eats fish.", [("他", "he"), ("吃", "to eat"), ("鱼", "fish")], "s11")
+DOCTOR = _pair("医生喝咖啡。", "The doctor drinks coffee.", [("医生", "doctor"), ("喝", "to drink"), ("咖啡", "coffee")], "s12")
+BOOKS = _pair("她喜欢书。", "She likes books.", [("她", "she"), ("喜欢", "to like"), ("书", "book")], "s13")
+HIS = _pair("他爱他的妈妈。", "He loves his mother.", [("他", "he"), ("爱", "to love"), ("妈妈", "mother")], "s14")
+
+
+def test_a_subject_pronoun_is_a_slot_for_a_person_or_an_animal():
+    pronoun = slots(CAT)[-1]
+    assert pronoun == Slot("他", Sense("he", "pronoun"), "subject") and pronoun.takes == "noun"
+    doctor = next(s for s in slots(DOCTOR) if s.word == "医生")
+    assert (swap(CAT, pronoun, doctor, 0).src, swap(CAT, pronoun, doctor, 0).tgt) == ("医生吃鱼。", "The doctor eats fish.")
+    assert all(s.sense.kind != "pronoun" for s in slots(HIS))  # "his" refers back to "he": no swap
+    made = substitution_pairs([CAT, DOCTOR, APPLES], per_pair=10, seed=0)
+    pronoun_swaps = {p.extra["swap"][1] for p in made if p.extra["swap"][0] == "他"}
+    assert pronoun_swaps == {"医生"}  # never 苹果 (an apple) for "he"
+
+
+def test_a_subject_noun_before_its_verb_and_a_bare_object_are_slots():
+    found = {s.word: s.form for s in slots(DOCTOR)}
+    assert found == {"医生": "singular", "咖啡": "mass"}  # a verb after a noun is left alone
+    assert {s.word: s.form for s in slots(BOOKS)}["书"] == "plural"
+    tea = next(s for s in slots(HE_DRINKS) if s.word == "茶")
+    fish = next(s for s in slots(CAT) if s.word == "鱼")
+    assert tea.form == fish.form == "mass" and tea.pool == "mass"
+    assert swap(HE_DRINKS, tea, fish, 0).tgt == "He drinks fish."
+
+
+def test_a_mass_noun_stands_only_for_a_mass_noun():
+    made = substitution_pairs([CAT, DOCTOR, STUDENT, TEACHER], per_pair=10, seed=0)
+    for p in made:
+        if p.extra["swap"][0] in ("鱼", "咖啡"):
+            assert p.extra["swap"][1] in ("鱼", "咖啡"), p
+
+
+def test_per_pair_is_not_capped_by_the_number_of_slots():
+    pairs = [STUDENT, TEACHER, ENGINEER, DOCTOR, _pair("我是工人。", "I am a worker.", [("我", "I"), ("工人", "worker")], "s15")]
+    made = [p for p in substitution_pairs(pairs, per_pair=3, seed=0) if p.extra["from"] == "s1"]
+    assert len(made) == 3 and len({p.src for p in made}) == 3  # one slot (学生), three different swaps

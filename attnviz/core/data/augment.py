@@ -107,7 +107,7 @@ def cedict_pairs(words: Iterable[str], entries: Sequence[dict] | None = None) ->
 
 
 # -- aligned word substitution ----------------------------------------------------------------
-FORMS = ("singular", "plural", "base", "third-person")  # how a slot's English word is inflected
+FORMS = ("singular", "plural", "mass", "base", "third-person", "subject")  # how a slot's English word is used
 
 
 def with_s(word: str) -> str:
@@ -120,14 +120,18 @@ def with_s(word: str) -> str:
 
 
 def inflect(word: str, form: str) -> str:
-    """``word`` (a noun's singular or a verb's base form) in ``form`` (one of ``FORMS``)."""
+    """``word`` (a noun's singular or a verb's base form) in ``form`` (one of ``FORMS``); a noun
+    as a "subject" takes "the" ("cat" → "the cat")."""
+    if form == "subject":
+        return "the " + word
     return with_s(word) if form in ("plural", "third-person") else word
 
 
 @dataclass(frozen=True)
 class Slot:
     """A swappable word of one pair: the Chinese ``word``, the English ``sense`` it aligns to, and
-    the ``form`` the sentence uses it in (the English text holds ``inflect(sense.word, form)``)."""
+    the ``form`` the sentence uses it in (the English text holds ``inflect(sense.word, form)``;
+    a pronoun slot holds the pronoun itself)."""
 
     word: str
     sense: Sense
@@ -135,7 +139,17 @@ class Slot:
 
     @property
     def english(self) -> str:
-        return inflect(self.sense.word, self.form)
+        return self.sense.word if self.sense.kind == "pronoun" else inflect(self.sense.word, self.form)
+
+    @property
+    def pool(self) -> str:
+        """The pool this slot adds to: "mass" nouns only stand in for mass nouns."""
+        return "mass" if self.form == "mass" else self.sense.kind
+
+    @property
+    def takes(self) -> str:
+        """The pool this slot is swapped from: a subject pronoun ("he") for a count noun ("the cat")."""
+        return "noun" if self.sense.kind == "pronoun" else self.pool
 
 
 def _occurs_once(needle: str, haystack: str) -> bool:
@@ -152,12 +166,14 @@ def _neighbours(word: str, text: str) -> tuple[str, str]:
     return ((m.group(1) or "").lower(), (m.group(2) or "").lower()) if m else ("", "")
 
 
-def context_forms(word: str, text: str) -> frozenset[str]:
+def context_forms(word: str, text: str, verbs: frozenset[str] = frozenset()) -> frozenset[str]:
     """The forms (of ``FORMS``) that the English context of ``word`` in ``text`` allows: none where
-    it shows no noun or verb. A noun must end its phrase (what follows is punctuation or a function
-    word): in "a big apple", "big" is no noun."""
+    it shows no noun or verb. A noun must end its phrase (what follows is punctuation, a function
+    word or one of the sentence's own ``verbs``): in "a big apple", "big" is no noun; in "the cat
+    eats fish", "cat" is. A noun right after one of ``verbs`` with no determiner is a bare object:
+    "mass" ("drink tea") or "plural" ("like apples")."""
     before, after = _neighbours(word, text)
-    phrase_end = not after or not after[0].isalpha() or after in _FUNCTION_WORDS
+    phrase_end = not after or not after[0].isalpha() or after in _FUNCTION_WORDS or after in verbs
     forms = set()
     if before in _VERB_BEFORE:
         forms.add("base")
@@ -167,6 +183,8 @@ def context_forms(word: str, text: str) -> frozenset[str]:
         forms.add("singular")
     if before in _PLURAL_BEFORE and phrase_end:
         forms.add("plural")
+    if before in verbs and phrase_end:
+        forms.add("plural" if word.endswith("s") else "mass")
     return frozenset(forms)
 
 
@@ -178,39 +196,66 @@ def context_kind(word: str, text: str) -> str | None:
     return "verb" if forms else None
 
 
-def _slot_in(word: str, sense: Sense, text: str) -> Slot | None:
+def _slot_in(word: str, sense: Sense, text: str, verbs: frozenset[str]) -> Slot | None:
     """``word`` as a slot of ``text`` when one form of ``sense`` occurs once there, in a context
     that asks for that very form (a noun where a noun goes, "eats" after "he")."""
-    forms = ("singular", "plural") if sense.kind == "noun" else ("base", "third-person")
+    forms = ("singular", "plural", "mass") if sense.kind == "noun" else ("base", "third-person")
     for form in forms:
-        surface = inflect(sense.word, form)
-        if _english_count(surface, text) == 1 and form in context_forms(surface, text):
+        surface = inflect(sense.word, "singular" if form == "mass" else form)
+        if _english_count(surface, text) == 1 and form in context_forms(surface, text, verbs):
             return Slot(word, sense, form)
     return None
+
+
+_SUBJECT_PRONOUNS = {"他": "he", "她": "she"}
+# A Chinese noun that names a person or an animal, by its last character (学生, 医生, 工人, 朋友,
+# 母亲, 孩子 is left out: 子 ends too many things): what may stand for 他/她.
+_ANIMATE = re.compile("[人师生员者友亲妈爸哥姐弟妹孩爷奶叔姨猫狗鸟马]$")
+_PERSONAL = re.compile(r"\b(he|him|his|himself|she|her|hers|herself)\b", re.I)
+
+
+def _pronoun_slot(pair: Pair) -> Slot | None:
+    """他/她 as the subject that opens the translation ("He eats fish.") and the only he/she word in
+    it: a slot that a count noun may take ("The cat eats fish.")."""
+    for word, pronoun in _SUBJECT_PRONOUNS.items():
+        opens = re.match(rf"{pronoun}\b", pair.tgt, flags=re.I)
+        if opens and _occurs_once(word, pair.src) and len(_PERSONAL.findall(pair.tgt)) == 1:
+            return Slot(word, Sense(pronoun, "pronoun"), "subject")
+    return None
+
+
+def _pair_verbs(tokens: Iterable[dict]) -> frozenset[str]:
+    """The English verb forms that a pair's glosses name ("to eat" → eat, eats)."""
+    senses = [s for t in tokens for s in gloss_senses(t.get("gloss_en", "")) if s.kind == "verb"]
+    return frozenset(f for s in senses for f in (s.word, with_s(s.word)))
 
 
 def slots(pair: Pair) -> list[Slot]:
     """The words of ``pair`` (HSK ``tokens``) that can be swapped: the Chinese word occurs once in the
     source, exactly one of its clean senses occurs once, as a whole word, in the translation, and the
-    English context allows that sense's kind and form (``context_forms``)."""
+    English context allows that sense's kind and form (``context_forms``); and a subject 他/她."""
+    tokens = pair.extra.get("tokens", ())
+    verbs = _pair_verbs(tokens)
     out = []
-    for token in pair.extra.get("tokens", ()):
+    for token in tokens:
         word = token.get("word", "")
-        if not word or not _occurs_once(word, pair.src):
+        if not word or word in _SUBJECT_PRONOUNS or not _occurs_once(word, pair.src):
             continue
         hits = [s for s in gloss_senses(token.get("gloss_en", "")) if _english_count(s.word, pair.tgt) or _english_count(with_s(s.word), pair.tgt)]
-        found = _slot_in(word, hits[0], pair.tgt) if len(hits) == 1 else None
+        found = _slot_in(word, hits[0], pair.tgt, verbs) if len(hits) == 1 else None
         if found:
             out.append(found)
-    return out
+    pronoun = _pronoun_slot(pair)
+    return out + [pronoun] if pronoun else out
 
 
 def substitution_pool(pairs: Iterable[Pair]) -> dict[str, list[Slot]]:
     """Per kind, the distinct (word, sense) slots found in ``pairs``: what a slot may be swapped for."""
-    pool: dict[str, dict[tuple[str, str], Slot]] = {"noun": {}, "verb": {}}
+    pool: dict[str, dict[tuple[str, str], Slot]] = {"noun": {}, "mass": {}, "verb": {}}
     for pair in pairs:
         for slot in slots(pair):
-            pool[slot.sense.kind].setdefault((slot.word, slot.sense.word), slot)
+            if slot.pool in pool:
+                pool[slot.pool].setdefault((slot.word, slot.sense.word), slot)
     return {kind: [found[k] for k in sorted(found)] for kind, found in pool.items()}
 
 
@@ -232,26 +277,32 @@ def swap(pair: Pair, slot: Slot, other: Slot, index: int) -> Pair:
     """``pair`` with ``slot`` replaced by ``other`` on both sides, the English word in the form the
     sentence uses (a plural for a plural, "drinks" for "eats")."""
     src = pair.src.replace(slot.word, other.word, 1)
-    tgt = _replace_english(pair.tgt, slot.english, inflect(other.sense.word, slot.form))
+    tgt = _replace_english(pair.tgt, slot.english, inflect(other.sense.word, "singular" if slot.form == "mass" else slot.form))
     extra = {"augmented": "substitution", "from": pair.id, "swap": [slot.word, other.word]}
     return Pair(src, tgt, f"{pair.id}+sub{index}", extra)
 
 
+def _choices(pool: dict[str, list[Slot]], pair: Pair, slot: Slot) -> list[Slot]:
+    """What ``slot`` of ``pair`` may become: a slot of the pool it takes whose words the pair does not
+    already use; a subject pronoun only a noun that names a person or an animal (``_ANIMATE``)."""
+    found = [o for o in pool[slot.takes] if o.word not in pair.src and not _english_count(o.sense.word, pair.tgt)]
+    return [o for o in found if _ANIMATE.search(o.word)] if slot.sense.kind == "pronoun" else found
+
+
 def substitution_pairs(pairs: Sequence[Pair], per_pair: int = 2, seed: int = 0, exclude: Iterable[str] = ()) -> list[Pair]:
-    """Up to ``per_pair`` new pairs per pair, each swapping one slot for another of the same kind.
-    Sources in ``exclude`` (or already in ``pairs``) are never produced."""
+    """Up to ``per_pair`` new pairs per pair, each swapping one slot (drawn anew each time) for
+    another of the same kind. Sources in ``exclude`` (or already in ``pairs``) are never produced."""
     rng = random.Random(seed)
     pool = substitution_pool(pairs)
     seen = {p.src for p in pairs} | set(exclude)
     out: list[Pair] = []
     for pair in pairs:
-        made = 0
-        for slot in rng.sample(slots(pair), k=len(slots(pair))):
-            choices = [o for o in pool[slot.sense.kind] if o.word not in pair.src and not _english_count(o.sense.word, pair.tgt)]
-            if not choices or made >= per_pair:
-                continue
-            new = swap(pair, slot, rng.choice(choices), made)
-            if new.src not in seen:
+        made, found = 0, slots(pair)
+        for _ in range(3 * per_pair if found else 0):
+            slot = rng.choice(found)
+            choices = _choices(pool, pair, slot)
+            new = swap(pair, slot, rng.choice(choices), made) if choices and made < per_pair else None
+            if new and new.src not in seen:
                 seen.add(new.src)
                 out.append(new)
                 made += 1
