@@ -28,7 +28,10 @@ FLAG_RANGES: dict[str, tuple[type, float, float]] = {
     "n_examples": (int, 1, 10_000_000),
     "augment_per_pair": (int, 1, 100),
 }
-TRAIN_DEFAULTS = dict(epochs=30, lr=1e-3, warmup=400, schedule="inverse-sqrt", batch_tokens=500, label_smoothing=0.1, clip=1.0, seed=0, threads=1, device="auto", average_last=0)
+TRAIN_DEFAULTS = dict(
+    epochs=30, lr=1e-3, warmup=400, schedule="inverse-sqrt", batch_tokens=500, label_smoothing=0.1, clip=1.0, seed=0, threads=1, device="auto", average_last=0,
+    guided_alignment=None, guided_weight=0.05,
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -75,6 +78,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     t.add_argument("--batch-tokens", type=int, help=f"padded tokens per batch (default {TRAIN_DEFAULTS['batch_tokens']})")
     t.add_argument("--label-smoothing", type=float, help=f"label smoothing (default {TRAIN_DEFAULTS['label_smoothing']})")
     t.add_argument("--average-last", type=int, help="ship the mean of the last N epochs' weights (checkpoint averaging; default 0: the last epoch's)")
+    t.add_argument(
+        "--guided-alignment",
+        metavar="LAYER.HEAD",
+        help="train this cross-attention head (1-based, e.g. 2.1) toward the word alignments of the glosses "
+        "(guided alignment, Garg et al. 2019; needs glossed data: hsk-zh-en)",
+    )
+    t.add_argument("--guided-weight", type=float, help=f"weight of the guided alignment term in the loss (default {TRAIN_DEFAULTS['guided_weight']})")
     t.add_argument("--clip", type=float, help="gradient clipping norm, 0 for none (default 1.0)")
     t.add_argument("--seed", type=int, help="random seed for weights, dropout and batches (default 0)")
     t.add_argument("--threads", type=int, help="torch CPU threads (default 1)")
@@ -198,6 +208,10 @@ def _check_flags(args: argparse.Namespace) -> None:
         from attnviz.errors import CommandError
 
         raise CommandError("--augment-per-pair needs --augment substitution")
+    if args.guided_weight is not None and args.guided_alignment is None:
+        from attnviz.errors import CommandError
+
+        raise CommandError("--guided-weight needs --guided-alignment LAYER.HEAD")
 
 
 def _resumed_trainer(args: argparse.Namespace, command: str):
@@ -232,6 +246,7 @@ def _new_trainer(args: argparse.Namespace, command: str):
     except ConfigError as exc:
         raise CommandError(str(exc)) from None
     resolve_device(options.device)
+    _check_guided_head(options, config)
     dataset = _dataset(args)
     synthetic = dataset.spec.get("kind") in D.SYNTHETIC_TASKS
     vocab_default = 64 if synthetic else None
@@ -247,6 +262,19 @@ def _new_trainer(args: argparse.Namespace, command: str):
         tgt_tokenizer_type=args.tgt_tokenizer or tok,
         command=command,
     )
+
+
+def _check_guided_head(options, config) -> None:
+    """``CommandError`` before any work when ``--guided-alignment`` names a head the model lacks
+    (the trainer checks it again, with the data's glosses)."""
+    from attnviz.core.training.guided import GuidedHead
+    from attnviz.errors import CommandError
+
+    if options.guided_alignment is not None:
+        try:
+            GuidedHead.parse(options.guided_alignment).check(config)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
 
 
 def _check_out(out: Path, force: bool) -> None:

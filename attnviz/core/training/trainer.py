@@ -40,6 +40,12 @@ epochs are summed (``WeightAverage``, saved with the training state as ``avg.*``
 resumed run keeps them) and the bundle ships their mean, evaluated by the final evaluation;
 the per-epoch history rows are of the weights as trained.
 
+Guided alignment: with ``guided_alignment`` "LAYER.HEAD" the loss adds ``guided_weight`` times
+the alignment term of that cross-attention head against the HSK gloss alignments (``guided``;
+computed once per training example at construction). The step losses and ``train_loss`` are then
+of that sum, the loss optimised; the history rows add ``align_loss``, the epoch's mean alignment
+term over its batches with aligned rows.
+
 Events. ``trainer.add_callback(event, fn)``; ``fn(payload)`` is called on the training thread
 (a GUI forwards it to its own thread). The events and their payloads are listed in ``events``.
 
@@ -89,6 +95,7 @@ from attnviz.core.training.evaluation import (
     valid_metrics,
 )
 from attnviz.core.training.events import EVENTS, CheckpointEvent, EndEvent, EvalEvent, MessageEvent, StartEvent, StateEvent, StepEvent, TrainResult
+from attnviz.core.training.guided import GuidedAlignment, GuidedHead
 from attnviz.errors import AttnvizError
 
 SCHEDULES = ("inverse-sqrt", "linear", "constant")
@@ -114,6 +121,7 @@ _RANGES: dict[str, tuple[type, float, float, str]] = {
     "log_every": (int, 1, 10**9, "[]"),
     "n_probes": (int, 0, 1000, "[]"),
     "average_last": (int, 0, 100_000, "[]"),
+    "guided_weight": (float, 0.0, 100.0, "(]"),
 }
 DEVICE_TYPES = ("cpu", "cuda", "mps")
 
@@ -168,6 +176,8 @@ class TrainOptions:
     eval_bleu: bool = True  # greedy-translate the valid split at each evaluation (BLEU, chrF)
     final_eval: bool = True  # at the end: token accuracy on every split, BLEU/chrF on every split
     average_last: int = 0  # the bundle's weights: the mean of the last N epochs' weights (0 or 1: the last epoch's)
+    guided_alignment: str | None = None  # "LAYER.HEAD" (1-based) of the cross-attention head trained toward the glosses; None = off
+    guided_weight: float = 0.05  # lambda: the weight of the guided alignment term in the loss (Garg et al. 2019)
 
     def __post_init__(self) -> None:
         """``TrainingError`` (one line) for any field of the wrong type or out of its range."""
@@ -183,6 +193,11 @@ class TrainOptions:
         if not isinstance(self.eval_bleu, bool) or not isinstance(self.final_eval, bool):
             raise TrainingError("eval_bleu and final_eval must be true or false")
         parse_device(self.device)
+        if self.guided_alignment is not None:
+            try:
+                GuidedHead.parse(self.guided_alignment)
+            except ValueError as exc:
+                raise TrainingError(str(exc)) from None
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -414,6 +429,28 @@ class Trainer:
         self._stop = threading.Event()
         self._rng_state: dict[str, torch.Tensor] | None = None  # restored at the start of fit()
         self.average = WeightAverage()  # of the last ``options.average_last`` epochs' weights
+        self.guided = self._guided_alignment()  # None unless ``options.guided_alignment``
+        self._epoch_align_sum = 0.0  # the guided alignment term over this epoch's aligned batches
+        self._epoch_align_n = 0
+
+    def _guided_alignment(self) -> GuidedAlignment | None:
+        """The reference alignments of the training examples, when ``options.guided_alignment``
+        names a head; ``TrainingError`` for a head the model lacks or data without glosses."""
+        spec = self.options.guided_alignment
+        if spec is None:
+            return None
+        cfg = self.model.config
+        try:
+            head = GuidedHead.parse(spec).check(cfg)
+        except ValueError as exc:
+            raise TrainingError(str(exc)) from None
+        guided = GuidedAlignment(head, self.dataset.train, self.train_examples, self.src_tok, self.tgt_tok, cfg.max_len)
+        if not guided.rows:
+            raise TrainingError(
+                f"--guided-alignment needs training pairs with word glosses (the built-in hsk-zh-en data has them); "
+                f"{self.dataset.name} has none that align"
+            )
+        return guided
 
     # -- construction -----------------------------------------------------------------
     @classmethod
@@ -489,6 +526,8 @@ class Trainer:
         self.elapsed_s = float(info.get("elapsed_s", 0.0))
         self._epoch_loss_sum = float(info.get("epoch_loss_sum", 0.0))
         self._epoch_loss_n = int(info.get("epoch_loss_n", 0))
+        self._epoch_align_sum = float(info.get("epoch_align_sum", 0.0))
+        self._epoch_align_n = int(info.get("epoch_align_n", 0))
         self._rng_state = {k[4:]: v for k, v in tensors.items() if k.startswith("rng.")}
         self.average = WeightAverage.from_state(info, tensors)
 
@@ -552,6 +591,8 @@ class Trainer:
             "elapsed_s": self.elapsed_s,
             "epoch_loss_sum": self._epoch_loss_sum,
             "epoch_loss_n": self._epoch_loss_n,
+            "epoch_align_sum": self._epoch_align_sum,
+            "epoch_align_n": self._epoch_align_n,
             "options": self.options.to_dict(),
             "optimizer": opt_info,
             "averaged_epochs": self.average.n,
@@ -675,8 +716,19 @@ class Trainer:
         return lr
 
     def _loss(self, batch: D.Batch) -> torch.Tensor:
-        """Teacher-forced cross-entropy with label smoothing, PAD labels ignored."""
-        logits = self.model(batch.src, batch.tgt_in)  # [B, Lt, V]
+        """Teacher-forced cross-entropy with label smoothing, PAD labels ignored; with guided
+        alignment, plus ``guided_weight`` times the batch's alignment term (``guided``)."""
+        if self.guided is None:
+            return self._cross_entropy(self.model(batch.src, batch.tgt_in), batch)  # logits [B, Lt, V]
+        logits, align = self.guided.forward(self.model, batch)
+        loss = self._cross_entropy(logits, batch)
+        if align is None:
+            return loss
+        self._epoch_align_sum += float(align.detach())
+        self._epoch_align_n += 1
+        return loss + self.options.guided_weight * align
+
+    def _cross_entropy(self, logits: torch.Tensor, batch: D.Batch) -> torch.Tensor:
         ignore = self.model.config.pad_id
         return F.cross_entropy(logits.transpose(1, 2), batch.labels, ignore_index=ignore, label_smoothing=self.options.label_smoothing)
 
@@ -719,6 +771,7 @@ class Trainer:
         self.epoch += 1
         self.batch_in_epoch = 0
         self._epoch_loss_sum, self._epoch_loss_n = 0.0, 0
+        self._epoch_align_sum, self._epoch_align_n = 0.0, 0
         if self.epoch < self.options.epochs:
             self.save_checkpoint("epoch")
 
@@ -726,6 +779,8 @@ class Trainer:
         """Valid-split metrics and probe snapshots: appended to the history, sent as an "eval" event."""
         t0 = time.perf_counter()
         metrics = {"train_loss": self._epoch_loss_sum / max(1, self._epoch_loss_n)}
+        if self.guided is not None:
+            metrics["align_loss"] = self._epoch_align_sum / self._epoch_align_n if self._epoch_align_n else math.nan
         metrics.update(valid_metrics(self.model, self.src_tok, self.tgt_tok, self.dataset.valid, self.valid_examples, self.options.eval_bleu))
         metrics["lr"] = self.optimizer.param_groups[0]["lr"]
         metrics["elapsed_s"] = self.elapsed_s
