@@ -5,7 +5,7 @@ TORCH_VERSION ?= 2.13.0
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(TORCH_VERSION)
 
-.PHONY: run test lint bench venv clean screenshot wheel-smoke
+.PHONY: run test lint bench venv clean screenshot figures wheel-smoke
 
 venv: $(STAMP)
 
@@ -33,6 +33,24 @@ bench: $(STAMP)
 
 screenshot: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(PY) -m attnviz.qt.screenshot
+
+# The README's figures, drawn headless from the bundled models; writes only these five files.
+FIGURES := resources/figures
+EXPORT := QT_QPA_PLATFORM=offscreen $(PY) -m attnviz export --kind encoder
+figures: $(STAMP)
+	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	$(EXPORT) --view compare --src 猫吃鱼。 --size 1400x820 --out "$$tmp/compare" && \
+	$(EXPORT) --view scaling --src 猫吃鱼。 --size 1400x1170 --out "$$tmp/scaling" && \
+	$(EXPORT) --view norm-batch --src 我喜欢吃鱼。 --model models/hsk-zh-en-batchnorm --size 1100x760 --out "$$tmp/norm-batch" && \
+	cp "$$tmp"/compare/*.png $(FIGURES)/compare.png && \
+	cp "$$tmp"/scaling/*.png $(FIGURES)/scaling.png && \
+	$(EXPORT) --view head --kind cross --layer 2 --head 1 --model models/hsk-zh-en-guided --src 猫吃鱼。 \
+	    --tgt "The cat eats fish." --size 520x420 --out "$$tmp/word-order-1" && \
+	$(EXPORT) --view head --kind cross --layer 2 --head 1 --model models/hsk-zh-en-guided --src 鱼吃猫。 \
+	    --tgt "The fish eats the cat." --size 520x420 --out "$$tmp/word-order-2" && \
+	cp "$$tmp"/norm-batch/*.png $(FIGURES)/norm-batch.png && \
+	cp "$$tmp"/word-order-1/*.png $(FIGURES)/word-order-guided-1.png && \
+	cp "$$tmp"/word-order-2/*.png $(FIGURES)/word-order-guided-2.png
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -10,12 +10,16 @@ import torch
 
 from attnviz.core.bundle import BUNDLE_FILES, load_bundle
 from attnviz.core.data import corpora as D
+from attnviz.core.data.augment import augment_as
 from attnviz.core.training.evaluation import greedy_translate, teacher_forced_metrics
 from attnviz.paths import default_model, models_dir
 
-BUNDLED = ("hsk-zh-en", "hsk-zh-en-augmented", "hsk-zh-en-batchnorm", "hsk-zh-en-postnorm", "reverse")
-# bundle -> the config fields in which it differs from the default (post-norm has no final norm)
-HSK_VARIANTS = {"hsk-zh-en-batchnorm": ("norm",), "hsk-zh-en-postnorm": ("norm_placement", "final_norm")}
+BUNDLED = ("hsk-zh-en", "hsk-zh-en-augmented", "hsk-zh-en-guided", "hsk-zh-en-batchnorm", "hsk-zh-en-postnorm", "reverse")
+# bundle -> the config fields in which it differs from the default (post-norm has no final norm;
+# augmented and guided differ in their data and loss alone)
+HSK_VARIANTS = {
+    "hsk-zh-en-augmented": (), "hsk-zh-en-guided": (), "hsk-zh-en-batchnorm": ("norm",), "hsk-zh-en-postnorm": ("norm_placement", "final_norm"),
+}
 MB = 1024 * 1024
 # Training sentences of the default model (HSK ids) that it must translate exactly.
 DEFAULT_KNOWN = ("hsk1-0001", "hsk1-0002", "hsk1-0005", "hsk1-0006", "hsk1-0008", "hsk1-0009", "hsk1-0012", "hsk1-0013")
@@ -71,7 +75,8 @@ def test_postnorm_model_is_the_papers_formula_and_learned_its_training_data(hsk)
 
 def test_hsk_models_were_trained_on_todays_split(default, hsk):
     for b in (default, *(load_bundle(models_dir() / name) for name in HSK_VARIANTS)):
-        assert b.meta["data"]["split_hash"] == hsk.split_hash
+        trained_on = augment_as(hsk, b.meta["data"]["spec"])  # the split, augmented as the bundle says
+        assert b.meta["data"]["split_hash"] == trained_on.split_hash
         assert b.meta["data"]["licence"] == "CC-BY-SA-4.0"
 
 
@@ -140,3 +145,20 @@ def test_augmented_model_translates_everyday_sentences_better_than_the_default()
     meta = load_bundle(models_dir() / "hsk-zh-en-augmented").meta
     assert meta["data"]["spec"]["augment"]["kinds"] and meta["data"]["train_hash"]
     assert scores["hsk-zh-en-augmented"] > scores["hsk-zh-en"] + 2, scores
+
+
+def test_guided_head_aligns_better_than_the_diagonal_and_every_free_head():
+    """The guided bundle's head 2.1 was trained toward the HSK gloss alignments: on the held-out
+    test split it beats the diagonal baseline and is the best head, and the best free head of the
+    augmented bundle (same data and recipe, no guidance) does not reach it."""
+    from attnviz.core.analysis.alignment import evaluate_hsk_alignment, hsk_records
+
+    records = hsk_records("test")
+    guided = load_bundle(models_dir() / "hsk-zh-en-guided")
+    assert guided.meta["options"]["guided_alignment"] == "2.1"
+    with torch.inference_mode():
+        scores = evaluate_hsk_alignment(guided, records)["predicting"]
+        free = evaluate_hsk_alignment(load_bundle(models_dir() / "hsk-zh-en-augmented"), records)["predicting"]
+    assert (scores["best"]["layer"], scores["best"]["head"]) == (1, 0)  # 0-based: layer 2, head 1
+    assert scores["best"]["accuracy"] > scores["diagonal"] + 0.1, scores
+    assert scores["best"]["accuracy"] > free["best"]["accuracy"] + 0.1, (scores["best"], free["best"])

@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from attnviz.core.data.augment import augment_dataset
+from attnviz.core.bundle import load_bundle
+from attnviz.core.data.augment import augment_as
 from attnviz.core.data.corpora import load_hsk, load_tsv
+from attnviz.paths import models_dir
 
 EVERYDAY = Path(__file__).resolve().parents[1] / "data" / "everyday-zh-en.tsv"
 WORD_ORDER = ("猫吃鱼。", "鱼吃猫。")
@@ -40,8 +42,12 @@ def everyday():
 
 @pytest.fixture(scope="module")
 def augmented_hsk():
-    """The HSK data as ``attnviz train --augment cedict,substitution`` (seed 0) trains on it."""
-    return augment_dataset(load_hsk(), ("substitution", "cedict"), seed=0)
+    """The HSK data exactly as the augmented bundle was trained on it (its meta.json's augmentation
+    settings; the training-data hash proves it)."""
+    meta = load_bundle(models_dir() / "hsk-zh-en-augmented").meta
+    data = augment_as(load_hsk(), meta["data"]["spec"])
+    assert data.train_hash == meta["data"]["train_hash"]
+    return data
 
 
 def test_the_everyday_set_has_40_pairs(everyday):

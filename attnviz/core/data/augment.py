@@ -282,10 +282,11 @@ def swap(pair: Pair, slot: Slot, other: Slot, index: int) -> Pair:
     return Pair(src, tgt, f"{pair.id}+sub{index}", extra)
 
 
-def _choices(pool: dict[str, list[Slot]], pair: Pair, slot: Slot) -> list[Slot]:
+def _choices(pool: dict[str, list[Slot]], pair: Pair, slot: Slot, english: frozenset[str]) -> list[Slot]:
     """What ``slot`` of ``pair`` may become: a slot of the pool it takes whose words the pair does not
-    already use; a subject pronoun only a noun that names a person or an animal (``_ANIMATE``)."""
-    found = [o for o in pool[slot.takes] if o.word not in pair.src and not _english_count(o.sense.word, pair.tgt)]
+    already use (``english``: the lowercase words of its translation); a subject pronoun only a noun
+    that names a person or an animal (``_ANIMATE``)."""
+    found = [o for o in pool[slot.takes] if o.word not in pair.src and o.sense.word not in english]
     return [o for o in found if _ANIMATE.search(o.word)] if slot.sense.kind == "pronoun" else found
 
 
@@ -298,9 +299,13 @@ def substitution_pairs(pairs: Sequence[Pair], per_pair: int = 2, seed: int = 0, 
     out: list[Pair] = []
     for pair in pairs:
         made, found = 0, slots(pair)
+        english = frozenset(re.findall(r"\w+", pair.tgt.lower()))
+        cached: dict[Slot, list[Slot]] = {}
         for _ in range(3 * per_pair if found else 0):
             slot = rng.choice(found)
-            choices = _choices(pool, pair, slot)
+            if slot not in cached:
+                cached[slot] = _choices(pool, pair, slot, english)
+            choices = cached[slot]
             new = swap(pair, slot, rng.choice(choices), made) if choices and made < per_pair else None
             if new and new.src not in seen:
                 seen.add(new.src)
