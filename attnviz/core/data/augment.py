@@ -201,7 +201,7 @@ def _slot_in(word: str, sense: Sense, text: str, verbs: frozenset[str]) -> Slot 
     that asks for that very form (a noun where a noun goes, "eats" after "he")."""
     forms = ("singular", "plural", "mass") if sense.kind == "noun" else ("base", "third-person")
     for form in forms:
-        surface = inflect(sense.word, "singular" if form == "mass" else form)
+        surface = inflect(sense.word, form)
         if _english_count(surface, text) == 1 and form in context_forms(surface, text, verbs):
             return Slot(word, sense, form)
     return None
@@ -277,7 +277,7 @@ def swap(pair: Pair, slot: Slot, other: Slot, index: int) -> Pair:
     """``pair`` with ``slot`` replaced by ``other`` on both sides, the English word in the form the
     sentence uses (a plural for a plural, "drinks" for "eats")."""
     src = pair.src.replace(slot.word, other.word, 1)
-    tgt = _replace_english(pair.tgt, slot.english, inflect(other.sense.word, "singular" if slot.form == "mass" else slot.form))
+    tgt = _replace_english(pair.tgt, slot.english, inflect(other.sense.word, slot.form))
     extra = {"augmented": "substitution", "from": pair.id, "swap": [slot.word, other.word]}
     return Pair(src, tgt, f"{pair.id}+sub{index}", extra)
 
