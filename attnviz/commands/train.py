@@ -49,6 +49,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "substitution (aligned word substitution), or both: cedict,substitution",
     )
     p.add_argument("--augment-per-pair", type=int, help="substitution: new sentences made from each training sentence (default 2)")
+    p.add_argument(
+        "--augment-pronouns",
+        action="store_true",
+        help="substitution: a subject 他/她 may become a person or an animal too (off: it skews 是 toward \"is\")",
+    )
     p.add_argument("--out", metavar="DIR", required=True, help="output model bundle folder, e.g. models/NAME or runs/NAME")
     p.add_argument("--resume", action="store_true", help="continue the run saved in --out (same data; --epochs may extend it)")
     p.add_argument("--force", action="store_true", help="replace the attnviz model bundle in --out with a new run (a folder holding anything else is never replaced)")
@@ -204,10 +209,10 @@ def _check_flags(args: argparse.Namespace) -> None:
         from attnviz.core.data.augment import parse_kinds
 
         parse_kinds(args.augment)
-    elif args.augment_per_pair is not None:
+    elif args.augment_per_pair is not None or args.augment_pronouns:
         from attnviz.errors import CommandError
 
-        raise CommandError("--augment-per-pair needs --augment substitution")
+        raise CommandError("--augment-per-pair and --augment-pronouns need --augment substitution")
     if args.guided_weight is not None and args.guided_alignment is None:
         from attnviz.errors import CommandError
 
@@ -303,7 +308,8 @@ def _dataset(args: argparse.Namespace):
     if args.augment:
         from attnviz.core.data.augment import augment_dataset, parse_kinds
 
-        dataset = augment_dataset(dataset, parse_kinds(args.augment), seed=_pick(args.seed, 0), per_pair=_pick(args.augment_per_pair, 2))
+        per_pair = _pick(args.augment_per_pair, 2)
+        dataset = augment_dataset(dataset, parse_kinds(args.augment), seed=_pick(args.seed, 0), per_pair=per_pair, pronouns=args.augment_pronouns)
         added = ", ".join(f"{n} {kind}" for kind, n in dataset.spec["augment"]["added"].items())
         print(f"augmented the training split: {added} pairs added", file=sys.stderr)
     return dataset

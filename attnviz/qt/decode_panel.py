@@ -15,7 +15,7 @@ from attnviz.qt.session import Session
 from attnviz.qt.source_info import QtSourceInfo
 from attnviz.qt.widgets.colormaps import ui_font
 from attnviz.qt.widgets.plain_text import plain_label, tooltip_text
-from attnviz.qt.workers import FunctionWorker
+from attnviz.qt.workers import FunctionWorker, while_alive
 
 STRATEGIES = (("greedy", "Greedy"), ("beam", "Beam search"), ("sample", "Sampling"))
 TOPK_TITLE = "Top-k at step t: P(y_t | y_<t, x)"
@@ -104,7 +104,7 @@ class QtInputBar(QtWidgets.QWidget):
         if bundle is None:
             return
         worker = FunctionWorker(hints_for, dict(bundle.meta), bundle.path, inference=False)
-        worker.returned.connect(lambda hints, b=bundle: self._apply_hints(b, hints))
+        worker.returned.connect(while_alive(self, lambda hints, b=bundle: self._apply_hints(b, hints)))
         self._hints_worker = worker
         worker.start()
 

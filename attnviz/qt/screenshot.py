@@ -27,6 +27,16 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def _wait_until(app, ready, timeout_ms: int = 60000) -> None:
+    """Run the event loop until ``ready()`` (the decode, the examples and the corpus lookup are
+    done: the screenshot shows answers, not "looking it up…") or the timeout has passed."""
+    from PySide6 import QtCore
+
+    deadline = QtCore.QDeadlineTimer(timeout_ms)
+    while not ready() and not deadline.hasExpired():
+        app.processEvents(QtCore.QEventLoop.ProcessEventsFlag.AllEvents, 50)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     from PySide6 import QtCore
@@ -46,9 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     window.show()
     done = {"ok": False}
     window.session.runFinished.connect(lambda: done.__setitem__("ok", True))
-    deadline = QtCore.QDeadlineTimer(60000)
-    while not done["ok"] and not deadline.hasExpired():
-        app.processEvents(QtCore.QEventLoop.ProcessEventsFlag.AllEvents, 50)
+    bar = window.input_bar
+    _wait_until(app, lambda: done["ok"] and not bar.hints_pending() and not bar.source_info.lookup_pending())
     window.resize(width, height)  # a window manager may have placed it; the size is what counts
     for _ in range(20):
         app.processEvents(QtCore.QEventLoop.ProcessEventsFlag.AllEvents, 20)

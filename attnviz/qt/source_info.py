@@ -25,7 +25,7 @@ from attnviz.core.data.examples import data_spec, where_seen
 from attnviz.core.data.source_map import SourceMap, map_source, shown_text
 from attnviz.qt.session import Session, one_line
 from attnviz.qt.widgets.plain_text import plain_label
-from attnviz.qt.workers import FunctionWorker
+from attnviz.qt.workers import FunctionWorker, while_alive
 
 PRETRAINED_HINT = "For real translations: File → Open Model Bundle… → a Marian opus-mt folder (see the README)."
 PRETRAINED_TIP = ("Real pretrained translation models (Helsinki-NLP's opus-mt, e.g. opus-mt-zh-en) open directly: download the "
@@ -138,8 +138,8 @@ class QtSourceInfo(QtWidgets.QWidget):
             return self._seen[key]
         if self._lookup is None or self._lookup.is_done:
             worker = FunctionWorker(where_seen, bundle.meta, source, inference=False)
-            worker.returned.connect(lambda seen, k=key: self._on_seen(k, seen))
-            worker.errored.connect(lambda _exc, k=key: self._on_seen(k, ""))
+            worker.returned.connect(while_alive(self, lambda seen, k=key: self._on_seen(k, seen)))
+            worker.errored.connect(while_alive(self, lambda _exc, k=key: self._on_seen(k, "")))
             self._lookup = worker
             worker.start()
         return "pending"

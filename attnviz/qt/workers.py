@@ -27,6 +27,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+import shiboken6
 from PySide6 import QtCore
 
 
@@ -49,6 +50,25 @@ class WorkerSignals(QtCore.QObject):
         worker = self._worker
         # Let go of the worker on a later turn of the event loop, never inside its own signal.
         QtCore.QTimer.singleShot(0, lambda: _forget(worker))
+
+
+def while_alive(owner: QtCore.QObject, slot: Callable[..., Any]) -> Callable[..., None]:
+    """``slot``, skipped once ``owner``'s C++ object is deleted: a worker may report after the
+    widget that asked for its result is gone (a closed window, a replaced panel)."""
+
+    def call(*args: Any) -> None:
+        if shiboken6.isValid(owner):
+            slot(*args)
+
+    return call
+
+
+def _emit(signal: QtCore.SignalInstance, *args: Any) -> None:
+    """``signal.emit(*args)``, unless the signals' object is already gone (Python shutting down)."""
+    try:
+        signal.emit(*args)
+    except RuntimeError:
+        pass
 
 
 def _forget(worker: "FunctionWorker") -> None:
@@ -151,22 +171,22 @@ class FunctionWorker(QtCore.QRunnable):
     def run(self) -> None:  # called in the pool thread
         self._running.set()
         try:
-            self.signals.started.emit()
+            _emit(self.signals.started)
             if self._abort.is_set():
-                self.signals.aborted.emit()
+                _emit(self.signals.aborted)
                 return
             with _inference_context(self._inference):
                 result = self._func(*self._args, **self._kwargs)
             if self._abort.is_set():
-                self.signals.aborted.emit()
+                _emit(self.signals.aborted)
             else:
-                self.signals.returned.emit(result)
+                _emit(self.signals.returned, result)
         except Exception as exc:  # reported, never raised into Qt
-            self.signals.errored.emit(exc)
+            _emit(self.signals.errored, exc)
         finally:
             self._running.clear()
             self._done.set()
-            self.signals.finished.emit()
+            _emit(self.signals.finished)
 
 
 def active_workers() -> list[FunctionWorker]:

