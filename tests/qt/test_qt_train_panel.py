@@ -460,3 +460,21 @@ def test_the_figure_moves_its_cells_to_the_columns_that_fit(qtbot):
     assert fig.canvas.minimumHeight() == fig.canvas_min_size(2).height() > fig.canvas_min_size(3).height()
     fig.arrange(3)
     assert [fig.canvas.ci.items[c] for c in cells] == [[(0, 0)], [(0, 1)], [(0, 2)], [(1, 0)], [(1, 1)], [(1, 2)]]
+
+
+def test_hsk_runs_widen_their_data_as_the_default_model_did_unless_asked_not_to(qtbot):
+    from attnviz.qt.train.run import _load_dataset
+
+    form = TrainControls()
+    qtbot.addWidget(form)
+    form.data_combo.setCurrentIndex(form.data_combo.findData("hsk-zh-en"))
+    assert form.augment_check.isVisibleTo(form) and form.augment_check.isChecked()
+    req = form.request()
+    assert req.augment and "CC-CEDICT + word swaps" in req.describe()
+    data = _load_dataset(req)
+    assert data.spec["augment"]["kinds"] == ["cedict", "substitution"] and data.spec["augment"]["per_pair"] == 4
+    form.augment_check.setChecked(False)
+    assert "augment" not in _load_dataset(form.request()).spec
+    form.augment_check.setChecked(True)
+    form.data_combo.setCurrentIndex(form.data_combo.findData("reverse"))
+    assert not form.augment_check.isVisibleTo(form) and not form.request().augment  # only HSK has glosses to swap

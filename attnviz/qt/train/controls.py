@@ -94,6 +94,11 @@ class TrainControls(QtWidgets.QGroupBox):
         self.examples_spin.setToolTip("How many random strings the synthetic task has (90% train, 5% valid, 5% test)")
         self._examples_label = QtWidgets.QLabel("Pairs")
         form.addRow(self._examples_label, self.examples_spin)
+        self.augment_check = QtWidgets.QCheckBox("CC-CEDICT + word swaps", objectName="trainAugmentCheck", checked=True)
+        self.augment_check.setToolTip("Widen the HSK training split as the default model's was: CC-CEDICT word pairs and new "
+                                      "sentences made by swapping a word along the glosses (held-out sentences are never touched)")
+        self._augment_label = QtWidgets.QLabel("More data")
+        form.addRow(self._augment_label, self.augment_check)
 
     def _build_model_rows(self, form: QtWidgets.QFormLayout) -> None:
         self.size_combo = _combo("trainSizeCombo", [(text, key) for key, (text, _) in MODEL_SIZES.items()], "base")
@@ -173,7 +178,7 @@ class TrainControls(QtWidgets.QGroupBox):
 
     # -- the form ---------------------------------------------------------------------------
     def _fields(self) -> tuple[QtWidgets.QWidget, ...]:
-        return (self.data_combo, self.tsv_edit, self.examples_spin, self.size_combo, self.norm_combo, self.placement_combo,
+        return (self.data_combo, self.tsv_edit, self.examples_spin, self.augment_check, self.size_combo, self.norm_combo, self.placement_combo,
                 self.epochs_spin, self.lr_spin, self.warmup_spin, self.batch_spin, self.threads_spin, self.out_edit)
 
     def _update_data_rows(self) -> None:
@@ -182,6 +187,8 @@ class TrainControls(QtWidgets.QGroupBox):
             w.setVisible(data == "tsv")
         self._examples_label.setVisible(data in SYNTHETIC_CHOICES)
         self.examples_spin.setVisible(data in SYNTHETIC_CHOICES)
+        self._augment_label.setVisible(data == "hsk-zh-en")
+        self.augment_check.setVisible(data == "hsk-zh-en")
 
     def _suggest_out_dir(self) -> None:
         if not self._out_auto:
@@ -223,6 +230,7 @@ class TrainControls(QtWidgets.QGroupBox):
         """The run the form describes."""
         return TrainRequest(
             data=self.data_combo.currentData(), tsv_path=self.tsv_edit.text().strip(), n_examples=self.examples_spin.value(),
+            augment=self.data_combo.currentData() == "hsk-zh-en" and self.augment_check.isChecked(),
             size=self.size_combo.currentData(), norm=self.norm_combo.currentData(), placement=self.placement_combo.currentData(),
             epochs=self.epochs_spin.value(), lr=self.lr_spin.value(), warmup=self.warmup_spin.value(), batch_tokens=self.batch_spin.value(),
             threads=self.threads_spin.value(), out_dir=self.out_edit.text().strip(),
@@ -233,6 +241,7 @@ class TrainControls(QtWidgets.QGroupBox):
         self.data_combo.setCurrentIndex(self.data_combo.findData(req.data))
         self.tsv_edit.setText(req.tsv_path)
         self.examples_spin.setValue(req.n_examples)
+        self.augment_check.setChecked(req.augment)
         self.size_combo.setCurrentIndex(self.size_combo.findData(req.size))
         self.norm_combo.setCurrentIndex(self.norm_combo.findData(req.norm))
         self.placement_combo.setCurrentIndex(self.placement_combo.findData(req.placement))

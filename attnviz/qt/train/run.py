@@ -58,6 +58,7 @@ class TrainRequest:
     data: str = "reverse"  # "hsk-zh-en", "copy", "reverse", "sort" or "tsv"
     tsv_path: str = ""  # for data == "tsv"
     n_examples: int = 2000  # synthetic tasks: how many pairs
+    augment: bool = False  # HSK: add CC-CEDICT word pairs and word swaps (as the default model's --augment)
     size: str = "small"  # a key of MODEL_SIZES
     norm: str = "layer"  # "layer" | "batch"
     placement: str = "pre"  # "pre" | "post"
@@ -81,7 +82,8 @@ class TrainRequest:
         if self.resume_from:
             return f"resume {self.resume_from}"
         norm = "LayerNorm" if self.norm == "layer" else "BatchNorm"
-        return f"{self.data} · {self.size} · {norm} ({self.placement}-norm) · {self.epochs} epochs"
+        data = f"{self.data} + CC-CEDICT + word swaps" if self.augment else self.data
+        return f"{data} · {self.size} · {norm} ({self.placement}-norm) · {self.epochs} epochs"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -131,7 +133,7 @@ def _load_dataset(req: TrainRequest):
     from attnviz.core.data import corpora as D
 
     if req.data == "hsk-zh-en":
-        return D.load_hsk()
+        return _augmented(D.load_hsk(), req) if req.augment else D.load_hsk()
     if req.synthetic:
         return D.synthetic(req.data, n=int(req.n_examples), seed=int(req.seed))
     if req.data == "tsv":
@@ -139,6 +141,17 @@ def _load_dataset(req: TrainRequest):
             raise D.DataError("choose a TSV file of source<TAB>target lines")
         return D.load_tsv(req.tsv_path)
     raise D.DataError(f"unknown data choice {req.data!r}")
+
+
+AUGMENT_KINDS = ("cedict", "substitution")
+AUGMENT_PER_PAIR = 4  # the default model's recipe
+
+
+def _augmented(data, req: TrainRequest):
+    """``data`` widened as the default model's was (training split only)."""
+    from attnviz.core.data.augment import augment_dataset
+
+    return augment_dataset(data, AUGMENT_KINDS, seed=int(req.seed), per_pair=AUGMENT_PER_PAIR)
 
 
 def _resumed_data(meta: Any):
