@@ -152,7 +152,7 @@ def hsk_alignment(args: argparse.Namespace) -> int:
     report = {
         "split": args.split,
         "records": len(records),
-        "method": "argmax of cross-attention vs. gloss-derived reference pairs (attnviz.core.analysis.stats.evaluate_hsk_alignment)",
+        "method": "argmax of cross-attention vs. gloss-derived reference pairs (attnviz.core.analysis.alignment.evaluate_hsk_alignment)",
         "computed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         **report,
     }

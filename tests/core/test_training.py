@@ -331,6 +331,23 @@ def test_should_stop_is_asked_between_evaluation_steps(reverse_data):
     assert len(asked) == 3
 
 
+def test_a_finished_averaged_run_resumed_to_more_epochs_is_the_longer_run(tmp_path, reverse_data):
+    """Resuming goes on from the weights as trained (not from the shipped mean) and averages only
+    the new last epochs: the same losses and the same shipped weights as one run of 4 epochs."""
+    full = make_trainer(reverse_data, tmp_path / "full", epochs=4, average_last=2, batch_tokens=200)
+    ref = collect(full)
+    assert full.fit().ok and full.meta["averaged_epochs"] == 2
+    short = make_trainer(reverse_data, tmp_path / "short", epochs=2, average_last=2, batch_tokens=200)
+    first = collect(short)
+    assert short.fit().ok and short.meta["averaged_epochs"] == 2
+    longer = T.Trainer.from_checkpoint(tmp_path / "short", reverse_data, epochs=4)
+    rest = collect(longer)
+    assert longer.fit().ok and longer.meta["averaged_epochs"] == 2
+    assert [e.loss for e in first + rest] == pytest.approx([e.loss for e in ref], rel=1e-6)
+    a, b = load_bundle(tmp_path / "full").model.state_dict(), load_bundle(tmp_path / "short").model.state_dict()
+    assert all(torch.allclose(a[k].double(), b[k].double(), atol=1e-6) for k in a)
+
+
 def test_average_last_ships_the_mean_of_the_last_epochs_weights(tmp_path, reverse_data):
     plain = make_trainer(reverse_data, tmp_path / "plain", epochs=3)
     per_epoch = []

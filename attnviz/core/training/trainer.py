@@ -38,7 +38,9 @@ and the probe snapshots (cross-attention averaged over heads, per layer, rounded
 Checkpoint averaging: with ``average_last`` N > 1 the weights at the end of each of the last N
 epochs are summed (``WeightAverage``, saved with the training state as ``avg.*`` tensors so a
 resumed run keeps them) and the bundle ships their mean, evaluated by the final evaluation;
-the per-epoch history rows are of the weights as trained.
+the per-epoch history rows are of the weights as trained. The training state of a finished
+run also keeps the last epoch's weights as trained (``raw.*``): a run resumed to more epochs
+goes on from them, not from the mean, and averages only its own last N epochs.
 
 Guided alignment: with ``guided_alignment`` "LAYER.HEAD" the loss adds ``guided_weight`` times
 the alignment term of that cross-attention head against the HSK gloss alignments (``guided``;
@@ -353,17 +355,25 @@ class WeightAverage:
     last epochs): floating tensors are averaged, the others (BatchNorm's batch count) taken from the
     model as it is. Saved with the training state as ``avg.NAME`` tensors."""
 
-    def __init__(self, sums: dict[str, torch.Tensor] | None = None, n: int = 0):
+    def __init__(self, sums: dict[str, torch.Tensor] | None = None, n: int = 0, first: int | None = None):
         self.sums = dict(sums or {})
         self.n = n
+        self.first = first  # the (0-based) epoch of the first weights summed
 
     @classmethod
     def from_state(cls, info: dict[str, Any], tensors: dict[str, torch.Tensor]) -> "WeightAverage":
         sums = {k[4:]: v for k, v in tensors.items() if k.startswith("avg.")}
         n = int(info.get("averaged_epochs", 0))
-        return cls(sums, n) if sums and n > 0 else cls()
+        first = info.get("averaged_from")
+        return cls(sums, n, int(first) if first is not None else None) if sums and n > 0 else cls()
 
-    def add(self, model: torch.nn.Module) -> None:
+    def add(self, model: torch.nn.Module, epoch: int, start: int) -> None:
+        """Sum the weights at the end of ``epoch``, the averaging window starting at epoch ``start``;
+        sums from before the window are dropped first (a run resumed to more epochs moves it)."""
+        if self.n and (self.first is None or self.first < start):
+            self.sums, self.n = {}, 0
+        if not self.n:
+            self.first = epoch
         for name, t in model.state_dict().items():
             if t.is_floating_point():
                 value = t.detach().to("cpu", torch.float64)
@@ -429,6 +439,7 @@ class Trainer:
         self._stop = threading.Event()
         self._rng_state: dict[str, torch.Tensor] | None = None  # restored at the start of fit()
         self.average = WeightAverage()  # of the last ``options.average_last`` epochs' weights
+        self._trained_weights: dict[str, torch.Tensor] = {}  # a finished run's last weights, when the bundle ships a mean
         self.guided = self._guided_alignment()  # None unless ``options.guided_alignment``
         self._epoch_align_sum = 0.0  # the guided alignment term over this epoch's aligned batches
         self._epoch_align_n = 0
@@ -530,6 +541,15 @@ class Trainer:
         self._epoch_align_n = int(info.get("epoch_align_n", 0))
         self._rng_state = {k[4:]: v for k, v in tensors.items() if k.startswith("rng.")}
         self.average = WeightAverage.from_state(info, tensors)
+        trained = {k[4:]: v for k, v in tensors.items() if k.startswith("raw.")}
+        if trained:  # a finished run that shipped a mean goes on from its weights as trained
+            self._load_trained_weights(trained)
+
+    def _load_trained_weights(self, trained: dict[str, torch.Tensor]) -> None:
+        try:
+            self.model.load_state_dict(trained)
+        except RuntimeError as exc:
+            raise TrainingError(f"cannot resume: {self.out_dir}: the saved weights do not fit the model ({str(exc).splitlines()[0][:160]})") from None
 
     def _check_moments(self, state: dict[str, Any]) -> None:
         """``ValueError`` unless every saved optimiser tensor fits its parameter (Adam's moments
@@ -581,6 +601,7 @@ class Trainer:
 
         tensors, opt_info = optimizer_state_to_files(self.optimizer, self._param_names())
         tensors.update(self.average.state_tensors())
+        tensors.update({f"raw.{name}": t for name, t in self._trained_weights.items()})
         tensors["rng.cpu"] = torch.get_rng_state()
         if torch.cuda.is_available() and self.device.type == "cuda":
             tensors["rng.cuda"] = torch.cuda.get_rng_state(self.device)
@@ -596,6 +617,7 @@ class Trainer:
             "options": self.options.to_dict(),
             "optimizer": opt_info,
             "averaged_epochs": self.average.n,
+            "averaged_from": self.average.first,
         }
         return {STATE_TENSORS: st_save(tensors), STATE_JSON: json.dumps(info, indent=1).encode()}
 
@@ -766,8 +788,9 @@ class Trainer:
         """Evaluate and record the finished epoch, move on to the next, and save a checkpoint
         (the last epoch's is saved by ``_finish``)."""
         self._evaluate_epoch()
-        if self.epoch >= self.options.epochs - self.options.average_last:
-            self.average.add(self.model)
+        start = self.options.epochs - self.options.average_last
+        if self.epoch >= start:
+            self.average.add(self.model, self.epoch, start)
         self.epoch += 1
         self.batch_in_epoch = 0
         self._epoch_loss_sum, self._epoch_loss_n = 0.0, 0
@@ -794,6 +817,7 @@ class Trainer:
         """After the last epoch: the final evaluation (if asked for) and the final checkpoint."""
         final: dict[str, Any] = {}
         if self.average.n > 1:
+            self._trained_weights = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
             self.average.load_into(self.model)
             self.meta["averaged_epochs"] = self.average.n
             self._message(f"the bundle's weights are the mean of the last {self.average.n} epochs' weights")
