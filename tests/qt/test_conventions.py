@@ -277,3 +277,23 @@ def test_norm_view_selectors_show_whole_names(make_view, qtbot):
         assert combo.width() >= combo.sizeHint().width()
     assert [view.compare_combo.itemText(i) for i in range(view.compare_combo.count())] == ["norm1", "norm2"]
     assert view.minimumSizeHint().width() <= NARROW[0]
+
+
+def test_a_short_colour_bar_keeps_its_tick_labels_apart(qtbot):
+    """In a narrow dock a colour bar may be 50 px tall: its labels (pyqtgraph always labels its top
+    tick level) stay 1.5 text heights apart instead of overlapping."""
+    import pyqtgraph as pg
+
+    from attnviz.qt.widgets.colormaps import LIGHT
+    from attnviz.qt.widgets.heatmap import HeatmapPlot, readable_spacing
+
+    assert readable_spacing(10.0, 50.0, 12.0) == 5.0 and readable_spacing(1.0, 300.0, 12.0) == 0.1
+    widget = pg.GraphicsLayoutWidget()
+    qtbot.addWidget(widget)
+    plot = HeatmapPlot(LIGHT, levels=(-4.6, 4.6))
+    widget.addItem(plot)
+    text_px = QtGui.QFontMetricsF(plot.colorbar.axis.style.get("tickFont") or plot.colorbar.axis.font()).height()
+    for height in (50.0, 120.0, 400.0):
+        (major, _offset), *_ = plot.colorbar.axis.tickSpacing(-4.6, 4.6, height)
+        assert major * height / 9.2 >= 1.5 * text_px * (1 - 1e-9), (height, major)
+    assert plot.colorbar.axis.tickSpacing(-4.6, 4.6, 400.0)[0][0] < 5.0  # a tall bar keeps finer ticks

@@ -89,9 +89,39 @@ def quiet_axes(*plots: pg.PlotItem | None) -> None:
 
 def slim_colorbar(bar: pg.ColorBarItem) -> None:
     """A colour bar without its top and bottom frame axes: two axes fewer to lay out and paint
-    on every update (the bar keeps its tick axis and its label)."""
+    on every update (the bar keeps its tick axis and its label), whose tick labels never crowd
+    (``readable_ticks``)."""
     for name in ("top", "bottom"):
         bar.hideAxis(name)
+    readable_ticks(bar.axis)
+
+
+TICK_GAP = 1.5  # tick labels at least this many text heights apart
+
+
+def readable_spacing(span: float, size_px: float, text_px: float) -> float:
+    """The smallest of 1, 2, 5 × 10^k that puts ticks ``TICK_GAP`` text heights apart on an axis
+    of ``size_px`` pixels showing ``span`` units."""
+    need = TICK_GAP * text_px * span / max(size_px, 1.0)
+    if not need > 0 or not math.isfinite(need):
+        return span or 1.0
+    base = 10.0 ** math.floor(math.log10(need))
+    return next(m * base for m in (1, 2, 5, 10) if m * base >= need)
+
+
+def readable_ticks(axis: pg.AxisItem) -> None:
+    """Let ``axis`` (a short colour-bar axis in a narrow dock) keep only the tick levels whose
+    labels do not overlap; pyqtgraph always labels its top level, however crowded."""
+    automatic = axis.tickSpacing
+
+    def spacing(min_val: float, max_val: float, size: float) -> list[tuple[float, float]]:
+        levels = automatic(min_val, max_val, size)
+        text_px = QtGui.QFontMetricsF(axis.style.get("tickFont") or axis.font()).height()
+        least = readable_spacing(abs(max_val - min_val), size, text_px)
+        kept = [(step, offset) for step, offset in levels if step >= least * (1 - 1e-9)]
+        return kept or [(least, 0.0)]
+
+    axis.tickSpacing = spacing
 
 
 def setup_matrix_plot(plot: pg.PlotItem, aspect_locked: bool | None = None) -> pg.ViewBox:
