@@ -61,8 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     window.resize(width, height)  # a window manager may have placed it; the size is what counts
     for _ in range(20):
         app.processEvents(QtCore.QEventLoop.ProcessEventsFlag.AllEvents, 20)
-    window.head_detail.select(kind="cross", layer=2, head=2, mode="head")  # a head that aligns words
-    window.grid.set_selected(2, 2)
+    # a head that aligns words, chosen as a click on its tile does: every linked view follows it
+    window.views.selection.update(kind="cross", layer=2, head=2, mode="head")
     for _ in range(10):
         app.processEvents(QtCore.QEventLoop.ProcessEventsFlag.AllEvents, 20)
     window.grid.setFocus()
