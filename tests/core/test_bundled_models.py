@@ -14,15 +14,17 @@ from attnviz.core.data.augment import augment_as
 from attnviz.core.training.evaluation import greedy_translate, teacher_forced_metrics
 from attnviz.paths import default_model, models_dir
 
-BUNDLED = ("hsk-zh-en", "hsk-zh-en-augmented", "hsk-zh-en-guided", "hsk-zh-en-batchnorm", "hsk-zh-en-postnorm", "reverse")
+BUNDLED = ("hsk-zh-en", "hsk-zh-en-hsk-only", "hsk-zh-en-guided", "hsk-zh-en-batchnorm", "hsk-zh-en-postnorm", "reverse")
 # bundle -> the config fields in which it differs from the default (post-norm has no final norm;
-# augmented and guided differ in their data and loss alone)
+# HSK-only and guided differ in their data and loss alone)
 HSK_VARIANTS = {
-    "hsk-zh-en-augmented": (), "hsk-zh-en-guided": (), "hsk-zh-en-batchnorm": ("norm",), "hsk-zh-en-postnorm": ("norm_placement", "final_norm"),
+    "hsk-zh-en-hsk-only": (), "hsk-zh-en-guided": (), "hsk-zh-en-batchnorm": ("norm",), "hsk-zh-en-postnorm": ("norm_placement", "final_norm"),
 }
+# Bundles trained on the default's augmented data (the same meta.json data spec and training hash).
+SAME_DATA = ("hsk-zh-en-guided", "hsk-zh-en-batchnorm", "hsk-zh-en-postnorm")
 MB = 1024 * 1024
 # Training sentences of the default model (HSK ids) that it must translate exactly.
-DEFAULT_KNOWN = ("hsk1-0001", "hsk1-0002", "hsk1-0005", "hsk1-0006", "hsk1-0008", "hsk1-0009", "hsk1-0012", "hsk1-0013")
+DEFAULT_KNOWN = ("hsk1-0005", "hsk1-0006", "hsk1-0007", "hsk1-0008", "hsk1-0009", "hsk1-0012", "hsk1-0013", "hsk1-0014")
 
 
 @pytest.fixture(scope="module")
@@ -80,6 +82,14 @@ def test_hsk_models_were_trained_on_todays_split(default, hsk):
         assert b.meta["data"]["licence"] == "CC-BY-SA-4.0"
 
 
+def test_the_default_learned_from_the_augmented_data_and_its_variants_from_the_same(default):
+    augment = default.meta["data"]["spec"]["augment"]
+    assert augment["kinds"] == ["cedict", "substitution"] and augment["pronouns"] is False
+    for name in SAME_DATA:
+        assert load_bundle(models_dir() / name).meta["data"]["train_hash"] == default.meta["data"]["train_hash"], name
+    assert "augment" not in load_bundle(models_dir() / "hsk-zh-en-hsk-only").meta["data"]["spec"]
+
+
 def test_default_translates_training_sentences(default, hsk):
     by_id = {p.id: p for p in hsk.train}
     pairs = [by_id[i] for i in DEFAULT_KNOWN]  # all in the training split
@@ -127,9 +137,10 @@ def test_reverse_cross_attention_is_an_anti_diagonal():
         assert w.argmax(-1).tolist() == list(range(n - 1, -1, -1)), np.round(w, 2)
 
 
-def test_augmented_model_translates_everyday_sentences_better_than_the_default():
-    """The bundle trained with ``--augment cedict,substitution`` scores a higher chrF than the
-    default on the everyday set (sentences in no training data, augmented pairs included)."""
+def test_the_augmented_default_translates_everyday_sentences_better_than_hsk_alone():
+    """The default, trained with ``--augment cedict,substitution``, scores a higher chrF than the
+    same model on the HSK pairs alone, on the everyday set (sentences in no training data,
+    augmented pairs included)."""
     from pathlib import Path
 
     from attnviz.core.training.evaluation import sacrebleu_scores
@@ -138,19 +149,17 @@ def test_augmented_model_translates_everyday_sentences_better_than_the_default()
     pairs = pairs.train + pairs.valid + pairs.test
     refs = [p.tgt for p in pairs]
     scores = {}
-    for name in ("hsk-zh-en", "hsk-zh-en-augmented"):
+    for name in ("hsk-zh-en", "hsk-zh-en-hsk-only"):
         b = load_bundle(models_dir() / name)
         hyps = greedy_translate(b.model, b.src_tokenizer, b.tgt_tokenizer, [p.src for p in pairs])
         scores[name] = sacrebleu_scores(hyps, refs)["chrf"]
-    meta = load_bundle(models_dir() / "hsk-zh-en-augmented").meta
-    assert meta["data"]["spec"]["augment"]["kinds"] and meta["data"]["train_hash"]
-    assert scores["hsk-zh-en-augmented"] > scores["hsk-zh-en"] + 2, scores
+    assert scores["hsk-zh-en"] > scores["hsk-zh-en-hsk-only"] + 2, scores
 
 
 def test_guided_head_aligns_better_than_the_diagonal_and_every_free_head():
     """The guided bundle's head 2.1 was trained toward the HSK gloss alignments: on the held-out
     test split it beats the diagonal baseline and is the best head, and the best free head of the
-    augmented bundle (same data and recipe, no guidance) does not reach it."""
+    default (same data and recipe, no guidance) does not reach it."""
     from attnviz.core.analysis.alignment import evaluate_hsk_alignment, hsk_records
 
     records = hsk_records("test")
@@ -158,7 +167,19 @@ def test_guided_head_aligns_better_than_the_diagonal_and_every_free_head():
     assert guided.meta["options"]["guided_alignment"] == "2.1"
     with torch.inference_mode():
         scores = evaluate_hsk_alignment(guided, records)["predicting"]
-        free = evaluate_hsk_alignment(load_bundle(models_dir() / "hsk-zh-en-augmented"), records)["predicting"]
+        free = evaluate_hsk_alignment(load_bundle(default_model()), records)["predicting"]
     assert (scores["best"]["layer"], scores["best"]["head"]) == (1, 0)  # 0-based: layer 2, head 1
     assert scores["best"]["accuracy"] > scores["diagonal"] + 0.1, scores
     assert scores["best"]["accuracy"] > free["best"]["accuracy"] + 0.1, (scores["best"], free["best"])
+
+
+def test_the_default_translates_the_first_sentences_a_learner_types(default, hsk):
+    """Sentences in no training data, augmented pairs included, that the HSK-only model or the
+    earlier augmented ones got wrong ("I is a student.", "My doctor is a doctor.")."""
+    typed = ["我是学生。", "我的妈妈是医生。", "我喜欢吃鱼。"]
+    trained = {p.src for p in augment_as(hsk, default.meta["data"]["spec"]).train}
+    assert not trained & set(typed)
+    out = greedy_translate(default.model, default.src_tokenizer, default.tgt_tokenizer, typed)
+    assert out[0] in ("I am a student.", "I'm a student."), out
+    assert out[1] in ("Mom is a doctor.", "My mom is a doctor.", "My mother is a doctor."), out
+    assert out[2] in ("I like fish.", "I like eating fish.", "I like to eat fish."), out
