@@ -169,3 +169,22 @@ def test_every_text_reads_in_a_narrow_dock(make_view, qtbot):
     assert any(t.text == "source padding · none" for t in texts) and any(t.text == "target padding · none" for t in texts)
     problems = check_texts(texts, visible_rect(view.canvas.viewport(), view))
     assert problems == [], "\n".join(problems)
+
+
+def test_the_padding_captions_shorten_in_the_narrowest_dock(make_view, qtbot):
+    """At 1024×700 the masks dock may be ~320 px wide: "source padding · none" would be cut off at
+    both ends of its half, so the captions say "src"/"tgt" there, and go back when it widens."""
+    from window_helpers import check_texts, scene_texts, visible_rect
+
+    m = sample_masks()
+    m = dataclasses.replace(m, tgt_padding=np.zeros(len(m.key_labels)), src_padding=np.zeros(len(m.src_labels)))
+    view = make_view(QtMaskView, (320, 560), m, shown=True)
+    for _ in range(4):
+        qtbot.wait(20)
+    texts = scene_texts(view.canvas, view)
+    assert any(t.text == "src padding · none" for t in texts) and any(t.text == "tgt padding · none" for t in texts)
+    assert check_texts(texts, visible_rect(view.canvas.viewport(), view)) == []
+    view.resize(520, 560)
+    for _ in range(4):
+        qtbot.wait(20)
+    assert any(t.text == "source padding · none" for t in scene_texts(view.canvas, view))

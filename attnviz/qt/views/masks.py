@@ -45,6 +45,7 @@ SHORT_PANELS: dict[str, str] = {
     "weights": "④ softmax(③)",
 }
 NARROW_PANEL = 300.0  # px: a panel narrower than this gets its short title
+NARROW_PADDING = 190.0  # px: a padding panel narrower than this says "src"/"tgt"
 MIN_CANVAS_HEIGHT = 290  # px: below this the view scrolls (in the window) rather than drop row labels
 
 
@@ -159,6 +160,18 @@ class QtMaskView(PredictedRowsMixin, FigureViewBase):
             if name == "mask" and panel_width >= NARROW_PANEL:
                 text += "  (look-ahead)" if only_look_ahead else "  (+ padding)"
             plot.set_panel_title(text, size="9pt")
+        self._set_padding_titles(panel_width)
+
+    def _set_padding_titles(self, panel_width: float) -> None:
+        """"source padding · none" where it fits, "src padding · none" in narrow panels (the
+        longer one would be cut off at both ends)."""
+        d = self._data
+        if d is None:
+            return
+        target, source = ("target", "source") if panel_width >= NARROW_PADDING else ("tgt", "src")
+        for name, who, padding in (("tgt_padding", target, d.tgt_padding), ("src_padding", source, d.src_padding)):
+            note = "" if padding is not None and np.any(padding > 0.5) else " · none"
+            self.padding[name].set_panel_title(f"{who} padding{note}", color=self.theme.muted, size="8.5pt")
 
     def panel_titles(self) -> dict[str, str]:
         return {name: plot.titleLabel.text for name, plot in self.panels.items()}
@@ -244,14 +257,10 @@ class QtMaskView(PredictedRowsMixin, FigureViewBase):
         tgt = _padding_row(d.tgt_padding, len(k))
         self.padding["tgt_padding"].set_matrix(tgt, ("M_pad",), k, None, levels=(0.0, 1.0))
         self.padding["tgt_padding"].set_col_labels_visible(False)  # the same keys as the panels above
-        note = "" if d.tgt_padding is not None and np.any(d.tgt_padding > 0.5) else " · none"
-        self.padding["tgt_padding"].set_panel_title("target padding" + note, color=self.theme.muted, size="8.5pt")
         src_plot = self.padding["src_padding"]
         if d.src_padding is not None:
             src = _padding_row(d.src_padding, len(d.src_labels))
             src_plot.set_matrix(src, ("M_pad",), d.src_labels, None, levels=(0.0, 1.0))
-            note = "" if np.any(d.src_padding > 0.5) else " · none"
-            src_plot.set_panel_title("source padding" + note, color=self.theme.muted, size="8.5pt")
             src_plot.setVisible(True)
         else:
             src_plot.setVisible(False)
