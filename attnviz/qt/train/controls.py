@@ -15,7 +15,17 @@ from typing import Any
 
 from PySide6 import QtCore, QtWidgets
 
-from attnviz.qt.train.run import ACTIVE_STATES, AUTO_WARMUP, DATA_CHOICES, MODEL_SIZES, SYNTHETIC_CHOICES, WARMUP_CAP, WARMUP_SHARE, TrainRequest
+from attnviz.qt.train.run import (
+    ACTIVE_STATES,
+    AUGMENT_LABEL,
+    AUTO_WARMUP,
+    DATA_CHOICES,
+    MODEL_SIZES,
+    SYNTHETIC_CHOICES,
+    WARMUP_CAP,
+    WARMUP_SHARE,
+    TrainRequest,
+)
 from attnviz.qt.widgets.colormaps import ui_font
 
 
@@ -94,7 +104,7 @@ class TrainControls(QtWidgets.QGroupBox):
         self.examples_spin.setToolTip("How many random strings the synthetic task has (90% train, 5% valid, 5% test)")
         self._examples_label = QtWidgets.QLabel("Pairs")
         form.addRow(self._examples_label, self.examples_spin)
-        self.augment_check = QtWidgets.QCheckBox("CC-CEDICT + word swaps", objectName="trainAugmentCheck", checked=True)
+        self.augment_check = QtWidgets.QCheckBox(AUGMENT_LABEL, objectName="trainAugmentCheck", checked=True)
         self.augment_check.setToolTip("Widen the HSK training split as the default model's was: CC-CEDICT word pairs and new "
                                       "sentences made by swapping a word along the glosses (held-out sentences are never touched)")
         self._augment_label = QtWidgets.QLabel("More data")

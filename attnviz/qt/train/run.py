@@ -51,6 +51,9 @@ def auto_warmup(total_steps: int) -> int:
     return max(1, min(WARMUP_CAP, int(round(WARMUP_SHARE * total_steps))))
 
 
+AUGMENT_LABEL = "CC-CEDICT + word swaps"  # what an HSK run's augment adds, in the form and the run's description
+
+
 @dataclass
 class TrainRequest:
     """Everything one run needs; built from the form (``TrainControls.request()``) or by hand."""
@@ -82,7 +85,7 @@ class TrainRequest:
         if self.resume_from:
             return f"resume {self.resume_from}"
         norm = "LayerNorm" if self.norm == "layer" else "BatchNorm"
-        data = f"{self.data} + CC-CEDICT + word swaps" if self.augment else self.data
+        data = f"{self.data} + {AUGMENT_LABEL}" if self.augment else self.data
         return f"{data} · {self.size} · {norm} ({self.placement}-norm) · {self.epochs} epochs"
 
 
@@ -143,15 +146,15 @@ def _load_dataset(req: TrainRequest):
     raise D.DataError(f"unknown data choice {req.data!r}")
 
 
-AUGMENT_KINDS = ("cedict", "substitution")
-AUGMENT_PER_PAIR = 4  # the default model's recipe
-
-
 def _augmented(data, req: TrainRequest):
-    """``data`` widened as the default model's was (training split only)."""
-    from attnviz.core.data.augment import augment_dataset
+    """``data`` widened as the bundled default model's was (the augmentation its meta.json
+    records, with this run's seed; training split only)."""
+    from attnviz.core.bundle import META, META_LIMIT, read_json
+    from attnviz.core.data.augment import augment_as
+    from attnviz.paths import default_model
 
-    return augment_dataset(data, AUGMENT_KINDS, seed=int(req.seed), per_pair=AUGMENT_PER_PAIR)
+    spec = read_json(default_model() / META, META_LIMIT)["data"]["spec"]
+    return augment_as(data, {**spec, "augment": {**spec["augment"], "seed": int(req.seed)}})
 
 
 def _resumed_data(meta: Any):
