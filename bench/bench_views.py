@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 import pyqtgraph as pg  # noqa: E402
-from PySide6 import QtWidgets  # noqa: E402
+from PySide6 import QtCore, QtWidgets  # noqa: E402
 
 from attnviz.core.model.sites import KINDS  # noqa: E402
 from attnviz.qt.app import make_app  # noqa: E402
@@ -85,10 +85,13 @@ def _time_both(update, repeats: int) -> tuple[float, float]:
     return statistics.median(wall), statistics.median(cpu)
 
 
-class _SampleSession:
+class _SampleSession(QtCore.QObject):
     """What the :class:`ViewSet` asks of a session, answered from the sample data of one step."""
 
+    decodingChanged = QtCore.Signal()
+
     def __init__(self, steps):
+        super().__init__()
         self.steps = steps
         self.index = 0
         self.current = True  # something is decoded
@@ -120,9 +123,9 @@ def _linked_update(steps, shown: tuple[str, ...], repeats: int) -> dict[str, tup
     session = _SampleSession(steps)
     views = ViewSet(session, lambda path: None)
     for name in LINKED:
-        views[name].resize(*_SIZES[name])
+        views.frames[name].resize(*_SIZES[name])
         if name in shown:
-            views[name].show()
+            views.frames[name].show()
     for name in shown:
         views.refresh(views[name])
     QtWidgets.QApplication.processEvents()
@@ -137,8 +140,8 @@ def _linked_update(steps, shown: tuple[str, ...], repeats: int) -> dict[str, tup
             views.refresh(views[name])
 
     out = {"selection": _time_both(select, repeats), "step": _time_both(step, repeats)}
-    for view in views.all():
-        view.close()
+    for frame in views.frames.values():
+        frame.close()
     views.train.close()
     return out
 

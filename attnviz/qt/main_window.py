@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import traceback
 from pathlib import Path
 
 from PySide6 import QtCore, QtGui, QtWidgets
@@ -10,11 +9,10 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from attnviz.core.bundle import Bundle
 from attnviz.core.model.config import TransformerConfig
 from attnviz.paths import default_model
-from attnviz.qt.decode_panel import EMPTY_SOURCE, QtInputBar, QtStepBar, QtTokenChips, QtTopKPanel
+from attnviz.qt.decode_panel import QtInputBar, QtStepBar, QtTokenChips, QtTopKPanel
 from attnviz.qt.help import show_about, show_shortcuts
 from attnviz.qt.session import Session, one_line
 from attnviz.qt.theme import THEMES, apply_theme
-from attnviz.qt.view_frame import ViewFrame
 from attnviz.qt.views.registry import ViewSet, head_figure
 from attnviz.qt.widgets.colormaps import SEQUENTIAL_COLORMAPS
 from attnviz.qt.widgets.plain_text import ElidedLabel, menu_text, plain_label
@@ -73,6 +71,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.session.decodingChanged.connect(self._on_decoding_changed)
         self.session.busyChanged.connect(self._on_busy)
         self.session.message.connect(self.show_message)
+        self.views.failed.connect(lambda text: self.show_message("error", text))
         self.session.runFinished.connect(self._update_actions)
         self.read_settings()
         examples = self._load_examples()
@@ -141,8 +140,7 @@ class MainWindow(QtWidgets.QMainWindow):
         layout.addWidget(self.step_bar)
         layout.addWidget(self.chips)
         layout.addWidget(self.message_bar)
-        self.frames: dict[QtWidgets.QWidget, ViewFrame] = {self.grid: ViewFrame(self.grid)}
-        layout.addWidget(self.frames[self.grid], 1)
+        layout.addWidget(self.views.frames["grid"], 1)
         self.setCentralWidget(central)
         self._connect_view(self.grid)
         self.grid.tileClicked.connect(self._on_grid_clicked)
@@ -150,13 +148,10 @@ class MainWindow(QtWidgets.QMainWindow):
     def _dock(self, title: str, widget: QtWidgets.QWidget, name: str, area, tab_with: QtWidgets.QDockWidget | None = None) -> QtWidgets.QDockWidget:
         dock = QtWidgets.QDockWidget(title, self)
         dock.setObjectName(name)
-        if widget in self.views.all():
-            self.frames[widget] = ViewFrame(widget)
-        dock.setWidget(self.frames.get(widget, widget))
+        dock.setWidget(widget)
         self.addDockWidget(area, dock)
         if tab_with is not None:
             self.tabifyDockWidget(tab_with, dock)
-        dock.visibilityChanged.connect(lambda visible, w=widget: visible and self._refresh_view(w))
         self.docks[name] = dock
         self._connect_view(widget)
         return dock
@@ -304,30 +299,11 @@ class MainWindow(QtWidgets.QMainWindow):
         self._update_actions()
         self.chips.show_session(self.session)
         self.topk_panel.show_session(self.session)
-        empty = self.empty_state()
-        for frame in self.frames.values():
-            frame.set_empty(empty)
-        for view in self.views.all():
-            if view.isVisible():  # a hidden view is refreshed when its dock is shown
-                self._refresh_view(view)
 
-    def empty_state(self) -> str | None:
-        """What the views say when there is nothing to show (and what to do), or ``None``."""
-        s = self.session
-        if s.bundle is None:
-            return "No model open: File → Open Model Bundle… (Ctrl+O)"
-        if s.current is None:
-            return EMPTY_SOURCE if not s.source.strip() else f"Nothing to show: {s.error or 'the sentence could not be decoded'}"
-        if s.n_rows() == 0:
-            return "Press Step (→) to decode the first token, or Run to End (End)"
-        return None
-
-    def _refresh_view(self, view: QtWidgets.QWidget) -> None:
-        try:
-            self.views.refresh(view)
-        except Exception as exc:  # noqa: BLE001 - a view that cannot draw says so; the app goes on
-            self.show_message("error", f"Could not update {view.objectName()}: {type(exc).__name__}: {exc}")
-            traceback.print_exc()
+    @property
+    def frames(self) -> dict:
+        """Each view's frame (its view or its empty state), by view name."""
+        return self.views.frames
 
     def _update_actions(self) -> None:
         s = self.session
@@ -427,11 +403,13 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def export_figure(self) -> None:
         view = self.active_view()
+        self.views.bring_up_to_date(view)
         if hasattr(view, "export_figure_dialog"):
             view.export_figure_dialog()
 
     def export_data(self) -> None:
         view = self.active_view()
+        self.views.bring_up_to_date(view)
         if hasattr(view, "export_data_dialog"):
             view.export_data_dialog()
 

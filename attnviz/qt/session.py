@@ -14,6 +14,7 @@ What the views render is asked of ``current``, the ``DecodingResult`` of either 
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -67,6 +68,9 @@ class Session(QtCore.QObject):
         self.loading_path: Path | None = None
         self.error: str | None = None
         self.decode_as_you_type = True  # a new sentence (typed or chosen) is decoded to the end at once
+        self._frame: tuple = ()  # what the cached derived data is of (see _frame_token)
+        self._derived: dict[object, object] = {}  # derived data of the current frame, built once each
+        self.builds: Counter[str] = Counter()  # how often each kind of derived data was built
 
     # -- model ------------------------------------------------------------------------------
     def open_model(self, path: str | Path, source: str | None = None, target: str | None = None) -> None:
@@ -323,7 +327,34 @@ class Session(QtCore.QObject):
         cur = self.current
         return tuple(cur.output_pieces) if cur is not None else ()
 
+    # -- the frame: what the views draw now, each derived datum built once ---------------------
+    def _frame_token(self) -> tuple:
+        """What the current frame is of: the result, its step count, its last step and the
+        cursor. Cached data of another token is stale (the objects are held, so ids stay unique)."""
+        cur = self.current
+        if cur is None:
+            return (self.bundle,)
+        return (self.bundle, cur, len(cur.steps), cur.steps[-1] if cur.steps else None, self.forced_cursor)
+
+    def derived(self, key: object, build):
+        """``build()`` once per frame and ``key``: every view of a step shares one result."""
+        token = self._frame_token()
+        if len(token) != len(self._frame) or any(a is not b for a, b in zip(token, self._frame)):
+            self._frame, self._derived = token, {}
+        if key not in self._derived:
+            self.builds[key if isinstance(key, str) else ":".join(map(str, key))] += 1
+            self._derived[key] = build()
+        return self._derived[key]
+
     def attention_data(self, kind: str) -> AttentionData | None:
+        """The current frame's attention of ``kind`` (built once per frame)."""
+        return self.derived(("attention", kind), lambda: self._build_attention_data(kind))
+
+    def mask_data(self) -> MaskData | None:
+        """The current frame's masks and scores of the decoder self-attention (built once per frame)."""
+        return self.derived("mask", self._build_mask_data)
+
+    def _build_attention_data(self, kind: str) -> AttentionData | None:
         cur = self.current
         if cur is None or self.n_layers(kind) == 0:  # a model without layers of this kind has nothing to show
             return None
@@ -335,7 +366,7 @@ class Session(QtCore.QObject):
             return AttentionData(kind, weights, rows, cols, highlight=None)
         return AttentionData(kind, weights, rows, cols, highlight=highlight, rollout=_rollout(cur, kind, weights))
 
-    def mask_data(self) -> MaskData | None:
+    def _build_mask_data(self) -> MaskData | None:
         cur = self.current
         sites = attention_sites(cur.config, "decoder") if cur is not None else []
         if not sites or self.n_rows() == 0:

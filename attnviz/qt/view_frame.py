@@ -6,7 +6,20 @@ from __future__ import annotations
 
 from PySide6 import QtCore, QtWidgets
 
+from attnviz.qt.decode_panel import EMPTY_SOURCE
+from attnviz.qt.session import Session
 from attnviz.qt.widgets.plain_text import plain_label
+
+
+def empty_state(session: Session) -> str | None:
+    """What the views say when there is nothing to show (and what to do), or ``None``."""
+    if session.bundle is None:
+        return "No model open: File → Open Model Bundle… (Ctrl+O)"
+    if session.current is None:
+        return EMPTY_SOURCE if not session.source.strip() else f"Nothing to show: {session.error or 'the sentence could not be decoded'}"
+    if session.n_rows() == 0:
+        return "Press Step (→) to decode the first token, or Run to End (End)"
+    return None
 
 
 class ViewFrame(QtWidgets.QStackedWidget):

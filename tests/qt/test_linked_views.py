@@ -23,17 +23,17 @@ def views(qtbot):
     s.decoding = session(steps=4)
     vs = ViewSet(s, lambda path: None)
     for name in LINKED:
-        view = vs[name]
-        qtbot.addWidget(view)
-        view.resize(640, 480)
-        view.show()
-        qtbot.waitExposed(view)
-        vs.refresh(view)
+        frame = vs.frames[name]  # a view is shown in its frame, as in the window
+        qtbot.addWidget(frame)
+        frame.resize(640, 480)
+        frame.show()
+        qtbot.waitExposed(frame)
+        vs.refresh(vs[name])
     qtbot.addWidget(vs.train)
     QtWidgets.QApplication.processEvents()
     yield vs
     for name in LINKED:
-        vs[name].close()
+        vs.frames[name].close()
 
 
 def _click_tile(qtbot, grid, layer: int, head: int) -> None:
@@ -113,12 +113,16 @@ def test_linking_again_takes_the_selection_even_when_it_did_not_move(views, qtbo
 
 def test_a_hidden_view_follows_when_it_is_shown(views, qtbot):
     lines = views["lines"]
-    lines.hide()
+    views.frames["lines"].hide()
+    refreshes = views.refreshes["lines"]
     _click_tile(qtbot, views["grid"], 1, 3)
     assert lines.selected_heads() != (3,)  # hidden views are not redrawn
-    lines.show()
-    views.refresh(lines)  # what the window does when a dock is shown
+    assert "lines" in views.stale
+    views.frames["lines"].show()  # shown again, it catches up by itself, once
+    qtbot.waitUntil(lambda: "lines" not in views.stale, timeout=5000)
     assert (lines.layer(), lines.selected_heads()) == (1, (3,))
+    QtWidgets.QApplication.processEvents()
+    assert views.refreshes["lines"] == refreshes + 1
 
 
 def test_hovering_a_query_row_outlines_it_in_the_others(views, qtbot):

@@ -81,6 +81,9 @@ def test_type_step_back_force_run(qtbot, window):
     window.head_detail.select(kind="decoder", layer=1, head=2, mode="head")
     np.testing.assert_array_equal(window.head_detail.current_matrix(), s.decoding.attention("decoder", 1)[2])
     mask_view = window.views["mask"]
+    assert "mask" in window.views.stale  # a background tab is not drawn on a step
+    window.docks["maskViewDock"].raise_()  # its tab raised, it catches up once
+    qtbot.waitUntil(lambda: "mask" not in window.views.stale, timeout=5000)
     mats = mask_view.matrices()
     assert any(np.array_equal(m, s.decoding.attention("decoder", mask_view.layer())[mask_view.head()]) for m in mats.values())
     # force the third entry of the next-token list
@@ -160,6 +163,7 @@ def test_export_from_views(qtbot, window, tmp_path):
     from attnviz.qt.export.files import export_view_data, render_view_to_file
 
     for view in (window.grid, window.head_detail, window.views["lines"], window.views["mask"]):
+        window.views.bring_up_to_date(view)  # a background tab is drawn when it is exported
         for fmt in ("png", "svg", "pdf"):
             out = render_view_to_file(view, tmp_path / f"{view.objectName()}.{fmt}")
             data = out.read_bytes()

@@ -114,10 +114,10 @@ def test_a_residual_click_moves_the_linked_views(qtbot):
     views = ViewSet(s, lambda path: None)
     names = ("residual", "ffn", "norm-batch")
     for name in names:
-        qtbot.addWidget(views[name])
-        views[name].resize(*SIZE)
-        views[name].show()
-        qtbot.waitExposed(views[name])
+        qtbot.addWidget(views.frames[name])  # a view is shown in its frame, as in the window
+        views.frames[name].resize(*SIZE)
+        views.frames[name].show()
+        qtbot.waitExposed(views.frames[name])
         views.refresh(views[name])
     qtbot.addWidget(views.train)
     views["residual"].request_point("decoder", 6)  # decoder layer 2's FFN
@@ -337,10 +337,10 @@ def test_a_cross_selection_moves_the_stack_views_to_the_decoder_and_an_encoder_r
     views = ViewSet(s, lambda path: None)
     names = ("ffn", "norm-batch", "logit-lens")
     for name in names:
-        qtbot.addWidget(views[name])
-        views[name].resize(*SIZE)
-        views[name].show()
-        qtbot.waitExposed(views[name])
+        qtbot.addWidget(views.frames[name])  # a view is shown in its frame, as in the window
+        views.frames[name].resize(*SIZE)
+        views.frames[name].show()
+        qtbot.waitExposed(views.frames[name])
         views.refresh(views[name])
     qtbot.addWidget(views.train)
     views.selection.update(kind="encoder", layer=0)

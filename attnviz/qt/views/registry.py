@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 
-from PySide6 import QtWidgets
+from PySide6 import QtCore, QtWidgets
 
 from attnviz.core.analysis.norms import norm_site_data_for
 from attnviz.core.analysis.positional import positional_data_for
@@ -25,6 +25,7 @@ from attnviz.errors import CommandError
 from attnviz.qt.selection import LinkedSelection, Request, Selection, ViewChoice, query_axis
 from attnviz.qt.session import Session
 from attnviz.qt.train.panel import TrainPanel
+from attnviz.qt.view_frame import ViewFrame, empty_state
 from attnviz.qt.views.attention_grid import QtAttentionGrid
 from attnviz.qt.views.base import ExportAllHeadsMixin, FigureViewBase, PredictedRowsMixin
 from attnviz.qt.views.compare import QtCompareView, load_compare, select_compare, watch_compare
@@ -315,21 +316,38 @@ def file_stem(spec: ViewSpec, choice: ViewChoice) -> str:
     return "_".join(parts)
 
 
-class ViewSet:
-    """The window's views, built from :data:`VIEWS`, plus the training panel; keeps each view
-    in step with the session when asked to refresh it, and with one :class:`LinkedSelection`.
+def on_screen(widget: QtWidgets.QWidget) -> bool:
+    """``widget`` shows some pixels now: shown, and not a background tab or a collapsed dock
+    (a tabbed dock's view stays ``isVisible()`` while its visible region is empty)."""
+    return widget.isVisible() and not widget.visibleRegion().isEmpty()
+
+
+class ViewSet(QtCore.QObject):
+    """The window's views, built from :data:`VIEWS`, each in a :class:`ViewFrame`, plus the
+    training panel; keeps each view in step with the session and with one :class:`LinkedSelection`.
+
+    Only what is on screen is drawn: on every change of the session's decoding (it subscribes to
+    the session itself) the frames show their empty state or their view, and each view on screen
+    is refreshed; a view that is not (a hidden dock, a background tab) is marked stale and catches
+    up, once, when it is next painted.
 
     Linking: every view whose spec takes a selector follows ``selection`` unless the user
     unlinks it (its "Linked" toggle). A choice made in a linked view (its spec's ``watch``)
-    moves the selection; every other linked, visible view then gets it through its spec's
-    ``select`` (or is loaded again with it, when its spec has no ``select``); a hidden view gets
-    it when it is shown (``refresh``). A query row hovered in one view is outlined in the others.
+    moves the selection; every other linked view on screen then gets it through its spec's
+    ``select`` (or is loaded again with it, when its spec has no ``select``); one off screen gets
+    it when it is shown. A query row hovered in one view is outlined in the others.
     """
 
+    failed = QtCore.Signal(str)  # a view could not draw: a one-line message
+
     def __init__(self, session: Session, open_model: Callable[[Path], None]):
+        super().__init__(session)
         self.session = session
         self.specs = {spec.name: spec for spec in VIEWS}
         self.views: dict[str, FigureViewBase] = {spec.name: build_view(spec) for spec in VIEWS}
+        self.frames: dict[str, ViewFrame] = {name: ViewFrame(view) for name, view in self.views.items()}
+        self.stale: set[str] = set()  # views whose data is older than the session's
+        self.refreshes: dict[str, int] = dict.fromkeys(self.views, 0)  # how often each view was drawn anew
         self.train = TrainPanel()
         self.train.bundleReady.connect(lambda path: open_model(Path(path)))
         self._train_scroll = QtWidgets.QScrollArea(objectName="trainScroll")  # the panel is tall; the dock need not be
@@ -343,9 +361,12 @@ class ViewSet:
         for spec in VIEWS:
             if spec.selectors:
                 self._link(spec)
+        for view in self.views.values():
+            view.installEventFilter(self)
         self.selection.changed.connect(self._on_selection_changed)
         self.selection.queryHovered.connect(self._on_query_hover_changed)
         self.views["output"].positionClicked.connect(self._on_position_clicked)
+        session.decodingChanged.connect(self._on_decoding_changed)
 
     def _link(self, spec: ViewSpec) -> None:
         view = self.views[spec.name]
@@ -361,19 +382,66 @@ class ViewSet:
     def all(self) -> list[FigureViewBase]:
         return list(self.views.values())
 
+    def name_of(self, view: QtWidgets.QWidget) -> str | None:
+        return next((n for n, v in self.views.items() if v is view), None)
+
     def docks(self, area: str) -> list[tuple[str, QtWidgets.QWidget, str]]:
-        """(title, widget, objectName) of each dock in ``area`` ("right" or "bottom"), in order."""
-        out = [(s.title, self.views[s.name], s.dock_name) for s in VIEWS if s.area == area]
+        """(title, widget, objectName) of each dock in ``area`` ("right" or "bottom"), in order:
+        a view's widget is its frame."""
+        out = [(s.title, self.frames[s.name], s.dock_name) for s in VIEWS if s.area == area]
         if area == "bottom":
             out.append(("Train", self._train_scroll, "trainDock"))
         return out
 
+    # -- drawing what is on screen --------------------------------------------------------------
+    def _on_decoding_changed(self) -> None:
+        empty = empty_state(self.session)
+        for frame in self.frames.values():
+            frame.set_empty(empty)
+        self.stale = set(self.views)
+        for name, view in self.views.items():
+            if on_screen(view):
+                self._guarded_refresh(name)
+
+    def eventFilter(self, obj: QtCore.QObject, event: QtCore.QEvent) -> bool:  # noqa: N802 - Qt API
+        """A stale view about to be painted (its tab raised, its dock shown) catches up first."""
+        if event.type() in (QtCore.QEvent.Type.Paint, QtCore.QEvent.Type.Show):
+            name = self.name_of(obj)
+            if name in self.stale:
+                QtCore.QTimer.singleShot(0, self, lambda n=name: self.catch_up(n))
+        return False
+
+    def bring_up_to_date(self, view: QtWidgets.QWidget) -> None:
+        """Refresh ``view`` now if it is stale, on screen or not (before it is exported)."""
+        name = self.name_of(view)
+        if name in self.stale:
+            self._guarded_refresh(name)
+
+    def catch_up(self, name: str) -> None:
+        """Refresh view ``name`` if it is stale and on screen."""
+        if name in self.stale and on_screen(self.views[name]):
+            self._guarded_refresh(name)
+
+    def _guarded_refresh(self, name: str) -> None:
+        try:
+            self.refresh(self.views[name])
+        except Exception as exc:  # noqa: BLE001 - a view that cannot draw says so; the app goes on
+            self.stale.discard(name)
+            self.failed.emit(f"Could not update {self.views[name].objectName() or name}: {type(exc).__name__}: {exc}")
+            import traceback
+
+            traceback.print_exc()
+
     def refresh(self, view: QtWidgets.QWidget) -> None:
         """Give ``view`` the session's current data (nothing before a sentence is decoded) and
         the selection it follows."""
-        name = next((n for n, v in self.views.items() if v is view), None)
-        if name is None or self.session.current is None:
+        name = self.name_of(view)
+        if name is None:
             return
+        self.stale.discard(name)
+        if self.session.current is None:
+            return
+        self.refreshes[name] += 1
         spec = self.specs[name]
         choice = self.followed(name)
         if not spec.load(view, self.session, choice):
@@ -416,7 +484,7 @@ class ViewSet:
             return
         if linked:
             del self._own[name]
-            if self.views[name].isVisible():
+            if on_screen(self.views[name]):
                 self._apply(name)
         else:
             self._own[name] = self.selection.value()
@@ -455,10 +523,14 @@ class ViewSet:
 
     def _on_selection_changed(self, _sel: Selection) -> None:
         for name, view in self.views.items():
-            if self.specs[name].selectors and self.is_linked(name) and view.isVisible():
+            if not self.specs[name].selectors:
+                continue
+            if self.is_linked(name) and on_screen(view):
                 self._apply(name)
-            elif self.specs[name].selectors:
+            else:
                 self._update_caption(name)
+                if self.is_linked(name) and self._applied.get(name) != self.followed(name):
+                    self.stale.add(name)
 
     def _update_caption(self, name: str) -> None:
         view = self.views[name]
@@ -473,7 +545,7 @@ class ViewSet:
 
     def _on_query_hover_changed(self, axis: str, row: int) -> None:
         for name, view in self.views.items():
-            if name != self._hover_source and view.isVisible():
+            if name != self._hover_source and on_screen(view):
                 view.show_linked_query(axis, row)
 
     def _on_position_clicked(self, position: int) -> None:

@@ -1,0 +1,123 @@
+"""The whole window on a step: how much of the UI thread a step and its refreshes take.
+
+Three layouts of the same window (1366×768, the bundled default model, the launch sentence
+decoded), each measured in this run:
+
+- the default layout (grid on screen, one tab of each dock area raised): the reference;
+- every dock open but tabbed (what the default layout is): views in background tabs must cost
+  nothing until raised — target ≤ 1.2× the reference;
+- every view on screen at once (each dock floating): the cost of drawing all of them — target
+  ≤ 50 ms a step.
+
+Also the time from the window's construction to its first decoded view (target ≤ 3 s after the
+model is loaded, on an idle machine). A step is "back, then step again" so every step decodes.
+
+    python bench/bench_window.py [--steps 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from PySide6 import QtCore, QtWidgets  # noqa: E402
+
+TARGET_TABBED = 1.2
+TARGET_ALL_MS = 50.0
+TARGET_LAUNCH_S = 3.0
+
+
+def _settle(app: QtWidgets.QApplication, ms: int = 50) -> None:
+    end = time.perf_counter() + ms / 1000
+    while time.perf_counter() < end:
+        app.processEvents()
+
+
+def _wait(app: QtWidgets.QApplication, done, timeout_s: float = 120.0) -> float:
+    start = time.perf_counter()
+    while not done():
+        if time.perf_counter() - start > timeout_s:
+            raise TimeoutError("the window did not get there in time")
+        app.processEvents(QtCore.QEventLoop.ProcessEventsFlag.AllEvents, 20)
+    return time.perf_counter() - start
+
+
+def _window(app):
+    from attnviz.qt.main_window import MainWindow
+
+    settings = QtCore.QSettings(os.path.join(tempfile.mkdtemp(), "bench.ini"), QtCore.QSettings.Format.IniFormat)
+    start = time.perf_counter()
+    window = MainWindow(settings=settings)
+    window.resize(1366, 768)
+    window.show()
+    loaded = _wait(app, lambda: window.session.bundle is not None) + 0.0
+    first = _wait(app, lambda: window.grid.has_data() and not window.session.running)
+    return window, time.perf_counter() - start, loaded, first
+
+
+def _step_ms(app, window, steps: int) -> float:
+    """Median UI-thread milliseconds of back + step, events processed (catch-ups included)."""
+    s = window.session
+    times = []
+    for _ in range(steps):
+        s.back()
+        app.processEvents()
+        t0 = time.perf_counter()
+        s.step()
+        app.processEvents()
+        times.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(times)
+
+
+def _float_every_dock(app, window) -> None:
+    for i, dock in enumerate(window.docks.values()):
+        dock.setFloating(True)
+        dock.resize(420, 320)
+        dock.move(40 * i, 30 * i)
+        dock.show()
+    _settle(app, 300)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--threads", type=int, default=1)
+    args = p.parse_args(argv)
+    import torch
+
+    torch.set_num_threads(args.threads)
+    from attnviz.qt.app import make_app
+
+    app = make_app([])
+    window, launch, loaded, first = _window(app)
+    _settle(app, 300)
+    print("The window on a step (1366×768, default model; median of", args.steps, "steps of back + step)")
+    print(f"  launch to first decoded view: {launch:.2f} s (model loaded after {loaded:.2f} s; then {first:.2f} s; target ≤ {TARGET_LAUNCH_S:.0f} s)")
+    tabbed = _step_ms(app, window, args.steps)
+    for name in list(window.docks):
+        if name not in ("topkDock", "headDetailDock"):
+            window.docks[name].hide()
+    _settle(app, 200)
+    reference = _step_ms(app, window, args.steps)
+    for dock in window.docks.values():
+        dock.show()
+    _float_every_dock(app, window)
+    every = _step_ms(app, window, args.steps)
+    counts = sum(window.views.refreshes.values())
+    print(f"  grid + head detail, other docks closed (reference): {reference:7.1f} ms")
+    print(f"  default layout, every dock open in tabs:           {tabbed:7.1f} ms  = {tabbed / reference:.2f}× (target ≤ {TARGET_TABBED}×)")
+    print(f"  every view on screen (docks floating):             {every:7.1f} ms  (target ≤ {TARGET_ALL_MS:.0f} ms)")
+    print(f"  attention data built per kind and frame: {dict(window.session.builds)} over {counts} view refreshes")
+    window.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,54 @@
+"""The ViewSet in the window: only what is on screen is drawn, a background tab catches up once
+when raised, and a step builds each kind's attention data once for every view that shows it."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+from PySide6 import QtWidgets
+from window_helpers import close_window, open_window
+
+from attnviz.core.model.sites import KINDS
+from attnviz.qt.views.registry import on_screen
+
+
+@pytest.fixture
+def window(qtbot, tmp_path):
+    w = open_window(qtbot, tmp_path, size=(1366, 768))
+    yield w
+    close_window(w)
+
+
+def test_a_step_draws_only_the_views_on_screen_and_builds_each_kind_once(qtbot, window):
+    s, views = window.session, window.views
+    s.back()
+    QtWidgets.QApplication.processEvents()
+    builds, refreshes = Counter(s.builds), dict(views.refreshes)
+    s.step()
+    QtWidgets.QApplication.processEvents()
+    shown = {name for name, view in views.views.items() if on_screen(view)}
+    assert "grid" in shown and len(shown) < len(views.views)  # the default layout tabs the docks
+    for name in views.views:
+        drawn = views.refreshes[name] - refreshes[name]
+        assert drawn == (1 if name in shown else 0), name
+    assert views.stale == set(views.views) - shown
+    for kind in KINDS:  # the grid and the head detail share one AttentionData per kind
+        assert s.builds[f"attention:{kind}"] - builds[f"attention:{kind}"] == 1, kind
+    assert window.grid.data() is s.attention_data("cross") and window.head_detail.data() is s.attention_data("cross")
+
+
+def test_a_background_tab_catches_up_once_when_raised(qtbot, window):
+    s, views = window.session, window.views
+    s.back()
+    s.step()
+    QtWidgets.QApplication.processEvents()
+    assert "lines" in views.stale and not on_screen(views["lines"])
+    before = views.refreshes["lines"]
+    window.docks["lineViewDock"].raise_()
+    qtbot.waitUntil(lambda: "lines" not in views.stale, timeout=5000)
+    for _ in range(5):
+        QtWidgets.QApplication.processEvents()
+    assert views.refreshes["lines"] == before + 1
+    np.testing.assert_array_equal(views["lines"].data().weights, s.decoding.all_attention("cross"))
