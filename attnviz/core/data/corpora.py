@@ -45,7 +45,11 @@ from attnviz.errors import AttnvizError
 
 SPLITS = ("train", "valid", "test")
 SPLIT_PERCENT = (90, 5, 5)
-BUILTIN = ("hsk-zh-en", "copy", "reverse", "sort")
+TATOEBA_NAME = "tatoeba-zh-en"
+MIX_NAME = "hsk-zh-en,tatoeba-zh-en"  # HSK and Tatoeba together (spec kind ``MIX_KIND``)
+MIX_KIND = "mix"
+BUILTIN = ("hsk-zh-en", TATOEBA_NAME, MIX_NAME, "copy", "reverse", "sort")  # names --data takes
+BUILTIN_KINDS = ("hsk-zh-en", TATOEBA_NAME, MIX_KIND, "copy", "reverse", "sort")  # spec kinds loaded without a file of the user's
 SYNTHETIC_TASKS = ("copy", "reverse", "sort")
 MAX_SYNTHETIC = 10_000_000  # pairs of a synthetic task
 HSK_NAME = "hsk-zh-en"
@@ -119,6 +123,7 @@ class Dataset:
     licence: str = ""
     attribution: str = ""
     src_spaces: bool = True  # False for text written without spaces (Chinese): no dummy-prefix piece
+    split_rule: str = "90/5/5 by SHA-256 of the key (id for built-in data, source text for user corpora)"
 
     def split(self, name: str) -> list[Pair]:
         if name not in SPLITS:
@@ -156,7 +161,7 @@ class Dataset:
             "split_hash": self.split_hash,
             "train_hash": self.train_hash,
             "sizes": self.sizes,
-            "split": "90/5/5 by SHA-256 of the key (id for built-in data, source text for user corpora)",
+            "split": self.split_rule,
             "licence": self.licence,
             "attribution": self.attribution,
             "bad_lines": self.report.skipped,
@@ -363,13 +368,18 @@ def spec_paths(spec: dict[str, Any]) -> list[str]:
 
 
 def load_data(spec: str | dict[str, Any], target: str | os.PathLike | None = None, n_examples: int | None = None) -> Dataset:
-    """A data set by name (``hsk-zh-en``, ``copy``, ``reverse``, ``sort``; ``n_examples`` pairs of a
+    """A data set by name (``hsk-zh-en``, ``tatoeba-zh-en``, the mix ``hsk-zh-en,tatoeba-zh-en``,
+    ``copy``, ``reverse``, ``sort``; ``n_examples`` pairs of a
     synthetic task, 6000 by default), by TSV path, by a pair of line-aligned files (``spec`` =
     source file, ``target`` = target file), or from a ``Dataset.spec`` dict (as stored in meta.json)."""
     if isinstance(spec, dict):
         kind = spec.get("kind")
         if kind == HSK_NAME:
             return load_hsk()
+        if kind in (TATOEBA_NAME, MIX_KIND):
+            from attnviz.core.data.tatoeba import load_spec
+
+            return load_spec(spec)
         if kind in SYNTHETIC_TASKS:
             kw = {k: spec[k] for k in ("n", "min_len", "max_len", "alphabet", "seed") if k in spec}
             return synthetic(kind, **kw)
@@ -382,6 +392,10 @@ def load_data(spec: str | dict[str, Any], target: str | os.PathLike | None = Non
         return load_parallel(spec, target)
     if spec == HSK_NAME:
         return load_hsk()
+    if spec in (TATOEBA_NAME, MIX_NAME):
+        from attnviz.core.data.tatoeba import load_mix, load_tatoeba
+
+        return load_tatoeba() if spec == TATOEBA_NAME else load_mix()
     if spec in SYNTHETIC_TASKS:
         return synthetic(spec, n=6000 if n_examples is None else n_examples)
     path = Path(spec)

@@ -163,13 +163,16 @@ def greedy_translate(
 
 
 # -- metrics --------------------------------------------------------------------------------
-def sacrebleu_scores(hypotheses: Sequence[str], references: Sequence[str]) -> dict[str, float]:
-    """Corpus BLEU and chrF from ``sacrebleu`` (defaults: 13a tokenisation; chrF n=6, beta=2)."""
+def sacrebleu_scores(hypotheses: Sequence[str], references: Sequence[str] | Sequence[Sequence[str]]) -> dict[str, float]:
+    """Corpus BLEU and chrF from ``sacrebleu`` (defaults: 13a tokenisation; chrF n=6, beta=2).
+    ``references``: one string per hypothesis, or a list of every reference of each hypothesis."""
     import sacrebleu
 
     if not hypotheses:
         return {"bleu": 0.0, "chrf": 0.0}
-    refs = [list(references)]
+    rows = [[r] if isinstance(r, str) else list(r) for r in references]
+    width = max(len(r) for r in rows)
+    refs = [[r[k] if k < len(r) else None for r in rows] for k in range(width)]  # sacrebleu skips None references
     return {
         "bleu": float(sacrebleu.corpus_bleu(list(hypotheses), refs).score),
         "chrf": float(sacrebleu.corpus_chrf(list(hypotheses), refs).score),
@@ -208,11 +211,16 @@ def translation_scores(
     examples: Sequence[D.Example],
     should_stop: Callable[[], bool] = _never,
 ) -> dict[str, float]:
-    """Greedy BLEU, chrF and the share of exact translations on the pairs kept as ``examples``."""
-    kept = [pairs[e.index] for e in examples]
-    hyps = greedy_translate(model, src_tok, tgt_tok, [p.src for p in kept], should_stop=should_stop)
-    out = sacrebleu_scores(hyps, [p.tgt for p in kept])
-    out["exact"] = sum(h == p.tgt for h, p in zip(hyps, kept)) / max(1, len(kept))
+    """Greedy BLEU, chrF and the share of exact translations on the pairs kept as ``examples``: each
+    source once, scored against every reference it has (a Tatoeba sentence often has several)."""
+    refs: dict[str, list[str]] = {}
+    for e in examples:
+        refs.setdefault(pairs[e.index].src, []).append(pairs[e.index].tgt)
+    sources = list(refs)
+    hyps = greedy_translate(model, src_tok, tgt_tok, sources, should_stop=should_stop)
+    out = sacrebleu_scores(hyps, [refs[s] for s in sources])
+    out["exact"] = sum(h in refs[s] for h, s in zip(hyps, sources)) / max(1, len(sources))
+    out["sources"] = len(sources)
     return out
 
 
@@ -246,17 +254,37 @@ def valid_metrics(
     return out
 
 
+TRAIN_SAMPLE = 3000  # the final evaluation scores at most this many training pairs (evenly spaced)
+
+
+def _corpora(pairs: Sequence[D.Pair]) -> dict[str, list[D.Pair]]:
+    """The pairs of each corpus of a mix (``extra["corpus"]``); empty when there is one corpus only."""
+    out: dict[str, list[D.Pair]] = {}
+    for p in pairs:
+        out.setdefault(p.extra.get("corpus") or p.extra.get("augmented") or "", []).append(p)
+    return out if len(out) > 1 else {}
+
+
 def final_evaluation(
     model: Transformer, src_tok: Tokenizer, tgt_tok: Tokenizer, dataset: D.Dataset, should_stop: Callable[[], bool] = _never
 ) -> dict[str, Any]:
-    """Token accuracy on every split, greedy BLEU/chrF on every split (the README's numbers).
-    ``EvaluationStopped`` when ``should_stop`` returns True (asked between batches and steps)."""
+    """Token accuracy on every split, greedy BLEU/chrF on every split (the README's numbers), and per
+    corpus for a mix (``"test:tatoeba-zh-en"``...). A training split above ``TRAIN_SAMPLE`` pairs is
+    scored on an evenly spaced sample (``"sampled"``). ``EvaluationStopped`` when ``should_stop``
+    returns True (asked between batches and steps)."""
     res = {}
     for split in D.SPLITS:
         pairs = dataset.split(split)
-        if pairs:
-            m = evaluate_split(model, src_tok, tgt_tok, pairs, bleu=True, should_stop=should_stop)
-            res[split] = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in m.items()}
+        sampled = split == "train" and len(pairs) > TRAIN_SAMPLE
+        if sampled:
+            pairs = [pairs[i * len(pairs) // TRAIN_SAMPLE] for i in range(TRAIN_SAMPLE)]
+        groups = {split: pairs, **{f"{split}:{name}": part for name, part in _corpora(pairs).items()}}
+        for key, part in groups.items():
+            if part:
+                m = evaluate_split(model, src_tok, tgt_tok, part, bleu=True, should_stop=should_stop)
+                res[key] = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in m.items()}
+                if sampled:
+                    res[key]["sampled"] = len(part)
     return res
 
 

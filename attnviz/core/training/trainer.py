@@ -291,7 +291,7 @@ def _resumed_dataset(folder: Path, meta: dict[str, Any], dataset: D.Dataset | No
     data = meta.get("data")
     spec = data.get("spec") if isinstance(data, dict) else None
     if dataset is None:
-        if not isinstance(spec, dict) or spec.get("kind") not in D.BUILTIN:
+        if not isinstance(spec, dict) or spec.get("kind") not in D.BUILTIN_KINDS:
             named = D.spec_paths(spec) if isinstance(spec, dict) else []
             hint = f" ({', '.join(named)[:200]})" if named else ""
             raise TrainingError(f"cannot resume: {folder}/meta.json names no built-in data set; pass the training data again with --data{hint}")
