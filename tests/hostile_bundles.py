@@ -163,7 +163,7 @@ def _weight_cases(base: Path, folder: Path) -> list[tuple[str, Callable[[Path], 
         ("weights-missing-tensor", _write(WEIGHTS, st_save({k: v for k, v in state.items() if k != name}))),
         ("weights-extra-tensor", _write(WEIGHTS, st_save({**state, "evil.weight": torch.zeros(2)}))),
         ("weights-nan", _write(WEIGHTS, st_save({**state, name: torch.full_like(state[name], float("nan"))}))),
-        ("weights-overflow", _write(WEIGHTS, st_save({k: torch.full_like(v, 3e38) if v.is_floating_point() else v
+        ("weights-overflow", _write(WEIGHTS, st_save({k: torch.full_like(v, 3e38, dtype=torch.float32) if v.is_floating_point() else v
                                                        for k, v in state.items()}))),
     ]
 

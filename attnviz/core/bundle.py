@@ -11,6 +11,8 @@
   budget (``model.config.FIELDS``, ``MAX_PARAMETERS``) before anything is allocated, the special
   ids against the tokenizers', and the weights by name, shape, dtype, finiteness and a forward
   pass on a probe input (finite weights so large that the scores overflow are refused).
+* Weights are stored as float16 (``stored_tensor``: half the size; a tensor that float16 cannot
+  hold stays float32) and come back as float32 when loaded; a bundle saved in float32 opens as it is.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ CONFIG_LIMIT = 64 * 1024  # bytes: a config.json is a few hundred
 META_LIMIT = 32 * 1024 * 1024  # bytes: a meta.json holds a training history (about 1 MB)
 TOKENIZER_LIMIT = 64 * 1024 * 1024  # bytes: a sentencepiece model of a large vocabulary is a few MB
 JSON_DEPTH = 32  # deepest nesting of lists and objects a bundle's JSON may have
+STORAGE_DTYPE = torch.float16  # float32 weights are stored as float16; loading gives float32 again (older float32 bundles open as they are)
 WEIGHTS_SLACK = 16 * 1024 * 1024  # bytes a safetensors file may hold beyond its tensors (header, padding)
 
 # meta.json key -> the JSON type its value must have (other keys are kept unchecked)
@@ -108,6 +111,22 @@ def state_for_saving(model: Transformer) -> dict[str, torch.Tensor]:
     if model.config.tie_embeddings:
         sd.pop("generator.weight", None)  # the same tensor as decoder.embed.table.weight
     return {k: v.detach().cpu().contiguous() for k, v in sd.items()}
+
+
+def stored_tensor(t: torch.Tensor) -> torch.Tensor:
+    """How a tensor is stored in ``model.safetensors``: float32 as float16 (half the size) when every
+    value stays finite, anything else as it is."""
+    if t.dtype != torch.float32:
+        return t
+    half = t.to(STORAGE_DTYPE)
+    return half if bool(torch.isfinite(half).all()) or not bool(torch.isfinite(t).all()) else t
+
+
+def round_as_stored(model: torch.nn.Module) -> None:
+    """Round ``model``'s weights in place to what a saved bundle gives back when loaded (float16
+    values in float32), so figures measured on it are those of the shipped weights."""
+    state = model.state_dict()
+    model.load_state_dict({k: stored_tensor(v.detach()).to(v.dtype) for k, v in state.items()})
 
 
 # Tensor names of bundles saved before the module tree followed the trace names (old -> today's).
@@ -186,7 +205,10 @@ def _bundle_files(
     """File name -> content of every file of the bundle (``ValueError`` for a bad extra file name)."""
     files = {
         CONFIG: model.config.to_json().encode(),
-        WEIGHTS: st_save(state_for_saving(model), metadata={"format": FORMAT, "format_version": str(FORMAT_VERSION)}),
+        WEIGHTS: st_save(
+            {k: stored_tensor(v) for k, v in state_for_saving(model).items()},
+            metadata={"format": FORMAT, "format_version": str(FORMAT_VERSION), "stored_as": "float16 (float32 when loaded)"},
+        ),
         SRC_TOK: src_tokenizer.to_bytes(),
         TGT_TOK: tgt_tokenizer.to_bytes(),
         META: json.dumps(meta, indent=1, ensure_ascii=False, allow_nan=False).encode(),
@@ -295,6 +317,7 @@ def load_bundle(path: str | os.PathLike, device: str | torch.device = "cpu") -> 
     expected = state_for_saving(model)
     state = _read_weights(path / WEIGHTS, sum(t.numel() * t.element_size() for t in expected.values()) + WEIGHTS_SLACK)
     _check_weights(path / WEIGHTS, state, expected)
+    state = {k: v.to(expected[k].dtype) for k, v in state.items()}  # float16 on disk -> float32
     model.load_state_dict(state, strict=False)  # strict=False: a tied generator.weight is not in the file
     model.eval()
     _probe(path / WEIGHTS, model, state)
@@ -397,7 +420,8 @@ def _check_weights(file: Path, state: dict[str, torch.Tensor], expected: dict[st
     if extra_keys:
         raise BundleError(file, f"{len(extra_keys)} unexpected tensor(s), e.g. {extra_keys[0]!r} (foreign model?)")
     for k, v in expected.items():
-        if state[k].shape != v.shape or state[k].dtype != v.dtype:
+        stored_ok = state[k].dtype == v.dtype or (v.dtype == torch.float32 and state[k].dtype == STORAGE_DTYPE)
+        if state[k].shape != v.shape or not stored_ok:
             raise BundleError(file, f"tensor {k!r} has shape {tuple(state[k].shape)} {state[k].dtype}, expected {tuple(v.shape)} {v.dtype}")
         if not torch.isfinite(state[k]).all():
             raise BundleError(file, f"tensor {k!r} holds NaN or infinite values")

@@ -11,7 +11,7 @@ from safetensors.torch import load as st_load
 from safetensors.torch import save as st_save
 
 from attnviz.core import Transformer, TransformerConfig
-from attnviz.core.bundle import BUNDLE_FILES, BundleError, load_bundle, previous_path, rename_old_tensors, save_bundle
+from attnviz.core.bundle import BUNDLE_FILES, BundleError, load_bundle, previous_path, rename_old_tensors, round_as_stored, save_bundle
 from attnviz.core.data.tokenizer import Tokenizer
 
 
@@ -36,7 +36,9 @@ def make_model(toks, norm="layer", tie=False, seed=0):
 
 @pytest.mark.parametrize("norm,tie", [("layer", False), ("batch", False), ("layer", True)])
 def test_round_trip_is_bit_exact(tmp_path, toks, norm, tie):
+    """Bit-exact for the weights as stored (float16; tests/core/test_float16_bundle.py)."""
     m = make_model(toks, norm, tie)
+    round_as_stored(m)
     save_bundle(tmp_path / "b", m, *toks, {"history": [1, 2]})
     b = load_bundle(tmp_path / "b")
     s1, s2 = m.state_dict(), b.model.state_dict()
@@ -151,6 +153,7 @@ def test_a_bundle_with_old_tensor_names_still_opens(tmp_path, toks, norm, tie, f
     cfg = TransformerConfig(src_vocab_size=toks[0].vocab_size, tgt_vocab_size=toks[1].vocab_size, d_model=16, n_heads=2,
                             n_encoder_layers=2, n_decoder_layers=2, d_ff=32, norm=norm, tie_embeddings=tie, final_norm=final)
     m = Transformer(cfg).eval()
+    round_as_stored(m)
     path = save_bundle(tmp_path / "b", m, *toks)
     state = st_load((path / "model.safetensors").read_bytes())
     (path / "model.safetensors").write_bytes(st_save({old_name(k): v for k, v in state.items()}))

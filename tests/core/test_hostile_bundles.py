@@ -99,7 +99,7 @@ def test_the_budget_message_says_what_the_budget_is():
 def test_huge_finite_weights_are_refused_at_load(tmp_path):
     path = valid_bundle(tmp_path)
     state = st_load((path / WEIGHTS).read_bytes())
-    state["decoder.embed.table.weight"] = torch.full_like(state["decoder.embed.table.weight"], 3e38)
+    state["decoder.embed.table.weight"] = torch.full_like(state["decoder.embed.table.weight"], 3e38, dtype=torch.float32)
     (path / WEIGHTS).write_bytes(st_save(state))
     with pytest.raises(BundleError, match="overflow.*decoder.embed.table.weight"):
         load_bundle(path)
@@ -158,7 +158,7 @@ def overflowing(tmp_path):
     """A bundle that passes the load-time probe but overflows on source tokens the probe does not use."""
     path = valid_bundle(tmp_path)
     state = st_load((path / WEIGHTS).read_bytes())
-    table = state["encoder.embed.table.weight"]
+    table = state["encoder.embed.table.weight"] = state["encoder.embed.table.weight"].float()  # float16 cannot hold 3e38
     table[12:] = 3e38
     (path / WEIGHTS).write_bytes(st_save(state))
     bundle = load_bundle(path)

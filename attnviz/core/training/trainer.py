@@ -38,9 +38,10 @@ and the probe snapshots (cross-attention averaged over heads, per layer, rounded
 Checkpoint averaging: with ``average_last`` N > 1 the weights at the end of each of the last N
 epochs are summed (``WeightAverage``, saved with the training state as ``avg.*`` tensors so a
 resumed run keeps them) and the bundle ships their mean, evaluated by the final evaluation;
-the per-epoch history rows are of the weights as trained. The training state of a finished
-run also keeps the last epoch's weights as trained (``raw.*``): a run resumed to more epochs
-goes on from them, not from the mean, and averages only its own last N epochs.
+the per-epoch history rows are of the weights as trained. The training state also keeps the
+weights as trained in float32 (``raw.*``; the bundle stores float16): a resumed run goes on from
+them exactly, and a finished run resumed to more epochs from them, not from the mean, averaging
+only its own last N epochs. The final evaluation is of the weights as the bundle stores them.
 
 Guided alignment: with ``guided_alignment`` "LAYER.HEAD" the loss adds ``guided_weight`` times
 the alignment term of that cross-attention head against the HSK gloss alignments (``guided``;
@@ -69,7 +70,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from attnviz.core.bundle import Bundle, BundleError, load_bundle, save_bundle
+from attnviz.core.bundle import Bundle, BundleError, load_bundle, round_as_stored, save_bundle
 from attnviz.core.data import corpora as D
 from attnviz.core.data.augment import augment_as
 from attnviz.core.data.tokenizer import Tokenizer
@@ -439,7 +440,7 @@ class Trainer:
         self._stop = threading.Event()
         self._rng_state: dict[str, torch.Tensor] | None = None  # restored at the start of fit()
         self.average = WeightAverage()  # of the last ``options.average_last`` epochs' weights
-        self._trained_weights: dict[str, torch.Tensor] = {}  # a finished run's last weights, when the bundle ships a mean
+        self._trained_weights: dict[str, torch.Tensor] = {}  # a finished run's last weights as trained (the bundle ships them rounded, or a mean)
         self.guided = self._guided_alignment()  # None unless ``options.guided_alignment``
         self._epoch_align_sum = 0.0  # the guided alignment term over this epoch's aligned batches
         self._epoch_align_n = 0
@@ -601,7 +602,8 @@ class Trainer:
 
         tensors, opt_info = optimizer_state_to_files(self.optimizer, self._param_names())
         tensors.update(self.average.state_tensors())
-        tensors.update({f"raw.{name}": t for name, t in self._trained_weights.items()})
+        raw = self._trained_weights or {k: v.detach().cpu() for k, v in self.model.state_dict().items()}
+        tensors.update({f"raw.{name}": t for name, t in raw.items()})  # the bundle stores float16: a resumed run needs these
         tensors["rng.cpu"] = torch.get_rng_state()
         if torch.cuda.is_available() and self.device.type == "cuda":
             tensors["rng.cuda"] = torch.cuda.get_rng_state(self.device)
@@ -816,11 +818,12 @@ class Trainer:
     def _finish(self) -> TrainResult:
         """After the last epoch: the final evaluation (if asked for) and the final checkpoint."""
         final: dict[str, Any] = {}
+        self._trained_weights = {k: v.detach().cpu().clone() for k, v in self.model.state_dict().items()}
         if self.average.n > 1:
-            self._trained_weights = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
             self.average.load_into(self.model)
             self.meta["averaged_epochs"] = self.average.n
             self._message(f"the bundle's weights are the mean of the last {self.average.n} epochs' weights")
+        round_as_stored(self.model)  # the final figures are those of the weights the bundle stores
         if self.options.final_eval:
             t0 = time.perf_counter()
             try:
