@@ -62,8 +62,8 @@ class QtInputBar(QtWidgets.QWidget):
         self._debounce.timeout.connect(self._apply)
         self.source_edit.textEdited.connect(lambda _t: self._debounce.start())
         self.target_edit.textEdited.connect(lambda _t: self._debounce.start())
-        self.source_edit.returnPressed.connect(self._apply)
-        self.target_edit.returnPressed.connect(self._apply)
+        self.source_edit.returnPressed.connect(self._on_return)
+        self.target_edit.returnPressed.connect(self._on_return)
         self.target_edit.textChanged.connect(self._on_target_cleared)
         self.example_combo.activated.connect(self._on_example)
         self._examples: list = []
@@ -147,6 +147,13 @@ class QtInputBar(QtWidgets.QWidget):
         if src != self.session.source or tgt != self.session.target:
             self.session.set_inputs(src, tgt)
 
+    def _on_return(self) -> None:
+        """Enter: a changed sentence is taken (and decoded); the kept one is decoded to the end."""
+        changed = (self.source_edit.text(), self.target_edit.text()) != (self.session.source, self.session.target)
+        self._apply()
+        if not changed and self.session.can_step() and not self.session.running:
+            self.session.run_to_end()
+
 
 class QtStepBar(QtWidgets.QWidget):
     """Strategy selector and the step / back / run / reset buttons. The sampling parameters get a
@@ -170,10 +177,11 @@ class QtStepBar(QtWidgets.QWidget):
         self.sampling_row = self._param_row("samplingRow", (("T", self.temperature_spin), ("top-k", self.topk_spin),
                                                             ("top-p", self.topp_spin), ("seed", self.seed_spin)))
         self.buttons: list[QtWidgets.QToolButton] = []
+        self.strategy_combo.setSizeAdjustPolicy(QtWidgets.QComboBox.SizeAdjustPolicy.AdjustToContents)
+        self.strategy_combo.setMinimumWidth(self.strategy_combo.sizeHint().width())  # "Beam search" is never cut
         row = QtWidgets.QHBoxLayout()
         row.setContentsMargins(0, 0, 0, 0)
         row.addWidget(self.strategy_combo)
-        row.addWidget(self.beam_row)
         row.addStretch(1)
         for key, name in (("reset", "resetButton"), ("back", "backButton"), ("step", "stepButton"), ("run", "runButton")):
             b = QtWidgets.QToolButton(objectName=name)
@@ -185,12 +193,40 @@ class QtStepBar(QtWidgets.QWidget):
         rows.setContentsMargins(6, 0, 6, 2)
         rows.setSpacing(2)
         rows.addLayout(row)
-        rows.addWidget(self.sampling_row)
+        rows.addWidget(self._params_area())
         self._set_compact(False)
         self.strategy_combo.currentIndexChanged.connect(self._on_changed)
         for w in (self.beam_spin, self.temperature_spin, self.topk_spin, self.topp_spin, self.seed_spin):
             w.valueChanged.connect(self._on_changed)
         self._update_visibility()
+
+    def _params_area(self) -> QtWidgets.QScrollArea:
+        """The strategy's parameters on a row of their own that scrolls sideways when the window
+        is narrow: it never widens the bar, so choosing a strategy never squeezes a dock."""
+        content = QtWidgets.QWidget(objectName="strategyParamsContent")
+        box = QtWidgets.QHBoxLayout(content)
+        box.setContentsMargins(0, 0, 0, 0)
+        box.addWidget(self.beam_row)
+        box.addWidget(self.sampling_row)
+        box.addStretch(1)
+        self.params_area = QtWidgets.QScrollArea(objectName="strategyParams")
+        self.params_area.setWidget(content)
+        self.params_area.setWidgetResizable(True)
+        self.params_area.setFrameShape(QtWidgets.QFrame.Shape.NoFrame)
+        self.params_area.setVerticalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.params_area.setSizePolicy(QtWidgets.QSizePolicy.Policy.Ignored, QtWidgets.QSizePolicy.Policy.Fixed)
+        return self.params_area
+
+    def _fit_params_area(self) -> None:
+        """As tall as the parameters (and the sideways scroll bar when they do not fit); hidden
+        for greedy decoding, which has none."""
+        content = self.params_area.widget()
+        shown = not (self.beam_row.isHidden() and self.sampling_row.isHidden())
+        self.params_area.setVisible(shown)
+        if shown:
+            bar = self.params_area.horizontalScrollBar().sizeHint().height()
+            needs_bar = content.minimumSizeHint().width() > self.params_area.viewport().width()
+            self.params_area.setFixedHeight(content.minimumSizeHint().height() + (bar if needs_bar else 0))
 
     def _param_row(self, name: str, params) -> QtWidgets.QWidget:
         box = QtWidgets.QWidget(objectName=name)
@@ -230,6 +266,7 @@ class QtStepBar(QtWidgets.QWidget):
         key = self.strategy_combo.currentData()
         self.beam_row.setVisible(key == "beam")
         self.sampling_row.setVisible(key == "sample")
+        self._fit_params_area()
 
     def _on_changed(self, *_):
         self._update_visibility()
@@ -256,11 +293,9 @@ class QtStepBar(QtWidgets.QWidget):
         return row - texts if compact else row + texts
 
     def minimumSizeHint(self) -> QtCore.QSize:  # noqa: N802 - Qt API
-        """As narrow as the icons-only row (or the sampling row): the text goes when the room does."""
-        hint = super().minimumSizeHint()
-        m = self.layout().contentsMargins()
-        second = self.sampling_row.minimumSizeHint().width() + m.left() + m.right() if self.sampling_row.isVisibleTo(self) else 0
-        return QtCore.QSize(max(self._row_width(compact=True), second), hint.height())
+        """As narrow as the icons-only row: the text goes when the room does, and the parameters
+        row scrolls."""
+        return QtCore.QSize(self._row_width(compact=True), super().minimumSizeHint().height())
 
     def resizeEvent(self, event: QtGui.QResizeEvent) -> None:  # noqa: N802 - Qt API
         super().resizeEvent(event)
@@ -268,6 +303,7 @@ class QtStepBar(QtWidgets.QWidget):
         if compact != self.is_compact():
             self._set_compact(compact)
             self.updateGeometry()
+        self._fit_params_area()
 
 
 class QtTokenChips(QtWidgets.QLabel):

@@ -20,10 +20,11 @@ COUNTING = ("On screen, positions, steps, rows, layers and heads are counted fro
             "status bar is the third decoded token, and every view numbers its rows the same way. "
             "Trace names (encoder.layers.0…) stay 0-based.")
 SHORTCUTS = [
-    ("→", "Step: decode the next token"),
-    ("←", "Back: undo the last token"),
-    ("End", "Run to the end (EOS or the maximum length)"),
-    ("Home", "Reset to SOS"),
+    ("→ (Alt+→ in a text field)", "Step: decode the next token"),
+    ("← (Alt+← in a text field)", "Back: undo the last token"),
+    ("End (Alt+End in a text field)", "Run to the end (EOS or the maximum length)"),
+    ("Home (Alt+Home in a text field)", "Reset to SOS"),
+    ("Enter (Source or Target)", "Decode the sentence typed (again, to the end, when it is kept)"),
     ("Enter (top-k list)", "Force the selected token"),
     ("Ctrl+O", "Open a model bundle"),
     ("Ctrl+E", "Export the current figure"),

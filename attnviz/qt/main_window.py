@@ -118,10 +118,21 @@ class MainWindow(QtWidgets.QMainWindow):
         self.keys_act = act("&Keyboard Shortcuts", lambda: show_shortcuts(self), None, "List the keyboard shortcuts", "shortcutsAction")
         for a in (self.step_act, self.back_act, self.run_act, self.reset_act):
             a.setShortcutContext(QtCore.Qt.ShortcutContext.WindowShortcut)
+            self._add_field_shortcut(a)
         self.as_you_type_act = act("Decode as You &Type", self.set_decode_as_you_type, None,
                                    "Decode a new sentence (typed or chosen) to the end at once", "decodeAsYouTypeAction")
         self.as_you_type_act.setCheckable(True)
         self.as_you_type_act.setChecked(True)
+
+    @staticmethod
+    def _add_field_shortcut(action: QtGui.QAction) -> None:
+        """The plain key steps from anywhere but a text field, which keeps it for its cursor;
+        Alt + the key steps from a text field too (the tooltip says both)."""
+        key = action.shortcut()
+        alt = QtGui.QKeySequence(QtCore.Qt.KeyboardModifier.AltModifier | key[0].key())
+        action.setShortcuts([key, alt])
+        tip = action.statusTip()
+        action.setToolTip(f"{tip} ({key.toString()}; in a text field {alt.toString()})")
 
     def create_central(self) -> None:
         central = QtWidgets.QWidget()

@@ -148,6 +148,8 @@ class Session(QtCore.QObject):
             self.target = target
         if self.source:
             self._rebuild()
+            if self.decode_as_you_type and self.decoding is not None:
+                self.decode_to_end()  # the kept sentence, decoded by the new model
         else:
             self.decodingChanged.emit()
 
@@ -166,12 +168,17 @@ class Session(QtCore.QObject):
             self.decode_to_end()
 
     def set_strategy(self, strategy: Greedy | Sampling | BeamSearch) -> None:
+        """A new strategy (or new parameters): decoding restarts from SOS; with
+        ``decode_as_you_type`` the kept sentence is decoded to the end at once."""
         self.actionStarted.emit()
         self.strategy = strategy
-        if self.decoding is not None:
-            self.stop_run()
-            self.decoding.set_strategy(strategy)
-            self.decodingChanged.emit()
+        if self.decoding is None:
+            return
+        self.stop_run()
+        self.decoding.set_strategy(strategy)
+        self.decodingChanged.emit()
+        if self.decode_as_you_type:
+            self.decode_to_end()
 
     def _rebuild(self) -> None:
         """Re-encode the source (and target) and restart decoding."""

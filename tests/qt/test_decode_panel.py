@@ -1,0 +1,74 @@
+"""The decoding controls as a learner uses them: the keys step from anywhere (Alt + the key in a
+text field), Enter decodes, a new strategy re-decodes the kept sentence, and the strategy's
+parameters never squeeze a dock."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6 import QtCore, QtWidgets
+from window_helpers import close_window, open_window, wait_idle
+
+ALT = QtCore.Qt.KeyboardModifier.AltModifier
+KEY = QtCore.Qt.Key
+
+
+@pytest.fixture
+def window(qtbot, tmp_path):
+    w = open_window(qtbot, tmp_path, size=(1024, 700))
+    yield w
+    close_window(w)
+
+
+def test_the_keys_step_from_the_source_field(qtbot, window):
+    s = window.session
+    edit = window.findChild(QtWidgets.QLineEdit, "sourceEdit")
+    edit.setFocus()
+    qtbot.waitUntil(edit.hasFocus)
+    n = len(s.decoding.steps)
+    edit.setCursorPosition(2)
+    qtbot.keyClick(edit, KEY.Key_Left)  # the field keeps the plain key for its cursor
+    assert edit.cursorPosition() == 1 and len(s.decoding.steps) == n
+    qtbot.keyClick(edit, KEY.Key_Left, ALT)
+    assert len(s.decoding.steps) == n - 1
+    qtbot.keyClick(edit, KEY.Key_Home, ALT)
+    assert len(s.decoding.steps) == 0
+    qtbot.keyClick(edit, KEY.Key_Right, ALT)
+    assert len(s.decoding.steps) == 1
+    qtbot.keyClick(edit, KEY.Key_Return)  # Enter on the kept sentence decodes it to the end
+    wait_idle(qtbot, window)
+    assert s.decoding.finished and len(s.decoding.steps) == n
+    action = window.findChild(QtWidgets.QWidget, "stepButton").defaultAction()
+    assert "Alt+Right" in action.toolTip()
+
+
+def test_a_new_strategy_decodes_the_kept_sentence_again(qtbot, window):
+    s = window.session
+    combo = window.step_bar.strategy_combo
+    combo.setCurrentIndex(combo.findData("beam"))
+    wait_idle(qtbot, window)
+    assert s.decoding.strategy.describe().startswith("beam") and s.decoding.finished
+    assert window.grid.has_data()  # not blank: the views show the new decoding
+    window.set_decode_as_you_type(False)
+    combo.setCurrentIndex(combo.findData("greedy"))
+    wait_idle(qtbot, window)
+    assert len(s.decoding.steps) == 0 and s.can_step()  # without decode-as-you-type it waits at SOS for Step
+
+
+def test_choosing_a_strategy_never_squeezes_a_dock(qtbot, window):
+    combo = window.step_bar.strategy_combo
+    right = window.docks["headDetailDock"]
+
+    def layout():
+        QtWidgets.QApplication.processEvents()
+        qtbot.wait(20)
+        return right.width(), window.centralWidget().width()
+
+    before = layout()
+    for mode in ("sample", "beam", "sample", "greedy"):
+        combo.setCurrentIndex(combo.findData(mode))
+        wait_idle(qtbot, window)
+        assert abs(layout()[0] - before[0]) <= 2, mode
+        if mode == "beam":
+            fm = combo.fontMetrics()
+            assert combo.width() >= fm.horizontalAdvance(combo.currentText())  # "Beam search" is not cut
+    assert layout() == before
