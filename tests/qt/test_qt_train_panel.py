@@ -478,3 +478,19 @@ def test_hsk_runs_widen_their_data_as_the_default_model_did_unless_asked_not_to(
     form.augment_check.setChecked(True)
     form.data_combo.setCurrentIndex(form.data_combo.findData("reverse"))
     assert not form.augment_check.isVisibleTo(form) and not form.request().augment  # only HSK has glosses to swap
+
+
+def test_the_form_offers_the_tatoeba_pairs_alone_and_mixed_with_hsk(qtbot):
+    from attnviz.core.data.corpora import MIX_NAME, TATOEBA_NAME
+    from attnviz.qt.train.run import TATOEBA_CHOICES, _load_dataset
+
+    assert TATOEBA_CHOICES == (TATOEBA_NAME, MIX_NAME)
+    form = TrainControls()
+    qtbot.addWidget(form)
+    form.data_combo.setCurrentIndex(form.data_combo.findData(MIX_NAME))
+    assert form.augment_check.isVisibleTo(form) and form.request().augment  # the HSK part has glosses to swap
+    assert "+" in form.out_edit.text() and "," not in Path(form.out_edit.text()).name
+    form.data_combo.setCurrentIndex(form.data_combo.findData(TATOEBA_NAME))
+    assert not form.augment_check.isVisibleTo(form) and not form.request().augment
+    data = _load_dataset(form.request())
+    assert data.name == TATOEBA_NAME and data.sizes["train"] > 45_000 and "Tatoeba" in data.attribution

@@ -20,6 +20,7 @@ from attnviz.qt.train.run import (
     AUGMENT_LABEL,
     AUTO_WARMUP,
     DATA_CHOICES,
+    GLOSSED_CHOICES,
     MODEL_SIZES,
     SYNTHETIC_CHOICES,
     WARMUP_CAP,
@@ -92,7 +93,7 @@ class TrainControls(QtWidgets.QGroupBox):
     # -- building ---------------------------------------------------------------------------
     def _build_data_rows(self, form: QtWidgets.QFormLayout) -> None:
         self.data_combo = _combo("trainDataCombo", [(text, key) for key, text in DATA_CHOICES.items()], "hsk-zh-en",
-                                 "What to learn: HSK Chinese→English sentences, a synthetic task whose right attention is known, or your own pairs")
+                                 "What to learn: HSK or Tatoeba Chinese→English sentences (or both), a synthetic task whose right attention is known, or your own pairs")
         form.addRow("Data", self.data_combo)
         self.tsv_edit = QtWidgets.QLineEdit(objectName="trainTsvEdit")
         self.tsv_edit.setPlaceholderText("source<TAB>target file")
@@ -197,13 +198,13 @@ class TrainControls(QtWidgets.QGroupBox):
             w.setVisible(data == "tsv")
         self._examples_label.setVisible(data in SYNTHETIC_CHOICES)
         self.examples_spin.setVisible(data in SYNTHETIC_CHOICES)
-        self._augment_label.setVisible(data == "hsk-zh-en")
-        self.augment_check.setVisible(data == "hsk-zh-en")
+        self._augment_label.setVisible(data in GLOSSED_CHOICES)
+        self.augment_check.setVisible(data in GLOSSED_CHOICES)
 
     def _suggest_out_dir(self) -> None:
         if not self._out_auto:
             return
-        name = f"{self.data_combo.currentData()}-{self.size_combo.currentData()}-{self.norm_combo.currentData()}norm"
+        name = f"{self.data_combo.currentData().replace(',', '+')}-{self.size_combo.currentData()}-{self.norm_combo.currentData()}norm"
         self.out_edit.setText(str(default_runs_dir() / name))
 
     def _on_out_edited(self, _text: str) -> None:
@@ -240,7 +241,7 @@ class TrainControls(QtWidgets.QGroupBox):
         """The run the form describes."""
         return TrainRequest(
             data=self.data_combo.currentData(), tsv_path=self.tsv_edit.text().strip(), n_examples=self.examples_spin.value(),
-            augment=self.data_combo.currentData() == "hsk-zh-en" and self.augment_check.isChecked(),
+            augment=self.data_combo.currentData() in GLOSSED_CHOICES and self.augment_check.isChecked(),
             size=self.size_combo.currentData(), norm=self.norm_combo.currentData(), placement=self.placement_combo.currentData(),
             epochs=self.epochs_spin.value(), lr=self.lr_spin.value(), warmup=self.warmup_spin.value(), batch_tokens=self.batch_spin.value(),
             threads=self.threads_spin.value(), out_dir=self.out_edit.text().strip(),

@@ -28,6 +28,8 @@ MODEL_SIZES: dict[str, tuple[str, dict[str, Any]]] = {
 }
 DATA_CHOICES: dict[str, str] = {
     "hsk-zh-en": "HSK zh→en (4,354 sentence pairs)  汉英句子",
+    "tatoeba-zh-en": "Tatoeba zh→en (56,578 everyday pairs)  日常句子",
+    "hsk-zh-en,tatoeba-zh-en": "HSK + Tatoeba zh→en (60,932 pairs)",
     "copy": "Synthetic · copy digits",
     "reverse": "Synthetic · reverse digits",
     "sort": "Synthetic · sort digits",
@@ -36,6 +38,10 @@ DATA_CHOICES: dict[str, str] = {
 #: The synthetic tasks among DATA_CHOICES: ``corpora.SYNTHETIC_TASKS``, spelled out so that this module
 #: imports no torch (a test keeps the two equal).
 SYNTHETIC_CHOICES = ("copy", "reverse", "sort")
+#: The data choices with HSK glosses, which the augmentation (``AUGMENT_LABEL``) widens.
+GLOSSED_CHOICES = ("hsk-zh-en", "hsk-zh-en,tatoeba-zh-en")
+#: The data choices read from the Tatoeba pairs of the hsg package (``corpora.TATOEBA_NAME``, ``corpora.MIX_NAME``).
+TATOEBA_CHOICES = ("tatoeba-zh-en", "hsk-zh-en,tatoeba-zh-en")
 STATE_TEXT = {
     "idle": "Ready", "preparing": "Preparing data and tokenizers…", "running": "Training", "paused": "Paused",
     "stopping": "Stopping: saving a checkpoint…", "finished": "Finished", "stopped": "Stopped", "failed": "Failed",
@@ -58,10 +64,10 @@ AUGMENT_LABEL = "CC-CEDICT + word swaps"  # what an HSK run's augment adds, in t
 class TrainRequest:
     """Everything one run needs; built from the form (``TrainControls.request()``) or by hand."""
 
-    data: str = "reverse"  # "hsk-zh-en", "copy", "reverse", "sort" or "tsv"
+    data: str = "reverse"  # a key of DATA_CHOICES: "hsk-zh-en", "tatoeba-zh-en", "hsk-zh-en,tatoeba-zh-en", "copy", "reverse", "sort" or "tsv"
     tsv_path: str = ""  # for data == "tsv"
     n_examples: int = 2000  # synthetic tasks: how many pairs
-    augment: bool = False  # HSK: add CC-CEDICT word pairs and word swaps (as the default model's --augment)
+    augment: bool = False  # HSK (alone or in the mix): add CC-CEDICT word pairs and word swaps (as the default model's --augment)
     size: str = "small"  # a key of MODEL_SIZES
     norm: str = "layer"  # "layer" | "batch"
     placement: str = "pre"  # "pre" | "post"
@@ -135,8 +141,9 @@ def _lower_thread_priority() -> None:
 def _load_dataset(req: TrainRequest):
     from attnviz.core.data import corpora as D
 
-    if req.data == "hsk-zh-en":
-        return _augmented(D.load_hsk(), req) if req.augment else D.load_hsk()
+    if req.data == "hsk-zh-en" or req.data in TATOEBA_CHOICES:
+        data = D.load_data(req.data)
+        return _augmented(data, req) if req.augment and req.data in GLOSSED_CHOICES else data
     if req.synthetic:
         return D.synthetic(req.data, n=int(req.n_examples), seed=int(req.seed))
     if req.data == "tsv":
