@@ -165,3 +165,14 @@ def test_the_augmented_mix_rebuilt_from_its_meta_spec_trains_on_no_held_out_sent
     assert not [p.src for p in again.train if near.near(H.normalise(p.src))]
     train, held = _sides(again)
     assert not train & held
+
+
+def test_a_mix_model_offers_the_examples_and_knows_where_a_sentence_is(mix):
+    from attnviz.core.data.examples import hints_for, where_seen
+
+    meta = {"data": {"spec": mix.spec}}
+    examples = {e.source: e for e in hints_for(meta).examples}
+    assert examples["这是最好的时代"].split == "none" and examples["这是最好的时代"].reference == "it was the best of times"
+    assert "尽管今天下了雨，但我因为拿到了梦寐以求的工作offer而感到非常开心和兴奋。" in examples
+    assert any(e.id.startswith("hsk") for e in examples.values())  # HSK records resolve in the mix
+    assert where_seen(meta, "我爱你。") != "train" and where_seen(meta, mix.train[-1].src) == "train"

@@ -4,7 +4,8 @@ or new), the input's placeholder, and where any typed sentence sits in the model
 Each model brings its own (``hints_for(meta, folder)``):
 
 * a bundle folder with an ``examples.json`` (``BUNDLE_EXAMPLES``) uses it;
-* a model trained on the HSK sentences uses ``resources/examples.json``;
+* a model trained on the HSK sentences, the Tatoeba pairs or both uses ``resources/examples.json``
+  (HSK ids a corpus lacks are left out);
 * a model trained on a synthetic task (copy, reverse, sort) or a TSV corpus takes a few sentences of
   its own corpus (training and held-out), written as it was trained on them ("3 1 4 1 5");
 * an imported Marian/Hugging Face folder gets generic everyday sentences in its source language.
@@ -30,6 +31,7 @@ from attnviz.paths import resource
 BUNDLE_EXAMPLES = "examples.json"  # a bundle's own examples, beside its meta.json
 EXAMPLES_LIMIT = 256 * 1024  # bytes read of an examples file
 SPLITS = ("train", "valid", "test")
+ZH_EN_KINDS = ("hsk-zh-en", "tatoeba-zh-en", "mix")  # corpora whose models offer resources/examples.json
 N_CORPUS_EXAMPLES = (5, 4)  # training / held-out sentences offered for a model trained on its own corpus
 
 # Everyday sentences for an imported model, by source language (the first two letters of its name's code).
@@ -223,7 +225,7 @@ def hints_for(meta: Mapping[str, Any], folder: str | Path | None = None) -> Inpu
         if examples:
             return InputHints(tuple(examples), placeholder or _placeholder(examples))
     kind = spec.get("kind") if spec else None
-    if kind == "hsk-zh-en":
+    if kind in ZH_EN_KINDS:
         examples = load_examples(spec=spec)
         return InputHints(tuple(examples), _placeholder(examples, "Source sentence (中文)"))
     if index is not None:
