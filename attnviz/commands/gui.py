@@ -13,6 +13,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", metavar="DIR", help="model bundle folder to open (default: the bundled models/hsk-zh-en)")
     p.add_argument("--src", metavar="TEXT", help="source sentence to decode at start")
     p.add_argument("--tgt", metavar="TEXT", help="target sentence (teacher-forced mode)")
+    p.add_argument("--session", metavar="FILE", help="open a session file (.attnviz): the window as it was saved")
 
 
 def has_display() -> bool:
@@ -32,6 +33,14 @@ def run(args: argparse.Namespace) -> int:
             "Run it in a desktop session, or use the headless commands: attnviz train|translate|trace|export --help",
             code=2,
         )
+    session = getattr(args, "session", None)
+    if session:
+        from attnviz.qt.state import SessionFileError, load_state
+
+        try:
+            load_state(session)  # a file that cannot be restored is refused before the window opens
+        except SessionFileError as exc:
+            raise CommandError(str(exc), code=2) from None
     from attnviz.qt.app import run_app
 
-    return run_app(model=getattr(args, "model", None), src=getattr(args, "src", None), tgt=getattr(args, "tgt", None))
+    return run_app(model=getattr(args, "model", None), src=getattr(args, "src", None), tgt=getattr(args, "tgt", None), session=session)

@@ -25,11 +25,11 @@ def make_app(argv: list[str] | None = None) -> QtWidgets.QApplication:
     return app
 
 
-def run_app(model: str | None = None, src: str | None = None, tgt: str | None = None) -> int:
+def run_app(model: str | None = None, src: str | None = None, tgt: str | None = None, session: str | None = None) -> int:
     app = make_app()
     from attnviz.qt.main_window import MainWindow
 
-    window = MainWindow(model=Path(model) if model else None, src=src, tgt=tgt)
+    window = MainWindow(model=Path(model) if model else None, src=src, tgt=tgt, session_file=Path(session) if session else None)
     install_error_hook(window)
     window.show()
     return app.exec()

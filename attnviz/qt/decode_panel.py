@@ -262,6 +262,22 @@ class QtStepBar(QtWidgets.QWidget):
                             top_p=self.topp_spin.value(), seed=self.seed_spin.value())
         return Greedy()
 
+    def show_strategy(self, strategy: Greedy | Sampling | BeamSearch) -> None:
+        """Set the controls to ``strategy`` without asking the session for it (it has it)."""
+        key = "beam" if isinstance(strategy, BeamSearch) else "sample" if isinstance(strategy, Sampling) else "greedy"
+        widgets = (self.strategy_combo, self.beam_spin, self.temperature_spin, self.topk_spin, self.topp_spin, self.seed_spin)
+        blockers = [QtCore.QSignalBlocker(w) for w in widgets]
+        self.strategy_combo.setCurrentIndex(self.strategy_combo.findData(key))
+        if isinstance(strategy, BeamSearch):
+            self.beam_spin.setValue(strategy.width)
+        elif isinstance(strategy, Sampling):
+            self.temperature_spin.setValue(strategy.temperature)
+            self.topk_spin.setValue(strategy.top_k)
+            self.topp_spin.setValue(strategy.top_p)
+            self.seed_spin.setValue(strategy.seed)
+        del blockers
+        self._update_visibility()
+
     def _update_visibility(self) -> None:
         key = self.strategy_combo.currentData()
         self.beam_row.setVisible(key == "beam")

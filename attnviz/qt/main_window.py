@@ -12,6 +12,8 @@ from attnviz.paths import default_model
 from attnviz.qt.decode_panel import QtInputBar, QtStepBar, QtTokenChips, QtTopKPanel
 from attnviz.qt.help import show_about, show_shortcuts
 from attnviz.qt.session import Session, one_line
+from attnviz.qt.session_file import SessionFiles
+from attnviz.qt.state import SUFFIX
 from attnviz.qt.theme import THEMES, apply_theme
 from attnviz.qt.views.registry import ViewSet, head_figure
 from attnviz.qt.widgets.colormaps import SEQUENTIAL_COLORMAPS
@@ -46,7 +48,8 @@ class MainWindow(QtWidgets.QMainWindow):
     """The views of the registry around the attention grid, the decoding controls, menus and
     settings (geometry, dock layout, colormap, theme and recent models, kept in ``settings``)."""
 
-    def __init__(self, model: Path | None = None, src: str | None = None, tgt: str | None = None, settings: QtCore.QSettings | None = None):
+    def __init__(self, model: Path | None = None, src: str | None = None, tgt: str | None = None, settings: QtCore.QSettings | None = None,
+                 session_file: Path | None = None):
         super().__init__()
         self.setObjectName("mainWindow")
         self.setWindowTitle("attnviz")
@@ -81,7 +84,11 @@ class MainWindow(QtWidgets.QMainWindow):
         self.session.actionStarted.connect(self.clear_message)
         self._pending_run = src is None or not tgt  # decode the first sentence to the end once loaded
         self.model_path: Path | None = None  # the open model's folder: set when a load has succeeded
-        self.open_model(Path(model) if model else default_model())
+        self.session_files = SessionFiles(self)
+        if session_file is None or not self.session_files.open(Path(session_file)):
+            self.open_model(Path(model) if model else default_model())
+        else:
+            self._pending_run = False  # the session file says what is decoded
         self._update_actions()
 
     # -- construction ----------------------------------------------------------------------
@@ -105,6 +112,10 @@ class MainWindow(QtWidgets.QMainWindow):
         self.export_fig_act.setIcon(st.standardIcon(sp.SP_DialogSaveButton))
         self.export_data_act = act("Export &Data…", self.export_data, "Ctrl+Shift+E", "Export the data behind the current view (CSV or NPZ)", "exportDataAction")
         self.export_all_act = act("Export &All Heads…", self.export_all_heads, None, "One figure per layer and head, for the chosen attention kind", "exportAllAction")
+        self.save_session_act = act("&Save Session…", lambda: self.session_files.save_dialog(), QtGui.QKeySequence.StandardKey.Save,
+                                    "Save the whole window (model, sentences, decoded steps, selections, layout) as a session file", "saveSessionAction")
+        self.open_session_act = act("Open &Session…", lambda: self.session_files.open_dialog(), "Ctrl+Shift+O",
+                                    "Open a session file: the window as it was saved", "openSessionAction")
         self.quit_act = act("&Quit", self.close, QtGui.QKeySequence.StandardKey.Quit, "Quit attnviz", "quitAction")
         self.step_act = act("Step", self.session.step, QtCore.Qt.Key.Key_Right, "Decode the next token", "stepAction")
         self.step_act.setIcon(st.standardIcon(sp.SP_MediaSeekForward))
@@ -196,6 +207,9 @@ class MainWindow(QtWidgets.QMainWindow):
         self.recent_menu = file_menu.addMenu("Open &Recent")
         self.recent_menu.setObjectName("recentMenu")
         file_menu.addSeparator()
+        file_menu.addAction(self.open_session_act)
+        file_menu.addAction(self.save_session_act)
+        file_menu.addSeparator()
         file_menu.addAction(self.export_fig_act)
         file_menu.addAction(self.export_data_act)
         file_menu.addAction(self.export_all_act)
@@ -269,6 +283,23 @@ class MainWindow(QtWidgets.QMainWindow):
         sb.addPermanentWidget(self.cancel_load_button)
 
     # -- model --------------------------------------------------------------------------------
+    def ask_model_folder(self) -> str:
+        """A model folder chosen by the user ("" when cancelled)."""
+        start = str((self.model_path or default_model()).parent)
+        return QtWidgets.QFileDialog.getExistingDirectory(self, "Choose the session's model folder", start)
+
+    def apply_look(self, theme: str, colormap: str, layout: bytes, geometry: bytes) -> None:
+        """Theme, colormap, dock layout and geometry as a session file gives them (an empty or
+        unknown one is left as it is)."""
+        if theme in THEMES:
+            self.set_theme(theme)
+        if colormap in SEQUENTIAL_COLORMAPS:
+            self.set_colormap(colormap)
+        if geometry:
+            self.restoreGeometry(QtCore.QByteArray(geometry))
+        if layout and self.restoreState(QtCore.QByteArray(layout)):
+            self._needs_default_layout = False
+
     def open_model_dialog(self) -> None:
         start = str((self.model_path or default_model()).parent)
         path = QtWidgets.QFileDialog.getExistingDirectory(self, "Open model bundle (a folder with config.json, model.safetensors…)", start)
@@ -523,13 +554,19 @@ class MainWindow(QtWidgets.QMainWindow):
     # -- drag and drop, close -----------------------------------------------------------------------
     def dragEnterEvent(self, event: QtGui.QDragEnterEvent) -> None:  # noqa: N802 - Qt API
         urls = event.mimeData().urls()
-        if urls and urls[0].isLocalFile() and Path(urls[0].toLocalFile()).is_dir():
+        path = Path(urls[0].toLocalFile()) if urls and urls[0].isLocalFile() else None
+        if path is not None and (path.is_dir() or path.suffix == SUFFIX):
             event.acceptProposedAction()
 
     def dropEvent(self, event: QtGui.QDropEvent) -> None:  # noqa: N802 - Qt API
+        """A dropped folder opens as a model, a dropped ``.attnviz`` file as a session."""
         urls = event.mimeData().urls()
         if urls and urls[0].isLocalFile():
-            self.open_model(Path(urls[0].toLocalFile()))
+            path = Path(urls[0].toLocalFile())
+            if path.suffix == SUFFIX and not path.is_dir():
+                self.session_files.open(path)
+            else:
+                self.open_model(path)
             event.acceptProposedAction()
 
     def closeEvent(self, event: QtGui.QCloseEvent) -> None:  # noqa: N802 - Qt API

@@ -22,6 +22,29 @@ from attnviz.qt.widgets.colormaps import Theme, get_theme, ui_font
 from attnviz.qt.widgets.plain_text import ElidedLabel, plain_label
 
 
+def control_value(w: QtWidgets.QWidget) -> object | None:
+    """The choice a control holds (a combo's index, a spin box's or slider's value, a checkable
+    button's state), or ``None`` for a widget that holds none."""
+    if isinstance(w, QtWidgets.QComboBox):
+        return w.currentIndex()
+    if isinstance(w, (QtWidgets.QSpinBox, QtWidgets.QDoubleSpinBox, QtWidgets.QAbstractSlider)):
+        return w.value()
+    if isinstance(w, QtWidgets.QAbstractButton) and w.isCheckable():
+        return w.isChecked()
+    return None
+
+
+def set_control_value(w: QtWidgets.QWidget, value: object) -> None:
+    if isinstance(w, QtWidgets.QComboBox) and type(value) is int and 0 <= value < w.count():
+        w.setCurrentIndex(value)
+    elif isinstance(w, QtWidgets.QDoubleSpinBox) and isinstance(value, (int, float)) and not isinstance(value, bool):
+        w.setValue(float(value))
+    elif isinstance(w, (QtWidgets.QSpinBox, QtWidgets.QAbstractSlider)) and type(value) is int:
+        w.setValue(value)
+    elif isinstance(w, QtWidgets.QAbstractButton) and w.isCheckable() and isinstance(value, bool):
+        w.setChecked(value)
+
+
 class FigureViewBase(QtWidgets.QWidget):
     """Base of the views: ``controls`` (a row of selectors) above ``canvas`` (the figure),
     ``readout`` (value under the mouse) below.
@@ -93,6 +116,27 @@ class FigureViewBase(QtWidgets.QWidget):
     def _apply_canvas_theme(self) -> None:
         self.canvas.setBackground(self.theme.background)
         self.readout.setStyleSheet(f"color: {self.theme.muted};")
+
+    # options: the values of the view's own named controls ------------------------------------
+    def _option_controls(self) -> dict[str, QtWidgets.QWidget]:
+        """The view's controls that hold a choice, by objectName (a name used twice is left out)."""
+        seen: dict[str, list[QtWidgets.QWidget]] = {}
+        for w in self.findChildren(QtWidgets.QWidget):
+            if w.objectName() and w is not self.link_button and control_value(w) is not None:
+                seen.setdefault(w.objectName(), []).append(w)
+        return {name: ws[0] for name, ws in seen.items() if len(ws) == 1}
+
+    def options(self) -> dict[str, object]:
+        """What the user set in this view's own controls: objectName → value (JSON types)."""
+        return {name: control_value(w) for name, w in self._option_controls().items()}
+
+    def set_options(self, options: dict[str, object]) -> None:
+        """Set the controls named in ``options`` (unknown names and wrong types are ignored); the
+        view reacts as to the user's choice."""
+        controls = self._option_controls()
+        for name, value in options.items():
+            if name in controls:
+                set_control_value(controls[name], value)
 
     # linking -------------------------------------------------------------------
     def set_link_state(self, linked: bool, caption: str) -> None:

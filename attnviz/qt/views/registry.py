@@ -491,6 +491,19 @@ class ViewSet(QtCore.QObject):
             self._applied.pop(name, None)  # what it shows is its own from now on
         self._update_caption(name)
 
+    def own_selections(self) -> dict[str, Selection]:
+        """The unlinked views' own selections, by view name."""
+        return dict(self._own)
+
+    def set_own_selection(self, name: str, sel: Selection) -> None:
+        """Unlink view ``name`` and give it ``sel`` as its own choice (drawn at once when on screen)."""
+        self.set_linked(name, False)
+        self._own[name] = sel
+        self._applied.pop(name, None)
+        self.stale.add(name)
+        self.catch_up(name)
+        self._update_caption(name)
+
     def request(self, name: str, **changes) -> None:
         """View ``name`` chose ``changes`` (fields of :class:`Selection`): the linked selection
         moves, or, for an unlinked view, its own choice."""

@@ -1,0 +1,184 @@
+"""Session files in the window: File → Save Session… / Open Session…, ``attnviz --session FILE``
+and a dropped ``.attnviz`` file. :func:`capture` reads the window into an :class:`AppState`;
+:class:`SessionFiles` writes it, and restores one: the model is opened when it is not open
+already (a missing folder is asked for, a changed one is named), the tokens are decoded again in
+one go, then the options, the selections, the layout and the theme are applied."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+from PySide6 import QtCore, QtWidgets
+
+from attnviz.core.decoding.strategies import BeamSearch, DecodingError, Greedy, Sampling
+from attnviz.qt.selection import Selection
+from attnviz.qt.state import SUFFIX, AppState, SessionFileError, decode_bytes, encode_bytes, load_state, model_hash, save_state
+
+FILTER = f"attnviz sessions (*{SUFFIX})"
+
+
+def strategy_to_dict(strategy: Greedy | Sampling | BeamSearch) -> dict:
+    name = "beam" if isinstance(strategy, BeamSearch) else "sample" if isinstance(strategy, Sampling) else "greedy"
+    return {"name": name, **asdict(strategy)}
+
+
+def strategy_from_dict(d: dict) -> Greedy | Sampling | BeamSearch:
+    """The strategy ``d`` describes; :class:`SessionFileError` for an unknown one or bad parameters."""
+    cls = {"greedy": Greedy, "beam": BeamSearch, "sample": Sampling}.get(d.get("name"))
+    if cls is None:
+        raise SessionFileError(f"unknown decoding strategy {d.get('name')!r} in the session file")
+    try:
+        return cls(**{k: v for k, v in d.items() if k != "name"})
+    except (TypeError, ValueError, DecodingError) as exc:
+        raise SessionFileError(f"bad parameters of the {d['name']} strategy in the session file: {exc}") from None
+
+
+def capture(window: QtWidgets.QMainWindow) -> AppState:
+    """The window (a ``qt.main_window.MainWindow``) as it is now."""
+    s, views = window.session, window.views
+    path = str(s.bundle.path) if s.bundle is not None and s.bundle.path else None
+    d = s.decoding
+    return AppState(
+        model_path=path, model_hash=model_hash(path) if path else None, source=s.source, target=s.target,
+        strategy=strategy_to_dict(s.strategy),
+        tokens=list(d.tgt_ids[1:]) if d is not None and s.forced is None else [],
+        forced=[st.index for st in d.steps if st.forced] if d is not None and s.forced is None else [],
+        cursor=s.forced_cursor if s.forced is not None else None, decode_as_you_type=s.decode_as_you_type,
+        selection=asdict(views.selection.value()),
+        own={name: asdict(sel) for name, sel in views.own_selections().items()},
+        options={name: view.options() for name, view in views.views.items()},
+        layout=encode_bytes(window.saveState().data()), geometry=encode_bytes(window.saveGeometry().data()),
+        theme=window.theme_name, colormap=window.colormap_name, language="en",
+    )
+
+
+class SessionFiles(QtCore.QObject):
+    """Saves and restores the window's :class:`AppState`. ``restored`` when a restore is done."""
+
+    restored = QtCore.Signal()
+
+    def __init__(self, window: QtWidgets.QMainWindow):
+        super().__init__(window)
+        self.window = window
+        self._pending: AppState | None = None  # waiting for its model to load
+        window.session.modelChanged.connect(self._on_model_changed)
+
+    # -- saving -------------------------------------------------------------------------------
+    def save_dialog(self) -> None:
+        path, _ = QtWidgets.QFileDialog.getSaveFileName(self.window, "Save session", f"session{SUFFIX}", FILTER)
+        if path:
+            self.save(Path(path))
+
+    def save(self, path: Path) -> Path | None:
+        try:
+            written = save_state(capture(self.window), path)
+        except SessionFileError as exc:
+            self.window.show_message("error", str(exc))
+            return None
+        self.window.show_message("info", f"Session saved to {written}")
+        return written
+
+    # -- opening --------------------------------------------------------------------------------
+    def open_dialog(self) -> None:
+        path, _ = QtWidgets.QFileDialog.getOpenFileName(self.window, "Open session", "", FILTER)
+        if path:
+            self.open(Path(path))
+
+    def open(self, path: Path) -> bool:
+        """Read ``path`` and restore it; a file that cannot be read changes nothing (one line says why)."""
+        try:
+            state = load_state(path)
+            strategy_from_dict(state.strategy)
+        except SessionFileError as exc:
+            self.window.show_message("error", str(exc))
+            return False
+        return self.restore(state)
+
+    def restore(self, state: AppState) -> bool:
+        """Bring the window to ``state`` (when its model has to be opened first: once it is)."""
+        folder = self._model_folder(state)
+        if folder is None:
+            return False
+        w, s = self.window, self.window.session
+        w.apply_look(state.theme, state.colormap, decode_bytes(state.layout), decode_bytes(state.geometry))
+        s.decode_as_you_type = False  # the tokens are replayed, not decoded anew
+        w.input_bar.set_texts(state.source, state.target)
+        s.strategy = strategy_from_dict(state.strategy)
+        w.step_bar.show_strategy(s.strategy)
+        open_now = s.bundle is not None and s.bundle.path is not None and Path(s.bundle.path).resolve() == folder.resolve()
+        if open_now and model_hash(folder) == state.model_hash:
+            s.set_inputs(state.source, state.target)
+            self._finish(state)
+        else:
+            self._pending = state
+            s.open_model(folder, source=state.source, target=state.target)
+        return True
+
+    def _model_folder(self, state: AppState) -> Path | None:
+        """The session's model folder; a missing one is asked for (``None``: none was given)."""
+        w = self.window
+        if state.model_path and Path(state.model_path).is_dir():
+            if state.model_hash and model_hash(state.model_path) != state.model_hash:
+                w.show_message("warning", f"The model in {state.model_path} has changed since the session was saved: "
+                                          "its decoding may differ from the saved one")
+            return Path(state.model_path)
+        w.show_message("warning", f"The session's model folder is missing ({state.model_path or 'none recorded'}): choose it")
+        chosen = w.ask_model_folder()
+        return Path(chosen) if chosen else None
+
+    def _on_model_changed(self, bundle) -> None:
+        if self._pending is not None and bundle is not None:
+            state, self._pending = self._pending, None
+            QtCore.QTimer.singleShot(0, self, lambda: self._finish(state))  # after the session has rebuilt
+
+    def _finish(self, state: AppState) -> None:
+        s, w = self.window.session, self.window
+        self._replay(state)
+        s.decode_as_you_type = state.decode_as_you_type
+        w.set_decode_as_you_type(state.decode_as_you_type)
+        self._apply_choices(state)
+        self.restored.emit()
+
+    def _replay(self, state: AppState) -> None:
+        """Decode the saved tokens again (forced where they were forced), as one change."""
+        s = self.window.session
+        if s.forced is not None and state.cursor is not None:
+            s.forced_cursor = max(0, min(state.cursor, len(s.forced.steps) - 1))
+        elif s.decoding is not None and state.tokens:
+            blocked = s.blockSignals(True)
+            try:
+                _decode_tokens(s.decoding, state.tokens, set(state.forced))
+            except DecodingError as exc:
+                s.message.emit("warning", f"The session's tokens could not all be decoded again: {exc}")
+            finally:
+                s.blockSignals(blocked)
+        s.decodingChanged.emit()
+
+    def _apply_choices(self, state: AppState) -> None:
+        """Each view's options, then the selections (which win where they overlap)."""
+        views = self.window.views
+        for name, options in state.options.items():
+            if name in views.views and isinstance(options, dict):
+                views.views[name].set_options(options)
+        try:
+            views.selection.update(**asdict(Selection(**state.selection)))
+            for name, sel in state.own.items():
+                if name in views.views:
+                    views.set_own_selection(name, Selection(**sel))
+        except (TypeError, ValueError) as exc:
+            self.window.show_message("warning", f"The session's selection was not applied: {exc}")
+
+
+def _decode_tokens(decoding, tokens: list[int], forced: set[int]) -> None:
+    """Step ``decoding`` through ``tokens``: a forced step is forced again; a free step takes the
+    strategy's choice, forced to the saved token where it differs (the model changed)."""
+    for i, token in enumerate(tokens):
+        if decoding.finished:
+            break
+        if i in forced:
+            decoding.force(token)
+            continue
+        decoding.step()
+        if decoding.tgt_ids[-1] != token:
+            decoding.back()
+            decoding.force(token)
