@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from pathlib import Path
+
 from PySide6 import QtCore, QtWidgets
 
 from attnviz.core.decoding.strategies import BeamSearch, DecodingError, Greedy, Sampling
