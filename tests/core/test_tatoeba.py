@@ -183,3 +183,18 @@ def test_a_resumed_mix_run_loads_its_data_from_meta_json(mix, tmp_path):
 
     meta = {"data": json.loads(json.dumps(mix.describe(), ensure_ascii=False))}
     assert _resumed_dataset(tmp_path, meta, None).split_hash == mix.split_hash
+
+
+def test_the_hsk_glosses_of_a_mix_feed_guided_alignment(mix):
+    import dataclasses
+
+    from attnviz.core.model.config import TransformerConfig
+    from attnviz.core.training.trainer import Trainer, TrainOptions
+
+    hsk = [p for p in mix.train if p.extra.get("corpus") == "hsk-zh-en"][:150]
+    tatoeba = [p for p in mix.train if p.id.startswith("tatoeba:")][:150]
+    small = dataclasses.replace(mix, train=hsk + tatoeba, valid=mix.valid[:10], test=mix.test[:10])
+    cfg = TransformerConfig(d_model=16, n_heads=2, n_encoder_layers=1, n_decoder_layers=1, d_ff=32, max_len=64)
+    trainer = Trainer.create(small, cfg, TrainOptions(epochs=1, guided_alignment="1.1"), src_vocab=1200, tgt_vocab=400)
+    aligned = set(trainer.guided.rows)  # indices into small.train
+    assert aligned and all(small.train[i].extra.get("tokens") for i in aligned)  # HSK rows only: Tatoeba has no glosses
