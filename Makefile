@@ -5,7 +5,7 @@ TORCH_VERSION ?= 2.13.0
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(TORCH_VERSION)
 
-.PHONY: run test lint bench venv clean screenshot figures wheel-smoke
+.PHONY: run test test-fast lint bench venv clean screenshot figures wheel-smoke
 
 venv: $(STAMP)
 
@@ -20,6 +20,10 @@ run: $(STAMP)
 
 test: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q
+
+# The quick loop: everything but the tests marked slow (the whole window, trainings, subprocesses).
+test-fast: $(STAMP)
+	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -m "not slow"
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check attnviz tests bench main.py setup.py

@@ -16,6 +16,17 @@ torch.set_num_threads(1)
 gc.disable()
 
 
+WINDOW_FIXTURES = {"window"}  # fixtures that open the whole main window (~10 s each): slow
+
+
+def pytest_collection_modifyitems(config, items):
+    """A test that opens the main window through a ``window`` fixture is ``slow`` like the ones
+    marked by hand (trainings, subprocesses, every size of the window)."""
+    for item in items:
+        if WINDOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(autouse=True)
 def _collect_garbage_in_the_main_thread():
     yield

@@ -75,6 +75,7 @@ def test_postnorm_model_is_the_papers_formula_and_learned_its_training_data(hsk)
     assert teacher_forced_metrics(post.model, ex)["token_accuracy"] >= 0.9
 
 
+@pytest.mark.slow
 def test_hsk_models_were_trained_on_todays_split(default, hsk):
     for b in (default, *(load_bundle(models_dir() / name) for name in HSK_VARIANTS)):
         trained_on = augment_as(hsk, b.meta["data"]["spec"])  # the split, augmented as the bundle says

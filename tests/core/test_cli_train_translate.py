@@ -110,6 +110,7 @@ def test_translate_stdin_unknown_and_empty(trained, capsys, monkeypatch):
     assert "no such model bundle" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_subprocess_ctrl_c_saves_then_translate_reads_stdin(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     out = tmp_path / "long"
@@ -160,6 +161,7 @@ def test_train_explains_a_bad_augmentation(tmp_path, capsys, flags, message):
     assert not (tmp_path / "run" / "model.safetensors").exists()
 
 
+@pytest.mark.slow
 def test_train_augments_only_the_training_split_and_records_it(tmp_path, capsys):
     from attnviz.core.data.corpora import load_hsk
     from attnviz.core.training.trainer import Trainer

@@ -193,6 +193,7 @@ def test_cli_refuses_a_bad_guided_alignment(tmp_path, capsys, flags, message):
     assert not (tmp_path / "run" / "model.safetensors").exists()
 
 
+@pytest.mark.slow
 def test_cli_trains_with_guided_alignment_and_records_it(tmp_path, capsys):
     out = tmp_path / "guided"
     flags = ["--src-vocab", "1900", "--tgt-vocab", "400", "--max-len", "24", "--quiet", *CLI_TINY]

@@ -190,6 +190,7 @@ def _translate(model: Path, *args: bytes | str, stdin: bytes | None = None) -> s
                           input=stdin, capture_output=True, env=env, timeout=120)
 
 
+@pytest.mark.slow
 def test_invalid_utf8_on_stdin_and_in_argv_is_one_line(tmp_path):
     model = valid_bundle(tmp_path)
     for args, stdin in [((), "我是学生。\n".encode() + b"\xff\xfe bad\n"), ((b"\xff\xfe",), None),

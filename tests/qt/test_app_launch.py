@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from PySide6 import QtCore
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,6 +28,7 @@ def test_help_lists_every_command():
         assert cmd in r.stdout
 
 
+@pytest.mark.slow
 def test_unexpected_errors_become_window_messages(qtbot, tmp_path, monkeypatch):
     from attnviz.qt.app import install_error_hook
     from attnviz.qt.main_window import MainWindow

@@ -15,6 +15,8 @@ from attnviz.qt.main_window import CLOSE_WAIT_S
 from attnviz.qt.train.run import TrainRequest
 from attnviz.qt.workers import active_workers
 
+pytestmark = pytest.mark.slow  # the whole main window
+
 
 @pytest.fixture
 def window(qtbot, tmp_path):

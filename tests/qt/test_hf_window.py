@@ -13,6 +13,8 @@ pytest.importorskip("transformers", reason="transformers is not installed (pip i
 
 from tiny_marian import SOURCES, build_marian  # noqa: E402  (needs transformers)
 
+pytestmark = pytest.mark.slow  # the whole main window
+
 
 @pytest.fixture(scope="module")
 def marian_dir(tmp_path_factory):

@@ -7,6 +7,8 @@ import pytest
 from hostile_bundles import hostile_bundles
 from window_helpers import TIMEOUT_MS, close_window, open_window, wait_idle
 
+pytestmark = pytest.mark.slow  # the whole main window
+
 
 @pytest.fixture
 def window(qtbot, tmp_path):

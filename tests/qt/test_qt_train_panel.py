@@ -7,6 +7,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
+import pytest
 import torch
 from PySide6 import QtCore, QtGui, QtWidgets
 
@@ -147,6 +148,7 @@ def test_nan_loss_is_shown_and_the_last_good_checkpoint_kept(qtbot, tmp_path):
     assert not panel.controls.open_button.isEnabled()
 
 
+@pytest.mark.slow
 def test_a_full_disk_is_shown(qtbot, tmp_path, monkeypatch):
     def full(path, *a, **kw):
         raise BundleError(path, "cannot save (No space left on device)")
@@ -265,6 +267,7 @@ def test_a_folder_that_is_not_a_bundle_is_refused_without_a_question(qtbot, tmp_
     panel.grab().save(str(tmp_path / "refused.png"))
 
 
+@pytest.mark.slow
 def test_replacing_a_bundle_asks_first(qtbot, tmp_path, monkeypatch):
     from PySide6 import QtWidgets
 
@@ -370,6 +373,7 @@ def test_the_default_output_folder_names_the_app_once(qtbot):
     assert shown.parent == path
 
 
+@pytest.mark.slow
 def test_the_probe_title_fits_at_1024_px(qtbot, tmp_path):
     panel = make_panel(qtbot, tiny(tmp_path / "probe"))
     with qtbot.waitSignal(panel.trainingFinished, timeout=TIMEOUT):

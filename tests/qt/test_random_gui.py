@@ -14,6 +14,8 @@ from attnviz.core.model.sites import KINDS
 
 from tiny_models import random_model, tokenizers
 
+pytestmark = pytest.mark.slow  # the whole main window
+
 
 @pytest.fixture
 def window(qtbot, tmp_path):

@@ -220,6 +220,7 @@ def test_export_compare_numbers_and_refusals(qapp, tmp_path, capsys, model_dir):
 
 
 # -- in the window ------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_the_story_views_live_in_the_window(qtbot, tmp_path):
     from window_helpers import close_window, open_window, wait_idle
 

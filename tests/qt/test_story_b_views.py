@@ -293,6 +293,7 @@ def _raise(window, name):
     return window.views[name]
 
 
+@pytest.mark.slow
 def test_the_story_views_live_in_the_window_and_follow_each_step(qtbot, tmp_path):
     from attnviz.qt.main_window import MainWindow
 

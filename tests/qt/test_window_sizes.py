@@ -10,6 +10,8 @@ import pytest
 from PySide6 import QtCore, QtWidgets
 from window_helpers import TIMEOUT_MS, close_window, layout_problems, open_window, wait_idle
 
+pytestmark = pytest.mark.slow  # the whole main window
+
 SIZES = ((1024, 700), (1366, 768), (1920, 1080))
 MODES = ("greedy", "sample", "beam", "teacher-forced")
 TARGET = "Hello, teacher!"

@@ -212,6 +212,75 @@ def render_png_bytes(view: FigureView, width: int | None = None, dpi: float | No
 _FONT_FAMILY_ATTR = re.compile(r'font-family="[^"]*"')
 
 
+_GROUP = re.compile(r'(<g\b[^>]*?transform="matrix\(([^)]*)\)"[^>]*>)(.*?)(</g>)', re.S)
+_SCALE_FREE = re.compile(r'<(rect|path|polyline|polygon)\b([^>]*?)\svector-effect="non-scaling-stroke"([^>]*?)(/?)>')
+_PAIR = re.compile(r'(-?[\d.]+(?:e-?\d+)?),(-?[\d.]+(?:e-?\d+)?)')
+_ATTR = re.compile(r'\s(x|y|width|height)="(-?[\d.]+(?:e-?\d+)?)"')
+
+
+def _matrix_map(m: tuple[float, ...]):
+    a, b, c, d, e, f = m
+    return lambda x, y: (a * x + c * y + e, b * x + d * y + f)
+
+
+def _inverse(m: tuple[float, ...]) -> tuple[float, ...] | None:
+    a, b, c, d, e, f = m
+    det = a * d - b * c
+    if abs(det) < 1e-12:
+        return None
+    return (d / det, -b / det, -c / det, a / det, (c * f - d * e) / det, (b * e - a * f) / det)
+
+
+def _device_shape(tag: str, attrs: str, m: tuple[float, ...]) -> str | None:
+    """A rect, path or polyline's outline in device coordinates, as a path (``None``: unknown)."""
+    to_device = _matrix_map(m)
+
+    def pair(match: re.Match) -> str:
+        x, y = to_device(float(match.group(1)), float(match.group(2)))
+        return f"{x:.6g},{y:.6g}"
+
+    if tag == "rect":
+        v = {k: float(val) for k, val in _ATTR.findall(attrs)}
+        x, y, w, h = v.get("x", 0.0), v.get("y", 0.0), v.get("width", 0.0), v.get("height", 0.0)
+        pts = [to_device(px, py) for px, py in ((x, y), (x + w, y), (x + w, y + h), (x, y + h))]
+        rest = _ATTR.sub("", attrs)
+        return f'<path{rest} d="M{" L".join(f"{px:.6g},{py:.6g}" for px, py in pts)} Z"'
+    if tag == "path" or tag in ("polyline", "polygon"):
+        return _PAIR.sub(pair, attrs) if ("d=" in attrs or "points=" in attrs) else None
+    return None
+
+
+def _unscaled_group(match: re.Match) -> str:
+    """One ``<g transform=matrix(M)>``: each outline drawn with a non-scaling (cosmetic) pen gets its
+    geometry in device coordinates and the transform M⁻¹, so no viewer scales its stroke."""
+    head, matrix, body, tail = match.groups()
+    try:
+        m = tuple(float(v) for v in matrix.replace(" ", ",").split(",") if v)
+    except ValueError:
+        return match.group(0)
+    inv = _inverse(m) if len(m) == 6 else None
+    if inv is None:
+        return match.group(0)
+
+    def element(em: re.Match) -> str:
+        tag, before, after, close = em.groups()
+        shape = _device_shape(tag, before + after, m)
+        if shape is None:
+            return em.group(0)
+        if tag != "rect":
+            shape = f"<{tag}{shape}"
+        return f'{shape} transform="matrix({",".join(f"{v:.9g}" for v in inv)})"{close}>'
+
+    return head + _SCALE_FREE.sub(element, body) + tail
+
+
+def scale_free_strokes(svg: str) -> str:
+    """Qt writes a cosmetic pen inside a scaled group as ``vector-effect="non-scaling-stroke"``,
+    which librsvg and ImageMagick ignore (they draw the stroke scaled: wide bands over the figure).
+    Write those outlines so that every viewer draws them the same, in device coordinates."""
+    return _GROUP.sub(_unscaled_group, svg)
+
+
 def render_svg_bytes(view: FigureView) -> bytes:
     """The figure as SVG: text stays ``<text>``, small matrices are vector rectangles."""
     ensure_laid_out(view)
@@ -233,7 +302,7 @@ def render_svg_bytes(view: FigureView) -> bytes:
     text = bytes(buf.data()).decode("utf-8")
     # Qt writes only the first family; give viewers the whole fallback list (CJK included).
     text = _FONT_FAMILY_ATTR.sub(f'font-family="{CSS_FONT_FAMILY}"', text)
-    return text.encode("utf-8")
+    return scale_free_strokes(text).encode("utf-8")
 
 
 def render_pdf_bytes(view: FigureView) -> bytes:

@@ -1,0 +1,53 @@
+"""Every view's SVG looks the same in other viewers as in Qt: rasterised with librsvg
+(``rsvg-convert``, GNOME's viewers and most browsers' engines alike in what they ignore) it
+matches the view's PNG export. Cosmetic outlines once came out as wide filled bands there."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+from PySide6 import QtGui
+
+from attnviz.cli import main as cli_main
+from attnviz.qt.views.registry import VIEW_NAMES
+
+SIZE = "900x640"
+MEAN_DIFF = 12.0  # grey levels (of 255), averaged over the figure: text and resampling differ by ~3-8; the bands gave ~27
+STRONG = 0.06  # the share of pixels that differ by more than 60 grey levels; the bands gave ~0.23
+
+
+def _grey(path, size=None) -> np.ndarray:
+    img = QtGui.QImage(str(path))
+    assert not img.isNull(), path
+    if size is not None and (img.width(), img.height()) != size:
+        img = img.scaled(*size)
+    white = QtGui.QImage(img.size(), QtGui.QImage.Format.Format_RGB32)
+    white.fill(QtGui.QColor("white"))
+    p = QtGui.QPainter(white)
+    p.drawImage(0, 0, img)
+    p.end()
+    grey = white.convertToFormat(QtGui.QImage.Format.Format_Grayscale8)
+    return np.frombuffer(grey.constBits(), np.uint8, grey.sizeInBytes()).reshape(grey.height(), grey.bytesPerLine())[:, : grey.width()].astype(float)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("view", VIEW_NAMES)
+def test_an_svg_renders_in_librsvg_as_in_qt(tmp_path, view):
+    rsvg = shutil.which("rsvg-convert")
+    assert rsvg, "rsvg-convert is missing: install librsvg2-bin (.ci/run does)"
+    for fmt in ("png", "svg"):
+        rc = cli_main(["export", "--view", view, "--src", "猫吃鱼。", "--tgt", "The cat eats fish.", "--size", SIZE,
+                       "--format", fmt, "--out", str(tmp_path / fmt)])
+        assert rc == 0
+    png = next((tmp_path / "png").glob("*.png"))
+    svg = next((tmp_path / "svg").glob("*.svg"))
+    assert b"non-scaling-stroke" not in svg.read_bytes()
+    out = tmp_path / "rsvg.png"
+    subprocess.run([rsvg, str(svg), "-o", str(out)], check=True, timeout=60)
+    ref = _grey(png)
+    got = _grey(out, size=(ref.shape[1], ref.shape[0]))
+    diff = np.abs(ref - got)
+    assert diff.mean() < MEAN_DIFF and (diff > 60).mean() < STRONG, f"{view}: mean {diff.mean():.1f}, strong {(diff > 60).mean():.3f}"
