@@ -187,10 +187,7 @@ def export_metadata(args: argparse.Namespace, session: Session, choice: ViewChoi
 
     head = choice.head if choice.mode == "head" else choice.mode
     layer = None if choice.mode == "all" else choice.layer
-    meta = session_metadata(session, choice.kind, layer, head)
-    if not args.tgt:
-        meta["target"] = f"{meta['target']} (decoded with {args.strategy})"
-    return meta
+    return session_metadata(session, choice.kind, layer, head)
 
 
 def _export_all_heads(args: argparse.Namespace, session: Session, choice: ViewChoice, size: tuple[int, int], out: Path) -> list[Path]:

@@ -52,3 +52,32 @@ def test_a_background_tab_catches_up_once_when_raised(qtbot, window):
         QtWidgets.QApplication.processEvents()
     assert views.refreshes["lines"] == before + 1
     np.testing.assert_array_equal(views["lines"].data().weights, s.decoding.all_attention("cross"))
+
+
+def test_a_data_file_from_the_window_says_what_the_command_line_says(qtbot, tmp_path, monkeypatch):
+    """The same provenance lines (model, sentences, strategy, step, selection, index bases) as
+    ``attnviz export`` writes for the same view and choice."""
+    from attnviz.cli import main as cli_main
+    from attnviz.core.bundle import load_bundle
+    from attnviz.paths import default_model
+    from attnviz.qt.session import Session
+    from attnviz.qt.views.registry import ViewSet
+
+    assert cli_main(["export", "--view", "head", "--src", "猫吃鱼。", "--format", "csv", "--out", str(tmp_path / "cli")]) == 0
+    cli_lines = [line for line in next((tmp_path / "cli").glob("*.csv")).read_text(encoding="utf-8").splitlines() if line.startswith("#")]
+    s = Session()
+    s.set_bundle(load_bundle(default_model()))
+    s.set_inputs("猫吃鱼。", "")
+    s.decoding.run()
+    views = ViewSet(s, lambda path: None)
+    qtbot.addWidget(views.train)
+    for frame in views.frames.values():
+        qtbot.addWidget(frame)
+    views.refresh(views["head"])
+    out = tmp_path / "gui.csv"
+    monkeypatch.setattr(QtWidgets.QFileDialog, "getSaveFileName", lambda *a, **k: (str(out), "CSV (*.csv)"))
+    views["head"].export_data_dialog()
+    gui_lines = [line for line in out.read_text(encoding="utf-8").splitlines() if line.startswith("#")]
+    assert gui_lines == cli_lines
+    assert any(line.startswith("# model: ") for line in gui_lines) and any("count from 0" in line for line in gui_lines)
+    assert "# target: The" in "\n".join(gui_lines) and "decoded with greedy" in "\n".join(gui_lines)

@@ -135,6 +135,9 @@ def metadata_lines(data: FigureData, metadata: Metadata | None = None) -> list[s
     """``key: value`` for each metadata entry (``None`` left out, each on one line), then the view's title."""
     lines = [f"{key}: {value}" for key, value in (metadata or {}).items() if value is not None]
     lines.append(f"view: {data.title}")
+    if data.dims:
+        lines.append(f"indices: {', '.join(f'{d}_index' for d in data.dims)} count from 0; step, layer, head above and "
+                     "position, layer and head labels count from 1, as on screen")
     return [" ".join(line.split()) for line in lines]
 
 
@@ -149,6 +152,8 @@ def session_metadata(session, kind: str | None = None, layer: int | None = None,
         words = "".join(p for p in session.output_pieces() if p not in ("SOS", "EOS")).replace(SP_WORD_START, " ").strip()
         target = session.target or words
     forced = getattr(session, "forced", None) is not None
+    if not session.target and getattr(session, "strategy", None) is not None:
+        target = f"{target} (decoded with {session.strategy.describe()})"
     return {"model": session.bundle.name, "source": session.source, "target": target,
             "step": f"{session.n_rows()}{' (teacher forcing)' if forced else ''}", "kind": kind,
             "layer": None if layer is None else layer + 1, "head": head + 1 if isinstance(head, int) else head}

@@ -9,7 +9,7 @@ what the views of :class:`AttentionData` by kind share (grid, head detail, lines
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
@@ -66,6 +66,7 @@ class FigureViewBase(QtWidgets.QWidget):
         super().__init__(parent)
         self.theme = get_theme(theme)
         self._colormap: str | None = None  # None: the theme's default
+        self.provenance: Callable[[], dict[str, object]] | None = None  # what its data files say they are of
         self.controls = QtWidgets.QHBoxLayout()
         self.controls.setContentsMargins(6, 4, 6, 0)
         self.controls.setSpacing(6)
@@ -253,7 +254,7 @@ class FigureViewBase(QtWidgets.QWidget):
     def export_data_dialog(self) -> None:
         from attnviz.qt.export.dialogs import export_data_dialog
 
-        export_data_dialog(self, self)
+        export_data_dialog(self, self, metadata=self.provenance() if self.provenance is not None else None)
 
 
 def make_combo(object_name: str, tooltip: str) -> QtWidgets.QComboBox:

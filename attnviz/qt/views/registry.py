@@ -22,6 +22,7 @@ from attnviz.core.analysis.positional import positional_data_for
 from attnviz.core.analysis.walkthrough import HeadWalkthrough, session_walkthrough
 from attnviz.core.model.sites import KINDS
 from attnviz.errors import CommandError
+from attnviz.qt.export.files import session_metadata
 from attnviz.qt.selection import LinkedSelection, Request, Selection, ViewChoice, query_axis
 from attnviz.qt.session import Session
 from attnviz.qt.train.panel import TrainPanel
@@ -361,8 +362,9 @@ class ViewSet(QtCore.QObject):
         for spec in VIEWS:
             if spec.selectors:
                 self._link(spec)
-        for view in self.views.values():
+        for name, view in self.views.items():
             view.installEventFilter(self)
+            view.provenance = partial(self.provenance, name)
         self.selection.changed.connect(self._on_selection_changed)
         self.selection.queryHovered.connect(self._on_query_hover_changed)
         self.views["output"].positionClicked.connect(self._on_position_clicked)
@@ -490,6 +492,14 @@ class ViewSet(QtCore.QObject):
             self._own[name] = self.selection.value()
             self._applied.pop(name, None)  # what it shows is its own from now on
         self._update_caption(name)
+
+    def provenance(self, name: str) -> dict[str, object]:
+        """What view ``name``'s data file is of: the model, the sentences, the step and the choice it shows."""
+        if self.session.bundle is None:
+            return {}
+        choice = self.followed(name)
+        head = choice.head if choice.mode == "head" else choice.mode
+        return session_metadata(self.session, choice.kind, None if choice.mode == "all" else choice.layer, head)
 
     def own_selections(self) -> dict[str, Selection]:
         """The unlinked views' own selections, by view name."""
