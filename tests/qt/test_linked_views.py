@@ -189,3 +189,22 @@ def test_the_selection_reads_1_based_and_says_when_it_changes(qtbot):
     assert sel.update(query=None) and sel.value().query is None  # back to the current step
     with pytest.raises(ValueError):
         Selection("cross", 0, 0, "sum")
+
+
+def test_the_norm_view_follows_a_cross_selection_to_its_decoder_layer(qtbot):
+    s = Session()
+    s.bundle = bundle()
+    s.decoding = session(steps=4)
+    vs = ViewSet(s, lambda path: None)
+    qtbot.addWidget(vs.train)
+    frame = vs.frames["norm"]
+    qtbot.addWidget(frame)
+    frame.resize(640, 480)
+    frame.show()
+    qtbot.waitExposed(frame)
+    vs.refresh(vs["norm"])
+    vs.selection.update(kind="cross", layer=1)
+    assert vs["norm"].group() == ("decoder", 1)
+    assert "layer 2" in vs["norm"].link_text()
+    vs.selection.update(kind="encoder", layer=0)
+    assert vs["norm"].group() == ("encoder", 0)

@@ -309,6 +309,10 @@ class QtNormStatsView(FigureViewBase):
         order = {"encoder": 0, "decoder": 1}
         return sorted(out, key=lambda g: (order.get(g[0], 2), g[1] if g[1] >= 0 else 10**6))
 
+    def group(self) -> tuple[str, int]:
+        """The (stack, layer) shown; layer -1: the final norm."""
+        return self._group
+
     def group_sites(self) -> list[NormSiteData]:
         """The sites of the chosen layer, in sublayer order."""
         return sorted((s for s in self._sites if s.group == self._group), key=lambda s: s.index)

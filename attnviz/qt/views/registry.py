@@ -226,8 +226,11 @@ def _watch_walkthrough(view: QtWalkthroughView, request: Request) -> None:
 
 
 def _select_norm(view: QtNormStatsView, c: ViewChoice) -> None:
+    """The chosen layer's norms; cross-attention sits in the decoder's layers."""
     if c.kind is not None and c.layer is not None:
-        view.select(c.kind, c.layer)
+        stack = "decoder" if c.kind == "cross" else c.kind
+        if (stack, c.layer) in view.groups():
+            view.select(stack, c.layer)
 
 
 _ATTENTION = ("kind", "layer", "head")
@@ -245,7 +248,7 @@ VIEWS: tuple[ViewSpec, ...] = (
     ViewSpec("output", QtOutputView, "Output distribution", "outputDock", "bottom", (), _load_output),
     ViewSpec("pe", QtPositionalView, "Positional encoding", "positionalDock", "bottom", (), _load_positional),
     ViewSpec("norm", QtNormStatsView, "LayerNorm / BatchNorm", "normStatsDock", "bottom", ("kind", "layer"), _load_norm,
-             _select_norm, kinds=("encoder", "decoder")),
+             _select_norm, kinds=("encoder", "decoder"), stack_view=True),
     ViewSpec("walkthrough", QtWalkthroughView, "One-head walkthrough", "walkthroughDock", "bottom", SELECTORS,
              _load_walkthrough, kinds=KINDS, empty="nothing to walk through", watch=_watch_walkthrough),
     ViewSpec("compare", QtCompareView, "Word order (compare)", "compareView", "bottom", _ATTENTION, load_compare,
