@@ -52,8 +52,12 @@ class QtInputBar(QtWidgets.QWidget):
         form.addWidget(QtWidgets.QLabel("Source"), 0, 0)
         form.addWidget(self.source_edit, 0, 1)
         form.addWidget(self.example_combo, 0, 2, 1, 2)
+        self.reference_button = QtWidgets.QToolButton(objectName="useReferenceButton", text="Use the reference")
+        self.reference_button.setToolTip("The open example has a reference translation: feed it to the decoder (teacher forcing)")
+        self.reference_button.clicked.connect(self.use_reference)
         form.addWidget(QtWidgets.QLabel("Target"), 1, 0)
-        form.addWidget(self.target_edit, 1, 1, 1, 3)
+        form.addWidget(self.target_edit, 1, 1, 1, 2)
+        form.addWidget(self.reference_button, 1, 3)
         self.source_info = QtSourceInfo(session)
         form.addWidget(self.source_info, 2, 0, 1, 4)
         form.setColumnStretch(1, 3)
@@ -69,7 +73,10 @@ class QtInputBar(QtWidgets.QWidget):
         self._examples: list = []
         self._hints_worker: FunctionWorker | None = None
         self.source_edit.textChanged.connect(self._update_source_tooltip)
+        self.source_edit.textChanged.connect(self._update_reference_button)
+        self.target_edit.textChanged.connect(self._update_reference_button)
         session.modelChanged.connect(self._on_model_changed)
+        self._update_reference_button()
 
     def set_examples(self, examples: list) -> None:
         self._examples = list(examples)
@@ -85,6 +92,25 @@ class QtInputBar(QtWidgets.QWidget):
         with QtCore.QSignalBlocker(self.source_edit), QtCore.QSignalBlocker(self.target_edit):
             self.source_edit.setText(source)
             self.target_edit.setText(target)
+        self._update_reference_button()
+
+    def reference(self) -> str:
+        """The reference translation of the example whose source is typed ("" when there is none)."""
+        src = self.source_edit.text().strip()
+        return next((e.reference for e in self._examples if e.reference and e.source.strip() == src), "")
+
+    def _update_reference_button(self, *_) -> None:
+        ref = self.reference()
+        self.reference_button.setEnabled(bool(ref) and self.target_edit.text() != ref)
+        self.reference_button.setToolTip(tooltip_text(f"Teacher-force the reference: {ref}") if ref else
+                                         "Choose an example with a reference translation to teacher-force it")
+
+    def use_reference(self) -> None:
+        """One click: the open example's reference becomes the target (teacher-forced mode)."""
+        ref = self.reference()
+        if ref:
+            self.target_edit.setText(ref)
+            self._apply()
 
     def _on_example(self, index: int) -> None:
         e = self.example_combo.itemData(index)
@@ -92,6 +118,7 @@ class QtInputBar(QtWidgets.QWidget):
             return
         self.set_texts(e.source, "")
         self._apply()
+        self._update_reference_button()
 
     def _on_target_cleared(self, text: str) -> None:
         if not text and self.session.target:

@@ -72,3 +72,21 @@ def test_choosing_a_strategy_never_squeezes_a_dock(qtbot, window):
             fm = combo.fontMetrics()
             assert combo.width() >= fm.horizontalAdvance(combo.currentText())  # "Beam search" is not cut
     assert layout() == before
+
+
+def test_one_click_teacher_forces_the_examples_reference(qtbot, window):
+    bar = window.input_bar
+    button = window.findChild(QtWidgets.QToolButton, "useReferenceButton")
+    combo = window.findChild(QtWidgets.QComboBox, "exampleCombo")
+    index = next(i for i in range(1, combo.count()) if combo.itemData(i).reference)
+    example = combo.itemData(index)
+    combo.setCurrentIndex(index)
+    combo.activated.emit(index)
+    wait_idle(qtbot, window)
+    assert button.isEnabled() and window.session.forced is None
+    button.click()
+    wait_idle(qtbot, window)
+    assert window.session.target == example.reference and window.session.forced is not None
+    assert not button.isEnabled()  # the reference is in already
+    bar.source_edit.setText("一个不在例子里的句子")
+    assert not button.isEnabled()
