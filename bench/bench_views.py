@@ -121,7 +121,7 @@ _SIZES = {"grid": (760, 560), "head": (640, 560), "lines": (640, 560), "mask": (
 def _linked_update(steps, shown: tuple[str, ...], repeats: int) -> dict[str, tuple[float, float]]:
     """(wall, CPU) ms of a selection change and of a step reaching the ``shown`` linked views."""
     session = _SampleSession(steps)
-    views = ViewSet(session, lambda path: None)
+    views = ViewSet(session)
     for name in LINKED:
         views.frames[name].resize(*_SIZES[name])
         if name in shown:
@@ -142,7 +142,6 @@ def _linked_update(steps, shown: tuple[str, ...], repeats: int) -> dict[str, tup
     out = {"selection": _time_both(select, repeats), "step": _time_both(step, repeats)}
     for frame in views.frames.values():
         frame.close()
-    views.train.close()
     return out
 
 

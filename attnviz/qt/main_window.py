@@ -15,6 +15,7 @@ from attnviz.qt.session import Session, one_line
 from attnviz.qt.session_file import SessionFiles
 from attnviz.qt.state import SUFFIX
 from attnviz.qt.theme import THEMES, apply_theme
+from attnviz.qt.train.panel import TrainPanel
 from attnviz.qt.views.registry import ViewSet, head_figure
 from attnviz.qt.widgets.colormaps import SEQUENTIAL_COLORMAPS
 from attnviz.qt.widgets.plain_text import ElidedLabel, menu_text, plain_label
@@ -56,7 +57,9 @@ class MainWindow(QtWidgets.QMainWindow):
         self.setAcceptDrops(True)
         self.settings = settings or QtCore.QSettings()
         self.session = Session(self)
-        self.views = ViewSet(self.session, self.open_model)
+        self.views = ViewSet(self.session)
+        self.train = TrainPanel()
+        self.train.bundleReady.connect(lambda path: self.open_model(Path(path)))
         self.grid = self.views["grid"]
         self.head_detail = self.views["head"]
         self.colormap_name = SEQUENTIAL_COLORMAPS[0]
@@ -192,13 +195,21 @@ class MainWindow(QtWidgets.QMainWindow):
         self.area_docks: dict[str, list[QtWidgets.QDockWidget]] = {}
         for area, where in (("right", AREA.RightDockWidgetArea), ("bottom", AREA.BottomDockWidgetArea)):
             docks: list[QtWidgets.QDockWidget] = []
-            for title, widget, name in self.views.docks(area):
+            extra = [("Train", self._train_scroll(), "trainDock")] if area == "bottom" else []
+            for title, widget, name in self.views.docks(area) + extra:
                 docks.append(self._dock(title, widget, name, where, docks[-1] if docks else None))
             if docks:
                 docks[0].raise_()
             self.area_docks[area] = docks
         self.bottom_docks = self.area_docks["bottom"]
         self.head_dock = self.docks["headDetailDock"]
+
+    def _train_scroll(self) -> QtWidgets.QScrollArea:
+        scroll = QtWidgets.QScrollArea(objectName="trainScroll")  # the panel is tall; the dock need not be
+        scroll.setWidget(self.train)
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QtWidgets.QFrame.Shape.NoFrame)
+        return scroll
 
     def create_menus(self) -> None:
         mb = self.menuBar()
@@ -569,12 +580,24 @@ class MainWindow(QtWidgets.QMainWindow):
                 self.open_model(path)
             event.acceptProposedAction()
 
+    def confirm_close(self) -> bool:
+        """True unless a training run is in progress and the user keeps it."""
+        if not self.train.is_running():
+            return True
+        answer = QtWidgets.QMessageBox.question(
+            self, "Training in progress",
+            "A training run is in progress. Stop it and quit? The last finished epoch's checkpoint is kept.",
+            QtWidgets.QMessageBox.StandardButton.Yes | QtWidgets.QMessageBox.StandardButton.No,
+            QtWidgets.QMessageBox.StandardButton.No,
+        )
+        return answer == QtWidgets.QMessageBox.StandardButton.Yes
+
     def closeEvent(self, event: QtGui.QCloseEvent) -> None:  # noqa: N802 - Qt API
-        if not self.views.confirm_close(self):
+        if not self.confirm_close():
             event.ignore()
             return
         self.session.stop_run()
-        self.views.shutdown(CLOSE_WAIT_S)
+        self.train.shutdown(CLOSE_WAIT_S)
         self.session.wait_for_workers(int(CLOSE_WAIT_S * 1000))
         self.write_settings()
         event.accept()

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from attnviz.qt.views.data import AttentionData, MaskData
+from attnviz.core.analysis.figure_data import AttentionData, MaskData
 
 SOURCE = ("我", "爱", "吃", "鱼", "。")
 TARGET = ("SOS", "▁I", "▁love", "▁eating", "▁fish", ".")

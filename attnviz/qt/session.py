@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 from PySide6 import QtCore
 
+from attnviz.core.analysis.figure_data import AttentionData, MaskData
 from attnviz.core.analysis.rollout import decoder_rollout, rollout
 from attnviz.core.bundle import Bundle, load_bundle
 from attnviz.core.decoding.result import DecodingResult, TopK
@@ -28,7 +29,6 @@ from attnviz.core.decoding.strategies import BeamSearch, DecodingError, Greedy, 
 from attnviz.core.decoding.teacher_forcing import TeacherForced, teacher_forced_from_bundle
 from attnviz.core.model.sites import attention_sites, n_layers
 from attnviz.errors import AttnvizError
-from attnviz.qt.views.data import AttentionData, MaskData
 
 MAX_MESSAGE = 500  # characters of a message shown in the window
 

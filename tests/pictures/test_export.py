@@ -15,12 +15,12 @@ import pytest
 from PySide6 import QtCore, QtGui
 
 import attnviz.core.atomic as atomic_mod
+from attnviz.core.analysis.figure_data import AttentionData
 from attnviz.core.data.pieces import display_piece
 from attnviz.qt.export.dialogs import FigureExportDialog
 from attnviz.qt.export.files import ExportError, atomic_write_bytes, export_all_heads, export_view_data, render_view_to_bytes, render_view_to_file
 from attnviz.qt.sample_data import sample_attention, sample_attention_sets, sample_masks
 from attnviz.qt.views.attention_grid import QtAttentionGrid
-from attnviz.qt.views.data import AttentionData
 from attnviz.qt.views.head_detail import QtHeadDetailView
 from attnviz.qt.views.lines import QtLineView
 from attnviz.qt.views.masks import QtMaskView

@@ -35,7 +35,7 @@ def test_close_during_the_final_evaluation_returns_within_a_second(qtbot, window
 
     monkeypatch.setattr(trainer_module, "final_evaluation", slow_final_evaluation)
     monkeypatch.setattr(QtWidgets.QMessageBox, "question", lambda *a, **k: QtWidgets.QMessageBox.StandardButton.Yes)
-    panel = window.views.train
+    panel = window.train
     req = TrainRequest(data="reverse", n_examples=160, size="tiny", epochs=1, lr=3e-3, warmup=10, batch_tokens=120,
                        out_dir=str(tmp_path / "run"))
     assert panel.start(req)

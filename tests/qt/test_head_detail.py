@@ -7,9 +7,9 @@ import pyqtgraph as pg
 import pytest
 from PySide6 import QtCore, QtGui, QtWidgets
 
+from attnviz.core.analysis.figure_data import AttentionData
 from attnviz.core.data.pieces import WORD_START_LEGEND, display_piece
 from attnviz.qt.sample_data import SOURCE, TARGET, sample_attention, sample_attention_sets
-from attnviz.qt.views.data import AttentionData
 from attnviz.qt.views.head_detail import QtHeadDetailView
 
 

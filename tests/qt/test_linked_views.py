@@ -21,7 +21,7 @@ def views(qtbot):
     s = Session()
     s.bundle = bundle()
     s.decoding = session(steps=4)
-    vs = ViewSet(s, lambda path: None)
+    vs = ViewSet(s)
     for name in LINKED:
         frame = vs.frames[name]  # a view is shown in its frame, as in the window
         qtbot.addWidget(frame)
@@ -29,7 +29,6 @@ def views(qtbot):
         frame.show()
         qtbot.waitExposed(frame)
         vs.refresh(vs[name])
-    qtbot.addWidget(vs.train)
     QtWidgets.QApplication.processEvents()
     yield vs
     for name in LINKED:
@@ -195,8 +194,7 @@ def test_the_norm_view_follows_a_cross_selection_to_its_decoder_layer(qtbot):
     s = Session()
     s.bundle = bundle()
     s.decoding = session(steps=4)
-    vs = ViewSet(s, lambda path: None)
-    qtbot.addWidget(vs.train)
+    vs = ViewSet(s)
     frame = vs.frames["norm"]
     qtbot.addWidget(frame)
     frame.resize(640, 480)

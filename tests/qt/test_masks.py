@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from PySide6 import QtCore, QtWidgets
 
+from attnviz.core.analysis.figure_data import MaskData
 from attnviz.core.data.pieces import display_piece
 from attnviz.qt.sample_data import SOURCE, TARGET, look_ahead, sample_masks
-from attnviz.qt.views.data import MaskData
 from attnviz.qt.views.masks import QtMaskView
 
 

@@ -69,8 +69,7 @@ def test_a_data_file_from_the_window_says_what_the_command_line_says(qtbot, tmp_
     s.set_bundle(load_bundle(default_model()))
     s.set_inputs("猫吃鱼。", "")
     s.decoding.run()
-    views = ViewSet(s, lambda path: None)
-    qtbot.addWidget(views.train)
+    views = ViewSet(s)
     for frame in views.frames.values():
         qtbot.addWidget(frame)
     views.refresh(views["head"])

@@ -111,7 +111,7 @@ def test_a_residual_click_moves_the_linked_views(qtbot):
     s = Session()
     s.bundle = bundle()
     s.decoding = session(steps=4)
-    views = ViewSet(s, lambda path: None)
+    views = ViewSet(s)
     names = ("residual", "ffn", "norm-batch")
     for name in names:
         qtbot.addWidget(views.frames[name])  # a view is shown in its frame, as in the window
@@ -119,7 +119,6 @@ def test_a_residual_click_moves_the_linked_views(qtbot):
         views.frames[name].show()
         qtbot.waitExposed(views.frames[name])
         views.refresh(views[name])
-    qtbot.addWidget(views.train)
     views["residual"].request_point("decoder", 6)  # decoder layer 2's FFN
     assert views.selection.value() == Selection("decoder", 1, 0, "head", None)
     assert (views["ffn"].current().stack, views["ffn"].current().layer) == ("decoder", 1)
@@ -335,7 +334,7 @@ def test_a_cross_selection_moves_the_stack_views_to_the_decoder_and_an_encoder_r
     s = Session()
     s.bundle = bundle()
     s.decoding = session(steps=4)
-    views = ViewSet(s, lambda path: None)
+    views = ViewSet(s)
     names = ("ffn", "norm-batch", "logit-lens")
     for name in names:
         qtbot.addWidget(views.frames[name])  # a view is shown in its frame, as in the window
@@ -343,7 +342,6 @@ def test_a_cross_selection_moves_the_stack_views_to_the_decoder_and_an_encoder_r
         views.frames[name].show()
         qtbot.waitExposed(views.frames[name])
         views.refresh(views[name])
-    qtbot.addWidget(views.train)
     views.selection.update(kind="encoder", layer=0)
     assert views["ffn"].current().stack == "encoder" and views["norm-batch"].site().site.startswith("encoder.layers.0.")
     views.selection.update(kind="cross", layer=1, query=2)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from PySide6 import QtCore, QtWidgets
 
+from attnviz.core.analysis.figure_data import AttentionData
 from attnviz.qt.export.files import (
     DATA_FORMATS,
     FIGURE_FORMATS,
@@ -22,7 +23,6 @@ from attnviz.qt.export.files import (
     export_view_data,
     render_view_to_file,
 )
-from attnviz.qt.views.data import AttentionData
 from attnviz.qt.widgets.colormaps import Theme
 from attnviz.qt.widgets.figures import FigureView
 from attnviz.qt.widgets.plain_text import plain_label, show_message_box

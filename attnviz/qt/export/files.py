@@ -30,9 +30,9 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from attnviz.core.analysis.figure_data import AttentionData, FigureData
 from attnviz.core.atomic import atomic_write_bytes as core_atomic_write
 from attnviz.errors import AttnvizError
-from attnviz.qt.views.data import AttentionData, FigureData
 from attnviz.qt.widgets.colormaps import Theme
 from attnviz.qt.widgets.figures import FigureView, render_figure_bytes
 

@@ -14,8 +14,8 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
+from attnviz.core.analysis.figure_data import FigureData
 from attnviz.qt.views.base import FigureViewBase
-from attnviz.qt.views.data import FigureData
 from attnviz.qt.widgets.colormaps import Theme, ui_font
 from attnviz.qt.widgets.heatmap import HeatmapPlot
 from attnviz.qt.widgets.title_item import TitleItem, relaxed_update_min

@@ -43,11 +43,11 @@ from typing import Any
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
+from attnviz.core.analysis.figure_data import FigureData
 from attnviz.qt.train.controls import TrainControls, TrainStatus
 from attnviz.qt.train.figure import TrainingFigure
 from attnviz.qt.train.history import SnapshotBar, TrainHistory
 from attnviz.qt.train.run import ACTIVE_STATES, STATE_TEXT, WARMUP_CAP, WARMUP_SHARE, TrainRequest, TrainRun
-from attnviz.qt.views.data import FigureData
 from attnviz.qt.widgets.colormaps import Theme
 from attnviz.qt.workers import FunctionWorker
 

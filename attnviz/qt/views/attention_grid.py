@@ -17,6 +17,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
+from attnviz.core.analysis.figure_data import KIND_FORMULAS, KIND_TITLES, AttentionData, FigureData, as_attention_sets
 from attnviz.qt.selection import query_axis
 from attnviz.qt.views.base import (
     CURRENT_ROW_LEGEND,
@@ -28,7 +29,6 @@ from attnviz.qt.views.base import (
     set_combo_items,
     word_start_legend,
 )
-from attnviz.qt.views.data import KIND_FORMULAS, KIND_TITLES, AttentionData, FigureData, as_attention_sets
 from attnviz.qt.widgets.colormaps import Theme, get_colormap, lookup_table, ui_font
 from attnviz.qt.widgets.heatmap import quiet_axes, setup_matrix_plot, slim_colorbar
 from attnviz.qt.widgets.matrix_image import MatrixImageItem

@@ -14,10 +14,10 @@ from collections.abc import Callable, Iterator
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
+from attnviz.core.analysis.figure_data import AttentionData, FigureData
 from attnviz.core.data.pieces import WORD_START_LEGEND, display_piece, starts_word
 from attnviz.qt.export.files import HeadFigure, HeadFigureFactory
 from attnviz.qt.selection import query_axis
-from attnviz.qt.views.data import AttentionData, FigureData
 from attnviz.qt.widgets.colormaps import Theme, get_theme, ui_font
 from attnviz.qt.widgets.plain_text import ElidedLabel, plain_label
 

@@ -16,11 +16,11 @@ import numpy as np
 from PySide6 import QtCore, QtWidgets
 
 from attnviz.core.analysis.compare import SourceComparison, compare_texts, swap_ends
+from attnviz.core.analysis.figure_data import FigureData
 from attnviz.core.data.pieces import WORD_START_LEGEND, display_piece
 from attnviz.core.decoding.strategies import DecodingError
 from attnviz.qt.selection import Request, ViewChoice
 from attnviz.qt.views.base import FigureViewBase, LayerHeadChoice, make_combo
-from attnviz.qt.views.data import FigureData
 from attnviz.qt.widgets.colormaps import DIVERGING_COLORMAP, Theme
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo, format_score
 from attnviz.qt.widgets.scroll_canvas import scroll_vertically, set_scroll_background

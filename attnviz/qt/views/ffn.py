@@ -18,9 +18,9 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtWidgets
 
 from attnviz.core.analysis.ffn import ACTIVATION_NAMES, FfnData, FfnLayer, ffn_data_for, off_label, off_share, stack_of, top_units
+from attnviz.core.analysis.figure_data import FigureData
 from attnviz.core.data.pieces import display_piece
 from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
-from attnviz.qt.views.data import FigureData
 from attnviz.qt.views.small_plots import apply_plot_theme, legend_title, series, set_ticks, small_plot
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo
 from attnviz.qt.widgets.scroll_canvas import scroll_vertically, set_scroll_background

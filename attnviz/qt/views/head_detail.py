@@ -11,6 +11,7 @@ from collections.abc import Mapping
 import numpy as np
 from PySide6 import QtCore, QtWidgets
 
+from attnviz.core.analysis.figure_data import KIND_FORMULAS, KIND_TITLES, AttentionData, FigureData, as_attention_sets
 from attnviz.qt.selection import query_axis
 from attnviz.qt.views.base import (
     AXIS_TITLES,
@@ -23,7 +24,6 @@ from attnviz.qt.views.base import (
     set_combo_items,
     word_start_legend,
 )
-from attnviz.qt.views.data import KIND_FORMULAS, KIND_TITLES, AttentionData, FigureData, as_attention_sets
 from attnviz.qt.widgets.colormaps import Theme
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo
 from attnviz.qt.widgets.title_item import TitleItem

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator, Mapping
 import numpy as np
 from PySide6 import QtCore, QtWidgets
 
+from attnviz.core.analysis.figure_data import KIND_FORMULAS, KIND_TITLES, AttentionData, FigureData, as_attention_sets
 from attnviz.core.data.pieces import display_piece
 from attnviz.qt.selection import query_axis
 from attnviz.qt.views.base import (
@@ -26,7 +27,6 @@ from attnviz.qt.views.base import (
     set_combo_items,
     word_start_legend,
 )
-from attnviz.qt.views.data import KIND_FORMULAS, KIND_TITLES, AttentionData, FigureData, as_attention_sets
 from attnviz.qt.widgets.colormaps import Theme
 from attnviz.qt.widgets.line_item import LinesItem, LineSpec
 from attnviz.qt.widgets.title_item import TitleItem

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 from PySide6 import QtCore, QtWidgets
 
+from attnviz.core.analysis.figure_data import FigureData, MaskData
 from attnviz.qt.selection import query_axis
 from attnviz.qt.views.base import (
     CURRENT_ROW_LEGEND,
@@ -26,7 +27,6 @@ from attnviz.qt.views.base import (
     query_text,
     word_start_legend,
 )
-from attnviz.qt.views.data import FigureData, MaskData
 from attnviz.qt.widgets.colormaps import DIVERGING_COLORMAP, Theme
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo, format_mask, format_score, format_weight
 from attnviz.qt.widgets.title_item import TitleItem
@@ -60,7 +60,7 @@ def _padding_row(padding: np.ndarray | None, n: int) -> np.ndarray:
 class QtMaskView(PredictedRowsMixin, FigureViewBase):
     """The pieces of softmax(QKᵀ/√d_k + M) for one head of the decoder's masked self-attention.
 
-    ``set_data(MaskData)`` (shapes in :class:`attnviz.qt.views.data.MaskData`);
+    ``set_data(MaskData)`` (shapes in :class:`attnviz.core.analysis.figure_data.MaskData`);
     ``select(layer=, head=)`` (0-based). Signals: ``selectionChanged(layer, head)``,
     ``hovered(panel, HoverInfo | None)``, ``rowClicked(row)`` (a query row of a panel, 0-based).
     """

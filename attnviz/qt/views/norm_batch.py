@@ -32,10 +32,10 @@ import numpy as np
 from PySide6 import QtCore, QtWidgets
 
 from attnviz.core.analysis.ffn import stack_of
+from attnviz.core.analysis.figure_data import FigureData
 from attnviz.core.analysis.norm_batch import ACCURACY_PAIRS, AccuracyGap, NormBatch, NormBatchBuilder, NormSiteBatch, measure_accuracy
 from attnviz.core.data.pieces import display_piece
 from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
-from attnviz.qt.views.data import FigureData
 from attnviz.qt.views.small_plots import CellLabels, apply_plot_theme, legend_title, series, small_plot
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo
 from attnviz.qt.widgets.plain_text import ElidedLabel

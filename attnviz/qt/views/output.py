@@ -30,9 +30,9 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
+from attnviz.core.analysis.figure_data import FigureData
 from attnviz.core.data.pieces import WORD_START, display_piece
 from attnviz.qt.views.base import FigureViewBase
-from attnviz.qt.views.data import FigureData
 from attnviz.qt.widgets.colormaps import Theme, ui_font
 from attnviz.qt.widgets.scroll_canvas import scroll_vertically, set_scroll_background
 from attnviz.qt.widgets.title_item import TitleItem

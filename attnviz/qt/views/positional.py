@@ -35,10 +35,10 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
+from attnviz.core.analysis.figure_data import FigureData
 from attnviz.core.analysis.positional import PositionalData, column_pair
 from attnviz.core.data.pieces import WORD_START, display_piece
 from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
-from attnviz.qt.views.data import FigureData
 from attnviz.qt.widgets.colormaps import DIVERGING_COLORMAP, Theme, ui_font
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo
 from attnviz.qt.widgets.scroll_canvas import scroll_vertically, set_scroll_background

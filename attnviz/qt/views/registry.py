@@ -13,7 +13,6 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import partial
-from pathlib import Path
 
 from PySide6 import QtCore, QtWidgets
 
@@ -25,7 +24,6 @@ from attnviz.errors import CommandError
 from attnviz.qt.export.files import session_metadata
 from attnviz.qt.selection import LinkedSelection, Request, Selection, ViewChoice, query_axis
 from attnviz.qt.session import Session
-from attnviz.qt.train.panel import TrainPanel
 from attnviz.qt.view_frame import ViewFrame, empty_state
 from attnviz.qt.views.attention_grid import QtAttentionGrid
 from attnviz.qt.views.base import ExportAllHeadsMixin, FigureViewBase, PredictedRowsMixin
@@ -327,8 +325,7 @@ def on_screen(widget: QtWidgets.QWidget) -> bool:
 
 
 class ViewSet(QtCore.QObject):
-    """The window's views, built from :data:`VIEWS`, each in a :class:`ViewFrame`, plus the
-    training panel; keeps each view in step with the session and with one :class:`LinkedSelection`.
+    """The window's views, built from :data:`VIEWS`, each in a :class:`ViewFrame`; keeps each view in step with the session and with one :class:`LinkedSelection`.
 
     Only what is on screen is drawn: on every change of the session's decoding (it subscribes to
     the session itself) the frames show their empty state or their view, and each view on screen
@@ -344,7 +341,7 @@ class ViewSet(QtCore.QObject):
 
     failed = QtCore.Signal(str)  # a view could not draw: a one-line message
 
-    def __init__(self, session: Session, open_model: Callable[[Path], None]):
+    def __init__(self, session: Session):
         super().__init__(session)
         self.session = session
         self.specs = {spec.name: spec for spec in VIEWS}
@@ -352,12 +349,6 @@ class ViewSet(QtCore.QObject):
         self.frames: dict[str, ViewFrame] = {name: ViewFrame(view) for name, view in self.views.items()}
         self.stale: set[str] = set()  # views whose data is older than the session's
         self.refreshes: dict[str, int] = dict.fromkeys(self.views, 0)  # how often each view was drawn anew
-        self.train = TrainPanel()
-        self.train.bundleReady.connect(lambda path: open_model(Path(path)))
-        self._train_scroll = QtWidgets.QScrollArea(objectName="trainScroll")  # the panel is tall; the dock need not be
-        self._train_scroll.setWidget(self.train)
-        self._train_scroll.setWidgetResizable(True)
-        self._train_scroll.setFrameShape(QtWidgets.QFrame.Shape.NoFrame)
         self.selection = LinkedSelection()
         self._own: dict[str, Selection] = {}  # an unlinked view's own selection
         self._applied: dict[str, ViewChoice] = {}  # the choice each view shows now
@@ -393,10 +384,7 @@ class ViewSet(QtCore.QObject):
     def docks(self, area: str) -> list[tuple[str, QtWidgets.QWidget, str]]:
         """(title, widget, objectName) of each dock in ``area`` ("right" or "bottom"), in order:
         a view's widget is its frame."""
-        out = [(s.title, self.frames[s.name], s.dock_name) for s in VIEWS if s.area == area]
-        if area == "bottom":
-            out.append(("Train", self._train_scroll, "trainDock"))
-        return out
+        return [(s.title, self.frames[s.name], s.dock_name) for s in VIEWS if s.area == area]
 
     # -- drawing what is on screen --------------------------------------------------------------
     def _on_decoding_changed(self) -> None:
@@ -579,18 +567,3 @@ class ViewSet(QtCore.QObject):
         if s.forced is not None and 0 <= position < len(s.forced.steps):
             s.forced_cursor = position
             s.decodingChanged.emit()
-
-    def confirm_close(self, parent: QtWidgets.QWidget) -> bool:
-        if not self.train.is_running():
-            return True
-        answer = QtWidgets.QMessageBox.question(
-            parent, "Training in progress",
-            "A training run is in progress. Stop it and quit? The last finished epoch's checkpoint is kept.",
-            QtWidgets.QMessageBox.StandardButton.Yes | QtWidgets.QMessageBox.StandardButton.No,
-            QtWidgets.QMessageBox.StandardButton.No,
-        )
-        return answer == QtWidgets.QMessageBox.StandardButton.Yes
-
-    def shutdown(self, timeout_s: float) -> bool:
-        """Stop a training run and wait at most ``timeout_s`` for it; True when it has ended."""
-        return self.train.shutdown(timeout_s)

@@ -15,10 +15,10 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtWidgets
 
+from attnviz.core.analysis.figure_data import FigureData
 from attnviz.core.analysis.residual import SUBLAYER_LEGEND, ResidualStack, residual_data_for
 from attnviz.core.data.pieces import display_piece
 from attnviz.qt.views.base import FigureViewBase
-from attnviz.qt.views.data import FigureData
 from attnviz.qt.views.small_plots import apply_plot_theme, legend_title, pen, series, set_ticks, small_plot
 from attnviz.qt.widgets.scroll_canvas import scroll_vertically, set_scroll_background
 from attnviz.qt.widgets.title_item import TitleItem

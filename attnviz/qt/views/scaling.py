@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 from PySide6 import QtCore, QtWidgets
 
+from attnviz.core.analysis.figure_data import KIND_TITLES, FigureData
 from attnviz.core.analysis.scaling import LayerScaling, RandomScaling, ScalingComparison, random_scaling, result_scaling
 from attnviz.core.data.pieces import display_piece
 from attnviz.qt.selection import Request, ViewChoice
 from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
-from attnviz.qt.views.data import KIND_TITLES, FigureData
 from attnviz.qt.views.series_plot import SeriesPlot
 from attnviz.qt.widgets.colormaps import Theme
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo

@@ -14,11 +14,11 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
+from attnviz.core.analysis.figure_data import FigureData
 from attnviz.core.analysis.teacher_free import TeacherVsFree, teacher_vs_free
 from attnviz.core.data.pieces import WORD_START_LEGEND, display_piece
 from attnviz.qt.selection import Request, ViewChoice
 from attnviz.qt.views.base import FigureViewBase, LayerHeadChoice, make_combo
-from attnviz.qt.views.data import FigureData
 from attnviz.qt.views.series_plot import SeriesPlot
 from attnviz.qt.widgets.colormaps import Theme, ui_font
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo, quiet_axes

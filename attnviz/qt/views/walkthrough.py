@@ -33,11 +33,11 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
+from attnviz.core.analysis.figure_data import KIND_TITLES, FigureData
 from attnviz.core.data.pieces import WORD_START, display_piece
 from attnviz.core.model.sites import KINDS
 from attnviz.qt.selection import query_axis
 from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
-from attnviz.qt.views.data import KIND_TITLES, FigureData
 from attnviz.qt.views.walkthrough_tables import CROSS_SECTION_1, CROSS_TITLES, SECTIONS, StageSpec, StageTable, format_value, plain
 from attnviz.qt.widgets.colormaps import Theme
 from attnviz.qt.widgets.heatmap import MINUS, HoverInfo

@@ -48,7 +48,7 @@ class FigureView(Protocol):
 
     def figure_title(self) -> str: ...
 
-    def figure_data(self) -> Any: ...  # the view's FigureData (attnviz.qt.views.data)
+    def figure_data(self) -> Any: ...  # the view's FigureData (attnviz.core.analysis.figure_data)
 
     def export_mode(self) -> contextlib.AbstractContextManager: ...
 
