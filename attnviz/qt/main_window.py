@@ -6,6 +6,7 @@ from pathlib import Path
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
+from attnviz.core.analysis.norms import placement_formula
 from attnviz.core.bundle import Bundle
 from attnviz.core.model.config import TransformerConfig
 from attnviz.paths import default_model
@@ -30,11 +31,8 @@ TALL = 820  # a window at least this tall has room for the bottom docks under th
 def norm_formula(config: TransformerConfig) -> str:
     """Where the model normalizes, as a formula: pre-norm x + Sublayer(LN(x)) or post-norm
     LN(x + Sublayer(x)); BN for BatchNorm."""
-    norm = "LN" if config.norm == "layer" else "BN"
     name = "LayerNorm" if config.norm == "layer" else "BatchNorm"
-    if config.norm_placement == "pre":
-        return f"{name}, pre-norm: x + Sublayer({norm}(x))"
-    return f"{name}, post-norm: {norm}(x + Sublayer(x))"
+    return f"{name}, {config.norm_placement}-norm: {placement_formula(config.norm, config.norm_placement)}"
 
 
 def fitting_size(want: QtCore.QSize, screen: QtGui.QScreen | None) -> QtCore.QSize:

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pytest
-from PySide6 import QtGui
+from PySide6 import QtCore, QtGui
 
 from attnviz.core.analysis.norms import norm_site_data_for
 from attnviz.core.analysis.positional import positional_data_for
@@ -215,7 +215,8 @@ def test_the_export_dialog_writes_the_metadata_it_is_given(make_view, tmp_path, 
     assert export_data_dialog(view, None, metadata=meta) == target
     lines = target.read_text(encoding="utf-8").splitlines()
     assert lines[:4] == ["# model: tiny-layer", "# source: 我喜欢吃苹果。", "# target: x y", "# step: 3"]
-    assert lines[4].startswith("# view: Output distribution") and lines[5].startswith("rank_index,")
+    assert lines[4].startswith("# view: Output distribution") and lines[5].startswith("# indices: rank_index count from 0")
+    assert lines[6].startswith("rank_index,")
 
 
 def test_walkthrough_row_is_the_status_bar_step(make_view):
@@ -297,3 +298,71 @@ def test_a_short_colour_bar_keeps_its_tick_labels_apart(qtbot):
         (major, _offset), *_ = plot.colorbar.axis.tickSpacing(-4.6, 4.6, height)
         assert major * height / 9.2 >= 1.5 * text_px * (1 - 1e-9), (height, major)
     assert plot.colorbar.axis.tickSpacing(-4.6, 4.6, 400.0)[0][0] < 5.0  # a tall bar keeps finer ticks
+
+
+# -- captions follow the open model; exported figures are whole ----------------------------------
+def _svg_text(tmp_path, view: str, model: str, *extra: str) -> str:
+    import xml.etree.ElementTree as ET
+
+    from attnviz.cli import main as cli_main
+    from attnviz.paths import models_dir
+
+    out = tmp_path / view
+    assert cli_main(["export", "--view", view, "--model", str(models_dir() / model), "--src", "猫吃鱼。", *extra,
+                     "--format", "svg", "--out", str(out)]) == 0
+    root = ET.fromstring(next(out.glob("*.svg")).read_bytes())
+    return " ".join(t.text or "" for t in root.iter() if t.tag.endswith(("text", "tspan")))
+
+
+def test_the_residual_and_logit_lens_captions_follow_the_norm_placement(qapp, tmp_path):
+    post = _svg_text(tmp_path / "post", "residual", "hsk-zh-en-postnorm")
+    pre = _svg_text(tmp_path / "pre", "residual", "hsk-zh-en")
+    assert "x ← LN(x + Sublayer(x))" in post and "x ← x + Sublayer(LN(x))" in pre
+    lens_post = _svg_text(tmp_path / "lpost", "logit-lens", "hsk-zh-en-postnorm")
+    lens_pre = _svg_text(tmp_path / "lpre", "logit-lens", "hsk-zh-en")
+    assert "softmax(Linear(h_l))" in lens_post and "Norm(h_l)" not in lens_post  # the post-norm bundle has no final norm
+    assert "softmax(Linear(Norm(h_l)))" in lens_pre
+    norm = _svg_text(tmp_path / "norm", "norm", "hsk-zh-en-postnorm")
+    assert "Sublayer(x) = LayerNorm(x + SublayerModule(x))" in norm  # the tutorial's notation
+
+
+def test_an_exported_norm_figure_is_never_cut(qapp, tmp_path):
+    from attnviz.cli import main as cli_main
+
+    assert cli_main(["export", "--view", "norm", "--src", "猫吃鱼。", "--size", "1000x700", "--out", str(tmp_path)]) == 0
+    image = QtGui.QImage(str(next(tmp_path.glob("*.png"))))
+    view = QtNormStatsView()
+    view.set_data(norm_site_data_for(F.session(steps=3), F.bundle().config), "layer", "pre")
+    view.resize(1000, 700)
+    need = view.canvas.ci.effectiveSizeHint(QtCore.Qt.SizeHint.MinimumSize)
+    assert image.height() > 700 and image.height() >= need.height() - 1  # it grew to its plots
+    view.close()
+
+
+def test_teacher_vs_free_writes_its_departure_one_based_in_its_own_colour(qapp, tmp_path):
+    from attnviz.cli import main as cli_main
+    from attnviz.qt.widgets.colormaps import get_theme
+
+    assert cli_main(["export", "--view", "teacher-vs-free", "--src", "猫吃鱼。", "--tgt", "The fish eats the cat.",
+                     "--format", "npz", "--out", str(tmp_path)]) == 0
+    with np.load(next(tmp_path.glob("*.npz"))) as z:
+        assert "departure" not in z.files and int(z["departure_position"]) >= 1
+        assert any("count from 1" in str(line) for line in z["metadata"])
+    for name in ("light", "dark"):
+        t = get_theme(name)
+        assert t.departure != t.highlight  # the current step's colour means the current step only
+
+
+def test_the_scaling_hover_and_the_norm_batch_features_follow_the_conventions(make_view):
+    from attnviz.core.analysis.scaling import result_scaling
+    from attnviz.qt.views.norm_batch import QtNormBatchView
+    from attnviz.qt.views.scaling import QtScalingView
+
+    view = make_view(QtNormBatchView, (900, 600))
+    assert view.feature_spin.minimum() == 0  # d_model columns count from 0 in every view
+    cur = F.session(steps=3)
+    src, tgt = cur.src_pieces, cur.input_pieces
+    scaling = make_view(QtScalingView, (900, 600))
+    scaling.set_data(result_scaling(cur), {"encoder": (src, src), "decoder": (tgt, tgt), "cross": (tgt, src)}, 2)
+    scaling.heat_scaled.sigHovered.emit(HoverInfo(0, 1, 0.5, "SOS", "猫"))
+    assert "(position 1)" in scaling.readout.text() and "(position 2)" in scaling.readout.text()

@@ -112,6 +112,13 @@ def placement_formula(norm: str, placement: str) -> str:
     return f"x + Sublayer({n}(x))" if placement == "pre" else f"{n}(x + Sublayer(x))"
 
 
+def tutorial_formula(norm: str, placement: str) -> str:
+    """The same in the tutorial's notation, where Sublayer is the whole residual block:
+    post-norm ``Sublayer(x) = LayerNorm(x + SublayerModule(x))``."""
+    n = "LayerNorm" if norm == "layer" else "BatchNorm"
+    return f"Sublayer(x) = x + SublayerModule({n}(x))" if placement == "pre" else f"Sublayer(x) = {n}(x + SublayerModule(x))"
+
+
 def group_title(group: tuple[str, int]) -> str:
     stack, layer = group
     return f"{stack.capitalize()} final norm" if layer < 0 else f"{stack.capitalize()} layer {layer + 1}"

@@ -45,6 +45,7 @@ class QtLogitLensView(FigureViewBase):
         self.canvas.setMinimumHeight(MIN_HEIGHT)  # below it the figure scrolls (a short dock)
         self.scroll = scroll_vertically(self.canvas, "logitLensScroll", self.theme.background)
         self._lens: LogitLens | None = None
+        self._read = "Norm(h_l)"  # what the output layer reads (h_l itself without a final norm)
         self._query: int | None = None
         ci = self.canvas.ci
         self.title = TitleItem(self.theme)
@@ -65,8 +66,10 @@ class QtLogitLensView(FigureViewBase):
         self._apply_theme()
         self._refresh()
 
-    def set_data(self, lens: LogitLens | None) -> None:
+    def set_data(self, lens: LogitLens | None, final_norm: bool = True) -> None:
+        """``final_norm``: the model has a norm after the decoder (post-norm bundles have none)."""
         self._lens = lens
+        self._read = "Norm(h_l)" if final_norm else "h_l"
         self._refresh()
 
     def select(self, query: int | None = None) -> None:
@@ -98,7 +101,7 @@ class QtLogitLensView(FigureViewBase):
         final = display_piece(lens.top_pieces[-1][q][0])
         self.title.set_title(
             f"Logit lens · position {q + 1} (“{display_piece(lens.pieces[q])}”): the final prediction “{final}” appears at layer {first + 1} and stays",
-            f"softmax(Linear(Norm(h_l))) for each decoder layer l · cell: layer l's most likely next piece, colour = its probability · "
+            f"softmax(Linear({self._read})) for each decoder layer l · cell: layer l's most likely next piece, colour = its probability · "
             f"outline: first layer that predicts the final piece and keeps it · {WORD_START_LEGEND}",
         )
         rows = [f"layer {i + 1}" for i in range(lens.n_layers)]
@@ -184,7 +187,7 @@ def load_logit_lens(view: QtLogitLensView, session: Session, choice: ViewChoice)
     bundle, cur = session.bundle, session.current
     if bundle is None or cur is None:
         return False
-    view.set_data(logit_lens_for(cur, bundle.model, bundle.tgt_tokenizer))
+    view.set_data(logit_lens_for(cur, bundle.model, bundle.tgt_tokenizer), bool(bundle.config.final_norm))
     return view.has_data()
 
 

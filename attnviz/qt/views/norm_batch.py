@@ -113,8 +113,8 @@ class QtNormBatchView(FigureViewBase):
         self.batch_norm_controls = QtWidgets.QWidget(objectName="normBatchBnControls")  # shown for a BatchNorm model only
         row = QtWidgets.QHBoxLayout(self.batch_norm_controls)
         row.setContentsMargins(0, 0, 0, 0)
-        self.feature_spin = QtWidgets.QSpinBox(objectName="normBatchFeatureSpin", minimum=1, maximum=1)
-        self.feature_spin.setToolTip("The feature (column of d_model) the batch heatmap shows (BatchNorm)")
+        self.feature_spin = QtWidgets.QSpinBox(objectName="normBatchFeatureSpin", minimum=0, maximum=0)
+        self.feature_spin.setToolTip("The feature (column of d_model, counted from 0 as in every view) the batch heatmap shows (BatchNorm)")
         self.pairs_spin = QtWidgets.QSpinBox(objectName="normBatchPairsSpin", minimum=10, maximum=5000, singleStep=50)
         self.pairs_spin.setValue(ACCURACY_PAIRS)
         self.pairs_spin.setToolTip("How many training pairs the accuracy is measured on")
@@ -206,8 +206,8 @@ class QtNormBatchView(FigureViewBase):
         site = self.site()
         d = site.x.shape[-1] if site is not None else 1
         blocked = self.feature_spin.blockSignals(True)
-        self.feature_spin.setMaximum(d)
-        self.feature_spin.setValue(min(self._feature, d - 1) + 1)
+        self.feature_spin.setMaximum(max(0, d - 1))
+        self.feature_spin.setValue(min(self._feature, d - 1))
         self.feature_spin.blockSignals(blocked)
         batch_norm = self._batch is not None and self._batch.norm == "batch"
         self.batch_norm_controls.setVisible(batch_norm)  # a LayerNorm model has no feature to pick, nothing to measure
@@ -247,7 +247,7 @@ class QtNormBatchView(FigureViewBase):
     def _draw_batch(self, site: NormSiteBatch) -> None:
         pieces = self._batch.pieces(site.stack)
         if self._batch.norm == "batch":
-            values, what = site.x[..., self._feature].astype(np.float64), f"feature {self._feature + 1} of the norm's input"
+            values, what = site.x[..., self._feature].astype(np.float64), f"feature {self._feature} (0-based) of the norm's input"
         else:
             values, what = site.x.std(-1).astype(np.float64), "σ of each token's features (what LayerNorm divides by)"
         shown = np.where(site.valid, values, -np.inf)
@@ -354,7 +354,7 @@ class QtNormBatchView(FigureViewBase):
                 self.layerChosen.emit(parts[0], int(parts[2]))
 
     def _on_feature_changed(self, value: int) -> None:
-        self._feature = value - 1
+        self._feature = value
         self._refresh()
 
     def _on_hovered(self, info: HoverInfo | None) -> None:

@@ -36,7 +36,7 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from attnviz.core.analysis.figure_data import FigureData
-from attnviz.core.analysis.norms import NormSiteData, group_title, histogram, placement_formula, site_title
+from attnviz.core.analysis.norms import NormSiteData, group_title, histogram, placement_formula, site_title, tutorial_formula
 from attnviz.core.data.pieces import WORD_START, display_piece
 from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
 from attnviz.qt.widgets.colormaps import DIVERGING_COLORMAP, Theme, ui_font
@@ -372,7 +372,7 @@ class QtNormStatsView(FigureViewBase):
                 if self._norm == "layer" else "per feature: this batch's statistics next to the running ones used in evaluation")
         formula = placement_formula(self._norm, self._placement)
         self.title.set_title(f"{group_title(self._group)} · {norm_name} · {self._placement}-norm: every sublayer is {formula} · "
-                             f"{len(sites[0].pieces)} tokens", what)
+                             f"{len(sites[0].pieces)} tokens", f"{tutorial_formula(self._norm, self._placement)} · {what}")
         self.title.set_legend(self._legend())
         for i, c in enumerate(self.columns):
             if i < len(sites):

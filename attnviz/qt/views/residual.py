@@ -16,6 +16,7 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtWidgets
 
 from attnviz.core.analysis.figure_data import FigureData
+from attnviz.core.analysis.norms import placement_formula
 from attnviz.core.analysis.residual import SUBLAYER_LEGEND, ResidualStack, residual_data_for
 from attnviz.core.data.pieces import display_piece
 from attnviz.qt.views.base import FigureViewBase
@@ -85,6 +86,7 @@ class QtResidualView(FigureViewBase):
         self.canvas.setMinimumHeight(MIN_HEIGHT)  # below it the figure scrolls (a short dock)
         self.scroll = scroll_vertically(self.canvas, "residualScroll", self.theme.background)
         self._stacks: dict[str, ResidualStack] = {}
+        self._formula = "x + Sublayer(LN(x))"  # the open model's, given with the data
         self._kind, self._layer, self._query = "encoder", 0, None
         self._point: tuple[str, int] | None = None  # a clicked point; None: the selected kind's sublayer
         ci = self.canvas.ci
@@ -97,7 +99,8 @@ class QtResidualView(FigureViewBase):
         self._apply_theme()
         self._refresh()
 
-    def set_data(self, stacks: Sequence[ResidualStack]) -> None:
+    def set_data(self, stacks: Sequence[ResidualStack], formula: str = "x + Sublayer(LN(x))") -> None:
+        self._formula = formula
         self._stacks = {s.stack: s for s in stacks}
         self._refresh()
 
@@ -137,7 +140,7 @@ class QtResidualView(FigureViewBase):
         enc = self._stacks.get("encoder")
         growth = f" · encoder: mean ‖x‖ {enc.mean_stream()[0]:.1f} → {enc.mean_stream()[-1]:.1f}" if enc is not None else ""
         self.title.set_title("The residual stream" + growth,
-                             "x ← x + Sublayer(x) · ‖·‖: length of a token's d_model vector, mean over the tokens · "
+                             f"x ← {self._formula} · ‖·‖: length of a token's d_model vector, mean over the tokens · "
                              f"emb = embedding + PE, {SUBLAYER_LEGEND} · click a point to select that sublayer")
         self.title.set_legend(legend_entries(self.theme))
 
@@ -194,7 +197,7 @@ def load_residual(view: QtResidualView, session: Session, choice: ViewChoice) ->
     """The stream's norms from what the session's decoding recorded (no extra pass)."""
     if session.bundle is None or session.current is None:
         return False
-    view.set_data(residual_data_for(session.current, session.bundle.config))
+    view.set_data(residual_data_for(session.current, session.bundle.config), placement_formula(session.bundle.config.norm, session.bundle.config.norm_placement))
     return view.has_data()
 
 

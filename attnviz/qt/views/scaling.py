@@ -220,7 +220,7 @@ class QtScalingView(FigureViewBase):
         if info is None:
             self.readout.setText(" ")
         else:
-            self.readout.setText(f"{which}:  query “{info.row_label}” (pos {info.row})  →  key “{info.col_label}” (pos {info.col})     weight = {info.value:.4g}")
+            self.readout.setText(f"{which}:  query “{info.row_label}” (position {info.row + 1})  →  key “{info.col_label}” (position {info.col + 1})     weight = {info.value:.4g}")
 
     def _plots(self) -> tuple[SeriesPlot, ...]:
         return (self.row_max, self.row_entropy, self.layer_max, self.layer_entropy, self.exp_var, self.exp_max)

@@ -67,7 +67,7 @@ class PieceTable(pg.PlotItem):
             ax.setPen(pg.mkPen(theme.muted))
             ax.setTextPen(pg.mkPen(theme.foreground))
             ax.setStyle(tickFont=ui_font(8))
-        pen = pg.mkPen(theme.highlight, width=2.5)
+        pen = pg.mkPen(theme.departure, width=2.5)
         pen.setCosmetic(True)
         self.frame.setPen(pen)
         cpen = pg.mkPen(theme.selection, width=1.5, style=QtCore.Qt.PenStyle.DashLine)
@@ -84,8 +84,8 @@ class PieceTable(pg.PlotItem):
         self._items = []
         self._cells = tuple(tuple(r) for r in cells)
         n = max((len(r) for r in cells), default=0)
-        fill = QtGui.QColor(self.theme.highlight)
-        fill.setAlpha(60)
+        fill = QtGui.QColor(self.theme.departure)
+        fill.setAlpha(50)
         for r, row in enumerate(cells):
             for c, piece in enumerate(row):
                 if differs[r][c]:
@@ -294,8 +294,8 @@ class QtTeacherVsFreeView(FigureViewBase):
             self.title.set_legend(())
             return
         t = self.theme
-        self.title.set_legend((("■", t.highlight, "differs from the reference (y + EOS; fed: SOS + y)"),
-                               ("▭", t.highlight, "where free running departs"), ("┆", t.selection, "current position"),
+        self.title.set_legend((("■", t.departure, "differs from the reference (y + EOS; fed: SOS + y)"),
+                               ("▭", t.departure, "where free running departs"), ("┆", t.selection, "current position"),
                                ("", "", WORD_START_LEGEND)))
         self.title.set_title(
             f"Teacher forcing vs the inference loop · cross-attention layer {self.layer_head.layer + 1} · head {self.layer_head.head + 1}",
@@ -340,7 +340,7 @@ class QtTeacherVsFreeView(FigureViewBase):
         for i, s in enumerate(seqs):
             ids[i, : len(s)] = s
         pieces = np.array([row + [""] * (n - len(row)) for row in self.table_rows()], dtype=str)
-        extras = {"pieces": pieces, "departure": np.array(-1 if r.departure is None else r.departure)}
+        extras = {"pieces": pieces, "departure_position": np.array(0 if r.departure is None else r.departure + 1)}  # 1-based; 0: none
         if r.teacher.cross.shape[0]:
             lh = self.layer_head.index
             extras.update(cross_teacher=r.teacher.cross[lh], cross_free=r.free.cross[lh])

@@ -69,6 +69,7 @@ class Theme:
     muted: str  # axis lines, secondary text
     separator: str  # lines between tiles, panel frames
     highlight: str  # the current decoding step's row
+    departure: str  # where two runs part (teacher forcing vs free running): never the current step's colour
     selection: str  # the selected tile / hovered cell outline
     masked: str  # cells masked to −∞ (no colour-map value)
     allowed: str  # cells of a mask that let attention through (M = 0)
@@ -102,6 +103,7 @@ LIGHT = Theme(
     muted="#6e7781",
     separator="#d0d7de",
     highlight="#e8590c",
+    departure="#7b2cbf",
     selection="#1c7ed6",
     masked="#c9ced4",
     allowed="#ffffff",
@@ -115,6 +117,7 @@ DARK = Theme(
     muted="#9aa0a6",
     separator="#3c3f44",
     highlight="#ff922b",
+    departure="#c77dff",
     selection="#4dabf7",
     masked="#4a4e55",
     allowed="#2a2c30",

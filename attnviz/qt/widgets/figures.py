@@ -126,10 +126,28 @@ def ensure_laid_out(view: QtWidgets.QWidget) -> None:
             view.grab()  # sends the pending resize events down the hidden widget tree
     for _ in range(3):
         QtCore.QCoreApplication.sendPostedEvents()
+    if view.isWindow():
+        _grow_to_content(view)
     canvas = view.figure_canvas()
     scene = canvas.scene()
     if hasattr(scene, "prepareForPaint"):
         scene.prepareForPaint()
+
+
+def _grow_to_content(view: QtWidgets.QWidget) -> None:
+    """A figure drawn on its own (headless export) is never cut: when its plots need more room
+    than the canvas has, the view grows by the difference."""
+    canvas = view.figure_canvas()
+    layout_item = getattr(canvas, "ci", None)
+    if layout_item is None:
+        return
+    need = layout_item.effectiveSizeHint(QtCore.Qt.SizeHint.MinimumSize).expandedTo(layout_item.geometry().size())
+    have = canvas.viewport().size()
+    grow_w, grow_h = max(0, int(need.width()) - have.width()), max(0, int(need.height()) - have.height())
+    if grow_w or grow_h:
+        view.resize(view.width() + grow_w, view.height() + grow_h)
+        for _ in range(3):
+            QtCore.QCoreApplication.sendPostedEvents()
 
 
 def figure_source(view: FigureView) -> QtCore.QRectF:
