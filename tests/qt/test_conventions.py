@@ -366,3 +366,8 @@ def test_the_scaling_hover_and_the_norm_batch_features_follow_the_conventions(ma
     scaling.set_data(result_scaling(cur), {"encoder": (src, src), "decoder": (tgt, tgt), "cross": (tgt, src)}, 2)
     scaling.heat_scaled.sigHovered.emit(HoverInfo(0, 1, 0.5, "SOS", "猫"))
     assert "(position 1)" in scaling.readout.text() and "(position 2)" in scaling.readout.text()
+
+
+def test_the_pe_axes_say_how_position_and_the_formulas_pos_relate(make_view):
+    view = make_view(QtPositionalView, (900, 640), positional_data_for(F.session(steps=3)))
+    assert "pos + 1" in view.curve_plot.getAxis("bottom").labelText  # positions 1…n on screen, pos from 0 in PE(pos, 2i)

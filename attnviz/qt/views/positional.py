@@ -172,7 +172,7 @@ class QtPositionalView(FigureViewBase):
         self.pe_plot = HeatmapPlot(self.theme, colormap=DIVERGING_COLORMAP, levels=(-1.0, 1.0), colorbar_label="PE value",
                                    annotate=False, aspect_locked=False, masked=False, label_point_size=8.0)
         self.pe_plot.setTitle("PE(pos, column)", size="9.5pt")
-        self.pe_plot.set_axis_titles("position", "column 2i (sin) · 2i+1 (cos)")
+        self.pe_plot.set_axis_titles("position = pos + 1", "column 2i (sin) · 2i+1 (cos)")
         self.sim_plot = HeatmapPlot(self.theme, colormap=self.colormap(), colorbar_label="PE·PEᵀ", annotate=False, aspect_locked=True,
                                     masked=False, label_point_size=8.0)
         self.sim_plot.setTitle("PE·PEᵀ: similarity", size="9.5pt")
@@ -187,7 +187,7 @@ class QtPositionalView(FigureViewBase):
         self.curve_plot.hideButtons()
         self.curve_plot.getViewBox().setMouseEnabled(x=False, y=False)
         self.curve_plot.setTitle("chosen columns", size="9.5pt")
-        self.curve_plot.setLabel("bottom", "position")
+        self.curve_plot.setLabel("bottom", "position = pos + 1")
         self.curve_plot.setLabel("left", "PE(pos, column)")
         self.curve_plot.showGrid(x=True, y=True, alpha=0.15)
         self.curve_plot.setYRange(-1.1, 1.1, padding=0)
