@@ -54,3 +54,25 @@ def make_view(qtbot):
         return view
 
     return make
+
+
+@pytest.fixture(scope="session")
+def augmented():
+    """``augmented(spec)``: the HSK data augmented as a bundle's meta.json ``spec`` says, built
+    once per spec for the whole test session (a build takes seconds; several modules need it)."""
+    import json
+
+    from attnviz.core.data.augment import augment_as
+    from attnviz.core.data.corpora import load_hsk
+
+    cache: dict[str, object] = {}
+    hsk = load_hsk()
+
+    def build(spec: dict):
+        key = json.dumps(spec, sort_keys=True)
+        if key not in cache:
+            cache[key] = augment_as(hsk, spec)
+        return cache[key]
+
+    return build
+

@@ -10,7 +10,6 @@ import torch
 
 from attnviz.core.bundle import BUNDLE_FILES, load_bundle
 from attnviz.core.data import corpora as D
-from attnviz.core.data.augment import augment_as
 from attnviz.core.training.evaluation import greedy_translate, teacher_forced_metrics
 from attnviz.paths import default_model, models_dir
 
@@ -75,10 +74,9 @@ def test_postnorm_model_is_the_papers_formula_and_learned_its_training_data(hsk)
     assert teacher_forced_metrics(post.model, ex)["token_accuracy"] >= 0.9
 
 
-@pytest.mark.slow
-def test_hsk_models_were_trained_on_todays_split(default, hsk):
+def test_hsk_models_were_trained_on_todays_split(default, augmented):
     for b in (default, *(load_bundle(models_dir() / name) for name in HSK_VARIANTS)):
-        trained_on = augment_as(hsk, b.meta["data"]["spec"])  # the split, augmented as the bundle says
+        trained_on = augmented(b.meta["data"]["spec"])  # the split, augmented as the bundle says
         assert b.meta["data"]["split_hash"] == trained_on.split_hash
         assert b.meta["data"]["licence"] == "CC-BY-SA-4.0"
 
@@ -174,11 +172,11 @@ def test_guided_head_aligns_better_than_the_diagonal_and_every_free_head():
     assert scores["best"]["accuracy"] > free["best"]["accuracy"] + 0.1, (scores["best"], free["best"])
 
 
-def test_the_default_translates_the_first_sentences_a_learner_types(default, hsk):
+def test_the_default_translates_the_first_sentences_a_learner_types(default, augmented):
     """Sentences in no training data, augmented pairs included, that the HSK-only model or the
     earlier augmented ones got wrong ("I is a student.", "My doctor is a doctor.")."""
     typed = ["我是学生。", "我的妈妈是医生。", "我喜欢吃鱼。"]
-    trained = {p.src for p in augment_as(hsk, default.meta["data"]["spec"]).train}
+    trained = {p.src for p in augmented(default.meta["data"]["spec"]).train}
     assert not trained & set(typed)
     out = greedy_translate(default.model, default.src_tokenizer, default.tgt_tokenizer, typed)
     assert out[0] in ("I am a student.", "I'm a student."), out

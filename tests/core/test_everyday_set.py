@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from attnviz.core.bundle import load_bundle
-from attnviz.core.data.augment import augment_as
-from attnviz.core.data.corpora import load_hsk, load_tsv
+from attnviz.core.data.corpora import load_tsv
 from attnviz.paths import models_dir
 
 EVERYDAY = Path(__file__).resolve().parents[1] / "data" / "everyday-zh-en.tsv"
@@ -41,11 +40,11 @@ def everyday():
 
 
 @pytest.fixture(scope="module")
-def augmented_hsk():
+def augmented_hsk(augmented):
     """The HSK data exactly as the default bundle was trained on it (its meta.json's augmentation
     settings; the training-data hash proves it)."""
     meta = load_bundle(models_dir() / "hsk-zh-en").meta
-    data = augment_as(load_hsk(), meta["data"]["spec"])
+    data = augmented(meta["data"]["spec"])
     assert data.train_hash == meta["data"]["train_hash"]
     return data
 
