@@ -22,7 +22,7 @@ from attnviz.errors import CommandError
 if TYPE_CHECKING:
     from attnviz.qt.selection import ViewChoice
     from attnviz.qt.session import Session
-    from attnviz.qt.views.registry import ViewSpec
+    from attnviz.qt.views.spec import ViewSpec
 
 HELP = "export a view's figure (PNG/SVG/PDF) or data (CSV/NPZ) headless, exactly as the app draws it"
 FIGURE_FORMATS = ("png", "svg", "pdf")

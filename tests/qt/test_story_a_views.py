@@ -229,8 +229,8 @@ def test_the_story_views_live_in_the_window(qtbot, tmp_path):
         for dock_name, view_name in (("compareView", "compare"), ("scalingView", "scaling"), ("teacherVsFreeView", "teacher-vs-free")):
             dock = w.findChild(QtWidgets.QDockWidget, dock_name)
             assert dock is w.docks[dock_name]
-            dock.raise_()
-            QtWidgets.QApplication.processEvents()
+            dock.raise_()  # a raised tab catches up (it was not drawn while in the background)
+            qtbot.waitUntil(lambda n=view_name: n not in w.views.stale, timeout=10000)
             view = w.views[view_name]
             assert view.has_data() == (view_name != "teacher-vs-free"), view_name
         assert w.views["compare"].comparison().a.text == w.session.source.strip()

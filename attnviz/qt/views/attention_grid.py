@@ -18,7 +18,8 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from attnviz.core.analysis.figure_data import KIND_FORMULAS, KIND_TITLES, AttentionData, FigureData, as_attention_sets
-from attnviz.qt.selection import query_axis
+from attnviz.core.model.sites import KINDS
+from attnviz.qt.selection import Request, ViewChoice, query_axis
 from attnviz.qt.views.base import (
     CURRENT_ROW_LEGEND,
     AttentionSetsMixin,
@@ -29,6 +30,7 @@ from attnviz.qt.views.base import (
     set_combo_items,
     word_start_legend,
 )
+from attnviz.qt.views.spec import ATTENTION_SELECTORS, CROSS_FIRST, ViewSpec, load_attention
 from attnviz.qt.widgets.colormaps import Theme, get_colormap, lookup_table, ui_font
 from attnviz.qt.widgets.heatmap import quiet_axes, setup_matrix_plot, slim_colorbar
 from attnviz.qt.widgets.matrix_image import MatrixImageItem
@@ -401,3 +403,20 @@ class QtAttentionGrid(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
 
     def transient_items(self):
         return [self.hover_outline, self.linked_rows]
+
+
+def _select_grid(view: QtAttentionGrid, c: ViewChoice) -> None:
+    if c.kind is not None:
+        view.set_kind(c.kind)
+    if c.layer is not None or c.head is not None:
+        layer, head = view.selected()
+        view.set_selected(layer if c.layer is None else c.layer, head if c.head is None else c.head)
+
+
+def _watch_grid(view: QtAttentionGrid, request: Request) -> None:
+    view.tileClicked.connect(lambda layer, head: request(layer=layer, head=head, mode="head"))
+    view.kindChanged.connect(lambda kind: request(kind=kind))
+
+
+SPEC = ViewSpec("grid", QtAttentionGrid, "", "", "central", ATTENTION_SELECTORS, load_attention, _select_grid,
+                kinds=KINDS, head_modes=("all",), opening=CROSS_FIRST, watch=_watch_grid)

@@ -21,6 +21,7 @@ from attnviz.core.data.pieces import WORD_START_LEGEND, display_piece
 from attnviz.core.decoding.strategies import DecodingError
 from attnviz.qt.selection import Request, ViewChoice
 from attnviz.qt.views.base import FigureViewBase, LayerHeadChoice, make_combo
+from attnviz.qt.views.spec import ATTENTION_SELECTORS, ViewSpec
 from attnviz.qt.widgets.colormaps import DIVERGING_COLORMAP, Theme
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo, format_score
 from attnviz.qt.widgets.scroll_canvas import scroll_vertically, set_scroll_background
@@ -315,3 +316,7 @@ def watch_compare(view: QtCompareView, request: Request) -> None:
         request(kind="encoder", layer=layer, head=head, mode="head")
 
     view.selectionChanged.connect(on_chosen)
+
+
+SPEC = ViewSpec("compare", QtCompareView, "Word order (compare)", "compareView", "bottom", ATTENTION_SELECTORS, load_compare,
+                select_compare, kinds=("encoder",), empty="nothing to compare: type a source sentence", watch=watch_compare)

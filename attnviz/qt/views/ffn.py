@@ -22,6 +22,7 @@ from attnviz.core.analysis.figure_data import FigureData
 from attnviz.core.data.pieces import display_piece
 from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
 from attnviz.qt.views.small_plots import apply_plot_theme, legend_title, series, set_ticks, small_plot
+from attnviz.qt.views.spec import ViewSpec
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo
 from attnviz.qt.widgets.scroll_canvas import scroll_vertically, set_scroll_background
 from attnviz.qt.widgets.title_item import TitleItem
@@ -230,3 +231,7 @@ def watch_ffn(view: QtFfnView, request: Callable[..., None]) -> None:
     """A layer chosen in the combo, or a token clicked, moves the linked selection."""
     view.layerChosen.connect(lambda stack, layer: request(kind=stack, layer=layer))
     view.tokenChosen.connect(lambda row: request(query=row))
+
+
+SPEC = ViewSpec("ffn", QtFfnView, "FFN", "ffnView", "bottom", ("kind", "layer", "query"), load_ffn, select_ffn,
+                kinds=("encoder", "decoder"), watch=watch_ffn, stack_view=True)

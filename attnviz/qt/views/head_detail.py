@@ -12,7 +12,8 @@ import numpy as np
 from PySide6 import QtCore, QtWidgets
 
 from attnviz.core.analysis.figure_data import KIND_FORMULAS, KIND_TITLES, AttentionData, FigureData, as_attention_sets
-from attnviz.qt.selection import query_axis
+from attnviz.core.model.sites import KINDS
+from attnviz.qt.selection import Request, ViewChoice, query_axis
 from attnviz.qt.views.base import (
     AXIS_TITLES,
     CURRENT_ROW_LEGEND,
@@ -24,6 +25,7 @@ from attnviz.qt.views.base import (
     set_combo_items,
     word_start_legend,
 )
+from attnviz.qt.views.spec import ATTENTION_SELECTORS, CROSS_FIRST, HEAD_MODES, ViewSpec, load_attention
 from attnviz.qt.widgets.colormaps import Theme
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo
 from attnviz.qt.widgets.title_item import TitleItem
@@ -262,3 +264,15 @@ class QtHeadDetailView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
 
     def transient_items(self):
         return [self.plot.hover_marker, self.plot.linked_marker]
+
+
+def _select_head(view: QtHeadDetailView, c: ViewChoice) -> None:
+    view.select(layer=c.layer, head=c.head, mode=c.mode, kind=c.kind)
+
+
+def _watch_head(view: QtHeadDetailView, request: Request) -> None:
+    view.selectionChanged.connect(lambda kind, mode, layer, head: request(kind=kind, mode=mode, layer=layer, head=head))
+
+
+SPEC = ViewSpec("head", QtHeadDetailView, "Head detail", "headDetailDock", "right", ATTENTION_SELECTORS, load_attention, _select_head,
+                kinds=KINDS, head_modes=HEAD_MODES, opening=CROSS_FIRST, watch=_watch_head)

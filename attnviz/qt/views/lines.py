@@ -10,6 +10,7 @@ The line layers and the graphics item that draws them are in :mod:`attnviz.qt.wi
 from __future__ import annotations
 
 import contextlib
+import weakref
 from collections.abc import Iterable, Iterator, Mapping
 
 import numpy as np
@@ -17,7 +18,8 @@ from PySide6 import QtCore, QtWidgets
 
 from attnviz.core.analysis.figure_data import KIND_FORMULAS, KIND_TITLES, AttentionData, FigureData, as_attention_sets
 from attnviz.core.data.pieces import display_piece
-from attnviz.qt.selection import query_axis
+from attnviz.core.model.sites import KINDS
+from attnviz.qt.selection import Request, ViewChoice, query_axis
 from attnviz.qt.views.base import (
     CURRENT_ROW_LEGEND,
     AttentionSetsMixin,
@@ -27,6 +29,7 @@ from attnviz.qt.views.base import (
     set_combo_items,
     word_start_legend,
 )
+from attnviz.qt.views.spec import ATTENTION_SELECTORS, CROSS_FIRST, ViewSpec, load_attention
 from attnviz.qt.widgets.colormaps import Theme
 from attnviz.qt.widgets.line_item import LinesItem, LineSpec
 from attnviz.qt.widgets.title_item import TitleItem
@@ -367,3 +370,33 @@ class QtLineView(AttentionSetsMixin, FigureViewBase):
             values={"weight": d.weights[self._layer][list(heads)]},
             coords={"head": tuple(str(h + 1) for h in heads), "query": d.query_labels, "key": d.key_labels},
         )
+
+
+def _select_lines(view: QtLineView, c: ViewChoice) -> None:
+    heads = None if c.mode == "mean" else ([c.head] if c.head is not None else "keep")
+    view.select(kind=c.kind, layer=c.layer, heads=heads)
+
+
+def _lines_request(request: Request, kind: str, layer: int, heads: tuple[int, ...], n_heads: int) -> None:
+    """One head shown: that head; every head: their mean; some: the kind and layer only."""
+    if len(heads) == 1:
+        request(kind=kind, layer=layer, head=heads[0], mode="head")
+    elif len(heads) == n_heads:
+        request(kind=kind, layer=layer, mode="mean")
+    else:
+        request(kind=kind, layer=layer)
+
+
+def _watch_lines(view: QtLineView, request: Request) -> None:
+    ref = weakref.ref(view)  # the connection must not keep the view alive
+
+    def n_heads() -> int:
+        d = ref().data() if ref() is not None else None
+        return d.n_heads if d is not None else 0
+
+    view.selectionChanged.connect(lambda kind, layer, heads: _lines_request(request, kind, layer, tuple(heads), n_heads()))
+    view.queryPinned.connect(lambda row: request(query=row))
+
+
+SPEC = ViewSpec("lines", QtLineView, "Lines", "lineViewDock", "right", ATTENTION_SELECTORS, load_attention, _select_lines,
+                kinds=KINDS, head_modes=("mean", "all"), opening=CROSS_FIRST, watch=_watch_lines)

@@ -23,6 +23,7 @@ from attnviz.core.analysis.logit_lens import LogitLens, logit_lens_for
 from attnviz.core.data.pieces import WORD_START_LEGEND, display_piece
 from attnviz.qt.views.base import FigureViewBase
 from attnviz.qt.views.small_plots import CellLabels, apply_plot_theme, legend_title, pen, series, set_ticks, small_plot
+from attnviz.qt.views.spec import ViewSpec
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo
 from attnviz.qt.widgets.scroll_canvas import scroll_vertically, set_scroll_background
 from attnviz.qt.widgets.title_item import TitleItem
@@ -199,3 +200,8 @@ def select_logit_lens(view: QtLogitLensView, c: ViewChoice) -> None:
 
 def watch_logit_lens(view: QtLogitLensView, request: Callable[..., None]) -> None:
     view.positionChosen.connect(lambda row: request(query=row))
+
+
+SPEC = ViewSpec("logit-lens", QtLogitLensView, "Logit lens", "logitLensView", "bottom", ("query",), load_logit_lens,
+                select_logit_lens, empty="nothing for the logit lens: the model has no decoder layers, or no step is decoded yet",
+                watch=watch_logit_lens, query_rows="target")

@@ -15,7 +15,7 @@ import numpy as np
 from PySide6 import QtCore, QtWidgets
 
 from attnviz.core.analysis.figure_data import FigureData, MaskData
-from attnviz.qt.selection import query_axis
+from attnviz.qt.selection import Request, ViewChoice, query_axis
 from attnviz.qt.views.base import (
     CURRENT_ROW_LEGEND,
     FigureViewBase,
@@ -27,6 +27,7 @@ from attnviz.qt.views.base import (
     query_text,
     word_start_legend,
 )
+from attnviz.qt.views.spec import ATTENTION_SELECTORS, ViewSpec, load_mask
 from attnviz.qt.widgets.colormaps import DIVERGING_COLORMAP, Theme
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo, format_mask, format_score, format_weight
 from attnviz.qt.widgets.title_item import TitleItem
@@ -362,3 +363,16 @@ class QtMaskView(PredictedRowsMixin, FigureViewBase):
     def transient_items(self):
         plots = list(self.panels.values()) + list(self.padding.values())
         return [p.hover_marker for p in plots] + [p.linked_marker for p in self.panels.values()]
+
+
+def _select_mask(view: QtMaskView, c: ViewChoice) -> None:
+    view.select(layer=c.layer, head=c.head)
+
+
+def _watch_mask(view: QtMaskView, request: Request) -> None:
+    view.selectionChanged.connect(lambda layer, head: request(layer=layer, head=head, mode="head"))
+    view.rowClicked.connect(lambda row: request(query=row))
+
+
+SPEC = ViewSpec("mask", QtMaskView, "Masks", "maskViewDock", "right", ATTENTION_SELECTORS, load_mask, _select_mask,
+                kinds=("decoder",), empty="the mask view needs at least one decoded step", watch=_watch_mask)

@@ -37,6 +37,7 @@ from attnviz.core.analysis.norm_batch import ACCURACY_PAIRS, AccuracyGap, NormBa
 from attnviz.core.data.pieces import display_piece
 from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
 from attnviz.qt.views.small_plots import CellLabels, apply_plot_theme, legend_title, series, small_plot
+from attnviz.qt.views.spec import ViewSpec
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo
 from attnviz.qt.widgets.plain_text import ElidedLabel
 from attnviz.qt.widgets.scroll_canvas import scroll_vertically, set_scroll_background
@@ -465,3 +466,8 @@ def select_norm_batch(view: QtNormBatchView, c: ViewChoice) -> None:
 
 def watch_norm_batch(view: QtNormBatchView, request: Callable[..., None]) -> None:
     view.layerChosen.connect(lambda stack, layer: request(kind=stack, layer=layer))
+
+
+SPEC = ViewSpec("norm-batch", QtNormBatchView, "LN vs BN on a batch", "normBatchView", "bottom", ("kind", "layer"), load_norm_batch,
+                select_norm_batch, kinds=("encoder", "decoder"), watch=watch_norm_batch, stack_view=True,
+                empty="no normalization to show: the model has no encoder layers, no decoder layers and no final norm")

@@ -29,21 +29,26 @@ is a :class:`SiteColumn`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from attnviz.core.analysis.figure_data import FigureData
-from attnviz.core.analysis.norms import NormSiteData, group_title, histogram, placement_formula, site_title, tutorial_formula
+from attnviz.core.analysis.norms import NormSiteData, group_title, histogram, norm_site_data_for, placement_formula, site_title, tutorial_formula
 from attnviz.core.data.pieces import WORD_START, display_piece
+from attnviz.qt.selection import ViewChoice
 from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
+from attnviz.qt.views.spec import ViewSpec
 from attnviz.qt.widgets.colormaps import DIVERGING_COLORMAP, Theme, ui_font
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo
 from attnviz.qt.widgets.scroll_canvas import scroll_vertically, set_scroll_background
 from attnviz.qt.widgets.title_item import TitleItem
 from attnviz.qt.widgets.token_axis import TokenAxis
+
+if TYPE_CHECKING:
+    from attnviz.qt.session import Session
 
 MIN_HEIGHT = 640  # px of the figure: below it, the view scrolls
 CMP_MIN_HEIGHT = 190  # px of the LN vs BN matrices, their axes and colour bar
@@ -534,3 +539,21 @@ class QtNormStatsView(FigureViewBase):
 
     def transient_items(self):
         return [p.hover_marker for p in self.cmp_plots.values()]
+
+
+def _load_norm(view: FigureViewBase, session: Session, choice: ViewChoice) -> bool:
+    cfg = session.bundle.config
+    view.set_data(norm_site_data_for(session.current, cfg), cfg.norm, cfg.norm_placement)
+    return True
+
+
+def _select_norm(view: QtNormStatsView, c: ViewChoice) -> None:
+    """The chosen layer's norms; cross-attention sits in the decoder's layers."""
+    if c.kind is not None and c.layer is not None:
+        stack = "decoder" if c.kind == "cross" else c.kind
+        if (stack, c.layer) in view.groups():
+            view.select(stack, c.layer)
+
+
+SPEC = ViewSpec("norm", QtNormStatsView, "LayerNorm / BatchNorm", "normStatsDock", "bottom", ("kind", "layer"), _load_norm,
+                _select_norm, kinds=("encoder", "decoder"), stack_view=True)

@@ -32,7 +32,9 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from attnviz.core.analysis.figure_data import FigureData
 from attnviz.core.data.pieces import WORD_START, display_piece
+from attnviz.qt.selection import ViewChoice
 from attnviz.qt.views.base import FigureViewBase
+from attnviz.qt.views.spec import ViewSpec
 from attnviz.qt.widgets.colormaps import Theme, ui_font
 from attnviz.qt.widgets.scroll_canvas import scroll_vertically, set_scroll_background
 from attnviz.qt.widgets.title_item import TitleItem
@@ -41,6 +43,7 @@ from attnviz.qt.widgets.token_axis import TokenAxis
 if TYPE_CHECKING:  # importing the core would import torch
     from attnviz.core.decoding.session import DecodeStep
     from attnviz.core.decoding.teacher_forcing import TeacherForced
+    from attnviz.qt.session import Session
 
 MATCH_COLOR = "#2f9e44"  # the argmax is the target
 MISS_COLOR = "#e8590c"  # it is not
@@ -504,3 +507,12 @@ class QtOutputView(FigureViewBase):
         dist, _ = self._distribution()
         extras["entropy"] = np.asarray(float(dist.entropy))
         return FigureData(self.figure_title(), ("rank",), values, {"rank": tuple(p for p, _, _ in self._topk)}, extras)
+
+
+def _load_output(view: FigureViewBase, session: Session, choice: ViewChoice) -> bool:
+    forced = session.forced
+    view.set_data(step=session.current_step(), forced=forced, position=session.forced_cursor if forced else None)
+    return True
+
+
+SPEC = ViewSpec("output", QtOutputView, "Output distribution", "outputDock", "bottom", (), _load_output)

@@ -30,21 +30,26 @@ The data classes are in :mod:`attnviz.core.analysis.positional`.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from attnviz.core.analysis.figure_data import FigureData
-from attnviz.core.analysis.positional import PositionalData, column_pair
+from attnviz.core.analysis.positional import PositionalData, column_pair, positional_data_for
 from attnviz.core.data.pieces import WORD_START, display_piece
+from attnviz.qt.selection import ViewChoice
 from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
+from attnviz.qt.views.spec import ViewSpec
 from attnviz.qt.widgets.colormaps import DIVERGING_COLORMAP, Theme, ui_font
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo
 from attnviz.qt.widgets.scroll_canvas import scroll_vertically, set_scroll_background
 from attnviz.qt.widgets.title_item import TitleItem
 from attnviz.qt.widgets.token_axis import TokenAxis
 
+if TYPE_CHECKING:
+    from attnviz.qt.session import Session
 
 def default_dimensions(d_model: int) -> list[int]:
     """Two sine/cosine pairs from the fast end and one from the middle: 0, 1, 2, 3, d/2, d/2+1."""
@@ -457,3 +462,11 @@ class QtPositionalView(FigureViewBase):
 
     def transient_items(self):
         return [p.hover_marker for p in (self.pe_plot, self.sim_plot, *self.emb_plots.values())]
+
+
+def _load_positional(view: FigureViewBase, session: Session, choice: ViewChoice) -> bool:
+    view.set_data(positional_data_for(session.current))
+    return True
+
+
+SPEC = ViewSpec("pe", QtPositionalView, "Positional encoding", "positionalDock", "bottom", (), _load_positional)

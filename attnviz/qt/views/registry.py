@@ -1,6 +1,7 @@
-"""Every view of the app in one table: its ``--view`` name, its class, its dock, the selectors it
-takes (kind, layer, head, query) and the kinds it shows, how it gets its data from the session,
-and how it is named when exported.
+"""Every view of the app in one table, :data:`VIEWS`: each view module declares its own entry
+(``SPEC``, a :class:`~attnviz.qt.views.spec.ViewSpec`: its ``--view`` name, class, dock, selectors,
+kinds and how it gets its data); here they are collected in the docks' order, named when
+exported, and kept in step with the session by the :class:`ViewSet`.
 
 The main window builds its views and docks from :data:`VIEWS` (through :class:`ViewSet`);
 ``attnviz export`` draws one of them headless through the same entry, so a view is fed and
@@ -9,265 +10,40 @@ selected the same way on screen and in a file.
 
 from __future__ import annotations
 
-import weakref
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import partial
 
 from PySide6 import QtCore, QtWidgets
 
-from attnviz.core.analysis.norms import norm_site_data_for
-from attnviz.core.analysis.positional import positional_data_for
-from attnviz.core.analysis.walkthrough import HeadWalkthrough, session_walkthrough
-from attnviz.core.model.sites import KINDS
 from attnviz.errors import CommandError
 from attnviz.qt.export.files import session_metadata
-from attnviz.qt.selection import LinkedSelection, Request, Selection, ViewChoice, query_axis
+from attnviz.qt.selection import LinkedSelection, Selection, ViewChoice, query_axis
 from attnviz.qt.session import Session
 from attnviz.qt.view_frame import ViewFrame, empty_state
-from attnviz.qt.views.attention_grid import QtAttentionGrid
-from attnviz.qt.views.base import ExportAllHeadsMixin, FigureViewBase, PredictedRowsMixin
-from attnviz.qt.views.compare import QtCompareView, load_compare, select_compare, watch_compare
-from attnviz.qt.views.ffn import QtFfnView, load_ffn, select_ffn, watch_ffn
-from attnviz.qt.views.head_detail import QtHeadDetailView
-from attnviz.qt.views.lines import QtLineView
-from attnviz.qt.views.logit_lens import QtLogitLensView, load_logit_lens, select_logit_lens, watch_logit_lens
-from attnviz.qt.views.masks import QtMaskView
-from attnviz.qt.views.norm_batch import QtNormBatchView, load_norm_batch, select_norm_batch, watch_norm_batch
-from attnviz.qt.views.norm_stats import QtNormStatsView
-from attnviz.qt.views.output import QtOutputView
-from attnviz.qt.views.positional import QtPositionalView
-from attnviz.qt.views.residual import QtResidualView, load_residual, select_residual, watch_residual
-from attnviz.qt.views.scaling import QtScalingView, load_scaling, select_scaling, watch_scaling
-from attnviz.qt.views.teacher_vs_free import QtTeacherVsFreeView, load_teacher_vs_free, select_teacher_vs_free, watch_teacher_vs_free
-from attnviz.qt.views.walkthrough import QtWalkthroughView
-
-SELECTORS: tuple[str, ...] = ("kind", "layer", "head", "query")
-HEAD_MODES: tuple[str, ...] = ("mean", "rollout", "all")  # what --head takes besides a number
-
-
-Loader = Callable[[FigureViewBase, Session, ViewChoice], bool]
-Selector = Callable[[FigureViewBase, ViewChoice], None]
-Watcher = Callable[[FigureViewBase, Request], None]
-
-
-@dataclass(frozen=True)
-class ViewSpec:
-    """One view: what it is called, where it sits, what it takes, and how it is fed.
-
-    ``load(view, session, choice)`` gives the view the session's data (``False``: there is none
-    yet); ``select(view, choice)`` applies the choice's selectors; ``watch(view, request)``
-    connects the view's own selectors to ``request`` (so a choice made in the view moves the
-    linked selection, see :class:`ViewSet`); ``opening`` is applied once, when an unlinked view
-    first gets data in the window.
-    """
-
-    name: str  # the --view name of ``attnviz export``
-    cls: type[FigureViewBase]
-    title: str  # the dock's title ("" for the central view)
-    dock_name: str  # the dock's objectName ("" for the central view)
-    area: str  # "central", "right" or "bottom"
-    selectors: tuple[str, ...]  # of SELECTORS
-    load: Loader
-    select: Selector | None = None
-    kinds: tuple[str, ...] = ()  # the attention kinds it shows, when it takes "kind"
-    head_modes: tuple[str, ...] = ()  # of HEAD_MODES, when it takes "head"
-    opening: ViewChoice | None = None
-    empty: str = "nothing to draw yet"  # why there is nothing to export
-    watch: Watcher | None = None
-    stack_view: bool = False  # shows a stack (encoder/decoder): a cross selection shows the decoder's
-    query_rows: str | None = None  # the rows its query takes ("target"), when not every kind's
-
-
-    def takes(self, selector: str) -> bool:
-        return selector in self.selectors
-
-    def choice(self, sel: Selection) -> ViewChoice:
-        """The part of ``sel`` this view takes: its selectors, a kind it shows, a head mode it has."""
-        shown = sel.kind in self.kinds or (self.stack_view and sel.kind == "cross")
-        kind = sel.kind if self.takes("kind") and shown else None
-        layer = sel.layer if self.takes("layer") and sel.mode != "rollout" else None
-        one_head = self.takes("head") and sel.mode == "head"
-        mode = sel.mode if one_head or (self.takes("head") and sel.mode in self.head_modes) else None
-        rows_match = self.query_rows is None or query_axis(sel.kind) == self.query_rows
-        query = sel.query if self.takes("query") and rows_match else None
-        return ViewChoice(kind, layer, sel.head if one_head else None, mode, query)
-
-    @property
-    def default_kind(self) -> str | None:
-        """The kind it shows unless told: cross-attention where it can, else its first kind."""
-        if not self.kinds:
-            return None
-        return "cross" if "cross" in self.kinds else self.kinds[-1]
-
-
-# -- loading: the session's data into a view --------------------------------------------------
-def _load_attention(view: FigureViewBase, session: Session, choice: ViewChoice) -> bool:
-    data = {k: d for k in KINDS if (d := session.attention_data(k)) is not None}
-    if data:
-        if isinstance(view, PredictedRowsMixin):
-            view.set_predictions(session.output_pieces())
-        view.set_data(data)
-    return bool(data)
-
-
-def _load_mask(view: FigureViewBase, session: Session, choice: ViewChoice) -> bool:
-    md = session.mask_data()
-    if md is not None:
-        view.set_predictions(session.output_pieces())
-        view.set_data(md)
-    return md is not None
-
-
-def _load_positional(view: FigureViewBase, session: Session, choice: ViewChoice) -> bool:
-    view.set_data(positional_data_for(session.current))
-    return True
-
-
-def _load_norm(view: FigureViewBase, session: Session, choice: ViewChoice) -> bool:
-    cfg = session.bundle.config
-    view.set_data(norm_site_data_for(session.current, cfg), cfg.norm, cfg.norm_placement)
-    return True
-
-
-def _load_output(view: FigureViewBase, session: Session, choice: ViewChoice) -> bool:
-    forced = session.forced
-    view.set_data(step=session.current_step(), forced=forced, position=session.forced_cursor if forced else None)
-    return True
-
-
-def walkthrough_for(session: Session, kind: str, layer: int, head: int, query: int | None) -> HeadWalkthrough | None:
-    """The one-head walkthrough of the session's current decoding (falls back to the encoder
-    before the first decoder step)."""
-    cur = session.current
-    if cur is None:
-        return None
-    if kind != "encoder" and session.n_rows() == 0:
-        kind = "encoder"
-    if session.n_layers(kind) == 0:  # a model without layers of this kind: nothing to walk through
-        return None
-    layer = max(0, min(layer, session.n_layers(kind) - 1))
-    head = max(0, min(head, session.bundle.config.n_heads - 1))
-    rows = len(cur.src_pieces) if kind == "encoder" else session.n_rows()
-    if query is None or not 0 <= query < rows:
-        query = rows - 1 if kind == "encoder" else (session.current_row() or 0)
-    return session_walkthrough(session.bundle.model, cur, kind, layer, head, query)
-
-
-def _load_walkthrough(view: FigureViewBase, session: Session, choice: ViewChoice) -> bool:
-    walk = walkthrough_for(session, choice.kind or "cross", choice.layer or 0, choice.head or 0, choice.query)
-    if walk is not None:
-        view.set_data(walk, {k: session.n_layers(k) for k in KINDS})
-    return walk is not None
-
-
-# -- selecting: a choice's selectors on a view ---------------------------------------------------
-def _select_grid(view: QtAttentionGrid, c: ViewChoice) -> None:
-    if c.kind is not None:
-        view.set_kind(c.kind)
-    if c.layer is not None or c.head is not None:
-        layer, head = view.selected()
-        view.set_selected(layer if c.layer is None else c.layer, head if c.head is None else c.head)
-
-
-def _select_head(view: QtHeadDetailView, c: ViewChoice) -> None:
-    view.select(layer=c.layer, head=c.head, mode=c.mode, kind=c.kind)
-
-
-def _select_lines(view: QtLineView, c: ViewChoice) -> None:
-    heads = None if c.mode == "mean" else ([c.head] if c.head is not None else "keep")
-    view.select(kind=c.kind, layer=c.layer, heads=heads)
-
-
-def _select_mask(view: QtMaskView, c: ViewChoice) -> None:
-    view.select(layer=c.layer, head=c.head)
-
-
-# -- watching: a choice made in a view, as a request to the linked selection --------------------
-def _watch_grid(view: QtAttentionGrid, request: Request) -> None:
-    view.tileClicked.connect(lambda layer, head: request(layer=layer, head=head, mode="head"))
-    view.kindChanged.connect(lambda kind: request(kind=kind))
-
-
-def _watch_head(view: QtHeadDetailView, request: Request) -> None:
-    view.selectionChanged.connect(lambda kind, mode, layer, head: request(kind=kind, mode=mode, layer=layer, head=head))
-
-
-def _lines_request(request: Request, kind: str, layer: int, heads: tuple[int, ...], n_heads: int) -> None:
-    """One head shown: that head; every head: their mean; some: the kind and layer only."""
-    if len(heads) == 1:
-        request(kind=kind, layer=layer, head=heads[0], mode="head")
-    elif len(heads) == n_heads:
-        request(kind=kind, layer=layer, mode="mean")
-    else:
-        request(kind=kind, layer=layer)
-
-
-def _watch_lines(view: QtLineView, request: Request) -> None:
-    ref = weakref.ref(view)  # the connection must not keep the view alive
-
-    def n_heads() -> int:
-        d = ref().data() if ref() is not None else None
-        return d.n_heads if d is not None else 0
-
-    view.selectionChanged.connect(lambda kind, layer, heads: _lines_request(request, kind, layer, tuple(heads), n_heads()))
-    view.queryPinned.connect(lambda row: request(query=row))
-
-
-def _watch_mask(view: QtMaskView, request: Request) -> None:
-    view.selectionChanged.connect(lambda layer, head: request(layer=layer, head=head, mode="head"))
-    view.rowClicked.connect(lambda row: request(query=row))
-
-
-def _watch_walkthrough(view: QtWalkthroughView, request: Request) -> None:
-    view.selectionRequested.connect(lambda kind, layer, head, query: request(kind=kind, layer=layer, head=head, mode="head", query=query))
-
-
-def _select_norm(view: QtNormStatsView, c: ViewChoice) -> None:
-    """The chosen layer's norms; cross-attention sits in the decoder's layers."""
-    if c.kind is not None and c.layer is not None:
-        stack = "decoder" if c.kind == "cross" else c.kind
-        if (stack, c.layer) in view.groups():
-            view.select(stack, c.layer)
-
-
-_ATTENTION = ("kind", "layer", "head")
-_CROSS_FIRST = ViewChoice(kind="cross")  # the attention views open on cross-attention
-
-VIEWS: tuple[ViewSpec, ...] = (
-    ViewSpec("grid", QtAttentionGrid, "", "", "central", _ATTENTION, _load_attention, _select_grid,
-             kinds=KINDS, head_modes=("all",), opening=_CROSS_FIRST, watch=_watch_grid),
-    ViewSpec("head", QtHeadDetailView, "Head detail", "headDetailDock", "right", _ATTENTION, _load_attention, _select_head,
-             kinds=KINDS, head_modes=HEAD_MODES, opening=_CROSS_FIRST, watch=_watch_head),
-    ViewSpec("lines", QtLineView, "Lines", "lineViewDock", "right", _ATTENTION, _load_attention, _select_lines,
-             kinds=KINDS, head_modes=("mean", "all"), opening=_CROSS_FIRST, watch=_watch_lines),
-    ViewSpec("mask", QtMaskView, "Masks", "maskViewDock", "right", _ATTENTION, _load_mask, _select_mask,
-             kinds=("decoder",), empty="the mask view needs at least one decoded step", watch=_watch_mask),
-    ViewSpec("output", QtOutputView, "Output distribution", "outputDock", "bottom", (), _load_output),
-    ViewSpec("pe", QtPositionalView, "Positional encoding", "positionalDock", "bottom", (), _load_positional),
-    ViewSpec("norm", QtNormStatsView, "LayerNorm / BatchNorm", "normStatsDock", "bottom", ("kind", "layer"), _load_norm,
-             _select_norm, kinds=("encoder", "decoder"), stack_view=True),
-    ViewSpec("walkthrough", QtWalkthroughView, "One-head walkthrough", "walkthroughDock", "bottom", SELECTORS,
-             _load_walkthrough, kinds=KINDS, empty="nothing to walk through", watch=_watch_walkthrough),
-    ViewSpec("compare", QtCompareView, "Word order (compare)", "compareView", "bottom", _ATTENTION, load_compare,
-             select_compare, kinds=("encoder",),
-             empty="nothing to compare: type a source sentence", watch=watch_compare),
-    ViewSpec("scaling", QtScalingView, "Why ÷√d_k", "scalingView", "bottom", _ATTENTION, load_scaling,
-             select_scaling, kinds=KINDS, watch=watch_scaling),
-    ViewSpec("teacher-vs-free", QtTeacherVsFreeView, "Teacher forcing vs free running", "teacherVsFreeView", "bottom",
-             _ATTENTION, load_teacher_vs_free, select_teacher_vs_free, kinds=("cross",),
-             empty="the teacher-vs-free view needs a target: pass --tgt TEXT (teacher-forced mode)", watch=watch_teacher_vs_free),
-    ViewSpec("norm-batch", QtNormBatchView, "LN vs BN on a batch", "normBatchView", "bottom", ("kind", "layer"), load_norm_batch,
-             select_norm_batch, kinds=("encoder", "decoder"), watch=watch_norm_batch, stack_view=True,
-             empty="no normalization to show: the model has no encoder layers, no decoder layers and no final norm"),
-    ViewSpec("ffn", QtFfnView, "FFN", "ffnView", "bottom", ("kind", "layer", "query"), load_ffn, select_ffn,
-             kinds=("encoder", "decoder"), watch=watch_ffn, stack_view=True),
-    ViewSpec("residual", QtResidualView, "Residual stream", "residualView", "bottom", ("kind", "layer", "query"), load_residual,
-             select_residual, kinds=KINDS, watch=watch_residual),
-    ViewSpec("logit-lens", QtLogitLensView, "Logit lens", "logitLensView", "bottom", ("query",), load_logit_lens,
-             select_logit_lens, empty="nothing for the logit lens: the model has no decoder layers, or no step is decoded yet",
-             watch=watch_logit_lens, query_rows="target"),
+from attnviz.qt.views import (
+    attention_grid,
+    compare,
+    ffn,
+    head_detail,
+    lines,
+    logit_lens,
+    masks,
+    norm_batch,
+    norm_stats,
+    output,
+    positional,
+    residual,
+    scaling,
+    teacher_vs_free,
+    walkthrough,
 )
+from attnviz.qt.views.base import ExportAllHeadsMixin, FigureViewBase
+from attnviz.qt.views.head_detail import QtHeadDetailView
+from attnviz.qt.views.spec import ViewSpec
+
+VIEWS: tuple[ViewSpec, ...] = tuple(m.SPEC for m in (
+    attention_grid, head_detail, lines, masks, output, positional, norm_stats, walkthrough, compare, scaling, teacher_vs_free, norm_batch, ffn, residual, logit_lens,
+))  # the docks' order
 VIEW_NAMES: tuple[str, ...] = tuple(spec.name for spec in VIEWS)
 
 
@@ -407,6 +183,12 @@ class ViewSet(QtCore.QObject):
     def bring_up_to_date(self, view: QtWidgets.QWidget) -> None:
         """Refresh ``view`` now if it is stale, on screen or not (before it is exported)."""
         name = self.name_of(view)
+        if name in self.stale:
+            self._guarded_refresh(name)
+
+    def frame_shown(self, frame: QtWidgets.QWidget) -> None:
+        """``frame``'s dock was shown or its tab raised: its view catches up now, if stale."""
+        name = next((n for n, f in self.frames.items() if f is frame), None)
         if name in self.stale:
             self._guarded_refresh(name)
 

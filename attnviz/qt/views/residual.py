@@ -19,8 +19,10 @@ from attnviz.core.analysis.figure_data import FigureData
 from attnviz.core.analysis.norms import placement_formula
 from attnviz.core.analysis.residual import SUBLAYER_LEGEND, ResidualStack, residual_data_for
 from attnviz.core.data.pieces import display_piece
+from attnviz.core.model.sites import KINDS
 from attnviz.qt.views.base import FigureViewBase
 from attnviz.qt.views.small_plots import apply_plot_theme, legend_title, pen, series, set_ticks, small_plot
+from attnviz.qt.views.spec import ViewSpec
 from attnviz.qt.widgets.scroll_canvas import scroll_vertically, set_scroll_background
 from attnviz.qt.widgets.title_item import TitleItem
 
@@ -210,3 +212,7 @@ def watch_residual(view: QtResidualView, request: Callable[..., None]) -> None:
     view.selectionRequested.connect(
         lambda kind, layer, head, query: request(kind=kind, layer=layer, head=None if head == KEEP else head,
                                                  query=None if query == KEEP else query))
+
+
+SPEC = ViewSpec("residual", QtResidualView, "Residual stream", "residualView", "bottom", ("kind", "layer", "query"), load_residual,
+                select_residual, kinds=KINDS, watch=watch_residual)

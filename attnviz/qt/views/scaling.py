@@ -17,9 +17,11 @@ from PySide6 import QtCore, QtWidgets
 from attnviz.core.analysis.figure_data import KIND_TITLES, FigureData
 from attnviz.core.analysis.scaling import LayerScaling, RandomScaling, ScalingComparison, random_scaling, result_scaling
 from attnviz.core.data.pieces import display_piece
+from attnviz.core.model.sites import KINDS
 from attnviz.qt.selection import Request, ViewChoice
 from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
 from attnviz.qt.views.series_plot import SeriesPlot
+from attnviz.qt.views.spec import ATTENTION_SELECTORS, ViewSpec
 from attnviz.qt.widgets.colormaps import Theme
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo
 from attnviz.qt.widgets.scroll_canvas import scroll_vertically, set_scroll_background
@@ -297,3 +299,7 @@ def watch_scaling(view: QtScalingView, request: Request) -> None:
         request(kind=kind, layer=layer, head=head, mode="head")
 
     view.selectionChanged.connect(on_chosen)
+
+
+SPEC = ViewSpec("scaling", QtScalingView, "Why ÷√d_k", "scalingView", "bottom", ATTENTION_SELECTORS, load_scaling,
+                select_scaling, kinds=KINDS, watch=watch_scaling)

@@ -20,6 +20,7 @@ from attnviz.core.data.pieces import WORD_START_LEGEND, display_piece
 from attnviz.qt.selection import Request, ViewChoice
 from attnviz.qt.views.base import FigureViewBase, LayerHeadChoice, make_combo
 from attnviz.qt.views.series_plot import SeriesPlot
+from attnviz.qt.views.spec import ATTENTION_SELECTORS, ViewSpec
 from attnviz.qt.widgets.colormaps import Theme, ui_font
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo, quiet_axes
 from attnviz.qt.widgets.scroll_canvas import scroll_vertically, set_scroll_background
@@ -386,3 +387,8 @@ def watch_teacher_vs_free(view: QtTeacherVsFreeView, request: Request) -> None:
         request(kind="cross", layer=layer, head=head, mode="head")
 
     view.selectionChanged.connect(on_chosen)
+
+
+SPEC = ViewSpec("teacher-vs-free", QtTeacherVsFreeView, "Teacher forcing vs free running", "teacherVsFreeView", "bottom",
+                ATTENTION_SELECTORS, load_teacher_vs_free, select_teacher_vs_free, kinds=("cross",),
+                empty="the teacher-vs-free view needs a target: pass --tgt TEXT (teacher-forced mode)", watch=watch_teacher_vs_free)

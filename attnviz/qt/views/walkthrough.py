@@ -34,10 +34,12 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from attnviz.core.analysis.figure_data import KIND_TITLES, FigureData
+from attnviz.core.analysis.walkthrough import HeadWalkthrough, session_walkthrough
 from attnviz.core.data.pieces import WORD_START, display_piece
 from attnviz.core.model.sites import KINDS
-from attnviz.qt.selection import query_axis
+from attnviz.qt.selection import Request, ViewChoice, query_axis
 from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
+from attnviz.qt.views.spec import SELECTORS, ViewSpec
 from attnviz.qt.views.walkthrough_tables import CROSS_SECTION_1, CROSS_TITLES, SECTIONS, StageSpec, StageTable, format_value, plain
 from attnviz.qt.widgets.colormaps import Theme
 from attnviz.qt.widgets.heatmap import MINUS, HoverInfo
@@ -47,6 +49,9 @@ if TYPE_CHECKING:  # for type checkers only: importing the core would import tor
     from attnviz.core.analysis.walkthrough import HeadWalkthrough
 
 #: Cells shown at most along each kind of axis before the rest is elided (scroll to see it).
+if TYPE_CHECKING:
+    from attnviz.qt.session import Session
+
 WINDOW = {"model": 8, "k": 8, "pos": 12}
 _AXIS_NAMES = {"query": "queries", "key": "keys", "model": "d_model", "k": "d_k", "bias": ""}
 Z_TERMS = 6  # terms of Σⱼ a_ij v_j written out in the read-out (the largest weights), the rest summed
@@ -585,3 +590,36 @@ class QtWalkthroughView(FigureViewBase):
 
     def transient_items(self):
         return [t.hover_marker for t in self.tables.values()]
+
+
+def walkthrough_for(session: Session, kind: str, layer: int, head: int, query: int | None) -> HeadWalkthrough | None:
+    """The one-head walkthrough of the session's current decoding (falls back to the encoder
+    before the first decoder step)."""
+    cur = session.current
+    if cur is None:
+        return None
+    if kind != "encoder" and session.n_rows() == 0:
+        kind = "encoder"
+    if session.n_layers(kind) == 0:  # a model without layers of this kind: nothing to walk through
+        return None
+    layer = max(0, min(layer, session.n_layers(kind) - 1))
+    head = max(0, min(head, session.bundle.config.n_heads - 1))
+    rows = len(cur.src_pieces) if kind == "encoder" else session.n_rows()
+    if query is None or not 0 <= query < rows:
+        query = rows - 1 if kind == "encoder" else (session.current_row() or 0)
+    return session_walkthrough(session.bundle.model, cur, kind, layer, head, query)
+
+
+def _load_walkthrough(view: FigureViewBase, session: Session, choice: ViewChoice) -> bool:
+    walk = walkthrough_for(session, choice.kind or "cross", choice.layer or 0, choice.head or 0, choice.query)
+    if walk is not None:
+        view.set_data(walk, {k: session.n_layers(k) for k in KINDS})
+    return walk is not None
+
+
+def _watch_walkthrough(view: QtWalkthroughView, request: Request) -> None:
+    view.selectionRequested.connect(lambda kind, layer, head, query: request(kind=kind, layer=layer, head=head, mode="head", query=query))
+
+
+SPEC = ViewSpec("walkthrough", QtWalkthroughView, "One-head walkthrough", "walkthroughDock", "bottom", SELECTORS,
+                _load_walkthrough, kinds=KINDS, empty="nothing to walk through", watch=_watch_walkthrough)
