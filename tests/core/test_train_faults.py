@@ -22,6 +22,8 @@ from attnviz.core import bundle as B
 from attnviz.core.bundle import load_bundle, previous_path
 from attnviz.core.training.checkpoint import STATE_JSON, STATE_TENSORS
 
+pytestmark = pytest.mark.slow  # subprocesses killed mid-write
+
 BASE = ["train", "--data", "copy", "--n-examples", "120", "--quiet", *TINY]
 
 
@@ -148,7 +150,6 @@ def test_leftovers_of_killed_saves_are_removed_when_old(checkpoint, tmp_path, ca
     assert young.exists() and all(p.exists() for p in theirs)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1])
 def test_kill_9_during_checkpoint_saves_then_resume(tmp_path, seed):
     trial = kill_during_save(tmp_path / "m", random.Random(seed))

@@ -67,6 +67,7 @@ def test_learning_rate_schedule():
         TrainOptions(schedule="cosine")
 
 
+@pytest.mark.slow
 def test_overfits_32_pairs_to_near_zero_loss():
     hsk = D.load_hsk()
     pairs = hsk.train[:32]

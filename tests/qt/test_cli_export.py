@@ -20,6 +20,8 @@ from attnviz.qt.views.registry import VIEW_NAMES, VIEWS
 
 from tiny_models import random_model, tokenizers
 
+pytestmark = pytest.mark.slow  # each export loads and runs the model in a fresh command
+
 SRC = "我喜欢吃鱼。"
 
 
@@ -82,7 +84,6 @@ def test_bad_destination_and_arguments(qapp, tmp_path, capsys):
     assert "empty" in capsys.readouterr().err
 
 
-@pytest.mark.slow
 def test_export_runs_headless_in_a_subprocess(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
     r = subprocess.run([sys.executable, "-m", "attnviz", "export", "--src", SRC, "--view", "lines", "--format", "png",
@@ -259,7 +260,6 @@ def layerless_dirs(tmp_path_factory):
     return out
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("layers", [(0, 2), (2, 0), (0, 0)], ids=lambda v: f"enc{v[0]}-dec{v[1]}")
 def test_a_model_without_layers_exports_or_says_why_in_one_line(qapp, tmp_path, capsys, layerless_dirs, layers):
     """A bundle trained with --layers 0 (or from elsewhere): each view is drawn, or refused in one line."""
