@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from PySide6 import QtCore, QtGui, QtWidgets
@@ -20,6 +21,7 @@ from attnviz.qt.train.panel import TrainPanel
 from attnviz.qt.views.registry import ViewSet, head_figure
 from attnviz.qt.widgets.colormaps import SEQUENTIAL_COLORMAPS
 from attnviz.qt.widgets.plain_text import ElidedLabel, menu_text, plain_label
+from attnviz.qt.workers import stop_workers
 
 MAX_RECENT = 8
 CLOSE_WAIT_S = 1.0  # how long closing the window waits for a stopped training run
@@ -595,8 +597,11 @@ class MainWindow(QtWidgets.QMainWindow):
         if not self.confirm_close():
             event.ignore()
             return
+        start = time.monotonic()
         self.session.stop_run()
         self.train.shutdown(CLOSE_WAIT_S)
-        self.session.wait_for_workers(int(CLOSE_WAIT_S * 1000))
+        left = lambda: max(0.0, CLOSE_WAIT_S - (time.monotonic() - start))  # one budget for all of them
+        self.session.wait_for_workers(int(left() * 1000))
+        stop_workers(left())  # the views' own (the norm-batch measurement, …): joined, not left running
         self.write_settings()
         event.accept()

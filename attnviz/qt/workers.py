@@ -24,6 +24,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -195,11 +196,16 @@ def active_workers() -> list[FunctionWorker]:
         return [w for w in _LIVE if not w.is_done]
 
 
-@atexit.register
-def _join_at_exit() -> None:
-    """A script that ends while a worker runs must not tear Python down under it."""
+def stop_workers(timeout_s: float) -> bool:
+    """Ask every running worker to stop and wait for them (``timeout_s`` in all); True when all ended."""
     workers = active_workers()
     for worker in workers:
         worker.quit()
-    for worker in workers:
-        worker.wait(5.0)
+    deadline = time.monotonic() + timeout_s
+    return all(worker.wait(max(0.0, deadline - time.monotonic())) for worker in workers)
+
+
+@atexit.register
+def _join_at_exit() -> None:
+    """A script that ends while a worker runs must not tear Python down under it."""
+    stop_workers(5.0)

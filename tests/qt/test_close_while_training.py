@@ -49,3 +49,23 @@ def test_close_during_the_final_evaluation_returns_within_a_second(qtbot, window
         qtbot.waitUntil(lambda: not active_workers(), timeout=TIMEOUT_MS)
     assert elapsed < CLOSE_WAIT_S + 0.5, elapsed
     assert not window.isVisible()
+
+
+def test_closing_the_window_stops_and_joins_a_views_own_worker(qtbot, window):
+    """A view's long measurement (here the norm-batch view's) is stopped and waited for on close."""
+    from attnviz.qt.workers import FunctionWorker
+
+    started = threading.Event()
+
+    def measure():  # a measurement that checks for a stop request, as the norm-batch one does
+        started.set()
+        while not worker.abort_requested:
+            time.sleep(0.01)
+
+    worker = FunctionWorker(measure)
+    worker.start()
+    assert started.wait(5.0)
+    t0 = time.monotonic()
+    window.close()
+    assert time.monotonic() - t0 < CLOSE_WAIT_S * 4
+    assert worker.is_done and worker not in active_workers()
