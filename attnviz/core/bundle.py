@@ -35,6 +35,7 @@ from safetensors.torch import save as st_save
 from attnviz.core.atomic import current_umask
 from attnviz.core.data.hf_tokenizer import VocabTokenizer, tokenizer_from_bytes
 from attnviz.core.data.tokenizer import Tokenizer, TokenizerError
+from attnviz.core.files import read_capped, read_json_capped
 from attnviz.core.model.config import ConfigError, TransformerConfig, shown
 from attnviz.core.model.hf_import import is_hf_folder, read_hf_folder
 from attnviz.core.model.transformer import Transformer
@@ -47,7 +48,6 @@ BUNDLE_FILES = (CONFIG, WEIGHTS, SRC_TOK, TGT_TOK, META)
 CONFIG_LIMIT = 64 * 1024  # bytes: a config.json is a few hundred
 META_LIMIT = 32 * 1024 * 1024  # bytes: a meta.json holds a training history (about 1 MB)
 TOKENIZER_LIMIT = 64 * 1024 * 1024  # bytes: a sentencepiece model of a large vocabulary is a few MB
-JSON_DEPTH = 32  # deepest nesting of lists and objects a bundle's JSON may have
 STORAGE_DTYPE = torch.float16  # float32 weights are stored as float16; loading gives float32 again (older float32 bundles open as they are)
 WEIGHTS_SLACK = 16 * 1024 * 1024  # bytes a safetensors file may hold beyond its tensors (header, padding)
 
@@ -245,55 +245,15 @@ def _swap_in(tmp: Path, path: Path) -> None:
 
 
 def read_file(file: Path, limit: int) -> bytes:
-    """The bytes of ``file``; ``BundleError`` (one line) when it is larger than ``limit`` bytes or cannot be read."""
-    try:
-        with open(file, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            if size > limit:
-                raise BundleError(file, f"is {size:,} bytes; at most {limit:,} are read (not a file of an attnviz bundle?)")
-            return fh.read(limit + 1)
-    except PermissionError:
-        raise BundleError(file, "permission denied: make it readable (chmod u+r) or open another bundle") from None
-    except OSError as exc:
-        raise BundleError(file, f"cannot be read ({exc.strerror or type(exc).__name__})") from None
+    """The bytes of a bundle's ``file`` through the shared capped reader (``files.read_capped``:
+    regular files only, at most ``limit`` bytes); ``BundleError`` (one line) otherwise."""
+    return read_capped(file, limit, BundleError)
 
 
 def read_json(file: Path, limit: int) -> Any:
-    """The JSON value of ``file`` (at most ``limit`` bytes, ``JSON_DEPTH`` levels); ``BundleError`` otherwise."""
-    data = read_file(file, limit)
-    if len(data) > limit:
-        raise BundleError(file, f"is larger than {limit:,} bytes")
-    try:
-        value = json.loads(data.decode("utf-8"), parse_constant=_no_constant)
-    except UnicodeDecodeError:
-        raise BundleError(file, "is not UTF-8 text") from None
-    except json.JSONDecodeError as exc:
-        raise BundleError(file, f"is not valid JSON ({exc.msg} at line {exc.lineno})") from None
-    except RecursionError:
-        raise BundleError(file, f"is nested too deeply (at most {JSON_DEPTH} levels)") from None
-    except ValueError as exc:  # NaN or Infinity
-        raise BundleError(file, str(exc)) from None
-    if _depth(value) > JSON_DEPTH:
-        raise BundleError(file, f"is nested too deeply (at most {JSON_DEPTH} levels)")
-    return value
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"holds {name}, which is not a JSON number")
-
-
-def _depth(value: Any) -> int:
-    """How deeply lists and objects nest in ``value`` (0 for a number or a string); no recursion."""
-    deepest, todo = 0, [(value, 1)]
-    while todo:
-        item, level = todo.pop()
-        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
-        if children is None:
-            continue
-        deepest = max(deepest, level)
-        if level <= JSON_DEPTH:
-            todo.extend((child, level + 1) for child in children)
-    return deepest
+    """The JSON value of a bundle's ``file`` (``files.read_json_capped``: at most ``limit`` bytes,
+    ``JSON_DEPTH`` levels, no NaN); ``BundleError`` otherwise."""
+    return read_json_capped(file, limit, BundleError)
 
 
 def load_bundle(path: str | os.PathLike, device: str | torch.device = "cpu") -> Bundle:

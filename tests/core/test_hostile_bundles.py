@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import builtins
 import dataclasses
 import json
 import os
@@ -109,14 +108,14 @@ def test_huge_finite_weights_are_refused_at_load(tmp_path):
 @pytest.mark.parametrize("name", [CONFIG, META, SRC_TOK, WEIGHTS])
 def test_an_unreadable_file_says_permission_denied(tmp_path, monkeypatch, capsys, name):
     path = valid_bundle(tmp_path)
-    real_open = builtins.open
+    real_open = os.open  # the capped reader (attnviz.core.files) opens with os.open, never waiting
 
     def guarded_open(file, *args, **kw):
         if Path(os.fsdecode(file)) == path / name:
             raise PermissionError(13, "Permission denied", str(file))
         return real_open(file, *args, **kw)
 
-    monkeypatch.setattr(builtins, "open", guarded_open)
+    monkeypatch.setattr(os, "open", guarded_open)
     with pytest.raises(BundleError, match=f"{name}: permission denied"):
         load_bundle(path)
     assert main(["translate", "--model", str(path), "我是学生。"]) == 1

@@ -22,7 +22,8 @@ from typing import Any
 import torch
 from safetensors.torch import load as st_load
 
-from attnviz.core.bundle import BUNDLE_FILES, FORMAT, META, previous_path
+from attnviz.core.bundle import BUNDLE_FILES, FORMAT, META, META_LIMIT, WEIGHTS, WEIGHTS_SLACK, previous_path
+from attnviz.core.files import read_capped, read_json_capped, read_safetensors_header, regular_size
 from attnviz.errors import AttnvizError
 
 STATE_TENSORS = "training_state.safetensors"
@@ -95,7 +96,7 @@ def _saved_order(info: dict[str, Any], param_names: list[str]) -> dict[int, int]
 # -- the checkpoint folder on disk -----------------------------------------------------------
 STATE_FILES = (STATE_TENSORS, STATE_JSON)
 STATE_JSON_LIMIT = 16 * 2**20  # bytes: training_state.json is a few kB; anything near this is not ours
-META_LIMIT = 64 * 2**20  # bytes of meta.json read to tell whether a folder is a bundle
+STATE_PER_WEIGHT_BYTE = 4  # Adam's two float32 moments per float16 weight: the state is at most 4x model.safetensors
 LEFTOVER_AGE_S = 600.0  # a save's leftovers untouched this long belong to no running save
 _PART = re.compile(r"^\.(?P<name>.+)\.[a-z0-9_]{8}\.part$")  # an atomic write's temporary file
 
@@ -127,13 +128,21 @@ def folder_kind(out_dir: Path) -> str:
     if not names:
         return "empty"
     ours = set(BUNDLE_FILES) | set(STATE_FILES)
-    if not all(n in ours or _is_our_part(n) for n in names) or META not in names:
-        return "foreign"
+    if not all((n in ours or _is_our_part(n)) and _plain_file(folder / n) for n in names) or META not in names:
+        return "foreign"  # a link, a folder or a pipe under a bundle file's name is not ours either
     try:
         meta = read_json_object(folder / META, META_LIMIT)
     except CheckpointError:
         return "foreign"
     return "bundle" if meta.get("format") == FORMAT else "foreign"
+
+
+def _plain_file(path: Path) -> bool:
+    """Whether ``path`` is a regular file itself (not a symbolic link to one)."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _is_our_part(name: str) -> bool:
@@ -181,25 +190,15 @@ def check_meta_size(folder: Path) -> None:
         raise CheckpointError(f"{folder / META}: larger than {META_LIMIT // 2**20} MB; not written by attnviz")
 
 
+def checkpoint_error(path: Path, problem: str) -> CheckpointError:
+    """The ``CheckpointError`` the shared capped reader raises for a checkpoint's file."""
+    return CheckpointError(f"{path}: {problem}")
+
+
 def read_json_object(file: Path, limit: int) -> dict[str, Any]:
-    """A JSON object from ``file`` of at most ``limit`` bytes; ``CheckpointError`` otherwise."""
-    try:
-        with open(file, "rb") as fh:
-            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-                raise CheckpointError(f"{file}: not a regular file")
-            data = fh.read(limit + 1)
-    except OSError as exc:
-        raise CheckpointError(f"{file}: cannot read ({exc.strerror or exc})") from None
-    if len(data) > limit:
-        raise CheckpointError(f"{file}: larger than {limit // 2**20} MB; not written by attnviz")
-    try:
-        value = json.loads(data.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise CheckpointError(f"{file}: not UTF-8 text") from None
-    except json.JSONDecodeError as exc:
-        raise CheckpointError(f"{file}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-    except RecursionError:
-        raise CheckpointError(f"{file}: JSON nested too deeply; not written by attnviz") from None
+    """A JSON object from ``file`` (``files.read_json_capped``: a regular file of at most ``limit``
+    bytes); ``CheckpointError`` otherwise."""
+    value = read_json_capped(file, limit, checkpoint_error)
     if not isinstance(value, dict):
         raise CheckpointError(f"{file}: not a JSON object")
     return value
@@ -217,8 +216,12 @@ def read_training_state(folder: Path) -> tuple[dict[str, Any], dict[str, torch.T
         raise CheckpointError(f"{folder} has no training state ({STATE_JSON}, {STATE_TENSORS})")
     info = read_json_object(jfile, STATE_JSON_LIMIT)
     _check_state_info(jfile, info)
+    read_safetensors_header(sfile, checkpoint_error)
+    limit = STATE_PER_WEIGHT_BYTE * regular_size(folder / WEIGHTS, checkpoint_error) + WEIGHTS_SLACK
     try:
-        tensors = st_load(sfile.read_bytes())
+        tensors = st_load(read_capped(sfile, limit, checkpoint_error))
+    except CheckpointError:
+        raise
     except Exception as exc:  # noqa: BLE001 - the Rust parser raises several types on damage
         raise CheckpointError(f"{sfile}: damaged training state ({type(exc).__name__}: {str(exc).splitlines()[0][:120] if str(exc) else ''})") from None
     rng = tensors.get("rng.cpu")
