@@ -63,6 +63,7 @@ import math
 import threading
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,7 @@ from attnviz.core.bundle import Bundle, BundleError, load_bundle, round_as_store
 from attnviz.core.data import corpora as D
 from attnviz.core.data.augment import augment_as
 from attnviz.core.data.tokenizer import Tokenizer
+from attnviz.core.folder_lock import output_lock
 from attnviz.core.model.config import TransformerConfig
 from attnviz.core.model.transformer import Transformer
 from attnviz.core.training.checkpoint import (
@@ -652,7 +654,8 @@ class Trainer:
         torch.set_num_threads(self.options.threads)
         try:
             with torch.inference_mode(False), torch.enable_grad():  # grad mode is per thread: a worker may have turned it off
-                return self._fit()
+                with output_lock(self.out_dir, "train") if self.out_dir is not None else nullcontext():  # one run per folder
+                    return self._fit()
         finally:
             torch.set_num_threads(prev_threads)
 
