@@ -15,7 +15,7 @@ Every problem is a one-line ``HFImportError`` raised before a model is built.
 
 from __future__ import annotations
 
-import json
+import io
 import os
 import pickle
 import re
@@ -29,6 +29,7 @@ from safetensors.torch import load as st_load
 
 from attnviz.core.data.hf_tokenizer import VocabTokenizer
 from attnviz.core.data.tokenizer import TokenizerError
+from attnviz.core.files import read_capped, read_json_capped, read_safetensors_header, regular_size
 from attnviz.core.model.config import ConfigError, TransformerConfig
 from attnviz.core.model.transformer import Transformer
 from attnviz.errors import AttnvizError
@@ -37,7 +38,10 @@ CONFIG, SAFETENSORS, PICKLED = "config.json", "model.safetensors", "pytorch_mode
 SOURCE_SPM, TARGET_SPM, VOCAB = "source.spm", "target.spm", "vocab.json"
 ARCHITECTURES = ("MarianMTModel",)
 _ACTIVATIONS = {"relu": "relu", "gelu": "gelu", "swish": "silu", "silu": "silu"}  # transformers' name -> ours
-_MAX_JSON = 64 * 1024 * 1024  # bytes: no config or vocabulary is larger
+CONFIG_LIMIT = 1024 * 1024  # bytes: a Marian config.json is about 1 kB
+VOCAB_LIMIT = 64 * 1024 * 1024  # bytes: opus-mt's vocab.json is 1-2 MB
+SPM_LIMIT = 64 * 1024 * 1024  # bytes: a sentencepiece model of a large vocabulary is a few MB (as bundles' TOKENIZER_LIMIT)
+WEIGHTS_SLACK = 16 * 1024 * 1024  # bytes a weights file may hold beyond the float32 tensors its config implies
 
 # transformers' tensor names (after "model.") -> ours; {s} a stack, {i} a layer
 _LAYER_NAMES = (
@@ -78,12 +82,9 @@ class ImportedModel:
 def is_hf_folder(path: str | os.PathLike) -> bool:
     """Whether ``path`` is a Hugging Face model folder (a ``config.json`` naming a ``model_type``),
     not an attnviz bundle. Reads only ``config.json``."""
-    file = Path(path) / CONFIG
     try:
-        if not file.is_file() or file.stat().st_size > _MAX_JSON:
-            return False
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
+        data = read_json_capped(Path(path) / CONFIG, CONFIG_LIMIT, HFImportError)
+    except HFImportError:
         return False
     return isinstance(data, dict) and isinstance(data.get("model_type"), str)
 
@@ -93,13 +94,13 @@ def read_hf_folder(path: str | os.PathLike, device: str | torch.device = "cpu") 
     folder = Path(path)
     if not folder.is_dir():
         raise HFImportError(folder, "not a folder (a Hugging Face model folder holds config.json and the weights)")
-    hf = _read_json(folder / CONFIG)
-    vocab = _read_json(folder / VOCAB)
+    hf = read_json_capped(folder / CONFIG, CONFIG_LIMIT, HFImportError)
+    vocab = read_json_capped(folder / VOCAB, VOCAB_LIMIT, HFImportError)
     unk_id = vocab.get("<unk>") if isinstance(vocab, dict) else None
     if not isinstance(unk_id, int):
         raise HFImportError(folder / VOCAB, "is not a piece -> id object with '<unk>'")
     config = config_from_hf(hf, folder / CONFIG, unk_id)
-    state = hf_state_dict(_read_weights(folder), config, folder)
+    state = hf_state_dict(_read_weights(folder, weights_limit(config)), config, folder)
     src_tok, tgt_tok = _read_tokenizers(folder, config, vocab)
     model = Transformer(config)
     model.load_state_dict(state, strict=False)  # strict=False: a tied generator.weight is not in ``state``
@@ -111,23 +112,6 @@ def read_hf_folder(path: str | os.PathLike, device: str | torch.device = "cpu") 
 def _architecture(hf: dict[str, Any]) -> str:
     archs = hf.get("architectures")
     return str(archs[0]) if isinstance(archs, list) and archs else str(hf.get("model_type"))
-
-
-def _read_json(file: Path) -> Any:
-    try:
-        if file.stat().st_size > _MAX_JSON:
-            raise HFImportError(file, f"larger than {_MAX_JSON // 2**20} MB")
-        return json.loads(file.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise HFImportError(file, "missing (a Hugging Face model folder needs it)") from None
-    except OSError as exc:
-        raise HFImportError(file, f"cannot be read ({exc.strerror or exc})") from None
-    except UnicodeDecodeError:
-        raise HFImportError(file, "is not UTF-8 text") from None
-    except json.JSONDecodeError as exc:
-        raise HFImportError(file, f"is not valid JSON ({exc.msg} at line {exc.lineno})") from None
-    except RecursionError:
-        raise HFImportError(file, "is nested too deeply to be a model's JSON file") from None
 
 
 # -- configuration -------------------------------------------------------------------------------
@@ -185,26 +169,50 @@ def _check_marian_choices(hf: dict[str, Any], file: Path) -> None:
 
 
 # -- weights ------------------------------------------------------------------------------------
-def _read_weights(folder: Path) -> dict[str, torch.Tensor]:
-    """The tensors of ``model.safetensors`` (preferred) or ``pytorch_model.bin`` (tensors only: no code runs)."""
-    if (folder / SAFETENSORS).is_file():
-        file = folder / SAFETENSORS
+def weights_limit(config: TransformerConfig) -> int:
+    """The most bytes a weights file of a model of ``config`` may hold: every tensor it may store
+    (ours, Marian's position tables, separate embeddings, an untied output layer) in float32."""
+    with torch.device("meta"):
+        ours = sum(t.numel() for t in Transformer(config).state_dict().values())
+    vocab, d = max(config.src_vocab_size, config.tgt_vocab_size), config.d_model
+    return 4 * (ours + 3 * vocab * d + vocab + 2 * config.max_len * d) + WEIGHTS_SLACK
+
+
+def _read_weights(folder: Path, limit: int) -> dict[str, torch.Tensor]:
+    """The tensors of ``model.safetensors`` (preferred) or ``pytorch_model.bin`` (tensors only: no
+    code runs), each file at most ``limit`` bytes (checked before any tensor is read)."""
+    file = folder / SAFETENSORS
+    if file.exists() or file.is_symlink():
+        _check_weights_size(file, limit)
+        read_safetensors_header(file, HFImportError)  # every declared size against the file's, before reading
         try:
-            return st_load(file.read_bytes())  # parses a header and raw tensors; never unpickles
-        except (SafetensorError, ValueError, OSError) as exc:
+            return st_load(read_capped(file, limit, HFImportError))  # parses a header and raw tensors; never unpickles
+        except (SafetensorError, ValueError) as exc:
             raise HFImportError(file, f"not a valid safetensors file ({str(exc).splitlines()[0][:160]})") from None
         except Exception as exc:  # noqa: BLE001 - the Rust parser can raise other errors on garbage
             raise HFImportError(file, f"not a valid safetensors file ({type(exc).__name__})") from None
     file = folder / PICKLED
-    if not file.is_file():
+    if not file.exists() and not file.is_symlink():
         raise HFImportError(folder, f"no weights ({SAFETENSORS} or {PICKLED})")
+    _check_weights_size(file, limit)
+    return _unpickled_tensors(file, read_capped(file, limit, HFImportError))
+
+
+def _check_weights_size(file: Path, limit: int) -> None:
+    size = regular_size(file, HFImportError)
+    if size > limit:
+        raise HFImportError(file, f"is {size:,} bytes, more than the {limit:,} the model config.json describes can need")
+
+
+def _unpickled_tensors(file: Path, data: bytes) -> dict[str, torch.Tensor]:
+    """The name -> tensor dictionary a ``pytorch_model.bin``'s bytes hold, through torch's safe unpickler."""
     try:
-        state = torch.load(file, map_location="cpu", weights_only=True)  # refuses any object but tensors and containers
+        state = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)  # refuses any object but tensors and containers
     except pickle.UnpicklingError as exc:
         if "global" in str(exc).lower():  # torch names the global (a function, a class) its safe unpickler refused
             raise HFImportError(file, "refused: it holds objects other than tensors (a pickle that could run code); nothing was run") from None
         raise HFImportError(file, "refused: not a readable PyTorch file of tensors (corrupt, or another format)") from None
-    except (RuntimeError, ValueError, EOFError, OSError, AttributeError, TypeError) as exc:
+    except Exception as exc:  # noqa: BLE001 - torch's reader raises many types on damaged or unusual files
         first = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
         raise HFImportError(file, f"refused: not a PyTorch file of tensors ({first})") from None
     if not isinstance(state, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state.items()):
@@ -291,10 +299,10 @@ def _read_tokenizers(folder: Path, config: TransformerConfig, vocab: dict[str, i
     sides = []
     for name, append_eos in ((SOURCE_SPM, True), (TARGET_SPM, False)):
         file = folder / name
+        if not file.exists() and not file.is_symlink():
+            raise HFImportError(file, "missing (a Marian model folder needs source.spm, target.spm and vocab.json)")
         try:
-            sides.append(VocabTokenizer(file.read_bytes(), vocab, append_eos=append_eos, **ids))
-        except FileNotFoundError:
-            raise HFImportError(file, "missing (a Marian model folder needs source.spm, target.spm and vocab.json)") from None
+            sides.append(VocabTokenizer(read_capped(file, SPM_LIMIT, HFImportError), vocab, append_eos=append_eos, **ids))
         except TokenizerError as exc:
             raise HFImportError(file, str(exc)) from None
     if sides[0].vocab_size != config.src_vocab_size:
