@@ -38,6 +38,7 @@ from attnviz.core.data.tokenizer import Tokenizer, TokenizerError
 from attnviz.core.files import read_capped, read_json_capped
 from attnviz.core.model.config import ConfigError, TransformerConfig, shown
 from attnviz.core.model.hf_import import is_hf_folder, read_hf_folder
+from attnviz.core.model.overflow import overflow_problem
 from attnviz.core.model.transformer import Transformer
 from attnviz.errors import AttnvizError
 
@@ -388,21 +389,7 @@ def _check_weights(file: Path, state: dict[str, torch.Tensor], expected: dict[st
 
 
 def _probe(file: Path, model: Transformer, state: dict[str, torch.Tensor]) -> None:
-    """``BundleError`` when a forward pass on a probe input overflows (finite weights so large that
-    the scores become NaN or infinite), naming the tensor with the largest values."""
-    cfg = model.config
-    src = torch.tensor([_probe_ids(cfg.src_vocab_size, cfg, min(cfg.max_len, 8))])  # [1, src]
-    tgt = torch.tensor([[cfg.bos_id, *_probe_ids(cfg.tgt_vocab_size, cfg, min(cfg.max_len, 4) - 1)]])  # [1, tgt]
-    with torch.inference_mode():
-        logits = model(src, tgt)  # [1, tgt, vocab]
-        if bool(torch.isfinite(logits).all()):
-            return
-        name, value = max(((k, float(v.detach().abs().max())) for k, v in state.items() if v.numel()), key=lambda kv: kv[1])
-    raise BundleError(file, f"the weights overflow: a test input gives NaN or infinite scores (largest value {value:.3g} in {name!r})")
-
-
-def _probe_ids(vocab_size: int, cfg: TransformerConfig, n: int) -> list[int]:
-    """``n`` ordinary token ids (UNK where the vocabulary has too few)."""
-    special = {cfg.pad_id, cfg.unk_id, cfg.bos_id, cfg.eos_id}
-    ids = [i for i in range(min(vocab_size, n + len(special))) if i not in special][:n]
-    return ids + [cfg.unk_id] * (n - len(ids))
+    """``BundleError`` when a forward pass on a probe input overflows (``overflow.overflow_problem``)."""
+    problem = overflow_problem(model, state)
+    if problem is not None:
+        raise BundleError(file, problem)

@@ -15,6 +15,8 @@ import struct
 from pathlib import Path
 
 import pytest
+import torch
+from safetensors.torch import load_file, save_file
 
 from attnviz.cli import main
 from attnviz.core.bundle import BundleError, load_bundle
@@ -215,3 +217,88 @@ def test_a_safetensors_header_is_checked_against_the_file(marian, tmp_path, caps
 
     folder = hostile_copy(marian, tmp_path, "model.safetensors", lying)
     assert message in refused(capsys, folder, tmp_path / "out", folder, 1)
+
+
+# -- 8: weights the config does not explain, or that overflow --------------------------------------
+def with_weights(marian: Path, tmp_path: Path, change, config_change=None, pickled: bool = False) -> Path:
+    """A copy of ``marian`` whose weights are ``change(state)`` (as model.safetensors or pytorch_model.bin)."""
+    folder = tmp_path / "changed"
+    shutil.copytree(marian, folder)
+    state = load_file(folder / "model.safetensors")
+    (folder / "model.safetensors").unlink()
+    state = change(state)
+    if pickled:
+        torch.save(state, folder / "pytorch_model.bin")
+    else:
+        save_file(state, folder / "model.safetensors")
+    if config_change is not None:
+        hf = json.loads((folder / "config.json").read_text())
+        config_change(hf)
+        (folder / "config.json").write_text(json.dumps(hf))
+    return folder
+
+
+def test_a_layer_the_config_does_not_explain_is_named(marian, tmp_path, capsys):
+    folder = with_weights(marian, tmp_path, dict, lambda hf: hf.update(encoder_layers=1))
+    err = refused(capsys, folder, tmp_path / "out", folder, 1)
+    assert "does not explain, e.g. 'encoder.layers.1." in err
+
+
+def test_finite_weights_that_overflow_are_refused_on_import(marian, tmp_path, capsys):
+    def huge(state):
+        state["model.shared.weight"] = torch.full_like(state["model.shared.weight"], 3e38)
+        return state
+
+    folder = with_weights(marian, tmp_path, huge)
+    assert "the weights overflow" in refused(capsys, folder, tmp_path / "out", folder, 1)
+
+
+@pytest.mark.parametrize("shift, accepted", [(0.0, True), (0.5, False)])
+def test_stored_sinusoidal_positions_are_compared_with_ours(marian, tmp_path, capsys, shift, accepted):
+    from attnviz.core.model.modules import sinusoidal_encoding
+
+    def with_positions(state):
+        table = sinusoidal_encoding(64, 16, layout="halves")  # the tiny model's max_position_embeddings x d_model
+        state["model.encoder.embed_positions.weight"] = table + shift
+        state["model.decoder.embed_positions.weight"] = table.clone()
+        return state
+
+    folder = with_weights(marian, tmp_path, with_positions)
+    if accepted:
+        assert main(["import-hf", str(folder), "--out", str(tmp_path / "out")]) == 0
+        capsys.readouterr()
+    else:
+        assert "differs from the sinusoidal positions" in refused(capsys, folder, tmp_path / "out", folder, 1)
+
+
+# -- 9: tracebacks that become one line ------------------------------------------------------------
+def test_an_activation_given_as_a_list_is_one_line(marian, tmp_path, capsys):
+    folder = with_weights(marian, tmp_path, dict, lambda hf: hf.update(activation_function=["swish"]))
+    assert "activation ['swish'] is not supported" in refused(capsys, folder, tmp_path / "out", folder, 1)
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda t: t.to_sparse(), "is a sparse tensor"),
+    (lambda t: t.to(torch.float8_e4m3fn), "holds torch.float8_e4m3fn"),
+    (lambda t: torch.empty(t.shape, device="meta"), "not a PyTorch file of tensors|holds no values"),
+])
+def test_a_pickled_tensor_that_is_not_dense_numbers_is_one_line(marian, tmp_path, capsys, make, message):
+    def change(state):
+        state["model.shared.weight"] = make(state["model.shared.weight"])
+        return state
+
+    folder = with_weights(marian, tmp_path, change, pickled=True)
+    err = refused(capsys, folder, tmp_path / "out", folder, 1)
+    assert any(m in err for m in message.split("|")), err
+
+
+def test_an_unreadable_source_spm_is_one_line(marian, tmp_path, capsys, monkeypatch):
+    real_open = os.open
+
+    def guarded(file, *args, **kw):
+        if Path(os.fsdecode(file)).name == "source.spm":
+            raise PermissionError(13, "Permission denied", str(file))
+        return real_open(file, *args, **kw)
+
+    monkeypatch.setattr(os, "open", guarded)
+    assert "source.spm: permission denied" in refused(capsys, marian, tmp_path / "out", marian, 1)

@@ -31,6 +31,8 @@ from attnviz.core.data.hf_tokenizer import VocabTokenizer
 from attnviz.core.data.tokenizer import TokenizerError
 from attnviz.core.files import read_capped, read_json_capped, read_safetensors_header, regular_size
 from attnviz.core.model.config import ConfigError, TransformerConfig
+from attnviz.core.model.modules import sinusoidal_encoding
+from attnviz.core.model.overflow import overflow_problem
 from attnviz.core.model.transformer import Transformer
 from attnviz.errors import AttnvizError
 
@@ -59,7 +61,8 @@ _LAYER_NAMES = (
     (r"fc2", "ffn.linear2"),
 )
 _LAYER = re.compile(r"^(encoder|decoder)\.layers\.(\d+)\.(.+)\.(weight|bias)$")
-_IGNORED = re.compile(r"^(encoder|decoder)\.embed_positions\.weight$")  # recomputed (sinusoidal)
+_IGNORED = re.compile(r"^(encoder|decoder)\.embed_positions\.weight$")  # recomputed (sinusoidal), compared
+POSITIONS_ATOL = 1e-3  # a stored position table may differ from ours by float16 rounding, not more
 
 
 class HFImportError(AttnvizError, ValueError):
@@ -104,7 +107,11 @@ def read_hf_folder(path: str | os.PathLike, device: str | torch.device = "cpu") 
     src_tok, tgt_tok = _read_tokenizers(folder, config, vocab)
     model = Transformer(config)
     model.load_state_dict(state, strict=False)  # strict=False: a tied generator.weight is not in ``state``
-    model.to(device).eval()
+    model.eval()
+    problem = overflow_problem(model, state)  # the same finite-probe check as a bundle's
+    if problem is not None:
+        raise HFImportError(folder, problem)
+    model.to(device)
     meta = {"imported_from": str(folder), "architecture": _architecture(hf), "hf_config": hf}
     return ImportedModel(model, src_tok, tgt_tok, meta)
 
@@ -162,7 +169,8 @@ def _check_marian_choices(hf: dict[str, Any], file: Path) -> None:
         raise HFImportError(file, "scale_embedding must be true (attnviz scales embeddings by sqrt(d_model), as Marian's opus-mt models do)")
     if hf.get("share_encoder_decoder_embeddings", True) is not True or hf.get("decoder_vocab_size") not in (None, hf.get("vocab_size")):
         raise HFImportError(file, "separate source and target vocabularies are not supported (one shared vocab.json is)")
-    if hf.get("activation_function", "gelu") not in _ACTIVATIONS:
+    activation = hf.get("activation_function", "gelu")
+    if not isinstance(activation, str) or activation not in _ACTIVATIONS:
         raise HFImportError(file, f"activation {hf.get('activation_function')!r} is not supported (one of {', '.join(_ACTIVATIONS)})")
     if hf.get("normalize_before") or hf.get("add_final_layer_norm") or hf.get("normalize_embedding"):
         raise HFImportError(file, "pre-norm or extra LayerNorm Marian variants are not supported")
@@ -222,18 +230,44 @@ def _unpickled_tensors(file: Path, data: bytes) -> dict[str, torch.Tensor]:
 
 def hf_state_dict(theirs: dict[str, torch.Tensor], config: TransformerConfig, where: Path) -> dict[str, torch.Tensor]:
     """``theirs`` (a ``MarianMTModel`` state dict) under our names, checked against a model of ``config``:
-    every tensor present, each of the right shape and finite; ``HFImportError`` otherwise."""
+    every tensor present and explained by the config, each dense, of the right shape and finite,
+    the sinusoidal positions attnviz recomputes equal to the checkpoint's; ``HFImportError`` otherwise."""
     theirs = {k.removeprefix("model."): v for k, v in theirs.items()}
+    for key, tensor in theirs.items():
+        _check_tensor_kind(key, tensor, where)
     ours: dict[str, torch.Tensor] = {}
     for key, tensor in theirs.items():
         name = _our_name(key)
         if name is not None:
             ours[name] = tensor
-        elif not _IGNORED.match(key) and key not in _EMBEDDING_NAMES:
+        elif _IGNORED.match(key):
+            _check_positions(key, tensor, config, where)
+        elif key not in _EMBEDDING_NAMES:
             raise HFImportError(where, f"unexpected tensor {key!r} (not a MarianMTModel's?)")
     ours.update(_embeddings(theirs, config, where))
     _check_shapes(ours, config, where)
     return ours
+
+
+def _check_tensor_kind(key: str, tensor: torch.Tensor, where: Path) -> None:
+    """``HFImportError`` for a tensor that holds no plain floating-point numbers (sparse, meta, float8, integers)."""
+    if tensor.layout != torch.strided:
+        raise HFImportError(where, f"tensor {key!r} is a sparse tensor ({tensor.layout}); attnviz reads dense weights only")
+    if tensor.device.type == "meta":
+        raise HFImportError(where, f"tensor {key!r} holds no values (a meta tensor)")
+    if tensor.dtype not in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
+        raise HFImportError(where, f"tensor {key!r} holds {tensor.dtype}, not float16, bfloat16, float32 or float64 numbers")
+
+
+def _check_positions(key: str, tensor: torch.Tensor, config: TransformerConfig, where: Path) -> None:
+    """``HFImportError`` unless Marian's stored position table is the one attnviz recomputes."""
+    want = sinusoidal_encoding(config.max_len, config.d_model, layout=config.positional_layout)  # [max_len, d_model]
+    if tuple(tensor.shape) != tuple(want.shape):
+        raise HFImportError(where, f"tensor {key!r} has shape {tuple(tensor.shape)}, config.json implies {tuple(want.shape)}")
+    if not torch.allclose(tensor.to(torch.float32), want, atol=POSITIONS_ATOL, rtol=0.0):
+        worst = float((tensor.to(torch.float32) - want).abs().max())
+        raise HFImportError(where, f"tensor {key!r} differs from the sinusoidal positions attnviz computes (by up to {worst:.3g}): "
+                                   "not a standard Marian model")
 
 
 _EMBEDDING_NAMES = ("shared.weight", "encoder.embed_tokens.weight", "decoder.embed_tokens.weight", "lm_head.weight", "final_logits_bias")
@@ -278,9 +312,12 @@ def _check_shapes(ours: dict[str, torch.Tensor], config: TransformerConfig, wher
         expected = Transformer(config).state_dict()
     if config.tie_embeddings:
         expected.pop("generator.weight")
-    missing = sorted(set(expected) - set(ours))
+    missing, extra = sorted(set(expected) - set(ours)), sorted(set(ours) - set(expected))
     if missing:
         raise HFImportError(where, f"{len(missing)} tensor(s) missing from the weights, e.g. {missing[0]!r}")
+    if extra:
+        raise HFImportError(where, f"{len(extra)} tensor(s) that config.json does not explain, e.g. {extra[0]!r} "
+                                   f"(its {config.n_encoder_layers}+{config.n_decoder_layers} layers hold no such tensor)")
     for name, want in expected.items():
         got = ours[name]
         if tuple(got.shape) != tuple(want.shape):
