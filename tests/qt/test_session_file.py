@@ -120,3 +120,18 @@ def test_the_command_line_refuses_a_bad_session_file_in_one_line(tmp_path, capsy
     assert cli_main(["--session", str(bad)]) == 2
     err = capsys.readouterr().err.strip()
     assert "damaged JSON" in err and len(err.splitlines()) == 1
+
+
+def test_a_dropped_session_file_is_restored(qtbot, window, tmp_path):
+    from PySide6 import QtGui
+
+    window.views.selection.update(kind="encoder", layer=2, head=3, mode="head")
+    saved = window.session_files.save(tmp_path / "drop.attnviz")
+    window.views.selection.update(kind="cross", layer=0, head=0)
+    mime = QtCore.QMimeData()
+    mime.setUrls([QtCore.QUrl.fromLocalFile(str(saved))])
+    pos = QtCore.QPointF(window.rect().center())
+    drop = QtGui.QDropEvent(pos, QtCore.Qt.DropAction.CopyAction, mime, QtCore.Qt.MouseButton.LeftButton, QtCore.Qt.KeyboardModifier.NoModifier)
+    with qtbot.waitSignal(window.session_files.restored, timeout=TIMEOUT_MS):
+        window.dropEvent(drop)
+    assert window.views.selection.value().kind == "encoder" and window.views.selection.value().layer == 2
