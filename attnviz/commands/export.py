@@ -83,6 +83,22 @@ def _check_figure_options(args: argparse.Namespace) -> None:
         raise CommandError(f"unknown --colormap {args.colormap!r}: use one of {', '.join(SEQUENTIAL_COLORMAPS)}", 2)
 
 
+def _check_png_pixels(args: argparse.Namespace, size: tuple[int, int]) -> None:
+    """``CommandError`` before any work when ``--size`` scaled by ``--width`` or ``--dpi`` (as the
+    PNG renderer scales it) makes an image wider or taller than the PNG width limit."""
+    from attnviz.qt.export.files import PNG_WIDTH_RANGE
+
+    if args.fmt != "png" or (args.width is None and args.dpi is None):
+        return
+    scale = args.width / size[0] if args.width is not None else args.dpi / 96.0
+    w, h = round(size[0] * scale), round(size[1] * scale)
+    most = PNG_WIDTH_RANGE[1]
+    if max(w, h) > most:
+        given = f"--width {args.width}" if args.width is not None else f"--dpi {args.dpi:g}"
+        raise CommandError(f"--size {size[0]}x{size[1]} at {given} makes a PNG of {w:,} x {h:,} pixels, more than {most:,} "
+                           "on a side: lower --size, --width or --dpi", 2)
+
+
 def _parse_head(text: str | None, spec: ViewSpec) -> tuple[str, int]:
     """(mode, 0-based head): mode "head", "mean", "rollout" or "all"."""
     if text is None:
@@ -257,6 +273,7 @@ def run(args: argparse.Namespace) -> int:
 
     size = _parse_size(args.size)
     _check_figure_options(args)
+    _check_png_pixels(args, size)
     spec = view_spec(args.view)
     choice = _request(args, spec)
     quiet_qt_messages()

@@ -139,13 +139,19 @@ def hsk_alignment(args: argparse.Namespace) -> int:
     import torch
 
     from attnviz.core.analysis.alignment import evaluate_hsk_alignment, hsk_records
-    from attnviz.core.bundle import META, load_bundle
+    from attnviz.core.bundle import META, META_LIMIT, load_bundle, read_json
+    from attnviz.core.folder_lock import output_lock
+    from attnviz.core.model.hf_import import is_hf_folder
     from attnviz.errors import CommandError
     from attnviz.paths import default_model
 
     if args.limit is not None and args.limit < 1:
         raise CommandError("--limit must be at least 1", code=2)
-    bundle = load_bundle(args.model or default_model())
+    path = Path(args.model) if args.model else default_model()
+    if args.write_meta and is_hf_folder(path):
+        raise CommandError(f"--write-meta: {path} is a Hugging Face folder, not an attnviz bundle; it has no meta.json to write "
+                           "(convert it with attnviz import-hf first)", code=2)
+    bundle = load_bundle(path)
     records = hsk_records(args.split)[: args.limit]
     with torch.inference_mode():
         report = evaluate_hsk_alignment(bundle, records)
@@ -157,10 +163,10 @@ def hsk_alignment(args: argparse.Namespace) -> int:
         **report,
     }
     if args.write_meta:
-        meta_path = bundle.path / META
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        meta["hsk_alignment"] = report
-        write_bytes(meta_path, json.dumps(meta, indent=1, ensure_ascii=False, allow_nan=False).encode())
+        with output_lock(bundle.path, "trace"):  # not while a run writes the same bundle
+            meta = read_json(bundle.path / META, META_LIMIT)
+            meta["hsk_alignment"] = report
+            write_bytes(bundle.path / META, json.dumps(meta, indent=1, ensure_ascii=False, allow_nan=False).encode())
     print(json.dumps(report, ensure_ascii=False, indent=1))
     return 0
 

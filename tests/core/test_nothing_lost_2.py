@@ -302,3 +302,9 @@ def test_an_unreadable_source_spm_is_one_line(marian, tmp_path, capsys, monkeypa
 
     monkeypatch.setattr(os, "open", guarded)
     assert "source.spm: permission denied" in refused(capsys, marian, tmp_path / "out", marian, 1)
+
+
+def test_trace_write_meta_on_a_marian_folder_is_one_line(marian, capsys):
+    before = snapshot(marian)
+    assert main(["trace", "--model", str(marian), "--hsk-alignment", "--write-meta", "--limit", "2"]) == 2
+    assert "is a Hugging Face folder, not an attnviz bundle" in one_line(capsys) and snapshot(marian) == before
