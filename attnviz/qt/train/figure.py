@@ -18,13 +18,8 @@ from attnviz.core.analysis.figure_data import FigureData
 from attnviz.qt.views.base import FigureViewBase
 from attnviz.qt.widgets.colormaps import Theme, ui_font
 from attnviz.qt.widgets.heatmap import HeatmapPlot
+from attnviz.qt.widgets.plots import pen
 from attnviz.qt.widgets.title_item import TitleItem, relaxed_update_min
-
-
-def _pen(color: str | QtGui.QColor, width: float = 1.6, style: QtCore.Qt.PenStyle = QtCore.Qt.PenStyle.SolidLine) -> QtGui.QPen:
-    pen = pg.mkPen(color, width=width, style=style)
-    pen.setCosmetic(True)
-    return pen
 
 
 class TrainingFigure(FigureViewBase):
@@ -51,21 +46,21 @@ class TrainingFigure(FigureViewBase):
         self.norm_plot = self._plot("Norm statistics (probe)", "step")
         th = self.theme
         self.loss_plot.addLegend(offset=(-4, 4), labelTextSize="8pt", labelTextColor=th.foreground)
-        self.train_curve = self.loss_plot.plot([], [], pen=_pen(th.head_color(0)), name="train (running)")
-        self.valid_curve = self.loss_plot.plot([], [], pen=_pen(th.head_color(1), 2.0), symbol="o", symbolSize=6,
+        self.train_curve = self.loss_plot.plot([], [], pen=pen(th.head_color(0)), name="train (running)")
+        self.valid_curve = self.loss_plot.plot([], [], pen=pen(th.head_color(1), 2.0), symbol="o", symbolSize=6,
                                                symbolBrush=th.head_color(1), symbolPen=None, name="valid")
-        self.acc_curve = self.acc_plot.plot([], [], pen=_pen(th.head_color(2), 2.0), symbol="o", symbolSize=6,
+        self.acc_curve = self.acc_plot.plot([], [], pen=pen(th.head_color(2), 2.0), symbol="o", symbolSize=6,
                                             symbolBrush=th.head_color(2), symbolPen=None)
         self.bleu_plot.addLegend(offset=(4, 4), labelTextSize="8pt", labelTextColor=th.foreground)  # scores rise to the right
-        self.bleu_curve = self.bleu_plot.plot([], [], pen=_pen(th.head_color(3), 2.0), symbol="o", symbolSize=6,
+        self.bleu_curve = self.bleu_plot.plot([], [], pen=pen(th.head_color(3), 2.0), symbol="o", symbolSize=6,
                                               symbolBrush=th.head_color(3), symbolPen=None, name="BLEU")
-        self.chrf_curve = self.bleu_plot.plot([], [], pen=_pen(th.head_color(4), 2.0), symbol="s", symbolSize=6,
+        self.chrf_curve = self.bleu_plot.plot([], [], pen=pen(th.head_color(4), 2.0), symbol="s", symbolSize=6,
                                               symbolBrush=th.head_color(4), symbolPen=None, name="chrF")
-        self.lr_curve = self.lr_plot.plot([], [], pen=_pen(th.head_color(5)))
+        self.lr_curve = self.lr_plot.plot([], [], pen=pen(th.head_color(5)))
         self.norm_plot.addLegend(offset=(-4, 4), labelTextSize="8pt", labelTextColor=th.foreground)
-        self.norm_a = self.norm_plot.plot([], [], pen=_pen(th.head_color(6), 2.0), symbol="o", symbolSize=5, symbolBrush=th.head_color(6),
+        self.norm_a = self.norm_plot.plot([], [], pen=pen(th.head_color(6), 2.0), symbol="o", symbolSize=5, symbolBrush=th.head_color(6),
                                           symbolPen=None, name="a")
-        self.norm_b = self.norm_plot.plot([], [], pen=_pen(th.head_color(7), 2.0, QtCore.Qt.PenStyle.DashLine), symbol="t", symbolSize=6,
+        self.norm_b = self.norm_plot.plot([], [], pen=pen(th.head_color(7), 2.0, QtCore.Qt.PenStyle.DashLine), symbol="t", symbolSize=6,
                                           symbolBrush=th.head_color(7), symbolPen=None, name="b")
         self.acc_plot.setYRange(0, 100)
         self.lr_plot.getAxis("left").enableAutoSIPrefix(False)
@@ -160,8 +155,8 @@ class TrainingFigure(FigureViewBase):
         for p in (self.loss_plot, self.acc_plot, self.bleu_plot, self.lr_plot, self.norm_plot):
             for name in ("left", "bottom"):
                 ax = p.getAxis(name)
-                ax.setPen(_pen(th.muted, 1.0))
-                ax.setTextPen(_pen(th.foreground, 1.0))
+                ax.setPen(pen(th.muted, 1.0))
+                ax.setTextPen(pen(th.foreground, 1.0))
                 if ax.label is not None:
                     ax.label.setDefaultTextColor(QtGui.QColor(th.muted))
             p.titleLabel.setText(p.titleLabel.text, color=th.foreground, size="9.5pt")

@@ -22,9 +22,10 @@ from attnviz.core.analysis.figure_data import FigureData
 from attnviz.core.analysis.logit_lens import LogitLens, logit_lens_for
 from attnviz.core.data.pieces import WORD_START_LEGEND, display_piece
 from attnviz.qt.views.base import FigureViewBase
-from attnviz.qt.views.small_plots import CellLabels, apply_plot_theme, legend_title, pen, series, set_ticks, small_plot
+from attnviz.qt.views.small_plots import CellLabels, apply_plot_theme, legend_title, series, set_ticks, small_plot
 from attnviz.qt.views.spec import ViewSpec
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo
+from attnviz.qt.widgets.plots import pen
 from attnviz.qt.widgets.scroll_canvas import scroll_vertically, set_scroll_background
 from attnviz.qt.widgets.title_item import TitleItem
 

@@ -29,7 +29,7 @@ is a :class:`SiteColumn`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyqtgraph as pg
@@ -43,6 +43,7 @@ from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
 from attnviz.qt.views.spec import ViewSpec
 from attnviz.qt.widgets.colormaps import DIVERGING_COLORMAP, Theme, ui_font
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo
+from attnviz.qt.widgets.plots import pen, quiet_plot
 from attnviz.qt.widgets.scroll_canvas import scroll_vertically, set_scroll_background
 from attnviz.qt.widgets.title_item import TitleItem
 from attnviz.qt.widgets.token_axis import TokenAxis
@@ -55,31 +56,10 @@ CMP_MIN_HEIGHT = 190  # px of the LN vs BN matrices, their axes and colour bar
 NORMALIZED = "LN(x) before γ, β"  # the third series of a LayerNorm site
 
 
-def _pen(color: Any, width: float = 1.6, style: QtCore.Qt.PenStyle = QtCore.Qt.PenStyle.SolidLine) -> QtGui.QPen:
-    pen = pg.mkPen(color, width=width, style=style)
-    pen.setCosmetic(True)
-    return pen
-
-
 def _translucent(color: QtGui.QColor, alpha: int = 70) -> QtGui.QColor:
     c = QtGui.QColor(color)
     c.setAlpha(alpha)
     return c
-
-
-def _small_plot(axes: dict[str, pg.AxisItem]) -> pg.PlotItem:
-    """One of a column's plots: no menu, no mouse, a faint grid."""
-    p = pg.PlotItem(axisItems=axes, enableMenu=False)
-    p.setMenuEnabled(False)
-    p.hideButtons()
-    p.getViewBox().setMouseEnabled(x=False, y=False)
-    p.showGrid(x=False, y=True, alpha=0.15)
-    p.setMinimumHeight(110)
-    for name in ("left", "bottom"):
-        ax = p.getAxis(name)
-        ax.setStyle(tickFont=ui_font(7.5))
-        ax.enableAutoSIPrefix(False)
-    return p
 
 
 def _group_key(group: tuple[str, int]) -> str:
@@ -101,25 +81,25 @@ class SiteColumn:
         layout.addItem(self.title, row=0, col=col)
         self.mean_axis = TokenAxis("bottom", th, 8.0)
         self.std_axis = TokenAxis("bottom", th, 8.0)
-        self.mean_plot = _small_plot({"bottom": self.mean_axis})
-        self.std_plot = _small_plot({"bottom": self.std_axis})
-        self.hist_plot = _small_plot({})
+        self.mean_plot = quiet_plot({"bottom": self.mean_axis}, tick_pt=7.5)
+        self.std_plot = quiet_plot({"bottom": self.std_axis}, tick_pt=7.5)
+        self.hist_plot = quiet_plot({}, tick_pt=7.5)
         for r, p in enumerate((self.mean_plot, self.std_plot, self.hist_plot), start=1):
             layout.addItem(p, row=r, col=col)
         c0, c1 = th.head_color(0), th.head_color(1)
-        self.mean_a = self.mean_plot.plot([], [], pen=_pen(c0), symbol="o", symbolSize=4, symbolBrush=c0, symbolPen=None, name="a")
-        self.mean_b = self.mean_plot.plot([], [], pen=_pen(c1, 1.6, QtCore.Qt.PenStyle.DashLine), symbol="s", symbolSize=4,
+        self.mean_a = self.mean_plot.plot([], [], pen=pen(c0), symbol="o", symbolSize=4, symbolBrush=c0, symbolPen=None, name="a")
+        self.mean_b = self.mean_plot.plot([], [], pen=pen(c1, 1.6, QtCore.Qt.PenStyle.DashLine), symbol="s", symbolSize=4,
                                           symbolBrush=c1, symbolPen=None, name="b")
-        self.std_a = self.std_plot.plot([], [], pen=_pen(c0), symbol="o", symbolSize=4, symbolBrush=c0, symbolPen=None, name="a")
-        self.std_b = self.std_plot.plot([], [], pen=_pen(c1, 1.6, QtCore.Qt.PenStyle.DashLine), symbol="s", symbolSize=4,
+        self.std_a = self.std_plot.plot([], [], pen=pen(c0), symbol="o", symbolSize=4, symbolBrush=c0, symbolPen=None, name="a")
+        self.std_b = self.std_plot.plot([], [], pen=pen(c1, 1.6, QtCore.Qt.PenStyle.DashLine), symbol="s", symbolSize=4,
                                         symbolBrush=c1, symbolPen=None, name="b")
         c2 = th.head_color(2)  # LayerNorm only: normalized, before the learned γ, β
-        self.mean_n = self.mean_plot.plot([], [], pen=_pen(c2, 1.4, QtCore.Qt.PenStyle.DotLine), symbol="t", symbolSize=5,
+        self.mean_n = self.mean_plot.plot([], [], pen=pen(c2, 1.4, QtCore.Qt.PenStyle.DotLine), symbol="t", symbolSize=5,
                                           symbolBrush=c2, symbolPen=None, name="n")
-        self.std_n = self.std_plot.plot([], [], pen=_pen(c2, 1.4, QtCore.Qt.PenStyle.DotLine), symbol="t", symbolSize=5,
+        self.std_n = self.std_plot.plot([], [], pen=pen(c2, 1.4, QtCore.Qt.PenStyle.DotLine), symbol="t", symbolSize=5,
                                         symbolBrush=c2, symbolPen=None, name="n")
-        self.hist_before = self.hist_plot.plot([], [], stepMode="center", fillLevel=0, pen=_pen(c0), brush=_translucent(c0), name="before")
-        self.hist_after = self.hist_plot.plot([], [], stepMode="center", fillLevel=0, pen=_pen(c1), brush=_translucent(c1), name="after")
+        self.hist_before = self.hist_plot.plot([], [], stepMode="center", fillLevel=0, pen=pen(c0), brush=_translucent(c0), name="before")
+        self.hist_after = self.hist_plot.plot([], [], stepMode="center", fillLevel=0, pen=pen(c1), brush=_translucent(c1), name="after")
         self.hist_plot.setLabel("bottom", "activation value")
         self.items = (self.title, self.mean_plot, self.std_plot, self.hist_plot)
         self.site: NormSiteData | None = None
@@ -136,8 +116,8 @@ class SiteColumn:
                 axis = pg.AxisItem("bottom")
                 axis.setStyle(tickFont=ui_font(7.5))
                 axis.enableAutoSIPrefix(False)
-                axis.setPen(_pen(theme.muted, 1.0))
-                axis.setTextPen(_pen(theme.foreground, 1.0))
+                axis.setPen(pen(theme.muted, 1.0))
+                axis.setTextPen(pen(theme.foreground, 1.0))
             plot.setAxisItems({"bottom": axis})
             setattr(self, attr, axis)
         self._axis_kind = kind
@@ -458,8 +438,8 @@ class QtNormStatsView(FigureViewBase):
                     if isinstance(ax, TokenAxis):
                         ax.apply_theme(th)
                         continue
-                    ax.setPen(_pen(th.muted, 1.0))
-                    ax.setTextPen(_pen(th.foreground, 1.0))
+                    ax.setPen(pen(th.muted, 1.0))
+                    ax.setTextPen(pen(th.foreground, 1.0))
                     if ax.label is not None:
                         ax.label.setDefaultTextColor(QtGui.QColor(th.muted))
         for p in self.cmp_plots.values():
@@ -470,7 +450,7 @@ class QtNormStatsView(FigureViewBase):
             for item in items:
                 color = ln if item.data(0) == "row" else bn
                 if isinstance(item, QtWidgets.QGraphicsRectItem):
-                    item.setPen(_pen(color, 2.5))
+                    item.setPen(pen(color, 2.5))
                     item.setBrush(QtGui.QBrush(_translucent(QtGui.QColor(color), 45)))
                 elif isinstance(item, pg.TextItem):
                     item.setColor(color)

@@ -21,8 +21,9 @@ from attnviz.core.analysis.residual import SUBLAYER_LEGEND, ResidualStack, resid
 from attnviz.core.data.pieces import display_piece
 from attnviz.core.model.sites import KINDS
 from attnviz.qt.views.base import FigureViewBase
-from attnviz.qt.views.small_plots import apply_plot_theme, legend_title, pen, series, set_ticks, small_plot
+from attnviz.qt.views.small_plots import apply_plot_theme, legend_title, series, set_ticks, small_plot
 from attnviz.qt.views.spec import ViewSpec
+from attnviz.qt.widgets.plots import pen
 from attnviz.qt.widgets.scroll_canvas import scroll_vertically, set_scroll_background
 from attnviz.qt.widgets.title_item import TitleItem
 

@@ -12,6 +12,7 @@ from PySide6 import QtCore
 
 from attnviz.qt.widgets.colormaps import Theme, ui_font
 from attnviz.qt.widgets.heatmap import quiet_axes
+from attnviz.qt.widgets.plots import make_quiet, pen
 
 
 class SeriesPlot(pg.PlotItem):
@@ -20,11 +21,7 @@ class SeriesPlot(pg.PlotItem):
 
     def __init__(self, theme: Theme, title: str, names: Sequence[str], *, x_label: str = "", y_label: str = ""):
         super().__init__(enableMenu=False)
-        self.setMenuEnabled(False)
-        self.hideButtons()
-        self.getViewBox().setMouseEnabled(x=False, y=False)
-        self.showGrid(x=False, y=True, alpha=0.15)
-        self.setMinimumHeight(120)
+        make_quiet(self, min_height=120)
         quiet_axes(self)
         self._title = title
         self._names = tuple(names)
@@ -37,9 +34,8 @@ class SeriesPlot(pg.PlotItem):
         for i, curve in enumerate(self.curves.values()):
             color = theme.head_color(i)
             style = QtCore.Qt.PenStyle.SolidLine if i % 2 == 0 else QtCore.Qt.PenStyle.DashLine
-            pen = pg.mkPen(color, width=1.8, style=style)
-            pen.setCosmetic(True)
-            curve.setPen(pen)
+            line = pen(color, width=1.8, style=style)
+            curve.setPen(line)
             curve.setSymbol("o" if i % 2 == 0 else "s")
             curve.setSymbolSize(5)
             curve.setSymbolBrush(color)

@@ -3,20 +3,13 @@ lens): a plot without menu or mouse panning, its pens and its theme; and text on
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui
 
 from attnviz.qt.widgets.colormaps import Theme, ui_font
 from attnviz.qt.widgets.heatmap import HeatmapPlot
-
-
-def pen(color: Any, width: float = 1.6, style: QtCore.Qt.PenStyle = QtCore.Qt.PenStyle.SolidLine) -> QtGui.QPen:
-    p = pg.mkPen(color, width=width, style=style)
-    p.setCosmetic(True)
-    return p
+from attnviz.qt.widgets.plots import pen, quiet_plot
 
 
 class LabelAxis(pg.AxisItem):
@@ -60,16 +53,7 @@ class LabelAxis(pg.AxisItem):
 def small_plot(bottom: str = "", left: str = "", axes: dict[str, pg.AxisItem] | None = None) -> pg.PlotItem:
     """A plot with no menu and no mouse panning, a faint grid and small tick labels; its bottom
     axis a :class:`LabelAxis` unless ``axes`` says otherwise."""
-    p = pg.PlotItem(axisItems={"bottom": LabelAxis(), **(axes or {})}, enableMenu=False)
-    p.setMenuEnabled(False)
-    p.hideButtons()
-    p.getViewBox().setMouseEnabled(x=False, y=False)
-    p.showGrid(x=False, y=True, alpha=0.15)
-    p.setMinimumHeight(110)
-    for name in ("left", "bottom"):
-        ax = p.getAxis(name)
-        ax.setStyle(tickFont=ui_font(8))
-        ax.enableAutoSIPrefix(False)
+    p = quiet_plot({"bottom": LabelAxis(), **(axes or {})})
     if bottom:
         p.setLabel("bottom", bottom)
     if left:
