@@ -289,3 +289,15 @@ def test_export_dialog_without_the_file_chooser(qtbot, tmp_path):
     dialog.format_combo.setCurrentIndex(dialog.format_combo.findData("pdf"))
     assert dialog.path_edit.text().endswith("chosen.pdf") and not dialog.width_spin.isEnabled()
     assert dialog.export().read_bytes().startswith(b"%PDF")
+
+
+def test_an_image_too_large_to_draw_is_refused_in_one_line(qtbot, monkeypatch, tmp_path):
+    """Checked on the figure as drawn (a headless figure may grow past the size it was given)."""
+    from attnviz.qt.export.files import ExportError, render_view_to_file
+    from attnviz.qt.widgets import figures
+
+    view = _head_view(qtbot)
+    monkeypatch.setattr(figures, "MAX_IMAGE_PIXELS", 10_000)
+    with pytest.raises(ExportError, match="megapixels") as info:
+        render_view_to_file(view, tmp_path / "big.png", width=2000)
+    assert "\n" not in str(info.value) and not (tmp_path / "big.png").exists()

@@ -199,6 +199,9 @@ def render_qimage(view: FigureView, width: int | None = None, dpi: float | None 
     else:
         scale = 1.0
     w, h = max(1, round(size.width() * scale)), max(1, round(size.height() * scale))
+    if w * h > MAX_IMAGE_PIXELS:  # checked on the figure as it is drawn (a headless figure may grow to its plots)
+        raise ValueError(f"the image would be {w}×{h} pixels, more than {MAX_IMAGE_PIXELS // 1_000_000} megapixels: "
+                         "choose a smaller width, dpi or size")
     image = QtGui.QImage(w, h, QtGui.QImage.Format.Format_RGB32)
     image.fill(QtGui.QColor(view.theme.background))
     painter = QtGui.QPainter(image)  # paint at the screen's DPI, so point sizes match the view
@@ -226,6 +229,8 @@ def render_png_bytes(view: FigureView, width: int | None = None, dpi: float | No
         raise RuntimeError("Qt could not encode the PNG image")
     return bytes(buf.data())
 
+
+MAX_IMAGE_PIXELS = 100_000_000  # 400 MB of RGB32: a PNG larger than this is refused, not allocated
 
 _FONT_FAMILY_ATTR = re.compile(r'font-family="[^"]*"')
 
