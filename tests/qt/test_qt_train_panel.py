@@ -498,3 +498,19 @@ def test_the_form_offers_the_tatoeba_pairs_alone_and_mixed_with_hsk(qtbot):
     assert not form.augment_check.isVisibleTo(form) and not form.request().augment
     data = _load_dataset(form.request())
     assert data.name == TATOEBA_NAME and data.sizes["train"] > 45_000 and "Tatoeba" in data.attribution
+
+
+def test_a_folder_another_run_owns_is_refused_in_one_line(qtbot, tmp_path):
+    """One run owns an output folder: the panel's run on a folder in use fails with one line, and
+    the other run's lock stays its own."""
+    from attnviz.core.folder_lock import lock_path, output_lock
+
+    out = tmp_path / "owned"
+    panel = make_panel(qtbot, tiny(out, epochs=2))
+    with output_lock(out, "train"):
+        lock = lock_path(out).read_bytes()
+        with qtbot.waitSignal(panel.trainingFinished, timeout=30000) as done:
+            assert panel.start() is not False
+        assert lock_path(out).read_bytes() == lock
+    assert done.args[0] == "failed"
+    assert "in use by another" in panel.error_text() and "\n" not in panel.error_text().strip()
