@@ -16,7 +16,7 @@ from attnviz.qt.views.registry import VIEW_NAMES
 
 SIZE = "900x640"
 MEAN_DIFF = 12.0  # grey levels (of 255), averaged over the figure: text and resampling differ by ~3-8; the bands gave ~27
-STRONG = 0.06  # the share of pixels that differ by more than 60 grey levels; the bands gave ~0.23
+STRONG = 0.09  # the share of pixels that differ by more than 60 grey levels (dense heatmaps resample: up to ~0.06); the bands gave ~0.23
 
 
 def _grey(path, size=None) -> np.ndarray:

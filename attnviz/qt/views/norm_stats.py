@@ -173,6 +173,16 @@ class SiteColumn:
         self.hist_after.setData(edges, after.astype(float))
         self._titled(self.hist_plot, "histogram of the values", theme)
         self.hist_plot.enableAutoRange()
+        self.hist_plot.getAxis("left").setTicks([_count_ticks(max(float(before.max(initial=0)), float(after.max(initial=0))))])
+
+
+def _count_ticks(top: float) -> list[tuple[float, str]]:
+    """0 and one round count near the top: a short histogram's count axis never crowds its labels."""
+    if top < 1:
+        return [(0.0, "0")]
+    step = 10 ** np.floor(np.log10(top))
+    nice = float(np.floor(top / step) * step)
+    return [(0.0, "0"), (nice, f"{nice:g}")]
 
 
 class QtNormStatsView(FigureViewBase):
@@ -353,8 +363,8 @@ class QtNormStatsView(FigureViewBase):
             self._set_comparison_visible(False)
             return
         self._set_comparison_visible(True)
-        what = ("per token: mean and std of its features before the norm, normalized (before γ, β) and after γ, β"
-                if self._norm == "layer" else "per feature: this batch's statistics next to the running ones used in evaluation")
+        what = ("per token: its features' mean and std before, normalized, after γ, β"
+                if self._norm == "layer" else "per feature: this batch's statistics beside the running ones")
         formula = placement_formula(self._norm, self._placement)
         self.title.set_title(f"{group_title(self._group)} · {norm_name} · {self._placement}-norm: every sublayer is {formula} · "
                              f"{len(sites[0].pieces)} tokens", f"{tutorial_formula(self._norm, self._placement)} · {what}")
