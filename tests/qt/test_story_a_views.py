@@ -11,7 +11,7 @@ import torch
 from PySide6 import QtWidgets
 
 from attnviz.cli import main
-from attnviz.core.bundle import save_bundle
+from attnviz.core.bundle import load_bundle, save_bundle
 from attnviz.core.data.pieces import display_piece
 from attnviz.core.model.sites import AttentionSite
 from attnviz.qt.selection import ViewChoice
@@ -49,8 +49,8 @@ def loaded(qtbot):
         s.deleteLater()
 
 
-def _encode(ids, positional):
-    model = bundle().model
+def _encode(ids, positional, model=None):
+    model = model if model is not None else bundle().model
     with torch.inference_mode():
         return model.encode(torch.tensor([ids]), positional=positional).memory[0].numpy()
 
@@ -208,9 +208,10 @@ def test_export_compare_numbers_and_refusals(qapp, tmp_path, capsys, model_dir):
     import csv
 
     rows = list(csv.DictReader(ln for ln in (tmp_path / "compare_layer1_head1.csv").open() if not ln.startswith("#")))
-    src = bundle().src_tokenizer
+    saved = load_bundle(model_dir)  # the weights as the bundle stores them (float16, read back as float32)
+    src = saved.src_tokenizer
     a, b = src.encode(SRC), src.encode(OTHER)
-    ca, cb = _encode(a, True), _encode(b, True)
+    ca, cb = _encode(a, True, saved.model), _encode(b, True, saved.model)
     got = np.array([float(r["difference"]) for r in rows]).reshape(ca.shape)
     np.testing.assert_allclose(got, ca - cb[[b.index(t) for t in a]], atol=1e-4)
     for args, word in ((["--view", "teacher-vs-free"], "--tgt"), (["--view", "scaling", "--other", "x"], "--other")):
