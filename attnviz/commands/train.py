@@ -300,10 +300,10 @@ def _check_out(out: Path, force: bool) -> None:
 
 def _dataset(args: argparse.Namespace):
     """The ``--data`` of a new run (HSK by default); its problems, if any, are reported on stderr."""
-    from attnviz.core.data import corpora as D
+    from attnviz.core.data import sources
 
     data_name = args.data or "hsk-zh-en"
-    dataset = D.load_data(data_name, args.data_target, n_examples=args.n_examples)
+    dataset = sources.load_data(data_name, args.data_target, n_examples=args.n_examples)
     if dataset.report.problems:
         print(dataset.report.summary(), file=sys.stderr)
     if args.augment:

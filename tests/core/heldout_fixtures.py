@@ -8,7 +8,8 @@ from pathlib import Path
 
 from attnviz.core.data import heldout as H
 from attnviz.core.data.augment import augment_as
-from attnviz.core.data.corpora import Dataset, load_data, load_hsk, load_tsv
+from attnviz.core.data.corpora import Dataset, load_hsk, load_tsv
+from attnviz.core.data.sources import load_data
 
 EVERYDAY = Path(__file__).resolve().parents[1] / "data" / "everyday-zh-en.tsv"
 

@@ -12,6 +12,7 @@ import torch
 from attnviz.core.analysis.confidence import LOW_MEAN_LOG_PROB, assess, mean_log_prob
 from attnviz.core.bundle import load_bundle
 from attnviz.core.data import corpora as D
+from attnviz.core.data import sources
 from attnviz.core.data.examples import corpus_index, hints_for, normalise, where_seen
 from attnviz.core.data.source_map import char_label, map_source, shown_text
 from attnviz.core.decoding.session import DecodingSession
@@ -91,7 +92,7 @@ def test_normalised_lookup_in_the_corpus_the_bundle_names(hsk, reverse):
     assert where_seen(hsk.meta, train) == "train"
     assert where_seen(hsk.meta, " " + test.rstrip("。？！.?!") + " ") == "test"
     assert where_seen(hsk.meta, "猫吃鱼。") == "new"
-    rev = D.load_data(reverse.meta["data"]["spec"])
+    rev = sources.load_data(reverse.meta["data"]["spec"])
     assert where_seen(reverse.meta, rev.valid[0].src.replace(" ", "  ")) == "valid"
     assert where_seen({"imported_from": "x"}, "猫吃鱼。") == ""  # no corpus named
     assert where_seen({"data": {"spec": {"kind": "tsv", "path": "/no/such/file.tsv"}}}, "x") == ""

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from attnviz.core.data import corpora as D
+from attnviz.core.data import sources
 from attnviz.core.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, Tokenizer
 
 
@@ -95,17 +96,17 @@ def test_parallel_files(tmp_path):
     got = {(p.file, p.line) for p in ds.report.problems}
     assert got == {("a.zh", 3), ("a.en", 5)}
     assert ds.report.pairs == 3
-    assert D.load_data(str(s), str(t)).split_hash == ds.split_hash
+    assert sources.load_data(str(s), str(t)).split_hash == ds.split_hash
 
 
 def test_load_data_errors(tmp_path):
     with pytest.raises(D.DataError, match="no such file"):
-        D.load_data(str(tmp_path / "missing.tsv"))
+        sources.load_data(str(tmp_path / "missing.tsv"))
     bad = tmp_path / "bad.tsv"
     bad.write_text("only\nbad lines\n", encoding="utf-8")
     with pytest.raises(D.DataError, match="no usable pairs"):
         D.load_tsv(bad)
-    assert D.load_data({"kind": "reverse", "n": 30}).split_hash == D.synthetic("reverse", n=30).split_hash
+    assert sources.load_data({"kind": "reverse", "n": 30}).split_hash == D.synthetic("reverse", n=30).split_hash
 
 
 def test_batches_by_tokens_and_teacher_forcing_tensors():
@@ -142,14 +143,14 @@ def test_a_fifo_or_folder_is_refused_without_reading(tmp_path):
     fifo = tmp_path / "pairs.tsv"
     os.mkfifo(fifo)  # no writer: reading it would block forever
     with pytest.raises(D.DataError, match="not a regular file"):
-        D.load_data(str(fifo))
+        sources.load_data(str(fifo))
     with pytest.raises(D.DataError, match="not a regular file"):
-        D.load_data(str(fifo), str(fifo))
+        sources.load_data(str(fifo), str(fifo))
 
 
 def test_synthetic_size_is_honoured_and_checked():
-    assert sum(D.load_data("copy", n_examples=90).sizes.values()) == 90
-    assert D.load_data("copy", n_examples=90).split_hash == D.load_data({"kind": "copy", "n": 90}).split_hash
+    assert sum(sources.load_data("copy", n_examples=90).sizes.values()) == 90
+    assert sources.load_data("copy", n_examples=90).split_hash == sources.load_data({"kind": "copy", "n": 90}).split_hash
     for spec in ({"kind": "copy", "n": "x"}, {"kind": "copy", "n": 10**12}, {"kind": "sort", "alphabet": ""}, {"kind": "reverse", "seed": -1}):
         with pytest.raises(D.DataError):
-            D.load_data(spec)
+            sources.load_data(spec)

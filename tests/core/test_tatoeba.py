@@ -16,7 +16,8 @@ from attnviz.cli import main
 from attnviz.core.data import heldout as H
 from attnviz.core.data import tatoeba as T
 from attnviz.core.data.augment import augment_dataset
-from attnviz.core.data.corpora import MIX_NAME, DataError, load_data, load_tsv
+from attnviz.core.data.corpora import MIX_NAME, DataError, load_tsv
+from attnviz.core.data.sources import load_data
 
 FAKE = [  # zh_id, zh, en_id, en: one sentence in traditional and simplified, with and without punctuation
     ("1", "我們試試看！", "11", "Let's try something."),

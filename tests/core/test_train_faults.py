@@ -182,12 +182,12 @@ BAD_FLAGS = [
 
 @pytest.mark.parametrize("flags,name", BAD_FLAGS, ids=[" ".join(f) for f, _ in BAD_FLAGS])
 def test_bad_numbers_are_refused_before_any_work(tmp_path, capsys, monkeypatch, flags, name):
-    from attnviz.core.data import corpora
+    from attnviz.core.data import sources
 
     def no_data(*a, **k):
         raise AssertionError("data loaded before the options were checked")
 
-    monkeypatch.setattr(corpora, "load_data", no_data)
+    monkeypatch.setattr(sources, "load_data", no_data)
     out = tmp_path / "m"
     assert main([*BASE, "--out", str(out), *flags]) == 1
     assert name in one_line_error(capsys)

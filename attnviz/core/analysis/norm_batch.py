@@ -29,6 +29,7 @@ import numpy as np
 import torch
 
 from attnviz.core.data import corpora as D
+from attnviz.core.data import sources
 from attnviz.core.model.modules import MaskedBatchNorm
 from attnviz.core.model.trace import Recorder, trace_schema
 
@@ -287,7 +288,7 @@ def training_examples(bundle, n: int = ACCURACY_PAIRS, seed: int = 0) -> list[D.
     spec = (bundle.meta.get("data") or {}).get("spec")
     if not spec:
         raise D.DataError("this model's meta.json does not name its training data: cannot draw training pairs")
-    train = D.load_data(spec).train
+    train = sources.load_data(spec).train
     pairs = random.Random(seed).sample(train, min(n, len(train)))
     return D.encode_pairs(pairs, bundle.src_tokenizer, bundle.tgt_tokenizer, max_len=bundle.config.max_len)
 

@@ -367,45 +367,6 @@ def spec_paths(spec: dict[str, Any]) -> list[str]:
     return [str(spec[k]) for k in ("path", "src_path", "tgt_path") if k in spec]
 
 
-def load_data(spec: str | dict[str, Any], target: str | os.PathLike | None = None, n_examples: int | None = None) -> Dataset:
-    """A data set by name (``hsk-zh-en``, ``tatoeba-zh-en``, the mix ``hsk-zh-en,tatoeba-zh-en``,
-    ``copy``, ``reverse``, ``sort``; ``n_examples`` pairs of a
-    synthetic task, 6000 by default), by TSV path, by a pair of line-aligned files (``spec`` =
-    source file, ``target`` = target file), or from a ``Dataset.spec`` dict (as stored in meta.json)."""
-    if isinstance(spec, dict):
-        kind = spec.get("kind")
-        if kind == HSK_NAME:
-            return load_hsk()
-        if kind in (TATOEBA_NAME, MIX_KIND):
-            from attnviz.core.data.tatoeba import load_spec
-
-            return load_spec(spec)
-        if kind in SYNTHETIC_TASKS:
-            kw = {k: spec[k] for k in ("n", "min_len", "max_len", "alphabet", "seed") if k in spec}
-            return synthetic(kind, **kw)
-        if kind == "tsv":
-            return load_tsv(spec["path"])
-        if kind == "parallel":
-            return load_parallel(spec["src_path"], spec["tgt_path"])
-        raise DataError(f"unknown data kind {kind!r}")
-    if target is not None:
-        return load_parallel(spec, target)
-    if spec == HSK_NAME:
-        return load_hsk()
-    if spec in (TATOEBA_NAME, MIX_NAME):
-        from attnviz.core.data.tatoeba import load_mix, load_tatoeba
-
-        return load_tatoeba() if spec == TATOEBA_NAME else load_mix()
-    if spec in SYNTHETIC_TASKS:
-        return synthetic(spec, n=6000 if n_examples is None else n_examples)
-    path = Path(spec)
-    if not path.exists():
-        raise DataError(f"{spec}: no such file (expected a TSV file or one of {', '.join(BUILTIN)})")
-    if path.is_dir():
-        raise DataError(f"{spec}: is a folder (expected a TSV file of source<TAB>target lines)")
-    return load_tsv(path)
-
-
 # -- tensors and batches ------------------------------------------------------------------
 @dataclass(frozen=True)
 class Example:

@@ -97,7 +97,7 @@ def _spec_key(spec: Mapping[str, Any]) -> str:
 @lru_cache(maxsize=4)
 def _index_of(spec_key: str) -> CorpusIndex:
     from attnviz.core.data.augment import augment_as
-    from attnviz.core.data.corpora import load_data
+    from attnviz.core.data.sources import load_data
 
     spec = json.loads(spec_key)
     data = augment_as(load_data(spec), spec)  # augmented pairs were training pairs too

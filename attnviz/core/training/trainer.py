@@ -73,6 +73,7 @@ import torch.nn.functional as F
 
 from attnviz.core.bundle import Bundle, BundleError, load_bundle, round_as_stored, save_bundle
 from attnviz.core.data import corpora as D
+from attnviz.core.data import sources
 from attnviz.core.data.augment import augment_as
 from attnviz.core.data.tokenizer import Tokenizer
 from attnviz.core.folder_lock import output_lock
@@ -299,7 +300,7 @@ def _resumed_dataset(folder: Path, meta: dict[str, Any], dataset: D.Dataset | No
             hint = f" ({', '.join(named)[:200]})" if named else ""
             raise TrainingError(f"cannot resume: {folder}/meta.json names no built-in data set; pass the training data again with --data{hint}")
         try:
-            dataset = augment_as(D.load_data(spec), spec)
+            dataset = augment_as(sources.load_data(spec), spec)
         except (KeyError, TypeError, ValueError) as exc:
             raise TrainingError(f"cannot resume: {folder}/meta.json: bad data description ({type(exc).__name__})") from None
     want = data.get("split_hash") if isinstance(data, dict) else None

@@ -140,9 +140,10 @@ def _lower_thread_priority() -> None:
 
 def _load_dataset(req: TrainRequest):
     from attnviz.core.data import corpora as D
+    from attnviz.core.data import sources
 
     if req.data == "hsk-zh-en" or req.data in TATOEBA_CHOICES:
-        data = D.load_data(req.data)
+        data = sources.load_data(req.data)
         return _augmented(data, req) if req.augment and req.data in GLOSSED_CHOICES else data
     if req.synthetic:
         return D.synthetic(req.data, n=int(req.n_examples), seed=int(req.seed))
@@ -168,12 +169,13 @@ def _resumed_data(meta: Any):
     """The data of a checkpoint whose meta.json names a user corpus (read again from its file, as the
     run that saved it did); None for a built-in data set (the trainer loads it itself)."""
     from attnviz.core.data import corpora as D
+    from attnviz.core.data import sources
     from attnviz.core.data.augment import augment_as
 
     spec = (meta.get("data") or {}).get("spec") if isinstance(meta, dict) else None
     if not isinstance(spec, dict) or spec.get("kind") in D.BUILTIN or not D.spec_paths(spec):
         return None
-    return augment_as(D.load_data(spec), spec)
+    return augment_as(sources.load_data(spec), spec)
 
 
 class TrainRun:
