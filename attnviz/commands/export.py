@@ -197,25 +197,16 @@ def _make_folder(out: Path) -> None:
         raise CommandError(f"cannot create the output folder {out}: {exc.strerror or exc}") from None
 
 
-def export_metadata(args: argparse.Namespace, session: Session, choice: ViewChoice) -> dict[str, object]:
-    """What a data file is of: the model, the sentences, the step and the selection (1-based)."""
-    from attnviz.qt.export.files import session_metadata
-
-    head = choice.head if choice.mode == "head" else choice.mode
-    layer = None if choice.mode == "all" else choice.layer
-    return session_metadata(session, choice.kind, layer, head)
-
-
 def _export_all_heads(args: argparse.Namespace, session: Session, choice: ViewChoice, size: tuple[int, int], out: Path) -> list[Path]:
     """Figures: one head-detail figure per layer and head of the chosen kind. Data: one file
     with every layer's and head's weights."""
     from attnviz.qt.export.files import all_heads_data, atomic_write_bytes, data_to_bytes, export_all_heads
-    from attnviz.qt.views.registry import head_figure
+    from attnviz.qt.views.registry import choice_metadata, head_figure
 
     data = session.attention_data(choice.kind)
     if args.fmt not in FIGURE_FORMATS:
         path = out / f"{args.view}_{choice.kind}_all_heads.{args.fmt}"
-        return [atomic_write_bytes(path, data_to_bytes(all_heads_data(data), args.fmt, export_metadata(args, session, choice)))]
+        return [atomic_write_bytes(path, data_to_bytes(all_heads_data(data), args.fmt, choice_metadata(session, choice)))]
     return export_all_heads(head_figure(), data, out, args.fmt, width=args.width,
                             dpi=args.dpi, size=size, theme=args.theme, colormap=args.colormap)
 
@@ -223,7 +214,7 @@ def _export_all_heads(args: argparse.Namespace, session: Session, choice: ViewCh
 def _export_view(args: argparse.Namespace, session: Session, spec: ViewSpec, choice: ViewChoice, size: tuple[int, int], out: Path) -> Path:
     """Build the view the app shows, give it the session's data and the choice, and write it."""
     from attnviz.qt.export.files import atomic_write_bytes, data_to_bytes, render_view_to_file
-    from attnviz.qt.views.registry import build_view, file_stem, show_in_view
+    from attnviz.qt.views.registry import build_view, choice_metadata, file_stem, show_in_view
 
     view = build_view(spec, theme=args.theme)
     try:
@@ -239,7 +230,7 @@ def _export_view(args: argparse.Namespace, session: Session, spec: ViewSpec, cho
         path = out / f"{file_stem(spec, choice)}.{args.fmt}"
         if args.fmt in FIGURE_FORMATS:
             return render_view_to_file(view, path, args.fmt, width=args.width, dpi=args.dpi)
-        return atomic_write_bytes(path, data_to_bytes(view.figure_data(), args.fmt, export_metadata(args, session, choice)))
+        return atomic_write_bytes(path, data_to_bytes(view.figure_data(), args.fmt, choice_metadata(session, choice)))
     finally:  # Qt objects are destroyed here, in this thread, not by a later garbage collection
         view.close()
         view.deleteLater()

@@ -177,7 +177,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.addDockWidget(area, dock)
         if tab_with is not None:
             self.tabifyDockWidget(tab_with, dock)
-        dock.visibilityChanged.connect(lambda visible, w=widget: visible and self.views.frame_shown(w))  # a raised tab catches up
+        dock.visibilityChanged.connect(lambda visible, w=widget: visible and self.views.bring_up_to_date(w))  # a raised tab catches up
         self.docks[name] = dock
         self._connect_view(widget)
         return dock

@@ -97,9 +97,10 @@ class SessionFiles(QtCore.QObject):
 
     def restore(self, state: AppState) -> bool:
         """Bring the window to ``state`` (when its model has to be opened first: once it is)."""
-        folder = self._model_folder(state)
-        if folder is None:
+        found = self._model_folder(state)
+        if found is None:
             return False
+        folder, same_weights = found
         w, s = self.window, self.window.session
         w.apply_look(state.theme, state.colormap, decode_bytes(state.layout), decode_bytes(state.geometry))
         s.decode_as_you_type = False  # the tokens are replayed, not decoded anew
@@ -107,7 +108,7 @@ class SessionFiles(QtCore.QObject):
         s.strategy = strategy_from_dict(state.strategy)
         w.step_bar.show_strategy(s.strategy)
         open_now = s.bundle is not None and s.bundle.path is not None and Path(s.bundle.path).resolve() == folder.resolve()
-        if open_now and model_hash(folder) == state.model_hash:
+        if open_now and same_weights:
             s.set_inputs(state.source, state.target)
             self._finish(state)
         else:
@@ -115,17 +116,19 @@ class SessionFiles(QtCore.QObject):
             s.open_model(folder, source=state.source, target=state.target)
         return True
 
-    def _model_folder(self, state: AppState) -> Path | None:
-        """The session's model folder; a missing one is asked for (``None``: none was given)."""
+    def _model_folder(self, state: AppState) -> tuple[Path, bool] | None:
+        """The session's model folder and whether its weights are the saved ones (their hash is
+        read once); a missing folder is asked for (``None``: none was given)."""
         w = self.window
         if state.model_path and Path(state.model_path).is_dir():
-            if state.model_hash and model_hash(state.model_path) != state.model_hash:
+            same = model_hash(state.model_path) == state.model_hash
+            if state.model_hash and not same:
                 w.show_message("warning", f"The model in {state.model_path} has changed since the session was saved: "
                                           "its decoding may differ from the saved one")
-            return Path(state.model_path)
+            return Path(state.model_path), same
         w.show_message("warning", f"The session's model folder is missing ({state.model_path or 'none recorded'}): choose it")
         chosen = w.ask_model_folder()
-        return Path(chosen) if chosen else None
+        return (Path(chosen), model_hash(chosen) == state.model_hash) if chosen else None
 
     def _on_model_changed(self, bundle) -> None:
         if self._pending is not None and bundle is not None:

@@ -29,3 +29,14 @@ def trained_near_held_out(data: Dataset) -> list[str]:
     """Training sources whose normalised form equals, or is one edit from, a held-out source's."""
     near = H.NearSet(H.normalise(s) for s in held_out_sources())
     return [p.src for p in data.train if near.near(H.normalise(p.src))]
+
+
+def edit_distance(a: str, b: str) -> int:
+    """Levenshtein distance, written out: the tests' own reference for "one edit from"."""
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        row = [i]
+        for j, cb in enumerate(b, 1):
+            row.append(min(previous[j] + 1, row[j - 1] + 1, previous[j - 1] + (ca != cb)))
+        previous = row
+    return previous[-1]

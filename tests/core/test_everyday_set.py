@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+from heldout_fixtures import edit_distance
 
 from attnviz.core.bundle import load_bundle
 from attnviz.core.data.corpora import load_tsv
@@ -23,15 +24,7 @@ def _core(text: str) -> str:
 
 def _within_one_edit(a: str, b: str) -> bool:
     """True when ``a`` becomes ``b`` by at most one insertion, deletion or substitution."""
-    if abs(len(a) - len(b)) > 1:
-        return False
-    previous = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        row = [i]
-        for j, cb in enumerate(b, 1):
-            row.append(min(previous[j] + 1, row[j - 1] + 1, previous[j - 1] + (ca != cb)))
-        previous = row
-    return previous[-1] <= 1
+    return abs(len(a) - len(b)) <= 1 and edit_distance(a, b) <= 1
 
 
 @pytest.fixture(scope="module")

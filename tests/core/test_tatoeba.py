@@ -10,7 +10,7 @@ import random
 from pathlib import Path
 
 import pytest
-from heldout_fixtures import EVERYDAY, rebuilt_from_meta, trained_near_held_out
+from heldout_fixtures import EVERYDAY, edit_distance, rebuilt_from_meta, trained_near_held_out
 
 from attnviz.cli import main
 from attnviz.core.data import heldout as H
@@ -61,23 +61,13 @@ def test_normalise_and_near():
     assert not near.near("鱼吃猫") and not near.near("我吃米饭") and not near.near("")
 
 
-def test_near_agrees_with_the_edit_distance():
+def test_near_agrees_with_the_editedit_distance():
     rng = random.Random(0)
     words = ["".join(rng.choice("猫吃鱼我你") for _ in range(rng.randint(1, 5))) for _ in range(300)]
     members = words[:40]
     near = H.NearSet(members)
     for w in words:
-        assert near.near(w) == any(_distance(w, m) <= 1 for m in members), w
-
-
-def _distance(a: str, b: str) -> int:
-    previous = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        row = [i]
-        for j, cb in enumerate(b, 1):
-            row.append(min(previous[j] + 1, row[j - 1] + 1, previous[j - 1] + (ca != cb)))
-        previous = row
-    return previous[-1]
+        assert near.near(w) == any(edit_distance(w, m) <= 1 for m in members), w
 
 
 def test_the_fake_file_is_read_simplified_with_its_ids(fake):

@@ -94,6 +94,13 @@ def file_stem(spec: ViewSpec, choice: ViewChoice) -> str:
     return "_".join(parts)
 
 
+def choice_metadata(session: Session, choice: ViewChoice) -> dict[str, object]:
+    """What a data file of a view showing ``choice`` is of (:func:`session_metadata`): the window's
+    and ``attnviz export``'s files say the same."""
+    head = choice.head if choice.mode == "head" else choice.mode
+    return session_metadata(session, choice.kind, None if choice.mode == "all" else choice.layer, head)
+
+
 def on_screen(widget: QtWidgets.QWidget) -> bool:
     """``widget`` shows some pixels now: shown, and not a background tab or a collapsed dock
     (a tabbed dock's view stays ``isVisible()`` while its visible region is empty)."""
@@ -154,8 +161,9 @@ class ViewSet(QtCore.QObject):
     def all(self) -> list[FigureViewBase]:
         return list(self.views.values())
 
-    def name_of(self, view: QtWidgets.QWidget) -> str | None:
-        return next((n for n, v in self.views.items() if v is view), None)
+    def name_of(self, widget: QtWidgets.QWidget) -> str | None:
+        """The name of the view ``widget`` is, or whose frame it is (``None``: neither)."""
+        return next((n for n, v in self.views.items() if widget is v or widget is self.frames[n]), None)
 
     def docks(self, area: str) -> list[tuple[str, QtWidgets.QWidget, str]]:
         """(title, widget, objectName) of each dock in ``area`` ("right" or "bottom"), in order:
@@ -180,15 +188,10 @@ class ViewSet(QtCore.QObject):
                 QtCore.QTimer.singleShot(0, self, lambda n=name: self.catch_up(n))
         return False
 
-    def bring_up_to_date(self, view: QtWidgets.QWidget) -> None:
-        """Refresh ``view`` now if it is stale, on screen or not (before it is exported)."""
-        name = self.name_of(view)
-        if name in self.stale:
-            self._guarded_refresh(name)
-
-    def frame_shown(self, frame: QtWidgets.QWidget) -> None:
-        """``frame``'s dock was shown or its tab raised: its view catches up now, if stale."""
-        name = next((n for n, f in self.frames.items() if f is frame), None)
+    def bring_up_to_date(self, widget: QtWidgets.QWidget) -> None:
+        """Refresh the view ``widget`` is (or frames) now if it is stale, on screen or not: before
+        it is exported, or when its dock is shown or its tab raised."""
+        name = self.name_of(widget)
         if name in self.stale:
             self._guarded_refresh(name)
 
@@ -268,11 +271,7 @@ class ViewSet(QtCore.QObject):
 
     def provenance(self, name: str) -> dict[str, object]:
         """What view ``name``'s data file is of: the model, the sentences, the step and the choice it shows."""
-        if self.session.bundle is None:
-            return {}
-        choice = self.followed(name)
-        head = choice.head if choice.mode == "head" else choice.mode
-        return session_metadata(self.session, choice.kind, None if choice.mode == "all" else choice.layer, head)
+        return choice_metadata(self.session, self.followed(name)) if self.session.bundle is not None else {}
 
     def own_selections(self) -> dict[str, Selection]:
         """The unlinked views' own selections, by view name."""
