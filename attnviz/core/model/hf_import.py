@@ -19,6 +19,7 @@ import io
 import os
 import pickle
 import re
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,7 @@ from attnviz.errors import AttnvizError
 
 CONFIG, SAFETENSORS, PICKLED = "config.json", "model.safetensors", "pytorch_model.bin"
 SOURCE_SPM, TARGET_SPM, VOCAB = "source.spm", "target.spm", "vocab.json"
+BUNDLE_META = "meta.json"  # an attnviz bundle's (attnviz.core.bundle.META, which imports this module)
 ARCHITECTURES = ("MarianMTModel",)
 _ACTIVATIONS = {"relu": "relu", "gelu": "gelu", "swish": "silu", "silu": "silu"}  # transformers' name -> ours
 CONFIG_LIMIT = 1024 * 1024  # bytes: a Marian config.json is about 1 kB
@@ -83,13 +85,18 @@ class ImportedModel:
 
 
 def is_hf_folder(path: str | os.PathLike) -> bool:
-    """Whether ``path`` is a Hugging Face model folder (a ``config.json`` naming a ``model_type``),
-    not an attnviz bundle. Reads only ``config.json``."""
+    """Whether ``path`` is a Hugging Face model folder, not an attnviz bundle: its ``config.json``
+    names a ``model_type``, or (a ``config.json`` that cannot be read: missing, a FIFO, not JSON)
+    it holds a Marian folder's tokenizer files and no bundle's ``meta.json``, so that opening it
+    names the problem of its ``config.json``. Reads only ``config.json``."""
+    folder = Path(path)
     try:
-        data = read_json_capped(Path(path) / CONFIG, CONFIG_LIMIT, HFImportError)
+        data = read_json_capped(folder / CONFIG, CONFIG_LIMIT, HFImportError)
     except HFImportError:
-        return False
-    return isinstance(data, dict) and isinstance(data.get("model_type"), str)
+        data = None
+    if isinstance(data, dict) and isinstance(data.get("model_type"), str):
+        return True
+    return not os.path.lexists(folder / BUNDLE_META) and any(os.path.lexists(folder / name) for name in (VOCAB, SOURCE_SPM, TARGET_SPM))
 
 
 def read_hf_folder(path: str | os.PathLike, device: str | torch.device = "cpu") -> ImportedModel:
@@ -215,7 +222,9 @@ def _check_weights_size(file: Path, limit: int) -> None:
 def _unpickled_tensors(file: Path, data: bytes) -> dict[str, torch.Tensor]:
     """The name -> tensor dictionary a ``pytorch_model.bin``'s bytes hold, through torch's safe unpickler."""
     try:
-        state = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)  # refuses any object but tensors and containers
+        with warnings.catch_warnings():  # torch warns about unusual pickle protocols: the refusal below is the one line
+            warnings.simplefilter("ignore")
+            state = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)  # refuses any object but tensors and containers
     except pickle.UnpicklingError as exc:
         if "global" in str(exc).lower():  # torch names the global (a function, a class) its safe unpickler refused
             raise HFImportError(file, "refused: it holds objects other than tensors (a pickle that could run code); nothing was run") from None
@@ -295,7 +304,9 @@ def _embeddings(theirs: dict[str, torch.Tensor], config: TransformerConfig, wher
     if src is None or tgt is None:
         raise HFImportError(where, "no token embedding ('model.shared.weight') in the weights")
     out = {"encoder.embed.table.weight": src, "decoder.embed.table.weight": tgt}
-    bias = theirs.get("final_logits_bias", torch.zeros(1, config.tgt_vocab_size))
+    bias = theirs.get("final_logits_bias")
+    if bias is None:  # transformers would start it at zeros; a MarianMTModel's checkpoint always holds it
+        raise HFImportError(where, "tensor 'final_logits_bias' (the output layer's bias) is missing from the weights")
     out["generator.bias"] = bias.reshape(-1) if bias.dim() == 2 and bias.shape[0] == 1 else bias
     head = theirs.get("lm_head.weight")
     if not config.tie_embeddings:
