@@ -29,6 +29,7 @@ from attnviz.core.decoding.strategies import BeamSearch, DecodingError, Greedy, 
 from attnviz.core.decoding.teacher_forcing import TeacherForced, teacher_forced_from_bundle
 from attnviz.core.model.sites import attention_sites, n_layers
 from attnviz.errors import AttnvizError
+from attnviz.qt.analyses import Analyses
 
 MAX_MESSAGE = 500  # characters of a message shown in the window
 
@@ -71,6 +72,8 @@ class Session(QtCore.QObject):
         self._frame: tuple = ()  # what the cached derived data is of (see _frame_token)
         self._derived: dict[object, object] = {}  # derived data of the current frame, built once each
         self.builds: Counter[str] = Counter()  # how often each kind of derived data was built
+        self.analyses = Analyses(self)  # the views' analyses that call the model, in workers
+        self._per_model: tuple[object, dict[str, object]] = (None, {})  # what is kept while one bundle is open
 
     # -- model ------------------------------------------------------------------------------
     def open_model(self, path: str | Path, source: str | None = None, target: str | None = None) -> None:
@@ -138,6 +141,7 @@ class Session(QtCore.QObject):
 
     def set_bundle(self, bundle: Bundle, source: str | None = None, target: str | None = None) -> None:
         self.stop_run()
+        self.analyses.cancel()  # results of the previous model are not shown
         self.bundle = bundle
         self.decoding = None
         self.forced = None
@@ -352,6 +356,20 @@ class Session(QtCore.QObject):
             self.builds[key if isinstance(key, str) else ":".join(map(str, key))] += 1
             self._derived[key] = build()
         return self._derived[key]
+
+    def per_model(self, key: str, build):
+        """``build()`` once per open bundle and ``key``: what analyses keep from step to step."""
+        if self._per_model[0] is not self.bundle:
+            self._per_model = (self.bundle, {})
+        kept = self._per_model[1]
+        if key not in kept:
+            kept[key] = build()
+        return kept[key]
+
+    def frozen(self) -> DecodingResult | None:
+        """The current result as it stands at this frame, unchanged by later steps: what an
+        analysis running in a worker reads (built once per frame)."""
+        return self.derived("frozen", lambda: self.current.frozen() if self.current is not None else None)
 
     def attention_data(self, kind: str) -> AttentionData | None:
         """The current frame's attention of ``kind`` (built once per frame)."""

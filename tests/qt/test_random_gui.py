@@ -55,7 +55,7 @@ def test_models_without_layers_show_nothing_and_raise_nothing(qtbot, window, tmp
                 dock.raise_()
                 wait_idle(qtbot, window)
             for kind in KINDS:
-                window.views["walkthrough"].selectionRequested.emit(kind, 0, 0, 0)
+                window.views["walkthrough"].chose.emit({"kind": kind, "layer": 0, "head": 0, "mode": "head", "query": 0})
                 window.views.selection.update(kind=kind, layer=0, head=0, mode="head")  # every linked view follows
             RandomUser(window, enc * 10 + dec, tmp_path, [], lambda: wait_idle(qtbot, window)).run(40)
             wait_idle(qtbot, window)

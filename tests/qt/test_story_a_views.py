@@ -16,7 +16,7 @@ from attnviz.core.data.pieces import display_piece
 from attnviz.core.model.sites import AttentionSite
 from attnviz.qt.selection import ViewChoice
 from attnviz.qt.session import Session
-from attnviz.qt.views.registry import build_view, view_spec
+from attnviz.qt.views.registry import build_view, feed_now, view_spec
 
 from inside_fixtures import bundle
 
@@ -41,7 +41,8 @@ def loaded(qtbot):
         view = build_view(spec)
         qtbot.addWidget(view)
         view.resize(1300, 800)
-        ok = spec.load(view, session, ViewChoice())
+        ok = feed_now(spec, view, session, ViewChoice())
+        view.optionsChanged.connect(lambda: feed_now(spec, view, session, ViewChoice()))  # as the window's ViewSet does
         return spec, view, session, ok
 
     yield make
@@ -78,7 +79,7 @@ def test_compare_view_shows_the_permutation_without_pe(loaded, qtbot):
     assert view.pe_off.isChecked()
     assert "without PE" in view.title.plain_text() and "with PE" in view.title.plain_text()
     # the selected head's attention, as the model records it
-    spec.select(view, ViewChoice(kind="cross", layer=1, head=2, mode="head"))
+    view.apply(ViewChoice(kind="cross", layer=1, head=2, mode="head"))
     assert (view.layer(), view.head()) == (1, 2)
     view.set_positional(True)
     _, trace = bundle().model.run_with_trace(torch.tensor([b]), torch.tensor([[2]]), names=["*self_attn.weights"])
@@ -96,7 +97,7 @@ def test_compare_view_takes_any_second_sentence(loaded, qtbot):
     view.set_other("   ")
     assert view.has_data()
     requests = []
-    view_spec("compare").watch(view, lambda **kw: requests.append(kw))
+    view.chose.connect(requests.append)
     view.head_combo.setCurrentIndex(3)
     assert requests[-1] == dict(kind="encoder", layer=0, head=3, mode="head")
 
@@ -106,7 +107,7 @@ def test_compare_view_takes_any_second_sentence(loaded, qtbot):
 def test_scaling_view_recomputed_from_q_and_k(loaded, kind):
     spec, view, session, ok = loaded("scaling")
     assert ok
-    spec.select(view, ViewChoice(kind=kind, layer=1, head=3, mode="head"))
+    view.apply(ViewChoice(kind=kind, layer=1, head=3, mode="head"))
     assert (view.kind(), view.layer(), view.head()) == (kind, 1, 3)
     site = AttentionSite(kind, 1)
     q = session.current.accumulated(site.name("q"))[3].astype(np.float64)
@@ -157,7 +158,7 @@ def test_teacher_vs_free_view_against_a_full_pass(loaded):
     greedy.run()
     assert list(rows[3]) == [display_piece(p) for p in greedy.input_pieces]
     assert list(rows[4]) == [display_piece(p) for p in greedy.output_pieces]
-    spec.select(view, ViewChoice(kind="cross", layer=1, head=2, mode="head"))
+    view.apply(ViewChoice(kind="cross", layer=1, head=2, mode="head"))
     _, trace = model.run_with_trace(torch.tensor([bundle().src_tokenizer.encode(SRC)]), torch.tensor([[model.config.bos_id, *y]]),
                                     names=["*cross_attn.weights"])
     recorded = trace[AttentionSite("cross", 1).name("weights")][2]
@@ -168,11 +169,15 @@ def test_teacher_vs_free_view_against_a_full_pass(loaded):
     np.testing.assert_allclose(rows["teacher, departure"][1], recorded[d], atol=1e-5)
     np.testing.assert_allclose(rows["free, departure"][1], recorded[d], atol=1e-5)  # the same prefix: the same row
     np.testing.assert_allclose(view.rows_plot.series("free, departure")[1], recorded[d], atol=1e-5)
-    # a step moves the current position; the result is not decoded again
+    # through the session's workers, as in the window: a step moves the current position and
+    # the pass is not decoded again
+    session.analyses.submit("teacher-vs-free", spec.data(session, ViewChoice()), view.set_data)
+    assert session.analyses.wait()
     result = view.result()
     session.forced_cursor = 1
-    spec.load(view, session, ViewChoice())
+    assert session.analyses.submit("teacher-vs-free", spec.data(session, ViewChoice()), view.set_data) is None  # answered at once
     assert view.result() is result and view.heat_teacher.highlight_row() == 1
+    assert session.analyses.counts["reused"] == 1
 
 
 def test_teacher_vs_free_view_without_a_target_says_so(loaded):
@@ -232,15 +237,18 @@ def test_the_story_views_live_in_the_window(qtbot, tmp_path):
             assert dock is w.docks[dock_name]
             dock.raise_()  # a raised tab catches up (it was not drawn while in the background)
             qtbot.waitUntil(lambda n=view_name: n not in w.views.stale, timeout=10000)
+            assert w.session.analyses.wait()  # its data is computed in a worker
             view = w.views[view_name]
             assert view.has_data() == (view_name != "teacher-vs-free"), view_name
         assert w.views["compare"].comparison().a.text == w.session.source.strip()
         w.session.set_inputs("我喜欢吃苹果。", "I like eating apples.")  # teacher-forced mode: the third view fills
         wait_idle(qtbot, w)
+        assert w.session.analyses.wait()
         tvf = w.views["teacher-vs-free"]
         assert tvf.has_data() and tvf.result().reference_pieces[-1] == "EOS"
         w.session.back()
         QtWidgets.QApplication.processEvents()
+        assert w.session.analyses.wait()
         assert tvf.heat_teacher.highlight_row() == w.session.forced_cursor
     finally:
         close_window(w)
@@ -265,7 +273,7 @@ def test_a_model_without_layers_of_a_kind(qtbot, layers):
         spec = view_spec(name)
         view = build_view(spec)
         qtbot.addWidget(view)
-        spec.load(view, session, ViewChoice())
+        feed_now(spec, view, session, ViewChoice())
         assert view.has_data(), name
         view.figure_data()
     session.deleteLater()

@@ -15,7 +15,7 @@ from attnviz.cli import main
 from attnviz.core.analysis.ffn import ffn_data_for
 from attnviz.core.analysis.logit_lens import logit_lens_for
 from attnviz.core.analysis.norm_batch import norm_batch_for, training_examples
-from attnviz.core.analysis.residual import residual_data_for
+from attnviz.core.analysis.residual import ResidualFrame, residual_data_for
 from attnviz.core.bundle import load_bundle
 from attnviz.core.data import corpora as D
 from attnviz.core.data.pieces import display_piece
@@ -27,7 +27,7 @@ from attnviz.qt.session import Session
 from attnviz.qt.views.ffn import QtFfnView
 from attnviz.qt.views.logit_lens import QtLogitLensView
 from attnviz.qt.views.norm_batch import QtNormBatchView
-from attnviz.qt.views.registry import ViewSet, view_spec
+from attnviz.qt.views.registry import ViewSet, feed_now, view_spec
 from attnviz.qt.views.residual import QtResidualView
 
 from inside_fixtures import bundle, session
@@ -59,9 +59,9 @@ def test_ffn_view_shows_the_hidden_activations_and_their_sparsity(make_view, qtb
     assert "ReLU sparsity" in view.title.plain_text() and f"{np.mean(hidden == 0.0):.1%}" in view.title.plain_text()
     heights = view.top_bars.opts["height"]
     np.testing.assert_allclose(heights, np.sort(hidden[2])[::-1][: len(heights)], atol=1e-6)
-    with qtbot.waitSignal(view.tokenChosen, timeout=3000) as sig:
+    with qtbot.waitSignal(view.chose, timeout=3000) as sig:
         click(qtbot, view, view.heatmap.cell_center_in_scene(1, 5))
-    assert sig.args == [1] and view.query() == 1
+    assert sig.args == [{"query": 1}] and view.query() == 1
     data = view.figure_data()
     assert data.dims == ("token", "unit") and data.coords["token"] == s.input_pieces
     view.grab().save("/tmp/story_b_ffn.png")
@@ -86,7 +86,7 @@ def test_ffn_view_of_a_gelu_model_says_what_it_counts(make_view):
 # -- residual stream -------------------------------------------------------------------------------------
 def test_residual_view_draws_the_norms_and_a_click_asks_for_the_sublayer(make_view, qtbot):
     s = session(steps=4, placement="pre")
-    view = shown(make_view, QtResidualView, residual_data_for(s, s.config))
+    view = shown(make_view, QtResidualView, ResidualFrame(residual_data_for(s, s.config)))
     assert view.objectName() == "residualFigure"
     enc = view.plots["encoder"]
     x, y = enc.stream.getData()
@@ -99,9 +99,9 @@ def test_residual_view_draws_the_norms_and_a_click_asks_for_the_sublayer(make_vi
     assert len(dec_x) == 1 + 2 * 3
     # click the decoder's point after layer 2's cross-attention (point 5)
     point = view.plots["decoder"].plot.getViewBox().mapViewToScene(QtCore.QPointF(dec_x[5], dec_y[5]))
-    with qtbot.waitSignal(view.selectionRequested, timeout=3000) as sig:
+    with qtbot.waitSignal(view.chose, timeout=3000) as sig:
         click(qtbot, view, point)
-    assert sig.args == ["cross", 1, -1, -1]
+    assert sig.args == [{"kind": "cross", "layer": 1}]
     assert view.selected_point() == ("decoder", 5)
     data = view.figure_data()
     assert data.values["mean_stream_norm"][0] == pytest.approx(expected[0], rel=1e-5)
@@ -119,6 +119,7 @@ def test_a_residual_click_moves_the_linked_views(qtbot):
         views.frames[name].show()
         qtbot.waitExposed(views.frames[name])
         views.refresh(views[name])
+    assert s.analyses.wait()
     views["residual"].request_point("decoder", 6)  # decoder layer 2's FFN
     assert views.selection.value() == Selection("decoder", 1, 0, "head", None)
     assert (views["ffn"].current().stack, views["ffn"].current().layer) == ("decoder", 1)
@@ -132,17 +133,17 @@ def test_the_selectors_take_cross_as_the_decoder_and_leave_the_lens_on_an_encode
     norms (the decoder holds the cross sublayer); an encoder row is no position of the lens."""
     s, b = session(steps=4), bundle()
     ffn = make_view(QtFfnView, SIZE, ffn_data_for(s, b.config))
-    view_spec("ffn").select(ffn, ViewChoice(kind="cross", layer=1, query=2))
+    ffn.apply(ViewChoice(kind="cross", layer=1, query=2))
     assert (ffn.current().stack, ffn.current().layer, ffn.query()) == ("decoder", 1, 2)
     norm = make_view(QtNormBatchView, SIZE)
-    view_spec("norm-batch").load(norm, _session_for(b, s), ViewChoice())
-    view_spec("norm-batch").select(norm, ViewChoice(kind="cross", layer=1))
+    feed_now(view_spec("norm-batch"), norm, _session_for(b, s), ViewChoice())
+    norm.apply(ViewChoice(kind="cross", layer=1))
     assert norm.site().site.startswith("decoder.layers.1.")
     lens = make_view(QtLogitLensView, SIZE, logit_lens_for(s, b.model, b.tgt_tokenizer))
-    view_spec("logit-lens").select(lens, ViewChoice(kind="cross", query=1))
-    view_spec("logit-lens").select(lens, ViewChoice(kind="encoder", query=3))
+    lens.apply(ViewChoice(kind="cross", query=1))
+    lens.apply(ViewChoice(kind="encoder", query=3))
     assert lens.query() == 1
-    view_spec("logit-lens").select(lens, ViewChoice(query=2))
+    lens.apply(ViewChoice(query=2))
     assert lens.query() == 2
 
 
@@ -158,9 +159,9 @@ def test_logit_lens_view_labels_each_cell_with_its_top_piece(make_view, qtbot):
     np.testing.assert_allclose(view.heatmap.matrix()[-1], probs.max(-1), atol=1e-5)  # the last layer is the model
     top = [display_piece(b.tgt_tokenizer.piece(int(i))) for i in probs.argmax(-1)]
     assert view.labels.texts()[-len(top):] == top
-    with qtbot.waitSignal(view.positionChosen, timeout=3000) as sig:
+    with qtbot.waitSignal(view.chose, timeout=3000) as sig:
         click(qtbot, view, view.heatmap.cell_center_in_scene(0, 1))
-    assert sig.args == [1] and f"position 2 (“{display_piece(s.input_pieces[1])}”)" in view.title.plain_text()
+    assert sig.args == [{"query": 1}] and f"position 2 (“{display_piece(s.input_pieces[1])}”)" in view.title.plain_text()
     qtbot.mouseMove(view.canvas.viewport(), view.canvas.mapFromScene(view.heatmap.cell_center_in_scene(1, 2)))
     qtbot.wait_until(lambda: "layer 2" in view.readout.text())
 
@@ -169,7 +170,7 @@ def test_logit_lens_view_labels_each_cell_with_its_top_piece(make_view, qtbot):
 def test_norm_batch_view_on_a_layer_norm_model_says_batch_norm_needs_the_bundle(make_view):
     s = session(steps=3)
     view = make_view(QtNormBatchView, SIZE, shown=True)
-    view_spec("norm-batch").load(view, _session_for(bundle(), s), ViewChoice())
+    feed_now(view_spec("norm-batch"), view, _session_for(bundle(), s), ViewChoice())
     view.select("encoder", 1)
     assert view.site().site == "encoder.layers.1.norm1"
     assert "BatchNorm needs the BatchNorm bundle" in view.title.plain_text()
@@ -198,10 +199,10 @@ def test_a_new_step_of_the_same_source_runs_only_the_decoder_on_the_session_sent
     hooks = [b.model.encoder.register_forward_hook(lambda m, args, out: calls.append(("encoder", args[0].shape[0]))),
              b.model.decoder.register_forward_hook(lambda m, args, out: calls.append(("decoder", args[0].shape[0])))]
     try:
-        assert spec.load(view, s, ViewChoice())
+        assert feed_now(spec, view, s, ViewChoice())
         first, calls[:] = list(calls), []
         dec.step()
-        assert spec.load(view, s, ViewChoice())
+        assert feed_now(spec, view, s, ViewChoice())
     finally:
         for h in hooks:
             h.remove()
@@ -218,7 +219,7 @@ def test_norm_batch_view_measures_the_accuracy_gap_of_the_batch_norm_bundle(make
     s.set_inputs(SRC, "")
     s.decoding.run()
     view = make_view(QtNormBatchView, SIZE, shown=True)
-    assert view_spec("norm-batch").load(view, s, ViewChoice())
+    assert feed_now(view_spec("norm-batch"), view, s, ViewChoice())
     view.select("encoder", 0)
     site = view.site()
     assert "PAD" in view.labels.texts() and site.running is not None
@@ -342,6 +343,7 @@ def test_a_cross_selection_moves_the_stack_views_to_the_decoder_and_an_encoder_r
         views.frames[name].show()
         qtbot.waitExposed(views.frames[name])
         views.refresh(views[name])
+    assert s.analyses.wait()
     views.selection.update(kind="encoder", layer=0)
     assert views["ffn"].current().stack == "encoder" and views["norm-batch"].site().site.startswith("encoder.layers.0.")
     views.selection.update(kind="cross", layer=1, query=2)

@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from attnviz.core.analysis.walkthrough import session_walkthrough
+from attnviz.core.analysis.walkthrough import WalkthroughFrame, session_walkthrough
 from attnviz.core.model.sites import KINDS
 from attnviz.qt.export.files import render_view_to_file
 from attnviz.qt.views.walkthrough import WINDOW, QtWalkthroughView
@@ -31,7 +31,7 @@ SIZE = (1200, 800)
 def test_tables_hold_the_walkthrough_numbers(make_view, decoded):
     bundle, session = decoded
     w = session_walkthrough(bundle.model, session, "cross", 1, 2)
-    view = make_view(QtWalkthroughView, SIZE, w, layers=LAYERS)
+    view = make_view(QtWalkthroughView, SIZE, WalkthroughFrame(w, LAYERS))
     assert view.objectName() == "walkthroughView"
     lo = 2 * w.d_k  # the d_model window starts at head i's columns
     assert view.table("concat").window[1] == slice(lo, lo + WINDOW["model"])
@@ -61,7 +61,7 @@ def test_tables_hold_the_walkthrough_numbers(make_view, decoded):
 def test_decoder_mask_and_scrolling(make_view, decoded):
     bundle, session = decoded
     w = session_walkthrough(bundle.model, session, "decoder", 0, 1)
-    view = make_view(QtWalkthroughView, SIZE, w, layers=LAYERS)
+    view = make_view(QtWalkthroughView, SIZE, WalkthroughFrame(w, LAYERS))
     m = view.shown("mask")
     n = len(session.input_pieces)
     assert np.all(np.isneginf(m[np.triu_indices(n, 1)])) and np.all(m[np.tril_indices(n)] == 0)
@@ -82,34 +82,34 @@ def test_decoder_mask_and_scrolling(make_view, decoded):
 def test_query_head_and_kind_changes(make_view, qtbot, decoded):
     bundle, session = decoded
     w = session_walkthrough(bundle.model, session, "encoder", 0, 0)
-    view = make_view(QtWalkthroughView, SIZE, w, layers=LAYERS)
+    view = make_view(QtWalkthroughView, SIZE, WalkthroughFrame(w, LAYERS))
     # a new query: only the highlight moves (no recompute)
     with qtbot.waitSignal(view.queryChanged) as got:
         view.query_combo.setCurrentIndex(1)
     assert got.args == [1] and view.query() == 1 and view.table("q").highlight_row() == 1
     np.testing.assert_array_equal(view.shown("weights"), w.weights)
 
-    def recompute(kind, layer, head, query):
-        view.set_data(session_walkthrough(bundle.model, session, kind, layer, head, query))
+    def recompute(c):
+        view.set_data(WalkthroughFrame(session_walkthrough(bundle.model, session, c["kind"], c["layer"], c["head"], c["query"]), LAYERS))
 
-    view.selectionRequested.connect(recompute)
-    with qtbot.waitSignal(view.selectionRequested) as req:
+    view.chose.connect(recompute)
+    with qtbot.waitSignal(view.chose) as req:
         view.head_combo.setCurrentIndex(3)
-    assert req.args == ["encoder", 0, 3, 1]
+    assert req.args == [{"kind": "encoder", "layer": 0, "head": 3, "mode": "head", "query": 1}]
     w3 = view.data()
     assert w3.head == 3 and w3.query == 1
     assert view.table("concat").window[1].start == min(3 * w3.d_k, w3.d_model - WINDOW["model"])
     np.testing.assert_array_equal(view.shown("q"), w3.q[:, :8])
-    with qtbot.waitSignal(view.selectionRequested) as req:
+    with qtbot.waitSignal(view.chose) as req:
         view.kind_combo.setCurrentIndex(view.kind_combo.findData("cross"))
-    assert req.args == ["cross", 0, 3, 0]  # a source row means nothing on the target side: back to the first query
+    assert req.args == [{"kind": "cross", "layer": 0, "head": 3, "mode": "head", "query": 0}]  # a source row means nothing on the target side: back to the first query
     assert view.data().kind == "cross" and view.table("k").row_labels() == session.src_pieces
 
 
 def test_hover_readout_and_exports(make_view, decoded, tmp_path):
     bundle, session = decoded
     w = session_walkthrough(bundle.model, session, "cross", 0, 0)
-    view = make_view(QtWalkthroughView, SIZE, w, layers=LAYERS)
+    view = make_view(QtWalkthroughView, SIZE, WalkthroughFrame(w, LAYERS))
     info = view.table("weights").hover_cell(1, 2)
     assert info.value == pytest.approx(float(w.weights[1, 2]))
     assert "A_i" in view.readout.text() and "row sums to 1" in view.readout.text()
@@ -140,10 +140,10 @@ def test_every_table_hovers_and_scrolls_for_every_choice(make_view, decoded):
     """Switching kind, layer, head and query, then scrolling every window and hovering a cell of
     every table (the one-row bias tables included) never fails and says where the mouse is."""
     bundle, session = decoded
-    view = make_view(QtWalkthroughView, SIZE, session_walkthrough(bundle.model, session, "encoder", 0, 0), layers=LAYERS)
+    view = make_view(QtWalkthroughView, SIZE, WalkthroughFrame(session_walkthrough(bundle.model, session, "encoder", 0, 0), LAYERS))
     for kind in KINDS:
         for layer, head in ((0, 0), (1, 3)):
-            view.set_data(session_walkthrough(bundle.model, session, kind, layer, head))  # the last query row
+            view.set_data(WalkthroughFrame(session_walkthrough(bundle.model, session, kind, layer, head), LAYERS))  # the last query row
             view.set_query(0)
             for bar in view.scrollbars.values():
                 bar.setValue(bar.maximum())

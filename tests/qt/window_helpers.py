@@ -30,8 +30,9 @@ def open_window(qtbot, tmp_path: Path, size: tuple[int, int] = (1400, 900)) -> M
 
 
 def wait_idle(qtbot, window: MainWindow) -> None:
-    """Until no run to the end and no model load is in progress."""
+    """Until no run to the end, no model load and no view's analysis is in progress."""
     qtbot.waitUntil(lambda: not window.session.running and not window.session.loading, timeout=TIMEOUT_MS)
+    assert window.session.analyses.wait(TIMEOUT_MS / 1000)
     QtWidgets.QApplication.processEvents()
 
 

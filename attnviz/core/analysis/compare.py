@@ -16,6 +16,7 @@ import torch
 
 from attnviz.core.data.tokenizer import Tokenizer
 from attnviz.core.decoding.result import model_device, prepare_source
+from attnviz.core.decoding.strategies import DecodingError
 from attnviz.core.model.sites import attention_sites
 from attnviz.core.model.trace import Recorder
 from attnviz.core.model.transformer import Transformer
@@ -122,3 +123,24 @@ def compare_texts(model: Transformer, tokenizer: Tokenizer, text_a: str, text_b:
     return compare_sources(
         encode_source(model, tokenizer, text_a, positional), encode_source(model, tokenizer, text_b, positional), positional
     )
+
+
+@dataclass(frozen=True)
+class CompareFrame:
+    """What the compare view draws: source A, the comparison of A and B with the PE setting
+    chosen, the same pair with PE switched the other way (its numbers make the point), or the
+    one-line reason the pair cannot be compared."""
+
+    source: str
+    result: SourceComparison | None
+    contrast: SourceComparison | None = None
+    error: str | None = None
+
+
+def compare_both(model: Transformer, tokenizer: Tokenizer, text_a: str, text_b: str, positional: bool) -> CompareFrame:
+    """:func:`compare_texts` with PE as chosen and switched the other way (four encoder passes)."""
+    try:
+        return CompareFrame(text_a, compare_texts(model, tokenizer, text_a, text_b, positional),
+                            compare_texts(model, tokenizer, text_a, text_b, not positional))
+    except DecodingError as exc:
+        return CompareFrame(text_a, None, None, str(exc))

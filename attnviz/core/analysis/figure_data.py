@@ -18,11 +18,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from attnviz.core.arrays import frozen_float32
 from attnviz.core.model.sites import KINDS
+
+if TYPE_CHECKING:  # importing the decoding would import torch
+    from attnviz.core.decoding.session import DecodeStep
+    from attnviz.core.decoding.teacher_forcing import TeacherForced
 
 #: Title of each kind, in the tutorial's notation.
 KIND_TITLES: dict[str, str] = {
@@ -108,18 +113,42 @@ class AttentionData:
         return self.weights[layer].mean(axis=0)
 
 
-def as_attention_sets(data: "AttentionData | Mapping[str, AttentionData]") -> dict[str, AttentionData]:
-    """Normalise what ``set_data`` accepts: one ``AttentionData`` or a mapping kind → data."""
-    if isinstance(data, AttentionData):
-        return {data.kind: data}
+def _attention_sets(data: Mapping[str, AttentionData]) -> dict[str, AttentionData]:
+    """``data`` checked (AttentionData keyed by its kind, at least one), in ``KINDS`` order."""
     out = {}
     for kind, d in data.items():
         if not isinstance(d, AttentionData) or d.kind != kind:
-            raise ValueError(f"set_data expects AttentionData keyed by its kind; got {kind!r} → {d!r}")
+            raise ValueError(f"expected AttentionData keyed by its kind; got {kind!r} → {d!r}")
         out[kind] = d
     if not out:
-        raise ValueError("set_data needs at least one kind of attention")
+        raise ValueError("an attention frame needs at least one kind of attention")
     return {k: out[k] for k in KINDS if k in out}
+
+
+@dataclass(frozen=True, eq=False)
+class AttentionFrame:
+    """Every kind's attention of one frame and what each target row predicted: what the
+    attention views (grid, head detail, lines) draw.
+
+    sets       kind → :class:`AttentionData`, in ``KINDS`` order (at least one kind)
+    predicted  what each target row produced (row y_t predicts ``predicted[t]``); empty: a
+               row's prediction is read off the next row
+    """
+
+    sets: Mapping[str, AttentionData]
+    predicted: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sets", _attention_sets(self.sets))
+        object.__setattr__(self, "predicted", tuple(str(p) for p in self.predicted))
+
+    @classmethod
+    def of(cls, data: "AttentionFrame | AttentionData | Mapping[str, AttentionData]") -> "AttentionFrame":
+        """What an attention view draws, as a frame: a frame as it is; one kind's data or a
+        mapping kind → data with no predictions."""
+        if isinstance(data, AttentionFrame):
+            return data
+        return cls({data.kind: data} if isinstance(data, AttentionData) else data)
 
 
 @dataclass(frozen=True, eq=False)
@@ -196,6 +225,50 @@ class MaskData:
     @property
     def n_heads(self) -> int:
         return int(self.scaled_scores.shape[1])
+
+
+@dataclass(frozen=True, eq=False)
+class MaskFrame:
+    """The decoder self-attention's masks of one frame and what each target row predicted:
+    what the mask view draws.
+
+    masks      the :class:`MaskData` of the frame
+    predicted  what each target row produced (as :attr:`AttentionFrame.predicted`)
+    """
+
+    masks: MaskData
+    predicted: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.masks, MaskData):
+            raise TypeError(f"MaskFrame holds MaskData, not {type(self.masks).__name__}")
+        object.__setattr__(self, "predicted", tuple(str(p) for p in self.predicted))
+
+    @classmethod
+    def of(cls, data: "MaskFrame | MaskData") -> "MaskFrame":
+        """What the mask view draws, as a frame: a frame as it is; masks with no predictions."""
+        return data if isinstance(data, MaskFrame) else cls(data)
+
+
+@dataclass(frozen=True, eq=False)
+class OutputFrame:
+    """What the output layer says at one frame: what the output view draws.
+
+    step      the ``DecodeStep`` decoded last (its ``topk``, ``entropy``, ``token_id``, ``prob``,
+              ``forced``, ``index``), or ``None``
+    forced    a ``TeacherForced`` result (one ``ForcedPosition`` per target position), or ``None``
+    position  the teacher-forcing cursor, 0-based, kept within ``forced``'s positions (``None``
+              without ``forced``): its distribution is shown when there is no ``step``
+    """
+
+    step: DecodeStep | None = None
+    forced: TeacherForced | None = None
+    position: int | None = None
+
+    def __post_init__(self) -> None:
+        f = self.forced
+        last = max(0, len(f.steps) - 1) if f is not None else 0
+        object.__setattr__(self, "position", None if f is None else min(max(0, int(self.position or 0)), last))
 
 
 @dataclass(frozen=True, eq=False)

@@ -55,6 +55,7 @@ class LogitLens:
     top_pieces: tuple[tuple[tuple[str, ...], ...], ...]  # [layer][position][k]
     final_prob: np.ndarray
     first_layer: np.ndarray  # [position] 0-based
+    final_norm: bool = True  # the output layer reads Norm(h_l); False: h_l itself (no norm after the decoder)
 
     @property
     def n_layers(self) -> int:
@@ -86,4 +87,4 @@ def logit_lens_for(current, model, tokenizer, k: int = 5) -> LogitLens | None:
     final_prob = probs[:, np.arange(len(rows)), final]
     pieces = tuple(tuple(tuple(tokenizer.piece(int(i)) for i in row) for row in layer) for layer in top_ids)
     return LogitLens(rows, top_ids, top_probs.astype(np.float32), pieces, final_prob.astype(np.float32),
-                     first_stable_layer(top_ids[..., 0]))
+                     first_stable_layer(top_ids[..., 0]), bool(cfg.final_norm))

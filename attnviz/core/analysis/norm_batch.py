@@ -22,6 +22,7 @@ import contextlib
 import copy
 import functools
 import random
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -191,11 +192,16 @@ class NormBatchBuilder:
 
     def __init__(self, bundle):
         self.bundle = bundle
+        self._lock = threading.Lock()  # one build at a time: a superseded one may still run in a worker
         self._source: tuple[tuple[int, ...], _SourcePart] | None = None
         self._others: tuple[int, dict[str, np.ndarray]] | None = None  # padded length, site -> [B-1, Lt, d]
 
     def build(self, src_ids: Sequence[int], tgt_ids: Sequence[int]) -> NormBatch:
         """The batch of :func:`batch_rows` through the model, and the first sentence alone."""
+        with self._lock:
+            return self._build(src_ids, tgt_ids)
+
+    def _build(self, src_ids: Sequence[int], tgt_ids: Sequence[int]) -> NormBatch:
         model, cfg = self.bundle.model, self.bundle.config
         part = self._source_part(tuple(src_ids), tuple(tgt_ids))
         first_tgt = tuple(tgt_ids) or (cfg.bos_id,)
@@ -341,3 +347,21 @@ def measure_accuracy(bundle, n: int, progress: Callable[[int, int], None] | None
     model computes meanwhile."""
     examples = training_examples(bundle, n)
     return accuracy_gap(copy.deepcopy(bundle.model), examples, progress=progress, should_stop=should_stop)
+
+
+@dataclass(frozen=True, eq=False)
+class NormBatchFrame:
+    """What the norm-batch view draws: the batch, how to measure its model's accuracy gap
+    (``None``: a LayerNorm model, or training data unknown) and the model it is of (another
+    model drops the measured numbers)."""
+
+    batch: NormBatch
+    measure: Callable[..., AccuracyGap | None] | None
+    model: object
+
+
+def norm_batch_frame(builder: NormBatchBuilder, src_ids: tuple[int, ...], tgt_ids: tuple[int, ...]) -> NormBatchFrame:
+    """The batch of a step (``builder`` reuses what the step leaves as it was)."""
+    bundle = builder.bundle
+    measure = functools.partial(measure_accuracy, bundle) if bundle.config.norm == "batch" and bundle.meta.get("data") else None
+    return NormBatchFrame(builder.build(src_ids, tgt_ids), measure, bundle.model)

@@ -10,6 +10,7 @@ d_model vector, averaged over the tokens. No Qt.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -96,3 +97,11 @@ def residual_data_for(current, config) -> tuple[ResidualStack, ...]:
     if current.input_pieces and n_layers(config, "decoder"):
         stacks.append(residual_stack(current, config, "decoder"))
     return tuple(stacks)
+
+
+@dataclass(frozen=True)
+class ResidualFrame:
+    """What the residual view draws: each stack's stream and the open model's sublayer formula."""
+
+    stacks: Sequence[ResidualStack]
+    formula: str = "x + Sublayer(LN(x))"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -140,3 +140,13 @@ def random_scaling(dims: tuple[int, ...] = EXPERIMENT_DIMS, n_keys: int = 10, n_
     dims_array = np.array(dims)
     dims_array.flags.writeable = False
     return RandomScaling(dims_array, n_keys, a["vu"], a["vs"], a["mu"], a["ms"], a["eu"], a["es"])
+
+
+@dataclass(frozen=True)
+class ScalingFrame:
+    """What the scaling view draws: every site's comparison by kind, each kind's (query, key)
+    labels, and the row of the current step (``None``: none)."""
+
+    sites: Mapping[str, Sequence[ScalingComparison]]
+    labels: Mapping[str, tuple[Sequence[str], Sequence[str]]]
+    highlight: int | None = None

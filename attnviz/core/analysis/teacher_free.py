@@ -72,6 +72,15 @@ def _cross(result: DecodingResult, config: TransformerConfig) -> np.ndarray:
     return np.stack(layers).astype(np.float32)
 
 
+@dataclass(frozen=True)
+class TeacherVsFreeFrame:
+    """What the teacher-vs-free view draws: the two runs (``None``: no reference, nothing to
+    compare) and the row the teacher-forced pass is at (0-based)."""
+
+    result: TeacherVsFree | None
+    cursor: int | None = None
+
+
 def teacher_vs_free(model: Transformer, src_tokenizer: Tokenizer, tgt_tokenizer: Tokenizer, forced: TeacherForced) -> TeacherVsFree:
     """Greedy decoding of ``forced``'s source with ``model`` (to EOS or the maximum length),
     next to the teacher-forced pass ``forced``."""

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from attnviz.core.model.sites import AttentionSite, check_kind, n_layers
+from attnviz.core.model.sites import KINDS, AttentionSite, check_kind, n_layers
 from attnviz.errors import AttnvizError
 
 PARAMETER_NAMES = ("w_q", "b_q", "w_k", "b_k", "w_v", "b_v", "w_o", "b_o")
@@ -360,3 +360,31 @@ def session_walkthrough(model: Any, session: Any, kind: str, layer: int, head: i
     ql = src if kind == "encoder" else tgt
     kl = tgt if kind == "decoder" else src
     return head_walkthrough(model, session, kind, layer, head, query, query_labels=ql, key_labels=kl)
+
+
+@dataclass(frozen=True)
+class WalkthroughFrame:
+    """What the walkthrough view draws: one head's numbers, and how many layers the model has
+    of each kind (the view's layer choices)."""
+
+    walk: HeadWalkthrough
+    layers: Mapping[str, int]
+
+
+def walkthrough_frame(model: Any, result: Any, kind: str, layer: int, head: int, query: int | None,
+                      current_row: int | None) -> WalkthroughFrame | None:
+    """The one-head walkthrough of a (frozen) decoding ``result``, the choice fitted to the
+    model: the encoder before the first decoder row, the last layer or head past the end, the
+    last source piece or ``current_row`` when ``query`` is none or out of range; ``None`` for
+    a model without layers of ``kind``."""
+    cfg = model.config
+    rows = len(result.steps)
+    kind = "encoder" if kind != "encoder" and rows == 0 else kind
+    count = n_layers(cfg, kind)
+    if count == 0:
+        return None
+    n = len(result.src_pieces) if kind == "encoder" else rows
+    if query is None or not 0 <= query < n:
+        query = n - 1 if kind == "encoder" else (current_row or 0)
+    walk = session_walkthrough(model, result, kind, max(0, min(layer, count - 1)), max(0, min(head, cfg.n_heads - 1)), query)
+    return WalkthroughFrame(walk, {k: n_layers(cfg, k) for k in KINDS})

@@ -82,6 +82,12 @@ class StepHistory:
         self._calls.clear()
         self._acc.clear()
 
+    def snapshot(self, n_calls: int) -> StepHistory:
+        """A history of the first ``n_calls`` calls that later pushes and pops leave as it is."""
+        copy = StepHistory(self.config)
+        copy._calls = self._calls[:n_calls]
+        return copy
+
     def accumulated(self, name: str, origin: Origin) -> np.ndarray:
         """Decoder trace array ``name`` over the hypothesis whose steps came from ``origin``, with the
         shape a full pass over its fed tokens gives:

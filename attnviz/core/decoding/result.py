@@ -81,6 +81,12 @@ class DecodingResult:
     def accumulated(self, name: str) -> np.ndarray:
         raise NotImplementedError
 
+    def frozen(self) -> DecodingResult:
+        """This result as it stands now, safe to read from another thread while the app goes
+        on (a stepped session answers with a :class:`FrozenDecoding` snapshot; a teacher-forced
+        pass is frozen already)."""
+        return self
+
     @property
     def src_ids(self) -> tuple[int, ...]:
         return self.source.ids

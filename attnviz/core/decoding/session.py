@@ -59,7 +59,17 @@ import torch
 
 from attnviz.core.data.tokenizer import Tokenizer
 from attnviz.core.decoding.history import ModelCall, StepHistory
-from attnviz.core.decoding.result import DecodingResult, TopK, check_eval_mode, check_finite, entropy_nats, model_device, prepare_source, topk_list
+from attnviz.core.decoding.result import (
+    DecodingResult,
+    PreparedSource,
+    TopK,
+    check_eval_mode,
+    check_finite,
+    entropy_nats,
+    model_device,
+    prepare_source,
+    topk_list,
+)
 from attnviz.core.decoding.strategies import (
     BeamSearch,
     DecodingError,
@@ -76,6 +86,7 @@ from attnviz.core.model.transformer import DecoderCache, Transformer
 
 if TYPE_CHECKING:
     from attnviz.core.bundle import Bundle
+    from attnviz.core.model.config import TransformerConfig
 
 
 # -- results ----------------------------------------------------------------------------------
@@ -260,6 +271,27 @@ class DecodingSession(DecodingResult):
     def beams(self) -> tuple[Beam, ...]:
         """The beams of the current state, best first."""
         return self._beams(len(self._states) - 1)
+
+    def frozen(self) -> FrozenDecoding:
+        """The result as it stands now, unchanged by later steps (see :meth:`prefix`)."""
+        return self.prefix(len(self._history))
+
+    def prefix(self, n_steps: int) -> FrozenDecoding:
+        """The result after the first ``n_steps`` kept ``step``/``force`` calls, frozen: later
+        steps, ``back`` and ``reset`` leave it as it is, so another thread may read it while
+        this session steps on."""
+        if not 0 <= n_steps <= len(self._history):
+            raise DecodingError(f"no prefix of {n_steps} steps: {len(self._history)} are kept")
+        state = self._states[n_steps]
+        hyp = state.ranked[0]
+        steps = tuple(self._decode_step(i, row, hyp.tokens[i + 1], forced) for i, (row, forced) in enumerate(hyp.origin))
+        pieces = tuple(self.tgt_tokenizer.pieces(hyp.tokens))
+        notices = (*self.source.notices, *((state.notice,) if state.notice else ()))
+        return FrozenDecoding(
+            config=self.config, source=self.source, input_ids=hyp.tokens[:-1], input_pieces=pieces[:-1],
+            output_ids=hyp.tokens[1:], output_pieces=pieces[1:], steps=steps, notices=notices,
+            encoder_trace=self.encoder_trace, history=self._history.snapshot(n_steps), origin=tuple(hyp.origin),
+        )
 
     def accumulated(self, name: str) -> np.ndarray:
         """Trace array ``name`` over the whole current hypothesis, with the shape a full pass over
@@ -473,6 +505,32 @@ class DecodingSession(DecodingResult):
             )
             self._step_objects[key] = hit
         return hit
+
+
+@dataclass(frozen=True, eq=False)
+class FrozenDecoding(DecodingResult):
+    """A decoding session's result at one step (:meth:`DecodingSession.prefix`): the same
+    answers as the session gave then, whatever it does next."""
+
+    config: TransformerConfig
+    source: PreparedSource
+    input_ids: tuple[int, ...]
+    input_pieces: tuple[str, ...]
+    output_ids: tuple[int, ...]
+    output_pieces: tuple[str, ...]
+    steps: tuple[DecodeStep, ...]
+    notices: tuple[str, ...]
+    encoder_trace: Trace
+    history: StepHistory  # a snapshot of the session's model calls up to this step
+    origin: tuple[tuple[int, bool], ...]  # per step of the hypothesis: (row of its model call, forced)
+
+    def frozen(self) -> FrozenDecoding:
+        return self
+
+    def accumulated(self, name: str) -> np.ndarray:
+        if name in self.encoder_trace:
+            return self.encoder_trace[name]
+        return self.history.accumulated(name, self.origin)
 
 
 def translate(bundle: Bundle, text: str, strategy: Strategy | None = None, max_len: int | None = None) -> tuple[str, tuple[DecodeStep, ...]]:

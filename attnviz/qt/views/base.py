@@ -17,14 +17,19 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from attnviz.core.analysis.figure_data import AttentionData, FigureData
 from attnviz.core.data.pieces import WORD_START_LEGEND, display_piece, starts_word
 from attnviz.qt.export.files import HeadFigure, HeadFigureFactory
-from attnviz.qt.selection import query_axis
+from attnviz.qt.selection import ViewChoice, query_axis
 from attnviz.qt.widgets.colormaps import Theme, get_theme, ui_font
 from attnviz.qt.widgets.plain_text import ElidedLabel, plain_label
 
 
+MAX_OPTION_TEXT = 1000  # characters of a line edit's text restored from a session file
+
+
 def control_value(w: QtWidgets.QWidget) -> object | None:
     """The choice a control holds (a combo's index, a spin box's or slider's value, a checkable
-    button's state), or ``None`` for a widget that holds none."""
+    button's state, an editable line's text), or ``None`` for a widget that holds none."""
+    if isinstance(w, QtWidgets.QLineEdit) and not w.isReadOnly():
+        return w.text()
     if isinstance(w, QtWidgets.QComboBox):
         return w.currentIndex()
     if isinstance(w, (QtWidgets.QSpinBox, QtWidgets.QDoubleSpinBox, QtWidgets.QAbstractSlider)):
@@ -35,7 +40,10 @@ def control_value(w: QtWidgets.QWidget) -> object | None:
 
 
 def set_control_value(w: QtWidgets.QWidget, value: object) -> None:
-    if isinstance(w, QtWidgets.QComboBox) and type(value) is int and 0 <= value < w.count():
+    if isinstance(w, QtWidgets.QLineEdit) and isinstance(value, str):
+        w.setText(value[:MAX_OPTION_TEXT])
+        w.editingFinished.emit()  # what typing and Enter would have done
+    elif isinstance(w, QtWidgets.QComboBox) and type(value) is int and 0 <= value < w.count():
         w.setCurrentIndex(value)
     elif isinstance(w, QtWidgets.QDoubleSpinBox) and isinstance(value, (int, float)) and not isinstance(value, bool):
         w.setValue(float(value))
@@ -52,6 +60,11 @@ class FigureViewBase(QtWidgets.QWidget):
     Subclasses fill the canvas once in ``__init__`` and implement ``figure_title`` and
     ``figure_data``; ``transient_items`` lists items hidden while exporting.
 
+    The view protocol: :meth:`set_data` draws the one data object it is given (the view owns no model and
+    computes nothing that needs one), :meth:`apply` takes a choice's selectors, ``chose(changes)``
+    says what the user picked in it, :meth:`options`/:meth:`set_options` save and restore its
+    own controls. Its spec (:class:`~attnviz.qt.views.spec.ViewSpec`) says where the data comes from.
+
     Linking (see :mod:`attnviz.qt.selection`): whoever links the view calls
     :meth:`set_link_state`, which shows the "Linked" toggle and a caption of the selection it
     follows at the right of the controls; ``linkToggled(bool)`` when the user flips it. A view
@@ -61,6 +74,8 @@ class FigureViewBase(QtWidgets.QWidget):
 
     linkToggled = QtCore.Signal(bool)
     queryHovered = QtCore.Signal(str, int)
+    chose = QtCore.Signal(dict)  # the user picked selectors in the view: fields of Selection (kind, layer, head, mode, query)
+    optionsChanged = QtCore.Signal()  # an option its data is computed from changed (a spec that reads_options)
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme: Theme | str | None = None):
         super().__init__(parent)
@@ -214,6 +229,14 @@ class FigureViewBase(QtWidgets.QWidget):
         finally:
             for i, visible in states:
                 i.setVisible(visible)
+
+    def set_data(self, data: object) -> None:
+        """Draw ``data``: what the view's spec computes for a frame (one object; ``show`` is
+        QWidget's, hence the name)."""
+        raise NotImplementedError(f"{type(self).__name__} does not draw data yet")
+
+    def apply(self, choice: ViewChoice) -> None:
+        """Take the selectors of ``choice`` that the view has (``None`` fields: keep what it shows)."""
 
     def has_data(self) -> bool:
         raise NotImplementedError

@@ -8,18 +8,16 @@ of tokens, and B's vectors are exactly A's, reordered.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import partial
 from typing import TYPE_CHECKING
 
 import numpy as np
-from PySide6 import QtCore, QtWidgets
+from PySide6 import QtWidgets
 
-from attnviz.core.analysis.compare import SourceComparison, compare_texts, swap_ends
+from attnviz.core.analysis.compare import CompareFrame, SourceComparison, compare_both, swap_ends
 from attnviz.core.analysis.figure_data import FigureData
 from attnviz.core.data.pieces import WORD_START_LEGEND, display_piece
-from attnviz.core.decoding.strategies import DecodingError
-from attnviz.qt.selection import Request, ViewChoice
+from attnviz.qt.analyses import Analysis
+from attnviz.qt.selection import ViewChoice
 from attnviz.qt.views.base import FigureViewBase, LayerHeadChoice, make_combo
 from attnviz.qt.views.spec import ATTENTION_SELECTORS, ViewSpec
 from attnviz.qt.widgets.colormaps import DIVERGING_COLORMAP, Theme
@@ -31,7 +29,6 @@ if TYPE_CHECKING:
     from attnviz.qt.session import Session
 
 #: (text A, text B, positional) -> the comparison; what the registry hands the view.
-Comparer = Callable[[str, str, bool], SourceComparison]
 
 PANELS: dict[str, str] = {
     "out_a": "C_encoder · A",
@@ -54,18 +51,15 @@ class QtCompareView(FigureViewBase):
     """Sources A (the session's) and B (typed here; default: A with its first and last word or
     character swapped) through the encoder, with or without PE.
 
-    ``set_source(compare, text)``; ``set_other(text)``; ``set_positional(on)``;
+    ``set_data(CompareFrame)``; ``set_other(text)``, ``set_positional(on)`` (options: a new
+    comparison is asked for through ``optionsChanged``);
     ``select(layer=, head=)`` (0-based encoder layer and head). ``comparison()`` is what is shown.
     """
-
-    selectionChanged = QtCore.Signal(int, int)
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme: Theme | str | None = None):
         super().__init__(parent, theme=theme)
         self.setObjectName("compareFigure")  # its dock is "compareView"
-        self._compare: Comparer | None = None
         self._source = ""
-        self._key: object = None
         self._result: SourceComparison | None = None
         self._contrast: SourceComparison | None = None  # the same pair with PE switched the other way
         self._error: str | None = None
@@ -80,8 +74,8 @@ class QtCompareView(FigureViewBase):
         self.head_combo = self._add_control("Head", make_combo("compareHeadCombo", "Head i"))
         self.layer_head = LayerHeadChoice(self.layer_combo, self.head_combo)
         self.controls.addStretch(1)
-        self.other_edit.editingFinished.connect(self._recompute)
-        self.pe_off.toggled.connect(self._recompute)
+        self.other_edit.editingFinished.connect(self.optionsChanged)
+        self.pe_off.toggled.connect(self.optionsChanged)
         self.layer_combo.currentIndexChanged.connect(self._on_controls_changed)
         self.head_combo.currentIndexChanged.connect(self._on_controls_changed)
         self._build_canvas()
@@ -108,22 +102,20 @@ class QtCompareView(FigureViewBase):
         self._set_title()
 
     # data -------------------------------------------------------------------------------
-    def set_source(self, compare: Comparer, text: str, key: object = None) -> None:
-        """Source A and how to compare (a closure over the model); recomputes unless ``key``
-        (what the closure compares with) and ``text`` are those already shown."""
-        if key is not None and (key, text) == (self._key, self._source) and self._result is not None:
-            return
-        self._compare, self._source, self._key = compare, text, key
-        self.other_edit.setPlaceholderText(swap_ends(text))
-        self._recompute()
+    def set_data(self, frame: CompareFrame) -> None:
+        """Source A and its comparisons with B (computed from this view's options: B's text, PE off)."""
+        self._source, self._result, self._contrast, self._error = frame.source, frame.result, frame.contrast, frame.error
+        self.other_edit.setPlaceholderText(swap_ends(frame.source))
+        self._fit_choice()
+        self._refresh()
 
     def set_other(self, text: str) -> None:
-        """Source B (empty: the default, A with its ends swapped); recomputes."""
+        """Source B (empty: the default, A with its ends swapped): compared anew (``optionsChanged``)."""
         self.other_edit.setText(text)
-        self._recompute()
+        self.optionsChanged.emit()
 
     def set_positional(self, on: bool) -> None:
-        """With (True) or without positional encoding; recomputes."""
+        """With (True) or without positional encoding: compared anew (``optionsChanged``)."""
         self.pe_off.setChecked(not on)
 
     def other_text(self) -> str:
@@ -139,6 +131,10 @@ class QtCompareView(FigureViewBase):
         self.layer_head.set(layer, head)
         self._fit_choice()
         self._refresh()
+
+    def apply(self, choice: ViewChoice) -> None:
+        """The selected layer and head (of the encoder: the only kind the view shows)."""
+        self.select(layer=choice.layer, head=choice.head)
 
     def layer(self) -> int:
         return self.layer_head.layer
@@ -158,19 +154,6 @@ class QtCompareView(FigureViewBase):
         return out
 
     # internals ----------------------------------------------------------------------------
-    def _recompute(self) -> None:
-        if self._compare is None:
-            return
-        positional, other = not self.pe_off.isChecked(), self.other_text()
-        try:  # the other setting too, for the numbers that make the point
-            self._result = self._compare(self._source, other, positional)
-            self._contrast = self._compare(self._source, other, not positional)
-            self._error = None
-        except DecodingError as exc:
-            self._result, self._contrast, self._error = None, None, str(exc)
-        self._fit_choice()
-        self._refresh()
-
     def _fit_choice(self) -> None:
         shape = self._result.a.weights.shape if self._result is not None else (0, 0)
         self.layer_head.fit(shape[0], shape[1])
@@ -178,7 +161,8 @@ class QtCompareView(FigureViewBase):
     def _on_controls_changed(self) -> None:
         self.layer_head.read()
         self._refresh()
-        self.selectionChanged.emit(*self.layer_head.index)
+        layer, head = self.layer_head.index
+        self.chose.emit({"kind": "encoder", "layer": layer, "head": head, "mode": "head"})
 
     def labels(self) -> dict[str, tuple[str, ...]]:
         """Row labels of A and B (pieces), and A's pieces with their matched position in B."""
@@ -293,30 +277,18 @@ class QtCompareView(FigureViewBase):
         return [p.hover_marker for p in self.panels.values()]
 
 
-# -- the registry's entry points ----------------------------------------------------------------
-def load_compare(view: QtCompareView, session: Session, choice: ViewChoice) -> bool:
-    """The session's source as A, compared through the session's model (four encoder passes:
-    A and B, with and without PE; about 15 ms, skipped while the model and the source stay)."""
+# -- the registry's entry ----------------------------------------------------------------------
+def compare_data(session: Session, choice: ViewChoice, options: dict[str, object]) -> Analysis | None:
+    """The session's source as A against the view's B (its options), through the session's
+    model in a worker (four encoder passes: A and B, with and without PE; skipped while the
+    model, A, B and PE stay)."""
     bundle, cur = session.bundle, session.current
     if bundle is None or cur is None:
-        return False
-    view.set_source(partial(compare_texts, bundle.model, bundle.src_tokenizer), cur.source.text, key=bundle.model)
-    return view.has_data()
+        return None
+    a = cur.source.text
+    b = str(options.get("compareOtherEdit") or "").strip() or swap_ends(a)
+    return Analysis(compare_both, (bundle.model, bundle.src_tokenizer, a, b, not options.get("comparePeOff")))
 
 
-def select_compare(view: QtCompareView, c: ViewChoice) -> None:
-    """The selected layer and head (of the encoder: the only kind the view shows)."""
-    view.select(layer=c.layer, head=c.head)
-
-
-def watch_compare(view: QtCompareView, request: Request) -> None:
-    """A layer or head chosen in the view moves the linked selection."""
-
-    def on_chosen(layer: int, head: int) -> None:
-        request(kind="encoder", layer=layer, head=head, mode="head")
-
-    view.selectionChanged.connect(on_chosen)
-
-
-SPEC = ViewSpec("compare", QtCompareView, "Word order (compare)", "compareView", "bottom", ATTENTION_SELECTORS, load_compare,
-                select_compare, kinds=("encoder",), empty="nothing to compare: type a source sentence", watch=watch_compare)
+SPEC = ViewSpec("compare", QtCompareView, "Word order (compare)", "compareView", "bottom", ATTENTION_SELECTORS, data=compare_data,
+                reads_options=True, kinds=("encoder",), empty="nothing to compare: type a source sentence")

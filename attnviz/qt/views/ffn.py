@@ -10,12 +10,11 @@ The view renders :class:`attnviz.core.analysis.ffn.FfnData`; click a row to sele
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6 import QtCore, QtWidgets
+from PySide6 import QtWidgets
 
 from attnviz.core.analysis.ffn import ACTIVATION_NAMES, FfnData, FfnLayer, ffn_data_for, off_label, off_share, stack_of, top_units
 from attnviz.core.analysis.figure_data import FigureData
@@ -40,8 +39,6 @@ class QtFfnView(FigureViewBase):
     """``set_data(FfnData)``; ``select(stack, layer, query)`` picks the layer and the token (0-based).
     ``layerChosen(stack, layer)`` and ``tokenChosen(row)`` when the user picks them in the view."""
 
-    layerChosen = QtCore.Signal(str, int)
-    tokenChosen = QtCore.Signal(int)
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme=None):
         super().__init__(parent, theme=theme)
@@ -81,6 +78,10 @@ class QtFfnView(FigureViewBase):
             self._stack, self._layer = data.layers[0].stack, data.layers[0].layer
         self._update_controls()
         self._refresh()
+
+    def apply(self, choice: ViewChoice) -> None:
+        """The selected kind's stack (cross-attention sits in the decoder), layer and token."""
+        self.select(choice.kind, choice.layer, choice.query)
 
     def select(self, kind: str | None = None, layer: int | None = None, query: int | None = None) -> None:
         """Show the FFN of ``kind``'s stack (cross: the decoder), ``layer``, token ``query``; ``None`` keeps."""
@@ -183,11 +184,11 @@ class QtFfnView(FigureViewBase):
         if key:
             stack, _, layer = str(key).partition(":")
             self.select(stack, int(layer))
-            self.layerChosen.emit(stack, int(layer))
+            self.chose.emit({"kind": stack, "layer": int(layer)})
 
     def _on_cell_clicked(self, row: int, col: int) -> None:
         self.select(query=row)
-        self.tokenChosen.emit(row)
+        self.chose.emit({"query": row})
 
     def _on_hovered(self, info: HoverInfo | None) -> None:
         if info is None:
@@ -213,25 +214,13 @@ class QtFfnView(FigureViewBase):
 
 
 
-# -- the registry's entry: loading, selecting, watching --
-def load_ffn(view: QtFfnView, session: Session, choice: ViewChoice) -> bool:
+# -- the registry's entry ----------------------------------------------------------------------
+def ffn_data(session: Session, choice: ViewChoice) -> FfnData | None:
     """The FFN activations the session's decoding recorded (no extra pass)."""
     if session.bundle is None or session.current is None:
-        return False
-    view.set_data(ffn_data_for(session.current, session.bundle.config))
-    return view.has_data()
+        return None
+    return ffn_data_for(session.current, session.bundle.config)
 
 
-def select_ffn(view: QtFfnView, c: ViewChoice) -> None:
-    """The selected kind's stack (cross-attention sits in the decoder), layer and token."""
-    view.select(c.kind, c.layer, c.query)
-
-
-def watch_ffn(view: QtFfnView, request: Callable[..., None]) -> None:
-    """A layer chosen in the combo, or a token clicked, moves the linked selection."""
-    view.layerChosen.connect(lambda stack, layer: request(kind=stack, layer=layer))
-    view.tokenChosen.connect(lambda row: request(query=row))
-
-
-SPEC = ViewSpec("ffn", QtFfnView, "FFN", "ffnView", "bottom", ("kind", "layer", "query"), load_ffn, select_ffn,
-                kinds=("encoder", "decoder"), watch=watch_ffn, stack_view=True)
+SPEC = ViewSpec("ffn", QtFfnView, "FFN", "ffnView", "bottom", ("kind", "layer", "query"), data=ffn_data,
+                kinds=("encoder", "decoder"), stack_view=True)

@@ -12,7 +12,6 @@ The view renders :class:`attnviz.core.analysis.logit_lens.LogitLens`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -21,6 +20,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from attnviz.core.analysis.figure_data import FigureData
 from attnviz.core.analysis.logit_lens import LogitLens, logit_lens_for
 from attnviz.core.data.pieces import WORD_START_LEGEND, display_piece
+from attnviz.qt.analyses import Analysis
 from attnviz.qt.views.base import FigureViewBase
 from attnviz.qt.views.small_plots import CellLabels, apply_plot_theme, legend_title, series, set_ticks, small_plot
 from attnviz.qt.views.spec import ViewSpec
@@ -37,9 +37,7 @@ MIN_HEIGHT = 460  # px of canvas before the dock scrolls
 
 class QtLogitLensView(FigureViewBase):
     """``set_data(LogitLens | None)``; ``select(query)`` picks the position (0-based);
-    ``positionChosen(row)`` when the user clicks one."""
-
-    positionChosen = QtCore.Signal(int)
+    ``chose({"query": row})`` when the user clicks one."""
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme=None):
         super().__init__(parent, theme=theme)
@@ -68,11 +66,17 @@ class QtLogitLensView(FigureViewBase):
         self._apply_theme()
         self._refresh()
 
-    def set_data(self, lens: LogitLens | None, final_norm: bool = True) -> None:
-        """``final_norm``: the model has a norm after the decoder (post-norm bundles have none)."""
+    def set_data(self, lens: LogitLens | None) -> None:
+        """The lens to draw; its ``final_norm`` says what the output layer reads (post-norm
+        bundles have no norm after the decoder)."""
         self._lens = lens
-        self._read = "Norm(h_l)" if final_norm else "h_l"
+        self._read = "Norm(h_l)" if lens is None or lens.final_norm else "h_l"
         self._refresh()
+
+    def apply(self, choice: ViewChoice) -> None:
+        """The selected query row picks the position (a row of the decoder's input); a row of
+        the encoder's (a source piece, selection kind "encoder") is no position and leaves it."""
+        self.select(None if choice.kind == "encoder" else choice.query)
 
     def select(self, query: int | None = None) -> None:
         if query is not None:
@@ -155,7 +159,7 @@ class QtLogitLensView(FigureViewBase):
 
     def _on_cell_clicked(self, row: int, col: int) -> None:
         self.select(col)
-        self.positionChosen.emit(col)
+        self.chose.emit({"query": col})
 
     def _on_hovered(self, info: HoverInfo | None) -> None:
         lens = self._lens
@@ -183,26 +187,15 @@ class QtLogitLensView(FigureViewBase):
         return [self.heatmap.hover_marker]
 
 
-# -- the registry's entry: loading, selecting, watching --
-def load_logit_lens(view: QtLogitLensView, session: Session, choice: ViewChoice) -> bool:
-    """Each decoder layer's recorded output through the final norm and the output layer."""
-    bundle, cur = session.bundle, session.current
-    if bundle is None or cur is None:
-        return False
-    view.set_data(logit_lens_for(cur, bundle.model, bundle.tgt_tokenizer), bool(bundle.config.final_norm))
-    return view.has_data()
+# -- the registry's entry ----------------------------------------------------------------------
+def logit_lens_data(session: Session, choice: ViewChoice) -> Analysis | None:
+    """Each decoder layer's recorded output of the frame through the final norm and the output
+    layer: a model call, run in a worker."""
+    bundle, frozen = session.bundle, session.frozen()
+    if bundle is None or frozen is None:
+        return None
+    return Analysis(logit_lens_for, (frozen, bundle.model, bundle.tgt_tokenizer))
 
 
-def select_logit_lens(view: QtLogitLensView, c: ViewChoice) -> None:
-    """The selected query row picks the position (a row of the decoder's input); a row of the
-    encoder's (a source piece, selection kind "encoder") is no position and leaves it."""
-    view.select(None if c.kind == "encoder" else c.query)
-
-
-def watch_logit_lens(view: QtLogitLensView, request: Callable[..., None]) -> None:
-    view.positionChosen.connect(lambda row: request(query=row))
-
-
-SPEC = ViewSpec("logit-lens", QtLogitLensView, "Logit lens", "logitLensView", "bottom", ("query",), load_logit_lens,
-                select_logit_lens, empty="nothing for the logit lens: the model has no decoder layers, or no step is decoded yet",
-                watch=watch_logit_lens, query_rows="target")
+SPEC = ViewSpec("logit-lens", QtLogitLensView, "Logit lens", "logitLensView", "bottom", ("query",), data=logit_lens_data,
+                empty="nothing for the logit lens: the model has no decoder layers, or no step is decoded yet", query_rows="target")

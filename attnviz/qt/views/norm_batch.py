@@ -25,7 +25,6 @@ source runs only the decoder on the session's sentence); the accuracy is measure
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -33,8 +32,9 @@ from PySide6 import QtCore, QtWidgets
 
 from attnviz.core.analysis.ffn import stack_of
 from attnviz.core.analysis.figure_data import FigureData
-from attnviz.core.analysis.norm_batch import ACCURACY_PAIRS, AccuracyGap, NormBatch, NormBatchBuilder, NormSiteBatch, measure_accuracy
+from attnviz.core.analysis.norm_batch import ACCURACY_PAIRS, AccuracyGap, NormBatch, NormBatchBuilder, NormBatchFrame, NormSiteBatch, norm_batch_frame
 from attnviz.core.data.pieces import display_piece
+from attnviz.qt.analyses import Analysis
 from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
 from attnviz.qt.views.small_plots import CellLabels, apply_plot_theme, legend_title, series, small_plot
 from attnviz.qt.views.spec import ViewSpec
@@ -70,7 +70,6 @@ class QtNormBatchView(FigureViewBase):
     stack and layer whose norms the combo offers; ``measured(AccuracyGap)`` after a measurement."""
 
     measured = QtCore.Signal(object)  # AccuracyGap
-    layerChosen = QtCore.Signal(str, int)  # stack, layer of a norm picked in the combo
     progressed = QtCore.Signal(int, int)  # done, total (emitted from the worker thread)
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme=None):
@@ -85,10 +84,8 @@ class QtNormBatchView(FigureViewBase):
         self._colour_meaning = ""  # what the batch heatmap's colour shows
         self._measure: Measure | None = None
         self._model_key: object = None
-        self._batch_key: object = None
         self._gap: AccuracyGap | None = None
         self._worker: FunctionWorker | None = None
-        self._builder: NormBatchBuilder | None = None
         self._build_controls()
         ci = self.canvas.ci
         self.title = TitleItem(self.theme)
@@ -139,15 +136,14 @@ class QtNormBatchView(FigureViewBase):
         self.measure_button.clicked.connect(self.start_measuring)
 
     # data and selection ----------------------------------------------------------------------------
-    def set_data(self, batch: NormBatch, measure: Measure | None = None, model_key: object = None, batch_key: object = None) -> None:
-        """Show ``batch``; ``measure`` measures the accuracy gap of its model (``None``: it cannot).
-        ``model_key`` names the model (another one drops the measured numbers), ``batch_key`` the
-        batch (see :meth:`batch_key`)."""
-        if model_key is not self._model_key:
+    def set_data(self, frame: NormBatchFrame) -> None:
+        """Show ``frame.batch``; ``frame.measure`` measures the accuracy gap of its model (``None``:
+        it cannot); another ``frame.model`` than the last drops the measured numbers."""
+        if frame.model is not self._model_key:
             self._stop_worker()
             self._gap = None
-        self._batch, self._measure, self._model_key, self._batch_key = batch, measure, model_key, batch_key
-        if self._site is None or batch.get(self._site) is None:
+        self._batch, self._measure, self._model_key = frame.batch, frame.measure, frame.model
+        if self._site is None or frame.batch.get(self._site) is None:
             self._site = self._default_site()
         self._update_controls()
         self._refresh()
@@ -160,16 +156,10 @@ class QtNormBatchView(FigureViewBase):
         self._update_controls()
         self._refresh()
 
-    def batch_key(self) -> object:
-        """What the shown batch was built from (its loader's key; ``None``: unknown)."""
-        return self._batch_key
-
-    def builder_for(self, bundle) -> NormBatchBuilder:
-        """The builder of ``bundle``'s batches, kept while the view shows that bundle (it keeps
-        what the next step of the same source can reuse)."""
-        if self._builder is None or self._builder.bundle is not bundle:
-            self._builder = NormBatchBuilder(bundle)
-        return self._builder
+    def apply(self, choice: ViewChoice) -> None:
+        """The selected kind's stack (cross-attention sits in the decoder) and layer."""
+        if choice.kind is not None or choice.layer is not None:
+            self.select(None if choice.kind is None else stack_of(choice.kind), choice.layer)
 
     def set_site(self, site: str) -> None:
         if self._batch is None or self._batch.get(site) is None:
@@ -352,7 +342,7 @@ class QtNormBatchView(FigureViewBase):
             self.set_site(site)
             parts = site.split(".")
             if parts[1] == "layers":
-                self.layerChosen.emit(parts[0], int(parts[2]))
+                self.chose.emit({"kind": parts[0], "layer": int(parts[2])})
 
     def _on_feature_changed(self, value: int) -> None:
         self._feature = value
@@ -443,31 +433,18 @@ class QtNormBatchView(FigureViewBase):
         return [self.heatmap.hover_marker]
 
 
-# -- the registry's entry: loading, selecting, watching --
-def load_norm_batch(view: QtNormBatchView, session: Session, choice: ViewChoice) -> bool:
-    """The session's sentence in a batch with a few examples, through its model (on a new step of
-    the same source only the decoder on the session's sentence runs; nothing while the model and
-    the sentence stay the same)."""
-    bundle, cur = session.bundle, session.current
-    if bundle is None or cur is None:
-        return False
-    key = (bundle.model, tuple(cur.src_ids), tuple(cur.input_ids))  # a model compares by identity
-    if view.batch_key() != key:
-        measure = partial(measure_accuracy, bundle) if bundle.config.norm == "batch" and bundle.meta.get("data") else None
-        view.set_data(view.builder_for(bundle).build(cur.src_ids, cur.input_ids), measure, bundle.model, key)
-    return view.has_data()
+# -- the registry's entry ----------------------------------------------------------------------
+def norm_batch_data(session: Session, choice: ViewChoice) -> Analysis | None:
+    """The frame's sentence in a batch with a few examples, through the model in a worker (on a
+    new step of the same source only the decoder on the session's sentence runs; nothing while
+    the model and the sentence stay the same)."""
+    bundle, frozen = session.bundle, session.frozen()
+    if bundle is None or frozen is None:
+        return None
+    builder = session.per_model("norm-batch", lambda: NormBatchBuilder(bundle))
+    return Analysis(norm_batch_frame, (builder, tuple(frozen.src_ids), tuple(frozen.input_ids)))
 
 
-def select_norm_batch(view: QtNormBatchView, c: ViewChoice) -> None:
-    """The selected kind's stack (cross-attention sits in the decoder) and layer."""
-    if c.kind is not None or c.layer is not None:
-        view.select(None if c.kind is None else stack_of(c.kind), c.layer)
-
-
-def watch_norm_batch(view: QtNormBatchView, request: Callable[..., None]) -> None:
-    view.layerChosen.connect(lambda stack, layer: request(kind=stack, layer=layer))
-
-
-SPEC = ViewSpec("norm-batch", QtNormBatchView, "LN vs BN on a batch", "normBatchView", "bottom", ("kind", "layer"), load_norm_batch,
-                select_norm_batch, kinds=("encoder", "decoder"), watch=watch_norm_batch, stack_view=True,
+SPEC = ViewSpec("norm-batch", QtNormBatchView, "LN vs BN on a batch", "normBatchView", "bottom", ("kind", "layer"), data=norm_batch_data,
+                kinds=("encoder", "decoder"), stack_view=True,
                 empty="no normalization to show: the model has no encoder layers, no decoder layers and no final norm")

@@ -16,6 +16,7 @@ from functools import partial
 from PySide6 import QtCore, QtWidgets
 
 from attnviz.errors import CommandError
+from attnviz.qt.analyses import Analysis
 from attnviz.qt.export.files import session_metadata
 from attnviz.qt.selection import LinkedSelection, Selection, ViewChoice, query_axis
 from attnviz.qt.session import Session
@@ -70,10 +71,34 @@ def build_view(spec: ViewSpec, *, theme: str | None = None) -> FigureViewBase:
 def show_in_view(spec: ViewSpec, view: FigureViewBase, session: Session, choice: ViewChoice) -> None:
     """Give ``view`` the session's data and apply ``choice``: what ``attnviz export`` draws.
     Raises :class:`CommandError` when the session has nothing for this view yet."""
-    if session.current is None or not spec.load(view, session, choice):
+    if not feed_now(spec, view, session, choice):
         raise CommandError(spec.empty)
-    if spec.select is not None:
-        spec.select(view, choice)
+
+
+def feed_now(spec: ViewSpec, view: FigureViewBase, session: Session, choice: ViewChoice) -> bool:
+    """Give ``view`` the session's data for ``choice`` and apply it, its analysis run here and
+    now (no event loop to wait in: a command, a test); False when there is nothing to draw."""
+    if session.current is None:
+        return False
+    if spec.data is None:  # an older entry
+        if not spec.load(view, session, choice):
+            return False
+        if spec.select is not None:
+            spec.select(view, choice)
+        return True
+    data = view_data(spec, view, session, choice)
+    data = data.run() if isinstance(data, Analysis) else data
+    if data is None:
+        return False
+    view.set_data(data)
+    if not spec.from_choice:
+        view.apply(choice)
+    return view.has_data()
+
+
+def view_data(spec: ViewSpec, view: FigureViewBase, session: Session, choice: ViewChoice) -> object:
+    """``spec``'s data for the session's frame and ``choice`` (and ``view``'s options, for a spec that reads them)."""
+    return spec.data(session, choice, view.options()) if spec.reads_options else spec.data(session, choice)
 
 
 def file_stem(spec: ViewSpec, choice: ViewChoice) -> str:
@@ -115,11 +140,15 @@ class ViewSet(QtCore.QObject):
     is refreshed; a view that is not (a hidden dock, a background tab) is marked stale and catches
     up, once, when it is next painted.
 
+    A view's data that needs the model comes as an :class:`~attnviz.qt.analyses.Analysis`: it
+    runs in the session's workers (``session.analyses``), a newer one for the same view
+    supersedes it, and the view draws the result when it arrives; the UI thread only draws.
+
     Linking: every view whose spec takes a selector follows ``selection`` unless the user
-    unlinks it (its "Linked" toggle). A choice made in a linked view (its spec's ``watch``)
-    moves the selection; every other linked view on screen then gets it through its spec's
-    ``select`` (or is loaded again with it, when its spec has no ``select``); one off screen gets
-    it when it is shown. A query row hovered in one view is outlined in the others.
+    unlinks it (its "Linked" toggle). A choice made in a linked view (its ``chose`` signal)
+    moves the selection; every other linked view on screen then gets it through its ``apply``
+    (or new data, when its data is drawn from the choice); one off screen gets it when it is
+    shown. A query row hovered in one view is outlined in the others.
     """
 
     failed = QtCore.Signal(str)  # a view could not draw: a one-line message
@@ -151,7 +180,10 @@ class ViewSet(QtCore.QObject):
         view = self.views[spec.name]
         view.linkToggled.connect(partial(self.set_linked, spec.name))
         view.queryHovered.connect(partial(self._on_query_hovered, spec.name))
-        if spec.watch is not None:
+        view.chose.connect(lambda changes, name=spec.name: self.request(name, **changes))
+        if spec.reads_options:
+            view.optionsChanged.connect(partial(self._on_options_changed, spec.name))
+        if spec.watch is not None:  # an older entry
             spec.watch(view, partial(self.request, spec.name))
         self._update_caption(spec.name)
 
@@ -220,18 +252,48 @@ class ViewSet(QtCore.QObject):
         if self.session.current is None:
             return
         self.refreshes[name] += 1
-        spec = self.specs[name]
-        choice = self.followed(name)
-        if not spec.load(view, self.session, choice):
+        self._feed(name, self.followed(name))
+
+    def _feed(self, name: str, choice: ViewChoice) -> None:
+        """Give view ``name`` its data for ``choice``: at once, or when its analysis returns."""
+        spec, view = self.specs[name], self.views[name]
+        if spec.data is None:  # an older entry
+            if spec.load(view, self.session, choice):
+                self._fed(name, choice)
             return
-        if spec.select is None:
+        data = view_data(spec, view, self.session, choice)
+        if isinstance(data, Analysis):
+            self.session.analyses.submit(name, data, lambda result: self._deliver(name, choice, result))
+        elif data is not None:
+            self._deliver(name, choice, data)
+
+    def _deliver(self, name: str, choice: ViewChoice, data: object) -> None:
+        self.views[name].set_data(data)
+        self._fed(name, choice)
+
+    def _fed(self, name: str, choice: ViewChoice) -> None:
+        """View ``name`` has new data of ``choice``: it takes the choice it follows now."""
+        spec = self.specs[name]
+        if spec.drawn_from_choice:
             self._applied[name] = choice
         elif self.is_linked(name):
             self._apply(name)
         elif name not in self._applied and spec.opening is not None:
-            spec.select(view, spec.opening)
+            self._select(name, spec.opening)
             self._applied[name] = spec.opening
         self._update_caption(name)
+
+    def _select(self, name: str, choice: ViewChoice) -> None:
+        spec, view = self.specs[name], self.views[name]
+        if spec.select is not None:  # an older entry
+            spec.select(view, choice)
+        else:
+            view.apply(choice)
+
+    def _on_options_changed(self, name: str) -> None:
+        """View ``name``'s own options changed what its data is: computed again (now, or when it is shown)."""
+        self.stale.add(name)
+        self.catch_up(name)
 
     # -- linking -----------------------------------------------------------------------------
     def is_linked(self, name: str) -> bool:
@@ -291,13 +353,13 @@ class ViewSet(QtCore.QObject):
         moves, or, for an unlinked view, its own choice."""
         spec = self.specs[name]
         if self.is_linked(name):
-            if spec.select is not None:  # the view shows it already; one drawn from the choice is drawn again
+            if not spec.drawn_from_choice:  # the view shows it already; one drawn from the choice is drawn again
                 target = replace(self.selection.value(), **{k: v for k, v in changes.items() if v is not None})
                 self._applied[name] = self._choice(spec, target)
             self.selection.update(**changes)
         else:
             self._own[name] = replace(self._own[name], **{k: v for k, v in changes.items() if v is not None})
-            if spec.select is None:  # the view is drawn from the choice: draw it again
+            if spec.drawn_from_choice:  # the view is drawn from the choice: draw it again
                 self.refresh(self.views[name])
         self._update_caption(name)
 
@@ -307,10 +369,10 @@ class ViewSet(QtCore.QObject):
         choice = self.followed(name)
         if self._applied.get(name) == choice:
             return
-        if spec.select is not None and view.has_data():
-            spec.select(view, choice)
-        elif spec.select is None and self.session.current is not None:
-            spec.load(view, self.session, choice)
+        if not spec.drawn_from_choice and view.has_data():
+            self._select(name, choice)
+        elif spec.drawn_from_choice and self.session.current is not None:
+            self._feed(name, choice)
         else:
             return
         self._applied[name] = choice

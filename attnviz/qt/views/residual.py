@@ -1,14 +1,13 @@
 """The residual stream across depth: ‖x‖ after the embedding and after every sublayer, and
 ‖Sublayer(x)‖, what each sublayer adds, one plot per stack (mean over the tokens; the selected
 token as a dotted line). Click a point to select that layer and sublayer in the other views:
-the view emits ``selectionRequested(kind, layer, head, query)`` (head and query −1: keep).
+the view emits ``chose({kind, layer})`` (head and query kept).
 
 The view renders :class:`attnviz.core.analysis.residual.ResidualStack` (one per stack).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -17,7 +16,7 @@ from PySide6 import QtCore, QtWidgets
 
 from attnviz.core.analysis.figure_data import FigureData
 from attnviz.core.analysis.norms import placement_formula
-from attnviz.core.analysis.residual import SUBLAYER_LEGEND, ResidualStack, residual_data_for
+from attnviz.core.analysis.residual import SUBLAYER_LEGEND, ResidualFrame, ResidualStack, residual_data_for
 from attnviz.core.data.pieces import display_piece
 from attnviz.core.model.sites import KINDS
 from attnviz.qt.views.base import FigureViewBase
@@ -32,7 +31,6 @@ if TYPE_CHECKING:
     from attnviz.qt.session import Session
 
 STACKS = ("encoder", "decoder")
-KEEP = -1  # a selectionRequested argument the other views keep as it is
 
 
 class StackPlot:
@@ -81,7 +79,6 @@ def legend_entries(theme) -> tuple[tuple[str, str, str], ...]:
 class QtResidualView(FigureViewBase):
     """``set_data(stacks)``; ``select(kind, layer, query)`` marks a layer's sublayer and a token."""
 
-    selectionRequested = QtCore.Signal(str, int, int, int)  # kind, layer, head, query (0-based; KEEP: keep)
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme=None):
         super().__init__(parent, theme=theme)
@@ -102,10 +99,14 @@ class QtResidualView(FigureViewBase):
         self._apply_theme()
         self._refresh()
 
-    def set_data(self, stacks: Sequence[ResidualStack], formula: str = "x + Sublayer(LN(x))") -> None:
+    def set_data(self, frame: ResidualFrame) -> None:
+        stacks, formula = frame.stacks, frame.formula
         self._formula = formula
         self._stacks = {s.stack: s for s in stacks}
         self._refresh()
+
+    def apply(self, choice: ViewChoice) -> None:
+        self.select(choice.kind, choice.layer, choice.query)
 
     def select(self, kind: str | None = None, layer: int | None = None, query: int | None = None) -> None:
         if kind is not None or layer is not None:
@@ -172,7 +173,7 @@ class QtResidualView(FigureViewBase):
         self.select(sub.selection_kind, sub.layer)
         self._point = (stack, point)
         self._refresh()
-        self.selectionRequested.emit(sub.selection_kind, sub.layer, KEEP, KEEP)
+        self.chose.emit({"kind": sub.selection_kind, "layer": sub.layer})
 
     def figure_title(self) -> str:
         """``Residual stream · cross layer 2 marked``: the kind and layer the marked point belongs to."""
@@ -195,25 +196,14 @@ class QtResidualView(FigureViewBase):
                           {"point": tuple(labels)}, extras)
 
 
-# -- the registry's entry: loading, selecting, watching --
-def load_residual(view: QtResidualView, session: Session, choice: ViewChoice) -> bool:
+# -- the registry's entry ----------------------------------------------------------------------
+def residual_data(session: Session, choice: ViewChoice) -> ResidualFrame | None:
     """The stream's norms from what the session's decoding recorded (no extra pass)."""
     if session.bundle is None or session.current is None:
-        return False
-    view.set_data(residual_data_for(session.current, session.bundle.config), placement_formula(session.bundle.config.norm, session.bundle.config.norm_placement))
-    return view.has_data()
+        return None
+    cfg = session.bundle.config
+    return ResidualFrame(residual_data_for(session.current, cfg), placement_formula(cfg.norm, cfg.norm_placement))
 
 
-def select_residual(view: QtResidualView, c: ViewChoice) -> None:
-    view.select(c.kind, c.layer, c.query)
-
-
-def watch_residual(view: QtResidualView, request: Callable[..., None]) -> None:
-    """A clicked point moves the linked selection to its layer and kind (head and query kept)."""
-    view.selectionRequested.connect(
-        lambda kind, layer, head, query: request(kind=kind, layer=layer, head=None if head == KEEP else head,
-                                                 query=None if query == KEEP else query))
-
-
-SPEC = ViewSpec("residual", QtResidualView, "Residual stream", "residualView", "bottom", ("kind", "layer", "query"), load_residual,
-                select_residual, kinds=KINDS, watch=watch_residual)
+SPEC = ViewSpec("residual", QtResidualView, "Residual stream", "residualView", "bottom", ("kind", "layer", "query"), data=residual_data,
+                kinds=KINDS)

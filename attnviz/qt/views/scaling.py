@@ -8,17 +8,16 @@ scaling softmax saturates (one weight near 1) as d_k grows.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
-from PySide6 import QtCore, QtWidgets
+from PySide6 import QtWidgets
 
 from attnviz.core.analysis.figure_data import KIND_TITLES, FigureData
-from attnviz.core.analysis.scaling import LayerScaling, RandomScaling, ScalingComparison, random_scaling, result_scaling
+from attnviz.core.analysis.scaling import LayerScaling, RandomScaling, ScalingComparison, ScalingFrame, random_scaling, result_scaling
 from attnviz.core.data.pieces import display_piece
 from attnviz.core.model.sites import KINDS
-from attnviz.qt.selection import Request, ViewChoice
+from attnviz.qt.selection import ViewChoice
 from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
 from attnviz.qt.views.series_plot import SeriesPlot
 from attnviz.qt.views.spec import ATTENTION_SELECTORS, ViewSpec
@@ -43,7 +42,6 @@ class QtScalingView(FigureViewBase):
     ``select(kind=, layer=, head=)`` (0-based).
     """
 
-    selectionChanged = QtCore.Signal(str, int, int)
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme: Theme | str | None = None):
         super().__init__(parent, theme=theme)
@@ -95,17 +93,20 @@ class QtScalingView(FigureViewBase):
         self._set_title()
 
     # data ---------------------------------------------------------------------------------
-    def set_data(self, sites: Mapping[str, Sequence[ScalingComparison]],
-                 labels: Mapping[str, tuple[Sequence[str], Sequence[str]]], highlight: int | None = None) -> None:
-        self._sites = {k: tuple(v) for k, v in sites.items() if v}
-        self._labels = {k: (tuple(map(display_piece, q)), tuple(map(display_piece, c))) for k, (q, c) in labels.items()}
-        self._highlight = highlight
+    def set_data(self, frame: ScalingFrame) -> None:
+        self._sites = {k: tuple(v) for k, v in frame.sites.items() if v}
+        self._labels = {k: (tuple(map(display_piece, q)), tuple(map(display_piece, c))) for k, (q, c) in frame.labels.items()}
+        self._highlight = frame.highlight
         self._clamp()
         self._update_controls()
         self._refresh()
 
     def has_data(self) -> bool:
         return bool(self._sites)
+
+    def apply(self, choice: ViewChoice) -> None:
+        """The selected kind (where the view has it), layer and head."""
+        self.select(kind=choice.kind, layer=choice.layer, head=choice.head)
 
     def select(self, kind: str | None = None, layer: int | None = None, head: int | None = None) -> None:
         if kind is not None and (kind in self._sites or not self._sites):
@@ -161,7 +162,7 @@ class QtScalingView(FigureViewBase):
         self._clamp()
         self._update_controls()
         self._refresh()
-        self.selectionChanged.emit(self._kind, self._layer, self._head)
+        self.chose.emit({"kind": self._kind, "layer": self._layer, "head": self._head, "mode": "head"})
 
     def _refresh(self) -> None:
         self._set_title()
@@ -275,31 +276,15 @@ class QtScalingView(FigureViewBase):
         return [self.heat_scaled.hover_marker, self.heat_unscaled.hover_marker]
 
 
-# -- the registry's entry points ----------------------------------------------------------------
-def load_scaling(view: QtScalingView, session: Session, choice: ViewChoice) -> bool:
+# -- the registry's entry ----------------------------------------------------------------------
+def scaling_data(session: Session, choice: ViewChoice) -> ScalingFrame | None:
     """Every attention site of the session's current result, with and without ÷√d_k (from the
     recorded QKᵀ and M: no model call)."""
     cur = session.current
     if cur is None:
-        return False
+        return None
     src, tgt = session.src_pieces(), session.input_pieces()
-    view.set_data(result_scaling(cur), {"encoder": (src, src), "decoder": (tgt, tgt), "cross": (tgt, src)}, session.current_row())
-    return view.has_data()
+    return ScalingFrame(result_scaling(cur), {"encoder": (src, src), "decoder": (tgt, tgt), "cross": (tgt, src)}, session.current_row())
 
 
-def select_scaling(view: QtScalingView, c: ViewChoice) -> None:
-    """The selected kind (where the view has it), layer and head."""
-    view.select(kind=c.kind, layer=c.layer, head=c.head)
-
-
-def watch_scaling(view: QtScalingView, request: Request) -> None:
-    """A kind, layer or head chosen in the view moves the linked selection."""
-
-    def on_chosen(kind: str, layer: int, head: int) -> None:
-        request(kind=kind, layer=layer, head=head, mode="head")
-
-    view.selectionChanged.connect(on_chosen)
-
-
-SPEC = ViewSpec("scaling", QtScalingView, "Why ÷√d_k", "scalingView", "bottom", ATTENTION_SELECTORS, load_scaling,
-                select_scaling, kinds=KINDS, watch=watch_scaling)
+SPEC = ViewSpec("scaling", QtScalingView, "Why ÷√d_k", "scalingView", "bottom", ATTENTION_SELECTORS, data=scaling_data, kinds=KINDS)

@@ -1,8 +1,8 @@
 """What a view declares about itself, :class:`ViewSpec`: its ``--view`` name, class, dock, the
 selectors it takes (kind, layer, head, query) and the kinds it shows, how it gets its data from
 the session and how a choice reaches it. Each view module declares its own ``SPEC``; the registry
-(:mod:`attnviz.qt.views.registry`) keeps the table. The loaders shared by several views (the
-attention of every kind, the masks) are here too."""
+(:mod:`attnviz.qt.views.registry`) keeps the table. The data functions shared by several views
+(the attention of every kind, the masks) are here too."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from attnviz.core.analysis.figure_data import AttentionFrame, MaskFrame
 from attnviz.core.model.sites import KINDS
 from attnviz.qt.selection import Request, Selection, ViewChoice, query_axis
-from attnviz.qt.views.base import FigureViewBase, PredictedRowsMixin
+from attnviz.qt.views.base import FigureViewBase
 
 if TYPE_CHECKING:
     from attnviz.qt.session import Session
@@ -21,6 +22,7 @@ SELECTORS: tuple[str, ...] = ("kind", "layer", "head", "query")
 HEAD_MODES: tuple[str, ...] = ("mean", "rollout", "all")  # what --head takes besides a number
 
 
+DataFn = Callable[..., object]  # (session, choice[, options]) -> the view's data, an Analysis to run for it, or None
 Loader = Callable[[FigureViewBase, "Session", ViewChoice], bool]
 Selector = Callable[[FigureViewBase, ViewChoice], None]
 Watcher = Callable[[FigureViewBase, Request], None]
@@ -30,11 +32,16 @@ Watcher = Callable[[FigureViewBase, Request], None]
 class ViewSpec:
     """One view: what it is called, where it sits, what it takes, and how it is fed.
 
-    ``load(view, session, choice)`` gives the view the session's data (``False``: there is none
-    yet); ``select(view, choice)`` applies the choice's selectors; ``watch(view, request)``
-    connects the view's own selectors to ``request`` (so a choice made in the view moves the
-    linked selection, see :class:`ViewSet`); ``opening`` is applied once, when an unlinked view
-    first gets data in the window.
+    The view protocol (:class:`~attnviz.qt.views.base.FigureViewBase`): ``data(session, choice)``
+    is the view's data for the session's current frame (``None``: there is none yet), or an
+    :class:`~attnviz.qt.analyses.Analysis` whose result is, when it needs the model; the view
+    draws it in ``view.set_data(data)``, takes the choice's selectors in ``view.apply(choice)`` and
+    emits ``view.chose(changes)`` when the user picks a selector in it. A view whose data is
+    computed from the choice (``from_choice``) gets new data instead of ``apply``. ``opening``
+    is applied once, when an unlinked view first gets data in the window.
+
+    Older entries still give ``load(view, session, choice)`` (gives the view its data; ``False``:
+    none), ``select(view, choice)`` and ``watch(view, request)`` instead.
     """
 
     name: str  # the --view name of ``attnviz export``
@@ -43,8 +50,11 @@ class ViewSpec:
     dock_name: str  # the dock's objectName ("" for the central view)
     area: str  # "central", "right" or "bottom"
     selectors: tuple[str, ...]  # of SELECTORS
-    load: Loader
+    load: Loader | None = None
     select: Selector | None = None
+    data: DataFn | None = None
+    from_choice: bool = False  # its data is computed from the choice: a new choice computes it again
+    reads_options: bool = False  # data(session, choice, view.options()): computed again on the view's optionsChanged
     kinds: tuple[str, ...] = ()  # the attention kinds it shows, when it takes "kind"
     head_modes: tuple[str, ...] = ()  # of HEAD_MODES, when it takes "head"
     opening: ViewChoice | None = None
@@ -53,6 +63,11 @@ class ViewSpec:
     stack_view: bool = False  # shows a stack (encoder/decoder): a cross selection shows the decoder's
     query_rows: str | None = None  # the rows its query takes ("target"), when not every kind's
 
+
+    @property
+    def drawn_from_choice(self) -> bool:
+        """A new choice gives the view new data (it has no ``apply`` of its own)."""
+        return self.from_choice or (self.data is None and self.select is None)
 
     def takes(self, selector: str) -> bool:
         return selector in self.selectors
@@ -80,20 +95,15 @@ ATTENTION_SELECTORS = ("kind", "layer", "head")
 CROSS_FIRST = ViewChoice(kind="cross")  # the attention views open on cross-attention
 
 
-def load_attention(view: FigureViewBase, session: Session, choice: ViewChoice) -> bool:
-    """Every kind's attention of the current frame (and the predicted pieces, for views that label rows with them)."""
-    data = {k: d for k in KINDS if (d := session.attention_data(k)) is not None}
-    if data:
-        if isinstance(view, PredictedRowsMixin):
-            view.set_predictions(session.output_pieces())
-        view.set_data(data)
-    return bool(data)
+def attention_frame(session: Session, choice: ViewChoice) -> AttentionFrame | None:
+    """Every kind's attention of the current frame and the predicted pieces: the attention
+    views' data (``None``: the model has no attention to show yet)."""
+    sets = {k: d for k in KINDS if (d := session.attention_data(k)) is not None}
+    return AttentionFrame(sets, session.output_pieces()) if sets else None
 
 
-def load_mask(view: FigureViewBase, session: Session, choice: ViewChoice) -> bool:
-    """The decoder self-attention's masks and scores of the current frame."""
+def mask_frame(session: Session, choice: ViewChoice) -> MaskFrame | None:
+    """The decoder self-attention's masks and scores of the current frame and the predicted
+    pieces: the mask view's data (``None``: no decoder step yet)."""
     md = session.mask_data()
-    if md is not None:
-        view.set_predictions(session.output_pieces())
-        view.set_data(md)
-    return md is not None
+    return MaskFrame(md, session.output_pieces()) if md is not None else None

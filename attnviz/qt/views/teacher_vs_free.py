@@ -8,6 +8,7 @@ the first position they are fed different tokens.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -15,9 +16,10 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from attnviz.core.analysis.figure_data import FigureData
-from attnviz.core.analysis.teacher_free import TeacherVsFree, teacher_vs_free
+from attnviz.core.analysis.teacher_free import TeacherVsFree, TeacherVsFreeFrame, teacher_vs_free
 from attnviz.core.data.pieces import WORD_START_LEGEND, display_piece
-from attnviz.qt.selection import Request, ViewChoice
+from attnviz.qt.analyses import Analysis
+from attnviz.qt.selection import ViewChoice
 from attnviz.qt.views.base import FigureViewBase, LayerHeadChoice, make_combo
 from attnviz.qt.views.series_plot import SeriesPlot
 from attnviz.qt.views.spec import ATTENTION_SELECTORS, ViewSpec
@@ -117,14 +119,12 @@ class QtTeacherVsFreeView(FigureViewBase):
     """``set_data(result, cursor)`` (``None``: no target, an empty state); ``select(layer=, head=)``
     (0-based cross-attention layer and head)."""
 
-    selectionChanged = QtCore.Signal(int, int)
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme: Theme | str | None = None):
         super().__init__(parent, theme=theme)
         self.setObjectName("teacherVsFreeFigure")  # its dock is "teacherVsFreeView"
         self._result: TeacherVsFree | None = None
         self._cursor: int | None = None
-        self._key: object = None
         self.layer_combo = self._add_control("Layer", make_combo("teacherFreeLayerCombo", "Decoder layer (cross-attention)"))
         self.head_combo = self._add_control("Head", make_combo("teacherFreeHeadCombo", "Head i"))
         self.layer_head = LayerHeadChoice(self.layer_combo, self.head_combo)
@@ -162,10 +162,11 @@ class QtTeacherVsFreeView(FigureViewBase):
         self.scroll.fit.set_min_size(max(width, TABLE_LABELS + COLUMN * positions), height)
 
     # data -------------------------------------------------------------------------------
-    def set_data(self, result: TeacherVsFree | None, cursor: int | None = None, key: object = None) -> None:
-        """``key``: what ``result`` was computed from (see :meth:`computed_from`)."""
+    def set_data(self, frame: TeacherVsFreeFrame) -> None:
+        """The two runs and the teacher-forced pass's row; a frame without a result empties the view."""
+        result = frame.result
         changed = result is not self._result
-        self._result, self._cursor, self._key = result, cursor, key
+        self._result, self._cursor = result, frame.cursor
         self._fit_choice()
         if changed and result is not None:
             self._fill_table()
@@ -175,10 +176,6 @@ class QtTeacherVsFreeView(FigureViewBase):
     def result(self) -> TeacherVsFree | None:
         return self._result
 
-    def computed_from(self, key: object) -> bool:
-        """The shown result was computed from ``key`` (the same object)."""
-        return self._result is not None and self._key is key
-
     def has_data(self) -> bool:
         return self._result is not None
 
@@ -186,6 +183,10 @@ class QtTeacherVsFreeView(FigureViewBase):
         self.layer_head.set(layer, head)
         self._fit_choice()
         self._refresh()
+
+    def apply(self, choice: ViewChoice) -> None:
+        """The selected layer and head (of cross-attention: the only kind the view shows)."""
+        self.select(layer=choice.layer, head=choice.head)
 
     def layer(self) -> int:
         return self.layer_head.layer
@@ -225,7 +226,8 @@ class QtTeacherVsFreeView(FigureViewBase):
     def _on_controls_changed(self) -> None:
         self.layer_head.read()
         self._refresh()
-        self.selectionChanged.emit(*self.layer_head.index)
+        layer, head = self.layer_head.index
+        self.chose.emit({"kind": "cross", "layer": layer, "head": head, "mode": "head"})
 
     def _fill_table(self) -> None:
         r = self._result
@@ -359,36 +361,18 @@ class QtTeacherVsFreeView(FigureViewBase):
         return [self.heat_teacher.hover_marker, self.heat_free.hover_marker]
 
 
-# -- the registry's entry points ----------------------------------------------------------------
-def load_teacher_vs_free(view: QtTeacherVsFreeView, session: Session, choice: ViewChoice) -> bool:
-    """The session's teacher-forced pass beside greedy decoding of its source (decoded again only
-    when the sentence or the model changes: tens of ms); without a target, the empty state."""
+# -- the registry's entry ----------------------------------------------------------------------
+def teacher_vs_free_data(session: Session, choice: ViewChoice) -> Analysis | TeacherVsFreeFrame:
+    """The session's teacher-forced pass beside greedy decoding of its source, decoded in a
+    worker (again only when the pass or the model changes: a new cursor reuses it); without a
+    target, an empty frame."""
     forced, bundle = session.forced, session.bundle
     if forced is None or bundle is None:
-        view.set_data(None)
-        return False
-    if view.computed_from(forced):
-        result = view.result()
-    else:
-        result = teacher_vs_free(bundle.model, bundle.src_tokenizer, bundle.tgt_tokenizer, forced)
-    view.set_data(result, session.forced_cursor, key=forced)
-    return True
-
-
-def select_teacher_vs_free(view: QtTeacherVsFreeView, c: ViewChoice) -> None:
-    """The selected layer and head (of cross-attention: the only kind the view shows)."""
-    view.select(layer=c.layer, head=c.head)
-
-
-def watch_teacher_vs_free(view: QtTeacherVsFreeView, request: Request) -> None:
-    """A layer or head chosen in the view moves the linked selection."""
-
-    def on_chosen(layer: int, head: int) -> None:
-        request(kind="cross", layer=layer, head=head, mode="head")
-
-    view.selectionChanged.connect(on_chosen)
+        return TeacherVsFreeFrame(None)
+    return Analysis(teacher_vs_free, (bundle.model, bundle.src_tokenizer, bundle.tgt_tokenizer, forced),
+                    finish=partial(TeacherVsFreeFrame, cursor=session.forced_cursor))
 
 
 SPEC = ViewSpec("teacher-vs-free", QtTeacherVsFreeView, "Teacher forcing vs free running", "teacherVsFreeView", "bottom",
-                ATTENTION_SELECTORS, load_teacher_vs_free, select_teacher_vs_free, kinds=("cross",),
-                empty="the teacher-vs-free view needs a target: pass --tgt TEXT (teacher-forced mode)", watch=watch_teacher_vs_free)
+                ATTENTION_SELECTORS, data=teacher_vs_free_data, kinds=("cross",),
+                empty="the teacher-vs-free view needs a target: pass --tgt TEXT (teacher-forced mode)")

@@ -14,9 +14,10 @@ or keys; the chosen query's row is outlined in every table that has one. Positio
 the encoder's output, and the labels say so (K_i = C_encoder W_i^K, X·C_encoderᵀ). Hovering a cell
 of Z_i writes out its weighted sum Σⱼ a_ij v_j with the terms.
 
-The view renders a :class:`attnviz.core.analysis.walkthrough.HeadWalkthrough` (any object with its
-fields); it never computes the model. Changing kind, layer or head asks the owner for a new
-walkthrough through ``selectionRequested``; changing the query only moves the highlight.
+The view renders a :class:`attnviz.core.analysis.walkthrough.WalkthroughFrame` (a
+``HeadWalkthrough`` and the layer counts); it never computes the model: its spec's data is an
+analysis that runs in a worker. Changing kind, layer or head asks for a new walkthrough through
+``chose``; changing the query only moves the highlight.
 
 The tables and their formatting are in :mod:`attnviz.qt.views.walkthrough_tables`; which window
 of each long axis they show is an :class:`AxisWindows` the view owns.
@@ -25,7 +26,6 @@ of each long axis they show is an :class:`AxisWindows` the view owns.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -34,19 +34,17 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from attnviz.core.analysis.figure_data import KIND_TITLES, FigureData
-from attnviz.core.analysis.walkthrough import HeadWalkthrough, session_walkthrough
+from attnviz.core.analysis.walkthrough import HeadWalkthrough, WalkthroughFrame, walkthrough_frame
 from attnviz.core.data.pieces import WORD_START, display_piece
 from attnviz.core.model.sites import KINDS
-from attnviz.qt.selection import Request, ViewChoice, query_axis
+from attnviz.qt.analyses import Analysis
+from attnviz.qt.selection import ViewChoice, query_axis
 from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
 from attnviz.qt.views.spec import SELECTORS, ViewSpec
 from attnviz.qt.views.walkthrough_tables import CROSS_SECTION_1, CROSS_TITLES, SECTIONS, StageSpec, StageTable, format_value, plain
 from attnviz.qt.widgets.colormaps import Theme
 from attnviz.qt.widgets.heatmap import MINUS, HoverInfo
 from attnviz.qt.widgets.title_item import TitleItem
-
-if TYPE_CHECKING:  # for type checkers only: importing the core would import torch
-    from attnviz.core.analysis.walkthrough import HeadWalkthrough
 
 #: Cells shown at most along each kind of axis before the rest is elided (scroll to see it).
 if TYPE_CHECKING:
@@ -143,13 +141,12 @@ class AxisWindows:
 class QtWalkthroughView(FigureViewBase):
     """One head's computation as tables (see the module docstring).
 
-    ``set_data(walk, layers=None)``: ``walk`` is a ``HeadWalkthrough`` (``attnviz.core.analysis.walkthrough.
-    head_walkthrough`` / ``session_walkthrough``); ``layers`` maps kind → number of layers (fills
-    the layer selector; default: the walkthrough's layer + 1). ``selectionRequested(kind, layer,
-    head, query)`` asks the owner for another walkthrough (0-based layer/head/query).
+    ``set_data(WalkthroughFrame(walk, layers))``: ``walk`` is a ``HeadWalkthrough``
+    (``attnviz.core.analysis.walkthrough.walkthrough_frame``); ``layers`` maps kind → number of
+    layers (fills the layer selector). ``chose({kind, layer, head, mode, query})`` asks for
+    another walkthrough (0-based layer/head/query).
     """
 
-    selectionRequested = QtCore.Signal(str, int, int, int)
     queryChanged = QtCore.Signal(int)
     hovered = QtCore.Signal(object)
 
@@ -275,14 +272,11 @@ class QtWalkthroughView(FigureViewBase):
             m.setPen(pen)
 
     # data ---------------------------------------------------------------------------------
-    def set_data(self, walk: "HeadWalkthrough", layers: Mapping[str, int] | None = None) -> None:
-        """Show ``walk``; the tables are updated in place. Windows keep their place where possible;
-        the d_model window moves to head i's columns when the head changes."""
-        prev = self._walk
-        if layers is not None:
-            self._layers = {k: int(v) for k, v in layers.items() if k in KINDS}
-        self._layers.setdefault(walk.kind, walk.layer + 1)
-        self._layers[walk.kind] = max(self._layers[walk.kind], walk.layer + 1)
+    def set_data(self, frame: WalkthroughFrame) -> None:
+        """Show ``frame.walk``; the tables are updated in place. Windows keep their place where
+        possible; the d_model window moves to head i's columns when the head changes."""
+        prev, walk = self._walk, frame.walk
+        self._layers = {k: int(v) for k, v in frame.layers.items() if k in KINDS}
         self._walk = walk
         self.windows.set_lengths(walk)
         if prev is None or prev.head != walk.head or prev.d_model != walk.d_model:
@@ -503,7 +497,7 @@ class QtWalkthroughView(FigureViewBase):
             layer = min(layer, n_layers - 1)
         head = 0 if head is None else int(head)
         query = w.query if kind == w.kind or (kind != "encoder" and w.kind != "encoder") else 0
-        self.selectionRequested.emit(kind, layer, head, int(query))
+        self.chose.emit({"kind": kind, "layer": layer, "head": head, "mode": "head", "query": int(query)})
 
     def _on_query_changed(self) -> None:
         q = self.query_combo.currentData()
@@ -592,34 +586,15 @@ class QtWalkthroughView(FigureViewBase):
         return [t.hover_marker for t in self.tables.values()]
 
 
-def walkthrough_for(session: Session, kind: str, layer: int, head: int, query: int | None) -> HeadWalkthrough | None:
-    """The one-head walkthrough of the session's current decoding (falls back to the encoder
-    before the first decoder step)."""
-    cur = session.current
-    if cur is None:
+def walkthrough_data(session: Session, choice: ViewChoice) -> Analysis | None:
+    """One head's walkthrough of the frame for ``choice``: the model's weights on the frame's
+    recorded inputs, computed in a worker."""
+    frozen = session.frozen()
+    if frozen is None or session.bundle is None:
         return None
-    if kind != "encoder" and session.n_rows() == 0:
-        kind = "encoder"
-    if session.n_layers(kind) == 0:  # a model without layers of this kind: nothing to walk through
-        return None
-    layer = max(0, min(layer, session.n_layers(kind) - 1))
-    head = max(0, min(head, session.bundle.config.n_heads - 1))
-    rows = len(cur.src_pieces) if kind == "encoder" else session.n_rows()
-    if query is None or not 0 <= query < rows:
-        query = rows - 1 if kind == "encoder" else (session.current_row() or 0)
-    return session_walkthrough(session.bundle.model, cur, kind, layer, head, query)
-
-
-def _load_walkthrough(view: FigureViewBase, session: Session, choice: ViewChoice) -> bool:
-    walk = walkthrough_for(session, choice.kind or "cross", choice.layer or 0, choice.head or 0, choice.query)
-    if walk is not None:
-        view.set_data(walk, {k: session.n_layers(k) for k in KINDS})
-    return walk is not None
-
-
-def _watch_walkthrough(view: QtWalkthroughView, request: Request) -> None:
-    view.selectionRequested.connect(lambda kind, layer, head, query: request(kind=kind, layer=layer, head=head, mode="head", query=query))
+    return Analysis(walkthrough_frame, (session.bundle.model, frozen, choice.kind or "cross", choice.layer or 0,
+                                        choice.head or 0, choice.query, session.current_row()))
 
 
 SPEC = ViewSpec("walkthrough", QtWalkthroughView, "One-head walkthrough", "walkthroughDock", "bottom", SELECTORS,
-                _load_walkthrough, kinds=KINDS, empty="nothing to walk through", watch=_watch_walkthrough)
+                data=walkthrough_data, from_choice=True, kinds=KINDS, empty="nothing to walk through")
