@@ -65,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     window.views.selection.update(kind="cross", layer=2, head=2, mode="head")
     for _ in range(10):
         app.processEvents(QtCore.QEventLoop.ProcessEventsFlag.AllEvents, 20)
+    window.session.analyses.wait(30)  # the views computed in workers are drawn too
     window.grid.setFocus()
     image = window.grab()
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -558,3 +558,41 @@ def test_from_bundle_uses_the_bundle_parts():
     s = DecodingSession.from_bundle(b, SRC, max_len=3, top_k=3)
     s.run()
     assert s.max_len == 3 and len(s.steps) == 3 and all(len(d.topk) == 3 for d in s.steps)
+
+
+# -- frozen results --------------------------------------------------------------------------------
+@pytest.mark.parametrize("strategy", [Greedy(), BeamSearch(width=3)], ids=["greedy", "beam"])
+def test_a_prefix_is_the_session_as_it_was_and_stays_so(strategy):
+    """``prefix(n)`` answers as the session did after n steps, and later steps, back and reset
+    leave it as it is (a worker reads it while the session steps on)."""
+    s = session(strategy=strategy, max_len=12)
+    snaps, frozen = [], []
+    for _ in range(4):
+        s.step()
+        snaps.append(snapshot(s))
+        frozen.append(s.frozen())
+    assert s.prefix(2).output_ids == frozen[1].output_ids
+    s.back()
+    s.back()
+    s.force(EOS_ID)
+    s.reset()
+    for snap, f in zip(snaps, frozen):
+        assert f.input_ids + f.output_ids[-1:] == snap["tgt_ids"] and f.frozen() is f
+        assert [(d.index, d.token_id, d.topk, d.entropy, d.forced, d.beams) for d in f.steps] == snap["steps"]
+        for kind in ("decoder", "cross"):
+            assert np.array_equal(f.all_attention(kind), snap[kind]), kind
+        assert np.array_equal(f.accumulated("generator.probs"), snap["probs"])
+
+
+def test_prefix_of_a_step_count_that_is_not_kept_is_refused():
+    s = session(max_len=6)
+    s.step()
+    assert s.prefix(0).steps == () and s.prefix(1).output_ids == s.output_ids
+    with pytest.raises(DecodingError, match="no prefix of 2 steps"):
+        s.prefix(2)
+
+
+def test_a_teacher_forced_pass_is_frozen_already():
+    b = random_bundle()
+    forced = teacher_forced_from_bundle(b, "我是学生。", "I am a student.")
+    assert forced.frozen() is forced

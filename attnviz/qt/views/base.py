@@ -21,7 +21,6 @@ from attnviz.qt.selection import ViewChoice, query_axis
 from attnviz.qt.widgets.colormaps import Theme, get_theme, ui_font
 from attnviz.qt.widgets.plain_text import ElidedLabel, plain_label
 
-
 MAX_OPTION_TEXT = 1000  # characters of a line edit's text restored from a session file
 
 
