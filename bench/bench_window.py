@@ -64,16 +64,28 @@ def _window(app):
 
 def _step_ms(app, window, steps: int) -> float:
     """Median UI-thread milliseconds of back + step, events processed (catch-ups included)."""
+    return _step_times(app, window, steps)[0]
+
+
+def _step_times(app, window, steps: int) -> tuple[float, float, float]:
+    """Medians over ``steps`` of back + step until every view on screen is drawn, the analyses
+    computed in workers included: (ms on the UI thread before the analyses, ms until everything
+    is drawn, CPU ms the UI thread spent in all: its own work, not the workers')."""
     s = window.session
-    times = []
+    first, whole, ui = [], [], []
     for _ in range(steps):
         s.back()
         app.processEvents()
-        t0 = time.perf_counter()
+        s.analyses.wait(60)
+        t0, c0 = time.perf_counter(), time.thread_time()
         s.step()
         app.processEvents()
-        times.append((time.perf_counter() - t0) * 1000)
-    return statistics.median(times)
+        first.append((time.perf_counter() - t0) * 1000)
+        s.analyses.wait(60)
+        app.processEvents()
+        whole.append((time.perf_counter() - t0) * 1000)
+        ui.append((time.thread_time() - c0) * 1000)
+    return statistics.median(first), statistics.median(whole), statistics.median(ui)
 
 
 def _float_every_dock(app, window) -> None:
@@ -114,11 +126,13 @@ def main(argv: list[str] | None = None) -> int:
     _settle(app, 200)
     tabbed = min(tabbed, _step_ms(app, window, args.steps))  # measured twice, around the reference: the machine's noise
     _float_every_dock(app, window)
-    every = _step_ms(app, window, args.steps)
+    every, every_drawn, every_ui = _step_times(app, window, args.steps)
     counts = sum(window.views.refreshes.values())
     print(f"  grid + head detail, other docks closed (reference): {reference:7.1f} ms")
     print(f"  default layout, every dock open in tabs:           {tabbed:7.1f} ms  = {tabbed / reference:.2f}× (target ≤ {TARGET_TABBED}×)")
-    print(f"  every view on screen (docks floating):             {every:7.1f} ms  (target ≤ {TARGET_ALL_MS:.0f} ms)")
+    print(f"  every view on screen (docks floating):             {every:7.1f} ms on the UI thread before the workers' results (target ≤ {TARGET_ALL_MS:.0f} ms)")
+    print(f"    until every view is drawn, analyses included:    {every_drawn:7.1f} ms  (UI thread busy {every_ui:.1f} ms of it, CPU time)")
+    print(f"  analyses: {dict(window.session.analyses.counts)}")
     print(f"  views drawn on a step in the default layout: {', '.join(sorted(drawn))} (the others wait in their tabs)")
     print(f"  attention data built per kind and frame: {dict(window.session.builds)} over {counts} view refreshes")
     window.close()

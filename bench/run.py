@@ -42,6 +42,7 @@ def main() -> int:
         if hasattr(mod, "run"):
             mod.run(print, threads=args.threads) if "threads" in mod.run.__code__.co_varnames else mod.run(print)
         else:
+            sys.argv = [f"bench_{suite}"]  # its own options at their defaults (not this command's)
             mod.main()
         print()
     return 0
