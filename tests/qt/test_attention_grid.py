@@ -7,8 +7,10 @@ import pyqtgraph as pg
 import pytest
 from PySide6 import QtCore
 
+from attnviz.core.analysis.figure_data import AttentionFrame
 from attnviz.core.data.pieces import WORD_START_LEGEND, display_piece
 from attnviz.qt.sample_data import SOURCE, TARGET, pieces, sample_attention, sample_attention_sets
+from attnviz.qt.selection import ViewChoice
 from attnviz.qt.views.attention_grid import QtAttentionGrid, tile_image
 from attnviz.qt.views.base import CURRENT_ROW_LEGEND
 
@@ -64,9 +66,12 @@ def test_update_in_place_and_step_highlight(grid):
 def test_click_a_tile_emits_layer_and_head(grid, qtbot):
     qtbot.wait_until(lambda: grid.plot.getViewBox().width() > 0)
     pos = grid.canvas.mapFromScene(grid.tile_center_in_scene(2, 1))
-    with qtbot.waitSignal(grid.tileClicked, timeout=2000) as blocker:
+    got = []
+    grid.chose.connect(lambda changes: got.append(changes))
+    grid.tileClicked.connect(lambda layer, head: got.append((layer, head)))
+    with qtbot.waitSignal(grid.tileClicked, timeout=2000):
         qtbot.mouseClick(grid.canvas.viewport(), QtCore.Qt.MouseButton.LeftButton, pos=pos)
-    assert blocker.args == [2, 1]
+    assert got == [{"layer": 2, "head": 1, "mode": "head"}, (2, 1)]  # chosen (the selection moves), then opened
     assert grid.selected() == (2, 1)
 
 
@@ -98,9 +103,9 @@ def test_hover_names_layer_head_and_tokens(grid, qtbot):
 
 def test_kind_selector(grid, qtbot):
     assert grid.kind_combo.isVisible()
-    with qtbot.waitSignal(grid.kindChanged, timeout=1000) as blocker:
+    with qtbot.waitSignal(grid.chose, timeout=1000) as blocker:
         grid.kind_combo.setCurrentIndex(grid.kind_combo.findData("encoder"))
-    assert blocker.args == ["encoder"]
+    assert blocker.args == [{"kind": "encoder"}]
     assert grid.tiled_image().shape[0] == 3 * (len(SOURCE) + 1) - 1
 
 
@@ -136,3 +141,23 @@ def test_hover_reads_fed_and_predicted_tokens_1_based(grid, qtbot):
     text = grid.readout.text()
     assert f"fed “{display_piece(TARGET[1])}” (pos 2) → predicted “{display_piece(TARGET[2])}”" in text
     assert f"key “{display_piece(SOURCE[0])}” (pos 1)" in text
+
+
+def test_apply_takes_the_kind_layer_and_head_of_a_choice(grid):
+    grid.apply(ViewChoice(kind="decoder", layer=2, head=3, mode="head"))
+    assert (grid.kind(), grid.selected()) == ("decoder", (2, 3))
+    grid.apply(ViewChoice(head=1))  # a choice without a layer keeps the layer
+    assert grid.selected() == (2, 1)
+    grid.apply(ViewChoice())
+    assert (grid.kind(), grid.selected()) == ("decoder", (2, 1))
+
+
+def test_a_frame_gives_every_kind_and_what_each_row_predicted(grid, qtbot):
+    sets = sample_attention_sets()
+    grid.set_data(AttentionFrame(sets, TARGET[1:] + ("EOS",)))
+    assert grid.data() is sets["cross"]
+    assert [grid.kind_combo.itemData(i) for i in range(grid.kind_combo.count())] == ["encoder", "decoder", "cross"]
+    qtbot.wait_until(lambda: grid.plot.getViewBox().width() > 0)
+    Q, K = grid.data().weights.shape[2:]
+    grid.image.sigHovered.emit((Q - 1, 0))  # the mouse over layer 1, head 1, the last target row
+    assert "→ predicted “EOS”" in grid.readout.text()

@@ -7,9 +7,10 @@ import pyqtgraph as pg
 import pytest
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from attnviz.core.analysis.figure_data import AttentionData
+from attnviz.core.analysis.figure_data import AttentionData, AttentionFrame
 from attnviz.core.data.pieces import WORD_START_LEGEND, display_piece
 from attnviz.qt.sample_data import SOURCE, TARGET, sample_attention, sample_attention_sets
+from attnviz.qt.selection import ViewChoice
 from attnviz.qt.views.head_detail import QtHeadDetailView
 
 
@@ -64,11 +65,18 @@ def test_updates_in_place(view):
 
 
 def test_selection_from_controls_emits(view, qtbot):
-    with qtbot.waitSignal(view.selectionChanged, timeout=1000) as blocker:
+    with qtbot.waitSignal(view.chose, timeout=1000) as blocker:
         view.head_combo.setCurrentIndex(3)
-    kind, mode, layer, head = blocker.args
-    assert (mode, head) == ("head", 3)
-    np.testing.assert_array_equal(view.plot.matrix(), view.data().weights[layer, 3])
+    changes = blocker.args[0]
+    assert changes == {"kind": view.kind(), "mode": "head", "layer": view.layer(), "head": 3}
+    np.testing.assert_array_equal(view.plot.matrix(), view.data().weights[changes["layer"], 3])
+
+
+def test_apply_takes_a_choice(view):
+    view.apply(ViewChoice(kind="encoder", layer=2, mode="mean"))
+    assert (view.kind(), view.mode(), view.layer()) == ("encoder", "mean", 2)
+    view.apply(ViewChoice(head=1, mode="head"))  # the kind and layer stay
+    assert (view.kind(), view.mode(), view.layer(), view.head()) == ("encoder", "head", 2, 1)
 
 
 def test_hover_readout_from_the_mouse(view, qtbot):
@@ -127,8 +135,8 @@ def test_rows_read_fed_token_then_predicted_token(view):
     assert info.row == 2
     assert f"fed “{fed}” (pos 3) → predicted “{nxt}”" in view.readout.text()  # 1-based, row y_t predicts y_t+1
     assert f"key “{display_piece(SOURCE[1])}” (pos 2)" in view.readout.text()
-    # what the last row predicted comes from the session when given
-    view.set_predictions(TARGET[1:] + ("EOS",))
+    # what the last row predicted comes with the frame when given
+    view.set_data(AttentionFrame(sample_attention_sets(), TARGET[1:] + ("EOS",)))
     view.plot.hover_cell(len(TARGET) - 1, 0)
     assert "→ predicted “EOS”" in view.readout.text()
     # the encoder's rows are source tokens: no prediction

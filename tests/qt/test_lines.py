@@ -8,6 +8,7 @@ from PySide6 import QtCore
 
 from attnviz.core.data.pieces import display_piece
 from attnviz.qt.sample_data import SOURCE, TARGET, sample_attention_sets
+from attnviz.qt.selection import ViewChoice
 from attnviz.qt.views.lines import QtLineView
 
 
@@ -44,14 +45,27 @@ def test_layer_and_heads(lines, qtbot):
     assert lines.selected_heads() == (1, 3)
     assert {(s.head, s.query, s.key) for s in lines.visible_lines()} == _expected(w, (1, 3))
     assert "heads 2, 4" in lines.title.plain_text()
-    # the head buttons mirror the selection; clicking one emits the new selection
+    # the head buttons mirror the selection; clicking one chooses: some heads, the kind and layer only
     assert [b.isChecked() for b in lines.head_buttons] == [False, True, False, True]
-    with qtbot.waitSignal(lines.selectionChanged, timeout=1000) as blocker:
+    with qtbot.waitSignal(lines.chose, timeout=1000) as blocker:
         qtbot.mouseClick(lines.head_buttons[0], QtCore.Qt.MouseButton.LeftButton)
-    assert blocker.args == ["cross", 2, (0, 1, 3)]
-    with qtbot.waitSignal(lines.selectionChanged, timeout=1000) as blocker:
+    assert lines.selected_heads() == (0, 1, 3) and blocker.args == [{"kind": "cross", "layer": 2}]
+    with qtbot.waitSignal(lines.chose, timeout=1000) as blocker:  # every head: their mean
         qtbot.mouseClick(lines.all_button, QtCore.Qt.MouseButton.LeftButton)
-    assert blocker.args[2] == (0, 1, 2, 3)
+    assert blocker.args == [{"kind": "cross", "layer": 2, "mode": "mean"}]
+    lines.set_heads([1, 2])
+    with qtbot.waitSignal(lines.chose, timeout=1000) as blocker:  # one head: that head
+        qtbot.mouseClick(lines.head_buttons[1], QtCore.Qt.MouseButton.LeftButton)
+    assert blocker.args == [{"kind": "cross", "layer": 2, "head": 2, "mode": "head"}]
+
+
+def test_apply_takes_the_kind_layer_and_head(lines):
+    lines.apply(ViewChoice(kind="decoder", layer=1, head=2, mode="head"))
+    assert (lines.kind(), lines.layer(), lines.selected_heads()) == ("decoder", 1, (2,))
+    lines.apply(ViewChoice(layer=0))  # no head: the heads shown stay
+    assert (lines.layer(), lines.selected_heads()) == (0, (2,))
+    lines.apply(ViewChoice(mode="mean"))  # the mean: every head
+    assert lines.selected_heads() == (0, 1, 2, 3)
 
 
 def test_hover_isolates_a_token(lines):
@@ -132,3 +146,9 @@ def test_a_query_hovered_elsewhere_isolates_its_lines(lines):
     assert {s.query for s in lines.visible_lines()} == {3}
     lines.show_linked_query("source", 3)  # the cross-attention queries are target tokens
     assert lines.focus_token() is None
+
+
+def test_pinning_a_query_token_chooses_its_row(lines, qtbot):
+    with qtbot.waitSignal(lines.chose, timeout=1000) as blocker:
+        lines.lines.tokenClicked.emit(("query", 2))  # what a click on the third query token sends
+    assert blocker.args == [{"query": 2}] and lines.pinned_token() == ("query", 2)

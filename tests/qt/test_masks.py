@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 from PySide6 import QtCore, QtWidgets
 
-from attnviz.core.analysis.figure_data import MaskData
+from attnviz.core.analysis.figure_data import MaskData, MaskFrame
 from attnviz.core.data.pieces import display_piece
 from attnviz.qt.sample_data import SOURCE, TARGET, look_ahead, sample_masks
+from attnviz.qt.selection import ViewChoice
 from attnviz.qt.views.masks import QtMaskView
 
 
@@ -72,9 +73,9 @@ def test_current_step_row_and_padding(masks):
 
 
 def test_selection_signal_and_hover(masks, qtbot):
-    with qtbot.waitSignal(masks.selectionChanged, timeout=1000) as blocker:
+    with qtbot.waitSignal(masks.chose, timeout=1000) as blocker:
         masks.head_combo.setCurrentIndex(1)
-    assert blocker.args == [0, 1]
+    assert blocker.args == [{"layer": 0, "head": 1, "mode": "head"}]
     info = masks.panels["masked_scores"].hover_cell(1, 4)
     assert np.isneginf(info.value)
     assert "−∞" in masks.readout.text() and "③" in masks.readout.text()
@@ -145,13 +146,25 @@ def test_a_row_click_and_the_hover_read_1_based(masks, qtbot):
     plot = masks.panels["weights"]
     qtbot.wait_until(lambda: plot.getViewBox().width() > 0)
     pos = masks.canvas.mapFromScene(plot.cell_center_in_scene(2, 1))
-    with qtbot.waitSignal(masks.rowClicked, timeout=2000) as blocker:
+    with qtbot.waitSignal(masks.chose, timeout=2000) as blocker:
         qtbot.mouseClick(masks.canvas.viewport(), QtCore.Qt.MouseButton.LeftButton, pos=pos)
-    assert blocker.args == [2]
+    assert blocker.args == [{"query": 2}]
     plot.hover_cell(2, 1)
     text = masks.readout.text()
     assert f"fed “{display_piece(TARGET[2])}” (pos 3) → predicted “{display_piece(TARGET[3])}”" in text
     assert f"key “{display_piece(TARGET[1])}” (pos 2)" in text
+    masks.set_data(MaskFrame(sample_masks(), TARGET[1:] + ("EOS",)))  # what each row predicted, with the frame
+    plot.hover_cell(len(TARGET) - 1, 0)
+    assert "→ predicted “EOS”" in masks.readout.text()
+    with pytest.raises(TypeError):
+        masks.set_data(object())  # neither a frame nor masks
+
+
+def test_apply_takes_the_layer_and_head_of_a_choice(masks):
+    masks.apply(ViewChoice(kind="decoder", layer=2, head=3, mode="head"))
+    assert (masks.layer(), masks.head()) == (2, 3)
+    masks.apply(ViewChoice(head=1))
+    assert (masks.layer(), masks.head()) == (2, 1)
 
 
 def test_every_text_reads_in_a_narrow_dock(make_view, qtbot):

@@ -4,8 +4,8 @@ All tiles are ONE ``ImageItem``: the ``[layer, head, query, key]`` weights are l
 into a single image with one-cell gaps (NaN, transparent) between tiles, so an update is
 one ``setImage`` whatever the number of heads (48 separate items cost ~13× more per frame).
 Layer and head labels are axes; the current step's row, the selected tile and the hovered
-tile are outlines drawn on top. Clicking a tile (or Enter on the selected one) emits
-``tileClicked(layer, head)``.
+tile are outlines drawn on top. Clicking a tile (or Enter on the selected one) chooses it
+(``chose``) and emits ``tileClicked(layer, head)``.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from attnviz.core.analysis.figure_data import KIND_FORMULAS, KIND_TITLES, AttentionData, FigureData, as_attention_sets
+from attnviz.core.analysis.figure_data import KIND_FORMULAS, KIND_TITLES, AttentionData, AttentionFrame, FigureData
 from attnviz.core.model.sites import KINDS
-from attnviz.qt.selection import Request, ViewChoice, query_axis
+from attnviz.qt.selection import ViewChoice, query_axis
 from attnviz.qt.views.base import (
     CURRENT_ROW_LEGEND,
     AttentionSetsMixin,
@@ -30,7 +30,7 @@ from attnviz.qt.views.base import (
     set_combo_items,
     word_start_legend,
 )
-from attnviz.qt.views.spec import ATTENTION_SELECTORS, CROSS_FIRST, ViewSpec, load_attention
+from attnviz.qt.views.spec import ATTENTION_SELECTORS, CROSS_FIRST, ViewSpec, attention_frame
 from attnviz.qt.widgets.colormaps import Theme, get_colormap, lookup_table, ui_font
 from attnviz.qt.widgets.heatmap import quiet_axes, setup_matrix_plot, slim_colorbar
 from attnviz.qt.widgets.matrix_image import MatrixImageItem
@@ -83,14 +83,14 @@ class _GridPlot(pg.PlotItem):
 class QtAttentionGrid(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
     """All layers × heads of one kind of attention; click a tile to open it.
 
-    ``set_data(data)`` takes an :class:`AttentionData` ([layer, head, query, key] weights)
-    or a mapping kind → AttentionData (a kind selector then appears).
-    Signals: ``tileClicked(layer, head)`` (0-based), ``kindChanged(kind)``,
-    ``hovered(GridHoverInfo | None)``.
+    ``set_data(data)`` takes an :class:`AttentionFrame` (every kind's [layer, head, query, key]
+    weights; with several kinds a kind selector appears), or one kind's :class:`AttentionData`
+    or a mapping kind → AttentionData. ``apply(choice)`` takes its kind, layer and head.
+    Signals: ``chose`` (a tile: its layer and head; the kind selector: the kind),
+    ``tileClicked(layer, head)`` (0-based) when a tile is opened, ``hovered(GridHoverInfo | None)``.
     """
 
     tileClicked = QtCore.Signal(int, int)
-    kindChanged = QtCore.Signal(str)
     hovered = QtCore.Signal(object)
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme: Theme | str | None = None):
@@ -150,9 +150,11 @@ class QtAttentionGrid(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
         self._set_title()
 
     # data -------------------------------------------------------------------------
-    def set_data(self, data: AttentionData | Mapping[str, AttentionData]) -> None:
+    def set_data(self, data: AttentionFrame | AttentionData | Mapping[str, AttentionData]) -> None:
         """Show new weights (updates the one tiled image in place)."""
-        self._datasets = as_attention_sets(data)
+        frame = AttentionFrame.of(data)
+        self._datasets = dict(frame.sets)
+        self.set_predictions(frame.predicted)
         if self._kind not in self._datasets:
             self._kind = next(iter(self._datasets))
         set_combo_items(self.kind_combo, [(KIND_TITLES[k], k) for k in self._datasets], self._kind)
@@ -165,7 +167,14 @@ class QtAttentionGrid(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
             self._kind = kind
             set_combo_items(self.kind_combo, [(KIND_TITLES[k], k) for k in self._datasets], kind)
             self._refresh()
-            self.kindChanged.emit(kind)
+            self.chose.emit({"kind": kind})
+
+    def apply(self, choice: ViewChoice) -> None:
+        if choice.kind is not None:
+            self.set_kind(choice.kind)
+        if choice.layer is not None or choice.head is not None:
+            layer, head = self.selected()
+            self.set_selected(layer if choice.layer is None else choice.layer, head if choice.head is None else choice.head)
 
     def selected(self) -> tuple[int, int]:
         """The selected tile (layer, head), 0-based."""
@@ -201,7 +210,7 @@ class QtAttentionGrid(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
         if kind and kind != self._kind:
             self._kind = kind
             self._refresh()
-            self.kindChanged.emit(kind)
+            self.chose.emit({"kind": kind})
 
     def _refresh(self) -> None:
         d = self.data()
@@ -327,8 +336,12 @@ class QtAttentionGrid(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
         hit = self.tile_of_pixel(*cell)
         if hit is None:
             return
-        layer, head = hit[0], hit[1]
-        self.set_selected(layer, head)
+        self.set_selected(hit[0], hit[1])
+        self._open(hit[0], hit[1])
+
+    def _open(self, layer: int, head: int) -> None:
+        """The user opened tile (layer, head): it is chosen, then opened."""
+        self.chose.emit({"layer": layer, "head": head, "mode": "head"})
         self.tileClicked.emit(layer, head)
 
     def keyPressEvent(self, event: QtGui.QKeyEvent) -> None:
@@ -347,7 +360,7 @@ class QtAttentionGrid(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
             dl, dh = moves[key]
             self.set_selected(layer + dl, head + dh)
         elif key in (QtCore.Qt.Key.Key_Return, QtCore.Qt.Key.Key_Enter, QtCore.Qt.Key.Key_Space):
-            self.tileClicked.emit(layer, head)
+            self._open(layer, head)
         else:
             super().keyPressEvent(event)
 
@@ -405,18 +418,5 @@ class QtAttentionGrid(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
         return [self.hover_outline, self.linked_rows]
 
 
-def _select_grid(view: QtAttentionGrid, c: ViewChoice) -> None:
-    if c.kind is not None:
-        view.set_kind(c.kind)
-    if c.layer is not None or c.head is not None:
-        layer, head = view.selected()
-        view.set_selected(layer if c.layer is None else c.layer, head if c.head is None else c.head)
-
-
-def _watch_grid(view: QtAttentionGrid, request: Request) -> None:
-    view.tileClicked.connect(lambda layer, head: request(layer=layer, head=head, mode="head"))
-    view.kindChanged.connect(lambda kind: request(kind=kind))
-
-
-SPEC = ViewSpec("grid", QtAttentionGrid, "", "", "central", ATTENTION_SELECTORS, load_attention, _select_grid,
-                kinds=KINDS, head_modes=("all",), opening=CROSS_FIRST, watch=_watch_grid)
+SPEC = ViewSpec("grid", QtAttentionGrid, "", "", "central", ATTENTION_SELECTORS, data=attention_frame,
+                kinds=KINDS, head_modes=("all",), opening=CROSS_FIRST)

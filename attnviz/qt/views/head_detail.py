@@ -11,9 +11,9 @@ from collections.abc import Mapping
 import numpy as np
 from PySide6 import QtCore, QtWidgets
 
-from attnviz.core.analysis.figure_data import KIND_FORMULAS, KIND_TITLES, AttentionData, FigureData, as_attention_sets
+from attnviz.core.analysis.figure_data import KIND_FORMULAS, KIND_TITLES, AttentionData, AttentionFrame, FigureData
 from attnviz.core.model.sites import KINDS
-from attnviz.qt.selection import Request, ViewChoice, query_axis
+from attnviz.qt.selection import ViewChoice, query_axis
 from attnviz.qt.views.base import (
     AXIS_TITLES,
     CURRENT_ROW_LEGEND,
@@ -25,7 +25,7 @@ from attnviz.qt.views.base import (
     set_combo_items,
     word_start_legend,
 )
-from attnviz.qt.views.spec import ATTENTION_SELECTORS, CROSS_FIRST, HEAD_MODES, ViewSpec, load_attention
+from attnviz.qt.views.spec import ATTENTION_SELECTORS, CROSS_FIRST, HEAD_MODES, ViewSpec, attention_frame
 from attnviz.qt.widgets.colormaps import Theme
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo
 from attnviz.qt.widgets.title_item import TitleItem
@@ -40,13 +40,13 @@ MODES: dict[str, str] = {
 class QtHeadDetailView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
     """One head's attention matrix (or the heads' mean, or the rollout) with token labels.
 
-    ``set_data(data)`` takes an :class:`AttentionData` (or a mapping kind → AttentionData;
-    a kind selector then appears). ``select(layer=, head=, mode=, kind=)`` picks what is
-    shown (0-based layer/head). Signals: ``selectionChanged(kind, mode, layer, head)`` when
+    ``set_data(data)`` takes an :class:`AttentionFrame` (with several kinds a kind selector
+    appears), or one kind's :class:`AttentionData` or a mapping kind → AttentionData.
+    ``select(layer=, head=, mode=, kind=)`` picks what is shown (0-based layer/head);
+    ``apply(choice)`` does it for a choice. Signals: ``chose`` (kind, mode, layer and head) when
     the user changes the selection, ``hovered(HoverInfo | None)`` as the mouse moves.
     """
 
-    selectionChanged = QtCore.Signal(str, str, int, int)
     hovered = QtCore.Signal(object)
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme: Theme | str | None = None):
@@ -103,9 +103,11 @@ class QtHeadDetailView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
         return box
 
     # data -----------------------------------------------------------------------
-    def set_data(self, data: AttentionData | Mapping[str, AttentionData]) -> None:
+    def set_data(self, data: AttentionFrame | AttentionData | Mapping[str, AttentionData]) -> None:
         """Show new weights; keeps the current kind, mode, layer and head where they still exist."""
-        self._datasets = as_attention_sets(data)
+        frame = AttentionFrame.of(data)
+        self._datasets = dict(frame.sets)
+        self.set_predictions(frame.predicted)
         if self._kind not in self._datasets:
             self._kind = next(iter(self._datasets))
         self._clamp()
@@ -128,6 +130,9 @@ class QtHeadDetailView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
         self._clamp()
         self._update_controls()
         self._refresh()
+
+    def apply(self, choice: ViewChoice) -> None:
+        self.select(layer=choice.layer, head=choice.head, mode=choice.mode, kind=choice.kind)
 
     def mode(self) -> str:
         return self._mode
@@ -189,7 +194,7 @@ class QtHeadDetailView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
         self._update_controls()
         self._refresh()
         if self._kind is not None:
-            self.selectionChanged.emit(self._kind, self._mode, self._layer, self._head)
+            self.chose.emit({"kind": self._kind, "mode": self._mode, "layer": self._layer, "head": self._head})
 
     def _refresh(self) -> None:
         d = self.data()
@@ -266,13 +271,5 @@ class QtHeadDetailView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
         return [self.plot.hover_marker, self.plot.linked_marker]
 
 
-def _select_head(view: QtHeadDetailView, c: ViewChoice) -> None:
-    view.select(layer=c.layer, head=c.head, mode=c.mode, kind=c.kind)
-
-
-def _watch_head(view: QtHeadDetailView, request: Request) -> None:
-    view.selectionChanged.connect(lambda kind, mode, layer, head: request(kind=kind, mode=mode, layer=layer, head=head))
-
-
-SPEC = ViewSpec("head", QtHeadDetailView, "Head detail", "headDetailDock", "right", ATTENTION_SELECTORS, load_attention, _select_head,
-                kinds=KINDS, head_modes=HEAD_MODES, opening=CROSS_FIRST, watch=_watch_head)
+SPEC = ViewSpec("head", QtHeadDetailView, "Head detail", "headDetailDock", "right", ATTENTION_SELECTORS, data=attention_frame,
+                kinds=KINDS, head_modes=HEAD_MODES, opening=CROSS_FIRST)

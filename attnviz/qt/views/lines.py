@@ -10,16 +10,15 @@ The line layers and the graphics item that draws them are in :mod:`attnviz.qt.wi
 from __future__ import annotations
 
 import contextlib
-import weakref
 from collections.abc import Iterable, Iterator, Mapping
 
 import numpy as np
 from PySide6 import QtCore, QtWidgets
 
-from attnviz.core.analysis.figure_data import KIND_FORMULAS, KIND_TITLES, AttentionData, FigureData, as_attention_sets
+from attnviz.core.analysis.figure_data import KIND_FORMULAS, KIND_TITLES, AttentionData, AttentionFrame, FigureData
 from attnviz.core.data.pieces import display_piece
 from attnviz.core.model.sites import KINDS
-from attnviz.qt.selection import Request, ViewChoice, query_axis
+from attnviz.qt.selection import ViewChoice, query_axis
 from attnviz.qt.views.base import (
     CURRENT_ROW_LEGEND,
     AttentionSetsMixin,
@@ -29,7 +28,7 @@ from attnviz.qt.views.base import (
     set_combo_items,
     word_start_legend,
 )
-from attnviz.qt.views.spec import ATTENTION_SELECTORS, CROSS_FIRST, ViewSpec, load_attention
+from attnviz.qt.views.spec import ATTENTION_SELECTORS, CROSS_FIRST, ViewSpec, attention_frame
 from attnviz.qt.widgets.colormaps import Theme
 from attnviz.qt.widgets.line_item import LinesItem, LineSpec
 from attnviz.qt.widgets.title_item import TitleItem
@@ -45,17 +44,17 @@ _COLUMN_HEADERS = {
 class QtLineView(AttentionSetsMixin, FigureViewBase):
     """BertViz-style lines for one layer of one kind of attention.
 
-    ``set_data(data)`` takes an :class:`AttentionData` ([layer, head, query, key]) or a
-    mapping kind → AttentionData. ``set_layer(layer)``, ``set_heads(heads)`` choose what is
-    drawn (0-based). ``set_focus(side, index)`` pins a token ("query"/"key") as a click does.
-    Signals: ``selectionChanged(kind, layer, heads)``, ``tokenHovered(side, index)``
-    (``("", -1)`` when the mouse leaves the tokens), ``queryPinned(index)`` when a click pins a
-    query token.
+    ``set_data(data)`` takes an :class:`AttentionFrame` ([layer, head, query, key] of every
+    kind), or one kind's :class:`AttentionData` or a mapping kind → AttentionData.
+    ``set_layer(layer)``, ``set_heads(heads)`` choose what is drawn (0-based); ``apply(choice)``
+    takes a choice's kind, layer and head. ``set_focus(side, index)`` pins a token
+    ("query"/"key") as a click does. Signals: ``chose`` when the user picks a kind, layer or
+    heads (one head: that head; every head: their mean; some: the kind and layer only) and when
+    a click pins a query token (its row), ``tokenHovered(side, index)`` (``("", -1)`` when the
+    mouse leaves the tokens).
     """
 
-    selectionChanged = QtCore.Signal(str, int, object)
     tokenHovered = QtCore.Signal(str, int)
-    queryPinned = QtCore.Signal(int)
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme: Theme | str | None = None):
         super().__init__(parent, theme=theme)
@@ -96,8 +95,10 @@ class QtLineView(AttentionSetsMixin, FigureViewBase):
         self._set_title()
 
     # data ----------------------------------------------------------------------------
-    def set_data(self, data: AttentionData | Mapping[str, AttentionData]) -> None:
-        self._datasets = as_attention_sets(data)
+    def set_data(self, data: AttentionFrame | AttentionData | Mapping[str, AttentionData]) -> None:
+        frame = AttentionFrame.of(data)
+        self._datasets = dict(frame.sets)
+        self.set_predictions(frame.predicted)
         self._data_version += 1
         if self._kind not in self._datasets:
             self._kind = next(iter(self._datasets))
@@ -138,6 +139,11 @@ class QtLineView(AttentionSetsMixin, FigureViewBase):
         if heads != "keep":
             self._heads = None if heads is None else tuple(sorted({int(h) for h in heads}))
         self._refresh(controls=True)
+
+    def apply(self, choice: ViewChoice) -> None:
+        """The choice's kind and layer; its head alone, or every head for the heads' mean."""
+        heads = None if choice.mode == "mean" else ([choice.head] if choice.head is not None else "keep")
+        self.select(kind=choice.kind, layer=choice.layer, heads=heads)
 
     def set_focus(self, side: str | None, index: int = -1) -> None:
         """Pin a token's lines (``side`` "query" or "key"); ``None`` clears."""
@@ -227,15 +233,24 @@ class QtLineView(AttentionSetsMixin, FigureViewBase):
         self._pinned = None if token is None or token == self._pinned else token
         self._sync_lines()
         if self._pinned is not None and self._pinned[0] == "query":
-            self.queryPinned.emit(self._pinned[1])
+            self.chose.emit({"query": self._pinned[1]})
 
     def _on_all_heads(self) -> None:
         self.set_heads(None)
         self._emit_selection()
 
     def _emit_selection(self) -> None:
-        if self._kind is not None:
-            self.selectionChanged.emit(self._kind, self._layer, self.selected_heads())
+        """The user picked the kind, layer or heads: one head shown is that head, every head their
+        mean, some heads the kind and layer only."""
+        d = self.data()
+        if d is None:
+            return
+        heads, changes = self.selected_heads(), {"kind": self._kind, "layer": self._layer}
+        if len(heads) == 1:
+            changes.update(head=heads[0], mode="head")
+        elif len(heads) == d.n_heads:
+            changes["mode"] = "mean"
+        self.chose.emit(changes)
 
     def _on_kind_combo(self) -> None:
         kind = self.kind_combo.currentData()
@@ -372,31 +387,5 @@ class QtLineView(AttentionSetsMixin, FigureViewBase):
         )
 
 
-def _select_lines(view: QtLineView, c: ViewChoice) -> None:
-    heads = None if c.mode == "mean" else ([c.head] if c.head is not None else "keep")
-    view.select(kind=c.kind, layer=c.layer, heads=heads)
-
-
-def _lines_request(request: Request, kind: str, layer: int, heads: tuple[int, ...], n_heads: int) -> None:
-    """One head shown: that head; every head: their mean; some: the kind and layer only."""
-    if len(heads) == 1:
-        request(kind=kind, layer=layer, head=heads[0], mode="head")
-    elif len(heads) == n_heads:
-        request(kind=kind, layer=layer, mode="mean")
-    else:
-        request(kind=kind, layer=layer)
-
-
-def _watch_lines(view: QtLineView, request: Request) -> None:
-    ref = weakref.ref(view)  # the connection must not keep the view alive
-
-    def n_heads() -> int:
-        d = ref().data() if ref() is not None else None
-        return d.n_heads if d is not None else 0
-
-    view.selectionChanged.connect(lambda kind, layer, heads: _lines_request(request, kind, layer, tuple(heads), n_heads()))
-    view.queryPinned.connect(lambda row: request(query=row))
-
-
-SPEC = ViewSpec("lines", QtLineView, "Lines", "lineViewDock", "right", ATTENTION_SELECTORS, load_attention, _select_lines,
-                kinds=KINDS, head_modes=("mean", "all"), opening=CROSS_FIRST, watch=_watch_lines)
+SPEC = ViewSpec("lines", QtLineView, "Lines", "lineViewDock", "right", ATTENTION_SELECTORS, data=attention_frame,
+                kinds=KINDS, head_modes=("mean", "all"), opening=CROSS_FIRST)

@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 from PySide6 import QtCore, QtWidgets
 
-from attnviz.core.analysis.figure_data import FigureData, MaskData
-from attnviz.qt.selection import Request, ViewChoice, query_axis
+from attnviz.core.analysis.figure_data import FigureData, MaskData, MaskFrame
+from attnviz.qt.selection import ViewChoice, query_axis
 from attnviz.qt.views.base import (
     CURRENT_ROW_LEGEND,
     FigureViewBase,
@@ -27,7 +27,7 @@ from attnviz.qt.views.base import (
     query_text,
     word_start_legend,
 )
-from attnviz.qt.views.spec import ATTENTION_SELECTORS, ViewSpec, load_mask
+from attnviz.qt.views.spec import ATTENTION_SELECTORS, ViewSpec, mask_frame
 from attnviz.qt.widgets.colormaps import DIVERGING_COLORMAP, Theme
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo, format_mask, format_score, format_weight
 from attnviz.qt.widgets.title_item import TitleItem
@@ -61,14 +61,13 @@ def _padding_row(padding: np.ndarray | None, n: int) -> np.ndarray:
 class QtMaskView(PredictedRowsMixin, FigureViewBase):
     """The pieces of softmax(QKᵀ/√d_k + M) for one head of the decoder's masked self-attention.
 
-    ``set_data(MaskData)`` (shapes in :class:`attnviz.core.analysis.figure_data.MaskData`);
-    ``select(layer=, head=)`` (0-based). Signals: ``selectionChanged(layer, head)``,
-    ``hovered(panel, HoverInfo | None)``, ``rowClicked(row)`` (a query row of a panel, 0-based).
+    ``set_data(MaskFrame)`` (or a bare :class:`~attnviz.core.analysis.figure_data.MaskData`,
+    which has the shapes); ``select(layer=, head=)`` (0-based), ``apply(choice)`` for a choice.
+    Signals: ``chose`` (the layer and head picked; the query row of a panel clicked, 0-based),
+    ``hovered(panel, HoverInfo | None)``.
     """
 
-    selectionChanged = QtCore.Signal(int, int)
     hovered = QtCore.Signal(str, object)
-    rowClicked = QtCore.Signal(int)
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme: Theme | str | None = None):
         super().__init__(parent, theme=theme)
@@ -178,10 +177,10 @@ class QtMaskView(PredictedRowsMixin, FigureViewBase):
         return {name: plot.titleLabel.text for name, plot in self.panels.items()}
 
     # data -------------------------------------------------------------------------
-    def set_data(self, data: MaskData) -> None:
-        if not isinstance(data, MaskData):
-            raise TypeError(f"QtMaskView.set_data expects MaskData, not {type(data).__name__}")
-        self._data = data
+    def set_data(self, data: MaskFrame | MaskData) -> None:
+        frame = MaskFrame.of(data)  # TypeError for anything else
+        self._data = frame.masks
+        self.set_predictions(frame.predicted)
         self._fit_choice()
         self._refresh()
 
@@ -195,6 +194,9 @@ class QtMaskView(PredictedRowsMixin, FigureViewBase):
         self.layer_head.set(layer, head)
         self._fit_choice()
         self._refresh_head()
+
+    def apply(self, choice: ViewChoice) -> None:
+        self.select(layer=choice.layer, head=choice.head)
 
     def layer(self) -> int:
         return self.layer_head.layer
@@ -223,7 +225,8 @@ class QtMaskView(PredictedRowsMixin, FigureViewBase):
     def _on_controls_changed(self) -> None:
         self.layer_head.read()
         self._refresh_head()
-        self.selectionChanged.emit(*self.layer_head.index)
+        layer, head = self.layer_head.index
+        self.chose.emit({"layer": layer, "head": head, "mode": "head"})
 
     def _refresh(self) -> None:
         """Everything: the data changed."""
@@ -299,7 +302,7 @@ class QtMaskView(PredictedRowsMixin, FigureViewBase):
         self._on_hovered(panel, info)
 
     def _on_cell_clicked(self, row: int, _col: int) -> None:
-        self.rowClicked.emit(row)
+        self.chose.emit({"query": row})
 
     def _on_hovered(self, panel: str, info: HoverInfo | None) -> None:
         d = self._data
@@ -365,14 +368,5 @@ class QtMaskView(PredictedRowsMixin, FigureViewBase):
         return [p.hover_marker for p in plots] + [p.linked_marker for p in self.panels.values()]
 
 
-def _select_mask(view: QtMaskView, c: ViewChoice) -> None:
-    view.select(layer=c.layer, head=c.head)
-
-
-def _watch_mask(view: QtMaskView, request: Request) -> None:
-    view.selectionChanged.connect(lambda layer, head: request(layer=layer, head=head, mode="head"))
-    view.rowClicked.connect(lambda row: request(query=row))
-
-
-SPEC = ViewSpec("mask", QtMaskView, "Masks", "maskViewDock", "right", ATTENTION_SELECTORS, load_mask, _select_mask,
-                kinds=("decoder",), empty="the mask view needs at least one decoded step", watch=_watch_mask)
+SPEC = ViewSpec("mask", QtMaskView, "Masks", "maskViewDock", "right", ATTENTION_SELECTORS, data=mask_frame,
+                kinds=("decoder",), empty="the mask view needs at least one decoded step")
