@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from PySide6 import QtCore, QtGui
 
+from attnviz.core.analysis.figure_data import OutputFrame
 from attnviz.core.analysis.norms import norm_site_data_for
 from attnviz.core.analysis.positional import positional_data_for
 from attnviz.core.analysis.walkthrough import session_walkthrough
@@ -39,7 +40,7 @@ def test_the_word_start_mark_is_visible_and_not_an_underscore(qapp):
 
 def test_token_axes_show_the_mark_and_group_the_pieces_of_a_word(make_view):
     forced = F.forced()
-    view = make_view(QtOutputView, (1366, 700), forced=forced, shown=True)
+    view = make_view(QtOutputView, (1366, 700), OutputFrame(forced=forced), shown=True)
     pieces = tuple(p.piece for p in forced.steps)
     axis = view.target_axis
     assert axis.labels() == pieces and axis.shown_labels() == tuple(display_piece(p) for p in pieces)
@@ -68,7 +69,7 @@ def _overlap(rects):
 @pytest.mark.parametrize("size", [*DOCK, (900, 224)])
 def test_output_view_is_readable_in_a_short_dock(make_view, qtbot, size):
     session, forced = F.session(steps=3), F.forced()
-    view = make_view(QtOutputView, size, step=session.steps[-1], shown=True)
+    view = make_view(QtOutputView, size, OutputFrame(step=session.steps[-1]), shown=True)
     qtbot.wait(10)
     title = view.title.plain_text()
     assert title.startswith("Output distribution") and "Next token" not in title
@@ -79,7 +80,7 @@ def test_output_view_is_readable_in_a_short_dock(make_view, qtbot, size):
     assert not _overlap(_text_rects(view.topk_text.items))
     assert view.canvas.height() > view.scroll.viewport().height()  # the rest scrolls
 
-    view.set_data(forced=forced)
+    view.set_data(OutputFrame(forced=forced))
     view.resize(*size)
     qtbot.wait(10)
     for plot in (view.prob_plot, view.loss_plot):
@@ -103,7 +104,7 @@ def test_output_view_is_readable_in_a_short_dock(make_view, qtbot, size):
 
 def test_output_hover_is_one_based(make_view, qtbot):
     forced = F.forced()
-    view = make_view(QtOutputView, (1366, 700), forced=forced, shown=True)
+    view = make_view(QtOutputView, (1366, 700), OutputFrame(forced=forced), shown=True)
     qtbot.wait(10)
     vb = view.prob_plot.getViewBox()
     view._on_mouse_moved(vb.mapViewToScene(vb.mapToView(vb.rect().center())))  # the scene signal's handler
@@ -208,7 +209,7 @@ def test_the_export_dialog_writes_the_metadata_it_is_given(make_view, tmp_path, 
     from attnviz.qt.export.dialogs import export_data_dialog
 
     session = F.session(steps=3)
-    view = make_view(QtOutputView, (900, 600), step=session.steps[-1])
+    view = make_view(QtOutputView, (900, 600), OutputFrame(step=session.steps[-1]))
     target = tmp_path / "out.csv"
     monkeypatch.setattr(QtWidgets.QFileDialog, "getSaveFileName", lambda *a, **k: (str(target), "CSV table (*.csv)"))
     meta = {"model": "tiny-layer", "source": "我喜欢吃苹果。", "target": "x\ny", "step": 3, "kind": None}
@@ -260,8 +261,8 @@ def test_output_view_reads_after_a_resize_in_teacher_forcing(make_view, qtbot):
     """The canvas grows with the teacher-forcing plots while it is being resized: its viewport
     follows (a nested resize used to leave the lower plot cut off)."""
     session = F.session(steps=3)
-    view = make_view(QtOutputView, (900, 700), step=session.steps[-1], shown=True)
-    view.set_data(forced=F.forced())
+    view = make_view(QtOutputView, (900, 700), OutputFrame(step=session.steps[-1]), shown=True)
+    view.set_data(OutputFrame(forced=F.forced()))
     for size in (NARROW, (520, 540), NARROW):
         view.resize(*size)
         assert _problems(view, qtbot) == []

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from PySide6 import QtCore, QtGui
 
+from attnviz.core.analysis.figure_data import OutputFrame
 from attnviz.qt.export.files import render_view_to_file
 from attnviz.qt.views.output import QtOutputView
 
@@ -28,7 +29,7 @@ def test_next_token_distribution(make_view, results):
     step = session.steps[-1]
     view = make_view(QtOutputView, SIZE)
     assert view.objectName() == "outputView" and not view.has_data()
-    view.set_data(step=step)
+    view.set_data(OutputFrame(step=step))
     np.testing.assert_allclose(view.bar_probabilities(), [p for _, _, p in step.topk])
     assert view.topk() == step.topk
     assert view.topk_axis.labels() == tuple(piece for piece, _, _ in step.topk)
@@ -43,7 +44,7 @@ def test_next_token_distribution(make_view, results):
     # the same view, a step later: updated in place
     bars = view.topk_bars
     session.step()
-    view.set_data(step=session.steps[-1])
+    view.set_data(OutputFrame(step=session.steps[-1]))
     assert view.topk_bars is bars
     np.testing.assert_allclose(view.bar_probabilities(), [p for _, _, p in session.steps[-1].topk])
     session.back()
@@ -57,7 +58,7 @@ def test_a_forced_token_is_marked(make_view, results):
     step = session.force(token_id)
     try:
         view = make_view(QtOutputView, SIZE)
-        view.set_data(step=step)
+        view.set_data(OutputFrame(step=step))
         assert step.forced and step.topk == peek.topk and "forced by you" in view.title.plain_text()
         assert view.topk_axis.highlight() == len(step.topk) - 1
         assert QtGui.QColor(view.topk_bars.opts["brushes"][-1]).name() == view.theme.highlight
@@ -68,7 +69,7 @@ def test_a_forced_token_is_marked(make_view, results):
 def test_teacher_forcing_table(make_view, qtbot, results):
     _, forced = results
     view = make_view(QtOutputView, SIZE)
-    view.set_data(forced=forced, position=2)
+    view.set_data(OutputFrame(forced=forced, position=2))
     arrays = view.forced_arrays()
     np.testing.assert_allclose(arrays["target_prob"], [p.prob for p in forced.steps])
     np.testing.assert_allclose(arrays["loss"], [p.loss for p in forced.steps])
@@ -95,10 +96,18 @@ def test_teacher_forcing_table(make_view, qtbot, results):
     assert f"P(target) = {forced.steps[4].prob:.4f}" in view.readout.text()
 
 
+def test_the_frame_keeps_the_cursor_within_the_positions(results):
+    _, forced = results
+    n = len(forced.steps)
+    assert OutputFrame(forced=forced, position=n + 5).position == n - 1
+    assert OutputFrame(forced=forced, position=-3).position == 0 and OutputFrame(forced=forced).position == 0
+    assert OutputFrame(position=2).position is None  # no teacher forcing: no cursor
+
+
 def test_exports(make_view, results, tmp_path):
     session, forced = results
     view = make_view(QtOutputView, SIZE)
-    view.set_data(step=session.steps[-1], forced=forced)
+    view.set_data(OutputFrame(step=session.steps[-1], forced=forced))
     for fmt in ("png", "svg", "pdf"):
         data = render_view_to_file(view, tmp_path / f"out.{fmt}").read_bytes()
         assert len(data) > 2000 and data.startswith({"png": b"\x89PNG", "svg": b"<?xml", "pdf": b"%PDF"}[fmt])

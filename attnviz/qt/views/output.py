@@ -9,7 +9,8 @@ for a typed target, how well the model predicts every position under teacher for
   the predicted token written above each bar, and the loss −log P(target) (lower plot, the
   targets along its bottom axis).
 
-The view renders objects ``attnviz.core.decoding.session`` already computes and never runs the model:
+The view renders an :class:`~attnviz.core.analysis.figure_data.OutputFrame` of objects
+``attnviz.core.decoding.session`` already computes, and never runs the model:
 a ``DecodeStep`` (``topk``, ``entropy``, ``token_id``, ``prob``, ``forced``, ``index``) and a
 ``TeacherForced`` result (``steps``, one ``ForcedPosition`` per row: ``input_piece``,
 ``piece`` (the target), ``predicted_piece``, ``match``, ``prob`` (P(target)), ``loss``, ``entropy``, ``topk``).
@@ -30,7 +31,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from attnviz.core.analysis.figure_data import FigureData
+from attnviz.core.analysis.figure_data import FigureData, OutputFrame
 from attnviz.core.data.pieces import WORD_START, display_piece
 from attnviz.qt.selection import ViewChoice
 from attnviz.qt.views.base import FigureViewBase
@@ -41,7 +42,6 @@ from attnviz.qt.widgets.title_item import TitleItem
 from attnviz.qt.widgets.token_axis import TokenAxis
 
 if TYPE_CHECKING:  # importing the core would import torch
-    from attnviz.core.decoding.session import DecodeStep
     from attnviz.core.decoding.teacher_forcing import TeacherForced
     from attnviz.qt.session import Session
 
@@ -99,12 +99,14 @@ class _TextPool:
 class QtOutputView(FigureViewBase):
     """The next-token distribution (top-k bars, entropy) and the teacher-forced table.
 
-    ``set_data(step=None, forced=None, position=None)``:
+    ``set_data(OutputFrame(step=None, forced=None, position=None))``:
 
     * ``step`` — a ``DecodeStep`` (``DecodingSession.steps[-1]``): its top-k is shown;
     * ``forced`` — a ``TeacherForced`` result (``decoding.teacher_forced``): the per-position
       plots are shown, and with ``step`` None the top-k of position ``position`` (the cursor,
       default 0) is shown above them.
+
+    ``positionClicked(position)`` when the user clicks a teacher-forcing position.
     """
 
     positionClicked = QtCore.Signal(int)
@@ -192,18 +194,15 @@ class QtOutputView(FigureViewBase):
             ax.enableAutoSIPrefix(False)
 
     # data ------------------------------------------------------------------------------
-    def set_data(self, step: "DecodeStep | None" = None, forced: "TeacherForced | None" = None, position: int | None = None) -> None:
-        """Show ``step``'s distribution and/or ``forced``'s per-position table (updated in place)."""
-        self._step = step
-        self._forced = forced
-        n = len(forced.steps) if forced is not None else 0
-        self._position = None if forced is None else min(max(0, 0 if position is None else int(position)), max(0, n - 1))
+    def set_data(self, data: OutputFrame) -> None:
+        """Show the step's distribution and/or the teacher-forced per-position table (updated in place)."""
+        self._step, self._forced, self._position = data.step, data.forced, data.position
         self._refresh()
 
     def set_position(self, position: int) -> None:
         """Move the teacher-forcing cursor (its distribution is shown when no step is given)."""
         if self._forced is not None:
-            self.set_data(self._step, self._forced, position)
+            self.set_data(OutputFrame(self._step, self._forced, position))
 
     def has_data(self) -> bool:
         return bool(self._topk) or self._forced is not None
@@ -509,10 +508,10 @@ class QtOutputView(FigureViewBase):
         return FigureData(self.figure_title(), ("rank",), values, {"rank": tuple(p for p, _, _ in self._topk)}, extras)
 
 
-def _load_output(view: FigureViewBase, session: Session, choice: ViewChoice) -> bool:
+def output_frame(session: Session, choice: ViewChoice) -> OutputFrame:
+    """The step decoded last and the teacher-forced pass with its cursor (either may be missing)."""
     forced = session.forced
-    view.set_data(step=session.current_step(), forced=forced, position=session.forced_cursor if forced else None)
-    return True
+    return OutputFrame(session.current_step(), forced, session.forced_cursor if forced is not None else None)
 
 
-SPEC = ViewSpec("output", QtOutputView, "Output distribution", "outputDock", "bottom", (), _load_output)
+SPEC = ViewSpec("output", QtOutputView, "Output distribution", "outputDock", "bottom", (), data=output_frame)
