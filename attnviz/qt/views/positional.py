@@ -464,9 +464,9 @@ class QtPositionalView(FigureViewBase):
         return [p.hover_marker for p in (self.pe_plot, self.sim_plot, *self.emb_plots.values())]
 
 
-def _load_positional(view: FigureViewBase, session: Session, choice: ViewChoice) -> bool:
-    view.set_data(positional_data_for(session.current))
-    return True
+def positional_frame(session: Session, choice: ViewChoice) -> PositionalData | None:
+    """The positional encoding, the embeddings and their sums of the current frame."""
+    return positional_data_for(session.current) if session.current is not None else None
 
 
-SPEC = ViewSpec("pe", QtPositionalView, "Positional encoding", "positionalDock", "bottom", (), _load_positional)
+SPEC = ViewSpec("pe", QtPositionalView, "Positional encoding", "positionalDock", "bottom", (), data=positional_frame)
