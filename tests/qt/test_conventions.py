@@ -10,7 +10,7 @@ import pytest
 from PySide6 import QtCore, QtGui
 
 from attnviz.core.analysis.figure_data import OutputFrame
-from attnviz.core.analysis.norms import norm_site_data_for
+from attnviz.core.analysis.norms import NormSites, norm_site_data_for
 from attnviz.core.analysis.positional import positional_data_for
 from attnviz.core.analysis.walkthrough import session_walkthrough
 from attnviz.core.data.pieces import SP_WORD_START, WORD_START, WORD_START_LEGEND, display_piece, word_spans
@@ -143,7 +143,7 @@ def test_pe_subtitle_is_not_clipped(make_view, qtbot):
 def test_norm_view_says_the_formula_and_shows_ln_before_gamma_beta(make_view, placement, formula):
     s = F.session(placement=placement, steps=3)
     sites = norm_site_data_for(s, s.config)
-    view = make_view(QtNormStatsView, (1366, 224), sites, "layer", placement, shown=True)
+    view = make_view(QtNormStatsView, (1366, 224), NormSites(sites, "layer", placement), shown=True)
     assert formula in view.title.plain_text()
     col = view.columns[0]
     site = view.group_sites()[0]
@@ -197,7 +197,7 @@ def test_biases_are_tables_and_cross_attention_says_c_encoder(make_view, cross_w
 
 def test_norm_hover_is_one_based_with_the_mark(make_view):
     s = F.session(steps=3)
-    view = make_view(QtNormStatsView, (1366, 700), norm_site_data_for(s, s.config), "layer", "post", shown=True)
+    view = make_view(QtNormStatsView, (1366, 700), NormSites(norm_site_data_for(s, s.config), "layer", "post"), shown=True)
     site = view.compared_site()
     view.cmp_plots["x"].sigHovered.emit(HoverInfo(1, 4, float(site.x_in[1, 4]), site.pieces[1], "4"))
     assert view.readout.text().startswith(f"token 2 “{display_piece(site.pieces[1])}”, feature 4:  x = {site.x_in[1, 4]:.4f}")
@@ -246,7 +246,7 @@ def _problems(view, qtbot) -> list[str]:
 
 def test_norm_view_reads_in_a_narrow_dock(make_view, qtbot):
     s = F.session(placement="pre", steps=3)
-    view = make_view(QtNormStatsView, NARROW, norm_site_data_for(s, s.config), "layer", "pre", shown=True)
+    view = make_view(QtNormStatsView, NARROW, NormSites(norm_site_data_for(s, s.config), "layer", "pre"), shown=True)
     assert _problems(view, qtbot) == []
     assert view.canvas.width() <= view.scroll.viewport().width()  # no sideways scrolling: the columns fit
     assert view.canvas.height() > view.scroll.viewport().height()  # the figure keeps its height and scrolls
@@ -272,7 +272,7 @@ def test_output_view_reads_after_a_resize_in_teacher_forcing(make_view, qtbot):
 def test_norm_view_selectors_show_whole_names(make_view, qtbot):
     """The layer and site selectors keep their names whole in a narrow dock (no "Encoder la…")."""
     s = F.session(placement="pre", steps=3)
-    view = make_view(QtNormStatsView, NARROW, norm_site_data_for(s, s.config), "layer", "pre", shown=True)
+    view = make_view(QtNormStatsView, NARROW, NormSites(norm_site_data_for(s, s.config), "layer", "pre"), shown=True)
     view.set_link_state(True, "follows: decoder · layer 2 · head 3")
     qtbot.wait(10)
     for combo in (view.group_combo, view.compare_combo):
@@ -333,7 +333,7 @@ def test_an_exported_norm_figure_is_never_cut(qapp, tmp_path):
     assert cli_main(["export", "--view", "norm", "--src", "猫吃鱼。", "--size", "1000x700", "--out", str(tmp_path)]) == 0
     image = QtGui.QImage(str(next(tmp_path.glob("*.png"))))
     view = QtNormStatsView()
-    view.set_data(norm_site_data_for(F.session(steps=3), F.bundle().config), "layer", "pre")
+    view.set_data(NormSites(norm_site_data_for(F.session(steps=3), F.bundle().config), "layer", "pre"))
     view.resize(1000, 700)
     need = view.canvas.ci.effectiveSizeHint(QtCore.Qt.SizeHint.MinimumSize)
     assert image.height() > 700 and image.height() >= need.height() - 1  # it grew to its plots

@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 
 from attnviz.core.analysis import stats as A
-from attnviz.core.analysis.norms import histogram, norm_site_data_for
+from attnviz.core.analysis.norms import NormSites, histogram, norm_site_data_for
 from attnviz.core.model.trace import trace_schema
 from attnviz.qt.export.files import render_view_to_file
+from attnviz.qt.selection import ViewChoice
 from attnviz.qt.views.norm_stats import QtNormStatsView
 
 import inside_fixtures as F
@@ -33,7 +34,7 @@ SIZE = (1100, 900)
 def test_statistics_of_the_chosen_layer(make_view, norm, placement):
     session = F.session(norm=norm, placement=placement, steps=4)
     arrays, sites = site_data(session)
-    view = make_view(QtNormStatsView, SIZE, sites, norm, placement)
+    view = make_view(QtNormStatsView, SIZE, NormSites(sites, norm, placement))
     assert view.objectName() == "normStatsView"
     n_final = 2 if placement == "pre" else 0
     assert len(view.groups()) == 4 + n_final  # 2 encoder + 2 decoder layers (+ final norms)
@@ -70,7 +71,7 @@ def test_statistics_of_the_chosen_layer(make_view, norm, placement):
 def test_ln_vs_bn_on_the_same_matrix(make_view):
     session = F.session(norm="layer", steps=4)
     arrays, sites = site_data(session)
-    view = make_view(QtNormStatsView, SIZE, sites, "layer", "post")
+    view = make_view(QtNormStatsView, SIZE, NormSites(sites, "layer", "post"))
     assert view.groups()[0] == ("encoder", 0)
     view.compare_combo.setCurrentIndex(1)  # norm2 of encoder layer 1
     site = view.compared_site()
@@ -112,18 +113,30 @@ def test_teacher_forced_pass_and_no_decoder_rows_yet(make_view):
     fresh = F.session(steps=0)  # nothing decoded yet: the encoder's norms only
     only_enc = norm_site_data_for(fresh, fresh.config)
     assert only_enc and all(s.site.startswith("encoder") for s in only_enc)
-    view = make_view(QtNormStatsView, SIZE, only_enc, "layer", "post")
+    view = make_view(QtNormStatsView, SIZE, NormSites(only_enc, "layer", "post"))
     assert view.groups() == [("encoder", 0), ("encoder", 1)]
+
+
+def test_apply_shows_the_chosen_layer_of_its_stack(make_view):
+    session = F.session(steps=3)
+    view = make_view(QtNormStatsView, SIZE, NormSites(norm_site_data_for(session, session.config), "layer", "post"))
+    view.apply(ViewChoice(kind="cross", layer=1))  # cross-attention sits in the decoder's layers
+    assert view.group() == ("decoder", 1)
+    view.apply(ViewChoice(kind="encoder", layer=0))
+    assert view.group() == ("encoder", 0)
+    view.apply(ViewChoice(kind="encoder", layer=7))  # no such layer: it stays
+    view.apply(ViewChoice(layer=1))  # no kind: no stack to pick the layer in
+    assert view.group() == ("encoder", 0)
 
 
 def test_updates_in_place_and_exports(make_view, tmp_path):
     session = F.session(norm="batch", steps=3)
     _, sites = site_data(session)
-    view = make_view(QtNormStatsView, SIZE, sites, "batch", "post")
+    view = make_view(QtNormStatsView, SIZE, NormSites(sites, "batch", "post"))
     curve = view.columns[0].mean_a
     session.step()
     _, sites2 = site_data(session)
-    view.set_data(sites2, "batch", "post")
+    view.set_data(NormSites(sites2, "batch", "post"))
     assert view.columns[0].mean_a is curve
     assert view.cmp_plots["x"].matrix().shape[0] == len(session.src_pieces)  # encoder layer 1 is still shown
     session.back()
@@ -145,7 +158,7 @@ def test_both_bundled_models(make_view, name, norm):
     assert bundle.config.norm == norm
     forced = teacher_forced_from_bundle(bundle, "我喜欢吃鱼。", "I like eating fish.")
     sites = norm_site_data_for(forced, bundle.config)
-    view = make_view(QtNormStatsView, SIZE, sites, bundle.config.norm, bundle.config.norm_placement)
+    view = make_view(QtNormStatsView, SIZE, NormSites(sites, bundle.config.norm, bundle.config.norm_placement))
     view.select("decoder", 2)
     site = view.group_sites()[1]  # before (pre-norm) cross-attention
     st = A.norm_statistics(forced.trace, site.site)

@@ -1,6 +1,7 @@
-"""The normalization-statistics view's data: :class:`NormSiteData` (one normalization site of the
-current pass), ``norm_site_data_for`` (builds them from a decoding), the site and layer titles
-and the histogram binning.
+"""The normalization-statistics view's data: :class:`NormSites` (every :class:`NormSiteData`, one
+normalization site of the current pass, and the model's norm and placement),
+``norm_site_data_for`` (builds the sites from a decoding), the site and layer titles and the
+histogram binning.
 
 No widgets here; ``norm_site_data_for`` imports the core (and so torch) only when called.
 """
@@ -75,6 +76,24 @@ class NormSiteData:
     def index(self) -> int:
         m = _SITE.match(self.site)
         return int(m.group(3)) if m and m.group(3) else 0
+
+
+@dataclass(frozen=True, eq=False)
+class NormSites:
+    """Every normalization site of one pass and how the model normalizes: what the
+    normalization-statistics view draws.
+
+    sites      the :class:`NormSiteData` of each normalization of the pass (any order)
+    norm       the model's normalization, ``"layer"`` or ``"batch"`` (``TransformerConfig.norm``)
+    placement  ``"pre"`` or ``"post"`` (``TransformerConfig.norm_placement``)
+    """
+
+    sites: tuple[NormSiteData, ...]
+    norm: str = "layer"
+    placement: str = "post"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sites", tuple(self.sites))
 
 
 def norm_site_data_for(current, config) -> list[NormSiteData]:

@@ -28,7 +28,6 @@ is a :class:`SiteColumn`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -36,7 +35,16 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from attnviz.core.analysis.figure_data import FigureData
-from attnviz.core.analysis.norms import NormSiteData, group_title, histogram, norm_site_data_for, placement_formula, site_title, tutorial_formula
+from attnviz.core.analysis.norms import (
+    NormSiteData,
+    NormSites,
+    group_title,
+    histogram,
+    norm_site_data_for,
+    placement_formula,
+    site_title,
+    tutorial_formula,
+)
 from attnviz.core.data.pieces import WORD_START, display_piece
 from attnviz.qt.selection import ViewChoice
 from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
@@ -188,9 +196,10 @@ def _count_ticks(top: float) -> list[tuple[float, str]]:
 class QtNormStatsView(FigureViewBase):
     """Normalization statistics of the chosen layer (see the module docstring).
 
-    ``set_data(sites, norm="layer", placement="post")``: ``sites`` are :class:`NormSiteData` for
+    ``set_data(NormSites(sites, norm, placement))``: ``sites`` are :class:`NormSiteData` for
     every normalization of the current pass (any order); the view groups them by layer and
     shows the chosen group. ``norm`` and ``placement`` are the model's (``TransformerConfig``).
+    ``apply(choice)`` shows the choice's layer (of its kind's stack).
     """
 
     groupChanged = QtCore.Signal(str, int)
@@ -284,11 +293,11 @@ class QtNormStatsView(FigureViewBase):
         return item
 
     # data ------------------------------------------------------------------------------------
-    def set_data(self, sites: Sequence[NormSiteData], norm: str = "layer", placement: str = "post") -> None:
-        """Show ``sites`` (the current pass's normalizations); keeps the chosen layer if it still exists."""
-        self._sites = list(sites)
-        self._norm = norm
-        self._placement = placement
+    def set_data(self, data: NormSites) -> None:
+        """Show the current pass's normalizations; keeps the chosen layer if it still exists."""
+        self._sites = list(data.sites)
+        self._norm = data.norm
+        self._placement = data.placement
         groups = self.groups()
         if self._group not in groups:
             self._group = groups[0] if groups else None
@@ -320,6 +329,13 @@ class QtNormStatsView(FigureViewBase):
         self._compare = min(self._compare, max(0, len(self.group_sites()) - 1))
         self._update_controls()
         self._refresh()
+
+    def apply(self, choice: ViewChoice) -> None:
+        """The chosen layer's norms; cross-attention sits in the decoder's layers."""
+        if choice.kind is not None and choice.layer is not None:
+            stack = "decoder" if choice.kind == "cross" else choice.kind
+            if (stack, choice.layer) in self.groups():
+                self.select(stack, choice.layer)
 
     def mark(self, row: int | None = None, col: int | None = None) -> None:
         """Move the LN row / BN column drawn on the matrices."""
@@ -531,19 +547,14 @@ class QtNormStatsView(FigureViewBase):
         return [p.hover_marker for p in self.cmp_plots.values()]
 
 
-def _load_norm(view: FigureViewBase, session: Session, choice: ViewChoice) -> bool:
-    cfg = session.bundle.config
-    view.set_data(norm_site_data_for(session.current, cfg), cfg.norm, cfg.norm_placement)
-    return True
+def norm_sites(session: Session, choice: ViewChoice) -> NormSites | None:
+    """Every normalization of the current frame's pass, with the model's norm and placement."""
+    cur, bundle = session.current, session.bundle
+    if cur is None or bundle is None:
+        return None
+    cfg = bundle.config
+    return NormSites(norm_site_data_for(cur, cfg), cfg.norm, cfg.norm_placement)
 
 
-def _select_norm(view: QtNormStatsView, c: ViewChoice) -> None:
-    """The chosen layer's norms; cross-attention sits in the decoder's layers."""
-    if c.kind is not None and c.layer is not None:
-        stack = "decoder" if c.kind == "cross" else c.kind
-        if (stack, c.layer) in view.groups():
-            view.select(stack, c.layer)
-
-
-SPEC = ViewSpec("norm", QtNormStatsView, "LayerNorm / BatchNorm", "normStatsDock", "bottom", ("kind", "layer"), _load_norm,
-                _select_norm, kinds=("encoder", "decoder"), stack_view=True)
+SPEC = ViewSpec("norm", QtNormStatsView, "LayerNorm / BatchNorm", "normStatsDock", "bottom", ("kind", "layer"), data=norm_sites,
+                kinds=("encoder", "decoder"), stack_view=True)
