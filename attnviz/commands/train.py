@@ -223,6 +223,7 @@ def _check_flags(args: argparse.Namespace) -> None:
 def _resumed_trainer(args: argparse.Namespace, command: str):
     """``--resume``: the run saved in ``--out``, on ``--data`` when given (read as a new run reads
     it, ``--n-examples`` included), else on the built-in data set it names."""
+    from attnviz.core.training.checkpoint import folder_stamp
     from attnviz.core.training.trainer import Trainer, TrainOptions, resolve_device
 
     _check_flags(args)
@@ -231,8 +232,10 @@ def _resumed_trainer(args: argparse.Namespace, command: str):
     if args.device is not None:
         resolve_device(args.device)
     dataset = _dataset(args) if args.data else None
+    stamp = folder_stamp(Path(args.out))  # the checkpoint about to be read: another run's later save is not overwritten
     trainer = Trainer.from_checkpoint(Path(args.out), dataset, epochs=args.epochs, threads=args.threads, device=args.device)
     trainer.meta.setdefault("resumed_with", []).append(command)
+    trainer.out_stamp = stamp
     return trainer
 
 
@@ -241,11 +244,13 @@ def _new_trainer(args: argparse.Namespace, command: str):
     shape checked first, then data and tokenizers."""
     from attnviz.core.data import corpora as D
     from attnviz.core.model.config import ConfigError
+    from attnviz.core.training.checkpoint import folder_stamp
     from attnviz.core.training.trainer import Trainer, resolve_device
     from attnviz.errors import CommandError
 
     out = Path(args.out)
     _check_out(out, args.force)
+    stamp = folder_stamp(out)  # what the check saw: a run saved there before this one starts is not overwritten
     _check_flags(args)
     try:
         config, options = _model_config(args), _train_options(args)
@@ -257,7 +262,7 @@ def _new_trainer(args: argparse.Namespace, command: str):
     synthetic = dataset.spec.get("kind") in D.SYNTHETIC_TASKS
     vocab_default = 64 if synthetic else None
     tok = args.tokenizer or ("word" if synthetic else "unigram")
-    return Trainer.create(
+    trainer = Trainer.create(
         dataset,
         config,
         options,
@@ -268,6 +273,8 @@ def _new_trainer(args: argparse.Namespace, command: str):
         tgt_tokenizer_type=args.tgt_tokenizer or tok,
         command=command,
     )
+    trainer.out_stamp = stamp
+    return trainer
 
 
 def _check_guided_head(options, config) -> None:

@@ -140,6 +140,21 @@ def folder_kind(out_dir: Path) -> str:
     return "bundle" if meta.get("format") == FORMAT else "foreign"
 
 
+def folder_stamp(out_dir: Path) -> tuple:
+    """What identifies the checkpoint ``out_dir`` holds now, to tell later whether another run saved
+    there meanwhile: the identity of its ``meta.json`` and of the one under ``.NAME.previous``
+    (``None`` where there is none). Every save writes a new ``meta.json``, so every save changes it."""
+    stamps = []
+    for folder in (out_dir, previous_path(out_dir)):
+        try:
+            st = os.stat(folder / META)
+        except OSError:
+            stamps.append(None)
+            continue
+        stamps.append((st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size))
+    return tuple(stamps)
+
+
 def _plain_file(path: Path) -> bool:
     """Whether ``path`` is a regular file itself (not a symbolic link to one)."""
     try:

@@ -86,6 +86,7 @@ from attnviz.core.training.checkpoint import (
     check_meta_size,
     checkpoint_folder,
     folder_kind,
+    folder_stamp,
     optimizer_state_from_files,
     optimizer_state_to_files,
     read_training_state,
@@ -413,6 +414,8 @@ class Trainer:
         self.src_tok, self.tgt_tok = src_tok, tgt_tok
         self.dataset = dataset
         self.out_dir = Path(out_dir) if out_dir is not None else None
+        # what out_dir held when this run was set up; a command that checked it earlier sets its own
+        self.out_stamp = folder_stamp(self.out_dir) if self.out_dir is not None else None
         self.meta: dict[str, Any] = dict(meta or {})
         cfg = model.config
         if src_tok.vocab_size != cfg.src_vocab_size or tgt_tok.vocab_size != cfg.tgt_vocab_size:
@@ -656,9 +659,20 @@ class Trainer:
         try:
             with torch.inference_mode(False), torch.enable_grad():  # grad mode is per thread: a worker may have turned it off
                 with output_lock(self.out_dir, "train") if self.out_dir is not None else nullcontext():  # one run per folder
-                    return self._fit()
+                    self._check_out_unchanged()
+                    try:
+                        return self._fit()
+                    finally:
+                        self.out_stamp = folder_stamp(self.out_dir) if self.out_dir is not None else None
         finally:
             torch.set_num_threads(prev_threads)
+
+    def _check_out_unchanged(self) -> None:
+        """``TrainingError`` when another run saved in ``out_dir`` since this one checked it (both
+        found it free, and the other finished before this one took the lock): nothing is overwritten."""
+        if self.out_dir is not None and folder_stamp(self.out_dir) != self.out_stamp:
+            raise TrainingError(f"{self.out_dir} was saved by another run after this one checked it; this run did not start "
+                                "and left that run as it is: continue it with --resume, or choose another folder")
 
     def _fit(self) -> TrainResult:
         if self.out_dir is not None:
