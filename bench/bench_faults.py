@@ -1,8 +1,15 @@
-"""Fault benchmark: training subprocesses killed with SIGKILL during checkpoint saves (20 trials by
-default, ``ATTNVIZ_KILL_TRIALS`` to change), each followed by loading the bundle and ``--resume``.
+"""Fault benchmark, three kinds of trials (counts by environment variable):
 
-Prints how many trials held (the bundle loaded and the resumed run finished one more epoch),
-where the saves were when they died, and the seconds per trial.
+* training subprocesses killed with SIGKILL during checkpoint saves (``ATTNVIZ_KILL_TRIALS``, 20),
+  each followed by loading the bundle and ``--resume``;
+* two ``attnviz train`` runs started at once on the same ``--out`` (``ATTNVIZ_CONCURRENT_TRIALS``, 6):
+  exactly one runs, the other refuses in one line, the folder holds one complete run;
+* ``attnviz import-hf --out DIR --force`` killed with SIGKILL while starting, reading, saving or
+  swapping its bundle in, DIR holding a previous bundle (``ATTNVIZ_IMPORT_KILL_TRIALS``, 12):
+  afterwards the previous bundle or the new one opens, and the stale lock is taken over by the
+  next import.
+
+Prints how many trials held, where they were when they died, and the seconds per trial.
 """
 
 from __future__ import annotations
@@ -10,18 +17,26 @@ from __future__ import annotations
 import collections
 import os
 import random
+import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "core"))
+TESTS = Path(__file__).resolve().parents[1] / "tests"
+sys.path[:0] = [str(TESTS / "core"), str(TESTS)]
 
+from run_faults import MOMENTS, concurrent_trains, kill_during_import  # noqa: E402
 from train_faults import kill_during_save  # noqa: E402
 
 
 def run(out=print) -> None:
-    trials = int(os.environ.get("ATTNVIZ_KILL_TRIALS", "20"))
+    kill_trials(out, int(os.environ.get("ATTNVIZ_KILL_TRIALS", "20")))
+    concurrent_trials(out, int(os.environ.get("ATTNVIZ_CONCURRENT_TRIALS", "6")))
+    import_kill_trials(out, int(os.environ.get("ATTNVIZ_IMPORT_KILL_TRIALS", "12")))
+
+
+def kill_trials(out, trials: int) -> None:
     rng = random.Random(2024)
     moments: collections.Counter[str] = collections.Counter()
     failures: list[str] = []
@@ -44,3 +59,72 @@ def run(out=print) -> None:
     out(f"  {seconds:.1f} s per trial (train, kill, load, resume)")
     for line in failures:
         out("  FAILED " + line)
+
+
+def concurrent_trials(out, trials: int) -> None:
+    rng = random.Random(25)
+    held = by_lock = 0
+    failures: list[str] = []
+    t0 = time.perf_counter()
+    for i in range(trials):
+        with tempfile.TemporaryDirectory(prefix="attnviz-twice-") as tmp:
+            try:
+                trial = concurrent_trains(Path(tmp) / "m", rng)
+            except Exception as exc:  # noqa: BLE001 - a failed trial is the figure this reports
+                failures.append(f"trial {i + 1}: {type(exc).__name__}: {str(exc)[:200]}")
+                continue
+        held += trial.held
+        by_lock += trial.by_lock
+        if not trial.held:
+            failures.append(f"trial {i + 1}: exit {trial.codes}, epochs {trial.epochs}, {trial.leftovers} left beside, {trial.refusal[-200:]!r}")
+    seconds = (time.perf_counter() - t0) / max(1, trials)
+    out(f"two trains at once on one --out: {held}/{trials} held (one ran, the other refused in one line, one complete run left)")
+    out(f"  refused by the lock {by_lock}, by the folder check {held - by_lock}; {seconds:.1f} s per trial")
+    for line in failures:
+        out("  FAILED " + line)
+
+
+def import_kill_trials(out, trials: int) -> None:
+    try:
+        from tiny_marian import build_marian  # needs transformers (the hf extra)
+    except ImportError as exc:
+        out(f"kill -9 during import-hf: not run ({exc.name} is not installed: pip install 'attnviz[hf]')")
+        return
+    from hostile_bundles import valid_bundle
+
+    rng = random.Random(26)
+    opened: collections.Counter[str] = collections.Counter()
+    moments: collections.Counter[str] = collections.Counter()
+    stale, failures = 0, []
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="attnviz-import-kill-") as tmp:
+        src, previous = build_marian(Path(tmp) / "hf"), valid_bundle(Path(tmp), "previous")
+        for i in range(trials):
+            trial, error = _one_import_kill(Path(tmp) / f"t{i}", src, previous, MOMENTS[i % len(MOMENTS)], rng)
+            if trial is None:
+                failures.append(f"trial {i + 1}: {error}")
+                continue
+            moments[trial.moment] += 1
+            opened[trial.opened if trial.opened in ("previous", "new") else "broken"] += 1
+            stale += trial.stale_lock
+            if not trial.held:
+                failures.append(f"trial {i + 1} ({trial.moment}): opened {trial.opened!r}, next import {trial.next_import!r}")
+    seconds = (time.perf_counter() - t0) / max(1, trials)
+    out(f"kill -9 during import-hf --force onto a bundle: {trials - len(failures)}/{trials} held (a bundle opens, the next import works)")
+    out("  killed while: " + ", ".join(f"{k} {v}" for k, v in sorted(moments.items())) + "; opened: "
+        + ", ".join(f"{k} {v}" for k, v in sorted(opened.items())) + f"; {stale} stale lock(s) taken over")
+    out(f"  {seconds:.1f} s per trial (import, kill, open, import again)")
+    for line in failures:
+        out("  FAILED " + line)
+
+
+def _one_import_kill(folder: Path, src: Path, previous: Path, moment: str, rng: random.Random):
+    """(trial, None), or (None, what went wrong)."""
+    folder.mkdir()
+    shutil.copytree(previous, folder / "out")
+    try:
+        return kill_during_import(src, folder / "out", moment, rng), None
+    except Exception as exc:  # noqa: BLE001 - a failed trial is the figure this reports
+        return None, f"{type(exc).__name__}: {str(exc)[:200]}"
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
