@@ -12,7 +12,7 @@ from PySide6 import QtCore, QtGui
 from attnviz.core.analysis.figure_data import OutputFrame
 from attnviz.core.analysis.norms import NormSites, norm_site_data_for
 from attnviz.core.analysis.positional import positional_data_for
-from attnviz.core.analysis.walkthrough import session_walkthrough
+from attnviz.core.analysis.walkthrough import WalkthroughFrame, session_walkthrough
 from attnviz.core.data.pieces import SP_WORD_START, WORD_START, WORD_START_LEGEND, display_piece, word_spans
 from attnviz.qt.views.norm_stats import QtNormStatsView
 from attnviz.qt.views.output import ROW_PX, QtOutputView
@@ -167,7 +167,7 @@ def cross_walk():
 
 def test_z_hover_writes_out_the_weighted_sum(make_view, cross_walk):
     w = cross_walk
-    view = make_view(QtWalkthroughView, (1366, 700), w, shown=True)
+    view = make_view(QtWalkthroughView, (1366, 700), WalkthroughFrame(w, {"encoder": 2, "decoder": 2, "cross": 2}), shown=True)
     z = view.table("z")
     z.sigHovered.emit(HoverInfo(2, 3, float(w.z[2, 3]), w.query_labels[2], "3"))
     text = view.readout.text()
@@ -182,7 +182,7 @@ def test_z_hover_writes_out_the_weighted_sum(make_view, cross_walk):
 
 def test_biases_are_tables_and_cross_attention_says_c_encoder(make_view, cross_walk):
     w = cross_walk
-    view = make_view(QtWalkthroughView, (1366, 700), w, shown=True)
+    view = make_view(QtWalkthroughView, (1366, 700), WalkthroughFrame(w, {"encoder": 2, "decoder": 2, "cross": 2}), shown=True)
     for p in ("q", "k", "v"):
         b = view.shown(f"b_{p}")
         assert b.shape[0] == 1
@@ -224,7 +224,7 @@ def test_walkthrough_row_is_the_status_bar_step(make_view):
     """The status bar says "step N" after N steps; the walkthrough follows row N of the decoder (1-based)."""
     bundle, s = F.bundle(), F.session(steps=4)
     w = session_walkthrough(bundle.model, s, "decoder", 0, 0)
-    view = make_view(QtWalkthroughView, (1366, 700), w)
+    view = make_view(QtWalkthroughView, (1366, 700), WalkthroughFrame(w, {"encoder": 2, "decoder": 2, "cross": 2}))
     assert view.title.plain_text().split(" — ")[0].endswith(f"(row {len(s.steps)})")
     assert view.query_combo.currentText().startswith(f"{len(s.steps)} · ")
 
@@ -355,7 +355,7 @@ def test_teacher_vs_free_writes_its_departure_one_based_in_its_own_colour(qapp, 
 
 
 def test_the_scaling_hover_and_the_norm_batch_features_follow_the_conventions(make_view):
-    from attnviz.core.analysis.scaling import result_scaling
+    from attnviz.core.analysis.scaling import ScalingFrame, result_scaling
     from attnviz.qt.views.norm_batch import QtNormBatchView
     from attnviz.qt.views.scaling import QtScalingView
 
@@ -364,7 +364,7 @@ def test_the_scaling_hover_and_the_norm_batch_features_follow_the_conventions(ma
     cur = F.session(steps=3)
     src, tgt = cur.src_pieces, cur.input_pieces
     scaling = make_view(QtScalingView, (900, 600))
-    scaling.set_data(result_scaling(cur), {"encoder": (src, src), "decoder": (tgt, tgt), "cross": (tgt, src)}, 2)
+    scaling.set_data(ScalingFrame(result_scaling(cur), {"encoder": (src, src), "decoder": (tgt, tgt), "cross": (tgt, src)}, 2))
     scaling.heat_scaled.sigHovered.emit(HoverInfo(0, 1, 0.5, "SOS", "猫"))
     assert "(position 1)" in scaling.readout.text() and "(position 2)" in scaling.readout.text()
 

@@ -30,6 +30,7 @@ def views(qtbot):
         qtbot.waitExposed(frame)
         vs.refresh(vs[name])
     QtWidgets.QApplication.processEvents()
+    assert s.analyses.wait()  # the walkthrough is computed in a worker
     yield vs
     for name in LINKED:
         vs.frames[name].close()
@@ -52,6 +53,7 @@ def test_a_grid_click_moves_every_linked_view(views, qtbot):
     assert (head.kind(), head.mode(), head.layer(), head.head()) == ("cross", "head", 1, 2)
     assert (lines.kind(), lines.layer(), lines.selected_heads()) == ("cross", 1, (2,))
     assert (mask.layer(), mask.head()) == (1, 2)
+    assert views.session.analyses.wait()  # the walkthrough's new head is computed in a worker
     assert "layer 2 · head 3" in walk.figure_title()
     # each view says what it follows, 1-based
     for name in LINKED:
@@ -71,6 +73,7 @@ def test_the_head_detail_and_walkthrough_move_the_grid(views, qtbot):
     walk.head_combo.setCurrentIndex(walk.head_combo.findData(1))  # the walkthrough asks for head 2
     assert views.selection.value().head == 1
     assert views["grid"].selected() == (0, 1) and head.head() == 1
+    assert views.session.analyses.wait()
     assert "head 2" in walk.figure_title()
 
 

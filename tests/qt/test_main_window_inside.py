@@ -80,12 +80,14 @@ def test_walkthrough_follows_the_step_and_selection(qtbot, window):
     show(window, "walkthroughDock")
     view = window.views["walkthrough"]
     s = window.session
+    assert s.analyses.wait()
     walk = view.data()
     assert walk is not None
     ref = session_walkthrough(s.bundle.model, s.decoding, "cross", 0, 0, len(s.decoding.steps) - 1)
     np.testing.assert_allclose(walk.weights, ref.weights, atol=1e-6)
     np.testing.assert_allclose(walk.weights, s.decoding.attention("cross", 0)[0], atol=1e-6)
-    view.selectionRequested.emit("decoder", 1, 2, 1)
+    view.chose.emit({"kind": "decoder", "layer": 1, "head": 2, "mode": "head", "query": 1})
+    assert s.analyses.wait()  # computed in a worker
     walk = view.data()
     np.testing.assert_allclose(walk.weights, s.decoding.attention("decoder", 1)[2], atol=1e-6)
 

@@ -37,7 +37,7 @@ MIN_HEIGHT = 560  # px of canvas before the dock scrolls
 
 class QtFfnView(FigureViewBase):
     """``set_data(FfnData)``; ``select(stack, layer, query)`` picks the layer and the token (0-based).
-    ``layerChosen(stack, layer)`` and ``tokenChosen(row)`` when the user picks them in the view."""
+    ``chose({kind, layer})`` and ``chose({query})`` when the user picks them in the view."""
 
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme=None):

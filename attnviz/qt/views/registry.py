@@ -80,12 +80,6 @@ def feed_now(spec: ViewSpec, view: FigureViewBase, session: Session, choice: Vie
     now (no event loop to wait in: a command, a test); False when there is nothing to draw."""
     if session.current is None:
         return False
-    if spec.data is None:  # an older entry
-        if not spec.load(view, session, choice):
-            return False
-        if spec.select is not None:
-            spec.select(view, choice)
-        return True
     data = view_data(spec, view, session, choice)
     data = data.run() if isinstance(data, Analysis) else data
     if data is None:
@@ -183,8 +177,6 @@ class ViewSet(QtCore.QObject):
         view.chose.connect(lambda changes, name=spec.name: self.request(name, **changes))
         if spec.reads_options:
             view.optionsChanged.connect(partial(self._on_options_changed, spec.name))
-        if spec.watch is not None:  # an older entry
-            spec.watch(view, partial(self.request, spec.name))
         self._update_caption(spec.name)
 
     def __getitem__(self, name: str) -> FigureViewBase:
@@ -257,10 +249,6 @@ class ViewSet(QtCore.QObject):
     def _feed(self, name: str, choice: ViewChoice) -> None:
         """Give view ``name`` its data for ``choice``: at once, or when its analysis returns."""
         spec, view = self.specs[name], self.views[name]
-        if spec.data is None:  # an older entry
-            if spec.load(view, self.session, choice):
-                self._fed(name, choice)
-            return
         data = view_data(spec, view, self.session, choice)
         if isinstance(data, Analysis):
             self.session.analyses.submit(name, data, lambda result: self._deliver(name, choice, result))
@@ -274,7 +262,7 @@ class ViewSet(QtCore.QObject):
     def _fed(self, name: str, choice: ViewChoice) -> None:
         """View ``name`` has new data of ``choice``: it takes the choice it follows now."""
         spec = self.specs[name]
-        if spec.drawn_from_choice:
+        if spec.from_choice:
             self._applied[name] = choice
         elif self.is_linked(name):
             self._apply(name)
@@ -284,11 +272,7 @@ class ViewSet(QtCore.QObject):
         self._update_caption(name)
 
     def _select(self, name: str, choice: ViewChoice) -> None:
-        spec, view = self.specs[name], self.views[name]
-        if spec.select is not None:  # an older entry
-            spec.select(view, choice)
-        else:
-            view.apply(choice)
+        self.views[name].apply(choice)
 
     def _on_options_changed(self, name: str) -> None:
         """View ``name``'s own options changed what its data is: computed again (now, or when it is shown)."""
@@ -353,13 +337,13 @@ class ViewSet(QtCore.QObject):
         moves, or, for an unlinked view, its own choice."""
         spec = self.specs[name]
         if self.is_linked(name):
-            if not spec.drawn_from_choice:  # the view shows it already; one drawn from the choice is drawn again
+            if not spec.from_choice:  # the view shows it already; one drawn from the choice is drawn again
                 target = replace(self.selection.value(), **{k: v for k, v in changes.items() if v is not None})
                 self._applied[name] = self._choice(spec, target)
             self.selection.update(**changes)
         else:
             self._own[name] = replace(self._own[name], **{k: v for k, v in changes.items() if v is not None})
-            if spec.drawn_from_choice:  # the view is drawn from the choice: draw it again
+            if spec.from_choice:  # the view is drawn from the choice: draw it again
                 self.refresh(self.views[name])
         self._update_caption(name)
 
@@ -369,9 +353,9 @@ class ViewSet(QtCore.QObject):
         choice = self.followed(name)
         if self._applied.get(name) == choice:
             return
-        if not spec.drawn_from_choice and view.has_data():
+        if not spec.from_choice and view.has_data():
             self._select(name, choice)
-        elif spec.drawn_from_choice and self.session.current is not None:
+        elif spec.from_choice and self.session.current is not None:
             self._feed(name, choice)
         else:
             return

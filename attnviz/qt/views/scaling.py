@@ -37,9 +37,9 @@ WITH, WITHOUT = "÷√d_k", "without"
 class QtScalingView(FigureViewBase):
     """softmax with and without ÷√d_k, on the model and on random vectors.
 
-    ``set_data(sites, labels, highlight)``: ``sites`` kind → one :class:`ScalingComparison` per
-    layer (``[head, query, key]``), ``labels`` kind → (query labels, key labels);
-    ``select(kind=, layer=, head=)`` (0-based).
+    ``set_data(ScalingFrame(sites, labels, highlight))``: ``sites`` kind → one
+    :class:`ScalingComparison` per layer (``[head, query, key]``), ``labels`` kind → (query
+    labels, key labels); ``select(kind=, layer=, head=)`` (0-based); ``chose`` says what the user picked.
     """
 
 

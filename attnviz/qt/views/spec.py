@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from attnviz.core.analysis.figure_data import AttentionFrame, MaskFrame
 from attnviz.core.model.sites import KINDS
-from attnviz.qt.selection import Request, Selection, ViewChoice, query_axis
+from attnviz.qt.selection import Selection, ViewChoice, query_axis
 from attnviz.qt.views.base import FigureViewBase
 
 if TYPE_CHECKING:
@@ -23,9 +23,6 @@ HEAD_MODES: tuple[str, ...] = ("mean", "rollout", "all")  # what --head takes be
 
 
 DataFn = Callable[..., object]  # (session, choice[, options]) -> the view's data, an Analysis to run for it, or None
-Loader = Callable[[FigureViewBase, "Session", ViewChoice], bool]
-Selector = Callable[[FigureViewBase, ViewChoice], None]
-Watcher = Callable[[FigureViewBase, Request], None]
 
 
 @dataclass(frozen=True)
@@ -39,9 +36,6 @@ class ViewSpec:
     emits ``view.chose(changes)`` when the user picks a selector in it. A view whose data is
     computed from the choice (``from_choice``) gets new data instead of ``apply``. ``opening``
     is applied once, when an unlinked view first gets data in the window.
-
-    Older entries still give ``load(view, session, choice)`` (gives the view its data; ``False``:
-    none), ``select(view, choice)`` and ``watch(view, request)`` instead.
     """
 
     name: str  # the --view name of ``attnviz export``
@@ -50,24 +44,15 @@ class ViewSpec:
     dock_name: str  # the dock's objectName ("" for the central view)
     area: str  # "central", "right" or "bottom"
     selectors: tuple[str, ...]  # of SELECTORS
-    load: Loader | None = None
-    select: Selector | None = None
-    data: DataFn | None = None
+    data: DataFn
     from_choice: bool = False  # its data is computed from the choice: a new choice computes it again
     reads_options: bool = False  # data(session, choice, view.options()): computed again on the view's optionsChanged
     kinds: tuple[str, ...] = ()  # the attention kinds it shows, when it takes "kind"
     head_modes: tuple[str, ...] = ()  # of HEAD_MODES, when it takes "head"
     opening: ViewChoice | None = None
     empty: str = "nothing to draw yet"  # why there is nothing to export
-    watch: Watcher | None = None
     stack_view: bool = False  # shows a stack (encoder/decoder): a cross selection shows the decoder's
     query_rows: str | None = None  # the rows its query takes ("target"), when not every kind's
-
-
-    @property
-    def drawn_from_choice(self) -> bool:
-        """A new choice gives the view new data (it has no ``apply`` of its own)."""
-        return self.from_choice or (self.data is None and self.select is None)
 
     def takes(self, selector: str) -> bool:
         return selector in self.selectors

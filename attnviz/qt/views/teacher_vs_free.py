@@ -116,7 +116,7 @@ class PieceTable(pg.PlotItem):
 
 
 class QtTeacherVsFreeView(FigureViewBase):
-    """``set_data(result, cursor)`` (``None``: no target, an empty state); ``select(layer=, head=)``
+    """``set_data(TeacherVsFreeFrame(result, cursor))`` (no result: no target, an empty state); ``select(layer=, head=)``
     (0-based cross-attention layer and head)."""
 
 
