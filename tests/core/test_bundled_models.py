@@ -80,6 +80,7 @@ def test_postnorm_model_is_the_papers_formula_and_learned_its_training_data(hsk)
     assert teacher_forced_metrics(post.model, ex)["token_accuracy"] >= 0.9
 
 
+@pytest.mark.slow  # rebuilds and augments the HSK data of each bundle (~10 s)
 def test_hsk_models_were_trained_on_todays_split(default, augmented):
     for b in (default, *(load_bundle(models_dir() / name) for name in HSK_VARIANTS)):
         trained_on = augmented(b.meta["data"]["spec"])  # the split, augmented as the bundle says
@@ -161,6 +162,7 @@ def test_the_augmented_default_translates_everyday_sentences_better_than_hsk_alo
     assert scores["hsk-zh-en"] > scores["hsk-zh-en-hsk-only"] + 2, scores
 
 
+@pytest.mark.slow  # two models over the HSK test split (~5 s)
 def test_guided_head_aligns_better_than_the_diagonal_and_every_free_head():
     """The guided bundle's head 2.1 was trained toward the HSK gloss alignments: on the held-out
     test split it beats the diagonal baseline and is the best head, and the best free head of the
@@ -211,6 +213,7 @@ def test_the_tatoeba_model_translates_everyday_sentences_it_never_trained_on(tat
     assert out == list(TATOEBA_TYPED.values())
 
 
+@pytest.mark.slow  # the HSK + Tatoeba mix rebuilt and augmented (~10 s)
 def test_the_tatoeba_model_trained_on_no_held_out_sentence(tatoeba):
     """Its training data rebuilt from its meta.json (about 8 s): the same split and training data, and
     no training source equal to or one edit from an HSK valid/test source, an everyday sentence

@@ -182,6 +182,7 @@ def test_export_from_views(qtbot, window, tmp_path):
         assert any(np.array_equal(z[k], window.head_detail.current_matrix()) for k in z.files)
 
 
+@pytest.mark.slow  # opens the whole main window twice
 def test_settings_persist(qtbot, tmp_path):
     settings = QtCore.QSettings(str(tmp_path / "s.ini"), QtCore.QSettings.Format.IniFormat)
     w = MainWindow(settings=settings)

@@ -292,6 +292,7 @@ def _choose_folder(monkeypatch, path) -> None:
     monkeypatch.setattr(QtWidgets.QFileDialog, "getExistingDirectory", staticmethod(lambda *a, **k: str(path)))
 
 
+@pytest.mark.slow  # two trainings
 def test_stop_clears_the_eta_and_resume_from_continues_the_run(qtbot, tmp_path, monkeypatch):
     out = tmp_path / "resumable"
     panel = make_panel(qtbot, tiny(out, epochs=60))
@@ -326,6 +327,7 @@ def test_resume_from_refuses_a_folder_that_is_not_a_bundle(qtbot, tmp_path, monk
     assert panel.state() == "idle" and "not an attnviz model bundle" in panel.error_text()
 
 
+@pytest.mark.slow  # two trainings
 def test_the_warm_up_scales_to_the_run_and_a_finished_run_resumes_to_more_epochs(qtbot, tmp_path, monkeypatch):
     out = tmp_path / "auto"
     form = TrainControls()
@@ -466,6 +468,7 @@ def test_the_figure_moves_its_cells_to_the_columns_that_fit(qtbot):
     assert [fig.canvas.ci.items[c] for c in cells] == [[(0, 0)], [(0, 1)], [(0, 2)], [(1, 0)], [(1, 1)], [(1, 2)]]
 
 
+@pytest.mark.slow  # builds the augmented HSK data (~5 s)
 def test_hsk_runs_widen_their_data_as_the_default_model_did_unless_asked_not_to(qtbot):
     from attnviz.qt.train.run import _load_dataset
 
