@@ -9,6 +9,11 @@ and simply taken over (the next owner writes its own pid). A clean exit removes 
 
 The file lives beside the folder (like ``.NAME.previous``), not inside it, so the folder itself
 holds only bundle files, and a folder that does not exist yet can be locked too.
+
+Where ``flock`` is unavailable (no ``fcntl`` module, or a file system that refuses it), the pid in
+the file is the lock: the file is created exclusively (``O_EXCL``), a second owner finds it and
+is refused while that pid runs, and a file whose pid no longer runs is stale and taken over (moved
+aside atomically first, so two runs taking over one stale file cannot both win).
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ except ImportError:  # not a POSIX system: the pid in the file is the only test
     fcntl = None  # type: ignore[assignment]
 
 LOCK_FILE_LIMIT = 4096  # bytes of a lock file read to name its owner
+FRESH_S = 10.0  # seconds a pid-less lock file counts as being written by its owner (the pid-file lock)
+_NO_FLOCK = {errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL}  # flock is not available on this file
 
 
 class FolderLockedError(AttnvizError):
@@ -83,41 +90,112 @@ def output_lock(folder: str | os.PathLike, what: str = "run") -> Iterator[Path]:
 
 def _acquire(path: Path, folder: Path) -> int:
     """An open, locked descriptor of the lock file ``path`` (the file at ``path`` now, not one a
-    previous owner removed meanwhile)."""
+    previous owner removed meanwhile): flocked, or where there is no flock created exclusively."""
     for _ in range(10):
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
-        except OSError as exc:
-            raise FolderLockedError(f"{folder}: cannot take the output folder's lock {path.name} ({exc.strerror or exc})") from None
-        if not _lock(fd):
+        fd, created = _open_or_create(path, folder)
+        if fd is None:
+            continue  # removed between our two opens: try again
+        locked = _lock(fd) if fcntl is not None else None
+        if locked is None:  # no flock here: the pid in the file is the lock
+            if created:
+                return fd
+            os.close(fd)
+            if not _stale(path):
+                raise FolderLockedError(_refusal(folder))
+            _take_over(path)
+            continue
+        if not locked:
             os.close(fd)
             raise FolderLockedError(_refusal(folder))
-        try:
-            same = os.stat(path).st_ino == os.fstat(fd).st_ino
-        except FileNotFoundError:
-            same = False
-        if same:
+        if _same_file(path, fd):
             return fd
         os.close(fd)  # the owner removed the file between our open and lock: try the new one
     raise FolderLockedError(_refusal(folder))
 
 
-def _lock(fd: int) -> bool:
-    """Take the lock on ``fd`` without waiting; ``False`` when a live owner holds it."""
-    if fcntl is None:
-        try:
-            pid = json.loads(os.pread(fd, LOCK_FILE_LIMIT, 0).decode("utf-8")).get("pid")
-        except (OSError, ValueError, AttributeError):
-            pid = None
-        return not pid_alive(pid)
+def _open_or_create(path: Path, folder: Path) -> tuple[int | None, bool]:
+    """(descriptor, whether this call created the file); (None, False) when it vanished meanwhile."""
+    try:
+        return _open(path, folder, os.O_CREAT | os.O_EXCL), True
+    except FileExistsError:
+        pass
+    try:
+        return _open(path, folder, 0), False
+    except FileNotFoundError:
+        return None, False
+
+
+def _same_file(path: Path, fd: int) -> bool:
+    try:
+        return os.stat(path).st_ino == os.fstat(fd).st_ino
+    except FileNotFoundError:
+        return False
+
+
+def _open(path: Path, folder: Path, flags: int) -> int:
+    """The lock file opened read-write with ``flags`` (``O_CREAT``, ``O_EXCL``); ``FileExistsError``
+    and ``FileNotFoundError`` pass, any other problem is a one-line ``FolderLockedError``."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return os.open(path, os.O_RDWR | flags | getattr(os, "O_CLOEXEC", 0), 0o644)
+    except (FileExistsError, FileNotFoundError):
+        raise
+    except OSError as exc:
+        raise FolderLockedError(f"{folder}: cannot take the output folder's lock {path.name} ({exc.strerror or exc})") from None
+
+
+def _lock(fd: int) -> bool | None:
+    """Take the flock on ``fd`` without waiting: ``False`` when a live owner holds it, ``None``
+    when this file system does not lock files."""
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as exc:
         if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
             return False
-        raise
+        if exc.errno in _NO_FLOCK:
+            return None
+        raise FolderLockedError(f"cannot lock {exc.filename or 'the output folder'} ({exc.strerror or exc})") from None
     return True
+
+
+def _pid_in(path: Path) -> tuple[object, float | None]:
+    """(the pid a lock file names, or None; its age in seconds, or None when it is gone)."""
+    try:
+        age = time.time() - os.stat(path).st_mtime
+        with open(path, "rb") as fh:
+            pid = json.loads(fh.read(LOCK_FILE_LIMIT).decode("utf-8")).get("pid")
+    except FileNotFoundError:
+        return None, None
+    except (OSError, ValueError, AttributeError):
+        pid = None
+    return pid, age
+
+
+def _stale(path: Path) -> bool:
+    """Whether the lock file at ``path`` belongs to no running owner (gone, a dead pid, or no pid
+    for longer than an owner takes to write it)."""
+    pid, age = _pid_in(path)
+    if age is None:
+        return True
+    return not pid_alive(pid) if pid is not None else age > FRESH_S
+
+
+def _take_over(path: Path) -> None:
+    """Move a stale lock file aside and remove it; a file that turns out to be live once moved (a
+    new owner's, created meanwhile) is put back."""
+    aside = path.with_name(f"{path.name}.stale-{os.getpid()}-{time.monotonic_ns()}")
+    try:
+        os.rename(path, aside)
+    except OSError:
+        return  # gone already: another run took it over
+    if _stale(aside):
+        os.unlink(aside)
+        return
+    try:
+        os.link(aside, path)  # a new owner's file: back where it was (unless yet another owner is there)
+    except OSError:
+        pass
+    os.unlink(aside)
 
 
 def _refusal(folder: Path) -> str:
