@@ -5,6 +5,7 @@ tokenizers of ``tiny_models`` and returns its path. ``hostile_bundles(folder)`` 
 hostile case under ``folder`` and returns ``[(name, path)]``: each path must be refused by
 ``load_bundle`` with a one-line ``BundleError`` (and by every command and the app with one
 line). ``PICKLE_MARKER`` is the file the pickle payload would create if it were ever run.
+The folders of other model families (Marian's), keyed by family, are in ``hostile_folders.py``.
 """
 
 from __future__ import annotations
