@@ -2,28 +2,45 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
-from PySide6 import QtCore, QtWidgets
+from PySide6 import QtWidgets
+from window_helpers import close_shared_window, open_shared_window
 
 from attnviz.core.analysis import stats as analysis
 from attnviz.core.analysis.walkthrough import session_walkthrough
-from attnviz.qt.main_window import MainWindow
 
 TIMEOUT = 30000
 
 
+@pytest.fixture(scope="module")
+def opened(qapp, tmp_path_factory):
+    """One window for the module (opening one takes seconds): its sentence decoded to the end, and
+    the selection it opened with."""
+    w = open_shared_window(tmp_path_factory.mktemp("inside"), src="我喜欢吃鱼。")
+    yield w, w.views.selection.value(), w.session.decoding.tgt_ids
+    close_shared_window(w)
+
+
 @pytest.fixture
-def window(qtbot, tmp_path):
-    w = MainWindow(src="我喜欢吃鱼。", settings=QtCore.QSettings(str(tmp_path / "s.ini"), QtCore.QSettings.Format.IniFormat))
-    qtbot.addWidget(w)
-    w.resize(1400, 900)
-    w.show()
-    qtbot.waitUntil(lambda: w.session.decoding is not None and w.session.decoding.finished, timeout=TIMEOUT)
+def window(opened, qtbot):
+    """The module's window as it opened, whatever an earlier test did: the sentence decoded to the
+    end again, the selection it opened with."""
+    w, selection, tgt_ids = opened
+    s = w.session
+    s.stop_run()
+    if s.decoding.can_step:
+        s.run_to_end()
+        qtbot.waitUntil(lambda: not s.running, timeout=TIMEOUT)
+    w.views.selection.update(**dataclasses.asdict(selection))
+    assert s.analyses.wait()
     QtWidgets.QApplication.processEvents()
+    assert s.decoding.finished and s.decoding.tgt_ids == tgt_ids and w.views.selection.value() == selection
     yield w
-    w.session.stop_run()
-    w.session.wait_for_workers(5000)
+    s.stop_run()
+    s.wait_for_workers(5000)
 
 
 def show(window, dock_name):

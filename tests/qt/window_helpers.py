@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +28,39 @@ def open_window(qtbot, tmp_path: Path, size: tuple[int, int] = (1400, 900)) -> M
     qtbot.waitUntil(lambda: w.session.decoding is not None and w.session.decoding.finished, timeout=TIMEOUT_MS)
     wait_idle(qtbot, w)
     return w
+
+
+def wait_until(predicate, timeout_ms: int = TIMEOUT_MS) -> None:
+    """``qtbot.waitUntil`` for fixtures wider than a test (``qtbot`` is one test's)."""
+    from PySide6 import QtTest
+
+    deadline = time.monotonic() + timeout_ms / 1000
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"not true within {timeout_ms} ms: {predicate}")
+        QtTest.QTest.qWait(10)
+
+
+def open_shared_window(folder: Path, size: tuple[int, int] = (1400, 900), **kw) -> MainWindow:
+    """:func:`open_window` for a module-scoped fixture: the same window (``kw`` go to
+    :class:`MainWindow`), not registered with a test's ``qtbot``; close it with
+    :func:`close_shared_window`."""
+    settings = QtCore.QSettings(str(folder / "settings.ini"), QtCore.QSettings.Format.IniFormat)
+    w = MainWindow(settings=settings, **kw)
+    w.resize(*size)
+    w.show()
+    wait_until(lambda: w.session.bundle is not None)
+    wait_until(lambda: w.session.decoding is not None and w.session.decoding.finished)
+    wait_until(lambda: not w.session.running and not w.session.loading)
+    QtWidgets.QApplication.processEvents()
+    return w
+
+
+def close_shared_window(window: MainWindow) -> None:
+    close_window(window)
+    window.close()
+    window.deleteLater()
+    QtWidgets.QApplication.processEvents()
 
 
 def wait_idle(qtbot, window: MainWindow) -> None:
