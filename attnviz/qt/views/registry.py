@@ -256,6 +256,8 @@ class ViewSet(QtCore.QObject):
             self._deliver(name, choice, data)
 
     def _deliver(self, name: str, choice: ViewChoice, data: object) -> None:
+        if data is None:  # the analysis found nothing to draw (a model without layers of a kind)
+            return
         self.views[name].set_data(data)
         self._fed(name, choice)
 
