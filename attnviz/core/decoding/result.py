@@ -14,7 +14,7 @@ rows as its query axis.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -23,7 +23,9 @@ import torch
 
 from attnviz.core.data.tokenizer import Tokenizer, unreadable_text
 from attnviz.core.decoding.strategies import DecodingError
+from attnviz.core.model.interventions import checked
 from attnviz.core.model.sites import AttentionSite, n_layers
+from attnviz.core.model.trace import Change
 
 if TYPE_CHECKING:
     from attnviz.core.model.config import TransformerConfig
@@ -148,6 +150,14 @@ def check_finite(logits: torch.Tensor, where: str) -> None:
         raise DecodingError(
             f"the model's scores {where} are NaN or infinite (its weights overflow): this model cannot translate; retrain it or open another"
         )
+
+
+def checked_interventions(interventions: Iterable[Change], config: TransformerConfig) -> tuple[Change, ...]:
+    """``interventions`` checked against the model (``interventions.checked``); a problem is a ``DecodingError``."""
+    try:
+        return checked(interventions, config)
+    except ValueError as exc:
+        raise DecodingError(str(exc)) from None
 
 
 def topk_list(probs: torch.Tensor, k: int, tokenizer: Tokenizer) -> TopK:

@@ -65,6 +65,7 @@ from attnviz.core.decoding.result import (
     TopK,
     check_eval_mode,
     check_finite,
+    checked_interventions,
     entropy_nats,
     model_device,
     prepare_source,
@@ -81,7 +82,7 @@ from attnviz.core.decoding.strategies import (
     rank_score,
     sample_token,
 )
-from attnviz.core.model.trace import Recorder, Trace
+from attnviz.core.model.trace import Change, Recorder, Trace
 from attnviz.core.model.transformer import DecoderCache, Transformer
 
 if TYPE_CHECKING:
@@ -150,11 +151,14 @@ class DecodingSession(DecodingResult):
         max_len: int | None = None,
         top_k: int = 10,
         capture: bool | Iterable[str] = True,
+        interventions: Iterable[Change] = (),
     ):
         """``max_len``: most target tokens to generate (default ``min(model max_len, 2 x source
         tokens + 10)``; never more than the model's ``max_len``). ``top_k``: how many entries each
         step's top-k list has. ``capture``: record every trace name (True), none (False: faster,
-        empty traces) or the names matching the given glob patterns."""
+        empty traces) or the names matching the given glob patterns. ``interventions``
+        (``model/interventions.py``) change the encoder pass (hence the memory every step reads)
+        and every decoder step where they act."""
         check_eval_mode(model)
         self.model = model
         self.config = model.config
@@ -163,6 +167,7 @@ class DecodingSession(DecodingResult):
         self.top_k = int(top_k)
         self._names = None if capture is True else (() if capture is False else tuple(capture))
         self._capture = capture is not False
+        self.interventions = checked_interventions(interventions, model.config)
         self._device = model_device(model)
         self.source = prepare_source(src_tokenizer, source, self.config.max_len)
         default = min(self.config.max_len, 2 * len(self.source.ids) + 10)
@@ -172,7 +177,7 @@ class DecodingSession(DecodingResult):
         self._banned = (self.config.pad_id, self.config.bos_id)  # never generated
         src = torch.tensor([self.source.ids], dtype=torch.long, device=self._device)
         with torch.inference_mode():
-            rec = Recorder(self._names) if self._capture else None
+            rec = self._recorder(0)
             self._encoded = model.encode(src, rec)
             self._start_cache = model.start_decoding(self._encoded)
         self.encoder_trace: Trace = rec.trace() if rec is not None else Trace()
@@ -421,14 +426,20 @@ class DecodingSession(DecodingResult):
     def _run_model(self, live: Sequence[Hypothesis], cache: DecoderCache) -> tuple[ModelCall, DecoderCache]:
         n = len(live)
         tokens = torch.tensor([h.tokens[-1] for h in live], dtype=torch.long, device=self._device)
-        rec = Recorder(self._names, batch_index=0 if n == 1 else None) if self._capture else None
+        rec = self._recorder(0 if n == 1 else None)
         with torch.inference_mode():
             logits, new_cache = self.model.decode_step(tokens, cache, rec)
             logits = logits.float()
             probs = torch.softmax(logits, -1)
         check_finite(logits, f"at step {len(self._history) + 1}")
-        call = ModelCall(rec.trace() if rec is not None else Trace(), rec is not None and n > 1, logits.cpu(), probs.cpu())
+        call = ModelCall(rec.trace() if rec is not None else Trace(), self._capture and n > 1, logits.cpu(), probs.cpu())
         return call, new_cache
+
+    def _recorder(self, batch_index: int | None) -> Recorder | None:
+        """The per-call recorder: what to capture and the interventions (None when there is neither)."""
+        if not self._capture and not self.interventions:
+            return None
+        return Recorder(self._names if self._capture else (), batch_index, self.interventions)
 
     def _choose(self, call: ModelCall) -> tuple[tuple[Hypothesis, ...], tuple[Hypothesis, ...], torch.Tensor | None]:
         """What the strategy makes of ``call`` from the current state: (live, finished, random state). No state changes."""

@@ -19,6 +19,7 @@ from attnviz.core.decoding.result import (
     TopK,
     check_eval_mode,
     check_finite,
+    checked_interventions,
     entropy_nats,
     model_device,
     prepare_source,
@@ -26,7 +27,7 @@ from attnviz.core.decoding.result import (
 )
 from attnviz.core.decoding.strategies import DecodingError
 from attnviz.core.model.config import TransformerConfig
-from attnviz.core.model.trace import Trace
+from attnviz.core.model.trace import Change, Trace
 from attnviz.core.model.transformer import Transformer
 
 if TYPE_CHECKING:
@@ -97,10 +98,12 @@ def teacher_forced(
     target: str,
     top_k: int = 10,
     names: Iterable[str] | None = None,
+    interventions: Iterable[Change] = (),
 ) -> TeacherForced:
     """Run the model once on ``source`` with the typed ``target`` (teacher forcing). An empty
     target is allowed (SOS in, EOS out). A target longer than ``max_len - 1`` tokens is
-    truncated, unknown target characters become UNK; each with a notice."""
+    truncated, unknown target characters become UNK; each with a notice. ``interventions``
+    (``model/interventions.py``) change the pass where they act."""
     check_eval_mode(model)
     cfg = model.config
     src = prepare_source(src_tokenizer, source, cfg.max_len)
@@ -121,7 +124,7 @@ def teacher_forced(
     device = model_device(model)
     with torch.inference_mode():
         logits, trace = model.run_with_trace(
-            torch.tensor([src.ids], device=device), torch.tensor([inputs], device=device), names=names
+            torch.tensor([src.ids], device=device), torch.tensor([inputs], device=device), names=names, interventions=checked_interventions(interventions, cfg)
         )
         logits = logits[0].float().cpu()  # [Lt, V]
         probs = torch.softmax(logits, -1)

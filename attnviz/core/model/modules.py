@@ -6,12 +6,13 @@ Shapes in comments: B batch, L/Lq query length, Lk key length, h heads, d d_mode
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attnviz.core.model.trace import Recorder
+from attnviz.core.model.trace import Recorder, taps
 
 NEG_INF = float("-inf")
 
@@ -110,19 +111,30 @@ class MultiHeadAttention(nn.Module):
         static_kv: tuple[torch.Tensor, torch.Tensor] | None = None,  # cross-attention K, V computed once
         cross: bool = False,
     ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+        """Every field of ``trace.ATTENTION_FIELDS`` passes a tap, in its order; -> (output, (K, V))."""
+        tap = taps(rec, name)
         b, lq, d = x.shape
+        x, kv = self._tap_inputs(tap, x, kv, cross)
         q, k, v = self._queries_keys_values(x, kv, past_kv, static_kv)  # [B, h, Lq, dk], [B, h, Lk, dk] x2
-        scores = q @ k.transpose(-2, -1)  # [B, h, Lq, Lk]
-        scaled = scores * self.scale  # [B, h, Lq, Lk]
-        masked = scaled if mask is None else scaled + mask  # [B, h, Lq, Lk]
-        weights = torch.softmax(masked, dim=-1)  # [B, h, Lq, Lk]
-        z = (self.dropout(weights) if self.training else weights) @ v  # [B, h, Lq, dk]
-        concat = z.transpose(1, 2).reshape(b, lq, d)  # [B, Lq, d]
-        out = F.linear(concat, self.w_o.weight, self.w_o.bias)  # [B, Lq, d]
+        q, k, v = tap("q", q), tap("k", k), tap("v", v)
+        scores = tap("scores", q @ k.transpose(-2, -1))  # [B, h, Lq, Lk]
+        scaled = tap("scaled_scores", scores * self.scale)  # [B, h, Lq, Lk]
         if rec is not None:
-            steps = dict(q=q, k=k, v=v, scores=scores, scaled_scores=scaled, masked_scores=masked, weights=weights, z=z, concat=concat)
-            self._record(rec, name, x, kv if cross else None, mask, steps, out)
+            rec.put_lazy(f"{name}.mask", _full_mask(mask, b, lq, k.shape[2], x.device))
+        masked = tap("masked_scores", scaled if mask is None else scaled + mask)  # [B, h, Lq, Lk]
+        weights = tap("weights", torch.softmax(masked, dim=-1))  # [B, h, Lq, Lk]
+        z = tap("z", (self.dropout(weights) if self.training else weights) @ v)  # [B, h, Lq, dk]
+        concat = tap("concat", z.transpose(1, 2).reshape(b, lq, d))  # [B, Lq, d]
+        out = tap("output", F.linear(concat, self.w_o.weight, self.w_o.bias))  # [B, Lq, d]
         return out, (k, v)
+
+    @staticmethod
+    def _tap_inputs(tap, x: torch.Tensor, kv: torch.Tensor | None, cross: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """X (and, for cross-attention, the memory) through their taps; self-attention's K, V side is X itself."""
+        tapped = tap("input", x)
+        if cross:
+            return tapped, tap("memory", kv)
+        return tapped, tapped if kv is x else kv
 
     def _queries_keys_values(self, x, kv, past_kv, static_kv) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         if static_kv is not None:
@@ -139,23 +151,12 @@ class MultiHeadAttention(nn.Module):
             v = torch.cat([past_kv[1], v], dim=2)
         return q, k, v
 
-    @staticmethod
-    def _record(rec: Recorder, name: str, x, memory, mask, steps: dict[str, torch.Tensor], out: torch.Tensor) -> None:
-        """Every field of ``trace.ATTENTION_FIELDS``, in its order."""
-        b, lq, _ = x.shape
-        lk = steps["k"].shape[2]
-        rec.put(f"{name}.input", x)
-        if memory is not None:
-            rec.put(f"{name}.memory", memory)
-        for field in ("q", "k", "v", "scores", "scaled_scores"):
-            rec.put(f"{name}.{field}", steps[field])
-        if mask is None:
-            rec.put_lazy(f"{name}.mask", lambda: torch.zeros(b, lq, lk, device=x.device))
-        else:
-            rec.put_lazy(f"{name}.mask", lambda: mask.expand(b, 1, lq, lk)[:, 0])
-        for field in ("masked_scores", "weights", "z", "concat"):
-            rec.put(f"{name}.{field}", steps[field])
-        rec.put(f"{name}.output", out)
+
+def _full_mask(mask: torch.Tensor | None, b: int, lq: int, lk: int, device) -> Callable[[], torch.Tensor]:
+    """The trace's ``mask`` ``[B, Lq, Lk]`` (computed when read): the additive mask, zeros where there is none."""
+    if mask is None:
+        return lambda: torch.zeros(b, lq, lk, device=device)
+    return lambda: mask.expand(b, 1, lq, lk)[:, 0]
 
 
 ACTIVATION_FUNCTIONS = {"relu": torch.relu, "gelu": F.gelu, "silu": F.silu}  # config.activation -> function
@@ -173,12 +174,9 @@ class FeedForward(nn.Module):
         self.activation = ACTIVATION_FUNCTIONS[activation]
 
     def forward(self, x: torch.Tensor, rec: Recorder | None = None, name: str = "") -> torch.Tensor:
-        hidden = self.activation(F.linear(x, self.linear1.weight, self.linear1.bias))  # [B, L, d_ff]
-        out = F.linear(self.dropout(hidden) if self.training else hidden, self.linear2.weight, self.linear2.bias)  # [B, L, d]
-        if rec is not None:
-            rec.put(f"{name}.hidden", hidden)
-            rec.put(f"{name}.output", out)
-        return out
+        tap = taps(rec, name)
+        hidden = tap("hidden", self.activation(F.linear(x, self.linear1.weight, self.linear1.bias)))  # [B, L, d_ff]
+        return tap("output", F.linear(self.dropout(hidden) if self.training else hidden, self.linear2.weight, self.linear2.bias))  # [B, L, d]
 
 
 class LayerNorm(nn.Module):
@@ -191,13 +189,12 @@ class LayerNorm(nn.Module):
         self.bias = nn.Parameter(torch.zeros(d_model))
 
     def forward(self, x: torch.Tensor, valid: torch.Tensor | None = None, rec: Recorder | None = None, name: str = "") -> torch.Tensor:
-        y = F.layer_norm(x, x.shape[-1:], self.weight, self.bias, self.eps)  # [B, L, d]
-        if rec is not None:
-            rec.put(f"{name}.input", x)
-            rec.put_lazy(f"{name}.mean", lambda: x.mean(-1))  # [B, L]
-            rec.put_lazy(f"{name}.var", lambda: x.var(-1, unbiased=False))  # [B, L]
-            rec.put(f"{name}.output", y)
-        return y
+        if rec is None:
+            return F.layer_norm(x, x.shape[-1:], self.weight, self.bias, self.eps)  # [B, L, d]
+        x = rec.tap(f"{name}.input", x)
+        rec.put_lazy(f"{name}.mean", lambda: x.mean(-1))  # [B, L]
+        rec.put_lazy(f"{name}.var", lambda: x.var(-1, unbiased=False))  # [B, L]
+        return rec.tap(f"{name}.output", F.layer_norm(x, x.shape[-1:], self.weight, self.bias, self.eps))
 
 
 class MaskedBatchNorm(nn.Module):
@@ -224,6 +221,8 @@ class MaskedBatchNorm(nn.Module):
         return mean, var, int(flat.shape[0])
 
     def forward(self, x: torch.Tensor, valid: torch.Tensor | None = None, rec: Recorder | None = None, name: str = "") -> torch.Tensor:
+        if rec is not None:
+            x = rec.tap(f"{name}.input", x)
         if self.training:
             mean, var, n = self.batch_stats(x, valid)  # [d], [d]
             if n > 1:
@@ -236,7 +235,6 @@ class MaskedBatchNorm(nn.Module):
             use_mean, use_var = self.running_mean, self.running_var
         y = (x - use_mean) * torch.rsqrt(use_var + self.eps) * self.weight + self.bias  # [B, L, d]
         if rec is not None:
-            rec.put(f"{name}.input", x)
             if self.training:
                 rec.put(f"{name}.batch_mean", mean)
                 rec.put(f"{name}.batch_var", var)
@@ -245,7 +243,7 @@ class MaskedBatchNorm(nn.Module):
                 rec.put_lazy(f"{name}.batch_var", lambda: self.batch_stats(x, valid)[1])
             rec.put(f"{name}.running_mean", self.running_mean.clone())
             rec.put(f"{name}.running_var", self.running_var.clone())
-            rec.put(f"{name}.output", y)
+            y = rec.tap(f"{name}.output", y)
         return y
 
 
@@ -273,13 +271,10 @@ class InputEmbedding(nn.Module):
         n = ids.shape[1]
         if offset + n > self.pe.shape[0]:
             raise ValueError(f"sequence of {offset + n} tokens exceeds the model's max_len ({self.pe.shape[0]})")
-        tokens = self.table(ids) * self.scale  # [B, L, d]
+        tap = taps(rec, name)
+        tokens = tap("tokens", self.table(ids) * self.scale)  # [B, L, d]
         pos = self.pe[offset : offset + n] if positional else torch.zeros_like(self.pe[offset : offset + n])  # [L, d]
-        x = tokens + pos  # [B, L, d]
-        if rec is not None:
-            rec.put(f"{name}.tokens", tokens)
-            rec.put(f"{name}.positional", pos, batched=False)
-            rec.put(f"{name}.sum", x)
+        x = tap("sum", tokens + tap("positional", pos, False))  # [B, L, d]
         return self.dropout(x) if self.training else x
 
 
@@ -289,7 +284,7 @@ class Generator(nn.Linear):
     def forward(self, hidden: torch.Tensor, rec: Recorder | None = None, name: str = "") -> torch.Tensor:
         logits = F.linear(hidden, self.weight, self.bias)  # [B, L, vocab]
         if rec is not None:
-            rec.put(f"{name}.logits", logits)
+            logits = rec.tap(f"{name}.logits", logits)
             rec.put_lazy(f"{name}.probs", lambda: torch.softmax(logits.float(), dim=-1))
         return logits
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import torch
@@ -63,6 +63,16 @@ BATCH_NORM_FIELDS: tuple[tuple[str, str, str], ...] = (
 )
 # Names with no batch dimension of their own (they describe the whole batch).
 _BATCHLESS = re.compile(r"(batch_mean|batch_var|running_mean|running_var|\.positional)$")
+
+
+# Names recorded beside the computation, not on its path (masks, statistics, the softmax of the
+# logits): the model does not read them back, so no intervention can act there.
+_UNTAPPED = re.compile(r"(^masks\.|\.(mask|mean|var|batch_mean|batch_var|running_mean|running_var|probs)$)")
+
+
+def is_tapped(name: str) -> bool:
+    """True for the names whose value the rest of the pass reads back (``Recorder.tap``)."""
+    return _UNTAPPED.search(name) is None
 
 
 def is_batchless(name: str) -> bool:
@@ -214,8 +224,34 @@ def _readonly(a: np.ndarray) -> np.ndarray:
     return a
 
 
+class Change(Protocol):
+    """What a ``Recorder`` needs of an intervention (``interventions.py``): the trace names it acts
+    at and the function giving the changed value there (batched tensor in, tensor of its shape out)."""
+
+    names: tuple[str, ...]
+
+    def __call__(self, name: str, tensor: torch.Tensor) -> torch.Tensor: ...
+
+
+def taps(rec: "Recorder | None", prefix: str) -> Callable[..., torch.Tensor]:
+    """``tap(field, x)`` for the module recording under ``prefix``: ``rec.tap(prefix.field, x)``, or
+    ``x`` itself when nothing is recorded or changed (``rec`` is None: no name is built)."""
+    if rec is None:
+        return _untapped
+    return lambda field, tensor, batched=None: rec.tap(f"{prefix}.{field}", tensor, batched)
+
+
+def _untapped(field: str, tensor: torch.Tensor, batched: bool | None = None) -> torch.Tensor:
+    return tensor
+
+
 class Recorder:
-    """Collects tensors into a ``Trace``.
+    """Collects tensors into a ``Trace``, and applies the call's interventions where they act.
+
+    The model passes every recorded value through ``tap`` (``x = rec.tap(name, x)``), so an
+    intervention (``interventions.py``) replaces a value where it is recorded and the rest of the
+    pass uses the replaced value. Interventions travel with the recorder, one per call, never on
+    the model: two threads can run one model with different interventions.
 
     ``names``: glob patterns (``"*.weights"``); ``None`` records everything.
     ``batch_index``: which batch element to keep (the batch dimension is dropped);
@@ -226,11 +262,23 @@ class Recorder:
     tensor in place, so the reference stays valid.
     """
 
-    def __init__(self, names: Iterable[str] | None = None, batch_index: int | None = 0):
+    def __init__(self, names: Iterable[str] | None = None, batch_index: int | None = 0, interventions: Iterable[Change] = ()):
         self.patterns = None if names is None else tuple(names)
         self.batch_index = batch_index
         self._wanted: dict[str, bool] = {}
         self._pending: dict[str, Callable[[], np.ndarray]] = {}
+        self._changes: dict[str, list[Change]] = {}
+        for change in interventions:
+            for name in change.names:
+                self._changes.setdefault(name, []).append(change)
+
+    def tap(self, name: str, tensor: torch.Tensor, batched: bool | None = None) -> torch.Tensor:
+        """The value the rest of the pass uses at ``name``: ``tensor`` as the interventions at
+        ``name`` change it (in their order; a new tensor, never in place), recorded if wanted."""
+        for change in self._changes.get(name, ()):
+            tensor = change(name, tensor)
+        self.put(name, tensor, batched)
+        return tensor
 
     def wants(self, name: str) -> bool:
         hit = self._wanted.get(name)

@@ -15,8 +15,9 @@ import torch
 from torch import nn
 
 from attnviz.core.model.config import TransformerConfig
+from attnviz.core.model.interventions import checked
 from attnviz.core.model.modules import FeedForward, Generator, InputEmbedding, Masks, MultiHeadAttention, make_norm
-from attnviz.core.model.trace import Recorder, Trace
+from attnviz.core.model.trace import Change, Recorder, Trace
 
 KV = tuple[torch.Tensor, torch.Tensor]
 
@@ -60,9 +61,7 @@ class Sublayer(nn.Module):
 
     def _residual(self, x: torch.Tensor, out: torch.Tensor, rec: Recorder | None, name: str) -> torch.Tensor:
         r = x + (self.dropout(out) if self.training else out)  # [B, L, d]
-        if rec is not None:
-            rec.put(f"{name}.residual{self.index}", r)
-        return r
+        return r if rec is None else rec.tap(f"{name}.residual{self.index}", r)
 
 
 class EncoderLayer(nn.Module):
@@ -183,9 +182,7 @@ class Encoder(nn.Module):
             x = layer(x, mask, valid, rec, _child(rec, name, f"layers.{i}"))
         if self.final_norm is not None:
             x = self.final_norm(x, valid, rec, _child(rec, name, "final_norm"))
-        if rec is not None:
-            rec.put(f"{name}.output", x)
-        return x
+        return x if rec is None else rec.tap(f"{name}.output", x)
 
 
 class Decoder(nn.Module):
@@ -218,9 +215,7 @@ class Decoder(nn.Module):
             self_kv.append(kv)
         if self.final_norm is not None:
             x = self.final_norm(x, valid, rec, _child(rec, name, "final_norm"))
-        if rec is not None:
-            rec.put(f"{name}.output", x)
-        return x, tuple(self_kv)
+        return (x if rec is None else rec.tap(f"{name}.output", x)), tuple(self_kv)
 
 
 class Transformer(nn.Module):
@@ -275,9 +270,11 @@ class Transformer(nn.Module):
         tgt: torch.Tensor,
         names: Iterable[str] | None = None,
         batch_index: int | None = 0,
+        interventions: Iterable[Change] = (),
     ) -> tuple[torch.Tensor, Trace]:
-        """``forward`` that also returns a ``Trace`` of the intermediates matching ``names`` (glob patterns)."""
-        rec = Recorder(names, batch_index)
+        """``forward`` that also returns a ``Trace`` of the intermediates matching ``names`` (glob
+        patterns), with ``interventions`` (``interventions.py``) applied where they act."""
+        rec = Recorder(names, batch_index, checked(interventions, self.config))
         logits = self(src, tgt, rec)
         return logits, rec.trace()
 

@@ -1,0 +1,201 @@
+"""Interventions: changes to the model's values where the trace records them.
+
+Each intervention names the trace names it acts at (``names``) and maps the batched value there to
+the value the rest of the pass uses. They travel with a call on its ``Recorder``
+(``Recorder(..., interventions=[...])``; ``Transformer.run_with_trace(..., interventions=...)``,
+``DecodingSession(..., interventions=...)``, ``teacher_forced(..., interventions=...)``), never on
+the model; several compose in the order given.
+
+* ``ZeroHeads``: Z_i = 0 for the chosen heads, on the input of the output projection W^O, where the
+  heads are still apart (the block's output is then Concat(Z) W^O + b without those heads).
+* ``MeanHeads``: Z_i = its mean over the positions of a reference run (``MeanHeads.from_trace``).
+* ``UniformHeads``: the heads' scaled scores set to 0, so softmax gives every allowed key the same
+  weight (the mask still applies: look-ahead, padding).
+* ``ScaleHeads``: Z_i multiplied by a factor.
+* ``Patch``: any tapped trace name replaced by the value another run recorded (``Patch.from_trace``).
+* ``NoPositional``: the positional encoding left out of a stack's input.
+
+Heads and layers are 0-based here; ``parse_heads`` reads the 1-based ``kind:layer:head`` of the
+screen and the command line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from attnviz.core.model.config import TransformerConfig
+from attnviz.core.model.sites import KINDS, AttentionSite, n_layers
+from attnviz.core.model.trace import Change, Trace, is_batchless, is_tapped, trace_names
+
+ABLATION_KINDS = ("zero", "mean", "uniform")
+
+
+def _where_heads(t: torch.Tensor, heads: tuple[int, ...], value: torch.Tensor) -> torch.Tensor:
+    """``t`` ``[B, h, ...]`` with the chosen heads' entries taken from ``value`` (broadcast)."""
+    keep = torch.ones(t.shape[1], dtype=torch.bool, device=t.device)
+    keep[list(heads)] = False
+    return torch.where(keep.view(1, -1, *(1,) * (t.dim() - 2)), t, value.to(t))
+
+
+@dataclass(frozen=True)
+class _Heads:
+    site: AttentionSite
+    heads: tuple[int, ...]  # 0-based
+
+    def check(self, config: TransformerConfig) -> "_Heads":
+        """``self``, or a one-line ``ValueError`` when a model of ``config`` has no such site or head."""
+        layers = n_layers(config, self.site.kind)
+        if not 0 <= self.site.layer < layers:
+            raise ValueError(f"no {self.site.kind} layer {self.site.layer + 1}: the model has {layers}")
+        bad = [h + 1 for h in self.heads if not 0 <= h < config.n_heads]
+        if bad or not self.heads:
+            raise ValueError(f"no head {bad[0] if bad else '(none given)'} in {self.site.kind} layer {self.site.layer + 1}: the model has {config.n_heads} heads")
+        return self
+
+
+@dataclass(frozen=True)
+class ZeroHeads(_Heads):
+    """Z_i = 0 for ``heads`` of ``site``."""
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (self.site.name("z"),)
+
+    def __call__(self, name: str, t: torch.Tensor) -> torch.Tensor:
+        return _where_heads(t, self.heads, torch.zeros((), dtype=t.dtype))
+
+
+@dataclass(frozen=True)
+class ScaleHeads(_Heads):
+    """Z_i x ``factor`` for ``heads`` of ``site``."""
+
+    factor: float = 0.0
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (self.site.name("z"),)
+
+    def __call__(self, name: str, t: torch.Tensor) -> torch.Tensor:
+        return _where_heads(t, self.heads, t * self.factor)
+
+
+@dataclass(frozen=True)
+class UniformHeads(_Heads):
+    """Uniform attention for ``heads`` of ``site``: their scaled scores are 0 before the mask."""
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (self.site.name("scaled_scores"),)
+
+    def __call__(self, name: str, t: torch.Tensor) -> torch.Tensor:
+        return _where_heads(t, self.heads, torch.zeros((), dtype=t.dtype))
+
+
+@dataclass(frozen=True, eq=False)
+class MeanHeads(_Heads):
+    """Z_i = ``mean[i]`` (``[head, d_k]``, one vector per head) at every position."""
+
+    mean: torch.Tensor = None  # type: ignore[assignment]
+
+    @classmethod
+    def from_trace(cls, site: AttentionSite, heads: Sequence[int], reference: Trace) -> "MeanHeads":
+        """The mean of each head's Z_i over the positions (and batch rows) of ``reference``, a trace
+        holding ``site``'s ``z`` (``[head, query, d_k]``, or ``[B, head, query, d_k]``)."""
+        z = torch.from_numpy(np.array(reference[site.name("z")], dtype=np.float32))
+        return cls(site, tuple(heads), z.mean(dim=(0, 2) if z.dim() == 4 else 1))
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (self.site.name("z"),)
+
+    def __call__(self, name: str, t: torch.Tensor) -> torch.Tensor:
+        return _where_heads(t, self.heads, self.mean[None, :, None, :])
+
+
+@dataclass(frozen=True, eq=False)
+class Patch:
+    """The value at trace name ``name`` replaced by ``values`` (another run's, from its ``Trace``):
+    without the batch axis it applies to every batch row; the shapes must match the run's."""
+
+    name: str
+    values: torch.Tensor
+
+    @classmethod
+    def from_trace(cls, trace: Trace, *names: str) -> tuple["Patch", ...]:
+        return tuple(cls(n, torch.from_numpy(np.array(trace[n], dtype=np.float32))) for n in names)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (self.name,)
+
+    def check(self, config: TransformerConfig) -> "Patch":
+        if self.name not in trace_names(config) or not is_tapped(self.name):
+            raise ValueError(f"cannot patch {self.name!r}: not a value the model computes and reads back")
+        return self
+
+    def __call__(self, name: str, t: torch.Tensor) -> torch.Tensor:
+        v = self.values.to(t)
+        if v.shape == t.shape:
+            return v
+        if not is_batchless(name) and v.shape == t.shape[1:]:
+            return v.expand_as(t)
+        raise ValueError(f"cannot patch {name}: the patch has shape {tuple(v.shape)}, the run {tuple(t.shape)}")
+
+
+@dataclass(frozen=True)
+class NoPositional:
+    """The positional encoding left out of the inputs of ``stacks`` (the model sees a bag of tokens)."""
+
+    stacks: tuple[str, ...] = ("encoder",)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(f"{s}.embed.positional" for s in self.stacks)
+
+    def check(self, config: TransformerConfig) -> "NoPositional":
+        if not set(self.stacks) <= {"encoder", "decoder"}:
+            raise ValueError(f"positional encoding is left out of 'encoder' or 'decoder', not {self.stacks!r}")
+        return self
+
+    def __call__(self, name: str, t: torch.Tensor) -> torch.Tensor:
+        return torch.zeros_like(t)
+
+
+def ablation(site: AttentionSite, heads: Sequence[int], kind: str = "zero", reference: Trace | None = None) -> Change:
+    """The ablation of ``kind`` (``zero``, ``mean``: needs the ``reference`` trace, ``uniform``) of ``heads``."""
+    if kind == "zero":
+        return ZeroHeads(site, tuple(heads))
+    if kind == "uniform":
+        return UniformHeads(site, tuple(heads))
+    if kind == "mean":
+        if reference is None:
+            raise ValueError("a mean ablation needs a reference run's trace of z")
+        return MeanHeads.from_trace(site, heads, reference)
+    raise ValueError(f"unknown ablation kind {kind!r} (one of {', '.join(ABLATION_KINDS)})")
+
+
+def checked(interventions: Iterable[Change], config: TransformerConfig) -> tuple[Change, ...]:
+    """The interventions as a tuple, each checked against a model of ``config`` (one-line ``ValueError``)."""
+    out = tuple(interventions)
+    for change in out:
+        check = getattr(change, "check", None)
+        if check is not None:
+            check(config)
+    return out
+
+
+def parse_heads(text: str) -> dict[AttentionSite, tuple[int, ...]]:
+    """``"cross:3:2,encoder:1:1"`` (kind:layer:head, 1-based as on screen) -> the 0-based heads of each site."""
+    out: dict[AttentionSite, list[int]] = {}
+    for item in (text or "").split(","):
+        parts = item.strip().split(":")
+        if len(parts) != 3 or parts[0] not in KINDS or not all(p.isdigit() and int(p) >= 1 for p in parts[1:]):
+            raise ValueError(f"a head is KIND:LAYER:HEAD with KIND one of {', '.join(KINDS)} and 1-based numbers (e.g. cross:3:2), not {item.strip()[:40]!r}")
+        heads = out.setdefault(AttentionSite(parts[0], int(parts[1]) - 1), [])
+        if int(parts[2]) - 1 not in heads:
+            heads.append(int(parts[2]) - 1)
+    return {site: tuple(h) for site, h in out.items()}
