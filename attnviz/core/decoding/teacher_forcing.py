@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -151,6 +151,25 @@ def teacher_forced(
             )
         )
     return TeacherForced(src, target, inputs, tuple(tok.pieces(inputs)), labels, tuple(tok.pieces(labels)), tuple(positions), trace, tuple(notices), cfg)
+
+
+def log_prob_of(
+    model: Transformer, src_ids: Sequence[int], output_ids: Sequence[int], interventions: Iterable[Change] = (), names: Iterable[str] = ()
+) -> tuple[float, Trace]:
+    """log P(output_ids | source) = the sum over positions of log softmax(logits)[target] of one
+    teacher-forced pass (SOS + output_ids[:-1] in), with ``interventions``; and that pass's trace of ``names``."""
+    check_eval_mode(model)
+    cfg = model.config
+    if not output_ids:
+        raise DecodingError("no target tokens to score")
+    device = model_device(model)
+    inputs = torch.tensor([[cfg.bos_id, *output_ids[:-1]]], device=device)
+    with torch.inference_mode():
+        logits, trace = model.run_with_trace(torch.tensor([list(src_ids)], device=device), inputs, names=tuple(names),
+                                             interventions=checked_interventions(interventions, cfg))
+    check_finite(logits, "for this target")
+    logp = torch.log_softmax(logits[0].double(), -1)  # [Lt, V]
+    return float(logp[torch.arange(len(output_ids)), torch.tensor(list(output_ids))].sum()), trace
 
 
 def teacher_forced_from_bundle(bundle: "Bundle", source: str, target: str, **kw) -> TeacherForced:

@@ -47,14 +47,18 @@ class _Heads:
     heads: tuple[int, ...]  # 0-based
 
     def check(self, config: TransformerConfig) -> "_Heads":
-        """``self``, or a one-line ``ValueError`` when a model of ``config`` has no such site or head."""
-        layers = n_layers(config, self.site.kind)
-        if not 0 <= self.site.layer < layers:
-            raise ValueError(f"no {self.site.kind} layer {self.site.layer + 1}: the model has {layers}")
-        bad = [h + 1 for h in self.heads if not 0 <= h < config.n_heads]
-        if bad or not self.heads:
-            raise ValueError(f"no head {bad[0] if bad else '(none given)'} in {self.site.kind} layer {self.site.layer + 1}: the model has {config.n_heads} heads")
+        check_heads(self.site, self.heads, config)
         return self
+
+
+def check_heads(site: AttentionSite, heads: Sequence[int], config: TransformerConfig) -> None:
+    """A one-line ``ValueError`` (1-based numbers, as on screen) when a model of ``config`` has no such site or head."""
+    layers = n_layers(config, site.kind)
+    if not 0 <= site.layer < layers:
+        raise ValueError(f"no {site.kind} layer {site.layer + 1}: the model has {layers}")
+    bad = [h + 1 for h in heads if not 0 <= h < config.n_heads]
+    if bad or not heads:
+        raise ValueError(f"no head {bad[0] if bad else '(none given)'} in {site.kind} layer {site.layer + 1}: the model has {config.n_heads} heads")
 
 
 @dataclass(frozen=True)
