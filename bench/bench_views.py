@@ -35,10 +35,10 @@ from PySide6 import QtCore, QtWidgets  # noqa: E402
 from attnviz.core.model.sites import KINDS  # noqa: E402
 from attnviz.qt.app import make_app  # noqa: E402
 from attnviz.qt.sample_data import pieces, sample_attention, sample_masks  # noqa: E402
-from attnviz.qt.views.attention_grid import QtAttentionGrid  # noqa: E402
+from attnviz.qt.views.attention_grid import QtAttentionGridView  # noqa: E402
 from attnviz.qt.views.head_detail import QtHeadDetailView  # noqa: E402
-from attnviz.qt.views.lines import QtLineView  # noqa: E402
-from attnviz.qt.views.masks import QtMaskView  # noqa: E402
+from attnviz.qt.views.lines import QtLinesView  # noqa: E402
+from attnviz.qt.views.masks import QtMasksView  # noqa: E402
 from attnviz.qt.views.registry import ViewSet  # noqa: E402
 
 SIZES = {
@@ -145,7 +145,7 @@ def _linked_update(steps, shown: tuple[str, ...], repeats: int) -> dict[str, tup
     return out
 
 
-def _line_layer_latency(view: QtLineView, steps, repeats: int) -> float:
+def _line_layer_latency(view: QtLinesView, steps, repeats: int) -> float:
     """Time from a new step to its line layer (drawn in a worker thread) being on screen."""
     app = QtWidgets.QApplication.instance()
     samples = []
@@ -191,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"reference: one 20×20 ImageItem update + repaint = {ref:.2f} ms")
     for title, (n_layers, n_heads, n_tokens) in SIZES.items():
         steps = _steps(n_layers, n_heads, n_tokens)
-        views = {"grid": QtAttentionGrid(), "head": QtHeadDetailView(), "lines": QtLineView(), "mask": QtMaskView()}
+        views = {"grid": QtAttentionGridView(), "head": QtHeadDetailView(), "lines": QtLinesView(), "mask": QtMasksView()}
         sizes = {"grid": (760, 560), "head": (640, 560), "lines": (640, 560), "mask": (900, 760)}
         for name, view in views.items():
             view.resize(*sizes[name])

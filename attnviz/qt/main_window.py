@@ -28,6 +28,7 @@ CLOSE_WAIT_S = 1.0  # how long closing the window waits for a stopped training r
 DEFAULT_SIZE = QtCore.QSize(1400, 900)  # the window's size when the screen has room for it
 AREA = QtCore.Qt.DockWidgetArea
 TALL = 820  # a window at least this tall has room for the bottom docks under the grid
+LAYOUT_VERSION = 2  # of the saved dock layout: 2 since the docks are named by the views' modules (headDetailDock, compareDock)
 
 
 def norm_formula(config: TransformerConfig) -> str:
@@ -309,7 +310,7 @@ class MainWindow(QtWidgets.QMainWindow):
             self.set_colormap(colormap)
         if geometry:
             self.restoreGeometry(QtCore.QByteArray(geometry))
-        if layout and self.restoreState(QtCore.QByteArray(layout)):
+        if layout and self.restore_layout(QtCore.QByteArray(layout)):
             self._needs_default_layout = False
 
     def open_model_dialog(self) -> None:
@@ -487,7 +488,7 @@ class MainWindow(QtWidgets.QMainWindow):
         if geometry is None or not self.restoreGeometry(geometry) or not self.fits_screen():
             self.resize(fitting_size(DEFAULT_SIZE, self.screen()))
         state = s.value("window/state")
-        self._needs_default_layout = state is None or not self.restoreState(state)
+        self._needs_default_layout = state is None or not self.restore_layout(state)
         self.set_colormap(str(s.value("view/colormap", SEQUENTIAL_COLORMAPS[0])))
         self.set_theme(str(s.value("view/theme", "light")))
         self.set_decode_as_you_type(str(s.value("decode/as_you_type", "true")).lower() == "true")
@@ -496,11 +497,20 @@ class MainWindow(QtWidgets.QMainWindow):
     def write_settings(self) -> None:
         s = self.settings
         s.setValue("window/geometry", self.saveGeometry())
-        s.setValue("window/state", self.saveState())
+        s.setValue("window/state", self.layout_state())
         s.setValue("view/colormap", self.colormap_name)
         s.setValue("view/theme", self.theme_name)
         s.setValue("decode/as_you_type", "true" if self.session.decode_as_you_type else "false")
         s.sync()
+
+    def layout_state(self) -> QtCore.QByteArray:
+        """The docks' layout (by their objectNames), stamped with :data:`LAYOUT_VERSION`."""
+        return self.saveState(LAYOUT_VERSION)
+
+    def restore_layout(self, state: QtCore.QByteArray) -> bool:
+        """Restore a layout of :meth:`layout_state`; False (nothing changed) for one of another
+        version, whose docks may have other names."""
+        return self.restoreState(state, LAYOUT_VERSION)
 
     def fits_screen(self) -> bool:
         """The window's frame lies inside its screen's available geometry."""

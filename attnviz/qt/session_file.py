@@ -48,7 +48,7 @@ def capture(window: QtWidgets.QMainWindow) -> AppState:
         selection=asdict(views.selection.value()),
         own={name: asdict(sel) for name, sel in views.own_selections().items()},
         options={name: view.options() for name, view in views.views.items()},
-        layout=encode_bytes(window.saveState().data()), geometry=encode_bytes(window.saveGeometry().data()),
+        layout=encode_bytes(window.layout_state().data()), geometry=encode_bytes(window.saveGeometry().data()),
         theme=window.theme_name, colormap=window.colormap_name, language="en",
     )
 

@@ -51,7 +51,7 @@ class AppState:
     selection: dict[str, Any] = field(default_factory=dict)  # the linked selection (qt.selection.Selection)
     own: dict[str, dict[str, Any]] = field(default_factory=dict)  # unlinked views: view name → its selection
     options: dict[str, dict[str, Any]] = field(default_factory=dict)  # view name → its controls' values
-    layout: str = ""  # QMainWindow.saveState, base64
+    layout: str = ""  # MainWindow.layout_state, base64 (one of an older layout version is not applied: the default layout)
     geometry: str = ""  # QMainWindow.saveGeometry, base64
     theme: str = "light"
     colormap: str = ""

@@ -20,10 +20,10 @@ from attnviz.core.data.pieces import display_piece
 from attnviz.qt.export.dialogs import FigureExportDialog
 from attnviz.qt.export.files import ExportError, atomic_write_bytes, export_all_heads, export_view_data, render_view_to_bytes, render_view_to_file
 from attnviz.qt.sample_data import sample_attention, sample_attention_sets, sample_masks
-from attnviz.qt.views.attention_grid import QtAttentionGrid
+from attnviz.qt.views.attention_grid import QtAttentionGridView
 from attnviz.qt.views.head_detail import QtHeadDetailView
-from attnviz.qt.views.lines import QtLineView
-from attnviz.qt.views.masks import QtMaskView
+from attnviz.qt.views.lines import QtLinesView
+from attnviz.qt.views.masks import QtMasksView
 
 QUERIES = ("SOS", "▁I", "▁eat", "鱼")
 KEYS = ("我", "吃", "鱼", "。")
@@ -133,20 +133,20 @@ def test_pdf_has_a_page_and_chinese_text(qtbot, tmp_path):
     assert len(colours) > 10  # not a blank page
 
 
-@pytest.mark.parametrize("view_cls", [QtAttentionGrid, QtHeadDetailView, QtLineView, QtMaskView])
+@pytest.mark.parametrize("view_cls", [QtAttentionGridView, QtHeadDetailView, QtLinesView, QtMasksView])
 @pytest.mark.parametrize("fmt", ["png", "svg", "pdf"])
 def test_every_view_exports_every_format(qtbot, tmp_path, view_cls, fmt):
     view = view_cls()
     qtbot.addWidget(view)
     view.resize(700, 560)
-    view.set_data(sample_masks() if view_cls is QtMaskView else sample_attention_sets())
+    view.set_data(sample_masks() if view_cls is QtMasksView else sample_attention_sets())
     out = render_view_to_file(view, tmp_path / f"fig.{fmt}")
     data = out.read_bytes()
     if fmt == "png":
         assert not _qimage(data).isNull()
     elif fmt == "svg":
         texts = {"".join(t.itertext()) for t in ET.fromstring(data).iter(f"{SVG_NS}text")}
-        expected = {"layer 1", "head 4"} if view_cls is QtAttentionGrid else {"我", "鱼"}
+        expected = {"layer 1", "head 4"} if view_cls is QtAttentionGridView else {"我", "鱼"}
         assert expected <= texts
     else:
         assert data.startswith(b"%PDF")
@@ -188,7 +188,7 @@ def test_csv_and_npz_data(qtbot, tmp_path):
 
 
 def test_mask_data_keeps_minus_infinity(qtbot, tmp_path):
-    view = QtMaskView()
+    view = QtMasksView()
     qtbot.addWidget(view)
     view.set_data(sample_masks())
     rows = list(csv.DictReader(_csv_body(export_view_data(view, tmp_path / "m.csv").read_text(encoding="utf-8"))))
@@ -199,7 +199,7 @@ def test_mask_data_keeps_minus_infinity(qtbot, tmp_path):
 
 
 def test_grid_data_is_four_dimensional(qtbot, tmp_path):
-    view = QtAttentionGrid()
+    view = QtAttentionGridView()
     qtbot.addWidget(view)
     view.set_data(sample_attention("decoder", n_layers=2, n_heads=3))
     rows = list(csv.reader(_csv_body(export_view_data(view, tmp_path / "g.csv").read_text(encoding="utf-8"))))

@@ -1,4 +1,4 @@
-"""QtAttentionGrid: all layers × heads in ONE tiled ImageItem; click a tile → (layer, head)."""
+"""QtAttentionGridView: all layers × heads in ONE tiled ImageItem; click a tile → (layer, head)."""
 
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ from attnviz.core.analysis.figure_data import AttentionFrame
 from attnviz.core.data.pieces import WORD_START_LEGEND, display_piece
 from attnviz.qt.sample_data import SOURCE, TARGET, pieces, sample_attention, sample_attention_sets
 from attnviz.qt.selection import ViewChoice
-from attnviz.qt.views.attention_grid import QtAttentionGrid, tile_image
+from attnviz.qt.views.attention_grid import QtAttentionGridView, tile_image
 from attnviz.qt.views.base import CURRENT_ROW_LEGEND
 
 
 @pytest.fixture
 def grid(make_view, qtbot):
-    g = make_view(QtAttentionGrid, (720, 540), sample_attention_sets())
+    g = make_view(QtAttentionGridView, (720, 540), sample_attention_sets())
     g.set_kind("cross")
     g.show()
     qtbot.waitExposed(g)
@@ -25,7 +25,7 @@ def grid(make_view, qtbot):
 
 
 def test_one_tiled_image_holds_every_head(grid):
-    assert grid.objectName() == "attentionGrid"
+    assert grid.objectName() == "attentionGridView"
     images = [i for i in grid.canvas.scene().items() if isinstance(i, pg.ImageItem)]
     assert images == [grid.image]
     d = grid.data()

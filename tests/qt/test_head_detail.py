@@ -24,7 +24,7 @@ def view(make_view):
 
 
 def test_object_name_and_one_head(view):
-    assert view.objectName() == "headDetail"
+    assert view.objectName() == "headDetailView"
     view.select(kind="cross", layer=1, head=2)
     d = view.data()
     # rows are queries (target pieces), columns are keys (source pieces)

@@ -1,4 +1,4 @@
-"""QtLineView: a line per (query, key) with opacity = weight, heads in colours, hover isolates."""
+"""QtLinesView: a line per (query, key) with opacity = weight, heads in colours, hover isolates."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from PySide6 import QtCore
 from attnviz.core.data.pieces import display_piece
 from attnviz.qt.sample_data import SOURCE, TARGET, sample_attention_sets
 from attnviz.qt.selection import ViewChoice
-from attnviz.qt.views.lines import QtLineView
+from attnviz.qt.views.lines import QtLinesView
 
 
 def shown(pieces):
@@ -18,7 +18,7 @@ def shown(pieces):
 
 @pytest.fixture
 def lines(make_view, qtbot):
-    v = make_view(QtLineView, (640, 480), sample_attention_sets())
+    v = make_view(QtLinesView, (640, 480), sample_attention_sets())
     v.set_kind("cross")
     v.show()
     qtbot.waitExposed(v)
@@ -30,7 +30,7 @@ def _expected(weights: np.ndarray, heads) -> set[tuple[int, int, int]]:
 
 
 def test_lines_follow_the_weights(lines):
-    assert lines.objectName() == "lineView"
+    assert lines.objectName() == "linesView"
     w = lines.data().weights[0]
     drawn = lines.visible_lines()
     assert {(s.head, s.query, s.key) for s in drawn} == _expected(w, range(4))
@@ -127,7 +127,7 @@ def test_the_readout_follows_a_new_layer_or_head_under_a_still_mouse(lines):
 def test_the_exported_figure_is_cropped_to_the_drawing(make_view, qtbot):
     from attnviz.qt.widgets.figures import figure_size, render_qimage
 
-    view = make_view(QtLineView, (1000, 760), sample_attention_sets(), shown=True)
+    view = make_view(QtLinesView, (1000, 760), sample_attention_sets(), shown=True)
     view.set_kind("cross")
     canvas = view.canvas.viewport().size()
     image = render_qimage(view)

@@ -41,11 +41,11 @@ def test_opens_bundled_model_with_an_example_already_decoded(window):
     assert s.bundle.path.resolve() == default_model().resolve()
     assert len(s.decoding.steps) >= 2 and s.decoding.finished
     assert "d_model" in window.model_label.full_text() and "LayerNorm" in window.model_label.full_text()
-    grid = find(window, QtWidgets.QWidget, "attentionGrid")
+    grid = find(window, QtWidgets.QWidget, "attentionGridView")
     assert grid.kind() == "cross"
     np.testing.assert_array_equal(grid.data().weights, s.decoding.all_attention("cross"))
     for name in ("sourceEdit", "targetEdit", "stepButton", "backButton", "runButton", "resetButton", "strategyCombo",
-                 "topkList", "attentionGrid", "headDetail", "lineView", "maskView"):
+                 "topkList", "attentionGridView", "headDetailView", "linesView", "masksView"):
         assert window.findChild(QtCore.QObject, name) is not None, name
 
 
@@ -82,7 +82,7 @@ def test_type_step_back_force_run(qtbot, window):
     np.testing.assert_array_equal(window.head_detail.current_matrix(), s.decoding.attention("decoder", 1)[2])
     mask_view = window.views["mask"]
     assert "mask" in window.views.stale  # a background tab is not drawn on a step
-    window.docks["maskViewDock"].raise_()  # its tab raised, it catches up once
+    window.docks["masksDock"].raise_()  # its tab raised, it catches up once
     qtbot.waitUntil(lambda: "mask" not in window.views.stale, timeout=5000)
     mats = mask_view.matrices()
     assert any(np.array_equal(m, s.decoding.attention("decoder", mask_view.layer())[mask_view.head()]) for m in mats.values())
@@ -178,7 +178,7 @@ def test_export_from_views(qtbot, window, tmp_path):
                 assert "SOS" in texts or "老师" in texts or view is window.grid
         export_view_data(view, tmp_path / f"{view.objectName()}.csv")
         export_view_data(view, tmp_path / f"{view.objectName()}.npz")
-    with np.load(tmp_path / "headDetail.npz") as z:
+    with np.load(tmp_path / "headDetailView.npz") as z:
         assert any(np.array_equal(z[k], window.head_detail.current_matrix()) for k in z.files)
 
 
@@ -191,7 +191,7 @@ def test_settings_persist(qtbot, tmp_path):
     qtbot.waitUntil(lambda: w.session.bundle is not None, timeout=TIMEOUT)
     wait_idle(qtbot, w)
     w.set_colormap("magma")
-    w.docks["maskViewDock"].hide()
+    w.docks["masksDock"].hide()
     w.close()
     assert str(default_model()) in w.recent_models()[0] or w.recent_models()[0].endswith("hsk-zh-en")
     w2 = MainWindow(settings=QtCore.QSettings(str(tmp_path / "s.ini"), QtCore.QSettings.Format.IniFormat))
@@ -200,6 +200,6 @@ def test_settings_persist(qtbot, tmp_path):
     qtbot.waitUntil(lambda: w2.session.bundle is not None, timeout=TIMEOUT)
     wait_idle(qtbot, w2)
     assert w2.colormap_name == "magma"
-    assert not w2.docks["maskViewDock"].isVisible()
+    assert not w2.docks["masksDock"].isVisible()
     assert w2.recent_menu.actions()[0].text().endswith("hsk-zh-en")
     w2.close()

@@ -1,4 +1,4 @@
-"""QtMaskView: M, the scores before and after adding M, and the softmax weights."""
+"""QtMasksView: M, the scores before and after adding M, and the softmax weights."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from attnviz.core.analysis.figure_data import MaskData, MaskFrame
 from attnviz.core.data.pieces import display_piece
 from attnviz.qt.sample_data import SOURCE, TARGET, look_ahead, sample_masks
 from attnviz.qt.selection import ViewChoice
-from attnviz.qt.views.masks import QtMaskView
+from attnviz.qt.views.masks import QtMasksView
 
 
 def shown(pieces):
@@ -21,11 +21,11 @@ def shown(pieces):
 
 @pytest.fixture
 def masks(make_view):
-    return make_view(QtMaskView, (900, 760), sample_masks(), shown=True)
+    return make_view(QtMasksView, (900, 760), sample_masks(), shown=True)
 
 
 def test_panels_hold_the_pieces_of_the_formula(masks):
-    assert masks.objectName() == "maskView"
+    assert masks.objectName() == "masksView"
     d = masks.data()
     masks.select(layer=1, head=2)
     p = masks.panels
@@ -115,7 +115,7 @@ def _check_readable(view, labelled):
 
 @pytest.mark.parametrize("width,height,how", [(1000, 224, "row"), (420, 600, "grid"), (900, 760, "grid")])
 def test_readable_in_a_bottom_dock_a_right_dock_and_full_size(qtbot, width, height, how):
-    view = QtMaskView()
+    view = QtMasksView()
     view.set_data(sample_masks(step=4))
     area = _in_scroll_area(qtbot, view, width, height)  # noqa: F841 - the area holds the view
     assert view.arrangement() == how
@@ -133,7 +133,7 @@ def test_the_export_keeps_the_padding_panels(make_view):
 
     src = tuple(f"源{i}" for i in range(12))
     tgt = ("SOS",) + tuple(f"▁word{i}" for i in range(11))
-    view = make_view(QtMaskView, (1000, 760), sample_masks(target=tgt, source=src, step=6), shown=True)
+    view = make_view(QtMasksView, (1000, 760), sample_masks(target=tgt, source=src, step=6), shown=True)
     render_qimage(view)
     source = figure_source(view)
     for plot in view.padding.values():
@@ -174,7 +174,7 @@ def test_every_text_reads_in_a_narrow_dock(make_view, qtbot):
 
     m = sample_masks()  # with no PAD anywhere: the captions say so and are at their longest
     m = dataclasses.replace(m, tgt_padding=np.zeros(len(m.key_labels)), src_padding=np.zeros(len(m.src_labels)))
-    view = make_view(QtMaskView, (420, 560), m, shown=True)
+    view = make_view(QtMasksView, (420, 560), m, shown=True)
     for _ in range(4):
         qtbot.wait(20)
     assert view.arrangement() == "grid"
@@ -191,7 +191,7 @@ def test_the_padding_captions_shorten_in_the_narrowest_dock(make_view, qtbot):
 
     m = sample_masks()
     m = dataclasses.replace(m, tgt_padding=np.zeros(len(m.key_labels)), src_padding=np.zeros(len(m.src_labels)))
-    view = make_view(QtMaskView, (320, 560), m, shown=True)
+    view = make_view(QtMasksView, (320, 560), m, shown=True)
     for _ in range(4):
         qtbot.wait(20)
     texts = scene_texts(view.canvas, view)

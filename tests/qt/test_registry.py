@@ -1,8 +1,11 @@
 """The ViewSet in the window: only what is on screen is drawn, a background tab catches up once
-when raised, and a step builds each kind's attention data once for every view that shows it."""
+when raised, and a step builds each kind's attention data once for every view that shows it; every
+view is named after its module."""
 
 from __future__ import annotations
 
+import inspect
+import sys
 from collections import Counter
 
 import numpy as np
@@ -11,7 +14,8 @@ from PySide6 import QtWidgets
 from window_helpers import close_window, open_window
 
 from attnviz.core.model.sites import KINDS
-from attnviz.qt.views.registry import on_screen
+from attnviz.qt.views.naming import class_name, dock_object_name, scroll_object_name, view_object_name
+from attnviz.qt.views.registry import VIEW_NAMES, VIEWS, build_view, on_screen
 
 
 @pytest.fixture
@@ -46,7 +50,7 @@ def test_a_background_tab_catches_up_once_when_raised(qtbot, window):
     QtWidgets.QApplication.processEvents()
     assert "lines" in views.stale and not on_screen(views["lines"])
     before = views.refreshes["lines"]
-    window.docks["lineViewDock"].raise_()
+    window.docks["linesDock"].raise_()
     qtbot.waitUntil(lambda: "lines" not in views.stale, timeout=5000)
     for _ in range(5):
         QtWidgets.QApplication.processEvents()
@@ -80,3 +84,32 @@ def test_a_data_file_from_the_window_says_what_the_command_line_says(qtbot, tmp_
     assert gui_lines == cli_lines
     assert any(line.startswith("# model: ") for line in gui_lines) and any("count from 0" in line for line in gui_lines)
     assert "# target: The" in "\n".join(gui_lines) and "decoded with greedy" in "\n".join(gui_lines)
+
+
+def test_the_naming_scheme_comes_from_the_module_name():
+    assert (class_name("head_detail"), view_object_name("head_detail"), dock_object_name("head_detail")) == (
+        "QtHeadDetailView", "headDetailView", "headDetailDock")
+    assert scroll_object_name("teacher_vs_free") == "teacherVsFreeScroll"
+
+
+@pytest.mark.parametrize("spec", VIEWS, ids=lambda spec: spec.name)
+def test_every_view_is_named_after_its_module(qtbot, spec):
+    module = sys.modules[spec.cls.__module__]
+    assert module.__name__ == f"attnviz.qt.views.{spec.stem}" and module.SPEC is spec
+    assert spec.cls.__name__ == class_name(spec.stem)
+    assert spec.dock_name == ("" if spec.area == "central" else dock_object_name(spec.stem))
+    assert "self.setObjectName(" not in inspect.getsource(spec.cls)  # the base names the view
+    view = build_view(spec)
+    qtbot.addWidget(view)
+    assert view.objectName() == view_object_name(spec.stem)
+
+
+def test_the_names_are_unique_and_the_view_names_are_kept():
+    assert VIEW_NAMES == ("grid", "head", "lines", "mask", "output", "pe", "norm", "walkthrough", "compare", "scaling",
+                          "teacher-vs-free", "norm-batch", "ffn", "residual", "logit-lens")  # the --view names of the README
+    assert len({spec.stem for spec in VIEWS}) == len(VIEWS)
+
+
+def test_a_layout_saved_before_the_docks_were_renamed_is_not_applied(qtbot, window):
+    assert not window.restore_layout(window.saveState(1))  # another layout version: the docks may have other names
+    assert window.restore_layout(window.layout_state())

@@ -232,7 +232,7 @@ def test_the_story_views_live_in_the_window(qtbot, tmp_path):
 
     w = open_window(qtbot, tmp_path)
     try:
-        for dock_name, view_name in (("compareView", "compare"), ("scalingView", "scaling"), ("teacherVsFreeView", "teacher-vs-free")):
+        for dock_name, view_name in (("compareDock", "compare"), ("scalingDock", "scaling"), ("teacherVsFreeDock", "teacher-vs-free")):
             dock = w.findChild(QtWidgets.QDockWidget, dock_name)
             assert dock is w.docks[dock_name]
             dock.raise_()  # a raised tab catches up (it was not drawn while in the background)

@@ -50,7 +50,7 @@ def shown(make_view, cls, *data):
 def test_ffn_view_shows_the_hidden_activations_and_their_sparsity(make_view, qtbot):
     s = session(steps=4)
     view = shown(make_view, QtFfnView, ffn_data_for(s, s.config))
-    assert view.objectName() == "ffnFigure"
+    assert view.objectName() == "ffnView"
     view.select("cross", 1, 2)  # cross-attention's layer: the decoder's FFN
     hidden = s.accumulated("decoder.layers.1.ffn.hidden")
     np.testing.assert_allclose(view.heatmap.matrix(), hidden, atol=1e-6)
@@ -87,7 +87,7 @@ def test_ffn_view_of_a_gelu_model_says_what_it_counts(make_view):
 def test_residual_view_draws_the_norms_and_a_click_asks_for_the_sublayer(make_view, qtbot):
     s = session(steps=4, placement="pre")
     view = shown(make_view, QtResidualView, ResidualFrame(residual_data_for(s, s.config)))
-    assert view.objectName() == "residualFigure"
+    assert view.objectName() == "residualView"
     enc = view.plots["encoder"]
     x, y = enc.stream.getData()
     expected = [np.linalg.norm(s.accumulated("encoder.embed.sum"), axis=-1).mean()]
@@ -153,7 +153,7 @@ def test_logit_lens_view_labels_each_cell_with_its_top_piece(make_view, qtbot):
     b = bundle()
     lens = logit_lens_for(s, b.model, b.tgt_tokenizer)
     view = shown(make_view, QtLogitLensView, lens)
-    assert view.objectName() == "logitLensFigure"
+    assert view.objectName() == "logitLensView"
     with torch.no_grad():
         probs = torch.softmax(b.model(torch.tensor([s.src_ids]), torch.tensor([s.input_ids]))[0].double(), -1).numpy()
     np.testing.assert_allclose(view.heatmap.matrix()[-1], probs.max(-1), atol=1e-5)  # the last layer is the model
@@ -282,7 +282,7 @@ def test_export_draws_each_story_view(qapp, tmp_path, name, stem):
 
 
 # -- in the window: docked, fed on every step, following the selection ------------------------------------
-DOCKS = {"norm-batch": "normBatchView", "ffn": "ffnView", "residual": "residualView", "logit-lens": "logitLensView"}
+DOCKS = {"norm-batch": "normBatchDock", "ffn": "ffnDock", "residual": "residualDock", "logit-lens": "logitLensDock"}
 
 
 def _raise(window, name):

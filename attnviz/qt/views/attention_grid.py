@@ -80,7 +80,7 @@ class _GridPlot(pg.PlotItem):
         setup_matrix_plot(self)
 
 
-class QtAttentionGrid(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
+class QtAttentionGridView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
     """All layers × heads of one kind of attention; click a tile to open it.
 
     ``set_data(data)`` takes an :class:`AttentionFrame` (every kind's [layer, head, query, key]
@@ -95,7 +95,6 @@ class QtAttentionGrid(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme: Theme | str | None = None):
         super().__init__(parent, theme=theme)
-        self.setObjectName("attentionGrid")
         self.setFocusPolicy(QtCore.Qt.FocusPolicy.StrongFocus)
         self._datasets: dict[str, AttentionData] = {}
         self._kind: str | None = None
@@ -418,5 +417,5 @@ class QtAttentionGrid(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
         return [self.hover_outline, self.linked_rows]
 
 
-SPEC = ViewSpec("grid", QtAttentionGrid, "", "", "central", ATTENTION_SELECTORS, data=attention_frame,
+SPEC = ViewSpec("grid", QtAttentionGridView, "", "central", ATTENTION_SELECTORS, data=attention_frame,
                 kinds=KINDS, head_modes=("all",), opening=CROSS_FIRST)

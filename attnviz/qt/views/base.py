@@ -18,6 +18,7 @@ from attnviz.core.analysis.figure_data import AttentionData, FigureData
 from attnviz.core.data.pieces import WORD_START_LEGEND, display_piece, starts_word
 from attnviz.qt.export.files import HeadFigure, HeadFigureFactory
 from attnviz.qt.selection import ViewChoice, query_axis
+from attnviz.qt.views.naming import module_stem, view_object_name
 from attnviz.qt.widgets.colormaps import Theme, get_theme, ui_font
 from attnviz.qt.widgets.plain_text import ElidedLabel, plain_label
 
@@ -56,6 +57,7 @@ class FigureViewBase(QtWidgets.QWidget):
     """Base of the views: ``controls`` (a row of selectors) above ``canvas`` (the figure),
     ``readout`` (value under the mouse) below.
 
+    Its objectName comes from its module (``headDetailView``, :mod:`attnviz.qt.views.naming`).
     Subclasses fill the canvas once in ``__init__`` and implement ``figure_title`` and
     ``figure_data``; ``transient_items`` lists items hidden while exporting.
 
@@ -78,6 +80,7 @@ class FigureViewBase(QtWidgets.QWidget):
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme: Theme | str | None = None):
         super().__init__(parent)
+        self.setObjectName(view_object_name(module_stem(type(self))))
         self.theme = get_theme(theme)
         self._colormap: str | None = None  # None: the theme's default
         self.provenance: Callable[[], dict[str, object]] | None = None  # what its data files say they are of

@@ -58,7 +58,6 @@ class QtCompareView(FigureViewBase):
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme: Theme | str | None = None):
         super().__init__(parent, theme=theme)
-        self.setObjectName("compareFigure")  # its dock is "compareView"
         self._source = ""
         self._result: SourceComparison | None = None
         self._contrast: SourceComparison | None = None  # the same pair with PE switched the other way
@@ -290,5 +289,5 @@ def compare_data(session: Session, choice: ViewChoice, options: dict[str, object
     return Analysis(compare_both, (bundle.model, bundle.src_tokenizer, a, b, not options.get("comparePeOff")))
 
 
-SPEC = ViewSpec("compare", QtCompareView, "Word order (compare)", "compareView", "bottom", ATTENTION_SELECTORS, data=compare_data,
+SPEC = ViewSpec("compare", QtCompareView, "Word order (compare)", "bottom", ATTENTION_SELECTORS, data=compare_data,
                 reads_options=True, kinds=("encoder",), empty="nothing to compare: type a source sentence")

@@ -42,7 +42,6 @@ class QtFfnView(FigureViewBase):
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme=None):
         super().__init__(parent, theme=theme)
-        self.setObjectName("ffnFigure")  # its dock is "ffnView"
         self.canvas.setMinimumHeight(MIN_HEIGHT)  # below it the figure scrolls (a short dock)
         self.scroll = scroll_vertically(self.canvas, "ffnScroll", self.theme.background)
         self._data: FfnData | None = None
@@ -222,5 +221,5 @@ def ffn_data(session: Session, choice: ViewChoice) -> FfnData | None:
     return ffn_data_for(session.current, session.bundle.config)
 
 
-SPEC = ViewSpec("ffn", QtFfnView, "FFN", "ffnView", "bottom", ("kind", "layer", "query"), data=ffn_data,
+SPEC = ViewSpec("ffn", QtFfnView, "FFN", "bottom", ("kind", "layer", "query"), data=ffn_data,
                 kinds=("encoder", "decoder"), stack_view=True)

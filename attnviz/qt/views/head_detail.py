@@ -51,7 +51,6 @@ class QtHeadDetailView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme: Theme | str | None = None):
         super().__init__(parent, theme=theme)
-        self.setObjectName("headDetail")
         self._datasets: dict[str, AttentionData] = {}
         self._kind: str | None = None
         self._mode = "head"
@@ -271,5 +270,5 @@ class QtHeadDetailView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
         return [self.plot.hover_marker, self.plot.linked_marker]
 
 
-SPEC = ViewSpec("head", QtHeadDetailView, "Head detail", "headDetailDock", "right", ATTENTION_SELECTORS, data=attention_frame,
+SPEC = ViewSpec("head", QtHeadDetailView, "Head detail", "right", ATTENTION_SELECTORS, data=attention_frame,
                 kinds=KINDS, head_modes=HEAD_MODES, opening=CROSS_FIRST)

@@ -41,7 +41,7 @@ _COLUMN_HEADERS = {
 }
 
 
-class QtLineView(AttentionSetsMixin, FigureViewBase):
+class QtLinesView(AttentionSetsMixin, FigureViewBase):
     """BertViz-style lines for one layer of one kind of attention.
 
     ``set_data(data)`` takes an :class:`AttentionFrame` ([layer, head, query, key] of every
@@ -58,7 +58,6 @@ class QtLineView(AttentionSetsMixin, FigureViewBase):
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme: Theme | str | None = None):
         super().__init__(parent, theme=theme)
-        self.setObjectName("lineView")
         self._datasets: dict[str, AttentionData] = {}
         self._kind: str | None = None
         self._layer = 0
@@ -387,5 +386,5 @@ class QtLineView(AttentionSetsMixin, FigureViewBase):
         )
 
 
-SPEC = ViewSpec("lines", QtLineView, "Lines", "lineViewDock", "right", ATTENTION_SELECTORS, data=attention_frame,
+SPEC = ViewSpec("lines", QtLinesView, "Lines", "right", ATTENTION_SELECTORS, data=attention_frame,
                 kinds=KINDS, head_modes=("mean", "all"), opening=CROSS_FIRST)

@@ -41,7 +41,6 @@ class QtLogitLensView(FigureViewBase):
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme=None):
         super().__init__(parent, theme=theme)
-        self.setObjectName("logitLensFigure")  # its dock is "logitLensView"
         self.canvas.setMinimumHeight(MIN_HEIGHT)  # below it the figure scrolls (a short dock)
         self.scroll = scroll_vertically(self.canvas, "logitLensScroll", self.theme.background)
         self._lens: LogitLens | None = None
@@ -197,5 +196,5 @@ def logit_lens_data(session: Session, choice: ViewChoice) -> Analysis | None:
     return Analysis(logit_lens_for, (frozen, bundle.model, bundle.tgt_tokenizer))
 
 
-SPEC = ViewSpec("logit-lens", QtLogitLensView, "Logit lens", "logitLensView", "bottom", ("query",), data=logit_lens_data,
+SPEC = ViewSpec("logit-lens", QtLogitLensView, "Logit lens", "bottom", ("query",), data=logit_lens_data,
                 empty="nothing for the logit lens: the model has no decoder layers, or no step is decoded yet", query_rows="target")

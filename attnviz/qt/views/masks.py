@@ -58,7 +58,7 @@ def _padding_row(padding: np.ndarray | None, n: int) -> np.ndarray:
     return row
 
 
-class QtMaskView(PredictedRowsMixin, FigureViewBase):
+class QtMasksView(PredictedRowsMixin, FigureViewBase):
     """The pieces of softmax(QKᵀ/√d_k + M) for one head of the decoder's masked self-attention.
 
     ``set_data(MaskFrame)`` (or a bare :class:`~attnviz.core.analysis.figure_data.MaskData`,
@@ -71,7 +71,6 @@ class QtMaskView(PredictedRowsMixin, FigureViewBase):
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme: Theme | str | None = None):
         super().__init__(parent, theme=theme)
-        self.setObjectName("maskView")
         self._data: MaskData | None = None
 
         self.layer_combo = self._add_control("Layer", make_combo("maskLayerCombo", "Decoder layer"))
@@ -368,5 +367,5 @@ class QtMaskView(PredictedRowsMixin, FigureViewBase):
         return [p.hover_marker for p in plots] + [p.linked_marker for p in self.panels.values()]
 
 
-SPEC = ViewSpec("mask", QtMaskView, "Masks", "maskViewDock", "right", ATTENTION_SELECTORS, data=mask_frame,
+SPEC = ViewSpec("mask", QtMasksView, "Masks", "right", ATTENTION_SELECTORS, data=mask_frame,
                 kinds=("decoder",), empty="the mask view needs at least one decoded step")

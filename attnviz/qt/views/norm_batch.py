@@ -74,7 +74,6 @@ class QtNormBatchView(FigureViewBase):
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme=None):
         super().__init__(parent, theme=theme)
-        self.setObjectName("normBatchFigure")  # its dock is "normBatchView"
         self.canvas.setMinimumHeight(MIN_HEIGHT)  # below it the figure scrolls (a short dock)
         self.scroll = scroll_vertically(self.canvas, "normBatchScroll", self.theme.background)
         self._batch: NormBatch | None = None
@@ -445,6 +444,6 @@ def norm_batch_data(session: Session, choice: ViewChoice) -> Analysis | None:
     return Analysis(norm_batch_frame, (builder, tuple(frozen.src_ids), tuple(frozen.input_ids)))
 
 
-SPEC = ViewSpec("norm-batch", QtNormBatchView, "LN vs BN on a batch", "normBatchView", "bottom", ("kind", "layer"), data=norm_batch_data,
+SPEC = ViewSpec("norm-batch", QtNormBatchView, "LN vs BN on a batch", "bottom", ("kind", "layer"), data=norm_batch_data,
                 kinds=("encoder", "decoder"), stack_view=True,
                 empty="no normalization to show: the model has no encoder layers, no decoder layers and no final norm")

@@ -208,7 +208,6 @@ class QtNormStatsView(FigureViewBase):
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme: Theme | str | None = None):
         super().__init__(parent, theme=theme)
-        self.setObjectName("normStatsView")
         self._sites: list[NormSiteData] = []
         self._norm = "layer"
         self._placement = "post"
@@ -556,5 +555,5 @@ def norm_sites(session: Session, choice: ViewChoice) -> NormSites | None:
     return NormSites(norm_site_data_for(cur, cfg), cfg.norm, cfg.norm_placement)
 
 
-SPEC = ViewSpec("norm", QtNormStatsView, "LayerNorm / BatchNorm", "normStatsDock", "bottom", ("kind", "layer"), data=norm_sites,
+SPEC = ViewSpec("norm", QtNormStatsView, "LayerNorm / BatchNorm", "bottom", ("kind", "layer"), data=norm_sites,
                 kinds=("encoder", "decoder"), stack_view=True)

@@ -113,7 +113,6 @@ class QtOutputView(FigureViewBase):
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme: Theme | str | None = None):
         super().__init__(parent, theme=theme)
-        self.setObjectName("outputView")
         self._step: Any = None
         self._forced: Any = None
         self._position: int | None = None
@@ -514,4 +513,4 @@ def output_frame(session: Session, choice: ViewChoice) -> OutputFrame:
     return OutputFrame(session.current_step(), forced, session.forced_cursor if forced is not None else None)
 
 
-SPEC = ViewSpec("output", QtOutputView, "Output distribution", "outputDock", "bottom", (), data=output_frame)
+SPEC = ViewSpec("output", QtOutputView, "Output distribution", "bottom", (), data=output_frame)

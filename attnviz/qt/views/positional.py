@@ -134,7 +134,6 @@ class QtPositionalView(FigureViewBase):
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme: Theme | str | None = None):
         super().__init__(parent, theme=theme)
-        self.setObjectName("positionalView")
         self._data: PositionalData | None = None
         self._dims: list[int] | None = None  # None: default_dimensions
         self._side = "source"
@@ -469,4 +468,4 @@ def positional_frame(session: Session, choice: ViewChoice) -> PositionalData | N
     return positional_data_for(session.current) if session.current is not None else None
 
 
-SPEC = ViewSpec("pe", QtPositionalView, "Positional encoding", "positionalDock", "bottom", (), data=positional_frame)
+SPEC = ViewSpec("pe", QtPositionalView, "Positional encoding", "bottom", (), data=positional_frame)

@@ -82,7 +82,6 @@ class QtResidualView(FigureViewBase):
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme=None):
         super().__init__(parent, theme=theme)
-        self.setObjectName("residualFigure")  # its dock is "residualView"
         self.canvas.setMinimumHeight(MIN_HEIGHT)  # below it the figure scrolls (a short dock)
         self.scroll = scroll_vertically(self.canvas, "residualScroll", self.theme.background)
         self._stacks: dict[str, ResidualStack] = {}
@@ -205,5 +204,5 @@ def residual_data(session: Session, choice: ViewChoice) -> ResidualFrame | None:
     return ResidualFrame(residual_data_for(session.current, cfg), placement_formula(cfg.norm, cfg.norm_placement))
 
 
-SPEC = ViewSpec("residual", QtResidualView, "Residual stream", "residualView", "bottom", ("kind", "layer", "query"), data=residual_data,
+SPEC = ViewSpec("residual", QtResidualView, "Residual stream", "bottom", ("kind", "layer", "query"), data=residual_data,
                 kinds=KINDS)

@@ -45,7 +45,6 @@ class QtScalingView(FigureViewBase):
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme: Theme | str | None = None):
         super().__init__(parent, theme=theme)
-        self.setObjectName("scalingFigure")  # its dock is "scalingView"
         self._sites: dict[str, tuple[ScalingComparison, ...]] = {}
         self._labels: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
         self._highlight: int | None = None
@@ -287,4 +286,4 @@ def scaling_data(session: Session, choice: ViewChoice) -> ScalingFrame | None:
     return ScalingFrame(result_scaling(cur), {"encoder": (src, src), "decoder": (tgt, tgt), "cross": (tgt, src)}, session.current_row())
 
 
-SPEC = ViewSpec("scaling", QtScalingView, "Why ÷√d_k", "scalingView", "bottom", ATTENTION_SELECTORS, data=scaling_data, kinds=KINDS)
+SPEC = ViewSpec("scaling", QtScalingView, "Why ÷√d_k", "bottom", ATTENTION_SELECTORS, data=scaling_data, kinds=KINDS)

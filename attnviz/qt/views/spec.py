@@ -14,6 +14,7 @@ from attnviz.core.analysis.figure_data import AttentionFrame, MaskFrame
 from attnviz.core.model.sites import KINDS
 from attnviz.qt.selection import Selection, ViewChoice, query_axis
 from attnviz.qt.views.base import FigureViewBase
+from attnviz.qt.views.naming import dock_object_name, module_stem
 
 if TYPE_CHECKING:
     from attnviz.qt.session import Session
@@ -41,7 +42,6 @@ class ViewSpec:
     name: str  # the --view name of ``attnviz export``
     cls: type[FigureViewBase]
     title: str  # the dock's title ("" for the central view)
-    dock_name: str  # the dock's objectName ("" for the central view)
     area: str  # "central", "right" or "bottom"
     selectors: tuple[str, ...]  # of SELECTORS
     data: DataFn
@@ -53,6 +53,17 @@ class ViewSpec:
     empty: str = "nothing to draw yet"  # why there is nothing to export
     stack_view: bool = False  # shows a stack (encoder/decoder): a cross selection shows the decoder's
     query_rows: str | None = None  # the rows its query takes ("target"), when not every kind's
+
+    @property
+    def stem(self) -> str:
+        """The view's module name (``head_detail``): every other name of the view comes from it
+        (:mod:`attnviz.qt.views.naming`)."""
+        return module_stem(self.cls)
+
+    @property
+    def dock_name(self) -> str:
+        """The dock's objectName (``headDetailDock``; ``""`` for the central view, which has none)."""
+        return "" if self.area == "central" else dock_object_name(self.stem)
 
     def takes(self, selector: str) -> bool:
         return selector in self.selectors

@@ -122,7 +122,6 @@ class QtTeacherVsFreeView(FigureViewBase):
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme: Theme | str | None = None):
         super().__init__(parent, theme=theme)
-        self.setObjectName("teacherVsFreeFigure")  # its dock is "teacherVsFreeView"
         self._result: TeacherVsFree | None = None
         self._cursor: int | None = None
         self.layer_combo = self._add_control("Layer", make_combo("teacherFreeLayerCombo", "Decoder layer (cross-attention)"))
@@ -373,6 +372,6 @@ def teacher_vs_free_data(session: Session, choice: ViewChoice) -> Analysis | Tea
                     finish=partial(TeacherVsFreeFrame, cursor=session.forced_cursor))
 
 
-SPEC = ViewSpec("teacher-vs-free", QtTeacherVsFreeView, "Teacher forcing vs free running", "teacherVsFreeView", "bottom",
+SPEC = ViewSpec("teacher-vs-free", QtTeacherVsFreeView, "Teacher forcing vs free running", "bottom",
                 ATTENTION_SELECTORS, data=teacher_vs_free_data, kinds=("cross",),
                 empty="the teacher-vs-free view needs a target: pass --tgt TEXT (teacher-forced mode)")

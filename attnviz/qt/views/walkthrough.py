@@ -152,7 +152,6 @@ class QtWalkthroughView(FigureViewBase):
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme: Theme | str | None = None):
         super().__init__(parent, theme=theme)
-        self.setObjectName("walkthroughView")
         self._walk: Any = None
         self._layers: dict[str, int] = {}
         self.windows = AxisWindows()
@@ -596,5 +595,5 @@ def walkthrough_data(session: Session, choice: ViewChoice) -> Analysis | None:
                                         choice.head or 0, choice.query, session.current_row()))
 
 
-SPEC = ViewSpec("walkthrough", QtWalkthroughView, "One-head walkthrough", "walkthroughDock", "bottom", SELECTORS,
+SPEC = ViewSpec("walkthrough", QtWalkthroughView, "One-head walkthrough", "bottom", SELECTORS,
                 data=walkthrough_data, from_choice=True, kinds=KINDS, empty="nothing to walk through")
