@@ -13,6 +13,7 @@ from attnviz.core.decoding.session import DecodingSession
 from attnviz.core.decoding.strategies import DecodingError
 from attnviz.core.decoding.teacher_forcing import teacher_forced_from_bundle
 from attnviz.core.model.interventions import (
+    InterventionError,
     MeanHeads,
     NoPositional,
     Patch,
@@ -223,7 +224,29 @@ def test_bad_interventions_are_one_line(bundle):
     with pytest.raises(DecodingError, match="no head 5"):
         DecodingSession.from_bundle(bundle, "猫吃鱼。", interventions=[ZeroHeads(AttentionSite("encoder", 0), (4,))])
     bad = Patch("encoder.output", torch.zeros(3, cfg.d_model))
-    with pytest.raises(ValueError, match=r"the patch has shape \(3, "):
+    with pytest.raises(InterventionError, match=r"cannot patch encoder.output: the patch has shape \(3, "):
         DecodingSession.from_bundle(bundle, "猫吃鱼。", interventions=[bad])
     for n in (s.name("z") for s in attention_sites(cfg)):
         assert is_tapped(n)
+
+
+def test_a_decoder_patch_in_a_session_takes_each_step_s_row(bundle):
+    """The decoder output of 猫吃鱼。's teacher-forced pass, patched into every cached step of
+    鱼吃猫。's session, makes each step choose 猫吃鱼。's token at that position."""
+    a = DecodingSession.from_bundle(bundle, "猫吃鱼。", capture=False)
+    a.run()
+    forced = teacher_forced_from_bundle(bundle, "猫吃鱼。", a.translation(), names=["decoder.output", "decoder.layers.1.self_attn.k"])
+    assert forced.output_ids == a.output_ids
+    patched = DecodingSession.from_bundle(bundle, "鱼吃猫。", capture=["decoder.layers.1.self_attn.k"],
+                                          interventions=Patch.from_trace(forced.trace, "decoder.output", "decoder.layers.1.self_attn.k"))
+    patched.run()
+    assert patched.tgt_ids == a.tgt_ids
+    want = torch.tensor([p.prob for p in forced.steps])
+    torch.testing.assert_close(torch.tensor([s.prob for s in patched.steps]), want, rtol=1e-5, atol=1e-6)
+    k = forced.trace["decoder.layers.1.self_attn.k"]  # [head, steps, d_k]: a step's keys so far are the first rows
+    assert (patched.steps[2].trace["decoder.layers.1.self_attn.k"] == k[:, :3]).all()
+    short = Patch("decoder.output", torch.zeros(2, bundle.config.d_model))
+    session = DecodingSession.from_bundle(bundle, "鱼吃猫。", capture=False, interventions=[short])
+    session.step(), session.step()
+    with pytest.raises(InterventionError, match="the patch covers 2 positions; this step needs position 3"):
+        session.step()

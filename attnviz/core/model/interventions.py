@@ -12,7 +12,8 @@ the model; several compose in the order given.
 * ``UniformHeads``: the heads' scaled scores set to 0, so softmax gives every allowed key the same
   weight (the mask still applies: look-ahead, padding).
 * ``ScaleHeads``: Z_i multiplied by a factor.
-* ``Patch``: any tapped trace name replaced by the value another run recorded (``Patch.from_trace``).
+* ``Patch``: any tapped trace name replaced by the value another run recorded (``Patch.from_trace``);
+  in a cached decoder step at position t, a full pass's value gives its row t (and its keys 0..t).
 * ``NoPositional``: the positional encoding left out of a stack's input.
 
 Heads and layers are 0-based here; ``parse_heads`` reads the 1-based ``kind:layer:head`` of the
@@ -30,8 +31,13 @@ import torch
 from attnviz.core.model.config import TransformerConfig
 from attnviz.core.model.sites import KINDS, AttentionSite, n_layers
 from attnviz.core.model.trace import Change, Trace, is_batchless, is_tapped, trace_names
+from attnviz.errors import AttnvizError
 
 ABLATION_KINDS = ("zero", "mean", "uniform")
+
+
+class InterventionError(AttnvizError, ValueError):
+    """An intervention the model cannot take (no such site or head, a patch of the wrong shape); one line."""
 
 
 def _where_heads(t: torch.Tensor, heads: tuple[int, ...], value: torch.Tensor) -> torch.Tensor:
@@ -55,10 +61,10 @@ def check_heads(site: AttentionSite, heads: Sequence[int], config: TransformerCo
     """A one-line ``ValueError`` (1-based numbers, as on screen) when a model of ``config`` has no such site or head."""
     layers = n_layers(config, site.kind)
     if not 0 <= site.layer < layers:
-        raise ValueError(f"no {site.kind} layer {site.layer + 1}: the model has {layers}")
+        raise InterventionError(f"no {site.kind} layer {site.layer + 1}: the model has {layers}")
     bad = [h + 1 for h in heads if not 0 <= h < config.n_heads]
     if bad or not heads:
-        raise ValueError(f"no head {bad[0] if bad else '(none given)'} in {site.kind} layer {site.layer + 1}: the model has {config.n_heads} heads")
+        raise InterventionError(f"no head {bad[0] if bad else '(none given)'} in {site.kind} layer {site.layer + 1}: the model has {config.n_heads} heads")
 
 
 @dataclass(frozen=True)
@@ -69,7 +75,7 @@ class ZeroHeads(_Heads):
     def names(self) -> tuple[str, ...]:
         return (self.site.name("z"),)
 
-    def __call__(self, name: str, t: torch.Tensor) -> torch.Tensor:
+    def __call__(self, name: str, t: torch.Tensor, offset: int | None = None) -> torch.Tensor:
         return _where_heads(t, self.heads, torch.zeros((), dtype=t.dtype))
 
 
@@ -83,7 +89,7 @@ class ScaleHeads(_Heads):
     def names(self) -> tuple[str, ...]:
         return (self.site.name("z"),)
 
-    def __call__(self, name: str, t: torch.Tensor) -> torch.Tensor:
+    def __call__(self, name: str, t: torch.Tensor, offset: int | None = None) -> torch.Tensor:
         return _where_heads(t, self.heads, t * self.factor)
 
 
@@ -95,7 +101,7 @@ class UniformHeads(_Heads):
     def names(self) -> tuple[str, ...]:
         return (self.site.name("scaled_scores"),)
 
-    def __call__(self, name: str, t: torch.Tensor) -> torch.Tensor:
+    def __call__(self, name: str, t: torch.Tensor, offset: int | None = None) -> torch.Tensor:
         return _where_heads(t, self.heads, torch.zeros((), dtype=t.dtype))
 
 
@@ -116,7 +122,7 @@ class MeanHeads(_Heads):
     def names(self) -> tuple[str, ...]:
         return (self.site.name("z"),)
 
-    def __call__(self, name: str, t: torch.Tensor) -> torch.Tensor:
+    def __call__(self, name: str, t: torch.Tensor, offset: int | None = None) -> torch.Tensor:
         return _where_heads(t, self.heads, self.mean[None, :, None, :])
 
 
@@ -138,16 +144,32 @@ class Patch:
 
     def check(self, config: TransformerConfig) -> "Patch":
         if self.name not in trace_names(config) or not is_tapped(self.name):
-            raise ValueError(f"cannot patch {self.name!r}: not a value the model computes and reads back")
+            raise InterventionError(f"cannot patch {self.name!r}: not a value the model computes and reads back")
         return self
 
-    def __call__(self, name: str, t: torch.Tensor) -> torch.Tensor:
+    def __call__(self, name: str, t: torch.Tensor, offset: int | None = None) -> torch.Tensor:
         v = self.values.to(t)
+        batch = 0 if is_batchless(name) or v.dim() == t.dim() else 1
+        if offset is not None and v.dim() + batch == t.dim():
+            v = _step_rows(v, t.shape[batch:], offset)
         if v.shape == t.shape:
             return v
-        if not is_batchless(name) and v.shape == t.shape[1:]:
+        if batch and v.shape == t.shape[1:]:
             return v.expand_as(t)
-        raise ValueError(f"cannot patch {name}: the patch has shape {tuple(v.shape)}, the run {tuple(t.shape)}")
+        raise InterventionError(f"cannot patch {name}: the patch has shape {tuple(v.shape)}, the run {tuple(t.shape)}")
+
+
+def _step_rows(v: torch.Tensor, shape: torch.Size, offset: int) -> torch.Tensor:
+    """A full pass's value ``v`` cut to a cached step at position ``offset``: the step's one query
+    (target) row, ``offset``, on an axis of size 1; the keys so far, ``:size``, on any other axis that differs."""
+    for axis, size in enumerate(shape):
+        if v.shape[axis] == size:
+            continue
+        start = offset if size == 1 else 0
+        if start + size > v.shape[axis]:
+            raise InterventionError(f"the patch covers {v.shape[axis]} positions; this step needs position {start + size}")
+        v = v.narrow(axis, start, size)
+    return v
 
 
 @dataclass(frozen=True)
@@ -162,10 +184,10 @@ class NoPositional:
 
     def check(self, config: TransformerConfig) -> "NoPositional":
         if not set(self.stacks) <= {"encoder", "decoder"}:
-            raise ValueError(f"positional encoding is left out of 'encoder' or 'decoder', not {self.stacks!r}")
+            raise InterventionError(f"positional encoding is left out of 'encoder' or 'decoder', not {self.stacks!r}")
         return self
 
-    def __call__(self, name: str, t: torch.Tensor) -> torch.Tensor:
+    def __call__(self, name: str, t: torch.Tensor, offset: int | None = None) -> torch.Tensor:
         return torch.zeros_like(t)
 
 
@@ -177,13 +199,13 @@ def ablation(site: AttentionSite, heads: Sequence[int], kind: str = "zero", refe
         return UniformHeads(site, tuple(heads))
     if kind == "mean":
         if reference is None:
-            raise ValueError("a mean ablation needs a reference run's trace of z")
+            raise InterventionError("a mean ablation needs a reference run's trace of z")
         return MeanHeads.from_trace(site, heads, reference)
-    raise ValueError(f"unknown ablation kind {kind!r} (one of {', '.join(ABLATION_KINDS)})")
+    raise InterventionError(f"unknown ablation kind {kind!r} (one of {', '.join(ABLATION_KINDS)})")
 
 
 def checked(interventions: Iterable[Change], config: TransformerConfig) -> tuple[Change, ...]:
-    """The interventions as a tuple, each checked against a model of ``config`` (one-line ``ValueError``)."""
+    """The interventions as a tuple, each checked against a model of ``config`` (one-line ``InterventionError``)."""
     out = tuple(interventions)
     for change in out:
         check = getattr(change, "check", None)
@@ -198,7 +220,7 @@ def parse_heads(text: str) -> dict[AttentionSite, tuple[int, ...]]:
     for item in (text or "").split(","):
         parts = item.strip().split(":")
         if len(parts) != 3 or parts[0] not in KINDS or not all(p.isdigit() and int(p) >= 1 for p in parts[1:]):
-            raise ValueError(f"a head is KIND:LAYER:HEAD with KIND one of {', '.join(KINDS)} and 1-based numbers (e.g. cross:3:2), not {item.strip()[:40]!r}")
+            raise InterventionError(f"a head is KIND:LAYER:HEAD with KIND one of {', '.join(KINDS)} and 1-based numbers (e.g. cross:3:2), not {item.strip()[:40]!r}")
         heads = out.setdefault(AttentionSite(parts[0], int(parts[1]) - 1), [])
         if int(parts[2]) - 1 not in heads:
             heads.append(int(parts[2]) - 1)

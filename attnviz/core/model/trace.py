@@ -226,11 +226,12 @@ def _readonly(a: np.ndarray) -> np.ndarray:
 
 class Change(Protocol):
     """What a ``Recorder`` needs of an intervention (``interventions.py``): the trace names it acts
-    at and the function giving the changed value there (batched tensor in, tensor of its shape out)."""
+    at and the function giving the changed value there (batched tensor in, tensor of its shape out;
+    ``offset``: the position t of a cached decoder step, None in a full pass)."""
 
     names: tuple[str, ...]
 
-    def __call__(self, name: str, tensor: torch.Tensor) -> torch.Tensor: ...
+    def __call__(self, name: str, tensor: torch.Tensor, offset: int | None) -> torch.Tensor: ...
 
 
 def taps(rec: "Recorder | None", prefix: str) -> Callable[..., torch.Tensor]:
@@ -268,6 +269,7 @@ class Recorder:
         self._wanted: dict[str, bool] = {}
         self._pending: dict[str, Callable[[], np.ndarray]] = {}
         self._changes: dict[str, list[Change]] = {}
+        self.offset: int | None = None  # a cached decoder step's position (``Transformer.decode_step`` sets it)
         for change in interventions:
             for name in change.names:
                 self._changes.setdefault(name, []).append(change)
@@ -276,7 +278,7 @@ class Recorder:
         """The value the rest of the pass uses at ``name``: ``tensor`` as the interventions at
         ``name`` change it (in their order; a new tensor, never in place), recorded if wanted."""
         for change in self._changes.get(name, ()):
-            tensor = change(name, tensor)
+            tensor = change(name, tensor, self.offset)
         self.put(name, tensor, batched)
         return tensor
 

@@ -291,6 +291,8 @@ class Transformer(nn.Module):
         The trace holds that position's rows (query length 1, keys = positions so far).
         """
         ids = token.view(-1, 1)  # [B, 1]
+        if rec is not None:
+            rec.offset = cache.length  # where interventions that follow positions (a patch) act
         valid = self.masks.step(ids, cache.length, rec, "masks")  # [B, 1]
         x, self_kv = self.decoder(ids, cache.encoded, None, valid, rec, "decoder", cache)  # [B, 1, d]
         logits = self.project(x, rec)[:, 0]  # [B, V]
