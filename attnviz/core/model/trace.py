@@ -3,7 +3,9 @@
 Capture is opt-in: every module's ``forward`` takes ``rec=None``; only when a
 ``Recorder`` is passed does it store anything, so training pays one ``is None``
 test per site. A recorder is a value passed down the call, never state on the
-module, so two threads can run the same model with different recorders.
+module, so two threads can run the same model with different recorders. Every recorded value
+the pass reads back goes through ``Recorder.tap``, which returns it changed by the call's
+interventions (``interventions.py``), if any.
 
 Every name the model can produce is documented in ``TRACE_SCHEMA`` below (one
 row per name, with its shape); ``trace_names(config)`` expands the ``{i}``
