@@ -102,6 +102,18 @@ def test_every_view_is_named_after_its_module(qtbot, spec):
     view = build_view(spec)
     qtbot.addWidget(view)
     assert view.objectName() == view_object_name(spec.stem)
+    assert view.scroll is None or view.scroll.objectName() == scroll_object_name(spec.stem)
+
+
+@pytest.mark.parametrize("spec", VIEWS, ids=lambda spec: spec.name)
+def test_the_base_keeps_every_title_and_scroll_area_in_the_theme(qtbot, spec):
+    view = build_view(spec, theme="light")
+    qtbot.addWidget(view)
+    assert view.title.scene() is view.canvas.scene()  # the base placed it
+    view.set_theme("dark")
+    assert view.title.theme is view.theme and view.theme.name == "dark"
+    if view.scroll is not None:
+        assert view.theme.background in view.scroll.viewport().styleSheet()
 
 
 def test_the_names_are_unique_and_the_view_names_are_kept():

@@ -34,7 +34,7 @@ class TrainingFigure(FigureViewBase):
     MAX_COLUMNS = 3
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme: Theme | str | None = None):
-        super().__init__(parent, theme=theme)
+        super().__init__(parent, theme=theme, title_span=0)  # each panel has its own title
         self.setObjectName("trainingFigure")
         ci = self.canvas.ci
         ci.layout.setHorizontalSpacing(8)

@@ -34,7 +34,6 @@ from attnviz.qt.views.spec import ATTENTION_SELECTORS, CROSS_FIRST, ViewSpec, at
 from attnviz.qt.widgets.colormaps import Theme, get_colormap, lookup_table, ui_font
 from attnviz.qt.widgets.heatmap import quiet_axes, setup_matrix_plot, slim_colorbar
 from attnviz.qt.widgets.matrix_image import MatrixImageItem
-from attnviz.qt.widgets.title_item import TitleItem
 from attnviz.qt.widgets.token_axis import TokenAxis
 
 
@@ -107,8 +106,6 @@ class QtAttentionGridView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBas
         self.controls.addStretch(1)
         self.kind_combo.currentIndexChanged.connect(self._on_kind_combo)
 
-        self.title = TitleItem(self.theme)
-        self.canvas.addItem(self.title, row=0, col=0)
         self.plot = _GridPlot(self.theme)
         self.canvas.addItem(self.plot, row=1, col=0)
         self.canvas.ci.layout.setRowStretchFactor(1, 1)
@@ -368,7 +365,6 @@ class QtAttentionGridView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBas
         t = self.theme
         self.plot.left_axis.apply_theme(t)
         self.plot.top_axis.apply_theme(t)
-        self.title.apply_theme(t)
         for item, colour, width, style in (
             (self.step_rows, t.highlight, 1.0, QtCore.Qt.PenStyle.SolidLine),
             (self.selected_outline, t.selection, 2.5, QtCore.Qt.PenStyle.SolidLine),

@@ -18,9 +18,11 @@ from attnviz.core.analysis.figure_data import AttentionData, FigureData
 from attnviz.core.data.pieces import WORD_START_LEGEND, display_piece, starts_word
 from attnviz.qt.export.files import HeadFigure, HeadFigureFactory
 from attnviz.qt.selection import ViewChoice, query_axis
-from attnviz.qt.views.naming import module_stem, view_object_name
+from attnviz.qt.views.naming import module_stem, scroll_object_name, view_object_name
 from attnviz.qt.widgets.colormaps import Theme, get_theme, ui_font
 from attnviz.qt.widgets.plain_text import ElidedLabel, plain_label
+from attnviz.qt.widgets.scroll_canvas import scroll_vertically, set_scroll_background
+from attnviz.qt.widgets.title_item import TitleItem
 
 MAX_OPTION_TEXT = 1000  # characters of a line edit's text restored from a session file
 
@@ -54,8 +56,10 @@ def set_control_value(w: QtWidgets.QWidget, value: object) -> None:
 
 
 class FigureViewBase(QtWidgets.QWidget):
-    """Base of the views: ``controls`` (a row of selectors) above ``canvas`` (the figure),
-    ``readout`` (value under the mouse) below.
+    """Base of the views: ``controls`` (a row of selectors) above ``canvas`` (the figure, its
+    ``title`` in the first row; in a scroll area, ``scroll``, where the view asks for one with
+    :meth:`_scroll_canvas`), ``readout`` (value under the mouse) below. The base keeps these in
+    the theme.
 
     Its objectName comes from its module (``headDetailView``, :mod:`attnviz.qt.views.naming`).
     Subclasses fill the canvas once in ``__init__`` and implement ``figure_title`` and
@@ -78,7 +82,9 @@ class FigureViewBase(QtWidgets.QWidget):
     chose = QtCore.Signal(dict)  # the user picked selectors in the view: fields of Selection (kind, layer, head, mode, query)
     optionsChanged = QtCore.Signal()  # an option its data is computed from changed (a spec that reads_options)
 
-    def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme: Theme | str | None = None):
+    def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme: Theme | str | None = None, title_span: int = 1):
+        """``title_span``: the columns the figure's title spans in the canvas's first row (0: the
+        title is not placed, for a figure whose panels carry their own)."""
         super().__init__(parent)
         self.setObjectName(view_object_name(module_stem(type(self))))
         self.theme = get_theme(theme)
@@ -92,6 +98,10 @@ class FigureViewBase(QtWidgets.QWidget):
         self.canvas.ci.layout.setContentsMargins(6, 6, 6, 6)
         self.canvas.setMinimumSize(160, 120)
         self.canvas.setFocusPolicy(QtCore.Qt.FocusPolicy.NoFocus)
+        self.title = TitleItem(self.theme)  # the figure's title: the view sets its text
+        if title_span:
+            self.canvas.addItem(self.title, row=0, col=0, colspan=title_span)
+        self.scroll: QtWidgets.QScrollArea | None = None  # the canvas's scroll area, where the view has one (_scroll_canvas)
         self.readout = plain_label(" ", "readout")  # shows token pieces
         self.readout.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
         self.readout.setFont(ui_font(9))
@@ -131,9 +141,18 @@ class FigureViewBase(QtWidgets.QWidget):
         self.controls.addWidget(widget)
         return widget
 
+    def _scroll_canvas(self, *, fit: bool = True) -> None:
+        """Put the canvas in a scroll area, ``self.scroll`` (:func:`scroll_vertically`; ``fit``: the
+        canvas fills it, grown to what its figure needs): the controls stay in view and a dock
+        smaller than the figure scrolls it. Called once, after the canvas's least size is set."""
+        name = scroll_object_name(module_stem(type(self)))
+        self.scroll = scroll_vertically(self.canvas, name, self.theme.background, fit=fit)
+
     def _apply_canvas_theme(self) -> None:
         self.canvas.setBackground(self.theme.background)
         self.readout.setStyleSheet(f"color: {self.theme.muted};")
+        if self.scroll is not None:
+            set_scroll_background(self.scroll, self.theme.background)
 
     # options: the values of the view's own named controls ------------------------------------
     def _option_controls(self) -> dict[str, QtWidgets.QWidget]:
@@ -187,10 +206,12 @@ class FigureViewBase(QtWidgets.QWidget):
         """Switch light/dark (``"light"``, ``"dark"`` or a ``Theme``)."""
         self.theme = get_theme(theme)
         self._apply_canvas_theme()
+        self.title.apply_theme(self.theme)
         self._on_theme_changed()
 
     def _on_theme_changed(self) -> None:
-        """Subclasses re-style their items."""
+        """Subclasses re-style their own items (the base has re-styled the canvas, the title and
+        the scroll area)."""
 
     def colormap(self) -> str:
         return self._colormap or self.theme.colormap

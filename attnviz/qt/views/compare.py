@@ -22,8 +22,6 @@ from attnviz.qt.views.base import FigureViewBase, LayerHeadChoice, make_combo
 from attnviz.qt.views.spec import ATTENTION_SELECTORS, ViewSpec
 from attnviz.qt.widgets.colormaps import DIVERGING_COLORMAP, Theme
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo, format_score
-from attnviz.qt.widgets.scroll_canvas import scroll_vertically, set_scroll_background
-from attnviz.qt.widgets.title_item import TitleItem
 
 if TYPE_CHECKING:
     from attnviz.qt.session import Session
@@ -57,7 +55,7 @@ class QtCompareView(FigureViewBase):
     """
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme: Theme | str | None = None):
-        super().__init__(parent, theme=theme)
+        super().__init__(parent, theme=theme, title_span=3)
         self._source = ""
         self._result: SourceComparison | None = None
         self._contrast: SourceComparison | None = None  # the same pair with PE switched the other way
@@ -81,8 +79,6 @@ class QtCompareView(FigureViewBase):
 
     def _build_canvas(self) -> None:
         t = self.theme
-        self.title = TitleItem(t)
-        self.canvas.addItem(self.title, row=0, col=0, colspan=3)
         self.panels: dict[str, HeatmapPlot] = {
             "out_a": _diverging(t, "value"),
             "out_b": _diverging(t, "value"),
@@ -97,7 +93,7 @@ class QtCompareView(FigureViewBase):
             plot.sigHovered.connect(self._on_plot_hovered)
         self.canvas.ci.layout.setHorizontalSpacing(14)
         self.canvas.setMinimumSize(*MIN_CANVAS)  # six heatmaps stay readable; a smaller dock scrolls
-        self.scroll = scroll_vertically(self.canvas, "compareScroll", self.theme.background)  # the controls stay in view
+        self._scroll_canvas()  # the controls stay in view
         self._set_title()
 
     # data -------------------------------------------------------------------------------
@@ -233,10 +229,8 @@ class QtCompareView(FigureViewBase):
         self.readout.setText(f"{PANELS[panel]}:  row “{info.row_label}”  column “{info.col_label}”     value = {info.value:.4g}")
 
     def _on_theme_changed(self) -> None:
-        set_scroll_background(self.scroll, self.theme.background)
         for plot in self.panels.values():
             plot.apply_theme(self.theme)
-        self.title.apply_theme(self.theme)
         if self._colormap is None:
             self._on_colormap_changed()
         self._refresh()

@@ -23,8 +23,6 @@ from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
 from attnviz.qt.views.small_plots import apply_plot_theme, legend_title, series, set_ticks, small_plot
 from attnviz.qt.views.spec import ViewSpec
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo
-from attnviz.qt.widgets.scroll_canvas import scroll_vertically, set_scroll_background
-from attnviz.qt.widgets.title_item import TitleItem
 
 if TYPE_CHECKING:
     from attnviz.qt.selection import ViewChoice
@@ -41,17 +39,15 @@ class QtFfnView(FigureViewBase):
 
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme=None):
-        super().__init__(parent, theme=theme)
+        super().__init__(parent, theme=theme, title_span=2)
         self.canvas.setMinimumHeight(MIN_HEIGHT)  # below it the figure scrolls (a short dock)
-        self.scroll = scroll_vertically(self.canvas, "ffnScroll", self.theme.background)
+        self._scroll_canvas()
         self._data: FfnData | None = None
         self._stack, self._layer, self._query = "encoder", 0, None
         self.layer_combo = self._add_control("Layer", make_combo("ffnLayerCombo", "Which layer's FFN"))
         self.controls.addStretch(1)
         self.layer_combo.currentIndexChanged.connect(self._on_layer_changed)
         ci = self.canvas.ci
-        self.title = TitleItem(self.theme)
-        ci.addItem(self.title, row=0, col=0, colspan=2)
         self.heatmap = HeatmapPlot(self.theme, colorbar=True, colorbar_label="activation", annotate=False, masked=False,
                                    label_point_size=8.5)
         self.heatmap.set_axis_titles("token", "hidden unit (d_ff)")
@@ -161,8 +157,6 @@ class QtFfnView(FigureViewBase):
         self.off_plot.setXRange(0.7, most + 0.3, padding=0)
 
     def _apply_theme(self) -> None:
-        set_scroll_background(self.scroll, self.theme.background)
-        self.title.apply_theme(self.theme)
         self.heatmap.apply_theme(self.theme)
         for p in (self.top_plot, self.off_plot):
             apply_plot_theme(p, self.theme)

@@ -28,7 +28,6 @@ from attnviz.qt.views.base import (
 from attnviz.qt.views.spec import ATTENTION_SELECTORS, CROSS_FIRST, HEAD_MODES, ViewSpec, attention_frame
 from attnviz.qt.widgets.colormaps import Theme
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo
-from attnviz.qt.widgets.title_item import TitleItem
 
 MODES: dict[str, str] = {
     "head": "One head",
@@ -70,8 +69,6 @@ class QtHeadDetailView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
         self.layer_combo.currentIndexChanged.connect(self._on_controls_changed)
         self.head_combo.currentIndexChanged.connect(self._on_controls_changed)
 
-        self.title = TitleItem(self.theme)
-        self.canvas.addItem(self.title, row=0, col=0)
         self.plot = HeatmapPlot(self.theme, colormap=self.colormap(), colorbar_label="attention weight")
         self.canvas.addItem(self.plot, row=1, col=0)
         self.canvas.ci.layout.setRowStretchFactor(1, 1)
@@ -240,7 +237,6 @@ class QtHeadDetailView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
 
     def _on_theme_changed(self) -> None:
         self.plot.apply_theme(self.theme)
-        self.title.apply_theme(self.theme)
         if self._colormap is None:
             self.plot.set_colormap(self.theme.colormap)
         self._set_title()

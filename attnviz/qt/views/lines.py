@@ -31,7 +31,6 @@ from attnviz.qt.views.base import (
 from attnviz.qt.views.spec import ATTENTION_SELECTORS, CROSS_FIRST, ViewSpec, attention_frame
 from attnviz.qt.widgets.colormaps import Theme
 from attnviz.qt.widgets.line_item import LinesItem, LineSpec
-from attnviz.qt.widgets.title_item import TitleItem
 
 # The two columns' headers per kind of attention: (title, what the tokens are).
 _COLUMN_HEADERS = {
@@ -84,8 +83,6 @@ class QtLinesView(AttentionSetsMixin, FigureViewBase):
         self.kind_combo.currentIndexChanged.connect(self._on_kind_combo)
         self.layer_combo.currentIndexChanged.connect(self._on_layer_combo)
 
-        self.title = TitleItem(self.theme)
-        self.canvas.addItem(self.title, row=0, col=0)
         self.lines = LinesItem(self.theme)
         self.lines.tokenHovered.connect(self._set_hover)
         self.lines.tokenClicked.connect(self._toggle_pin)
@@ -342,7 +339,6 @@ class QtLinesView(AttentionSetsMixin, FigureViewBase):
         self.title.set_legend((*current, *word_start_legend(d.query_labels, d.key_labels)))
 
     def _on_theme_changed(self) -> None:
-        self.title.apply_theme(self.theme)
         for i, b in enumerate(self.head_buttons):
             self._style_head_button(i, b)
         self.lines.set_theme(self.theme)

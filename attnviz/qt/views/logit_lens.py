@@ -26,8 +26,6 @@ from attnviz.qt.views.small_plots import CellLabels, apply_plot_theme, legend_ti
 from attnviz.qt.views.spec import ViewSpec
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo
 from attnviz.qt.widgets.plots import pen
-from attnviz.qt.widgets.scroll_canvas import scroll_vertically, set_scroll_background
-from attnviz.qt.widgets.title_item import TitleItem
 
 if TYPE_CHECKING:
     from attnviz.qt.selection import ViewChoice
@@ -42,13 +40,11 @@ class QtLogitLensView(FigureViewBase):
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme=None):
         super().__init__(parent, theme=theme)
         self.canvas.setMinimumHeight(MIN_HEIGHT)  # below it the figure scrolls (a short dock)
-        self.scroll = scroll_vertically(self.canvas, "logitLensScroll", self.theme.background)
+        self._scroll_canvas()
         self._lens: LogitLens | None = None
         self._read = "Norm(h_l)"  # what the output layer reads (h_l itself without a final norm)
         self._query: int | None = None
         ci = self.canvas.ci
-        self.title = TitleItem(self.theme)
-        ci.addItem(self.title, row=0, col=0)
         self.heatmap = HeatmapPlot(self.theme, colorbar=True, colorbar_label="p(top-1)", annotate=False, masked=False)
         self.heatmap.set_axis_titles("decoder layer", "position: the row fed (predicts the next token)")
         self.heatmap.sigHovered.connect(self._on_hovered)
@@ -143,8 +139,6 @@ class QtLogitLensView(FigureViewBase):
         self.prob_plot.setXRange(-0.3, lens.n_layers - 0.7, padding=0)
 
     def _apply_theme(self) -> None:
-        set_scroll_background(self.scroll, self.theme.background)
-        self.title.apply_theme(self.theme)
         self.heatmap.apply_theme(self.theme)
         apply_plot_theme(self.prob_plot, self.theme)
 

@@ -30,7 +30,6 @@ from attnviz.qt.views.base import (
 from attnviz.qt.views.spec import ATTENTION_SELECTORS, ViewSpec, mask_frame
 from attnviz.qt.widgets.colormaps import DIVERGING_COLORMAP, Theme
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo, format_mask, format_score, format_weight
-from attnviz.qt.widgets.title_item import TitleItem
 
 PANELS: dict[str, str] = {
     "scaled_scores": "① QKᵀ/√d_k",
@@ -81,7 +80,6 @@ class QtMasksView(PredictedRowsMixin, FigureViewBase):
         self.head_combo.currentIndexChanged.connect(self._on_controls_changed)
 
         t = self.theme
-        self.title = TitleItem(t)
         self._arrangement = ""
         self.panels: dict[str, HeatmapPlot] = {
             "scaled_scores": HeatmapPlot(t, colormap=DIVERGING_COLORMAP, value_format=format_score, colorbar_label="score"),
@@ -329,7 +327,6 @@ class QtMasksView(PredictedRowsMixin, FigureViewBase):
             plot.apply_theme(self.theme)
         for plot in [self.panels["mask"], *self.padding.values()]:
             plot.set_colormap(f"solid:{self.theme.allowed}")
-        self.title.apply_theme(self.theme)
         if self._colormap is None:
             self.panels["weights"].set_colormap(self.theme.colormap)
         self._refresh()

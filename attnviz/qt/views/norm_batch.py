@@ -40,8 +40,6 @@ from attnviz.qt.views.small_plots import CellLabels, apply_plot_theme, legend_ti
 from attnviz.qt.views.spec import ViewSpec
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo
 from attnviz.qt.widgets.plain_text import ElidedLabel
-from attnviz.qt.widgets.scroll_canvas import scroll_vertically, set_scroll_background
-from attnviz.qt.widgets.title_item import TitleItem
 
 if TYPE_CHECKING:
     from attnviz.qt.selection import ViewChoice
@@ -73,9 +71,9 @@ class QtNormBatchView(FigureViewBase):
     progressed = QtCore.Signal(int, int)  # done, total (emitted from the worker thread)
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme=None):
-        super().__init__(parent, theme=theme)
+        super().__init__(parent, theme=theme, title_span=2)
         self.canvas.setMinimumHeight(MIN_HEIGHT)  # below it the figure scrolls (a short dock)
-        self.scroll = scroll_vertically(self.canvas, "normBatchScroll", self.theme.background)
+        self._scroll_canvas()
         self._batch: NormBatch | None = None
         self._site: str | None = None
         self._stack, self._layer = "encoder", 0
@@ -87,8 +85,6 @@ class QtNormBatchView(FigureViewBase):
         self._worker: FunctionWorker | None = None
         self._build_controls()
         ci = self.canvas.ci
-        self.title = TitleItem(self.theme)
-        ci.addItem(self.title, row=0, col=0, colspan=2)
         self.heatmap = HeatmapPlot(self.theme, colorbar=True, annotate=False, masked=True, label_point_size=8.5)
         self.heatmap.set_axis_titles("sentence", "position")
         self.heatmap.sigHovered.connect(self._on_hovered)
@@ -321,8 +317,6 @@ class QtNormBatchView(FigureViewBase):
         self.title.set_legend(tuple((marks[i], self.theme.head_color(i).name(), name) for i, name in shown))
 
     def _apply_theme(self) -> None:
-        set_scroll_background(self.scroll, self.theme.background)
-        self.title.apply_theme(self.theme)
         self.heatmap.apply_theme(self.theme)
         for p in (self.mean_plot, self.spread_plot):
             apply_plot_theme(p, self.theme)

@@ -52,7 +52,6 @@ from attnviz.qt.views.spec import ViewSpec
 from attnviz.qt.widgets.colormaps import DIVERGING_COLORMAP, Theme, ui_font
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo
 from attnviz.qt.widgets.plots import pen, quiet_plot
-from attnviz.qt.widgets.scroll_canvas import scroll_vertically, set_scroll_background
 from attnviz.qt.widgets.title_item import TitleItem
 from attnviz.qt.widgets.token_axis import TokenAxis
 
@@ -226,8 +225,6 @@ class QtNormStatsView(FigureViewBase):
 
         ci = self.canvas.ci
         ci.layout.setVerticalSpacing(4)
-        self.title = TitleItem(self.theme)
-        ci.addItem(self.title, row=0, col=0)
         grid = ci.addLayout(row=1, col=0)
         grid.layout.setHorizontalSpacing(10)
         grid.layout.setVerticalSpacing(2)
@@ -262,7 +259,7 @@ class QtNormStatsView(FigureViewBase):
         ci.layout.setRowStretchFactor(3, 2)
         ci.layout.setRowMinimumHeight(3, CMP_MIN_HEIGHT)  # the colour bar's ticks need room
         self.canvas.setMinimumHeight(MIN_HEIGHT)
-        self.scroll = scroll_vertically(self.canvas, "normStatsScroll", self.theme.background)
+        self._scroll_canvas()
         self._apply_theme_to_items()
         self._refresh()
 
@@ -451,10 +448,7 @@ class QtNormStatsView(FigureViewBase):
 
     def _apply_theme_to_items(self) -> None:
         th = self.theme
-        self.title.apply_theme(th)
         self.cmp_title.apply_theme(th)
-        if hasattr(self, "scroll"):
-            set_scroll_background(self.scroll, th.background)
         for c in self.columns:
             c.title.apply_theme(th)
             for p in (c.mean_plot, c.std_plot, c.hist_plot):

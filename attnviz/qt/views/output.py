@@ -37,7 +37,6 @@ from attnviz.qt.selection import ViewChoice
 from attnviz.qt.views.base import FigureViewBase
 from attnviz.qt.views.spec import ViewSpec
 from attnviz.qt.widgets.colormaps import Theme, ui_font
-from attnviz.qt.widgets.scroll_canvas import scroll_vertically, set_scroll_background
 from attnviz.qt.widgets.title_item import TitleItem
 from attnviz.qt.widgets.token_axis import TokenAxis
 
@@ -124,8 +123,6 @@ class QtOutputView(FigureViewBase):
         self.controls.addStretch(1)
 
         ci = self.canvas.ci
-        self.title = TitleItem(self.theme)
-        ci.addItem(self.title, row=0, col=0)
         # top-k: horizontal bars, pieces down the left
         self.topk_axis = TokenAxis("left", self.theme, 9.0)
         self.topk_plot = pg.PlotItem(axisItems={"left": self.topk_axis}, enableMenu=False)
@@ -171,7 +168,7 @@ class QtOutputView(FigureViewBase):
         ci.addItem(self.loss_plot, row=4, col=0)
         self.canvas.scene().sigMouseClicked.connect(self._on_scene_clicked)
         self.canvas.scene().sigMouseMoved.connect(self._on_mouse_moved)
-        self.scroll = scroll_vertically(self.canvas, "outputScroll", self.theme.background)
+        self._scroll_canvas()
         self.loss_values_shown = True
         self._wide = False  # the top-k beside the teacher-forcing plots (see _arrange)
         for axis in (self.in_axis, self.target_axis):  # rotated labels make an axis taller: the canvas grows with it
@@ -427,11 +424,8 @@ class QtOutputView(FigureViewBase):
                     ax.setTextPen(_mk_pen(th.foreground))
                     if ax.label is not None:
                         ax.label.setDefaultTextColor(QtGui.QColor(th.muted))
-        self.title.apply_theme(th)
         self.forced_title.apply_theme(th)
         self.hint.setStyleSheet(f"color: {th.muted};")
-        if hasattr(self, "scroll"):
-            set_scroll_background(self.scroll, th.background)
 
     def _on_theme_changed(self) -> None:
         self._apply_theme_to_items()

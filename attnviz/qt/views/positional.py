@@ -44,7 +44,6 @@ from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
 from attnviz.qt.views.spec import ViewSpec
 from attnviz.qt.widgets.colormaps import DIVERGING_COLORMAP, Theme, ui_font
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo
-from attnviz.qt.widgets.scroll_canvas import scroll_vertically, set_scroll_background
 from attnviz.qt.widgets.title_item import TitleItem
 from attnviz.qt.widgets.token_axis import TokenAxis
 
@@ -133,7 +132,7 @@ class QtPositionalView(FigureViewBase):
     """
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme: Theme | str | None = None):
-        super().__init__(parent, theme=theme)
+        super().__init__(parent, theme=theme, title_span=2)
         self._data: PositionalData | None = None
         self._dims: list[int] | None = None  # None: default_dimensions
         self._side = "source"
@@ -142,13 +141,11 @@ class QtPositionalView(FigureViewBase):
         ci = self.canvas.ci
         ci.layout.setHorizontalSpacing(10)
         ci.layout.setVerticalSpacing(6)
-        self.title = TitleItem(self.theme)
-        ci.addItem(self.title, row=0, col=0, colspan=2)
         self._build_encoding_plots(ci)
         self._build_curve_plot(ci)
         self._build_embedding_plots(ci.addLayout(row=3, col=0, colspan=2))
         self.canvas.setMinimumHeight(MIN_HEIGHT)
-        self.scroll = scroll_vertically(self.canvas, "positionalScroll", self.theme.background)
+        self._scroll_canvas()
         ci.layout.setRowStretchFactor(1, 3)
         ci.layout.setRowStretchFactor(2, 2)
         ci.layout.setRowStretchFactor(3, 3)
@@ -397,10 +394,7 @@ class QtPositionalView(FigureViewBase):
         self.curve_legend.setLabelTextColor(th.foreground)
         for i, bar in enumerate(self.norm_bars.values()):
             bar.setOpts(brush=th.head_color(i))
-        self.title.apply_theme(th)
         self.emb_title.apply_theme(th)
-        if hasattr(self, "scroll"):
-            set_scroll_background(self.scroll, th.background)
 
     def _on_theme_changed(self) -> None:
         self._apply_theme_to_items()

@@ -23,8 +23,6 @@ from attnviz.qt.views.base import FigureViewBase
 from attnviz.qt.views.small_plots import apply_plot_theme, legend_title, series, set_ticks, small_plot
 from attnviz.qt.views.spec import ViewSpec
 from attnviz.qt.widgets.plots import pen
-from attnviz.qt.widgets.scroll_canvas import scroll_vertically, set_scroll_background
-from attnviz.qt.widgets.title_item import TitleItem
 
 if TYPE_CHECKING:
     from attnviz.qt.selection import ViewChoice
@@ -81,16 +79,14 @@ class QtResidualView(FigureViewBase):
 
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme=None):
-        super().__init__(parent, theme=theme)
+        super().__init__(parent, theme=theme, title_span=2)
         self.canvas.setMinimumHeight(MIN_HEIGHT)  # below it the figure scrolls (a short dock)
-        self.scroll = scroll_vertically(self.canvas, "residualScroll", self.theme.background)
+        self._scroll_canvas()
         self._stacks: dict[str, ResidualStack] = {}
         self._formula = "x + Sublayer(LN(x))"  # the open model's, given with the data
         self._kind, self._layer, self._query = "encoder", 0, None
         self._point: tuple[str, int] | None = None  # a clicked point; None: the selected kind's sublayer
         ci = self.canvas.ci
-        self.title = TitleItem(self.theme)
-        ci.addItem(self.title, row=0, col=0, colspan=2)
         self.plots = {s: StackPlot(self.theme, ci, i) for i, s in enumerate(STACKS)}
         for sp in self.plots.values():
             for item in (sp.stream, sp.added):
@@ -148,8 +144,6 @@ class QtResidualView(FigureViewBase):
         self.title.set_legend(legend_entries(self.theme))
 
     def _apply_theme(self) -> None:
-        set_scroll_background(self.scroll, self.theme.background)
-        self.title.apply_theme(self.theme)
         for sp in self.plots.values():
             apply_plot_theme(sp.plot, self.theme)
 

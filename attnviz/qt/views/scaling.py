@@ -23,8 +23,6 @@ from attnviz.qt.views.series_plot import SeriesPlot
 from attnviz.qt.views.spec import ATTENTION_SELECTORS, ViewSpec
 from attnviz.qt.widgets.colormaps import Theme
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo
-from attnviz.qt.widgets.scroll_canvas import scroll_vertically, set_scroll_background
-from attnviz.qt.widgets.title_item import TitleItem
 
 if TYPE_CHECKING:
     from attnviz.qt.session import Session
@@ -44,7 +42,7 @@ class QtScalingView(FigureViewBase):
 
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme: Theme | str | None = None):
-        super().__init__(parent, theme=theme)
+        super().__init__(parent, theme=theme, title_span=2)
         self._sites: dict[str, tuple[ScalingComparison, ...]] = {}
         self._labels: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
         self._highlight: int | None = None
@@ -63,8 +61,6 @@ class QtScalingView(FigureViewBase):
 
     def _build_canvas(self) -> None:
         t = self.theme
-        self.title = TitleItem(t)
-        self.canvas.addItem(self.title, row=0, col=0, colspan=2)
         self.heat_scaled = HeatmapPlot(t, colormap=self.colormap(), colorbar_label="weight")
         self.heat_unscaled = HeatmapPlot(t, colormap=self.colormap(), colorbar_label="weight")
         self.heat_scaled.set_panel_title(f"{SCALED} (the model's)")
@@ -86,7 +82,7 @@ class QtScalingView(FigureViewBase):
             self.canvas.ci.layout.setRowStretchFactor(row, 2)
         self.canvas.ci.layout.setHorizontalSpacing(12)
         self.canvas.setMinimumSize(*MIN_CANVAS)  # eight panels stay readable; a smaller dock scrolls
-        self.scroll = scroll_vertically(self.canvas, "scalingScroll", self.theme.background)  # the controls stay in view
+        self._scroll_canvas()  # the controls stay in view
         for plot in (self.heat_scaled, self.heat_unscaled):
             plot.sigHovered.connect(self._on_plot_hovered)
         self._set_title()
@@ -228,12 +224,10 @@ class QtScalingView(FigureViewBase):
         return (self.row_max, self.row_entropy, self.layer_max, self.layer_entropy, self.exp_var, self.exp_max)
 
     def _on_theme_changed(self) -> None:
-        set_scroll_background(self.scroll, self.theme.background)
         for plot in (self.heat_scaled, self.heat_unscaled):
             plot.apply_theme(self.theme)
         for series in self._plots():
             series.apply_theme(self.theme)
-        self.title.apply_theme(self.theme)
         if self._colormap is None:
             self._on_colormap_changed()
         self._show_experiment()

@@ -25,8 +25,6 @@ from attnviz.qt.views.series_plot import SeriesPlot
 from attnviz.qt.views.spec import ATTENTION_SELECTORS, ViewSpec
 from attnviz.qt.widgets.colormaps import Theme, ui_font
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo, quiet_axes
-from attnviz.qt.widgets.scroll_canvas import scroll_vertically, set_scroll_background
-from attnviz.qt.widgets.title_item import TitleItem
 
 if TYPE_CHECKING:
     from attnviz.qt.session import Session
@@ -121,7 +119,7 @@ class QtTeacherVsFreeView(FigureViewBase):
 
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme: Theme | str | None = None):
-        super().__init__(parent, theme=theme)
+        super().__init__(parent, theme=theme, title_span=2)
         self._result: TeacherVsFree | None = None
         self._cursor: int | None = None
         self.layer_combo = self._add_control("Layer", make_combo("teacherFreeLayerCombo", "Decoder layer (cross-attention)"))
@@ -134,8 +132,6 @@ class QtTeacherVsFreeView(FigureViewBase):
 
     def _build_canvas(self) -> None:
         t = self.theme
-        self.title = TitleItem(t)
-        self.canvas.addItem(self.title, row=0, col=0, colspan=2)
         self.table = PieceTable(t)
         self.canvas.addItem(self.table, row=1, col=0, colspan=2)
         self.heat_teacher = HeatmapPlot(t, colormap=self.colormap(), colorbar_label="weight")
@@ -151,7 +147,7 @@ class QtTeacherVsFreeView(FigureViewBase):
         self.canvas.ci.layout.setRowStretchFactor(3, 2)
         self.canvas.ci.layout.setHorizontalSpacing(14)
         self.canvas.setMinimumSize(*MIN_CANVAS)
-        self.scroll = scroll_vertically(self.canvas, "teacherVsFreeScroll", self.theme.background)  # the controls stay in view
+        self._scroll_canvas()  # the controls stay in view
         self._fit_canvas(0)
         self._set_title()
 
@@ -312,12 +308,10 @@ class QtTeacherVsFreeView(FigureViewBase):
             self.readout.setText(f"{which}:  position {info.row + 1} fed “{info.row_label}”  →  source “{info.col_label}”     weight = {info.value:.4g}")
 
     def _on_theme_changed(self) -> None:
-        set_scroll_background(self.scroll, self.theme.background)
         for plot in (self.heat_teacher, self.heat_free):
             plot.apply_theme(self.theme)
         self.table.apply_theme(self.theme)
         self.rows_plot.apply_theme(self.theme)
-        self.title.apply_theme(self.theme)
         if self._colormap is None:
             self._on_colormap_changed()
         if self._result is not None:

@@ -44,7 +44,6 @@ from attnviz.qt.views.spec import SELECTORS, ViewSpec
 from attnviz.qt.views.walkthrough_tables import CROSS_SECTION_1, CROSS_TITLES, SECTIONS, StageSpec, StageTable, format_value, plain
 from attnviz.qt.widgets.colormaps import Theme
 from attnviz.qt.widgets.heatmap import MINUS, HoverInfo
-from attnviz.qt.widgets.title_item import TitleItem
 
 #: Cells shown at most along each kind of axis before the rest is elided (scroll to see it).
 if TYPE_CHECKING:
@@ -193,25 +192,14 @@ class QtWalkthroughView(FigureViewBase):
 
     def _build_scroll_area(self) -> None:
         """Put the figure canvas in a scroll area: the tables keep their size, the area scrolls."""
-        lay = self.layout()
-        index = lay.indexOf(self.canvas)
-        lay.removeWidget(self.canvas)
-        self.scroll = QtWidgets.QScrollArea()
-        self.scroll.setObjectName("walkthroughScroll")
-        self.scroll.setWidgetResizable(False)
-        self.scroll.setFrameShape(QtWidgets.QFrame.Shape.NoFrame)
-        self.scroll.setWidget(self.canvas)
-        lay.insertWidget(index, self.scroll, 1)
+        self._scroll_canvas(fit=False)  # sized to the tables in _fit_canvas
         self.canvas.setHorizontalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.canvas.setVerticalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self._apply_scroll_background()
 
     def _build_sections(self) -> None:
         """The figure: a title, then the three sections, each a nested grid of tables and operators."""
         ci = self.canvas.ci
         ci.layout.setVerticalSpacing(10)
-        self.title = TitleItem(self.theme)
-        ci.addItem(self.title, row=0, col=0)
         self.tables: dict[str, StageTable] = {}
         self._section_labels: list[pg.LabelItem] = []
         self._operators: list[pg.LabelItem] = []
@@ -400,9 +388,6 @@ class QtWalkthroughView(FigureViewBase):
         if self.canvas.size() != QtCore.QSize(w, h) or self.canvas.minimumSize() != QtCore.QSize(w, h):
             self.canvas.setFixedSize(w, h)
 
-    def _apply_scroll_background(self) -> None:
-        self.scroll.viewport().setStyleSheet(f"background: {self.theme.background};")
-
     def _what(self) -> tuple[str, str]:
         w = self._walk
         if w is None:
@@ -552,13 +537,11 @@ class QtWalkthroughView(FigureViewBase):
             t.apply_theme(self.theme)
             if t.spec.scale == "weights" and self._colormap is None:
                 t.set_colormap(self.theme.colormap)
-        self.title.apply_theme(self.theme)
         for item in self._section_labels:
             item.setText(item.text, color=self.theme.muted)
         for item in self._operators:
             item.setText(item.text, color=self.theme.muted)
         self._apply_mark_pens()
-        self._apply_scroll_background()
         self._refresh()
 
     def _on_colormap_changed(self) -> None:

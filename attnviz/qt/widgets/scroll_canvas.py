@@ -57,13 +57,13 @@ class CanvasFit(QtCore.QObject):
         return False
 
 
-def scroll_vertically(canvas: QtWidgets.QWidget, name: str, background: str) -> QtWidgets.QScrollArea:
+def scroll_vertically(canvas: QtWidgets.QWidget, name: str, background: str, *, fit: bool = True) -> QtWidgets.QScrollArea:
     """Put ``canvas`` in a scroll area that takes its place in its parent's layout.
 
-    The canvas is as wide and as tall as the area, or its minimum size where that is more
-    (``canvas.setMinimumHeight``/``setMinimumSize`` before the call, then :class:`CanvasFit`, kept
-    as ``area.fit``); the controls above it stay in view;
-    the figure exported is the whole canvas.
+    With ``fit`` the canvas is as wide and as tall as the area, or its minimum size where that is
+    more (``canvas.setMinimumHeight``/``setMinimumSize`` before the call, then :class:`CanvasFit`,
+    kept as ``area.fit``); without, it keeps the size its view gives it. The controls above it
+    stay in view; the figure exported is the whole canvas.
     """
     parent = canvas.parentWidget()
     layout = parent.layout() if parent is not None else None
@@ -73,11 +73,11 @@ def scroll_vertically(canvas: QtWidgets.QWidget, name: str, background: str) -> 
     stretch = layout.stretch(index) if isinstance(layout, QtWidgets.QBoxLayout) else 0
     layout.removeWidget(canvas)
     area = QtWidgets.QScrollArea(objectName=name)
-    area.setWidgetResizable(True)
+    area.setWidgetResizable(fit)
     area.setFrameShape(QtWidgets.QFrame.Shape.NoFrame)
     area.setHorizontalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAsNeeded)
     area.setWidget(canvas)
-    if isinstance(canvas, pg.GraphicsLayoutWidget):
+    if fit and isinstance(canvas, pg.GraphicsLayoutWidget):
         area.fit = CanvasFit(canvas, canvas.minimumHeight(), canvas.minimumWidth())
     set_scroll_background(area, background)
     if isinstance(layout, QtWidgets.QBoxLayout):
