@@ -1,0 +1,55 @@
+"""The compare view: what it draws equals the encoder run here on both sources, with and without PE."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from attnviz.core.model.sites import AttentionSite
+from attnviz.qt.selection import ViewChoice
+
+from inside_fixtures import bundle
+from story_helpers import APPLES, OTHER, encode
+
+SRC = APPLES
+
+
+# -- compare ------------------------------------------------------------------------------------
+def test_compare_view_shows_the_permutation_without_pe(loaded, qtbot):
+    spec, view, session, ok = loaded("compare")
+    assert ok and view.other_text() == OTHER
+    src = bundle().src_tokenizer
+    a, b = src.encode(SRC), src.encode(OTHER)
+    perm = [b.index(t) for t in a]
+    for positional in (True, False):
+        view.set_positional(positional)
+        ca, cb = encode(a, positional), encode(b, positional)
+        np.testing.assert_allclose(view.panels["out_a"].raw_matrix(), ca, atol=1e-5)
+        np.testing.assert_allclose(view.panels["out_b"].raw_matrix(), cb, atol=1e-5)
+        diff = view.panels["out_diff"].raw_matrix()
+        np.testing.assert_allclose(diff, ca - cb[perm], atol=1e-5)
+        assert (np.abs(diff).max() < 1e-5) == (not positional)
+    assert view.pe_off.isChecked()
+    assert "without PE" in view.title.plain_text() and "with PE" in view.title.plain_text()
+    # the selected head's attention, as the model records it
+    view.apply(ViewChoice(kind="cross", layer=1, head=2, mode="head"))
+    assert (view.layer(), view.head()) == (1, 2)
+    view.set_positional(True)
+    _, trace = bundle().model.run_with_trace(torch.tensor([b]), torch.tensor([[2]]), names=["*self_attn.weights"])
+    np.testing.assert_allclose(view.panels["att_b"].raw_matrix(), trace[AttentionSite("encoder", 1).name("weights")][2], atol=1e-5)
+
+
+def test_compare_view_takes_any_second_sentence(loaded, qtbot):
+    _, view, _, _ = loaded("compare")
+    view.other_edit.setText("我是学生。")
+    view.other_edit.editingFinished.emit()
+    assert view.comparison().b.text == "我是学生。"
+    assert view.panels["out_b"].raw_matrix().shape[0] == len(bundle().src_tokenizer.encode("我是学生。"))
+    view.set_other("")  # back to the default
+    assert view.comparison().b.text == OTHER
+    view.set_other("   ")
+    assert view.has_data()
+    requests = []
+    view.chose.connect(requests.append)
+    view.head_combo.setCurrentIndex(3)
+    assert requests[-1] == dict(kind="encoder", layer=0, head=3, mode="head")
