@@ -111,10 +111,11 @@ def test_attention_function_matches_sdpa():
 
     torch.manual_seed(0)
     mha = MultiHeadAttention(24, 3).eval()
+    mha.trace_name = "a"  # on its own, outside a Transformer's module tree
     x = torch.randn(2, 5, 24)
     rec = Recorder(batch_index=None)
     mask = look_ahead_mask(5)
-    out, _ = mha(x, x, mask, rec, "a")
+    out, _ = mha(x, x, mask, rec)
     t = rec.trace()
     q, k, v = (torch.from_numpy(t[f"a.{n}"].copy()) for n in "qkv")
     ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)

@@ -66,7 +66,15 @@ def _version(t: torch.Tensor) -> int:
         return -1
 
 
-class MultiHeadAttention(nn.Module):
+class Traced(nn.Module):
+    """A module that records under its trace prefix, ``trace_name``: its attribute path in the
+    ``Transformer`` (``decoder.layers.1.cross_attn``), given once by ``Transformer.__init__``
+    from the module tree ("" for a module used on its own)."""
+
+    trace_name: str = ""
+
+
+class MultiHeadAttention(Traced):
     """softmax(Q_i K_i^T / sqrt(d_k) + M) V_i for each head i, then Concat(Z_1..Z_h) W^O."""
 
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0):
@@ -106,13 +114,12 @@ class MultiHeadAttention(nn.Module):
         kv: torch.Tensor | None,  # [B, Lk, d]; None when ``static_kv`` is given
         mask: torch.Tensor | None,  # additive, broadcastable to [B, 1, Lq, Lk]
         rec: Recorder | None = None,
-        name: str = "",
         past_kv: tuple[torch.Tensor, torch.Tensor] | None = None,  # self-attention cache [B, h, t, dk] x2
         static_kv: tuple[torch.Tensor, torch.Tensor] | None = None,  # cross-attention K, V computed once
         cross: bool = False,
     ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
         """Every field of ``trace.ATTENTION_FIELDS`` passes a tap, in its order; -> (output, (K, V))."""
-        tap = taps(rec, name)
+        tap = taps(rec, self.trace_name)
         b, lq, d = x.shape
         x, kv = self._tap_inputs(tap, x, kv, cross)
         q, k, v = self._queries_keys_values(x, kv, past_kv, static_kv)  # [B, h, Lq, dk], [B, h, Lk, dk] x2
@@ -120,7 +127,7 @@ class MultiHeadAttention(nn.Module):
         scores = tap("scores", q @ k.transpose(-2, -1))  # [B, h, Lq, Lk]
         scaled = tap("scaled_scores", scores * self.scale)  # [B, h, Lq, Lk]
         if rec is not None:
-            rec.put_lazy(f"{name}.mask", _full_mask(mask, b, lq, k.shape[2], x.device))
+            rec.put_lazy(f"{self.trace_name}.mask", _full_mask(mask, b, lq, k.shape[2], x.device))
         masked = tap("masked_scores", scaled if mask is None else scaled + mask)  # [B, h, Lq, Lk]
         weights = tap("weights", torch.softmax(masked, dim=-1))  # [B, h, Lq, Lk]
         z = tap("z", (self.dropout(weights) if self.training else weights) @ v)  # [B, h, Lq, dk]
@@ -162,7 +169,7 @@ def _full_mask(mask: torch.Tensor | None, b: int, lq: int, lk: int, device) -> C
 ACTIVATION_FUNCTIONS = {"relu": torch.relu, "gelu": F.gelu, "silu": F.silu}  # config.activation -> function
 
 
-class FeedForward(nn.Module):
+class FeedForward(Traced):
     """FFN(x) = max(0, x W1 + b1) W2 + b2, applied to each position on its own (``activation``
     replaces max(0, .) by GELU or SiLU)."""
 
@@ -173,13 +180,13 @@ class FeedForward(nn.Module):
         self.dropout = nn.Dropout(dropout)
         self.activation = ACTIVATION_FUNCTIONS[activation]
 
-    def forward(self, x: torch.Tensor, rec: Recorder | None = None, name: str = "") -> torch.Tensor:
-        tap = taps(rec, name)
+    def forward(self, x: torch.Tensor, rec: Recorder | None = None) -> torch.Tensor:
+        tap = taps(rec, self.trace_name)
         hidden = tap("hidden", self.activation(F.linear(x, self.linear1.weight, self.linear1.bias)))  # [B, L, d_ff]
         return tap("output", F.linear(self.dropout(hidden) if self.training else hidden, self.linear2.weight, self.linear2.bias))  # [B, L, d]
 
 
-class LayerNorm(nn.Module):
+class LayerNorm(Traced):
     """LayerNorm over the features of each token (torch.nn.LayerNorm's arithmetic, with recorded statistics)."""
 
     def __init__(self, d_model: int, eps: float = 1e-5):
@@ -188,16 +195,16 @@ class LayerNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(d_model))
         self.bias = nn.Parameter(torch.zeros(d_model))
 
-    def forward(self, x: torch.Tensor, valid: torch.Tensor | None = None, rec: Recorder | None = None, name: str = "") -> torch.Tensor:
+    def forward(self, x: torch.Tensor, valid: torch.Tensor | None = None, rec: Recorder | None = None) -> torch.Tensor:
         if rec is None:
             return F.layer_norm(x, x.shape[-1:], self.weight, self.bias, self.eps)  # [B, L, d]
-        x = rec.tap(f"{name}.input", x)
-        rec.put_lazy(f"{name}.mean", lambda: x.mean(-1))  # [B, L]
-        rec.put_lazy(f"{name}.var", lambda: x.var(-1, unbiased=False))  # [B, L]
-        return rec.tap(f"{name}.output", F.layer_norm(x, x.shape[-1:], self.weight, self.bias, self.eps))
+        x = rec.tap(f"{self.trace_name}.input", x)
+        rec.put_lazy(f"{self.trace_name}.mean", lambda: x.mean(-1))  # [B, L]
+        rec.put_lazy(f"{self.trace_name}.var", lambda: x.var(-1, unbiased=False))  # [B, L]
+        return rec.tap(f"{self.trace_name}.output", F.layer_norm(x, x.shape[-1:], self.weight, self.bias, self.eps))
 
 
-class MaskedBatchNorm(nn.Module):
+class MaskedBatchNorm(Traced):
     """BatchNorm of each feature over the batch's non-PAD tokens; running statistics in evaluation.
 
     Padding never enters the statistics: ``valid`` ([B, L] bool) selects the tokens that count.
@@ -220,9 +227,9 @@ class MaskedBatchNorm(nn.Module):
         var = flat.var(0, unbiased=False) if flat.shape[0] else torch.zeros_like(mean)
         return mean, var, int(flat.shape[0])
 
-    def forward(self, x: torch.Tensor, valid: torch.Tensor | None = None, rec: Recorder | None = None, name: str = "") -> torch.Tensor:
+    def forward(self, x: torch.Tensor, valid: torch.Tensor | None = None, rec: Recorder | None = None) -> torch.Tensor:
         if rec is not None:
-            x = rec.tap(f"{name}.input", x)
+            x = rec.tap(f"{self.trace_name}.input", x)
         if self.training:
             mean, var, n = self.batch_stats(x, valid)  # [d], [d]
             if n > 1:
@@ -236,14 +243,14 @@ class MaskedBatchNorm(nn.Module):
         y = (x - use_mean) * torch.rsqrt(use_var + self.eps) * self.weight + self.bias  # [B, L, d]
         if rec is not None:
             if self.training:
-                rec.put(f"{name}.batch_mean", mean)
-                rec.put(f"{name}.batch_var", var)
+                rec.put(f"{self.trace_name}.batch_mean", mean)
+                rec.put(f"{self.trace_name}.batch_var", var)
             else:  # what this batch's statistics are, next to the running ones the model uses
-                rec.put_lazy(f"{name}.batch_mean", lambda: self.batch_stats(x, valid)[0])
-                rec.put_lazy(f"{name}.batch_var", lambda: self.batch_stats(x, valid)[1])
-            rec.put(f"{name}.running_mean", self.running_mean.clone())
-            rec.put(f"{name}.running_var", self.running_var.clone())
-            y = rec.tap(f"{name}.output", y)
+                rec.put_lazy(f"{self.trace_name}.batch_mean", lambda: self.batch_stats(x, valid)[0])
+                rec.put_lazy(f"{self.trace_name}.batch_var", lambda: self.batch_stats(x, valid)[1])
+            rec.put(f"{self.trace_name}.running_mean", self.running_mean.clone())
+            rec.put(f"{self.trace_name}.running_var", self.running_var.clone())
+            y = rec.tap(f"{self.trace_name}.output", y)
         return y
 
 
@@ -251,7 +258,7 @@ def make_norm(kind: str, d_model: int, eps: float, momentum: float) -> nn.Module
     return LayerNorm(d_model, eps) if kind == "layer" else MaskedBatchNorm(d_model, eps, momentum)
 
 
-class InputEmbedding(nn.Module):
+class InputEmbedding(Traced):
     """A stack's first-layer input: token embedding x sqrt(d_model) + PE of the positions."""
 
     def __init__(self, vocab_size: int, d_model: int, max_len: int, dropout: float = 0.0, layout: str = "interleaved"):
@@ -262,7 +269,7 @@ class InputEmbedding(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def forward(
-        self, ids: torch.Tensor, offset: int = 0, rec: Recorder | None = None, name: str = "", positional: bool = True
+        self, ids: torch.Tensor, offset: int = 0, rec: Recorder | None = None, positional: bool = True
     ) -> torch.Tensor:
         """``ids`` ``[B, L]`` at positions ``offset .. offset + L - 1`` -> ``[B, L, d]``.
 
@@ -271,25 +278,25 @@ class InputEmbedding(nn.Module):
         n = ids.shape[1]
         if offset + n > self.pe.shape[0]:
             raise ValueError(f"sequence of {offset + n} tokens exceeds the model's max_len ({self.pe.shape[0]})")
-        tap = taps(rec, name)
+        tap = taps(rec, self.trace_name)
         tokens = tap("tokens", self.table(ids) * self.scale)  # [B, L, d]
         pos = self.pe[offset : offset + n] if positional else torch.zeros_like(self.pe[offset : offset + n])  # [L, d]
         x = tap("sum", tokens + tap("positional", pos, False))  # [B, L, d]
         return self.dropout(x) if self.training else x
 
 
-class Generator(nn.Linear):
+class Generator(nn.Linear, Traced):
     """The output layer: Linear(d_model -> vocab) gives the logits; their softmax is the next-token distribution."""
 
-    def forward(self, hidden: torch.Tensor, rec: Recorder | None = None, name: str = "") -> torch.Tensor:
+    def forward(self, hidden: torch.Tensor, rec: Recorder | None = None) -> torch.Tensor:
         logits = F.linear(hidden, self.weight, self.bias)  # [B, L, vocab]
         if rec is not None:
-            logits = rec.tap(f"{name}.logits", logits)
-            rec.put_lazy(f"{name}.probs", lambda: torch.softmax(logits.float(), dim=-1))
+            logits = rec.tap(f"{self.trace_name}.logits", logits)
+            rec.put_lazy(f"{self.trace_name}.probs", lambda: torch.softmax(logits.float(), dim=-1))
         return logits
 
 
-class Masks(nn.Module):
+class Masks(Traced):
     """The padding and look-ahead masks of a batch (no parameters; it records ``masks.*``).
 
     A target's first position holds the decoder's start token, never padding, even where that
@@ -300,14 +307,14 @@ class Masks(nn.Module):
         self.pad_id = pad_id
         self.start_is_pad = start_id == pad_id
 
-    def source(self, src: torch.Tensor, rec: Recorder | None = None, name: str = "") -> tuple[torch.Tensor, torch.Tensor]:
+    def source(self, src: torch.Tensor, rec: Recorder | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """(additive key mask ``[B, 1, 1, Ls]``, valid ``[B, Ls]``) of source ids ``[B, Ls]``."""
         pad = src == self.pad_id  # [B, Ls]
         if rec is not None:
-            rec.put(f"{name}.src_padding", pad.float())
+            rec.put(f"{self.trace_name}.src_padding", pad.float())
         return padding_mask(src, self.pad_id), ~pad
 
-    def target(self, tgt: torch.Tensor, rec: Recorder | None = None, name: str = "") -> tuple[torch.Tensor, torch.Tensor]:
+    def target(self, tgt: torch.Tensor, rec: Recorder | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """(look-ahead + padding mask ``[B, 1, Lt, Lt]``, valid ``[B, Lt]``) of a whole target ``[B, Lt]``."""
         lt = tgt.shape[1]
         pad = tgt == self.pad_id  # [B, Lt]
@@ -315,13 +322,13 @@ class Masks(nn.Module):
             pad[:, :1] = False
         causal = look_ahead_mask(lt).to(tgt.device)  # [Lt, Lt]
         if rec is not None:
-            rec.put(f"{name}.tgt_padding", pad.float())
-            rec.put(f"{name}.look_ahead", causal.expand(tgt.shape[0], lt, lt))
+            rec.put(f"{self.trace_name}.tgt_padding", pad.float())
+            rec.put(f"{self.trace_name}.look_ahead", causal.expand(tgt.shape[0], lt, lt))
         return causal + key_mask(pad), ~pad
 
-    def step(self, ids: torch.Tensor, offset: int, rec: Recorder | None = None, name: str = "") -> torch.Tensor:
+    def step(self, ids: torch.Tensor, offset: int, rec: Recorder | None = None) -> torch.Tensor:
         """valid ``[B, 1]`` of one new target position ``ids`` ``[B, 1]`` (a cached step sees no future and no PAD)."""
         if rec is not None:
-            rec.put(f"{name}.tgt_padding", torch.zeros(ids.shape, device=ids.device))
-            rec.put(f"{name}.look_ahead", torch.zeros(ids.shape[0], 1, offset + 1, device=ids.device))
+            rec.put(f"{self.trace_name}.tgt_padding", torch.zeros(ids.shape, device=ids.device))
+            rec.put(f"{self.trace_name}.look_ahead", torch.zeros(ids.shape[0], 1, offset + 1, device=ids.device))
         return torch.ones_like(ids, dtype=torch.bool)

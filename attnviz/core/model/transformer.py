@@ -16,7 +16,7 @@ from torch import nn
 
 from attnviz.core.model.config import TransformerConfig
 from attnviz.core.model.interventions import checked
-from attnviz.core.model.modules import FeedForward, Generator, InputEmbedding, Masks, MultiHeadAttention, make_norm
+from attnviz.core.model.modules import FeedForward, Generator, InputEmbedding, Masks, MultiHeadAttention, Traced, make_norm
 from attnviz.core.model.trace import Change, Recorder, Trace
 
 KV = tuple[torch.Tensor, torch.Tensor]
@@ -26,7 +26,7 @@ def _norm(config: TransformerConfig) -> nn.Module:
     return make_norm(config.norm, config.d_model, config.norm_eps, config.bn_momentum)
 
 
-class Sublayer(nn.Module):
+class Sublayer(Traced):
     """The residual connection around one sublayer (the Annotated Transformer's ``SublayerConnection``):
     post ``Norm(x + Dropout(Sublayer(x)))`` (the paper) or pre ``x + Dropout(Sublayer(Norm(x)))``.
 
@@ -49,22 +49,19 @@ class Sublayer(nn.Module):
         norm: nn.Module,
         valid: torch.Tensor,  # [B, L]
         rec: Recorder | None = None,
-        name: str = "",  # the layer's trace prefix
     ) -> tuple[torch.Tensor, KV | None]:
-        norm_name = f"{name}.norm{self.index}" if rec is not None else ""
         if self.post:
             out, extra = sublayer(x)
-            r = self._residual(x, out, rec, name)  # [B, L, d]
-            return norm(r, valid, rec, norm_name), extra
-        out, extra = sublayer(norm(x, valid, rec, norm_name))
-        return self._residual(x, out, rec, name), extra
+            return norm(self._residual(x, out, rec), valid, rec), extra
+        out, extra = sublayer(norm(x, valid, rec))
+        return self._residual(x, out, rec), extra
 
-    def _residual(self, x: torch.Tensor, out: torch.Tensor, rec: Recorder | None, name: str) -> torch.Tensor:
+    def _residual(self, x: torch.Tensor, out: torch.Tensor, rec: Recorder | None) -> torch.Tensor:
         r = x + (self.dropout(out) if self.training else out)  # [B, L, d]
-        return r if rec is None else rec.tap(f"{name}.residual{self.index}", r)
+        return r if rec is None else rec.tap(self.trace_name, r)  # <layer>.residual{j}: the module's own path
 
 
-class EncoderLayer(nn.Module):
+class EncoderLayer(Traced):
     """Self-attention and FFN, each inside a residual connection with its norm."""
 
     def __init__(self, config: TransformerConfig):
@@ -76,18 +73,18 @@ class EncoderLayer(nn.Module):
         self.residual1 = Sublayer(config, 1)
         self.residual2 = Sublayer(config, 2)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor, valid: torch.Tensor, rec: Recorder | None = None, name: str = "") -> torch.Tensor:
+    def forward(self, x: torch.Tensor, mask: torch.Tensor, valid: torch.Tensor, rec: Recorder | None = None) -> torch.Tensor:
         def attend(h: torch.Tensor) -> tuple[torch.Tensor, KV]:
-            return self.self_attn(h, h, mask, rec, _child(rec, name, "self_attn"))
+            return self.self_attn(h, h, mask, rec)
 
         def feed_forward(h: torch.Tensor) -> tuple[torch.Tensor, None]:
-            return self.ffn(h, rec, _child(rec, name, "ffn")), None
+            return self.ffn(h, rec), None
 
-        x = self.residual1(x, attend, self.norm1, valid, rec, name)[0]
-        return self.residual2(x, feed_forward, self.norm2, valid, rec, name)[0]
+        x = self.residual1(x, attend, self.norm1, valid, rec)[0]
+        return self.residual2(x, feed_forward, self.norm2, valid, rec)[0]
 
 
-class DecoderLayer(nn.Module):
+class DecoderLayer(Traced):
     """Masked self-attention, cross-attention over the encoder output, and FFN, each inside a residual connection."""
 
     def __init__(self, config: TransformerConfig):
@@ -110,28 +107,22 @@ class DecoderLayer(nn.Module):
         cross_mask: torch.Tensor,  # [B, 1, 1, Ls]
         valid: torch.Tensor,  # [B, Lt]
         rec: Recorder | None = None,
-        name: str = "",
         past_kv: KV | None = None,
         cross_kv: KV | None = None,
     ) -> tuple[torch.Tensor, KV]:
         def attend(h: torch.Tensor) -> tuple[torch.Tensor, KV]:
-            return self.self_attn(h, h, self_mask, rec, _child(rec, name, "self_attn"), past_kv=past_kv)
+            return self.self_attn(h, h, self_mask, rec, past_kv=past_kv)
 
         def attend_memory(h: torch.Tensor) -> tuple[torch.Tensor, KV]:
-            return self.cross_attn(h, memory, cross_mask, rec, _child(rec, name, "cross_attn"), static_kv=cross_kv, cross=True)
+            return self.cross_attn(h, memory, cross_mask, rec, static_kv=cross_kv, cross=True)
 
         def feed_forward(h: torch.Tensor) -> tuple[torch.Tensor, None]:
-            return self.ffn(h, rec, _child(rec, name, "ffn")), None
+            return self.ffn(h, rec), None
 
-        x, self_kv = self.residual1(x, attend, self.norm1, valid, rec, name)
-        x = self.residual2(x, attend_memory, self.norm2, valid, rec, name)[0]
-        x = self.residual3(x, feed_forward, self.norm3, valid, rec, name)[0]
+        x, self_kv = self.residual1(x, attend, self.norm1, valid, rec)
+        x = self.residual2(x, attend_memory, self.norm2, valid, rec)[0]
+        x = self.residual3(x, feed_forward, self.norm3, valid, rec)[0]
         return x, self_kv
-
-
-def _child(rec: Recorder | None, name: str, child: str) -> str:
-    """The trace prefix of a child module (built only when something is recorded)."""
-    return f"{name}.{child}" if rec is not None else ""
 
 
 @dataclass(frozen=True)
@@ -164,7 +155,7 @@ class DecoderCache:
         )
 
 
-class Encoder(nn.Module):
+class Encoder(Traced):
     """The encoder stack: embedding + PE, N layers, and a final norm when the config asks for one."""
 
     def __init__(self, config: TransformerConfig, embed: InputEmbedding):
@@ -174,18 +165,18 @@ class Encoder(nn.Module):
         self.final_norm = _norm(config) if config.final_norm else None
 
     def forward(
-        self, src: torch.Tensor, mask: torch.Tensor, valid: torch.Tensor, rec: Recorder | None = None, name: str = "", positional: bool = True
+        self, src: torch.Tensor, mask: torch.Tensor, valid: torch.Tensor, rec: Recorder | None = None, positional: bool = True
     ) -> torch.Tensor:
         """Source ids ``[B, Ls]`` -> C_encoder ``[B, Ls, d]`` (``positional=False``: without PE)."""
-        x = self.embed(src, 0, rec, _child(rec, name, "embed"), positional)  # [B, Ls, d]
-        for i, layer in enumerate(self.layers):
-            x = layer(x, mask, valid, rec, _child(rec, name, f"layers.{i}"))
+        x = self.embed(src, 0, rec, positional)  # [B, Ls, d]
+        for layer in self.layers:
+            x = layer(x, mask, valid, rec)
         if self.final_norm is not None:
-            x = self.final_norm(x, valid, rec, _child(rec, name, "final_norm"))
-        return x if rec is None else rec.tap(f"{name}.output", x)
+            x = self.final_norm(x, valid, rec)
+        return x if rec is None else rec.tap(f"{self.trace_name}.output", x)
 
 
-class Decoder(nn.Module):
+class Decoder(Traced):
     """The decoder stack: embedding + PE, N layers, and a final norm when the config asks for one."""
 
     def __init__(self, config: TransformerConfig, embed: InputEmbedding):
@@ -201,21 +192,20 @@ class Decoder(nn.Module):
         self_mask: torch.Tensor | None,  # [B, 1, Lt, Lt]; None for a cached step
         valid: torch.Tensor,  # [B, Lt]
         rec: Recorder | None = None,
-        name: str = "",
         cache: DecoderCache | None = None,  # earlier positions' K, V and the memory's (a cached step)
     ) -> tuple[torch.Tensor, tuple[KV, ...]]:
         """-> (the last hidden states ``[B, Lt, d]``, each layer's self-attention K, V so far)."""
         offset = 0 if cache is None else cache.length
-        x = self.embed(tgt, offset, rec, _child(rec, name, "embed"))  # [B, Lt, d]
+        x = self.embed(tgt, offset, rec)  # [B, Lt, d]
         self_kv = []
         for i, layer in enumerate(self.layers):
             past = cache.self_kv[i] if offset else None
             cross = None if cache is None else cache.cross_kv[i]
-            x, kv = layer(x, encoded.memory, self_mask, encoded.mask, valid, rec, _child(rec, name, f"layers.{i}"), past_kv=past, cross_kv=cross)
+            x, kv = layer(x, encoded.memory, self_mask, encoded.mask, valid, rec, past_kv=past, cross_kv=cross)
             self_kv.append(kv)
         if self.final_norm is not None:
-            x = self.final_norm(x, valid, rec, _child(rec, name, "final_norm"))
-        return (x if rec is None else rec.tap(f"{name}.output", x)), tuple(self_kv)
+            x = self.final_norm(x, valid, rec)
+        return (x if rec is None else rec.tap(f"{self.trace_name}.output", x)), tuple(self_kv)
 
 
 class Transformer(nn.Module):
@@ -232,6 +222,9 @@ class Transformer(nn.Module):
         self.decoder = Decoder(config, tgt_embed)
         self.generator = Generator(d, config.tgt_vocab_size)
         self.reset_parameters()
+        for path, module in self.named_modules():  # each module's trace prefix is its place in the tree
+            if isinstance(module, Traced):
+                module.trace_name = path
 
     def reset_parameters(self) -> None:
         """Xavier-uniform for every matrix; in the order of construction (embeddings, layers, output),
@@ -248,17 +241,17 @@ class Transformer(nn.Module):
     def encode(self, src: torch.Tensor, rec: Recorder | None = None, positional: bool = True) -> Encoded:
         """Run the encoder stack on ``src`` ``[B, Ls]``; ``positional=False`` leaves out the
         positional encoding (the tokens' order then does not reach the encoder)."""
-        mask, valid = self.masks.source(src, rec, "masks")  # [B, 1, 1, Ls], [B, Ls]
-        return Encoded(self.encoder(src, mask, valid, rec, "encoder", positional), mask, valid)
+        mask, valid = self.masks.source(src, rec)  # [B, 1, 1, Ls], [B, Ls]
+        return Encoded(self.encoder(src, mask, valid, rec, positional), mask, valid)
 
     def decode(self, tgt: torch.Tensor, encoded: Encoded, rec: Recorder | None = None) -> torch.Tensor:
         """Run the decoder stack on the whole (shifted-right) target ``[B, Lt]`` at once -> ``[B, Lt, d]``."""
-        self_mask, valid = self.masks.target(tgt, rec, "masks")  # [B, 1, Lt, Lt], [B, Lt]
-        return self.decoder(tgt, encoded, self_mask, valid, rec, "decoder")[0]
+        self_mask, valid = self.masks.target(tgt, rec)  # [B, 1, Lt, Lt], [B, Lt]
+        return self.decoder(tgt, encoded, self_mask, valid, rec)[0]
 
     def project(self, hidden: torch.Tensor, rec: Recorder | None = None) -> torch.Tensor:
         """The output layer: Linear to the target vocabulary -> logits (softmax gives the distribution)."""
-        return self.generator(hidden, rec, "generator")
+        return self.generator(hidden, rec)
 
     def forward(self, src: torch.Tensor, tgt: torch.Tensor, rec: Recorder | None = None) -> torch.Tensor:
         """Teacher-forced pass: ``src`` ``[B, Ls]``, ``tgt`` (SOS + target) ``[B, Lt]`` -> logits ``[B, Lt, V]``."""
@@ -293,8 +286,8 @@ class Transformer(nn.Module):
         ids = token.view(-1, 1)  # [B, 1]
         if rec is not None:
             rec.offset = cache.length  # where interventions that follow positions (a patch) act
-        valid = self.masks.step(ids, cache.length, rec, "masks")  # [B, 1]
-        x, self_kv = self.decoder(ids, cache.encoded, None, valid, rec, "decoder", cache)  # [B, 1, d]
+        valid = self.masks.step(ids, cache.length, rec)  # [B, 1]
+        x, self_kv = self.decoder(ids, cache.encoded, None, valid, rec, cache)  # [B, 1, d]
         logits = self.project(x, rec)[:, 0]  # [B, V]
         return logits, DecoderCache(cache.encoded, cache.cross_kv, self_kv, cache.length + 1)
 
