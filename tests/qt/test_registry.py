@@ -7,6 +7,7 @@ from __future__ import annotations
 import inspect
 import sys
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -125,3 +126,8 @@ def test_the_names_are_unique_and_the_view_names_are_kept():
 def test_a_layout_saved_before_the_docks_were_renamed_is_not_applied(qtbot, window):
     assert not window.restore_layout(window.saveState(1))  # another layout version: the docks may have other names
     assert window.restore_layout(window.layout_state())
+
+
+def test_every_view_module_has_its_test_file():
+    here = Path(__file__).parent
+    assert [spec.stem for spec in VIEWS if not (here / f"test_{spec.stem}.py").exists()] == []
