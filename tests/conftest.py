@@ -48,11 +48,10 @@ def _freeze_what_outlives_a_module():
 
 @pytest.fixture(autouse=True)
 def _collect_garbage_in_the_main_thread():
-    """What the test made and dropped is collected here, in the main thread: the young
-    generations (the objects made since the last collection, and those that survived one
-    collection); older survivors (caches, module fixtures) wait for the module's end."""
+    """What the test made and dropped (its windows and views too, so none outlives it) is
+    collected here, in the main thread."""
     yield
-    gc.collect(1)
+    gc.collect()
 
 
 @pytest.fixture
