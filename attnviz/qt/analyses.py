@@ -114,7 +114,7 @@ class Analyses(QtCore.QObject):
             worker.quit()
         self._kept.clear()
 
-    def wait(self, timeout_s: float = 10.0) -> bool:
+    def wait(self, timeout_s: float = 60.0) -> bool:
         """Run the event loop until every result is shown (True) or ``timeout_s`` passed (False):
         for tests, exports and scripted screenshots."""
         deadline = time.monotonic() + timeout_s
