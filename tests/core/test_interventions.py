@@ -163,14 +163,18 @@ def test_patching_a_run_with_its_own_trace_is_the_identity(kw):
     assert not torch.allclose(clean, logits(model, src, tgt, other))
 
 
-def test_no_positional_is_the_positional_false_encoder():
+def test_no_positional_leaves_the_token_embedding_alone_in_each_stack_it_names():
     model = random_model()
-    src, _ = batch(model)
+    src, tgt = batch(model)
+    scale = model.config.d_model ** 0.5
     with torch.inference_mode():
-        rec, bare = Recorder(["encoder.output"], None, checked([NoPositional()], model.config)), Recorder(["encoder.output"], None)
-        model.encode(src, rec)
-        model.encode(src, bare, positional=False)
-    assert (rec.trace()["encoder.output"] == bare.trace()["encoder.output"]).all()
+        _, tr = model.run_with_trace(src, tgt, batch_index=None, interventions=[NoPositional(("decoder",))])
+        tokens = model.decoder.embed.table.weight[tgt] * scale  # [B, Lt, d], no PE added
+        with_pe = model.encoder.embed.table.weight[src] * scale + model.encoder.embed.pe[: src.shape[1]]
+    assert (tr["decoder.embed.sum"] == tokens.numpy()).all() and (tr["decoder.embed.positional"] == 0).all()
+    assert (tr["encoder.embed.sum"] == with_pe.numpy()).all()
+    with pytest.raises(InterventionError, match="left out of 'encoder' or 'decoder'"):
+        checked([NoPositional(("both",))], model.config)
 
 
 @pytest.fixture(scope="module")

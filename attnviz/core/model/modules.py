@@ -269,19 +269,17 @@ class InputEmbedding(Traced):
         self.dropout = nn.Dropout(dropout)
 
     def forward(
-        self, ids: torch.Tensor, offset: int = 0, rec: Recorder | None = None, positional: bool = True
+        self, ids: torch.Tensor, offset: int = 0, rec: Recorder | None = None
     ) -> torch.Tensor:
         """``ids`` ``[B, L]`` at positions ``offset .. offset + L - 1`` -> ``[B, L, d]``.
 
-        ``positional=False`` leaves PE out (the input is the scaled token embedding alone): the
-        model then sees a bag of tokens, which shows what positional encoding is for."""
+        PE is left out by the ``interventions.NoPositional`` intervention at ``<stack>.embed.positional``."""
         n = ids.shape[1]
         if offset + n > self.pe.shape[0]:
             raise ValueError(f"sequence of {offset + n} tokens exceeds the model's max_len ({self.pe.shape[0]})")
         tap = taps(rec, self.trace_name)
         tokens = tap("tokens", self.table(ids) * self.scale)  # [B, L, d]
-        pos = self.pe[offset : offset + n] if positional else torch.zeros_like(self.pe[offset : offset + n])  # [L, d]
-        x = tap("sum", tokens + tap("positional", pos, False))  # [B, L, d]
+        x = tap("sum", tokens + tap("positional", self.pe[offset : offset + n], False))  # [B, L, d]
         return self.dropout(x) if self.training else x
 
 

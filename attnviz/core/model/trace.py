@@ -273,8 +273,12 @@ class Recorder:
         self._changes: dict[str, list[Change]] = {}
         self.offset: int | None = None  # a cached decoder step's position (``Transformer.decode_step`` sets it)
         for change in interventions:
-            for name in change.names:
-                self._changes.setdefault(name, []).append(change)
+            self.add(change)
+
+    def add(self, change: Change) -> None:
+        """Apply ``change`` too (after those already given), from now on in this call."""
+        for name in change.names:
+            self._changes.setdefault(name, []).append(change)
 
     def tap(self, name: str, tensor: torch.Tensor, batched: bool | None = None) -> torch.Tensor:
         """The value the rest of the pass uses at ``name``: ``tensor`` as the interventions at

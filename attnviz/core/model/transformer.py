@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from attnviz.core.model.config import TransformerConfig
-from attnviz.core.model.interventions import checked
+from attnviz.core.model.interventions import NoPositional, checked
 from attnviz.core.model.modules import FeedForward, Generator, InputEmbedding, Masks, MultiHeadAttention, Traced, make_norm
 from attnviz.core.model.trace import Change, Recorder, Trace
 
@@ -165,10 +165,10 @@ class Encoder(Traced):
         self.final_norm = _norm(config) if config.final_norm else None
 
     def forward(
-        self, src: torch.Tensor, mask: torch.Tensor, valid: torch.Tensor, rec: Recorder | None = None, positional: bool = True
+        self, src: torch.Tensor, mask: torch.Tensor, valid: torch.Tensor, rec: Recorder | None = None
     ) -> torch.Tensor:
-        """Source ids ``[B, Ls]`` -> C_encoder ``[B, Ls, d]`` (``positional=False``: without PE)."""
-        x = self.embed(src, 0, rec, positional)  # [B, Ls, d]
+        """Source ids ``[B, Ls]`` -> C_encoder ``[B, Ls, d]``."""
+        x = self.embed(src, 0, rec)  # [B, Ls, d]
         for layer in self.layers:
             x = layer(x, mask, valid, rec)
         if self.final_norm is not None:
@@ -240,9 +240,13 @@ class Transformer(nn.Module):
     # -- passes ---------------------------------------------------------------
     def encode(self, src: torch.Tensor, rec: Recorder | None = None, positional: bool = True) -> Encoded:
         """Run the encoder stack on ``src`` ``[B, Ls]``; ``positional=False`` leaves out the
-        positional encoding (the tokens' order then does not reach the encoder)."""
+        positional encoding (the tokens' order then does not reach the encoder): it adds the
+        ``NoPositional`` intervention to the call's recorder."""
+        if not positional:
+            rec = Recorder((), 0) if rec is None else rec
+            rec.add(NoPositional())
         mask, valid = self.masks.source(src, rec)  # [B, 1, 1, Ls], [B, Ls]
-        return Encoded(self.encoder(src, mask, valid, rec, positional), mask, valid)
+        return Encoded(self.encoder(src, mask, valid, rec), mask, valid)
 
     def decode(self, tgt: torch.Tensor, encoded: Encoded, rec: Recorder | None = None) -> torch.Tensor:
         """Run the decoder stack on the whole (shifted-right) target ``[B, Lt]`` at once -> ``[B, Lt, d]``."""
