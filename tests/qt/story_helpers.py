@@ -38,3 +38,24 @@ def session_for(b, decoding) -> Session:
     s.bundle = b
     s.decoding = decoding
     return s
+
+
+def shown_view_set(qtbot, names: tuple[str, ...]):
+    """A ViewSet on the tiny model's session (4 steps) with the views ``names`` shown in their
+    frames, as in the window, drawn and their analyses done: (session, views)."""
+    from attnviz.qt.views.registry import ViewSet
+
+    from inside_fixtures import session
+
+    s = Session()
+    s.bundle = bundle()
+    s.decoding = session(steps=4)
+    views = ViewSet(s)
+    for name in names:
+        qtbot.addWidget(views.frames[name])
+        views.frames[name].resize(*SIZE)
+        views.frames[name].show()
+        qtbot.waitExposed(views.frames[name])
+        views.refresh(views[name])
+    assert s.analyses.wait()
+    return s, views

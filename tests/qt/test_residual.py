@@ -9,12 +9,10 @@ from PySide6 import QtCore
 
 from attnviz.core.analysis.residual import ResidualFrame, residual_data_for
 from attnviz.qt.selection import Selection
-from attnviz.qt.session import Session
-from attnviz.qt.views.registry import ViewSet
 from attnviz.qt.views.residual import QtResidualView
 
-from inside_fixtures import bundle, session
-from story_helpers import SIZE, click, shown
+from inside_fixtures import session
+from story_helpers import click, shown, shown_view_set
 
 
 # -- residual stream -------------------------------------------------------------------------------------
@@ -42,18 +40,8 @@ def test_residual_view_draws_the_norms_and_a_click_asks_for_the_sublayer(make_vi
 
 
 def test_a_residual_click_moves_the_linked_views(qtbot):
-    s = Session()
-    s.bundle = bundle()
-    s.decoding = session(steps=4)
-    views = ViewSet(s)
     names = ("residual", "ffn", "norm-batch")
-    for name in names:
-        qtbot.addWidget(views.frames[name])  # a view is shown in its frame, as in the window
-        views.frames[name].resize(*SIZE)
-        views.frames[name].show()
-        qtbot.waitExposed(views.frames[name])
-        views.refresh(views[name])
-    assert s.analyses.wait()
+    s, views = shown_view_set(qtbot, names)
     views["residual"].request_point("decoder", 6)  # decoder layer 2's FFN
     assert views.selection.value() == Selection("decoder", 1, 0, "head", None)
     assert (views["ffn"].current().stack, views["ffn"].current().layer) == ("decoder", 1)

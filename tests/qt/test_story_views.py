@@ -17,10 +17,10 @@ from attnviz.qt.session import Session
 from attnviz.qt.views.ffn import QtFfnView
 from attnviz.qt.views.logit_lens import QtLogitLensView
 from attnviz.qt.views.norm_batch import QtNormBatchView
-from attnviz.qt.views.registry import ViewSet, build_view, feed_now, view_spec
+from attnviz.qt.views.registry import build_view, feed_now, view_spec
 
 from inside_fixtures import bundle, session
-from story_helpers import APPLES, FISH, OTHER, SIZE, TGT, encode, session_for
+from story_helpers import APPLES, FISH, OTHER, SIZE, TGT, encode, session_for, shown_view_set
 
 SRC = APPLES
 
@@ -248,18 +248,8 @@ def test_a_cross_selection_moves_the_stack_views_to_the_decoder_and_an_encoder_r
     """Through the linked selection: FFN and norm-batch show stacks, and the cross-attention
     sublayer sits in the decoder's; the logit lens' positions are decoder rows, so a query row of
     the encoder (a source piece) does not move it."""
-    s = Session()
-    s.bundle = bundle()
-    s.decoding = session(steps=4)
-    views = ViewSet(s)
     names = ("ffn", "norm-batch", "logit-lens")
-    for name in names:
-        qtbot.addWidget(views.frames[name])  # a view is shown in its frame, as in the window
-        views.frames[name].resize(*SIZE)
-        views.frames[name].show()
-        qtbot.waitExposed(views.frames[name])
-        views.refresh(views[name])
-    assert s.analyses.wait()
+    s, views = shown_view_set(qtbot, names)
     views.selection.update(kind="encoder", layer=0)
     assert views["ffn"].current().stack == "encoder" and views["norm-batch"].site().site.startswith("encoder.layers.0.")
     views.selection.update(kind="cross", layer=1, query=2)
