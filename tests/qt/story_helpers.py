@@ -50,7 +50,7 @@ def shown_view_set(qtbot, names: tuple[str, ...]):
     s = Session()
     s.bundle = bundle()
     s.decoding = session(steps=4)
-    views = ViewSet(s)
+    views = ViewSet(s, only=names)
     for name in names:
         qtbot.addWidget(views.frames[name])
         views.frames[name].resize(*SIZE)

@@ -21,7 +21,7 @@ def views(qtbot):
     s = Session()
     s.bundle = bundle()
     s.decoding = session(steps=4)
-    vs = ViewSet(s)
+    vs = ViewSet(s, only=LINKED)  # the views under test (building all 15 per test took seconds)
     for name in LINKED:
         frame = vs.frames[name]  # a view is shown in its frame, as in the window
         qtbot.addWidget(frame)
@@ -170,7 +170,11 @@ def test_encoder_rows_are_not_linked_to_target_rows(views, qtbot):
     assert views["lines"].focus_token() == ("query", 1)
 
 
-def test_every_view_with_selectors_is_linked_and_captioned(views):
+def test_every_view_with_selectors_is_linked_and_captioned(qtbot):
+    s = Session()
+    s.bundle = bundle()
+    s.decoding = session(steps=4)
+    views = ViewSet(s)  # every view
     for spec in VIEWS:
         if spec.selectors:
             assert views.is_linked(spec.name)
@@ -197,7 +201,7 @@ def test_the_norm_view_follows_a_cross_selection_to_its_decoder_layer(qtbot):
     s = Session()
     s.bundle = bundle()
     s.decoding = session(steps=4)
-    vs = ViewSet(s)
+    vs = ViewSet(s, only=("norm",))
     frame = vs.frames["norm"]
     qtbot.addWidget(frame)
     frame.resize(640, 480)

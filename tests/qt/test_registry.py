@@ -131,3 +131,25 @@ def test_a_layout_saved_before_the_docks_were_renamed_is_not_applied(qtbot, wind
 def test_every_view_module_has_its_test_file():
     here = Path(__file__).parent
     assert [spec.stem for spec in VIEWS if not (here / f"test_{spec.stem}.py").exists()] == []
+
+
+def test_a_view_set_of_some_views_builds_only_those_and_links_them(qtbot):
+    """``ViewSet(session, only=names)``: the named views, linked to one another as in the window."""
+    from attnviz.qt.session import Session
+    from attnviz.qt.views.registry import ViewSet
+
+    from inside_fixtures import bundle, session
+
+    s = Session()
+    s.bundle = bundle()
+    s.decoding = session(steps=3)
+    views = ViewSet(s, only=("grid", "head"))
+    assert set(views.views) == set(views.frames) == {"grid", "head"}
+    assert views.docks("right") == [("Head detail", views.frames["head"], "headDetailDock")]
+    for name in views.views:
+        qtbot.addWidget(views.frames[name])
+        views.frames[name].show()
+        qtbot.waitExposed(views.frames[name])
+        views.refresh(views[name])
+    views["grid"].chose.emit({"layer": 1, "head": 2, "mode": "head"})
+    assert (views["head"].layer(), views["head"].head()) == (1, 2)

@@ -147,11 +147,12 @@ class ViewSet(QtCore.QObject):
 
     failed = QtCore.Signal(str)  # a view could not draw: a one-line message
 
-    def __init__(self, session: Session):
+    def __init__(self, session: Session, only: tuple[str, ...] | None = None):
+        """``only``: the names of the views to build (default: every view of :data:`VIEWS`)."""
         super().__init__(session)
         self.session = session
-        self.specs = {spec.name: spec for spec in VIEWS}
-        self.views: dict[str, FigureViewBase] = {spec.name: build_view(spec) for spec in VIEWS}
+        self.specs = {spec.name: spec for spec in VIEWS if only is None or spec.name in only}
+        self.views: dict[str, FigureViewBase] = {name: build_view(spec) for name, spec in self.specs.items()}
         self.frames: dict[str, ViewFrame] = {name: ViewFrame(view) for name, view in self.views.items()}
         self.stale: set[str] = set()  # views whose data is older than the session's
         self.refreshes: dict[str, int] = dict.fromkeys(self.views, 0)  # how often each view was drawn anew
@@ -159,7 +160,7 @@ class ViewSet(QtCore.QObject):
         self._own: dict[str, Selection] = {}  # an unlinked view's own selection
         self._applied: dict[str, ViewChoice] = {}  # the choice each view shows now
         self._hover_source: str | None = None
-        for spec in VIEWS:
+        for spec in self.specs.values():
             if spec.selectors:
                 self._link(spec)
         for name, view in self.views.items():
@@ -167,7 +168,8 @@ class ViewSet(QtCore.QObject):
             view.provenance = partial(self.provenance, name)
         self.selection.changed.connect(self._on_selection_changed)
         self.selection.queryHovered.connect(self._on_query_hover_changed)
-        self.views["output"].positionClicked.connect(self._on_position_clicked)
+        if "output" in self.views:
+            self.views["output"].positionClicked.connect(self._on_position_clicked)
         session.decodingChanged.connect(self._on_decoding_changed)
 
     def _link(self, spec: ViewSpec) -> None:
@@ -192,7 +194,7 @@ class ViewSet(QtCore.QObject):
     def docks(self, area: str) -> list[tuple[str, QtWidgets.QWidget, str]]:
         """(title, widget, objectName) of each dock in ``area`` ("right" or "bottom"), in order:
         a view's widget is its frame."""
-        return [(s.title, self.frames[s.name], s.dock_name) for s in VIEWS if s.area == area]
+        return [(s.title, self.frames[s.name], s.dock_name) for s in self.specs.values() if s.area == area]
 
     # -- drawing what is on screen --------------------------------------------------------------
     def _on_decoding_changed(self) -> None:
