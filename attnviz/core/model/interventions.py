@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import torch
@@ -51,6 +52,11 @@ def _where_heads(t: torch.Tensor, heads: tuple[int, ...], value: torch.Tensor) -
 class _Heads:
     site: AttentionSite
     heads: tuple[int, ...]  # 0-based
+    tapped: ClassVar[str] = "z"  # the field of the site it changes: Z_i, before W^O
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (self.site.name(self.tapped),)
 
     def check(self, config: TransformerConfig) -> "_Heads":
         check_heads(self.site, self.heads, config)
@@ -71,10 +77,6 @@ def check_heads(site: AttentionSite, heads: Sequence[int], config: TransformerCo
 class ZeroHeads(_Heads):
     """Z_i = 0 for ``heads`` of ``site``."""
 
-    @property
-    def names(self) -> tuple[str, ...]:
-        return (self.site.name("z"),)
-
     def __call__(self, name: str, t: torch.Tensor, offset: int | None = None) -> torch.Tensor:
         return _where_heads(t, self.heads, torch.zeros((), dtype=t.dtype))
 
@@ -85,10 +87,6 @@ class ScaleHeads(_Heads):
 
     factor: float = 0.0
 
-    @property
-    def names(self) -> tuple[str, ...]:
-        return (self.site.name("z"),)
-
     def __call__(self, name: str, t: torch.Tensor, offset: int | None = None) -> torch.Tensor:
         return _where_heads(t, self.heads, t * self.factor)
 
@@ -97,9 +95,7 @@ class ScaleHeads(_Heads):
 class UniformHeads(_Heads):
     """Uniform attention for ``heads`` of ``site``: their scaled scores are 0 before the mask."""
 
-    @property
-    def names(self) -> tuple[str, ...]:
-        return (self.site.name("scaled_scores"),)
+    tapped: ClassVar[str] = "scaled_scores"
 
     def __call__(self, name: str, t: torch.Tensor, offset: int | None = None) -> torch.Tensor:
         return _where_heads(t, self.heads, torch.zeros((), dtype=t.dtype))
@@ -117,10 +113,6 @@ class MeanHeads(_Heads):
         holding ``site``'s ``z`` (``[head, query, d_k]``, or ``[B, head, query, d_k]``)."""
         z = torch.from_numpy(np.array(reference[site.name("z")], dtype=np.float32))
         return cls(site, tuple(heads), z.mean(dim=(0, 2) if z.dim() == 4 else 1))
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        return (self.site.name("z"),)
 
     def __call__(self, name: str, t: torch.Tensor, offset: int | None = None) -> torch.Tensor:
         return _where_heads(t, self.heads, self.mean[None, :, None, :])
