@@ -17,6 +17,7 @@ import pytest
 from train_faults import ROOT, TINY, environment
 
 from attnviz.cli import main
+from attnviz.core import folder_lock
 from attnviz.core.folder_lock import FolderLockedError, lock_path, output_lock, owner
 
 HOLD = "import sys, time; from attnviz.core.folder_lock import output_lock\n" \
@@ -38,7 +39,11 @@ def held_elsewhere(tmp_path):
     proc.wait()
 
 
-def test_a_second_owner_in_the_same_process_is_refused_with_the_first_pid(tmp_path):
+@pytest.mark.parametrize("flock", [True, False], ids=["flock", "pid-file"])
+def test_a_second_owner_in_the_same_process_is_refused_with_the_first_pid(tmp_path, monkeypatch, flock):
+    """With flock, and where fcntl is missing (the pid file is the lock)."""
+    if not flock:
+        monkeypatch.setattr(folder_lock, "fcntl", None)
     out = tmp_path / "m"
     with output_lock(out, "train"):
         assert owner(out)["pid"] == os.getpid()

@@ -37,18 +37,6 @@ def no_fcntl(monkeypatch):
     monkeypatch.setattr(folder_lock, "fcntl", None)
 
 
-def test_without_fcntl_a_second_owner_in_the_same_process_is_refused(tmp_path, no_fcntl):
-    out = tmp_path / "m"
-    with output_lock(out, "train"):
-        assert owner(out)["pid"] == os.getpid()
-        with pytest.raises(FolderLockedError, match=rf"in use by another attnviz train \(pid {os.getpid()}, since"):
-            with output_lock(out):
-                pass
-    assert not lock_path(out).exists()
-    with output_lock(out):
-        pass
-
-
 def test_without_fcntl_a_lock_of_another_process_is_refused_and_stale_once_it_is_killed(tmp_path, no_fcntl):
     out = tmp_path / "m"
     proc = subprocess.Popen([sys.executable, "-c", HOLD, str(out)], cwd=ROOT, env=environment(), stdout=subprocess.PIPE, text=True)
