@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import os
 import random
-import signal
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from train_faults import ROOT, environment, train_command
+from train_faults import ROOT, environment, killed_at_the_end, train_command
 
 LOCKED = "in use by another attnviz train"  # the lock's refusal (folder_lock._refusal)
 TAKEN = "already holds a model bundle"  # the folder check's, when the other run had already saved
@@ -91,14 +90,8 @@ def kill_during_import(src: Path, out: Path, moment: str, rng: random.Random, ti
     before = _files(out)
     cmd = [sys.executable, "-m", "attnviz", "import-hf", str(src), "--out", str(out), "--force"]
     proc = subprocess.Popen(cmd, cwd=ROOT, env=environment(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
+    with killed_at_the_end(proc):
         seen = _wait_for(proc, out, moment, rng, timeout_s)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     opened = _what_opens(out, before, src)
     stale = (out.parent / f".{out.name}.lock").exists()
     with open(os.devnull, "w") as quiet:

@@ -4,17 +4,33 @@ trials) and ``bench/bench_faults.py`` (many)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ["--d-model", "32", "--heads", "2", "--layers", "1", "--d-ff", "64", "--dropout", "0", "--warmup", "10", "--lr", "3e-3", "--batch-tokens", "200"]
+
+
+@contextlib.contextmanager
+def killed_at_the_end(proc: subprocess.Popen) -> Iterator[None]:
+    """SIGKILL ``proc`` once the block has waited for its moment, and reap it (killed for good if
+    the block fails or the process outlives the wait)."""
+    try:
+        yield
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 def train_command(out: Path, epochs: int, *extra: str) -> list[str]:
@@ -69,15 +85,9 @@ def kill_during_save(out: Path, rng: random.Random, timeout_s: float = 180.0) ->
 
     env = environment()
     proc = subprocess.Popen(train_command(out, 500), cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
+    with killed_at_the_end(proc):
         _wait_for_save(proc, out, rng.randint(2, 4), timeout_s)  # the first save has no checkpoint before it
         time.sleep(rng.choice((0.0, rng.uniform(0.0, 0.002), rng.uniform(0.0, 0.02))))
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     moment, leftovers = _moment(out), len(_saving(out))
     epoch = load_bundle(out).meta["epoch"]  # raises if the kill left nothing loadable
     r = subprocess.run(train_command(out, epoch + 1, "--resume"), cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout_s)
