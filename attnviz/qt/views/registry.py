@@ -258,25 +258,20 @@ class ViewSet(QtCore.QObject):
             self._deliver(name, choice, data)
 
     def _deliver(self, name: str, choice: ViewChoice, data: object) -> None:
-        if data is None:  # the analysis found nothing to draw (a model without layers of a kind)
+        """View ``name`` draws its new data of ``choice`` and takes the choice it follows now
+        (``None``: the analysis found nothing to draw, a model without layers of a kind)."""
+        if data is None:
             return
-        self.views[name].set_data(data)
-        self._fed(name, choice)
-
-    def _fed(self, name: str, choice: ViewChoice) -> None:
-        """View ``name`` has new data of ``choice``: it takes the choice it follows now."""
-        spec = self.specs[name]
+        spec, view = self.specs[name], self.views[name]
+        view.set_data(data)
         if spec.from_choice:
             self._applied[name] = choice
         elif self.is_linked(name):
             self._apply(name)
         elif name not in self._applied and spec.opening is not None:
-            self._select(name, spec.opening)
+            view.apply(spec.opening)
             self._applied[name] = spec.opening
         self._update_caption(name)
-
-    def _select(self, name: str, choice: ViewChoice) -> None:
-        self.views[name].apply(choice)
 
     def _on_options_changed(self, name: str) -> None:
         """View ``name``'s own options changed what its data is: computed again (now, or when it is shown)."""
@@ -358,7 +353,7 @@ class ViewSet(QtCore.QObject):
         if self._applied.get(name) == choice:
             return
         if not spec.from_choice and view.has_data():
-            self._select(name, choice)
+            view.apply(choice)
         elif spec.from_choice and self.session.current is not None:
             self._feed(name, choice)
         else:
