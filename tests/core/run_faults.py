@@ -17,6 +17,7 @@ from train_faults import ROOT, environment, killed_at_the_end, train_command
 
 LOCKED = "in use by another attnviz train"  # the lock's refusal (folder_lock._refusal)
 TAKEN = "already holds a model bundle"  # the folder check's, when the other run had already saved
+CHANGED = "was saved by another run after this one checked it"  # the stamp's, when the other saved in between
 
 
 @dataclass
@@ -32,7 +33,7 @@ class ConcurrentTrial:
     def held(self) -> bool:
         """Exactly one ran, the other refused in one line, the folder holds one complete run."""
         one_refused = sorted(self.codes) == [0, 1] and self.refusal.count("\n") == 1 and "Traceback" not in self.refusal
-        return one_refused and (LOCKED in self.refusal or TAKEN in self.refusal) and self.epochs == 3 and not self.leftovers
+        return one_refused and any(m in self.refusal for m in (LOCKED, TAKEN, CHANGED)) and self.epochs == 3 and not self.leftovers
 
     @property
     def by_lock(self) -> bool:
