@@ -200,7 +200,8 @@ def _make_folder(out: Path) -> None:
 def _export_all_heads(args: argparse.Namespace, session: Session, choice: ViewChoice, size: tuple[int, int], out: Path) -> list[Path]:
     """Figures: one head-detail figure per layer and head of the chosen kind. Data: one file
     with every layer's and head's weights."""
-    from attnviz.qt.export.files import all_heads_data, atomic_write_bytes, data_to_bytes, export_all_heads
+    from attnviz.core.data_files import data_to_bytes
+    from attnviz.qt.export.files import all_heads_data, atomic_write_bytes, export_all_heads
     from attnviz.qt.views.registry import choice_metadata, head_figure
 
     data = session.attention_data(choice.kind)
@@ -213,7 +214,8 @@ def _export_all_heads(args: argparse.Namespace, session: Session, choice: ViewCh
 
 def _export_view(args: argparse.Namespace, session: Session, spec: ViewSpec, choice: ViewChoice, size: tuple[int, int], out: Path) -> Path:
     """Build the view the app shows, give it the session's data and the choice, and write it."""
-    from attnviz.qt.export.files import atomic_write_bytes, data_to_bytes, render_view_to_file
+    from attnviz.core.data_files import data_to_bytes
+    from attnviz.qt.export.files import atomic_write_bytes, render_view_to_file
     from attnviz.qt.views.registry import build_view, choice_metadata, file_stem, show_in_view
 
     view = build_view(spec, theme=args.theme)

@@ -11,14 +11,13 @@ from pathlib import Path
 from PySide6 import QtCore, QtWidgets
 
 from attnviz.core.analysis.figure_data import AttentionData
+from attnviz.core.data_files import DATA_FORMATS, Metadata
 from attnviz.qt.export.files import (
-    DATA_FORMATS,
     FIGURE_FORMATS,
     PNG_DPI_RANGE,
     PNG_WIDTH_RANGE,
     ExportError,
     HeadFigureFactory,
-    Metadata,
     export_all_heads,
     export_view_data,
     render_view_to_file,
