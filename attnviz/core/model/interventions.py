@@ -12,6 +12,7 @@ the model; several compose in the order given.
 * ``UniformHeads``: the heads' scaled scores set to 0, so softmax gives every allowed key the same
   weight (the mask still applies: look-ahead, padding).
 * ``ScaleHeads``: Z_i multiplied by a factor.
+* ``RowHeads``: a different set of heads ablated in each batch row (many ablations in one pass).
 * ``Patch``: any tapped trace name replaced by the value another run recorded (``Patch.from_trace``);
   in a cached decoder step at position t, a full pass's value gives its row t (and its keys 0..t).
 * ``NoPositional``: the positional encoding left out of a stack's input.
@@ -181,6 +182,33 @@ class NoPositional:
 
     def __call__(self, name: str, t: torch.Tensor, offset: int | None = None) -> torch.Tensor:
         return torch.zeros_like(t)
+
+
+@dataclass(frozen=True, eq=False)
+class RowHeads:
+    """A different set of ``site``'s heads ablated in each batch row: ``rows`` ``[B, head]``, True
+    where that row's head is ablated (``kind``: zero, uniform, or mean with ``mean`` ``[head, d_k]``).
+    One batched pass then answers many single-head ablations at once (head importance)."""
+
+    site: AttentionSite
+    rows: torch.Tensor
+    kind: str = "zero"
+    mean: torch.Tensor | None = None
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (self.site.name("scaled_scores" if self.kind == "uniform" else "z"),)
+
+    def check(self, config: TransformerConfig) -> "RowHeads":
+        check_heads(self.site, tuple(range(self.rows.shape[1])), config)
+        if self.kind not in ABLATION_KINDS or (self.kind == "mean") != (self.mean is not None):
+            raise InterventionError(f"a row ablation is zero, uniform or mean (with its mean), not {self.kind!r}")
+        return self
+
+    def __call__(self, name: str, t: torch.Tensor, offset: int | None = None) -> torch.Tensor:
+        rows = self.rows.to(t.device).view(*self.rows.shape, *(1,) * (t.dim() - 2))
+        value = self.mean[None, :, None, :] if self.mean is not None else torch.zeros((), dtype=t.dtype)
+        return torch.where(rows, value.to(t), t)
 
 
 def ablation(site: AttentionSite, heads: Sequence[int], kind: str = "zero", reference: Trace | None = None) -> Change:

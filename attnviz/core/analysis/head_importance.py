@@ -1,0 +1,121 @@
+"""Head importance on one sentence: for every attention head of every kind, how much the target's
+log-probability changes when that head alone is ablated (``attnviz head-importance``). No Qt.
+
+Every single-head ablation is one row of one batched teacher-forced pass (``RowHeads``): row 0 is
+the clean model, row 1 + k ablates the k-th head of ``heads_in_order``. The target is the typed one
+or, without one, the clean model's greedy output, as in ``ablation.ablate``; a ``mean`` ablation
+replaces a head's Z_i by its mean over the positions of the clean pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+
+from attnviz.core.decoding.result import check_eval_mode, check_finite, checked_interventions, model_device
+from attnviz.core.decoding.session import DecodingSession
+from attnviz.core.decoding.strategies import DecodingError
+from attnviz.core.decoding.teacher_forcing import log_prob_of, teacher_forced_from_bundle
+from attnviz.core.model.interventions import ABLATION_KINDS, InterventionError, RowHeads
+from attnviz.core.model.sites import KINDS, AttentionSite, attention_sites
+from attnviz.core.model.trace import Trace
+
+if TYPE_CHECKING:
+    from attnviz.core.bundle import Bundle
+    from attnviz.core.model.transformer import Transformer
+
+ROWS_PER_PASS = 64  # ablations per batched pass: bounds the memory of a large model's pass
+
+
+@dataclass(frozen=True)
+class HeadImportance:
+    """Δ log P(target) per ablated head: ``delta[kind]`` is ``[layer, head]`` (0-based), nats;
+    negative: the head helped the model toward the target."""
+
+    source_pieces: tuple[str, ...]
+    target_ids: tuple[int, ...]
+    target_pieces: tuple[str, ...]
+    target_given: bool
+    kind: str  # zero | mean | uniform
+    log_prob: float  # clean log P(target | source), nats
+    delta: dict[str, np.ndarray]
+    notices: tuple[str, ...]
+
+    def ranked(self) -> list[tuple[str, int, int, float]]:
+        """(kind, layer, head, Δ) of every head, 0-based, the largest |Δ| first."""
+        rows = [(k, int(layer), int(h), float(d[layer, h])) for k, d in self.delta.items() for layer, h in np.ndindex(d.shape)]
+        return sorted(rows, key=lambda r: -abs(r[3]))
+
+
+def head_importance(bundle: Bundle, source: str, target: str | None = None, kind: str = "zero",
+                    kinds: Sequence[str] = KINDS, max_len: int | None = None) -> HeadImportance:
+    """Ablate each head of ``kinds`` alone on ``source``; see the module docstring."""
+    if kind not in ABLATION_KINDS:
+        raise InterventionError(f"unknown ablation kind {kind!r} (one of {', '.join(ABLATION_KINDS)})")
+    source_ids, target_ids, notices = _target(bundle, source, target, max_len)
+    sites = [s for k in kinds for s in attention_sites(bundle.config, k)]
+    clean, reference = log_prob_of(bundle.model, source_ids, target_ids, names=[s.name("z") for s in sites] if kind == "mean" else ())
+    deltas = ablated_log_probs(bundle.model, source_ids, target_ids, sites, kind, reference) - clean
+    h = bundle.config.n_heads
+    delta = {k: np.stack([deltas[i * h:(i + 1) * h] for i, s in enumerate(sites) if s.kind == k]) for k in kinds}
+    return HeadImportance(tuple(bundle.src_tokenizer.pieces(source_ids)), tuple(target_ids),
+                          tuple(bundle.tgt_tokenizer.pieces(target_ids)), target is not None, kind, clean, delta, tuple(notices))
+
+
+def _target(bundle: Bundle, source: str, target: str | None, max_len: int | None) -> tuple[list[int], list[int], list[str]]:
+    """The source ids, the target ids to score (typed: y + EOS; else the clean greedy output) and notices."""
+    if target is not None:
+        forced = teacher_forced_from_bundle(bundle, source, target, top_k=1, names=())
+        return list(forced.source.ids), list(forced.output_ids), list(forced.notices)
+    clean = DecodingSession.from_bundle(bundle, source, capture=False, max_len=max_len)
+    clean.run()
+    return list(clean.source.ids), list(clean.output_ids), list(clean.notices)
+
+
+def ablated_log_probs(model: Transformer, source_ids: Sequence[int], target_ids: Sequence[int],
+                      sites: Sequence[AttentionSite], kind: str = "zero", reference: Trace | None = None) -> np.ndarray:
+    """log P(target) with each head of ``sites`` ablated alone, in the order site by site, head by
+    head: ``[len(sites) * n_heads]``, batched ``ROWS_PER_PASS`` ablations to a pass."""
+    h = model.config.n_heads
+    heads = [(i, j) for i in range(len(sites)) for j in range(h)]
+    out = [_log_probs(model, source_ids, target_ids, sites, heads[a:a + ROWS_PER_PASS], kind, reference)
+           for a in range(0, len(heads), ROWS_PER_PASS)]
+    return np.concatenate(out) if out else np.zeros(0)
+
+
+def _log_probs(model: Transformer, source_ids: Sequence[int], target_ids: Sequence[int], sites: Sequence[AttentionSite],
+               heads: Sequence[tuple[int, int]], kind: str, reference: Trace | None) -> np.ndarray:
+    """One batched pass: row r ablates head ``heads[r]`` = (site index, head)."""
+    check_eval_mode(model)
+    if not target_ids:
+        raise DecodingError("no target tokens to score")
+    cfg, n, device = model.config, len(heads), model_device(model)
+    plan = []
+    for i, site in enumerate(sites):
+        rows = torch.zeros(n, cfg.n_heads, dtype=torch.bool)
+        for r, (si, j) in enumerate(heads):
+            rows[r, j] = si == i
+        if rows.any():
+            plan.append(RowHeads(site, rows, kind, _mean(site, reference) if kind == "mean" else None))
+    src = torch.tensor([list(source_ids)], device=device).expand(n, -1)
+    tgt = torch.tensor([[cfg.bos_id, *target_ids[:-1]]], device=device).expand(n, -1)
+    with torch.inference_mode():
+        logits, _ = model.run_with_trace(src, tgt, names=(), interventions=checked_interventions(plan, cfg))
+    check_finite(logits, "for this target")
+    logp = torch.log_softmax(logits.double(), -1)  # [n, Lt, V]
+    picked = logp[:, torch.arange(len(target_ids)), torch.tensor(list(target_ids))]
+    return picked.sum(-1).cpu().numpy()
+
+
+def _mean(site: AttentionSite, reference: Trace) -> torch.Tensor:
+    z = torch.from_numpy(np.array(reference[site.name("z")], dtype=np.float32))  # [head, q, d_k]
+    return z.mean(dim=1)
+
+
+def head_label(kind: str, layer: int, head: int) -> str:
+    """``kind:layer:head``, 1-based as on screen."""
+    return f"{kind}:{layer + 1}:{head + 1}"
