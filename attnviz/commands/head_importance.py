@@ -49,26 +49,13 @@ def run(args: argparse.Namespace) -> int:
 
 def _write(out, report, model: str, source: str) -> None:
     from attnviz.commands.trace import write_bytes
+    from attnviz.core.analysis.head_importance import figure_data
     from attnviz.core.data_files import data_to_bytes
 
     target = " ".join(report.target_pieces) + ("" if report.target_given else " (the greedy translation)")
     meta = {"model": model, "source": source, "target": target, "ablation": report.kind,
             "log P(target), clean": f"{report.log_prob:.6f} nats"}
     write_bytes(out, data_to_bytes(figure_data(report), out.suffix.lower().lstrip("."), meta))
-
-
-def figure_data(report):
-    """Δ log P as ``[kind, layer, head]`` (kinds in order, layers and heads labelled 1-based)."""
-    import numpy as np
-
-    from attnviz.core.analysis.figure_data import FigureData
-
-    kinds = tuple(report.delta)
-    delta = np.stack([report.delta[k] for k in kinds])
-    n_layers, n_heads = delta.shape[1:]
-    coords = {"kind": kinds, "layer": tuple(str(i + 1) for i in range(n_layers)), "head": tuple(str(i + 1) for i in range(n_heads))}
-    return FigureData(f"head importance · Δ log P(target) when one head is ablated ({report.kind})", ("kind", "layer", "head"),
-                      {"delta_log_prob": delta}, coords)
 
 
 def _json(data: dict) -> str:

@@ -16,16 +16,19 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
+from attnviz.core.analysis.figure_data import FigureData
 from attnviz.core.decoding.result import check_eval_mode, check_finite, checked_interventions, model_device
 from attnviz.core.decoding.session import DecodingSession
 from attnviz.core.decoding.strategies import DecodingError
 from attnviz.core.decoding.teacher_forcing import log_prob_of, teacher_forced_from_bundle
 from attnviz.core.model.interventions import ABLATION_KINDS, InterventionError, RowHeads
-from attnviz.core.model.sites import KINDS, AttentionSite, attention_sites
+from attnviz.core.model.sites import KINDS, AttentionSite, attention_sites, n_layers
 from attnviz.core.model.trace import Trace
 
 if TYPE_CHECKING:
     from attnviz.core.bundle import Bundle
+    from attnviz.core.data.tokenizer import Tokenizer
+    from attnviz.core.decoding.result import DecodingResult
     from attnviz.core.model.transformer import Transformer
 
 ROWS_PER_PASS = 64  # ablations per batched pass: bounds the memory of a large model's pass
@@ -54,16 +57,34 @@ class HeadImportance:
 def head_importance(bundle: Bundle, source: str, target: str | None = None, kind: str = "zero",
                     kinds: Sequence[str] = KINDS, max_len: int | None = None) -> HeadImportance:
     """Ablate each head of ``kinds`` alone on ``source``; see the module docstring."""
+    source_ids, target_ids, notices = _target(bundle, source, target, max_len)
+    return importance_of(bundle.model, bundle.src_tokenizer, bundle.tgt_tokenizer, source_ids, target_ids, kind, kinds,
+                         target is not None, notices)
+
+
+def head_importance_for(current: DecodingResult, model: Transformer, src_tokenizer: Tokenizer, tgt_tokenizer: Tokenizer,
+                        kind: str = "zero") -> HeadImportance | None:
+    """The heads' importance for the tokens of ``current`` (a decoding result as it stands, or a
+    teacher-forced target): the window's view; ``None`` before the first decoded token."""
+    if not current.output_ids:
+        return None
+    return importance_of(model, src_tokenizer, tgt_tokenizer, current.src_ids, current.output_ids, kind,
+                         given=bool(getattr(current, "target", "")))
+
+
+def importance_of(model: Transformer, src_tokenizer: Tokenizer, tgt_tokenizer: Tokenizer, source_ids: Sequence[int],
+                  target_ids: Sequence[int], kind: str = "zero", kinds: Sequence[str] = KINDS, given: bool = False,
+                  notices: Sequence[str] = ()) -> HeadImportance:
+    """Every head of ``kinds`` ablated alone on ``source_ids``, scoring ``target_ids``."""
     if kind not in ABLATION_KINDS:
         raise InterventionError(f"unknown ablation kind {kind!r} (one of {', '.join(ABLATION_KINDS)})")
-    source_ids, target_ids, notices = _target(bundle, source, target, max_len)
-    sites = [s for k in kinds for s in attention_sites(bundle.config, k)]
-    clean, reference = log_prob_of(bundle.model, source_ids, target_ids, names=[s.name("z") for s in sites] if kind == "mean" else ())
-    deltas = ablated_log_probs(bundle.model, source_ids, target_ids, sites, kind, reference) - clean
-    h = bundle.config.n_heads
-    delta = {k: np.stack([deltas[i * h:(i + 1) * h] for i, s in enumerate(sites) if s.kind == k]) for k in kinds}
-    return HeadImportance(tuple(bundle.src_tokenizer.pieces(source_ids)), tuple(target_ids),
-                          tuple(bundle.tgt_tokenizer.pieces(target_ids)), target is not None, kind, clean, delta, tuple(notices))
+    sites = [s for k in kinds for s in attention_sites(model.config, k)]
+    clean, reference = log_prob_of(model, source_ids, target_ids, names=[s.name("z") for s in sites] if kind == "mean" else ())
+    deltas = ablated_log_probs(model, source_ids, target_ids, sites, kind, reference) - clean
+    h = model.config.n_heads
+    delta = {k: np.stack([deltas[i * h:(i + 1) * h] for i, s in enumerate(sites) if s.kind == k]) for k in kinds if n_layers(model.config, k)}
+    return HeadImportance(tuple(src_tokenizer.pieces(source_ids)), tuple(target_ids), tuple(tgt_tokenizer.pieces(target_ids)),
+                          given, kind, clean, delta, tuple(notices))
 
 
 def _target(bundle: Bundle, source: str, target: str | None, max_len: int | None) -> tuple[list[int], list[int], list[str]]:
@@ -119,3 +140,15 @@ def _mean(site: AttentionSite, reference: Trace) -> torch.Tensor:
 def head_label(kind: str, layer: int, head: int) -> str:
     """``kind:layer:head``, 1-based as on screen."""
     return f"{kind}:{layer + 1}:{head + 1}"
+
+
+def figure_data(report: HeadImportance) -> FigureData:
+    """Δ log P as ``[kind, layer, head]`` (kinds in order, layers and heads labelled 1-based), with
+    the clean log P and the scored target ids: what the view and ``attnviz head-importance`` write."""
+    kinds = tuple(report.delta)
+    delta = np.stack([report.delta[k] for k in kinds])
+    coords = {"kind": kinds, "layer": tuple(str(i + 1) for i in range(delta.shape[1])),
+              "head": tuple(str(i + 1) for i in range(delta.shape[2]))}
+    extras = {"log_prob": np.array(report.log_prob), "target_ids": np.array(report.target_ids)}
+    return FigureData(f"head importance · Δ log P(target) when one head is ablated ({report.kind})", ("kind", "layer", "head"),
+                      {"delta_log_prob": delta}, coords, extras)

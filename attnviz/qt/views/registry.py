@@ -26,6 +26,7 @@ from attnviz.qt.views import (
     compare,
     ffn,
     head_detail,
+    head_importance,
     lines,
     logit_lens,
     masks,
@@ -43,7 +44,7 @@ from attnviz.qt.views.head_detail import QtHeadDetailView
 from attnviz.qt.views.spec import ViewSpec
 
 VIEWS: tuple[ViewSpec, ...] = tuple(m.SPEC for m in (
-    attention_grid, head_detail, lines, masks, output, positional, norm_stats, walkthrough, compare, scaling, teacher_vs_free, norm_batch, ffn, residual, logit_lens,
+    attention_grid, head_detail, lines, masks, output, positional, norm_stats, walkthrough, compare, scaling, teacher_vs_free, norm_batch, ffn, residual, logit_lens, head_importance,
 ))  # the docks' order
 VIEW_NAMES: tuple[str, ...] = tuple(spec.name for spec in VIEWS)
 
@@ -161,8 +162,7 @@ class ViewSet(QtCore.QObject):
         self._applied: dict[str, ViewChoice] = {}  # the choice each view shows now
         self._hover_source: str | None = None
         for spec in self.specs.values():
-            if spec.selectors:
-                self._link(spec)
+            self._connect(spec)
         for name, view in self.views.items():
             view.installEventFilter(self)
             view.provenance = partial(self.provenance, name)
@@ -172,14 +172,17 @@ class ViewSet(QtCore.QObject):
             self.views["output"].positionClicked.connect(self._on_position_clicked)
         session.decodingChanged.connect(self._on_decoding_changed)
 
-    def _link(self, spec: ViewSpec) -> None:
+    def _connect(self, spec: ViewSpec) -> None:
+        """What view ``spec`` picks moves the selection; its options compute its data again; a view
+        that takes selectors is linked (its toggle, its caption, the hovered query row)."""
         view = self.views[spec.name]
-        view.linkToggled.connect(partial(self.set_linked, spec.name))
-        view.queryHovered.connect(partial(self._on_query_hovered, spec.name))
         view.chose.connect(lambda changes, name=spec.name: self.request(name, **changes))
         if spec.reads_options:
             view.optionsChanged.connect(partial(self._on_options_changed, spec.name))
-        self._update_caption(spec.name)
+        if spec.selectors:
+            view.linkToggled.connect(partial(self.set_linked, spec.name))
+            view.queryHovered.connect(partial(self._on_query_hovered, spec.name))
+            self._update_caption(spec.name)
 
     def __getitem__(self, name: str) -> FigureViewBase:
         return self.views[name]
