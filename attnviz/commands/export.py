@@ -46,6 +46,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--layer", type=int, help="layer, 1-based as on screen (default 1)")
     p.add_argument("--head", help="head, 1-based (default 1); 'mean' (over heads), 'rollout', or 'all' "
                    "(figures: one file per layer and head; csv/npz: one file with every layer and head)")
+    p.add_argument("--ablate", metavar="LIST", default="",
+                   help="heads ablated in every run drawn, KIND:LAYER:HEAD 1-based, comma-separated (e.g. cross:3:2,encoder:1:1)")
+    p.add_argument("--ablation", default="zero", choices=("zero", "mean", "uniform"), help="how --ablate takes a head out (default zero)")
     p.add_argument("--query", type=int, help="query row of the walkthrough, 1-based (default: the current step)")
     p.add_argument("--format", dest="fmt", choices=FORMATS, default="png", help="file format (default png)")
     p.add_argument("--out", required=True, metavar="DIR", help="output folder (created if missing)")
@@ -173,6 +176,7 @@ def _decoded_session(args: argparse.Namespace) -> Session:
     except DecodingError as exc:
         raise CommandError(str(exc), 2) from None
     session.set_bundle(bundle)
+    _ablate(session, args)
     session.set_inputs(args.src, args.tgt or "")
     if session.current is None:
         raise CommandError(session.error or "nothing to draw")
@@ -188,6 +192,19 @@ def _decoded_session(args: argparse.Namespace) -> Session:
     except DecodingError as exc:
         raise CommandError(str(exc)) from None
     return session
+
+
+def _ablate(session: Session, args: argparse.Namespace) -> None:
+    """``--ablate``/``--ablation`` as the session's ablation (bad heads: one line, exit code 2)."""
+    from attnviz.core.analysis.ablation import HeadSet
+    from attnviz.core.model.interventions import InterventionError
+
+    try:
+        heads = HeadSet.parse(args.ablate, args.ablation)
+        heads.check(session.bundle.config)
+    except InterventionError as exc:
+        raise CommandError(f"--ablate: {exc}", 2) from None
+    session.ablation = heads
 
 
 def _make_folder(out: Path) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
+from attnviz.core.analysis.ablation import HeadSet
 from attnviz.core.analysis.norms import placement_formula
 from attnviz.core.bundle import Bundle
 from attnviz.core.model.config import TransformerConfig
@@ -170,6 +171,8 @@ class MainWindow(QtWidgets.QMainWindow):
         self.setCentralWidget(central)
         self._connect_view(self.grid)
         self.grid.tileClicked.connect(self._on_grid_clicked)
+        self.grid.headToggled.connect(self.session.toggle_head)
+        self.grid.ablationKindChosen.connect(self.session.set_ablation_kind)
 
     def _dock(self, title: str, widget: QtWidgets.QWidget, name: str, area, tab_with: QtWidgets.QDockWidget | None = None) -> QtWidgets.QDockWidget:
         dock = QtWidgets.QDockWidget(title, self)
@@ -289,7 +292,16 @@ class MainWindow(QtWidgets.QMainWindow):
         self.cancel_load_button.setToolTip("Stop opening the model; the open model stays")
         self.cancel_load_button.clicked.connect(lambda: self.session.cancel_load())
         self.cancel_load_button.hide()
+        self.ablation_label = plain_label("", "ablationLabel")
+        self.ablation_label.setToolTip("Heads taken out of the model in every run shown (Ablate in the grid)")
+        self.clear_ablation_button = QtWidgets.QToolButton(objectName="clearAblationButton", text="Clear")
+        self.clear_ablation_button.setToolTip("Give every ablated head back: the model as trained")
+        self.clear_ablation_button.clicked.connect(lambda: self.session.set_ablation(HeadSet(frozenset(), self.session.ablation.kind)))
+        self.session.ablationChanged.connect(self._show_ablation)
+        self._show_ablation()
         sb.addWidget(self.model_label, 1)
+        sb.addPermanentWidget(self.ablation_label)
+        sb.addPermanentWidget(self.clear_ablation_button)
         sb.addPermanentWidget(self.norm_label)
         sb.addPermanentWidget(self.step_label)
         sb.addPermanentWidget(self.busy)
@@ -382,6 +394,12 @@ class MainWindow(QtWidgets.QMainWindow):
             self.step_label.setText(f"step {len(d.steps)}/{d.max_len} · {strategy} · {state}")
         else:
             self.step_label.setText("")
+
+    def _show_ablation(self) -> None:
+        a = self.session.ablation
+        self.ablation_label.setText(f"ablated ({a.kind}): {a.text()}" if a else "")
+        self.ablation_label.setVisible(bool(a))
+        self.clear_ablation_button.setVisible(bool(a))
 
     def _on_grid_clicked(self, layer: int, head: int) -> None:
         """The linked selection has moved the head detail already; bring it to the front."""

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 from PySide6 import QtCore
 
+from attnviz.core.analysis.ablation import HeadSet
 from attnviz.core.analysis.figure_data import AttentionData, MaskData
 from attnviz.core.analysis.rollout import decoder_rollout, rollout
 from attnviz.core.bundle import Bundle, load_bundle
@@ -27,6 +28,7 @@ from attnviz.core.decoding.result import DecodingResult, TopK
 from attnviz.core.decoding.session import DecodeStep, DecodingSession
 from attnviz.core.decoding.strategies import BeamSearch, DecodingError, Greedy, Sampling
 from attnviz.core.decoding.teacher_forcing import TeacherForced, teacher_forced_from_bundle
+from attnviz.core.model.interventions import InterventionError
 from attnviz.core.model.sites import attention_sites, n_layers
 from attnviz.errors import AttnvizError
 from attnviz.qt.analyses import Analyses
@@ -51,6 +53,7 @@ class Session(QtCore.QObject):
     message = QtCore.Signal(str, str)  # level ("info" | "warning" | "error"), one-line text
     runFinished = QtCore.Signal()
     actionStarted = QtCore.Signal()  # the user changed an input or acted: earlier messages are done
+    ablationChanged = QtCore.Signal()  # the heads ablated (``ablation``) changed
 
     def __init__(self, parent: QtCore.QObject | None = None):
         super().__init__(parent)
@@ -74,6 +77,7 @@ class Session(QtCore.QObject):
         self.builds: Counter[str] = Counter()  # how often each kind of derived data was built
         self.analyses = Analyses(self)  # the views' analyses that call the model, in workers
         self._per_model: tuple[object, dict[str, object]] = (None, {})  # what is kept while one bundle is open
+        self.ablation = HeadSet()  # heads ablated in every run the views show (none: the model as trained)
 
     # -- model ------------------------------------------------------------------------------
     def open_model(self, path: str | Path, source: str | None = None, target: str | None = None) -> None:
@@ -157,6 +161,62 @@ class Session(QtCore.QObject):
         else:
             self.decodingChanged.emit()
 
+    # -- ablation ---------------------------------------------------------------------------
+    def set_ablation(self, heads: HeadSet) -> None:
+        """Ablate ``heads`` in every run from now on: decoding restarts (and, with
+        ``decode_as_you_type``, runs to the end); a head the model has not is refused in one line."""
+        if self.bundle is not None:
+            try:
+                heads.check(self.bundle.config)
+            except InterventionError as exc:
+                self.message.emit("warning", one_line(str(exc)))
+                return
+        quiet = not heads and not self.ablation  # no head before or after: nothing runs again
+        self.ablation = heads
+        self.ablationChanged.emit()
+        if quiet:
+            return
+        self.actionStarted.emit()
+        self._rebuild()
+        if self.decode_as_you_type and self.decoding is not None:
+            self.decode_to_end()
+
+    def set_ablation_kind(self, kind: str) -> None:
+        """Ablate the same heads another way (zero, mean or uniform)."""
+        if kind != self.ablation.kind:
+            self.set_ablation(HeadSet(self.ablation.heads, kind))
+
+    def toggle_head(self, kind: str, layer: int, head: int) -> None:
+        """Ablate head ``(kind, layer, head)`` (0-based), or give it back when it is ablated."""
+        self.set_ablation(self.ablation.toggled(kind, layer, head))
+
+    def _fit_ablation(self, bundle: Bundle) -> None:
+        """A new model keeps the ablation when it has those heads; otherwise none, said in one line."""
+        try:
+            self.ablation.check(bundle.config)
+        except InterventionError:
+            self.message.emit("info", f"The ablation ({self.ablation.text()}) was cleared: this model has no such heads")
+            self.ablation = HeadSet()
+            self.ablationChanged.emit()
+
+    def _interventions(self) -> list:
+        """The ablation as interventions for this source (a mean ablation runs the clean model once)."""
+        if not self.ablation:
+            return []
+        if self.ablation.kind != "mean":
+            return self.ablation.plan(self.bundle.model, (), ())
+        return self.ablation.plan(self.bundle.model, *self._clean_reference())
+
+    def _clean_reference(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """The source ids and the tokens a mean ablation averages over: the typed target, or
+        the clean model's greedy output."""
+        if self.target.strip():
+            forced = teacher_forced_from_bundle(self.bundle, self.source, self.target, top_k=1, names=())
+            return forced.source.ids, forced.output_ids
+        clean = DecodingSession.from_bundle(self.bundle, self.source, capture=False)
+        clean.run()
+        return clean.source.ids, clean.output_ids
+
     def n_layers(self, kind: str) -> int:
         if self.bundle is None:
             return 0
@@ -193,13 +253,15 @@ class Session(QtCore.QObject):
         if self.bundle is None:
             self.decodingChanged.emit()
             return
+        self._fit_ablation(self.bundle)
         try:
+            plan = self._interventions()
             if self.target.strip():
-                self.forced = teacher_forced_from_bundle(self.bundle, self.source, self.target)
+                self.forced = teacher_forced_from_bundle(self.bundle, self.source, self.target, interventions=plan)
                 self.forced_cursor = len(self.forced.steps) - 1
                 notices = self.forced.notices
             else:
-                self.decoding = DecodingSession.from_bundle(self.bundle, self.source, strategy=self.strategy)
+                self.decoding = DecodingSession.from_bundle(self.bundle, self.source, strategy=self.strategy, interventions=plan)
                 notices = tuple(self.decoding.notices)
         except DecodingError as exc:
             self.error = one_line(str(exc))

@@ -11,7 +11,9 @@ from pathlib import Path
 
 from PySide6 import QtCore, QtWidgets
 
+from attnviz.core.analysis.ablation import HeadSet
 from attnviz.core.decoding.strategies import BeamSearch, DecodingError, Greedy, Sampling
+from attnviz.core.model.interventions import InterventionError
 from attnviz.qt.selection import Selection
 from attnviz.qt.state import SUFFIX, AppState, SessionFileError, decode_bytes, encode_bytes, load_state, model_hash, save_state
 
@@ -50,7 +52,16 @@ def capture(window: QtWidgets.QMainWindow) -> AppState:
         options={name: view.options() for name, view in views.views.items()},
         layout=encode_bytes(window.layout_state().data()), geometry=encode_bytes(window.saveGeometry().data()),
         theme=window.theme_name, colormap=window.colormap_name, language="en",
+        ablation={"heads": s.ablation.text(), "kind": s.ablation.kind},
     )
+
+
+def ablation_from_dict(d: dict) -> HeadSet:
+    """The heads ``d`` names; :class:`SessionFileError` for a bad list or kind."""
+    try:
+        return HeadSet.parse(str(d.get("heads", "")), str(d.get("kind", "zero")))
+    except InterventionError as exc:
+        raise SessionFileError(f"bad ablation in the session file: {exc}") from None
 
 
 class SessionFiles(QtCore.QObject):
@@ -90,6 +101,7 @@ class SessionFiles(QtCore.QObject):
         try:
             state = load_state(path)
             strategy_from_dict(state.strategy)
+            ablation_from_dict(state.ablation)
         except SessionFileError as exc:
             self.window.show_message("error", str(exc))
             return False
@@ -107,6 +119,8 @@ class SessionFiles(QtCore.QObject):
         w.input_bar.set_texts(state.source, state.target)
         s.strategy = strategy_from_dict(state.strategy)
         w.step_bar.show_strategy(s.strategy)
+        s.ablation = ablation_from_dict(state.ablation)  # in place before the sentence is run again
+        s.ablationChanged.emit()
         open_now = s.bundle is not None and s.bundle.path is not None and Path(s.bundle.path).resolve() == folder.resolve()
         if open_now and same_weights:
             s.set_inputs(state.source, state.target)

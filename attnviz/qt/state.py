@@ -2,7 +2,7 @@
 
 A session file is versioned JSON written atomically. It holds what the user did, never the
 model's numbers: the model's folder and a hash of its weights, the sentences, the strategy, the
-tokens decoded (and which were forced), the cursor, the linked selection and the unlinked
+heads ablated, the tokens decoded (and which were forced), the cursor, the linked selection and the unlinked
 views' own ones, each view's options, the dock layout, theme, colormap and language. Opening it
 restores the window: the model is opened (when it is not open already), the tokens are decoded
 again, and the selections and options are applied to the views.
@@ -56,6 +56,7 @@ class AppState:
     theme: str = "light"
     colormap: str = ""
     language: str = "en"
+    ablation: dict[str, Any] = field(default_factory=lambda: {"heads": "", "kind": "zero"})  # heads as on screen (cross:3:2,…)
 
     def to_json(self) -> str:
         return json.dumps({"format": FORMAT, "version": VERSION, **asdict(self)}, ensure_ascii=False, indent=1)
@@ -81,7 +82,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "model_path": (str, type(None)), "model_hash": (str, type(None)), "source": (str,), "target": (str,),
     "strategy": (dict,), "tokens": (list,), "forced": (list,), "cursor": (int, type(None)),
     "decode_as_you_type": (bool,), "selection": (dict,), "own": (dict,), "options": (dict,),
-    "layout": (str,), "geometry": (str,), "theme": (str,), "colormap": (str,), "language": (str,),
+    "layout": (str,), "geometry": (str,), "theme": (str,), "colormap": (str,), "language": (str,), "ablation": (dict,),
 }
 
 

@@ -8,17 +8,21 @@ of the clean teacher-forced pass on that target (the reference batch is this sen
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from attnviz.core.decoding.result import PreparedSource
 from attnviz.core.decoding.session import DecodingSession
 from attnviz.core.decoding.teacher_forcing import log_prob_of, teacher_forced_from_bundle
-from attnviz.core.model.interventions import ablation
-from attnviz.core.model.sites import AttentionSite
+from attnviz.core.model.interventions import ABLATION_KINDS, InterventionError, ablation, check_heads, parse_heads
+from attnviz.core.model.sites import KINDS, AttentionSite
 
 if TYPE_CHECKING:
     from attnviz.core.bundle import Bundle
+    from attnviz.core.model.config import TransformerConfig
+    from attnviz.core.model.trace import Change
+    from attnviz.core.model.transformer import Transformer
 
 
 @dataclass(frozen=True)
@@ -59,3 +63,55 @@ def ablate(bundle: Bundle, source: str, heads: dict[AttentionSite, tuple[int, ..
     changed.run()
     return AblationReport(clean.source, dict(heads), kind, clean.translation(), changed.translation(), tuple(target_ids),
                           tuple(bundle.tgt_tokenizer.pieces(target_ids)), target is not None, before, after, tuple(notices))
+
+
+@dataclass(frozen=True)
+class HeadSet:
+    """The heads the window ablates, as one value of its state: ``heads`` ``(kind, layer, head)``
+    0-based, all ablated the same way (``kind``: zero, mean or uniform)."""
+
+    heads: frozenset[tuple[str, int, int]] = frozenset()
+    kind: str = "zero"
+
+    def __bool__(self) -> bool:
+        return bool(self.heads)
+
+    def toggled(self, kind: str, layer: int, head: int) -> HeadSet:
+        """This set with head ``(kind, layer, head)`` added, or removed when it is in already."""
+        return replace(self, heads=self.heads ^ {(kind, int(layer), int(head))})
+
+    def by_site(self) -> dict[AttentionSite, tuple[int, ...]]:
+        out: dict[AttentionSite, list[int]] = {}
+        for kind, layer, head in sorted(self.heads, key=_head_order):
+            out.setdefault(AttentionSite(kind, layer), []).append(head)
+        return {site: tuple(h) for site, h in out.items()}
+
+    def text(self) -> str:
+        """``cross:3:2,encoder:1:1``: 1-based as on screen, what ``attnviz ablate --heads`` reads."""
+        return ",".join(f"{k}:{layer + 1}:{h + 1}" for k, layer, h in sorted(self.heads, key=_head_order))
+
+    @classmethod
+    def parse(cls, text: str, kind: str = "zero") -> HeadSet:
+        """The set ``text`` names (``""``: none); ``InterventionError`` (one line) for a bad one."""
+        if kind not in ABLATION_KINDS:
+            raise InterventionError(f"unknown ablation kind {kind!r} (one of {', '.join(ABLATION_KINDS)})")
+        sites = parse_heads(text) if text.strip() else {}
+        return cls(frozenset((s.kind, s.layer, h) for s, hs in sites.items() for h in hs), kind)
+
+    def check(self, config: TransformerConfig) -> None:
+        """``InterventionError`` (one line) when a head is not in a model of ``config``."""
+        for site, heads in self.by_site().items():
+            check_heads(site, heads, config)
+
+    def plan(self, model: Transformer, src_ids: Sequence[int], output_ids: Sequence[int]) -> list[Change]:
+        """The interventions for a run on ``src_ids``; a mean ablation takes each head's mean over
+        the clean teacher-forced pass on ``output_ids`` (the reference batch is this sentence)."""
+        sites = self.by_site()
+        reference = None
+        if self.kind == "mean":
+            _, reference = log_prob_of(model, src_ids, output_ids, names=[site.name("z") for site in sites])
+        return [ablation(site, heads, self.kind, reference) for site, heads in sites.items()]
+
+
+def _head_order(head: tuple[str, int, int]) -> tuple[int, int, int]:
+    return (KINDS.index(head[0]), head[1], head[2])

@@ -133,10 +133,14 @@ class AttentionFrame:
     sets       kind → :class:`AttentionData`, in ``KINDS`` order (at least one kind)
     predicted  what each target row produced (row y_t predicts ``predicted[t]``); empty: a
                row's prediction is read off the next row
+    ablated    the heads ablated in the run these weights are of: ``(kind, layer, head)``, 0-based
+    ablation   how they are ablated (zero, mean or uniform)
     """
 
     sets: Mapping[str, AttentionData]
     predicted: tuple[str, ...] = ()
+    ablated: frozenset[tuple[str, int, int]] = frozenset()
+    ablation: str = "zero"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sets", _attention_sets(self.sets))

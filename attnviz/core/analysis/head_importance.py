@@ -65,8 +65,9 @@ def head_importance(bundle: Bundle, source: str, target: str | None = None, kind
 def head_importance_for(current: DecodingResult, model: Transformer, src_tokenizer: Tokenizer, tgt_tokenizer: Tokenizer,
                         kind: str = "zero") -> HeadImportance | None:
     """The heads' importance for the tokens of ``current`` (a decoding result as it stands, or a
-    teacher-forced target): the window's view; ``None`` before the first decoded token."""
-    if not current.output_ids:
+    teacher-forced target): the window's view; ``None`` before the first decoded token, or for a
+    model with no attention layers (no heads)."""
+    if not current.output_ids or not any(n_layers(model.config, k) for k in KINDS):
         return None
     return importance_of(model, src_tokenizer, tgt_tokenizer, current.src_ids, current.output_ids, kind,
                          given=bool(getattr(current, "target", "")))

@@ -5,7 +5,9 @@ into a single image with one-cell gaps (NaN, transparent) between tiles, so an u
 one ``setImage`` whatever the number of heads (48 separate items cost ~13× more per frame).
 Layer and head labels are axes; the current step's row, the selected tile and the hovered
 tile are outlines drawn on top. Clicking a tile (or Enter on the selected one) chooses it
-(``chose``) and emits ``tileClicked(layer, head)``.
+(``chose``) and emits ``tileClicked(layer, head)``; with "Ablate" on, a click (or A on the
+selected tile) asks for that head to be ablated or given back instead (``headToggled``), and
+each ablated head carries a cross.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from attnviz.core.analysis.figure_data import KIND_FORMULAS, KIND_TITLES, AttentionData, AttentionFrame, FigureData
+from attnviz.core.model.interventions import ABLATION_KINDS
 from attnviz.core.model.sites import KINDS
 from attnviz.qt.selection import ViewChoice, query_axis
 from attnviz.qt.views.base import (
@@ -91,6 +94,8 @@ class QtAttentionGridView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBas
 
     tileClicked = QtCore.Signal(int, int)
     hovered = QtCore.Signal(object)
+    headToggled = QtCore.Signal(str, int, int)  # kind, layer, head (0-based): ablate it, or give it back
+    ablationKindChosen = QtCore.Signal(str)  # zero, mean or uniform
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme: Theme | str | None = None):
         super().__init__(parent, theme=theme)
@@ -101,8 +106,10 @@ class QtAttentionGridView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBas
         self._hover_tile: tuple[int, int] | None = None
         self._geometry = (0, 0, 0, 0, 1)  # layers, heads, query, key, gap
         self._buffer: np.ndarray | None = None
+        self._ablated: frozenset[tuple[str, int, int]] = frozenset()
 
         self.kind_combo = self._add_control("", make_combo("gridKindCombo", "Which attention: encoder self, decoder masked self or cross"))
+        self._add_ablation_controls()
         self.controls.addStretch(1)
         self.kind_combo.currentIndexChanged.connect(self._on_kind_combo)
 
@@ -137,7 +144,9 @@ class QtAttentionGridView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBas
         self.linked_rows = QtWidgets.QGraphicsPathItem(self.image)  # a query row hovered in another view
         self.linked_rows.setZValue(9)
         self._linked_row: int | None = None
-        for item in (self.step_rows, self.selected_outline, self.hover_outline, self.linked_rows):
+        self.ablated_marks = QtWidgets.QGraphicsPathItem(self.image)  # a cross over each ablated head
+        self.ablated_marks.setZValue(13)
+        for item in (self.step_rows, self.selected_outline, self.hover_outline, self.linked_rows, self.ablated_marks):
             item.setBrush(QtGui.QBrush(QtCore.Qt.BrushStyle.NoBrush))
         self.image.sigHovered.connect(self._on_pixel_hovered)
         self.image.sigClicked.connect(self._on_pixel_clicked)
@@ -150,6 +159,8 @@ class QtAttentionGridView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBas
         """Show new weights (updates the one tiled image in place)."""
         frame = AttentionFrame.of(data)
         self._datasets = dict(frame.sets)
+        self._ablated = frame.ablated
+        set_combo_items(self.ablation_combo, [(k, k) for k in ABLATION_KINDS], frame.ablation)
         self.set_predictions(frame.predicted)
         if self._kind not in self._datasets:
             self._kind = next(iter(self._datasets))
@@ -200,6 +211,41 @@ class QtAttentionGridView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBas
             return None
         return layer, head, q, k
 
+    def ablated(self) -> frozenset[tuple[str, int, int]]:
+        """The heads the shown run ablates: ``(kind, layer, head)``, 0-based."""
+        return self._ablated
+
+    # ablation -----------------------------------------------------------------------
+    def _add_ablation_controls(self) -> None:
+        self.ablate_button = QtWidgets.QToolButton(objectName="gridAblateButton", text="Ablate", checkable=True)
+        self.ablate_button.setToolTip("Ablate heads: a click on a tile (or A) takes that head out of the model, "
+                                      "a second click gives it back; decoding runs again with the change")
+        self.ablation_combo = make_combo("gridAblationKind", "How an ablated head is taken out: zero (Z_i = 0 before W^O), "
+                                         "mean (Z_i = its mean over this sentence) or uniform (equal attention to every key)")
+        set_combo_items(self.ablation_combo, [(k, k) for k in ABLATION_KINDS], ABLATION_KINDS[0])
+        self.ablation_combo.activated.connect(lambda _i: self.ablationKindChosen.emit(self.ablation_combo.currentData()))
+        self._add_control("", self.ablate_button)
+        self._add_control("", self.ablation_combo)
+        fixed = QtWidgets.QSizePolicy.Policy.Fixed
+        for w in (self.kind_combo, self.ablate_button, self.ablation_combo):  # never cut: the caption gives way
+            w.setSizePolicy(fixed, fixed)
+
+    def _update_ablated_marks(self) -> None:
+        path = QtGui.QPainterPath()
+        for kind, layer, head in self._ablated:
+            if kind == self._kind and layer < self._geometry[0] and head < self._geometry[1]:
+                r = self._tile_rect(layer, head)
+                path.addRect(r)
+                path.moveTo(r.topLeft())
+                path.lineTo(r.bottomRight())
+                path.moveTo(r.topRight())
+                path.lineTo(r.bottomLeft())
+        self.ablated_marks.setPath(path)
+
+    def _toggle(self, layer: int, head: int) -> None:
+        if self._kind is not None:
+            self.headToggled.emit(self._kind, layer, head)
+
     # internals --------------------------------------------------------------------
     def _on_kind_combo(self) -> None:
         kind = self.kind_combo.currentData()
@@ -232,6 +278,7 @@ class QtAttentionGridView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBas
         self._update_step_rows(d)
         self._update_linked_rows()
         self._update_outlines()
+        self._update_ablated_marks()
 
     def _fit_range(self) -> None:
         """Square cells, tiles at the top under their head labels (spare height goes below)."""
@@ -303,6 +350,8 @@ class QtAttentionGridView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBas
         legend = [("▭", t.selection, "selected head")]
         if d.highlight is not None:
             legend.insert(0, ("▭", t.highlight, CURRENT_ROW_LEGEND))
+        if any(kind == d.kind for kind, _, _ in self._ablated):
+            legend.append(("✕", t.ablated, "ablated head"))
         self.title.set_legend((*legend, *word_start_legend(d.query_labels, d.key_labels)))
 
     def _on_pixel_hovered(self, cell) -> None:
@@ -333,7 +382,10 @@ class QtAttentionGridView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBas
         if hit is None:
             return
         self.set_selected(hit[0], hit[1])
-        self._open(hit[0], hit[1])
+        if self.ablate_button.isChecked():
+            self._toggle(hit[0], hit[1])
+        else:
+            self._open(hit[0], hit[1])
 
     def _open(self, layer: int, head: int) -> None:
         """The user opened tile (layer, head): it is chosen, then opened."""
@@ -357,6 +409,8 @@ class QtAttentionGridView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBas
             self.set_selected(layer + dl, head + dh)
         elif key in (QtCore.Qt.Key.Key_Return, QtCore.Qt.Key.Key_Enter, QtCore.Qt.Key.Key_Space):
             self._open(layer, head)
+        elif key == QtCore.Qt.Key.Key_A:
+            self._toggle(layer, head)
         else:
             super().keyPressEvent(event)
 
@@ -370,6 +424,7 @@ class QtAttentionGridView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBas
             (self.selected_outline, t.selection, 2.5, QtCore.Qt.PenStyle.SolidLine),
             (self.hover_outline, t.muted, 1.5, QtCore.Qt.PenStyle.SolidLine),
             (self.linked_rows, t.selection, 1.0, QtCore.Qt.PenStyle.DashLine),
+            (self.ablated_marks, t.ablated, 2.0, QtCore.Qt.PenStyle.SolidLine),
         ):
             pen = pg.mkPen(colour, width=width, style=style)
             pen.setCosmetic(True)

@@ -188,4 +188,4 @@ def head_importance_data(session: Session, choice: ViewChoice, options: dict) ->
 
 
 SPEC = ViewSpec("importance", QtHeadImportanceView, "Head importance", "bottom", (), data=head_importance_data, reads_options=True,
-                empty="nothing for head importance: decode a step first")
+                empty="nothing for head importance: decode a step first (a model with no attention layers has no heads)")

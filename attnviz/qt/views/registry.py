@@ -22,6 +22,7 @@ from attnviz.qt.selection import LinkedSelection, Selection, ViewChoice, query_a
 from attnviz.qt.session import Session
 from attnviz.qt.view_frame import ViewFrame, empty_state
 from attnviz.qt.views import (
+    ablation,
     attention_grid,
     compare,
     ffn,
@@ -44,7 +45,7 @@ from attnviz.qt.views.head_detail import QtHeadDetailView
 from attnviz.qt.views.spec import ViewSpec
 
 VIEWS: tuple[ViewSpec, ...] = tuple(m.SPEC for m in (
-    attention_grid, head_detail, lines, masks, output, positional, norm_stats, walkthrough, compare, scaling, teacher_vs_free, norm_batch, ffn, residual, logit_lens, head_importance,
+    attention_grid, head_detail, lines, masks, output, positional, norm_stats, walkthrough, compare, scaling, teacher_vs_free, norm_batch, ffn, residual, logit_lens, head_importance, ablation,
 ))  # the docks' order
 VIEW_NAMES: tuple[str, ...] = tuple(spec.name for spec in VIEWS)
 

@@ -95,7 +95,7 @@ def attention_frame(session: Session, choice: ViewChoice) -> AttentionFrame | No
     """Every kind's attention of the current frame and the predicted pieces: the attention
     views' data (``None``: the model has no attention to show yet)."""
     sets = {k: d for k in KINDS if (d := session.attention_data(k)) is not None}
-    return AttentionFrame(sets, session.output_pieces()) if sets else None
+    return AttentionFrame(sets, session.output_pieces(), session.ablation.heads, session.ablation.kind) if sets else None
 
 
 def mask_frame(session: Session, choice: ViewChoice) -> MaskFrame | None:

@@ -71,6 +71,7 @@ class Theme:
     highlight: str  # the current decoding step's row
     departure: str  # where two runs part (teacher forcing vs free running): never the current step's colour
     selection: str  # the selected tile / hovered cell outline
+    ablated: str  # the cross over an ablated head
     masked: str  # cells masked to −∞ (no colour-map value)
     allowed: str  # cells of a mask that let attention through (M = 0)
     colormap: str  # default sequential colour map for weights
@@ -105,6 +106,7 @@ LIGHT = Theme(
     highlight="#e8590c",
     departure="#7b2cbf",
     selection="#1c7ed6",
+    ablated="#c92a2a",
     masked="#c9ced4",
     allowed="#ffffff",
     colormap="blues",
@@ -119,6 +121,7 @@ DARK = Theme(
     highlight="#ff922b",
     departure="#c77dff",
     selection="#4dabf7",
+    ablated="#ff6b6b",
     masked="#4a4e55",
     allowed="#2a2c30",
     colormap="viridis",

@@ -58,6 +58,15 @@ def format_score(v: float) -> str:
     return f"{v:.1f}".replace("-", MINUS)
 
 
+def format_change(v: float) -> str:
+    """Changes (ΔA): two decimals with their sign, a real minus sign; ``0`` where under 0.005."""
+    if math.isnan(v):
+        return ""
+    if abs(v) < 0.005:
+        return "0"
+    return f"{v:+.2f}".replace("-", MINUS)
+
+
 def format_mask(v: float) -> str:
     """M: ``0`` where attention is allowed, ``−∞`` where it is masked."""
     if v == 0.0:

@@ -1,0 +1,181 @@
+"""Ablation: what the heads ablated in the grid change on the sentence on screen.
+
+Above: the greedy translation of the model as trained and with the ablation, side by side.
+Left: the next-token distribution at the current row before (grey) and after (the ablation's
+colour). Right: where the selected head's attention moved, ΔA = A(after) − A(before), on a
+diverging scale; the title names the head whose attention moved most. The view renders
+:class:`attnviz.core.analysis.ablation_effect.AblationEffect`, computed off the UI thread.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6 import QtWidgets
+
+from attnviz.core.analysis.ablation_effect import AblationEffect, ablation_effect
+from attnviz.core.analysis.figure_data import KIND_TITLES, FigureData
+from attnviz.core.analysis.head_importance import head_label
+from attnviz.core.data.pieces import display_piece
+from attnviz.core.model.sites import KINDS
+from attnviz.qt.analyses import Analysis
+from attnviz.qt.views.base import FigureViewBase
+from attnviz.qt.views.small_plots import apply_plot_theme, set_ticks, small_plot
+from attnviz.qt.views.spec import ATTENTION_SELECTORS, ViewSpec
+from attnviz.qt.widgets.colormaps import DIVERGING_COLORMAP
+from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo, format_change
+from attnviz.qt.widgets.plain_text import plain_label
+
+if TYPE_CHECKING:
+    from attnviz.qt.selection import ViewChoice
+    from attnviz.qt.session import Session
+
+MIN_HEIGHT = 260  # px of canvas before the dock scrolls
+BAR = 0.38  # width of one bar of a pair
+
+
+class QtAblationView(FigureViewBase):
+    """``set_data(AblationEffect | None)``; ``apply(choice)`` takes the kind, layer and head whose
+    attention change is drawn."""
+
+    def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme=None):
+        super().__init__(parent, theme=theme)
+        self.canvas.setMinimumHeight(MIN_HEIGHT)
+        self._effect: AblationEffect | None = None
+        self._head = ("cross", 0, 0)
+        self.before_label = plain_label("", "ablationBefore")  # model output: plain text
+        self.after_label = plain_label("", "ablationAfter")
+        row = QtWidgets.QHBoxLayout()
+        row.setContentsMargins(8, 0, 8, 0)
+        for label in (self.before_label, self.after_label):
+            label.setWordWrap(True)
+            row.addWidget(label, 1)
+        self.layout().insertLayout(1, row)
+        self.bars_plot = small_plot(left="P(next token)")
+        self.bars_before = pg.BarGraphItem(x=[], height=[], width=BAR)
+        self.bars_after = pg.BarGraphItem(x=[], height=[], width=BAR)
+        for bars in (self.bars_before, self.bars_after):
+            self.bars_plot.addItem(bars)
+        self.canvas.ci.addItem(self.bars_plot, row=1, col=0)
+        self.delta_map = HeatmapPlot(self.theme, colormap=DIVERGING_COLORMAP, value_format=format_change, colorbar_label="ΔA")
+        self.delta_map.sigHovered.connect(self._on_hovered)
+        self.canvas.ci.addItem(self.delta_map, row=1, col=1)
+        self._on_theme_changed()
+
+    # protocol ------------------------------------------------------------------------------------
+    def set_data(self, effect: AblationEffect | None) -> None:
+        self._effect = effect
+        self._refresh()
+
+    def apply(self, choice: ViewChoice) -> None:
+        kind, layer, head = self._head
+        kind = choice.kind if choice.kind in KINDS else kind
+        layer = choice.layer if choice.layer is not None else layer
+        head = choice.head if choice.head is not None else head
+        self._head = (kind, layer, head)
+        self._refresh()
+
+    def has_data(self) -> bool:
+        return self._effect is not None
+
+    def effect(self) -> AblationEffect | None:
+        return self._effect
+
+    def shown_head(self) -> tuple[str, int, int]:
+        """The head whose ΔA is drawn (kind, layer, head; 0-based), within the model's heads."""
+        kind, layer, head = self._head
+        e = self._effect
+        if e is None or kind not in e.delta:
+            return self._head
+        n_layers, n_heads = e.delta[kind].shape[:2]
+        return kind, min(layer, n_layers - 1), min(head, n_heads - 1)
+
+    # drawing -------------------------------------------------------------------------------------
+    def _refresh(self) -> None:
+        e = self._effect
+        self.bars_plot.setVisible(e is not None)
+        self.delta_map.setVisible(e is not None)
+        if e is None:
+            self.title.set_title("Ablation", "nothing ablated: turn on Ablate in the grid and click heads")
+            self.before_label.setText("")
+            self.after_label.setText("")
+            return
+        self.title.set_title(f"Ablation ({e.heads.kind}) of {e.heads.text()}", self._moved_most(e))
+        self.before_label.setText(f"before: {e.before}")
+        self.after_label.setText(f"after: {e.after}")
+        self._draw_bars(e)
+        self._draw_delta(e)
+
+    def _moved_most(self, e: AblationEffect) -> str:
+        kind, layer, head, tv = max(((k, *np.unravel_index(int(np.argmax(m)), m.shape), float(m.max())) for k, m in e.moved.items()),
+                                    key=lambda t: t[3])
+        return (f"next token after {display_piece(e.row_input)} (row {e.row + 1}): grey before, red after · "
+                f"attention moved most in {head_label(kind, int(layer), int(head))} (½Σ|ΔA| = {tv:.3f})")
+
+    def _draw_bars(self, e: AblationEffect) -> None:
+        x = np.arange(len(e.pieces), dtype=float)
+        self.bars_before.setOpts(x=x - BAR / 2, height=e.p_before, width=BAR)
+        self.bars_after.setOpts(x=x + BAR / 2, height=e.p_after, width=BAR)
+        set_ticks(self.bars_plot, [display_piece(p) for p in e.pieces])
+        self.bars_plot.setXRange(-0.6, len(x) - 0.4, padding=0)
+        self.bars_plot.setYRange(0, max(float(e.p_before.max()), float(e.p_after.max()), 1e-3) * 1.05, padding=0)
+
+    def _draw_delta(self, e: AblationEffect) -> None:
+        kind, layer, head = self.shown_head()
+        if kind not in e.delta:
+            kind = next(iter(e.delta))
+        d = e.delta[kind][layer, head]
+        rows, cols = e.labels[kind]
+        m = max(float(np.abs(d).max()), 1e-6)
+        highlight = None if kind == "encoder" else e.row
+        self.delta_map.set_matrix(d, rows, cols, highlight_row=highlight, levels=(-m, m))
+        self.delta_map.set_panel_title(f"ΔA of {head_label(kind, layer, head)} ({KIND_TITLES[kind]})", color=self.theme.foreground)
+
+    def _on_hovered(self, info: HoverInfo | None) -> None:
+        if info is None:
+            self.readout.setText(" ")
+            return
+        self.readout.setText(f"{display_piece(info.row_label)} → {display_piece(info.col_label)}: ΔA = {info.value:+.4f}")
+
+    def _on_theme_changed(self) -> None:
+        t = self.theme
+        self.bars_before.setOpts(brush=pg.mkBrush(t.muted), pen=pg.mkPen(None))
+        self.bars_after.setOpts(brush=pg.mkBrush(t.ablated), pen=pg.mkPen(None))
+        apply_plot_theme(self.bars_plot, t)
+        self.delta_map.apply_theme(t)
+        self._refresh()
+
+    # figure protocol -------------------------------------------------------------------------------
+    def figure_title(self) -> str:
+        """Names the head whose ΔA is drawn (the ablated heads are in the figure and its data)."""
+        return f"Ablation · ΔA of {head_label(*self.shown_head())}" if self._effect is not None else "Ablation"
+
+    def figure_data(self) -> FigureData:
+        e = self._effect
+        if e is None:
+            raise ValueError("the view shows no data yet")
+        extras: dict[str, np.ndarray] = {"before": np.array(e.before), "after": np.array(e.after), "row": np.array(e.row + 1),
+                                         "heads": np.array(e.heads.text()), "ablation": np.array(e.heads.kind)}
+        for kind in e.delta:
+            extras[f"delta_{kind}"] = e.delta[kind]
+            extras[f"moved_{kind}"] = e.moved[kind]
+        return FigureData(f"Ablation ({e.heads.kind}) of {e.heads.text()}: next token at row {e.row + 1}", ("token",),
+                          {"p_before": e.p_before, "p_after": e.p_after}, {"token": e.pieces}, extras)
+
+    def transient_items(self):
+        return [self.delta_map.hover_marker]
+
+
+# -- the registry's entry ----------------------------------------------------------------------
+def ablation_data(session: Session, choice: ViewChoice) -> Analysis | None:
+    """Before and after the session's ablation at its current row: model runs, in a worker."""
+    bundle, frozen, row = session.bundle, session.frozen(), session.current_row()
+    if bundle is None or frozen is None or row is None or not session.ablation:
+        return None
+    return Analysis(ablation_effect, (frozen, row, bundle.model, bundle.src_tokenizer, bundle.tgt_tokenizer, session.ablation))
+
+
+SPEC = ViewSpec("ablation", QtAblationView, "Ablation", "bottom", ATTENTION_SELECTORS, data=ablation_data, kinds=KINDS,
+                empty="nothing ablated: turn on Ablate in the grid and click heads (attnviz export --ablate HEADS)")
