@@ -15,6 +15,8 @@ the model; several compose in the order given.
 * ``RowHeads``: a different set of heads ablated in each batch row (many ablations in one pass).
 * ``Patch``: any tapped trace name replaced by the value another run recorded (``Patch.from_trace``);
   in a cached decoder step at position t, a full pass's value gives its row t (and its keys 0..t).
+* ``PatchWhere``: a ``Patch`` only where a mask says (some heads, some positions, or a different
+  position in each batch row); elsewhere the run keeps its own value.
 * ``NoPositional``: the positional encoding left out of a stack's input.
 
 Heads and layers are 0-based here; ``parse_heads`` reads the 1-based ``kind:layer:head`` of the
@@ -150,6 +152,55 @@ class Patch:
         if batch and v.shape == t.shape[1:]:
             return v.expand_as(t)
         raise InterventionError(f"cannot patch {name}: the patch has shape {tuple(v.shape)}, the run {tuple(t.shape)}")
+
+
+@dataclass(frozen=True, eq=False)
+class PatchWhere:
+    """``Patch`` of ``name`` by ``values`` only where ``mask`` (bool) is True; elsewhere the run
+    keeps its own value. ``mask`` broadcasts against the batched value: ``[1, head, 1, 1]`` on a
+    ``z`` patches some heads' Z_i (``heads``), ``[1, pos, 1]`` on a stream some positions,
+    ``[B, pos, 1]`` a different position in each batch row. In a cached decoder step the mask is cut
+    to the step's row as the values are."""
+
+    name: str
+    values: torch.Tensor
+    mask: torch.Tensor
+
+    @classmethod
+    def heads(cls, site: AttentionSite, heads: Sequence[int], trace: Trace) -> "PatchWhere":
+        """Z_i of ``heads`` (0-based) of ``site`` taken from ``trace`` (another run's), the other heads kept."""
+        keep = torch.zeros(1, int(np.shape(trace[site.name("z")])[-3]), 1, 1, dtype=torch.bool)
+        keep[0, list(heads)] = True
+        return cls(site.name("z"), Patch.from_trace(trace, site.name("z"))[0].values, keep)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (self.name,)
+
+    def check(self, config: TransformerConfig) -> "PatchWhere":
+        Patch(self.name, self.values).check(config)
+        return self
+
+    def __call__(self, name: str, t: torch.Tensor, offset: int | None = None) -> torch.Tensor:
+        v = Patch(self.name, self.values)(name, t, offset)
+        return torch.where(self._mask_for(name, t, offset), v, t)
+
+    def _mask_for(self, name: str, t: torch.Tensor, offset: int | None) -> torch.Tensor:
+        """The mask against ``t`` (right-aligned); in a cached decoder step at position ``offset``, cut
+        as ``Patch`` cuts the values: row ``offset`` on a query axis of size 1, the keys so far elsewhere."""
+        m = self.mask.to(t.device)
+        if m.dim() > t.dim():
+            raise InterventionError(f"cannot patch {name}: the mask has shape {tuple(self.mask.shape)}, the run {tuple(t.shape)}")
+        m = m.view(*(1,) * (t.dim() - m.dim()), *m.shape)
+        first = 0 if is_batchless(name) else 1  # the batch axis is never cut
+        for axis, size in enumerate(t.shape):
+            if offset is not None and axis >= first and m.shape[axis] not in (1, size):
+                start = offset if size == 1 else 0
+                if start + size <= m.shape[axis]:
+                    m = m.narrow(axis, start, size)
+            if m.shape[axis] not in (1, size):
+                raise InterventionError(f"cannot patch {name}: the mask has shape {tuple(self.mask.shape)}, the run {tuple(t.shape)}")
+        return m
 
 
 def _step_rows(v: torch.Tensor, shape: torch.Size, offset: int) -> torch.Tensor:
