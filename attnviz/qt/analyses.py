@@ -26,11 +26,13 @@ from attnviz.qt.workers import FunctionWorker, while_alive
 class Analysis:
     """``fn(*args)``: work whose result a view shows, then ``finish(result)`` (in the UI thread:
     cheap, e.g. pairing it with the frame's cursor). The arguments must not change while it runs
-    (a frozen result, tuples, strings, the model's weights)."""
+    (a frozen result, tuples, strings, the model's weights). ``gradients``: it differentiates
+    (attributions), so its worker runs outside torch's inference mode."""
 
     fn: Callable[..., Any]
     args: tuple = ()
     finish: Callable[[Any], Any] | None = None
+    gradients: bool = False
 
     def run(self) -> Any:
         return self.done(self.fn(*self.args))
@@ -74,7 +76,7 @@ class Analyses(QtCore.QObject):
             self.counts["reused"] += 1
             done(analysis.done(kept[1]))
             return None
-        worker = FunctionWorker(analysis.fn, *analysis.args)
+        worker = FunctionWorker(analysis.fn, *analysis.args, inference=not analysis.gradients)
         self._latest[key] = worker
         worker.returned.connect(while_alive(self, lambda result: self._returned(key, worker, analysis, result, done)))
         worker.errored.connect(while_alive(self, lambda exc: self._errored(key, worker, exc)))

@@ -367,3 +367,27 @@ def figure_data(result: PatchingMap) -> FigureData:
               "log_prob_corrupt": np.array(result.log_prob_corrupt)}
     title = f"activation patching · recovery of log P({result.target_pieces[result.target_position]}) at target position {result.target_position + 1}"
     return FigureData(title, ("layer", "position"), {"recovery": result.recovery(log_prob), "log_prob": log_prob}, coords, extras)
+
+
+# -- the window's view: the map and one cell's patch -------------------------------------------------
+@dataclass(frozen=True)
+class PatchingPair:
+    """The map of ``other``'s values patched into ``this`` sentence's run, and the patch of the
+    chosen cell (``None``: none chosen) with the translation it gives."""
+
+    map: PatchingMap
+    cell: tuple[str, int, int] | None  # (stack, map row, position), 0-based
+    patch: PatchReport | None
+
+
+def map_and_patch(bundle: Bundle, this: str, other: str, target_position: int | None = None,
+                  cell: tuple[str, int, int] | None = None) -> PatchingPair:
+    """The layer x position map of ``other`` patched into ``this`` (recovery of ``other``'s target
+    token), and for ``cell`` (a map row of ``stack`` and a position) ``this`` decoded with that one
+    value taken from ``other``."""
+    result = patching_map(bundle, other, this, target_position)
+    if cell is None:
+        return PatchingPair(result, None, None)
+    stack, row, position = cell
+    layer = row if stack == "encoder" else row + 1  # the encoder's row 0 is its embeddings (encoder:0)
+    return PatchingPair(result, cell, patch_run(bundle, this, other, f"{stack}:{layer}", positions=[position]))

@@ -156,10 +156,11 @@ class FigureViewBase(QtWidgets.QWidget):
 
     # options: the values of the view's own named controls ------------------------------------
     def _option_controls(self) -> dict[str, QtWidgets.QWidget]:
-        """The view's controls that hold a choice, by objectName (a name used twice is left out)."""
+        """The view's controls that hold a choice, by objectName (a name used twice is left out, and
+        Qt's own parts of a control, such as a spin box's line edit, ``qt_…``)."""
         seen: dict[str, list[QtWidgets.QWidget]] = {}
         for w in self.findChildren(QtWidgets.QWidget):
-            if w.objectName() and w is not self.link_button and control_value(w) is not None:
+            if w.objectName() and not w.objectName().startswith("qt_") and w is not self.link_button and control_value(w) is not None:
                 seen.setdefault(w.objectName(), []).append(w)
         return {name: ws[0] for name, ws in seen.items() if len(ws) == 1}
 

@@ -24,6 +24,7 @@ from attnviz.qt.view_frame import ViewFrame, empty_state
 from attnviz.qt.views import (
     ablation,
     attention_grid,
+    attention_vs_attribution,
     compare,
     ffn,
     head_detail,
@@ -34,6 +35,7 @@ from attnviz.qt.views import (
     norm_batch,
     norm_stats,
     output,
+    patching_map,
     positional,
     residual,
     scaling,
@@ -45,7 +47,7 @@ from attnviz.qt.views.head_detail import QtHeadDetailView
 from attnviz.qt.views.spec import ViewSpec
 
 VIEWS: tuple[ViewSpec, ...] = tuple(m.SPEC for m in (
-    attention_grid, head_detail, lines, masks, output, positional, norm_stats, walkthrough, compare, scaling, teacher_vs_free, norm_batch, ffn, residual, logit_lens, head_importance, ablation,
+    attention_grid, head_detail, lines, masks, output, positional, norm_stats, walkthrough, compare, scaling, teacher_vs_free, norm_batch, ffn, residual, logit_lens, head_importance, ablation, attention_vs_attribution, patching_map,
 ))  # the docks' order
 VIEW_NAMES: tuple[str, ...] = tuple(spec.name for spec in VIEWS)
 

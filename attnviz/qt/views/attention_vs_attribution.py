@@ -1,0 +1,141 @@
+"""Attention vs attribution: for one output token, how much each source token matters by four
+attention measures (cross-attention, attention received, rollout, flow) and three attributions
+(gradient × input, integrated gradients, occlusion), side by side, with their rank correlations
+and one plain sentence saying whether they agree.
+
+Left: one row per measure, one column per source token; each row is divided by its largest
+magnitude, so every row spans −1…1 (attributions keep their sign: red helps the token, blue
+works against it). Right: Spearman's ρ between the magnitudes of every two measures. The row of
+the decoder (which output token) follows the linked query row; by default the last word the
+model wrote. The view renders :class:`attnviz.core.analysis.attention_vs_attribution.Importance`,
+computed in a worker.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+from PySide6 import QtWidgets
+
+from attnviz.core.analysis.attention_vs_attribution import MEASURE_TITLES, Importance, finding, importance_for
+from attnviz.core.analysis.figure_data import FigureData
+from attnviz.core.data.pieces import display_piece
+from attnviz.qt.analyses import Analysis
+from attnviz.qt.views.base import FigureViewBase
+from attnviz.qt.views.spec import ViewSpec
+from attnviz.qt.widgets.colormaps import DIVERGING_COLORMAP
+from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo, format_change
+
+if TYPE_CHECKING:
+    from attnviz.qt.selection import ViewChoice
+    from attnviz.qt.session import Session
+
+MIN_HEIGHT = 300  # px of canvas before the dock scrolls
+SHORT = {"grad": "grad × input", "ig": "int. gradients", "occlusion": "occlusion"}  # row labels that fit
+
+
+def normalized(scores: np.ndarray) -> np.ndarray:
+    """``scores`` divided by their largest magnitude (all zero stays zero)."""
+    m = float(np.abs(scores).max()) if scores.size else 0.0
+    return scores / m if m > 0 else np.zeros_like(scores)
+
+
+class QtAttentionVsAttributionView(FigureViewBase):
+    """``set_data(Importance | None)``; ``apply(choice)``: nothing to take (the data is computed
+    for the chosen row)."""
+
+    def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme=None):
+        super().__init__(parent, theme=theme)
+        self.canvas.setMinimumHeight(MIN_HEIGHT)
+        self._result: Importance | None = None
+        self.measures = HeatmapPlot(self.theme, colormap=DIVERGING_COLORMAP, value_format=format_change, colorbar_label="score / max |score|")
+        self.measures.set_axis_titles("measure", "source token")
+        self.measures.sigHovered.connect(self._on_hovered)
+        self.rho = HeatmapPlot(self.theme, colormap=DIVERGING_COLORMAP, value_format=format_change, colorbar_label="Spearman ρ")
+        self.rho.set_axis_titles(None, None)
+        self.canvas.ci.addItem(self.measures, row=1, col=0)
+        self.canvas.ci.addItem(self.rho, row=1, col=1)
+        self.canvas.ci.layout.setColumnStretchFactor(0, 5)
+        self.canvas.ci.layout.setColumnStretchFactor(1, 2)
+        self._refresh()
+
+    def set_data(self, result: Importance | None) -> None:
+        self._result = result
+        self._refresh()
+
+    def apply(self, choice: ViewChoice) -> None:
+        """Nothing to take: the row chosen is in the data."""
+
+    def has_data(self) -> bool:
+        return self._result is not None
+
+    def result(self) -> Importance | None:
+        return self._result
+
+    def _refresh(self) -> None:
+        r = self._result
+        self.measures.setVisible(r is not None)
+        self.rho.setVisible(r is not None)
+        if r is None:
+            self.title.set_title("Attention vs attribution", "needs a decoded token and a model with cross-attention")
+            return
+        q = r.question
+        gap = "" if r.completeness_gap is None else f" · integrated gradients: {r.n_steps} steps, completeness gap {r.completeness_gap:.2%}"
+        self.title.set_title(f"Attention vs attribution · what makes the model write {display_piece(q.token_piece)} (output {q.position + 1})",
+                             finding(r) + gap)
+        numbers = [str(i + 1) for i in range(len(r.names))]
+        names = [f"{i} {SHORT.get(n, n)}" for i, n in zip(numbers, r.names)]
+        matrix = np.stack([normalized(r.measures[n]) for n in r.names])
+        self.measures.set_matrix(matrix, names, r.source_pieces, levels=(-1.0, 1.0))
+        self.rho.set_matrix(r.rho, numbers, numbers, levels=(-1.0, 1.0))
+        self.rho.set_panel_title("Spearman ρ of |scores|", color=self.theme.foreground)
+
+    def _on_hovered(self, info: HoverInfo | None) -> None:
+        r = self._result
+        if info is None or r is None:
+            self.readout.setText(" ")
+            return
+        name = r.names[info.row]
+        rank = r.ranking(name).index(info.col) + 1
+        self.readout.setText(f"{MEASURE_TITLES[name]} · {display_piece(r.source_pieces[info.col])}: "
+                             f"{float(r.measures[name][info.col]):+.4f} (rank {rank} of {len(r.source_pieces)} by magnitude)")
+
+    def _on_theme_changed(self) -> None:
+        self.measures.apply_theme(self.theme)
+        self.rho.apply_theme(self.theme)
+        self._refresh()
+
+    def figure_title(self) -> str:
+        r = self._result
+        return "Attention vs attribution" if r is None else f"Attention vs attribution of output {r.question.position + 1}"
+
+    def figure_data(self) -> FigureData:
+        r = self._result
+        if r is None:
+            raise ValueError("the view shows no data yet")
+        values = {n.replace(" ", "_"): r.measures[n] for n in r.names}
+        extras = {"spearman_rho": r.rho, "measures": np.array(r.names), "cross_attention_per_head": r.per_head,
+                  "position": np.array(r.question.position + 1), "token": np.array(r.question.token_piece), "n_steps": np.array(r.n_steps)}
+        return FigureData(self.figure_title(), ("source",), values, {"source": r.source_pieces}, extras)
+
+    def transient_items(self):
+        return [self.measures.hover_marker, self.rho.hover_marker]
+
+
+# -- the registry's entry ----------------------------------------------------------------------
+def attribution_data(session: Session, choice: ViewChoice) -> Analysis | None:
+    """Every measure for the output token of the chosen row (default: the last word written):
+    gradients and a max-flow per source token, run in a worker."""
+    bundle, frozen = session.bundle, session.frozen()
+    if bundle is None or frozen is None:
+        return None
+    row = choice.query if choice.kind != "encoder" and choice.query is not None else None
+    if row is not None and frozen.output_ids:
+        row = min(row, len(frozen.output_ids) - 1)
+    return Analysis(importance_for, (frozen, row, bundle.model, bundle.tgt_tokenizer), gradients=True)
+
+
+SPEC = ViewSpec("attribution", QtAttentionVsAttributionView, "Attention vs attribution", "bottom", ("query",),
+                data=attribution_data, from_choice=True, query_rows="target",
+                empty="nothing to attribute: decode a token first (a model with no cross layers has no source to attribute to)")

@@ -1,0 +1,200 @@
+"""Activation patching: which layer and position of the sentence on screen carry what makes
+another sentence translate differently (猫吃鱼。 against 鱼吃猫。: where word order lives).
+
+The other sentence (default: the sentence with its first and last characters swapped, as in the
+word-order view) is run; each layer's output at one position is copied from its run into the run
+of the sentence on screen, one cell at a time, and the map shows how much of the other sentence's
+log P of one of its output tokens comes back: 0 (nothing), 1 (all of it). Above: the encoder
+(its embeddings, then each layer; columns the source positions), below: the decoder (each
+layer; columns the fed target positions). Click a cell to decode the sentence on screen with that
+one value patched in: its translation is shown above the map. The view renders
+:class:`attnviz.core.analysis.patching.PatchingPair`, computed in a worker.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+from PySide6 import QtWidgets
+
+from attnviz.core.analysis.compare import swap_ends
+from attnviz.core.analysis.figure_data import FigureData
+from attnviz.core.analysis.patching import PatchingPair, figure_data, map_and_patch
+from attnviz.core.data.pieces import display_piece
+from attnviz.qt.analyses import Analysis
+from attnviz.qt.views.base import FigureViewBase
+from attnviz.qt.views.spec import ViewSpec
+from attnviz.qt.widgets.colormaps import DIVERGING_COLORMAP
+from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo, format_change
+from attnviz.qt.widgets.plain_text import plain_label
+
+if TYPE_CHECKING:
+    from attnviz.qt.selection import ViewChoice
+    from attnviz.qt.session import Session
+
+MIN_HEIGHT = 320  # px of canvas before the dock scrolls
+CELL = "patchCell"  # the option holding the clicked cell: "stack:row:position", 0-based
+
+
+class QtPatchingMapView(FigureViewBase):
+    """``set_data(PatchingPair | None)``; options: the other sentence (``patchOtherEdit``), the
+    scored token (``patchTokenSpin``, 0: where the runs differ most) and the clicked cell."""
+
+    def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme=None):
+        super().__init__(parent, theme=theme)
+        self.canvas.setMinimumHeight(MIN_HEIGHT)
+        self._pair: PatchingPair | None = None
+        self._cell = ""
+        self.other_edit = QtWidgets.QLineEdit(objectName="patchOtherEdit")
+        self.other_edit.setToolTip("The other sentence, whose values are patched in (same number of tokens); "
+                                   "empty: the sentence with its first and last characters swapped. Press Enter.")
+        self.other_edit.setMinimumWidth(140)
+        self.other_edit.editingFinished.connect(self._on_inputs)
+        self.token_spin = QtWidgets.QSpinBox(objectName="patchTokenSpin", minimum=0, maximum=512)
+        self.token_spin.setSpecialValueText("auto")
+        self.token_spin.setToolTip("Which output token of the other sentence is scored (1-based); auto: the one the runs differ on most")
+        self.token_spin.valueChanged.connect(self._on_inputs)
+        self._add_control("Other", self.other_edit)
+        self._add_control("Token", self.token_spin)
+        self.controls.addStretch(1)
+        self.result_label = plain_label("", "patchResult")  # model output: plain text
+        self.result_label.setWordWrap(True)
+        self.result_label.setContentsMargins(8, 0, 8, 0)
+        self.layout().insertWidget(1, self.result_label)
+        self.maps = {stack: HeatmapPlot(self.theme, colormap=DIVERGING_COLORMAP, value_format=format_change, colorbar_label="recovery")
+                     for stack in ("encoder", "decoder")}
+        for row, (stack, plot) in enumerate(self.maps.items()):
+            plot.set_axis_titles(None, "source position" if stack == "encoder" else "target position (the token fed)")
+            plot.sigCellClicked.connect(lambda r, c, s=stack: self._on_cell(s, r, c))
+            plot.sigHovered.connect(lambda info, s=stack: self._on_hovered(s, info))
+            self.canvas.ci.addItem(plot, row=1 + row, col=0)
+        self._refresh()
+
+    # protocol ------------------------------------------------------------------------------------
+    def set_data(self, pair: PatchingPair | None) -> None:
+        self._pair = pair
+        self._refresh()
+
+    def apply(self, choice: ViewChoice) -> None:
+        """Nothing to take: the view compares two whole runs."""
+
+    def has_data(self) -> bool:
+        return self._pair is not None
+
+    def pair(self) -> PatchingPair | None:
+        return self._pair
+
+    def options(self) -> dict[str, object]:
+        return {**super().options(), CELL: self._cell}
+
+    def set_options(self, options: dict[str, object]) -> None:
+        cell = options.get(CELL)
+        if isinstance(cell, str) and cell != self._cell:
+            self._cell = cell
+            self.optionsChanged.emit()
+        super().set_options(options)
+
+    # drawing -------------------------------------------------------------------------------------
+    def _refresh(self) -> None:
+        pair = self._pair
+        for plot in self.maps.values():
+            plot.setVisible(pair is not None)
+        if pair is None:
+            self.title.set_title("Activation patching", "needs a source sentence and another of the same number of tokens")
+            self.result_label.setText("")
+            return
+        m = pair.map
+        token = display_piece(m.target_pieces[m.target_position])
+        self.title.set_title(f"Activation patching · {''.join(m.clean_pieces)} into {''.join(m.corrupt_pieces)}: "
+                             f"how much of log P({token}) comes back",
+                             f"log P({token}): {m.log_prob_corrupt:.2f} here, {m.log_prob_clean:.2f} in the other sentence · "
+                             "1 = all of the difference, 0 = none · click a cell to decode with that one value patched in")
+        self.result_label.setText(self._result_text(pair))
+        self._draw(m)
+
+    def _result_text(self, pair: PatchingPair) -> str:
+        m = pair.map
+        text = f"here: {m.corrupt_translation}   ·   other: {m.clean_translation}"
+        if pair.patch is not None and pair.cell is not None:
+            stack, row, pos = pair.cell
+            text += f"   ·   patched at {self._row_label(stack, row)}, position {pos + 1}: {pair.patch.patched}"
+        return text
+
+    def _row_label(self, stack: str, row: int) -> str:
+        return self._pair.map.layer_labels()[row if stack == "encoder" else len(self._pair.map.encoder) + row]
+
+    def _draw(self, m) -> None:
+        labels = m.layer_labels()
+        n_enc = len(m.encoder)
+        fed = ("SOS", *m.target_pieces[:-1])
+        for stack, values, rows, cols in (("encoder", m.encoder, labels[:n_enc], m.clean_pieces),
+                                          ("decoder", m.decoder, labels[n_enc:], fed)):
+            plot = self.maps[stack]
+            plot.setVisible(values.size > 0)
+            if values.size:
+                rec = m.recovery(values)
+                plot.set_matrix(rec, rows, cols[: values.shape[1]], levels=(-1.0, 1.0))
+
+    # the user's choices ----------------------------------------------------------------------------
+    def _on_inputs(self, *_args) -> None:
+        self._cell = ""
+        self.optionsChanged.emit()
+
+    def _on_cell(self, stack: str, row: int, col: int) -> None:
+        self._cell = f"{stack}:{row}:{col}"
+        self.optionsChanged.emit()
+
+    def _on_hovered(self, stack: str, info: HoverInfo | None) -> None:
+        pair = self._pair
+        if info is None or pair is None:
+            self.readout.setText(" ")
+            return
+        m = pair.map
+        raw = (m.encoder if stack == "encoder" else m.decoder)[info.row, info.col]
+        self.readout.setText(f"{self._row_label(stack, info.row)} · position {info.col + 1} ({display_piece(info.col_label)}): "
+                             f"log P {raw:.3f} · recovery {float(m.recovery(np.array(raw))):+.3f}")
+
+    def _on_theme_changed(self) -> None:
+        for plot in self.maps.values():
+            plot.apply_theme(self.theme)
+        self._refresh()
+
+    # figure protocol -------------------------------------------------------------------------------
+    def figure_title(self) -> str:
+        return "Activation patching"
+
+    def figure_data(self) -> FigureData:
+        if self._pair is None:
+            raise ValueError("the view shows no data yet")
+        return figure_data(self._pair.map)
+
+    def transient_items(self):
+        return [plot.hover_marker for plot in self.maps.values()]
+
+
+# -- the registry's entry ----------------------------------------------------------------------
+def parse_cell(text: object) -> tuple[str, int, int] | None:
+    """``"encoder:1:2"`` -> ``("encoder", 1, 2)``; anything else: ``None``."""
+    parts = str(text or "").split(":")
+    if len(parts) == 3 and parts[0] in ("encoder", "decoder") and parts[1].isdigit() and parts[2].isdigit():
+        return parts[0], int(parts[1]), int(parts[2])
+    return None
+
+
+def patching_data(session: Session, choice: ViewChoice, options: dict) -> Analysis | None:
+    """The map of the other sentence patched into the one on screen (and the clicked cell's
+    patch): model passes in a worker."""
+    bundle, cur = session.bundle, session.current
+    if bundle is None or cur is None or not cur.source.text.strip():
+        return None
+    this = cur.source.text
+    other = str(options.get("patchOtherEdit") or "").strip() or swap_ends(this)
+    token = options.get("patchTokenSpin")
+    position = token - 1 if isinstance(token, int) and token > 0 else None
+    return Analysis(map_and_patch, (bundle, this, other, position, parse_cell(options.get(CELL))))
+
+
+SPEC = ViewSpec("patching", QtPatchingMapView, "Activation patching", "bottom", (), data=patching_data, reads_options=True,
+                empty="nothing to patch: type a source sentence (and another of the same number of tokens)")
+
