@@ -13,9 +13,11 @@ from attnviz.core.decoding.session import DecodingSession
 from attnviz.core.decoding.strategies import DecodingError
 from attnviz.core.decoding.teacher_forcing import teacher_forced_from_bundle
 from attnviz.core.model.interventions import (
+    BatchStatistics,
     InterventionError,
     MeanHeads,
     NoPositional,
+    NoScaling,
     Patch,
     ScaleHeads,
     UniformHeads,
@@ -254,3 +256,24 @@ def test_a_decoder_patch_in_a_session_takes_each_step_s_row(bundle):
     session.step(), session.step()
     with pytest.raises(InterventionError, match="the patch covers 2 positions; this step needs position 3"):
         session.step()
+
+
+@pytest.mark.parametrize("kinds", [("encoder", "decoder", "cross"), ("cross",)])
+def test_no_scaling_equals_a_model_whose_attention_does_not_divide_by_sqrt_dk(kinds):
+    model = random_model()
+    src, tgt = batch(model)
+    other = copy.deepcopy(model)
+    for site in (s for k in kinds for s in attention_sites(other.config, k)):
+        site.module(other).scale = 1.0  # QKᵀ·1 instead of QKᵀ/√d_k, written here
+    change = NoScaling.for_config(model.config, kinds)
+    torch.testing.assert_close(logits(model, src, tgt, [change]), logits(other, src, tgt), atol=1e-5, rtol=1e-5)
+    assert not torch.allclose(logits(model, src, tgt, [change]), logits(model, src, tgt), atol=1e-3)
+
+
+def test_batch_statistics_change_only_a_batchnorm_model_and_stay_on_the_call():
+    layer, batch_norm = random_model(norm="layer"), random_model(norm="batch", placement="post")
+    src, tgt = batch(layer)
+    assert torch.equal(logits(layer, src, tgt, [BatchStatistics()]), logits(layer, src, tgt))
+    changed = logits(batch_norm, src, tgt, [BatchStatistics()])
+    assert not torch.allclose(changed, logits(batch_norm, src, tgt), atol=1e-4)
+    assert not batch_norm.training

@@ -151,12 +151,11 @@ def test_batch_statistics_are_the_training_normalization_and_leave_the_model_alo
                 m.train()
                 m.momentum = 0.0
         reference = ref_model(src, tgt)
-        with batch_statistics(model):
-            got = model(src, tgt)
+        got = model(src, tgt, batch_statistics())
         after = model(src, tgt)
     torch.testing.assert_close(got, reference, atol=1e-5, rtol=1e-5)
     assert not torch.allclose(got, before, atol=1e-3)
-    torch.testing.assert_close(after, before)  # the hooks are gone
+    torch.testing.assert_close(after, before)  # nothing stays on the model
     assert not model.training
 
 
@@ -179,10 +178,9 @@ def test_accuracy_gap_counts_tokens_like_teacher_forcing():
     with torch.no_grad():
         running = accuracy(b.model(batch.src, batch.tgt_in))
         singles = []
-        with batch_statistics(b.model):
-            for e in examples:
-                one = D.collate([e], cfg.pad_id, cfg.bos_id, cfg.eos_id)
-                singles.append(((b.model(one.src, one.tgt_in).argmax(-1) == one.labels) & (one.labels != cfg.pad_id)).sum())
+        for e in examples:
+            one = D.collate([e], cfg.pad_id, cfg.bos_id, cfg.eos_id)
+            singles.append(((b.model(one.src, one.tgt_in, batch_statistics()).argmax(-1) == one.labels) & (one.labels != cfg.pad_id)).sum())
     assert gap.tokens == int(counted.sum()) and gap.pairs == len(examples)
     assert gap.running == pytest.approx(running)
     assert gap.single == pytest.approx(float(sum(singles)) / int(counted.sum()))

@@ -18,12 +18,11 @@ accuracy with each batch's own statistics, with the running ones, and with batch
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import functools
 import random
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,6 +30,7 @@ import torch
 
 from attnviz.core.data import corpora as D
 from attnviz.core.data import sources
+from attnviz.core.model.interventions import BatchStatistics
 from attnviz.core.model.modules import MaskedBatchNorm
 from attnviz.core.model.trace import Recorder, trace_schema
 
@@ -258,23 +258,12 @@ def norm_batch_for(bundle, src_ids: Sequence[int], tgt_ids: Sequence[int]) -> No
 
 
 # -- the accuracy gap -------------------------------------------------------------------------------
-@contextlib.contextmanager
-def batch_statistics(model: torch.nn.Module) -> Iterator[None]:
-    """Within the block, every BatchNorm of ``model`` normalizes with the statistics of the batch
-    it is given (PAD left out), as in training, though the model is in evaluation mode; its
-    running statistics are neither used nor changed. The hooks are removed on leaving."""
-
-    def use_batch(module: MaskedBatchNorm, args: tuple, output: torch.Tensor) -> torch.Tensor:
-        x, valid = args[0], (args[1] if len(args) > 1 else None)
-        mean, var, _ = module.batch_stats(x, valid)
-        return (x - mean) * torch.rsqrt(var + module.eps) * module.weight + module.bias
-
-    handles = [m.register_forward_hook(use_batch) for m in model.modules() if isinstance(m, MaskedBatchNorm)]
-    try:
-        yield
-    finally:
-        for h in handles:
-            h.remove()
+def batch_statistics() -> Recorder:
+    """A recorder for one call whose BatchNorms normalize with the batch's own statistics (PAD
+    left out), as in training, though the model is in evaluation mode (the ``BatchStatistics``
+    intervention: the running statistics are neither used nor changed, and another thread's run of
+    the same model is not affected)."""
+    return Recorder((), None, (BatchStatistics(),))
 
 
 @dataclass(frozen=True)
@@ -299,14 +288,15 @@ def training_examples(bundle, n: int = ACCURACY_PAIRS, seed: int = 0) -> list[D.
     return D.encode_pairs(pairs, bundle.src_tokenizer, bundle.tgt_tokenizer, max_len=bundle.config.max_len)
 
 
-def _correct(model, examples: Sequence[D.Example], batches: Sequence[Sequence[int]], tick: Callable[[], bool]) -> tuple[int, int] | None:
+def _correct(model, examples: Sequence[D.Example], batches: Sequence[Sequence[int]], tick: Callable[[], bool],
+             batch: bool = False) -> tuple[int, int] | None:
     cfg = model.config
     correct = tokens = 0
     for idx in batches:
         if not tick():
             return None
         b = D.collate([examples[i] for i in idx], cfg.pad_id, cfg.bos_id, cfg.eos_id)
-        logits = model(b.src, b.tgt_in)  # [B, Lt, V]
+        logits = model(b.src, b.tgt_in, batch_statistics() if batch else None)  # [B, Lt, V]
         mask = b.labels != cfg.pad_id  # [B, Lt]
         correct += int(((logits.argmax(-1) == b.labels) & mask).sum())
         tokens += int(mask.sum())
@@ -331,9 +321,8 @@ def accuracy_gap(model, examples: Sequence[D.Example], batch_tokens: int = ACCUR
 
     with torch.inference_mode():
         running = _correct(model, examples, batches, tick)
-        with batch_statistics(model):
-            batch = _correct(model, examples, batches, tick) if running else None
-            single = _correct(model, examples, singles, tick) if batch else None
+        batch = _correct(model, examples, batches, tick, batch=True) if running else None
+        single = _correct(model, examples, singles, tick, batch=True) if batch else None
     if single is None or not examples:
         return None
     n = running[1]

@@ -18,6 +18,10 @@ the model; several compose in the order given.
 * ``PatchWhere``: a ``Patch`` only where a mask says (some heads, some positions, or a different
   position in each batch row); elsewhere the run keeps its own value.
 * ``NoPositional``: the positional encoding left out of a stack's input.
+* ``NoScaling``: softmax(QKᵀ + M) instead of softmax(QKᵀ/√d_k + M) at the chosen attention blocks.
+* ``BatchStatistics``: every BatchNorm normalizes with the statistics of the batch it is given (PAD
+  left out), as in training, though the model is in evaluation mode; the running statistics are
+  neither used nor changed. It acts through the recorder's ``flags``, not at a traced value.
 
 Heads and layers are 0-based here; ``parse_heads`` reads the 1-based ``kind:layer:head`` of the
 screen and the command line.
@@ -233,6 +237,48 @@ class NoPositional:
 
     def __call__(self, name: str, t: torch.Tensor, offset: int | None = None) -> torch.Tensor:
         return torch.zeros_like(t)
+
+
+@dataclass(frozen=True)
+class NoScaling:
+    """The ÷√d_k left out at ``sites`` (every attention block of the model when built by
+    ``for_config``): the scaled scores multiplied back by √d_k, so the weights are softmax(QKᵀ + M)."""
+
+    sites: tuple[AttentionSite, ...]
+    d_k: int
+
+    @classmethod
+    def for_config(cls, config: TransformerConfig, kinds: Sequence[str] = KINDS) -> "NoScaling":
+        return cls(tuple(AttentionSite(k, i) for k in kinds for i in range(n_layers(config, k))), config.d_k)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(site.name("scaled_scores") for site in self.sites)
+
+    def check(self, config: TransformerConfig) -> "NoScaling":
+        if self.d_k != config.d_k:
+            raise InterventionError(f"NoScaling was built for d_k = {self.d_k}; this model has d_k = {config.d_k}")
+        for site in self.sites:
+            check_heads(site, tuple(range(config.n_heads)), config)
+        return self
+
+    def __call__(self, name: str, t: torch.Tensor, offset: int | None = None) -> torch.Tensor:
+        return t * float(self.d_k) ** 0.5
+
+
+@dataclass(frozen=True)
+class BatchStatistics:
+    """Each BatchNorm uses the batch's own statistics (see the module docstring); no effect on a
+    LayerNorm model."""
+
+    names: ClassVar[tuple[str, ...]] = ()
+    flags: ClassVar[tuple[str, ...]] = ("batch_statistics",)
+
+    def check(self, config: TransformerConfig) -> "BatchStatistics":
+        return self
+
+    def __call__(self, name: str, t: torch.Tensor, offset: int | None = None) -> torch.Tensor:
+        return t
 
 
 @dataclass(frozen=True, eq=False)

@@ -271,12 +271,14 @@ class Recorder:
         self._wanted: dict[str, bool] = {}
         self._pending: dict[str, Callable[[], np.ndarray]] = {}
         self._changes: dict[str, list[Change]] = {}
+        self.flags: set[str] = set()  # how this call runs besides its values (an intervention's ``flags``: "batch_statistics")
         self.offset: int | None = None  # a cached decoder step's position (``Transformer.decode_step`` sets it)
         for change in interventions:
             self.add(change)
 
     def add(self, change: Change) -> None:
         """Apply ``change`` too (after those already given), from now on in this call."""
+        self.flags.update(getattr(change, "flags", ()))
         for name in change.names:
             self._changes.setdefault(name, []).append(change)
 
