@@ -38,9 +38,10 @@ bench: $(STAMP)
 screenshot: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(PY) -m attnviz.qt.screenshot
 
-# The README's figures, drawn headless from the bundled models; writes only these five files.
+# The README's figures, drawn headless from the bundled models; writes only these eight files.
 FIGURES := resources/figures
-EXPORT := QT_QPA_PLATFORM=offscreen $(PY) -m attnviz export --kind encoder
+VIEW := QT_QPA_PLATFORM=offscreen $(PY) -m attnviz export
+EXPORT := $(VIEW) --kind encoder
 figures: $(STAMP)
 	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
 	$(EXPORT) --view compare --src 猫吃鱼。 --size 1400x820 --out "$$tmp/compare" && \
@@ -54,7 +55,15 @@ figures: $(STAMP)
 	    --tgt "The fish eats the cat." --size 520x420 --out "$$tmp/word-order-2" && \
 	cp "$$tmp"/norm-batch/*.png $(FIGURES)/norm-batch.png && \
 	cp "$$tmp"/word-order-1/*.png $(FIGURES)/word-order-guided-1.png && \
-	cp "$$tmp"/word-order-2/*.png $(FIGURES)/word-order-guided-2.png
+	cp "$$tmp"/word-order-2/*.png $(FIGURES)/word-order-guided-2.png && \
+	$(VIEW) --view importance --src 猫吃鱼。 --size 1100x420 --out "$$tmp/importance" && \
+	$(VIEW) --view patching --src 猫吃鱼。 --size 1100x640 --out "$$tmp/patching" && \
+	$(VIEW) --view attribution --src 尽管今天下了雨，但我因为拿到了梦寐以求的工作offer而感到非常开心和兴奋。 \
+	    --tgt "Although it rained today, I felt very happy and excited because I got my dream job offer." \
+	    --query 15 --size 1300x620 --out "$$tmp/attribution" && \
+	cp "$$tmp"/importance/*.png $(FIGURES)/head-importance.png && \
+	cp "$$tmp"/patching/*.png $(FIGURES)/patching.png && \
+	cp "$$tmp"/attribution/*.png $(FIGURES)/attribution.png
 
 clean:
 	rm -rf $(VENV) build *.egg-info
