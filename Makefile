@@ -38,7 +38,7 @@ bench: $(STAMP)
 screenshot: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(PY) -m attnviz.qt.screenshot
 
-# The README's figures, drawn headless from the bundled models; writes only these eight files.
+# The README's figures, drawn headless from the bundled models; writes only these nine files.
 FIGURES := resources/figures
 VIEW := QT_QPA_PLATFORM=offscreen $(PY) -m attnviz export
 EXPORT := $(VIEW) --kind encoder
@@ -63,7 +63,9 @@ figures: $(STAMP)
 	    --query 15 --size 1300x620 --out "$$tmp/attribution" && \
 	cp "$$tmp"/importance/*.png $(FIGURES)/head-importance.png && \
 	cp "$$tmp"/patching/*.png $(FIGURES)/patching.png && \
-	cp "$$tmp"/attribution/*.png $(FIGURES)/attribution.png
+	cp "$$tmp"/attribution/*.png $(FIGURES)/attribution.png && \
+	QT_QPA_PLATFORM=offscreen $(PY) -m attnviz animate --src 猫吃鱼。 --view head,output --kind cross --layer 3 --head 2 \
+	    --size 600x440 --fps 1.5 --out $(FIGURES)/decoding.gif
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -59,7 +59,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--colormap", default=None, help="colormap name, e.g. viridis, magma")
 
 
-def _parse_size(text: str) -> tuple[int, int]:
+def parse_size(text: str) -> tuple[int, int]:
     try:
         w, h = (int(v) for v in text.lower().split("x"))
     except ValueError:
@@ -281,7 +281,7 @@ def run(args: argparse.Namespace) -> int:
     from attnviz.qt.export.files import ExportError
     from attnviz.qt.views.registry import view_spec
 
-    size = _parse_size(args.size)
+    size = parse_size(args.size)
     _check_figure_options(args)
     _check_png_pixels(args, size)
     spec = view_spec(args.view)

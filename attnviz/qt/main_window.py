@@ -116,6 +116,8 @@ class MainWindow(QtWidgets.QMainWindow):
         self.export_fig_act = act("Export &Figure…", self.export_figure, "Ctrl+E", "Export the current view as PNG, SVG or PDF", "exportFigureAction")
         self.export_fig_act.setIcon(st.standardIcon(sp.SP_DialogSaveButton))
         self.export_data_act = act("Export &Data…", self.export_data, "Ctrl+Shift+E", "Export the data behind the current view (CSV or NPZ)", "exportDataAction")
+        self.export_anim_act = act("Export A&nimation…", self.export_animation, None,
+                                   "The current view, one frame per decoding step, as a GIF (or MP4)", "exportAnimationAction")
         self.export_all_act = act("Export &All Heads…", self.export_all_heads, None, "One figure per layer and head, for the chosen attention kind", "exportAllAction")
         self.save_session_act = act("&Save Session…", lambda: self.session_files.save_dialog(), QtGui.QKeySequence.StandardKey.Save,
                                     "Save the whole window (model, sentences, decoded steps, selections, layout) as a session file", "saveSessionAction")
@@ -229,6 +231,7 @@ class MainWindow(QtWidgets.QMainWindow):
         file_menu.addAction(self.export_fig_act)
         file_menu.addAction(self.export_data_act)
         file_menu.addAction(self.export_all_act)
+        file_menu.addAction(self.export_anim_act)
         file_menu.addSeparator()
         file_menu.addAction(self.quit_act)
         self.view_menu = mb.addMenu("&View")
@@ -382,6 +385,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.export_fig_act.setEnabled(has)
         self.export_data_act.setEnabled(has)
         self.export_all_act.setEnabled(has)
+        self.export_anim_act.setEnabled(has)
         if s.forced is not None:
             n = len(s.forced.steps)
             self.step_label.setText(f"teacher-forced · position {s.forced_cursor + 1}/{n} · loss {s.forced.loss:.3f} · accuracy {s.forced.accuracy:.0%}")
@@ -485,6 +489,23 @@ class MainWindow(QtWidgets.QMainWindow):
         self.views.bring_up_to_date(view)
         if hasattr(view, "export_data_dialog"):
             view.export_data_dialog()
+
+    def export_animation(self) -> None:
+        """Export → Animation: the active view over every step of the sentence on screen."""
+        from attnviz.qt.export.animation import AnimationError, Panel, animation_dialog
+
+        s, name = self.session, self.views.name_of(self.active_view())
+        if s.bundle is None or s.current is None or name is None:
+            self.show_message("warning", "Nothing to animate yet: open a model and type a sentence")
+            return
+        panel = Panel(self.views.specs[name], self.views.followed(name))
+        try:
+            path = animation_dialog(self, s.bundle, s.source, s.target, panel, self.theme_name, s.strategy)
+        except AnimationError as exc:
+            self.show_message("error", str(exc))
+            return
+        if path is not None:
+            self.show_message("info", f"Animation saved to {path}")
 
     def export_all_heads(self) -> None:
         """One figure per layer and head of the attention kind shown in the head detail."""

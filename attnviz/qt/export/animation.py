@@ -1,0 +1,228 @@
+"""Animated exports: one frame per decoding step (or per position of a teacher-forced target),
+each drawn by the views of the window (the same classes, fed by the same session), written as a
+GIF (Pillow) or an MP4 (the optional ``imageio-ffmpeg``; its bundled ffmpeg is GPL-licensed).
+
+:func:`animation_frames` replays a sentence's decoding in a session of its own, so the window's
+session is left as it is; ``progress(done, total)`` is called after each frame and returning
+``False`` from it cancels (``None`` comes back). :func:`write_animation` writes the frames
+atomically.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from PySide6 import QtCore, QtGui
+
+from attnviz.core.atomic import atomic_write_bytes
+from attnviz.core.bundle import Bundle
+from attnviz.core.decoding.strategies import Greedy
+from attnviz.errors import AttnvizError
+from attnviz.qt.selection import ViewChoice
+from attnviz.qt.session import Session
+from attnviz.qt.views.spec import ViewSpec
+
+FORMATS = ("gif", "mp4")
+MAX_FRAMES = 256  # a decoding is at most the model's max_len steps; more frames than this is not an animation to hand out
+FPS_RANGE = (0.2, 30.0)
+
+
+class AnimationError(AttnvizError):
+    """An animation that cannot be made or written: one line."""
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One view in each frame: its entry in the registry and the choice it shows."""
+
+    spec: ViewSpec
+    choice: ViewChoice
+
+
+def animation_frames(bundle: Bundle, source: str, target: str, panels: Sequence[Panel], size: tuple[int, int],
+                     theme: str = "light", strategy=None, progress: Callable[[int, int], bool] | None = None) -> list[QtGui.QImage] | None:
+    """One image per step of ``source``'s decoding (or per position of ``target``): ``panels``
+    side by side, each ``size`` logical pixels. ``None`` when ``progress`` cancels."""
+    from attnviz.qt.views.registry import build_view
+
+    session = _replay_session(bundle, source, target, strategy)
+    views = [build_view(p.spec, theme=theme) for p in panels]
+    for view in views:
+        view.resize(*size)
+    try:
+        return _frames(session, list(zip(panels, views)), progress)
+    finally:
+        for view in views:
+            view.close()
+            view.deleteLater()
+        session.deleteLater()
+
+
+def _replay_session(bundle: Bundle, source: str, target: str, strategy) -> Session:
+    session = Session()
+    session.decode_as_you_type = False
+    session.strategy = strategy if strategy is not None else Greedy()
+    session.set_bundle(bundle)
+    session.set_inputs(source, target)
+    if session.current is None:
+        raise AnimationError(session.error or "nothing to animate: type a source sentence")
+    if session.forced is not None:
+        session.forced_cursor = 0
+    return session
+
+
+def _frames(session: Session, shown: list, progress) -> list[QtGui.QImage] | None:
+    total = _frame_count(session)
+    frames: list[QtGui.QImage] = []
+    for i in range(total):
+        if i or session.forced is None:  # a decoding's first frame is its first step
+            _advance(session)
+        frames.append(side_by_side([_drawn(panel, view, session) for panel, view in shown]))
+        if progress is not None and progress(i + 1, total) is False:
+            return None
+        if session.forced is None and not session.decoding.can_step:
+            break
+    return frames
+
+
+def _drawn(panel: Panel, view, session: Session) -> QtGui.QImage:
+    from attnviz.qt.views.registry import show_in_view
+    from attnviz.qt.widgets.figures import render_qimage
+
+    show_in_view(panel.spec, view, session, panel.choice)
+    return render_qimage(view)
+
+
+def _frame_count(session: Session) -> int:
+    if session.forced is not None:
+        return min(len(session.forced.steps), MAX_FRAMES)
+    return min(session.decoding.max_len, MAX_FRAMES)  # stops earlier at EOS (see _advance)
+
+
+def _advance(session: Session) -> None:
+    """One step further: the next position of a teacher-forced target, or one decoding step."""
+    if session.forced is not None:
+        session.forced_cursor = min(session.forced_cursor + 1, len(session.forced.steps) - 1)
+    elif session.decoding.can_step:
+        session.decoding.step()
+    session.decodingChanged.emit()
+
+
+def side_by_side(images: Sequence[QtGui.QImage]) -> QtGui.QImage:
+    """``images`` in a row on white, top-aligned."""
+    width = sum(im.width() for im in images)
+    height = max(im.height() for im in images)
+    out = QtGui.QImage(width, height, QtGui.QImage.Format.Format_RGB32)
+    out.fill(QtGui.QColor("white"))
+    painter = QtGui.QPainter(out)
+    x = 0
+    for im in images:
+        painter.drawImage(QtCore.QPoint(x, 0), im)
+        x += im.width()
+    painter.end()
+    return out
+
+
+def to_rgb_array(image: QtGui.QImage) -> np.ndarray:
+    """``[h, w, 3]`` uint8 of ``image``."""
+    rgb = image.convertToFormat(QtGui.QImage.Format.Format_RGB888)
+    arr = np.frombuffer(rgb.constBits(), np.uint8, rgb.sizeInBytes()).reshape(rgb.height(), rgb.bytesPerLine())
+    return arr[:, : rgb.width() * 3].reshape(rgb.height(), rgb.width(), 3).copy()
+
+
+def gif_bytes(frames: Sequence[QtGui.QImage], fps: float) -> bytes:
+    """An endlessly looping GIF of ``frames`` at ``fps`` (the last frame held twice as long)."""
+    from PIL import Image
+
+    pictures = [Image.fromarray(to_rgb_array(f)) for f in _same_size(frames)]
+    step = round(1000 / fps)
+    durations = [step] * (len(pictures) - 1) + [2 * step]
+    buf = io.BytesIO()
+    pictures[0].save(buf, format="GIF", save_all=True, append_images=pictures[1:], duration=durations, loop=0, optimize=False)
+    return buf.getvalue()
+
+
+def _same_size(frames: Sequence[QtGui.QImage]) -> list[QtGui.QImage]:
+    """Every frame on a canvas of the largest width and height (a figure may grow with the text)."""
+    w, h = max(f.width() for f in frames), max(f.height() for f in frames)
+    return [f if (f.width(), f.height()) == (w, h) else side_by_side([f, _blank(w - f.width(), h)]) for f in frames]
+
+
+def _blank(width: int, height: int) -> QtGui.QImage:
+    im = QtGui.QImage(max(width, 1), height, QtGui.QImage.Format.Format_RGB32)
+    im.fill(QtGui.QColor("white"))
+    return im
+
+
+def mp4_bytes(frames: Sequence[QtGui.QImage], fps: float) -> bytes:
+    """An H.264 MP4 of ``frames`` (needs the optional ``imageio-ffmpeg``)."""
+    try:
+        import imageio_ffmpeg
+    except ImportError:
+        raise AnimationError("MP4 needs the optional imageio-ffmpeg (pip install 'attnviz[mp4]'; it bundles a GPL-licensed "
+                             "ffmpeg); GIF needs nothing more") from None
+    arrays = [to_rgb_array(f) for f in _same_size(frames)]
+    h, w = arrays[0].shape[:2]
+    even = [a[: h - h % 2, : w - w % 2] for a in arrays]  # H.264 wants even sides
+    fd, tmp = tempfile.mkstemp(suffix=".mp4")
+    os.close(fd)
+    try:
+        writer = imageio_ffmpeg.write_frames(tmp, (even[0].shape[1], even[0].shape[0]), fps=fps, macro_block_size=1)
+        writer.send(None)
+        for a in even:
+            writer.send(np.ascontiguousarray(a))
+        writer.close()
+        return Path(tmp).read_bytes()
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+
+
+def write_animation(frames: Sequence[QtGui.QImage], path: str | os.PathLike, fps: float = 2.0) -> Path:
+    """Write ``frames`` to ``path`` (``.gif`` or ``.mp4``) atomically; ``AnimationError`` in one line."""
+    path = Path(path)
+    fmt = path.suffix.lower().lstrip(".")
+    if fmt not in FORMATS:
+        raise AnimationError(f"an animation is a .gif or an .mp4 file, not {path.name!r}")
+    if not frames:
+        raise AnimationError("no frames to write")
+    if not FPS_RANGE[0] <= fps <= FPS_RANGE[1]:
+        raise AnimationError(f"frames per second must be from {FPS_RANGE[0]:g} to {FPS_RANGE[1]:g}, not {fps:g}")
+    data = gif_bytes(frames, fps) if fmt == "gif" else mp4_bytes(frames, fps)
+    try:
+        return atomic_write_bytes(path, data)
+    except OSError as exc:
+        raise AnimationError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def animation_dialog(parent, bundle: Bundle, source: str, target: str, panel: Panel, theme: str, strategy,
+                     size: tuple[int, int] = (900, 640)) -> Path | None:
+    """Export → Animation: asks for a file, draws the frames with a cancellable progress dialog
+    and writes them; ``None`` when cancelled. ``AnimationError`` (one line) when it cannot."""
+    from PySide6 import QtWidgets
+
+    path, _ = QtWidgets.QFileDialog.getSaveFileName(parent, "Export animation", f"{panel.spec.name}.gif",
+                                                    "GIF animation (*.gif);;MP4 video (*.mp4)")
+    if not path:
+        return None
+    progress = QtWidgets.QProgressDialog("Drawing the frames…", "Cancel", 0, 1, parent)
+    progress.setObjectName("animationProgress")
+    progress.setWindowModality(QtCore.Qt.WindowModality.WindowModal)
+    progress.setMinimumDuration(300)
+
+    def tick(done: int, total: int) -> bool:
+        progress.setMaximum(total)
+        progress.setValue(done)
+        QtCore.QCoreApplication.processEvents()
+        return not progress.wasCanceled()
+
+    try:
+        frames = animation_frames(bundle, source, target, [panel], size, theme, strategy, tick)
+    finally:
+        progress.close()
+    return None if frames is None else write_animation(frames, path)

@@ -1,0 +1,28 @@
+"""Export → Animation in the window: the active view over every step of the sentence on screen,
+written where the user chose, the window's own decoding left as it was."""
+
+from __future__ import annotations
+
+import pytest
+from PIL import Image
+from PySide6 import QtGui, QtWidgets
+from window_helpers import close_window, open_window
+
+pytestmark = pytest.mark.slow  # a whole window
+
+
+def test_export_animation_writes_the_active_view_and_leaves_the_window_alone(qtbot, tmp_path, monkeypatch):
+    w = open_window(qtbot, tmp_path)
+    try:
+        steps_before = len(w.session.decoding.steps)
+        out = tmp_path / "grid.gif"
+        monkeypatch.setattr(QtWidgets.QFileDialog, "getSaveFileName", lambda *a, **k: (str(out), ""))
+        w.grid.setFocus()
+        action = w.findChild(QtGui.QAction, "exportAnimationAction")
+        assert action is not None and action.isEnabled()
+        action.trigger()
+        assert Image.open(out).n_frames == steps_before
+        assert len(w.session.decoding.steps) == steps_before and w.session.decoding.finished
+        assert str(out) in w.message_bar.text()
+    finally:
+        close_window(w)
