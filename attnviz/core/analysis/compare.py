@@ -135,12 +135,34 @@ class CompareFrame:
     result: SourceComparison | None
     contrast: SourceComparison | None = None
     error: str | None = None
+    translations: dict[tuple[str, bool], str] | None = None  # (A or B, with PE) -> greedy translation
 
 
-def compare_both(model: Transformer, tokenizer: Tokenizer, text_a: str, text_b: str, positional: bool) -> CompareFrame:
-    """:func:`compare_texts` with PE as chosen and switched the other way (four encoder passes)."""
+def compare_both(model: Transformer, tokenizer: Tokenizer, text_a: str, text_b: str, positional: bool,
+                 tgt_tokenizer: Tokenizer | None = None) -> CompareFrame:
+    """:func:`compare_texts` with PE as chosen and switched the other way (four encoder passes);
+    with ``tgt_tokenizer``, also both sentences' greedy translations with and without PE."""
     try:
+        translations = None if tgt_tokenizer is None else translations_with_and_without_pe(model, tokenizer, tgt_tokenizer, text_a, text_b)
         return CompareFrame(text_a, compare_texts(model, tokenizer, text_a, text_b, positional),
-                            compare_texts(model, tokenizer, text_a, text_b, not positional))
+                            compare_texts(model, tokenizer, text_a, text_b, not positional), translations=translations)
     except DecodingError as exc:
         return CompareFrame(text_a, None, None, str(exc))
+
+
+def translations_with_and_without_pe(model: Transformer, src_tokenizer: Tokenizer, tgt_tokenizer: Tokenizer,
+                                     text_a: str, text_b: str) -> dict[tuple[str, bool], str]:
+    """The greedy translation of A and of B with the encoder's positional encoding and without it
+    (``NoPositional``): word order all the way to the output. Without PE the encoder's outputs are
+    a permutation of each other and cross-attention sums over them in any order, so A and B of the
+    same tokens get the same translation."""
+    from attnviz.core.decoding.session import DecodingSession
+    from attnviz.core.model.interventions import NoPositional
+
+    out = {}
+    for label, text in (("A", text_a), ("B", text_b)):
+        for pe in (True, False):
+            run = DecodingSession(model, src_tokenizer, tgt_tokenizer, text, capture=False, interventions=() if pe else (NoPositional(),))
+            run.run()
+            out[(label, pe)] = run.translation()
+    return out

@@ -60,6 +60,7 @@ class QtCompareView(FigureViewBase):
         self._result: SourceComparison | None = None
         self._contrast: SourceComparison | None = None  # the same pair with PE switched the other way
         self._error: str | None = None
+        self._translations: dict[tuple[str, bool], str] = {}  # (A or B, with PE) -> greedy translation
         self.other_edit = QtWidgets.QLineEdit(objectName="compareOtherEdit")
         self.other_edit.setToolTip("Source B; empty: A with its first and last word swapped. Press Enter to compare.")
         self.other_edit.setMinimumWidth(160)
@@ -100,6 +101,7 @@ class QtCompareView(FigureViewBase):
     def set_data(self, frame: CompareFrame) -> None:
         """Source A and its comparisons with B (computed from this view's options: B's text, PE off)."""
         self._source, self._result, self._contrast, self._error = frame.source, frame.result, frame.contrast, frame.error
+        self._translations = frame.translations or {}
         self.other_edit.setPlaceholderText(swap_ends(frame.source))
         self._fit_choice()
         self._refresh()
@@ -219,6 +221,20 @@ class QtCompareView(FigureViewBase):
             f"Word order · A “{r.a.text}” vs B “{r.b.text}” · {pe} · encoder layer {self.layer_head.layer + 1} · head {self.layer_head.head + 1}",
             f"{self.summary()}    ({WORD_START_LEGEND})",
         )
+        self.title.set_legend(self.translation_legend())
+
+    def translation_legend(self) -> tuple:
+        """Both sentences' translations with PE and without it, one legend entry each way."""
+        t = self._translations
+        if not t:
+            return ()
+        same = t[("A", False)] == t[("B", False)]
+        return (("with PE", self.theme.foreground, f"A → {t[('A', True)]}   B → {t[('B', True)]}"),
+                ("without PE", self.theme.foreground,
+                 f"A → {t[('A', False)]}   B → {t[('B', False)]}" + ("   (the same: the order never reached the output)" if same else "")))
+
+    def translations(self) -> dict[tuple[str, bool], str]:
+        return dict(self._translations)
 
     def _on_plot_hovered(self, info: HoverInfo | None) -> None:
         sender = self.sender()
@@ -280,7 +296,7 @@ def compare_data(session: Session, choice: ViewChoice, options: dict[str, object
         return None
     a = cur.source.text
     b = str(options.get("compareOtherEdit") or "").strip() or swap_ends(a)
-    return Analysis(compare_both, (bundle.model, bundle.src_tokenizer, a, b, not options.get("comparePeOff")))
+    return Analysis(compare_both, (bundle.model, bundle.src_tokenizer, a, b, not options.get("comparePeOff"), bundle.tgt_tokenizer))
 
 
 SPEC = ViewSpec("compare", QtCompareView, "Word order (compare)", "bottom", ATTENTION_SELECTORS, data=compare_data,
