@@ -123,3 +123,20 @@ def test_bad_input_is_one_line_and_exit_code_2(capsys, args, message):
     assert main(["head-importance", *args]) != 0
     err = capsys.readouterr().err.strip()
     assert message in err and "\n" not in err
+
+
+def test_a_model_with_fewer_encoder_than_decoder_layers_writes_nan_past_its_last():
+    import dataclasses
+
+    from attnviz.core.analysis.head_importance import figure_data, importance_of
+    from attnviz.core.model.transformer import Transformer
+    from tests.tiny_models import random_model, tokenizers
+
+    src, tgt = tokenizers()
+    model = Transformer(dataclasses.replace(random_model().config, n_encoder_layers=1, n_decoder_layers=2)).eval()
+    report = importance_of(model, src, tgt, (5, 6, 7, model.config.eos_id), (8, 9, model.config.eos_id))
+    data = figure_data(report)
+    values = data.values["delta_log_prob"]
+    assert values.shape == (3, 2, model.config.n_heads) and data.coords["layer"] == ("1", "2")
+    assert np.isnan(values[0, 1]).all() and not np.isnan(values[0, 0]).any() and not np.isnan(values[1:]).any()
+    np.testing.assert_array_equal(values[2], report.delta["cross"])

@@ -12,6 +12,7 @@ import pytest
 from PySide6 import QtGui
 
 from attnviz.cli import main as cli_main
+from attnviz.paths import default_model
 from attnviz.qt.views.registry import VIEW_NAMES
 
 SIZE = "900x640"
@@ -39,8 +40,10 @@ def test_an_svg_renders_in_librsvg_as_in_qt(tmp_path, view):
     rsvg = shutil.which("rsvg-convert")
     assert rsvg, "rsvg-convert is missing: install librsvg2-bin (.ci/run does)"
     for fmt in ("png", "svg"):
-        ablate = ["--ablate", "cross:3:2"] if view == "ablation" else []  # the ablation view compares with the model as trained
-        rc = cli_main(["export", "--view", view, "--src", "猫吃鱼。", "--tgt", "The cat eats fish.", "--size", SIZE, *ablate,
+        ablate = {"ablation": ["--ablate", "cross:3:2"],  # the ablation view compares with the model as trained
+                  "checkpoints": ["--other-model", str(default_model())]}.get(view, [])  # two models
+        target = [] if view == "beam-tree" else ["--tgt", "The cat eats fish."]  # the beam tree is of a decoding
+        rc = cli_main(["export", "--view", view, "--src", "猫吃鱼。", *target, "--size", SIZE, *ablate,
                        "--format", fmt, "--out", str(tmp_path / fmt)])
         assert rc == 0
     png = next((tmp_path / "png").glob("*.png"))

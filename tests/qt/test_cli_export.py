@@ -194,7 +194,8 @@ def test_head_all_writes_every_head_as_data(qapp, tmp_path, fmt):
 def test_every_view_exports_every_kind_it_shows(qapp, tmp_path, tiny_model_dir, spec, kind):
     kind_args = ["--kind", kind] if kind else []
     target = {"teacher-vs-free": ["--tgt", "I like eating apples."],  # it compares with a reference
-              "ablation": ["--ablate", "decoder:1:2"]}.get(spec.name, [])  # it compares with the model as trained
+              "ablation": ["--ablate", "decoder:1:2"],  # it compares with the model as trained
+              "checkpoints": ["--other-model", str(tiny_model_dir)]}.get(spec.name, [])  # it compares two models
     for fmt in ("png", "svg"):
         assert main(["export", "--model", str(tiny_model_dir), "--src", "我喜欢吃苹果。", "--steps", "3", "--view", spec.name,
                      *kind_args, *target, "--format", fmt, "--out", str(tmp_path)]) == 0
@@ -273,4 +274,4 @@ def test_a_model_without_layers_exports_or_says_why_in_one_line(qapp, tmp_path, 
         else:
             assert err.startswith("attnviz: error: ") and err.count("\n") == 1, (view, err)
             kinds = [k for k, n in zip(("encoder", "decoder"), layers) if n == 0] + ["cross"]
-            assert any(f"no {k} layers" in err for k in kinds) or any(why in err for why in ("--tgt", "--ablate", "no heads")), (view, err)  # or: it needs a target, or heads to ablate
+            assert any(f"no {k} layers" in err for k in kinds) or any(why in err for why in ("--tgt", "--ablate", "--other-model", "no heads")), (view, err)  # or: it needs a target, or heads to ablate

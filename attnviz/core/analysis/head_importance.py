@@ -145,9 +145,13 @@ def head_label(kind: str, layer: int, head: int) -> str:
 
 def figure_data(report: HeadImportance) -> FigureData:
     """Δ log P as ``[kind, layer, head]`` (kinds in order, layers and heads labelled 1-based), with
-    the clean log P and the scored target ids: what the view and ``attnviz head-importance`` write."""
+    the clean log P and the scored target ids: what the view and ``attnviz head-importance`` write.
+    A kind with fewer layers than another (1 encoder and 2 decoder layers) has NaN past its last."""
     kinds = tuple(report.delta)
-    delta = np.stack([report.delta[k] for k in kinds])
+    depth = max(report.delta[k].shape[0] for k in kinds)
+    delta = np.full((len(kinds), depth, next(iter(report.delta.values())).shape[1]), np.nan)
+    for i, k in enumerate(kinds):
+        delta[i, : report.delta[k].shape[0]] = report.delta[k]
     coords = {"kind": kinds, "layer": tuple(str(i + 1) for i in range(delta.shape[1])),
               "head": tuple(str(i + 1) for i in range(delta.shape[2]))}
     extras = {"log_prob": np.array(report.log_prob), "target_ids": np.array(report.target_ids)}

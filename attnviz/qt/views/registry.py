@@ -25,6 +25,8 @@ from attnviz.qt.views import (
     ablation,
     attention_grid,
     attention_vs_attribution,
+    beam_tree,
+    checkpoints,
     compare,
     ffn,
     head_detail,
@@ -32,6 +34,7 @@ from attnviz.qt.views import (
     lines,
     logit_lens,
     masks,
+    model_info,
     norm_batch,
     norm_stats,
     output,
@@ -48,6 +51,7 @@ from attnviz.qt.views.spec import ViewSpec
 
 VIEWS: tuple[ViewSpec, ...] = tuple(m.SPEC for m in (
     attention_grid, head_detail, lines, masks, output, positional, norm_stats, walkthrough, compare, scaling, teacher_vs_free, norm_batch, ffn, residual, logit_lens, head_importance, ablation, attention_vs_attribution, patching_map,
+    checkpoints, beam_tree, model_info,
 ))  # the docks' order
 VIEW_NAMES: tuple[str, ...] = tuple(spec.name for spec in VIEWS)
 
