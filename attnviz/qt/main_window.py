@@ -118,6 +118,8 @@ class MainWindow(QtWidgets.QMainWindow):
         self.export_data_act = act("Export &Data…", self.export_data, "Ctrl+Shift+E", "Export the data behind the current view (CSV or NPZ)", "exportDataAction")
         self.export_anim_act = act("Export A&nimation…", self.export_animation, None,
                                    "The current view, one frame per decoding step, as a GIF (or MP4)", "exportAnimationAction")
+        self.export_page_act = act("Export &Web Page…", self.export_web_page, None,
+                                   "One HTML file to hand out: the sentence, a step slider and the views, readable offline", "exportWebPageAction")
         self.export_all_act = act("Export &All Heads…", self.export_all_heads, None, "One figure per layer and head, for the chosen attention kind", "exportAllAction")
         self.save_session_act = act("&Save Session…", lambda: self.session_files.save_dialog(), QtGui.QKeySequence.StandardKey.Save,
                                     "Save the whole window (model, sentences, decoded steps, selections, layout) as a session file", "saveSessionAction")
@@ -232,6 +234,7 @@ class MainWindow(QtWidgets.QMainWindow):
         file_menu.addAction(self.export_data_act)
         file_menu.addAction(self.export_all_act)
         file_menu.addAction(self.export_anim_act)
+        file_menu.addAction(self.export_page_act)
         file_menu.addSeparator()
         file_menu.addAction(self.quit_act)
         self.view_menu = mb.addMenu("&View")
@@ -386,6 +389,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.export_data_act.setEnabled(has)
         self.export_all_act.setEnabled(has)
         self.export_anim_act.setEnabled(has)
+        self.export_page_act.setEnabled(has)
         if s.forced is not None:
             n = len(s.forced.steps)
             self.step_label.setText(f"teacher-forced · position {s.forced_cursor + 1}/{n} · loss {s.forced.loss:.3f} · accuracy {s.forced.accuracy:.0%}")
@@ -506,6 +510,26 @@ class MainWindow(QtWidgets.QMainWindow):
             return
         if path is not None:
             self.show_message("info", f"Animation saved to {path}")
+
+    def export_web_page(self) -> None:
+        """Export → Web Page: the grid and the view in front, every step of the sentence on screen."""
+        from attnviz.errors import AttnvizError
+        from attnviz.qt.export.animation import Panel
+        from attnviz.qt.export.web_page import web_page_dialog
+
+        s, name = self.session, self.views.name_of(self.active_view())
+        if s.bundle is None or s.current is None:
+            self.show_message("warning", "Nothing to put on a page yet: open a model and type a sentence")
+            return
+        names = ["grid"] + ([name] if name not in (None, "grid") else [])
+        panels = [Panel(self.views.specs[n], self.views.followed(n)) for n in names]
+        try:
+            path = web_page_dialog(self, s.bundle, s.source, s.target, panels, self.theme_name, s.strategy)
+        except AttnvizError as exc:
+            self.show_message("error", str(exc))
+            return
+        if path is not None:
+            self.show_message("info", f"Web page saved to {path}")
 
     def export_all_heads(self) -> None:
         """One figure per layer and head of the attention kind shown in the head detail."""

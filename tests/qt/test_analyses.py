@@ -97,3 +97,34 @@ def test_no_view_runs_the_model_on_the_ui_thread(qtbot):
     for spec in VIEWS:  # one protocol: every view draws what it is given and takes a choice itself
         assert spec.cls.set_data is not FigureViewBase.set_data, spec.name
         assert spec.from_choice or not spec.selectors or spec.cls.apply is not FigureViewBase.apply, spec.name
+
+
+def test_a_view_says_computing_while_its_analysis_runs_and_a_failure_reaches_the_window(qtbot, monkeypatch):
+    from dataclasses import replace
+
+    from story_helpers import shown_view_set
+
+    s, views = shown_view_set(qtbot, ("patching",))
+    frame, gate = views.frames["patching"], threading.Event()
+    assert not frame.computing.isVisible()
+    spec = views.specs["patching"]
+
+    def slow(session, choice, options):
+        return Analysis(lambda: gate.wait(5) and None)
+
+    views.specs["patching"] = replace(spec, data=slow)
+    views.refresh(views["patching"])
+    assert frame.computing.isVisible() and frame.computing.objectName() == "computingBadge"
+    gate.set()
+    assert s.analyses.wait()
+    assert not frame.computing.isVisible()
+
+    def broken(session, choice, options):
+        return Analysis(lambda: 1 / 0)
+
+    views.specs["patching"] = replace(spec, data=broken)
+    with qtbot.waitSignal(views.failed, timeout=5000) as sig:
+        views.refresh(views["patching"])
+        s.analyses.wait()
+    assert "patching" in sig.args[0] and "ZeroDivisionError" in sig.args[0] and "\n" not in sig.args[0]
+    assert not frame.computing.isVisible()

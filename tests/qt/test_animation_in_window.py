@@ -1,5 +1,5 @@
-"""Export → Animation in the window: the active view over every step of the sentence on screen,
-written where the user chose, the window's own decoding left as it was."""
+"""Export → Animation and Export → Web Page in the window: the active view over every step of the
+sentence on screen, written where the user chose, the window's own decoding left as it was."""
 
 from __future__ import annotations
 
@@ -24,5 +24,13 @@ def test_export_animation_writes_the_active_view_and_leaves_the_window_alone(qtb
         assert Image.open(out).n_frames == steps_before
         assert len(w.session.decoding.steps) == steps_before and w.session.decoding.finished
         assert str(out) in w.message_bar.text()
+        folder = tmp_path / "page"
+        monkeypatch.setattr(QtWidgets.QFileDialog, "getExistingDirectory", lambda *a, **k: str(folder))
+        page = w.findChild(QtGui.QAction, "exportWebPageAction")
+        assert page is not None and page.isEnabled()
+        page.trigger()
+        html = (folder / "index.html").read_text(encoding="utf-8")
+        assert html.count('data-step-item="1"') >= 1 and f'max="{steps_before}"' in html
+        assert len(w.session.decoding.steps) == steps_before
     finally:
         close_window(w)

@@ -46,9 +46,12 @@ class Panel:
 
 
 def animation_frames(bundle: Bundle, source: str, target: str, panels: Sequence[Panel], size: tuple[int, int],
-                     theme: str = "light", strategy=None, progress: Callable[[int, int], bool] | None = None) -> list[QtGui.QImage] | None:
+                     theme: str = "light", strategy=None, progress: Callable[[int, int], bool] | None = None,
+                     on_frame: Callable[[Session, list], None] | None = None) -> list[QtGui.QImage] | None:
     """One image per step of ``source``'s decoding (or per position of ``target``): ``panels``
-    side by side, each ``size`` logical pixels. ``None`` when ``progress`` cancels."""
+    side by side, each ``size`` logical pixels. ``None`` when ``progress`` cancels. ``on_frame(session,
+    views)`` is called after each frame is drawn, with the replay's session and the panels' views
+    as they drew it (what a web page reads besides the pictures)."""
     from attnviz.qt.views.registry import build_view
 
     session = _replay_session(bundle, source, target, strategy)
@@ -56,7 +59,7 @@ def animation_frames(bundle: Bundle, source: str, target: str, panels: Sequence[
     for view in views:
         view.resize(*size)
     try:
-        return _frames(session, list(zip(panels, views)), progress)
+        return _frames(session, list(zip(panels, views)), progress, on_frame)
     finally:
         for view in views:
             view.close()
@@ -77,13 +80,15 @@ def _replay_session(bundle: Bundle, source: str, target: str, strategy) -> Sessi
     return session
 
 
-def _frames(session: Session, shown: list, progress) -> list[QtGui.QImage] | None:
+def _frames(session: Session, shown: list, progress, on_frame=None) -> list[QtGui.QImage] | None:
     total = _frame_count(session)
     frames: list[QtGui.QImage] = []
     for i in range(total):
         if i or session.forced is None:  # a decoding's first frame is its first step
             _advance(session)
         frames.append(side_by_side([_drawn(panel, view, session) for panel, view in shown]))
+        if on_frame is not None:
+            on_frame(session, [view for _, view in shown])
         if progress is not None and progress(i + 1, total) is False:
             return None
         if session.forced is None and not session.decoding.can_step:
@@ -200,6 +205,25 @@ def write_animation(frames: Sequence[QtGui.QImage], path: str | os.PathLike, fps
         raise AnimationError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
+def progress_dialog(parent, text: str, object_name: str):
+    """A window-modal progress dialog with Cancel, and ``tick(done, total)`` for a drawing loop:
+    it moves the bar, lets the window paint, and answers ``False`` once the user cancelled."""
+    from PySide6 import QtWidgets
+
+    progress = QtWidgets.QProgressDialog(text, "Cancel", 0, 1, parent)
+    progress.setObjectName(object_name)
+    progress.setWindowModality(QtCore.Qt.WindowModality.WindowModal)
+    progress.setMinimumDuration(300)
+
+    def tick(done: int, total: int) -> bool:
+        progress.setMaximum(total)
+        progress.setValue(done)
+        QtCore.QCoreApplication.processEvents()
+        return not progress.wasCanceled()
+
+    return progress, tick
+
+
 def animation_dialog(parent, bundle: Bundle, source: str, target: str, panel: Panel, theme: str, strategy,
                      size: tuple[int, int] = (900, 640)) -> Path | None:
     """Export → Animation: asks for a file, draws the frames with a cancellable progress dialog
@@ -210,17 +234,7 @@ def animation_dialog(parent, bundle: Bundle, source: str, target: str, panel: Pa
                                                     "GIF animation (*.gif);;MP4 video (*.mp4)")
     if not path:
         return None
-    progress = QtWidgets.QProgressDialog("Drawing the frames…", "Cancel", 0, 1, parent)
-    progress.setObjectName("animationProgress")
-    progress.setWindowModality(QtCore.Qt.WindowModality.WindowModal)
-    progress.setMinimumDuration(300)
-
-    def tick(done: int, total: int) -> bool:
-        progress.setMaximum(total)
-        progress.setValue(done)
-        QtCore.QCoreApplication.processEvents()
-        return not progress.wasCanceled()
-
+    progress, tick = progress_dialog(parent, "Drawing the frames…", "animationProgress")
     try:
         frames = animation_frames(bundle, source, target, [panel], size, theme, strategy, tick)
     finally:

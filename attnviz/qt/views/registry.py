@@ -178,6 +178,7 @@ class ViewSet(QtCore.QObject):
         if "output" in self.views:
             self.views["output"].positionClicked.connect(self._on_position_clicked)
         session.decodingChanged.connect(self._on_decoding_changed)
+        session.analyses.failed.connect(self._on_analysis_failed)
 
     def _connect(self, spec: ViewSpec) -> None:
         """What view ``spec`` picks moves the selection; its options compute its data again; a view
@@ -263,6 +264,7 @@ class ViewSet(QtCore.QObject):
         spec, view = self.specs[name], self.views[name]
         data = view_data(spec, view, self.session, choice)
         if isinstance(data, Analysis):
+            self.frames[name].set_computing(True)
             self.session.analyses.submit(name, data, lambda result: self._deliver(name, choice, result))
         elif data is not None:
             self._deliver(name, choice, data)
@@ -270,6 +272,7 @@ class ViewSet(QtCore.QObject):
     def _deliver(self, name: str, choice: ViewChoice, data: object) -> None:
         """View ``name`` draws its new data of ``choice`` and takes the choice it follows now
         (``None``: the analysis found nothing to draw, a model without layers of a kind)."""
+        self.frames[name].set_computing(False)
         if data is None:
             return
         spec, view = self.specs[name], self.views[name]
@@ -282,6 +285,12 @@ class ViewSet(QtCore.QObject):
             view.apply(spec.opening)
             self._applied[name] = spec.opening
         self._update_caption(name)
+
+    def _on_analysis_failed(self, name: str, message: str) -> None:
+        """A view's analysis raised: the view keeps what it showed, and one line says why."""
+        if name in self.frames:
+            self.frames[name].set_computing(False)
+            self.failed.emit(f"Could not compute the {self.specs[name].name} view: {message}")
 
     def _on_options_changed(self, name: str) -> None:
         """View ``name``'s own options changed what its data is: computed again (now, or when it is shown)."""
