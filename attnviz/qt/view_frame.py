@@ -45,25 +45,17 @@ class ViewFrame(QtWidgets.QStackedWidget):
         self.empty_label.setStyleSheet("QLabel#emptyState { color: palette(placeholder-text); }")
         self.addWidget(self.content)
         self.addWidget(self.empty_label)
-        self.computing = plain_label("computing…", "computingBadge")  # over the view while its analysis runs
-        self.computing.setParent(self)
-        self.computing.setStyleSheet("QLabel#computingBadge { background: palette(window); color: palette(placeholder-text);"
-                                     " border: 1px solid palette(mid); border-radius: 3px; padding: 1px 6px; }")
-        self.computing.hide()
 
     def set_computing(self, on: bool) -> None:
-        """Show (or hide) the badge saying the view's data is being computed: what it shows is
+        """The view says (in its control row) that its data is being computed: what it shows is
         the previous frame's until then."""
-        if on:
-            self.computing.adjustSize()
-            self.computing.move(max(0, self.width() - self.computing.width() - 8), 4)
-            self.computing.raise_()
-        self.computing.setVisible(on)
+        badge = getattr(self.view, "computing_badge", None)
+        if badge is not None:
+            badge.setVisible(on)
 
-    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
-        super().resizeEvent(event)
-        if self.computing.isVisible():
-            self.set_computing(True)
+    @property
+    def computing(self) -> QtWidgets.QWidget | None:
+        return getattr(self.view, "computing_badge", None)
 
     def set_empty(self, text: str | None) -> None:
         """Show ``text`` in place of the view, or (``None``) the view."""

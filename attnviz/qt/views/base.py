@@ -115,12 +115,15 @@ class FigureViewBase(QtWidgets.QWidget):
         self.link_button.setToolTip("Linked: this view follows the selection shared by every linked view; "
                                     "unlink it to keep its own choice (e.g. to compare two heads)")
         self.link_button.toggled.connect(self._on_link_button)
-        for w in (self.link_caption, self.link_button):
+        self.computing_badge = plain_label("computing…", "computingBadge")  # while the view's analysis runs
+        self.computing_badge.setStyleSheet("QLabel#computingBadge { color: palette(placeholder-text); }")
+        for w in (self.link_caption, self.link_button, self.computing_badge):
             w.hide()
         top = QtWidgets.QHBoxLayout()
         top.setContentsMargins(0, 0, 6, 0)
         top.setSpacing(4)
         top.addLayout(self.controls, 3)
+        top.addWidget(self.computing_badge)
         top.addWidget(self.link_caption, 2)
         top.addWidget(self.link_button)
         layout = QtWidgets.QVBoxLayout(self)

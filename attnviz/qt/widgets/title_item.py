@@ -76,6 +76,8 @@ class TitleItem(pg.LabelItem):
         width = self.size().width()
         if width > 40 and abs(self.item.textWidth() - width) > 0.5:
             self.item.setTextWidth(width)
+            if abs(self.itemRect().height() - self.minimumHeight()) > 0.5:
+                self.updateMin()  # more (or fewer) lines: the layout gives the title their height
         super().resizeEvent(ev)
 
 
