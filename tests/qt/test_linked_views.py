@@ -213,3 +213,22 @@ def test_the_norm_view_follows_a_cross_selection_to_its_decoder_layer(qtbot):
     assert "layer 2" in vs["norm"].link_text()
     vs.selection.update(kind="encoder", layer=0)
     assert vs["norm"].group() == ("encoder", 0)
+
+
+def test_a_view_computed_from_the_choice_ends_on_the_choice_it_follows(qtbot):
+    """A refresh feeds the walkthrough choice B while it last showed A; going back to A before B's
+    result arrives must feed A again, not keep B's result."""
+    from story_helpers import shown_view_set
+
+    s, views = shown_view_set(qtbot, ("walkthrough",))
+    views.selection.update(kind="encoder", layer=0, head=0, mode="head", query=0)
+    assert s.analyses.wait()
+    views.views["walkthrough"].hide()  # off screen: a new selection waits for it
+    views.selection.update(query=1)
+    views.views["walkthrough"].show()
+    views.refresh(views.views["walkthrough"])  # feeds query 1
+    views.selection.update(query=0)  # back before that result is shown
+    assert s.analyses.wait()
+    qtbot.wait(50)
+    assert views._applied["walkthrough"].query == 0
+    assert views.views["walkthrough"].query() == 0

@@ -262,6 +262,8 @@ class ViewSet(QtCore.QObject):
     def _feed(self, name: str, choice: ViewChoice) -> None:
         """Give view ``name`` its data for ``choice``: at once, or when its analysis returns."""
         spec, view = self.specs[name], self.views[name]
+        if spec.from_choice:  # what it will show: a later choice equal to this one needs no new feed, another does
+            self._applied[name] = choice
         data = view_data(spec, view, self.session, choice)
         if isinstance(data, Analysis):
             self.frames[name].set_computing(True)
