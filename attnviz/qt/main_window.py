@@ -18,6 +18,7 @@ from attnviz.qt.session import Session, one_line
 from attnviz.qt.session_file import SessionFiles
 from attnviz.qt.state import SUFFIX
 from attnviz.qt.theme import THEMES, apply_theme
+from attnviz.qt.tour import start_tour
 from attnviz.qt.train.panel import TrainPanel
 from attnviz.qt.views.registry import ViewSet, head_figure
 from attnviz.qt.widgets.colormaps import SEQUENTIAL_COLORMAPS
@@ -136,6 +137,9 @@ class MainWindow(QtWidgets.QMainWindow):
         self.reset_act.setIcon(st.standardIcon(sp.SP_MediaSkipBackward))
         self.about_act = act("&About attnviz", lambda: show_about(self), None, "About attnviz and its data", "aboutAction")
         self.keys_act = act("&Keyboard Shortcuts", lambda: show_shortcuts(self), None, "List the keyboard shortcuts", "shortcutsAction")
+        self.tour_act = act("&Tour", lambda: start_tour(self, "en"), None,
+                            "Walk through the tutorial's ideas on the live model, one stop at a time", "tourAction")
+        self.tour_zh_act = act("导览（简体中文）", lambda: start_tour(self, "zh_CN"), None, "按教程的顺序，在当前模型上逐站讲解", "tourZhAction")
         for a in (self.step_act, self.back_act, self.run_act, self.reset_act):
             a.setShortcutContext(QtCore.Qt.ShortcutContext.WindowShortcut)
             self._add_field_shortcut(a)
@@ -269,6 +273,9 @@ class MainWindow(QtWidgets.QMainWindow):
             a = strat.addAction(self.step_bar.strategy_combo.itemText(i))
             a.triggered.connect(lambda _=False, i=i: self.step_bar.strategy_combo.setCurrentIndex(i))
         help_menu = mb.addMenu("&Help")
+        help_menu.addAction(self.tour_act)
+        help_menu.addAction(self.tour_zh_act)
+        help_menu.addSeparator()
         help_menu.addAction(self.keys_act)
         help_menu.addAction(self.about_act)
 

@@ -1,0 +1,462 @@
+"""The guided tour (Help → Tour) as data: one JSON file per language in ``resources/tour/``,
+read and checked here, without Qt (the window's :mod:`attnviz.qt.tour` shows it).
+
+A tour file::
+
+    {"format": "attnviz-tour", "version": 1, "language": "en",
+     "labels": {"title": "Tour", "back": "Back", "next": "Next", "leave": "Leave",
+                "counter": "{n} / {total}", "waiting": "…"},
+     "stops": [STOP, …]}
+
+A stop::
+
+    {"id": "look-ahead-mask",                    # every language has the same ids, in the same order
+     "title": "The look-ahead mask",
+     "view": "mask",                             # the view raised: a view name of the registry
+     "state": {"source": "我喜欢吃鱼。",          # the sentence typed in
+               "target": "",                      # optional; a target means teacher-forced mode
+               "steps": "end",                    # tokens decoded (teacher-forced: the position), or "end"
+               "selection": {"kind": "decoder", "layer": 1, "head": 1, "query": null},
+               "focus": ["开心", "兴奋"]},         # optional: source words some measures rank
+     "highlight": "mask-upper-triangle",         # one of REGIONS, in the stop's view
+     "text": "… exactly {mask_upper_max:g} …"}    # placeholders: MEASURES of the stop's view, format specs
+
+Layers, heads and query rows are counted from 1 in the file, as on screen (``query`` null: the
+current step's row); :class:`StopState` holds them 0-based. The text is plain text with named
+placeholders only; every number it quotes comes from a measure of the live window, so a literal
+decimal number in a text is refused. A file that breaks any rule is refused with one line naming
+the file and the stop (:class:`TourError`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import string
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from attnviz.errors import AttnvizError
+
+FORMAT = "attnviz-tour"
+VERSION = 1
+LANGUAGES: tuple[str, ...] = ("en", "zh_CN")
+MAX_BYTES = 1024 * 1024  # a tour file is small: a larger one is not one of ours
+MAX_TITLE = 80
+MAX_TEXT = 700
+KINDS = ("encoder", "decoder", "cross")
+_ID = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
+_DECIMAL = re.compile(r"\d[.,]\d")  # a measured value written into the text by hand
+_SAMPLES = {"number": 0.5, "integer": 3, "text": "x"}  # what a format spec must be able to format
+
+
+class TourError(AttnvizError):
+    """A tour file that cannot be used: one line naming the file (and the stop) and the problem."""
+
+
+@dataclass(frozen=True)
+class Measure:
+    """A number (or piece of text) a stop's text can quote, read from the live window: from
+    ``view`` (``None``: from the open model itself). ``kind``: ``number``, ``integer`` or ``text``."""
+
+    view: str | None
+    kind: str
+    about: str
+
+
+def _m(view: str | None, kind: str, about: str) -> Measure:
+    return Measure(view, kind, about)
+
+
+#: Every measure a stop's text can quote; :mod:`attnviz.qt.tour` computes each from the window.
+MEASURES: dict[str, Measure] = {
+    # the open model
+    "d_model": _m(None, "integer", "d_model"),
+    "d_k": _m(None, "integer", "d_k = d_model / h"),
+    "n_heads": _m(None, "integer", "h, the heads of every attention block"),
+    "d_ff": _m(None, "integer", "the FFN's hidden width"),
+    "encoder_layers": _m(None, "integer", "N of the encoder"),
+    "decoder_layers": _m(None, "integer", "N of the decoder"),
+    "target_vocab": _m(None, "integer", "the output layer's vocabulary size"),
+    # head detail: the outlined row (the stop's query row, else the current step's)
+    "head_layer": _m("head", "integer", "the layer shown (1-based)"),
+    "head_head": _m("head", "integer", "the head shown (1-based)"),
+    "head_query": _m("head", "text", "the row's piece"),
+    "head_keys": _m("head", "integer", "the row's keys"),
+    "head_row_sum": _m("head", "number", "the row's sum"),
+    "head_max_weight": _m("head", "number", "the row's largest weight"),
+    "head_max_key": _m("head", "text", "the key it goes to"),
+    # attention vs attribution: the output token the view explains
+    "attr_token": _m("attribution", "text", "the output piece explained"),
+    "attr_position": _m("attribution", "integer", "its output position (1-based)"),
+    "attr_sources": _m("attribution", "integer", "source pieces ranked"),
+    "attr_focus_ranks": _m("attribution", "text", "the focus words' pieces and their cross-attention ranks"),
+    "attr_attention_top": _m("attribution", "text", "the three pieces cross-attention ranks first"),
+    "attr_ig_top": _m("attribution", "text", "the three pieces integrated gradients rank first"),
+    "attr_rho": _m("attribution", "number", "mean Spearman ρ between attention and attribution measures"),
+    # the one-head walkthrough: its query row
+    "walk_query": _m("walkthrough", "text", "the query's piece"),
+    "walk_top_key": _m("walkthrough", "text", "the key with the largest score (and weight)"),
+    "walk_top_score": _m("walkthrough", "number", "its score in Q_i K_iᵀ"),
+    "walk_top_weight": _m("walkthrough", "number", "its weight in A_i"),
+    "walk_row_sum": _m("walkthrough", "number", "the sum of the query's row of A_i"),
+    "walk_min_weight": _m("walkthrough", "number", "the row's smallest weight"),
+    "walk_z": _m("walkthrough", "number", "Z_i of the query, column 0"),
+    "walk_head": _m("walkthrough", "integer", "the head i shown (1-based)"),
+    "walk_head_first": _m("walkthrough", "integer", "the first column of Concat(Z_1..Z_h) that is Z_i (0-based)"),
+    "walk_head_last": _m("walkthrough", "integer", "the last one"),
+    # why ÷√d_k: the selected layer, mean over heads and rows
+    "scale_sqrt_dk": _m("scaling", "number", "√d_k"),
+    "scale_max_scaled": _m("scaling", "number", "mean largest weight of a row, with ÷√d_k"),
+    "scale_max_unscaled": _m("scaling", "number", "the same without it"),
+    "scale_entropy_scaled": _m("scaling", "number", "mean row entropy (nats), with ÷√d_k"),
+    "scale_entropy_unscaled": _m("scaling", "number", "the same without it"),
+    # word order (compare)
+    "cmp_a": _m("compare", "text", "source A"),
+    "cmp_b": _m("compare", "text", "source B"),
+    "cmp_max_difference": _m("compare", "number", "max |C_A − C_B| over matched tokens, with PE"),
+    "cmp_translation_a": _m("compare", "text", "A's greedy translation with PE"),
+    "cmp_translation_b": _m("compare", "text", "B's greedy translation with PE"),
+    "cmp_translation_no_pe": _m("compare", "text", "A's greedy translation without PE"),
+    # the residual stream
+    "res_formula": _m("residual", "text", "where the model normalizes"),
+    "res_first": _m("residual", "number", "mean ‖x‖ of the encoder after the embedding"),
+    "res_last": _m("residual", "number", "mean ‖x‖ of the encoder after its last sublayer"),
+    # LayerNorm vs BatchNorm on the same activations
+    "norm_token": _m("norm", "text", "the marked token (LN's row)"),
+    "norm_ln_mean": _m("norm", "number", "its features' mean"),
+    "norm_ln_std": _m("norm", "number", "its features' σ"),
+    "norm_feature": _m("norm", "integer", "the marked feature (BN's column, 0-based)"),
+    "norm_bn_mean": _m("norm", "number", "that feature's mean over the tokens"),
+    "norm_bn_std": _m("norm", "number", "its σ over the tokens"),
+    "norm_tokens": _m("norm", "integer", "the tokens BN averages over"),
+    # the FFN
+    "ffn_layer": _m("ffn", "integer", "the layer shown (1-based)"),
+    "ffn_off": _m("ffn", "number", "the share of hidden units that are 0 in this layer"),
+    "ffn_token": _m("ffn", "text", "the selected token"),
+    "ffn_active": _m("ffn", "integer", "its hidden units that are not 0"),
+    # model info
+    "info_parameters": _m("model-info", "integer", "the model's parameters"),
+    # the output distribution
+    "out_fed": _m("output", "text", "teacher forcing: the decoder's input, SOS + y"),
+    "out_labels": _m("output", "text", "teacher forcing: the labels, y + EOS"),
+    "out_positions": _m("output", "integer", "teacher forcing: the positions"),
+    "out_loss": _m("output", "number", "teacher forcing: mean loss −log P(label)"),
+    "out_step": _m("output", "integer", "the step shown (1-based)"),
+    "out_token": _m("output", "text", "its most likely piece"),
+    "out_prob": _m("output", "number", "its probability"),
+    "out_entropy": _m("output", "number", "the distribution's entropy (nats)"),
+    # teacher forcing vs the inference loop
+    "tvf_departure": _m("teacher-vs-free", "integer", "the first position where the loop departs (1-based)"),
+    "tvf_free": _m("teacher-vs-free", "text", "the loop's piece there"),
+    "tvf_reference": _m("teacher-vs-free", "text", "the reference's piece there"),
+    # the masks
+    "mask_upper_max": _m("mask", "number", "the largest weight above the diagonal"),
+    "mask_masked": _m("mask", "integer", "cells above the diagonal"),
+    "mask_row": _m("mask", "integer", "the current step's row (1-based)"),
+    "mask_row_sum": _m("mask", "number", "its sum"),
+    "mask_allowed": _m("mask", "integer", "the keys it may see"),
+}
+
+#: Every region a stop can outline, and the view it lies in (``view`` outlines the whole view).
+REGIONS: dict[str, str | None] = {
+    "view": None,
+    "head-row": "head",
+    "attribution-cross-row": "attribution",
+    "walk-scores": "walkthrough",
+    "walk-weights-row": "walkthrough",
+    "walk-z": "walkthrough",
+    "scaling-heatmaps": "scaling",
+    "walk-concat": "walkthrough",
+    "compare-difference": "compare",
+    "residual-encoder": "residual",
+    "norm-compare": "norm",
+    "ffn-hidden": "ffn",
+    "model-table": "model-info",
+    "output-forced": "output",
+    "output-topk": "output",
+    "teacher-table": "teacher-vs-free",
+    "mask-upper-triangle": "mask",
+}
+
+#: The views a stop can raise: those the tour can point into.
+VIEWS: tuple[str, ...] = tuple(dict.fromkeys(v for v in REGIONS.values() if v is not None))
+
+
+@dataclass(frozen=True)
+class Labels:
+    """The panel's own words in the file's language; ``counter`` has ``{n}`` and ``{total}``."""
+
+    title: str
+    back: str
+    next: str
+    leave: str
+    counter: str
+    waiting: str
+
+
+@dataclass(frozen=True)
+class StopState:
+    """What a stop sets in the window. ``steps``: tokens decoded (teacher-forced: the 1-based
+    position), ``None``: to the end. ``layer``, ``head``, ``query``: 0-based (``query`` ``None``:
+    the current step's row)."""
+
+    source: str
+    target: str
+    steps: int | None
+    kind: str
+    layer: int
+    head: int
+    query: int | None
+    focus: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Stop:
+    id: str
+    title: str
+    view: str
+    state: StopState
+    highlight: str
+    text: str
+
+    def placeholders(self) -> tuple[str, ...]:
+        """The measures its text quotes, in order of first use."""
+        return tuple(dict.fromkeys(name for name, _ in fields_of(self.text)))
+
+
+@dataclass(frozen=True)
+class Tour:
+    language: str
+    path: Path
+    labels: Labels
+    stops: tuple[Stop, ...]
+
+    def ids(self) -> tuple[str, ...]:
+        return tuple(s.id for s in self.stops)
+
+    def index(self, stop_id: str) -> int:
+        return self.ids().index(stop_id)
+
+
+# -- reading ------------------------------------------------------------------------------------
+def tour_path(language: str) -> Path:
+    """The bundled tour file of ``language`` (one of :data:`LANGUAGES`)."""
+    from attnviz.paths import resource
+
+    if language not in LANGUAGES:
+        raise TourError(f"no tour in {language!r} (one of {', '.join(LANGUAGES)})")
+    return resource("tour", f"{language}.json")
+
+
+def load_tour(language: str = "en") -> Tour:
+    """The bundled tour of ``language``, checked."""
+    return load_tour_file(tour_path(language))
+
+
+def load_tour_file(path: str | Path) -> Tour:
+    """The tour in ``path``, checked (:class:`TourError`, one line, for anything wrong)."""
+    path = Path(path)
+    return parse_tour(_read(path), path)
+
+
+def _read(path: Path) -> Any:
+    try:
+        if path.stat().st_size > MAX_BYTES:
+            raise TourError(f"{path.name}: too large for a tour file")
+        return json.loads(path.read_bytes().decode("utf-8"))
+    except OSError as exc:
+        raise TourError(f"{path.name}: could not read the tour: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise TourError(f"{path.name}: not a tour file (not UTF-8 text)") from None
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise TourError(f"{path.name}: damaged JSON ({one_line(str(exc))})") from None
+
+
+def parse_tour(raw: Any, path: Path) -> Tour:
+    """The tour ``raw`` (parsed JSON) describes; ``path`` names it in errors."""
+    where = path.name
+    obj = _object(raw, where, "the file")
+    _keys(obj, {"format", "version", "language", "labels", "stops"}, {"format", "version", "language", "labels", "stops"}, where)
+    if obj["format"] != FORMAT or type(obj["version"]) is not int:
+        raise TourError(f"{where}: not an attnviz tour file")
+    if obj["version"] > VERSION:
+        raise TourError(f"{where}: a tour of a newer attnviz (format {obj['version']}; this one reads up to {VERSION})")
+    language = _string(obj, "language", where, 10)
+    stops = obj["stops"]
+    if not isinstance(stops, list) or not stops:
+        raise TourError(f"{where}: 'stops' must be a non-empty list")
+    parsed = tuple(parse_stop(s, f"{where}: stop {i + 1}") for i, s in enumerate(stops))
+    _unique_ids(parsed, where)
+    return Tour(language, path, _labels(obj["labels"], where), parsed)
+
+
+def _labels(raw: Any, where: str) -> Labels:
+    names = ("title", "back", "next", "leave", "counter", "waiting")
+    obj = _object(raw, where, "'labels'")
+    _keys(obj, set(names), set(names), f"{where}: labels")
+    labels = Labels(*(_string(obj, n, f"{where}: labels", MAX_TITLE) for n in names))
+    if {n for n, _ in fields_of(labels.counter)} != {"n", "total"}:
+        raise TourError(f"{where}: labels: 'counter' must hold {{n}} and {{total}}")
+    return labels
+
+
+def _unique_ids(stops: tuple[Stop, ...], where: str) -> None:
+    seen: set[str] = set()
+    for s in stops:
+        if s.id in seen:
+            raise TourError(f"{where}: stop {s.id!r}: the id is used twice")
+        seen.add(s.id)
+
+
+def parse_stop(raw: Any, where: str) -> Stop:
+    """One stop; ``where`` names it in errors until its id is known."""
+    obj = _object(raw, where, "the stop")
+    stop_id = obj.get("id")
+    if not isinstance(stop_id, str) or not _ID.match(stop_id):
+        raise TourError(f"{where}: 'id' must be lower-case letters, digits and '-' (at most 40)")
+    where = f"{where.rsplit(': stop', 1)[0]}: stop {stop_id!r}"
+    _keys(obj, {"id", "title", "view", "state", "highlight", "text"}, {"id", "title", "view", "state", "highlight", "text"}, where)
+    view = _choice(obj, "view", VIEWS, where)
+    highlight = _choice(obj, "highlight", tuple(REGIONS), where)
+    if REGIONS[highlight] not in (None, view):
+        raise TourError(f"{where}: the region {highlight!r} lies in the {REGIONS[highlight]} view, not in {view}")
+    stop = Stop(stop_id, _string(obj, "title", where, MAX_TITLE), view, _state(obj["state"], where), highlight,
+                _string(obj, "text", where, MAX_TEXT))
+    check_text(stop, where)
+    return stop
+
+
+def _state(raw: Any, where: str) -> StopState:
+    obj = _object(raw, where, "'state'")
+    _keys(obj, {"source", "target", "steps", "selection", "focus"}, {"source", "steps", "selection"}, f"{where}: state")
+    steps = obj["steps"]
+    if steps != "end" and not (type(steps) is int and steps >= 0):
+        raise TourError(f"{where}: state: 'steps' must be a count of tokens (0 or more) or \"end\"")
+    target = _string(obj, "target", f"{where}: state", 2000, empty=True) if "target" in obj else ""
+    focus = obj.get("focus", [])
+    if not isinstance(focus, list) or not all(isinstance(w, str) and w.strip() for w in focus):
+        raise TourError(f"{where}: state: 'focus' must be a list of words")
+    kind, layer, head, query = _selection(obj["selection"], where)
+    return StopState(_string(obj, "source", f"{where}: state", 2000), target, None if steps == "end" else steps,
+                     kind, layer, head, query, tuple(focus))
+
+
+def _selection(raw: Any, where: str) -> tuple[str, int, int, int | None]:
+    where = f"{where}: selection"
+    obj = _object(raw, where, "'selection'")
+    _keys(obj, {"kind", "layer", "head", "query"}, {"kind", "layer", "head"}, where)
+    kind = _choice(obj, "kind", KINDS, where)
+    numbers = []
+    for name in ("layer", "head", "query"):
+        value = obj.get(name)
+        if value is None and name == "query":
+            numbers.append(None)
+        elif type(value) is int and value >= 1:
+            numbers.append(value - 1)
+        else:
+            raise TourError(f"{where}: {name!r} must be a number from 1 (as on screen)" + (" or null" if name == "query" else ""))
+    return kind, numbers[0], numbers[1], numbers[2]
+
+
+def check_text(stop: Stop, where: str) -> None:
+    """Every placeholder of the text names a measure of the stop's view (or of the model) with a
+    format spec that fits it; no number is written into the text by hand."""
+    for name, spec in fields_of(stop.text, where):
+        measure = MEASURES.get(name)
+        if measure is None:
+            raise TourError(f"{where}: unknown measure {{{name}}} in the text")
+        if measure.view not in (None, stop.view):
+            raise TourError(f"{where}: the measure {{{name}}} reads the {measure.view} view, but the stop shows {stop.view}")
+        try:
+            format(_SAMPLES[measure.kind], spec)
+        except ValueError:
+            article = "an" if measure.kind == "integer" else "a"
+            raise TourError(f"{where}: the format {{{name}:{spec}}} does not fit {article} {measure.kind}") from None
+    literal = "".join(part for part, _, _, _ in string.Formatter().parse(stop.text))
+    found = _DECIMAL.search(literal)
+    if found:
+        raise TourError(f"{where}: the text writes a number ({found.group(0)}…) by hand: quote it through a measure")
+
+
+def fields_of(text: str, where: str = "") -> list[tuple[str, str]]:
+    """``(name, format spec)`` of each placeholder of ``text``: plain names only (no ``!r``, no
+    ``.attr``/``[i]``, no nested fields); :class:`TourError` otherwise."""
+    out = []
+    try:
+        parsed = list(string.Formatter().parse(text))
+    except ValueError as exc:
+        raise TourError(f"{where}: the text's braces do not pair up ({exc}); write a brace as {{{{ or }}}}") from None
+    for _, name, spec, conversion in parsed:
+        if name is None:
+            continue
+        if not name.isidentifier() or conversion or "{" in (spec or ""):
+            raise TourError(f"{where}: the placeholder {{{name}}} must be a plain measure name with an optional format")
+        out.append((name, spec or ""))
+    return out
+
+
+def fill(text: str, values: dict[str, object], missing: str = "—") -> str:
+    """``text`` with its placeholders filled from ``values``; a value that is ``None`` (or not
+    there) is written as ``missing``."""
+    out = []
+    for literal, name, spec, _ in string.Formatter().parse(text):
+        out.append(literal)
+        if name is not None:
+            value = values.get(name)
+            out.append(missing if value is None else format(value, spec or ""))
+    return "".join(out)
+
+
+def check_same_tour(first: Tour, other: Tour) -> None:
+    """``other`` (a translation) has ``first``'s stops in the same order, each with the same view,
+    state, region and measures: only titles and texts differ."""
+    where = other.path.name
+    if first.ids() != other.ids():
+        missing = [i for i in first.ids() if i not in other.ids()]
+        extra = [i for i in other.ids() if i not in first.ids()]
+        what = f"lacks {missing}" if missing else f"has {extra} too" if extra else "has them in another order"
+        raise TourError(f"{where}: its stops differ from {first.path.name}'s: it {what}")
+    for a, b in zip(first.stops, other.stops):
+        for name in ("view", "state", "highlight"):
+            if getattr(a, name) != getattr(b, name):
+                raise TourError(f"{where}: stop {b.id!r}: its {name} differs from {first.path.name}'s")
+        if set(a.placeholders()) != set(b.placeholders()):
+            raise TourError(f"{where}: stop {b.id!r}: it quotes {sorted(b.placeholders())}, {first.path.name} {sorted(a.placeholders())}")
+
+
+# -- small checks ---------------------------------------------------------------------------------
+def one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _object(raw: Any, where: str, what: str) -> dict:
+    if not isinstance(raw, dict):
+        raise TourError(f"{where}: {what} must be a JSON object")
+    return raw
+
+
+def _keys(obj: dict, allowed: set[str], required: set[str], where: str) -> None:
+    unknown = sorted(set(obj) - allowed)
+    if unknown:
+        raise TourError(f"{where}: unknown key {unknown[0]!r} (one of {', '.join(sorted(allowed))})")
+    missing = sorted(required - set(obj))
+    if missing:
+        raise TourError(f"{where}: missing key {missing[0]!r}")
+
+
+def _string(obj: dict, key: str, where: str, limit: int, empty: bool = False) -> str:
+    value = obj.get(key)
+    if not isinstance(value, str) or (not empty and not value.strip()):
+        raise TourError(f"{where}: {key!r} must be a{'' if empty else ' non-empty'} string")
+    if len(value) > limit:
+        raise TourError(f"{where}: {key!r} is longer than {limit} characters")
+    return value
+
+
+def _choice(obj: dict, key: str, choices: tuple[str, ...], where: str) -> str:
+    value = obj.get(key)
+    if value not in choices:
+        raise TourError(f"{where}: unknown {key} {value!r} (one of {', '.join(choices)})")
+    return value
