@@ -33,7 +33,7 @@ from attnviz.qt.widgets.plain_text import plain_label
 POLL_MS = 40  # how often a stop looks whether its view has drawn its data
 READY_TIMEOUT_S = 120.0  # a view that has not drawn by then is explained with what it shows
 SETTLE_S = 0.6  # s after a stop is explained during which its region is kept scrolled into view
-PANEL_WIDTH = 340  # px of the left dock column when the tour opens
+PANEL_WIDTH = 280  # px of the left dock column when the tour opens (the grid in the centre keeps its room)
 PANEL_SHARE = 0.62  # of the left column's height the tour takes when it opens
 OUTLINE = QtGui.QColor(255, 120, 0, 230)  # the highlight: a semi-transparent orange outline
 FILL = QtGui.QColor(255, 120, 0, 38)
