@@ -201,3 +201,77 @@ def test_the_padding_captions_shorten_in_the_narrowest_dock(make_view, qtbot):
     for _ in range(4):
         qtbot.wait(20)
     assert any(t.text == "source padding · none" for t in scene_texts(view.canvas, view))
+
+
+# -- free decoding: the rows come from KV-cached steps ------------------------------------------------------
+def _stepped(qtbot, steps: int):
+    """The registry's mask view fed from a session on the tiny model ``steps`` greedy steps in (free decoding)."""
+    from attnviz.qt.session import Session
+    from attnviz.qt.views.registry import build_view, feed_now, view_spec
+
+    from inside_fixtures import bundle
+    from story_helpers import APPLES
+
+    session = Session()
+    session.set_bundle(bundle())
+    session.set_inputs(APPLES, "")
+    for _ in range(steps):
+        session.decoding.step()
+    spec = view_spec("mask")
+    view = build_view(spec)
+    qtbot.addWidget(view)
+    view.resize(900, 760)
+    assert feed_now(spec, view, session, ViewChoice())
+    return session, view
+
+
+@pytest.mark.parametrize("steps", [1, 3, 5])
+def test_stepping_shows_the_cached_steps_own_rows_and_says_the_future_was_recomputed(qtbot, steps):
+    import torch
+
+    from attnviz.core.model.sites import AttentionSite
+
+    session, view = _stepped(qtbot, steps)
+    cur = session.current
+    row = session.current_row()
+    assert row == steps - 1 and view.rows_cached()
+    text = view.title.plain_text()
+    assert "KV cache" in text and "computed only its own row" in text and "recomputed" in text and "full pass" in text
+    with torch.inference_mode():  # one full pass over the decoded prefix, for the future scores the caption speaks of
+        _, full = session.bundle.model.run_with_trace(torch.tensor([cur.src_ids]), torch.tensor([cur.input_ids]), names=["decoder.*.self_attn.*"])
+    upper = np.triu(np.ones((row + 1, row + 1), dtype=bool), 1)
+    for layer in range(cur.config.n_decoder_layers):
+        site = AttentionSite("decoder", layer)
+        for head in range(cur.config.n_heads):
+            view.select(layer=layer, head=head)
+            m = view.matrices()
+            assert np.all(m["weights"][upper] == 0.0)  # exactly 0, not small
+            assert np.all(np.isneginf(m["masked_scores"][upper]))
+            own = {f: cur.steps[row].trace[site.name(f)][head, 0] for f in ("scaled_scores", "masked_scores", "weights")}  # [keys 0..row]
+            assert own["scaled_scores"].shape == (row + 1,)
+            np.testing.assert_array_equal(m["scaled_scores"][row], own["scaled_scores"])  # the step's own numbers, unchanged
+            np.testing.assert_array_equal(m["masked_scores"][row], own["masked_scores"])
+            np.testing.assert_array_equal(m["weights"][row], own["weights"])
+            np.testing.assert_array_equal(view.panels["scaled_scores"].raw_matrix()[row], own["scaled_scores"])
+            np.testing.assert_allclose(m["scaled_scores"][upper], full[site.name("scaled_scores")][head][upper], atol=1e-5)
+    assert bool(view.figure_data().extras["rows_from_cached_steps"])
+    if row:
+        view.panels["scaled_scores"].hover_cell(0, row)
+        assert "recomputed" in view.readout.text()
+    view.panels["scaled_scores"].hover_cell(row, 0)
+    assert "recomputed" not in view.readout.text()
+
+
+def test_a_teacher_forced_pass_computed_every_cell(loaded):
+    _, view, session, ok = loaded("mask", target="I like apples.")
+    assert ok and session.forced is not None and not view.rows_cached()
+    assert "KV cache" not in view.title.plain_text()
+    assert not view.figure_data().extras["recomputed_scores"].any()
+
+
+def test_the_row_arrangement_keeps_the_caption_in_its_legend(qtbot):
+    session, view = _stepped(qtbot, 4)
+    area = _in_scroll_area(qtbot, view, 1000, 224)  # noqa: F841 - the area holds the view
+    assert view.arrangement() == "row"
+    assert "recomputed" in view.title.plain_text()
+    _check_readable(view, ("scaled_scores",))

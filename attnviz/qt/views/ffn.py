@@ -3,9 +3,13 @@
 Top: the hidden activations max(0, x W₁ + b₁) of the chosen layer as a heatmap (tokens × d_ff
 units; the selected token's row outlined). Below: the units most active for the selected token,
 and the share of units that are off in every layer of both stacks (ReLU: exact zeros; a GELU or
-SiLU model has none, so there it is the share ≤ 0, and the labels say so).
+SiLU model has none, so there it is the share ≤ 0, and the labels say so). Then the FFN's role:
+one unit's response at every position (the same w₁, b₁ for each; its pre-activation cut at 0 by
+ReLU, the non-linear part attention's weighted sums lack), FFN(x_i) computed for each position
+alone against the layer's output, and the model's next token and greedy translation with each
+layer's FFN removed (computed in a worker: :func:`attnviz.core.analysis.ffn.ffn_roles_for`).
 
-The view renders :class:`attnviz.core.analysis.ffn.FfnData`; click a row to select its token.
+The view renders :class:`attnviz.core.analysis.ffn.FfnData`; click a cell to select its token and unit.
 """
 
 from __future__ import annotations
@@ -14,15 +18,30 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6 import QtWidgets
+from PySide6 import QtCore, QtWidgets
 
-from attnviz.core.analysis.ffn import ACTIVATION_NAMES, FfnData, FfnLayer, ffn_data_for, off_label, off_share, stack_of, top_units
+from attnviz.core.analysis.ffn import (
+    ACTIVATION_NAMES,
+    ALL,
+    STACKS,
+    FfnData,
+    FfnLayer,
+    FfnRemoval,
+    ffn_roles_for,
+    layer_key,
+    off_label,
+    off_share,
+    stack_of,
+    top_units,
+)
 from attnviz.core.analysis.figure_data import FigureData
 from attnviz.core.data.pieces import display_piece
+from attnviz.qt.analyses import Analysis
 from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
 from attnviz.qt.views.small_plots import apply_plot_theme, legend_title, series, set_ticks, small_plot
 from attnviz.qt.views.spec import ViewSpec
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo
+from attnviz.qt.widgets.plots import pen
 
 if TYPE_CHECKING:
     from attnviz.qt.selection import ViewChoice
@@ -30,13 +49,22 @@ if TYPE_CHECKING:
 
 TOP_UNITS = 10
 UNIT_TICK_EVERY = 64
+MIN_HEIGHT = 640  # px of canvas before the dock scrolls
+TOP = -1  # the unit spin box's "top": the selected token's most active unit
 
-MIN_HEIGHT = 560  # px of canvas before the dock scrolls
+
+def _short(key: str) -> str:
+    """``encoder:0`` → ``enc 1``; ``all`` stays."""
+    if key == ALL:
+        return "all"
+    stack, _, layer = key.partition(":")
+    return f"{stack[:3]} {int(layer) + 1}"
+
 
 class QtFfnView(FigureViewBase):
-    """``set_data(FfnData)``; ``select(stack, layer, query)`` picks the layer and the token (0-based).
-    ``chose({kind, layer})`` and ``chose({query})`` when the user picks them in the view."""
-
+    """``set_data(FfnData)``; ``select(stack, layer, query, unit)`` picks the layer, the token and
+    the unit (0-based; unit −1: the token's most active). ``chose({kind, layer})`` and
+    ``chose({query})`` when the user picks them in the view."""
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme=None):
         super().__init__(parent, theme=theme, title_span=2)
@@ -45,26 +73,49 @@ class QtFfnView(FigureViewBase):
         self._data: FfnData | None = None
         self._stack, self._layer, self._query = "encoder", 0, None
         self.layer_combo = self._add_control("Layer", make_combo("ffnLayerCombo", "Which layer's FFN"))
+        self.unit_spin = self._add_control("Unit", QtWidgets.QSpinBox(objectName="ffnUnitSpin"))
+        self.unit_spin.setRange(TOP, 0)
+        self.unit_spin.setValue(TOP)
+        self.unit_spin.setSpecialValueText("top")
+        self.unit_spin.setToolTip("The hidden unit shown at every position (top: the selected token's most active; a click on the heatmap picks one)")
         self.controls.addStretch(1)
         self.layer_combo.currentIndexChanged.connect(self._on_layer_changed)
-        ci = self.canvas.ci
+        self.unit_spin.valueChanged.connect(self._on_unit_changed)
+        self._build_heatmap()
+        self._build_plots()
+        self._apply_theme()
+        self._refresh()
+
+    def _build_heatmap(self) -> None:
         self.heatmap = HeatmapPlot(self.theme, colorbar=True, colorbar_label="activation", annotate=False, masked=False,
                                    label_point_size=8.5)
         self.heatmap.set_axis_titles("token", "hidden unit (d_ff)")
         self.heatmap.sigCellClicked.connect(self._on_cell_clicked)
         self.heatmap.sigHovered.connect(self._on_hovered)
-        ci.addItem(self.heatmap, row=1, col=0, colspan=2)
+        self.canvas.ci.addItem(self.heatmap, row=1, col=0, colspan=2)
+
+    def _build_plots(self) -> None:
+        ci = self.canvas.ci
         self.top_plot = small_plot("unit", "value")
         self.top_bars = pg.BarGraphItem(x=[], height=[], width=0.7)
         self.top_plot.addItem(self.top_bars)
-        ci.addItem(self.top_plot, row=2, col=0)
         self.off_plot = small_plot("layer", "share off")
-        self.off_lines = {s: series(self.off_plot, self.theme, i, s) for i, s in enumerate(("encoder", "decoder"))}
-        ci.addItem(self.off_plot, row=2, col=1)
-        ci.layout.setRowStretchFactor(1, 3)
-        ci.layout.setRowStretchFactor(2, 2)
-        self._apply_theme()
-        self._refresh()
+        self.off_lines = {s: series(self.off_plot, self.theme, i, s) for i, s in enumerate(STACKS)}
+        self.unit_plot = small_plot("token", "activation")
+        self.unit_bars = pg.BarGraphItem(x=[], height=[], width=0.6)
+        self.unit_plot.addItem(self.unit_bars)
+        self.unit_pre = self.unit_plot.plot([], [])
+        self.unit_plot.addItem(pg.InfiniteLine(angle=0, pos=0.0, movable=False, pen=pen("#888888", 1.0)), ignoreBounds=True)
+        self.removal_plot = small_plot("FFN removed", "probability")
+        self.removal_bars = pg.BarGraphItem(x=[], height=[], width=0.6)
+        self.removal_plot.addItem(self.removal_bars)
+        self.intact_line = pg.InfiniteLine(angle=0, movable=False)
+        self.removal_plot.addItem(self.intact_line, ignoreBounds=True)
+        self.removal_texts: list[pg.TextItem] = []
+        for item, row, col in ((self.top_plot, 2, 0), (self.off_plot, 2, 1), (self.unit_plot, 3, 0), (self.removal_plot, 3, 1)):
+            ci.addItem(item, row=row, col=col)
+        for row, stretch in ((1, 5), (2, 4), (3, 4)):
+            ci.layout.setRowStretchFactor(row, stretch)
 
     # data and selection ----------------------------------------------------------------------
     def set_data(self, data: FfnData) -> None:
@@ -78,8 +129,9 @@ class QtFfnView(FigureViewBase):
         """The selected kind's stack (cross-attention sits in the decoder), layer and token."""
         self.select(choice.kind, choice.layer, choice.query)
 
-    def select(self, kind: str | None = None, layer: int | None = None, query: int | None = None) -> None:
-        """Show the FFN of ``kind``'s stack (cross: the decoder), ``layer``, token ``query``; ``None`` keeps."""
+    def select(self, kind: str | None = None, layer: int | None = None, query: int | None = None, unit: int | None = None) -> None:
+        """Show the FFN of ``kind``'s stack (cross: the decoder), ``layer``, token ``query``, hidden
+        unit ``unit`` (−1: the token's most active); ``None`` keeps."""
         stack = stack_of(kind) if kind is not None else self._stack
         layer = self._layer if layer is None else layer
         if self._data is not None and self._data.get(stack, layer) is not None:
@@ -87,6 +139,8 @@ class QtFfnView(FigureViewBase):
         if query is not None:
             self._query = query
         self._update_controls()
+        if unit is not None:
+            self.unit_spin.setValue(int(unit))  # redraws through _on_unit_changed when it changes
         self._refresh()
 
     def has_data(self) -> bool:
@@ -95,11 +149,22 @@ class QtFfnView(FigureViewBase):
     def current(self) -> FfnLayer | None:
         return None if self._data is None else self._data.get(self._stack, self._layer)
 
+    def removal(self) -> FfnRemoval | None:
+        return None if self._data is None else self._data.removal
+
     def query(self) -> int:
         """The selected token (the last one unless chosen)."""
         f = self.current()
         n = len(f.pieces) if f is not None else 1
         return n - 1 if self._query is None or not 0 <= self._query < n else self._query
+
+    def unit(self) -> int:
+        """The unit shown at every position: the one chosen, else the selected token's most active."""
+        f = self.current()
+        if f is None:
+            return 0
+        chosen = self.unit_spin.value()
+        return chosen if 0 <= chosen < f.hidden.shape[1] else int(top_units(f.hidden[self.query()], 1)[0][0])
 
     def off_share(self) -> float:
         f = self.current()
@@ -110,27 +175,54 @@ class QtFfnView(FigureViewBase):
         items = [] if self._data is None else [(f"{f.stack.capitalize()} layer {f.layer + 1}", f"{f.stack}:{f.layer}") for f in self._data.layers]
         set_combo_items(self.layer_combo, items, f"{self._stack}:{self._layer}")
         self.layer_combo.setEnabled(bool(items))
+        f = self.current()
+        with QtCore.QSignalBlocker(self.unit_spin):
+            self.unit_spin.setMaximum(f.hidden.shape[1] - 1 if f is not None else 0)
 
     def _refresh(self) -> None:
         f = self.current()
-        for item in (self.heatmap, self.top_plot, self.off_plot):
+        for item in (self.heatmap, self.top_plot, self.off_plot, self.unit_plot, self.removal_plot):
             item.setVisible(f is not None)
         if f is None:
             self.title.set_title("FFN", "FFN(x) = max(0, xW₁ + b₁)W₂ + b₂, applied to each token on its own")
+            self.title.set_legend(())
             return
-        act = self._data.activation
-        name = "max(0, xW₁ + b₁)" if act == "relu" else f"{ACTIVATION_NAMES.get(act, act)}(xW₁ + b₁)"
-        self.title.set_title(
-            f"FFN · {f.stack} layer {f.layer + 1} · {name} · {len(f.pieces)} tokens × {f.hidden.shape[1]} units",
-            f"FFN(x) = {name}W₂ + b₂, per token · {off_label(act)}: {self.off_share():.1%} in this layer",
-        )
+        self._set_title(f)
         d_ff = f.hidden.shape[1]
         cols = [str(i) if i % UNIT_TICK_EVERY == 0 else "" for i in range(d_ff)]
         m = float(np.max(np.abs(f.hidden))) if f.hidden.size else 1.0
-        lo = 0.0 if act == "relu" else -m
+        lo = 0.0 if self._data.activation == "relu" else -m
         self.heatmap.set_matrix(f.hidden, f.pieces, cols, highlight_row=self.query(), levels=(lo, m or 1.0))
         self._draw_top(f)
         self._draw_off()
+        self._draw_unit(f)
+        self._draw_removal()
+
+    def _hidden_name(self) -> str:
+        act = self._data.activation
+        return "max(0, xW₁ + b₁)" if act == "relu" else f"{ACTIVATION_NAMES.get(act, act)}(xW₁ + b₁)"
+
+    def _set_title(self, f: FfnLayer) -> None:
+        name = self._hidden_name()
+        alone = ""
+        if f.alone is not None:
+            alone = f" · one W₁, b₁, W₂, b₂ for every position: FFN(x_i) alone = output row i (max |Δ| = {f.positionwise_error:.1e})"
+        self.title.set_title(
+            f"FFN · {f.stack} layer {f.layer + 1} · {name} · {len(f.pieces)} tokens × {f.hidden.shape[1]} units",
+            f"FFN(x) = {name}W₂ + b₂, per token{alone} · {off_label(self._data.activation)}: {self.off_share():.1%} in this layer",
+        )
+        self.title.set_legend((("", "", self.removal_text()),) if self.removal() is not None else ())
+
+    def removal_text(self) -> str:
+        """The shown layer's FFN removed, in words: the next token and the greedy translation."""
+        r = self.removal()
+        if r is None:
+            return ""
+        key = layer_key(self._stack, self._layer)
+        p, i = r.removed[key], r.intact
+        return (f"without this FFN: next token at decoder row {r.row + 1} (“{display_piece(r.fed)}” fed) “{display_piece(p.piece)}” {p.prob:.2f} "
+                f"(with it “{display_piece(i.piece)}” {i.prob:.2f}); greedy “{r.translation}” → “{r.translations[key]}”; "
+                f"without every FFN: “{r.translations[ALL]}”")
 
     def _draw_top(self, f: FfnLayer) -> None:
         units, values = top_units(f.hidden[self.query()], TOP_UNITS)
@@ -156,14 +248,68 @@ class QtFfnView(FigureViewBase):
         self.off_plot.setYRange(0.0, 1.0, padding=0.05)
         self.off_plot.setXRange(0.7, most + 0.3, padding=0)
 
+    def _draw_unit(self, f: FfnLayer) -> None:
+        """Unit u at every position: its activation (bars) and, where computed, x_i·w₁ + b₁ (dashed)."""
+        u = self.unit()
+        x = np.arange(len(f.pieces), dtype=float)
+        self.unit_bars.setOpts(x=x, height=f.hidden[:, u], width=0.6, brush=self.theme.head_color(0), pen=None)
+        pre = f.pre[:, u] if f.pre is not None else np.array([])
+        self.unit_pre.setData(x[: len(pre)], pre)
+        set_ticks(self.unit_plot, [display_piece(p) for p in f.pieces])
+        self.unit_plot.setXRange(-0.6, max(len(x), 1) - 0.4, padding=0)
+        self.unit_plot.enableAutoRange(axis="y")
+        dashed = f" · <span style='color:{self.theme.head_color(1).name()}'>■</span> x·w₁ + b₁" if f.pre is not None else ""
+        self.unit_plot.setTitle(f"unit {u} at every position: {self._hidden_name().replace('xW₁', 'x·w₁')}, one w₁, b₁{dashed}",
+                                size="8.5pt", color=self.theme.foreground)
+
+    def _draw_removal(self) -> None:
+        r = self.removal()
+        self.removal_plot.setVisible(r is not None)
+        if r is None:
+            return
+        keys = list(r.removed)
+        x = np.arange(len(keys), dtype=float)
+        shown = keys.index(layer_key(self._stack, self._layer))
+        brushes = [self.theme.head_color(1 if i == shown else 0) for i in range(len(keys))]
+        self.removal_bars.setOpts(x=x, height=[r.removed[k].intact_prob for k in keys], width=0.6, brushes=brushes, pen=None)
+        self.intact_line.setValue(r.intact.prob)
+        set_ticks(self.removal_plot, [_short(k) for k in keys])
+        self._place_removal_texts(r, keys)
+        self.removal_plot.setXRange(-0.6, len(keys) - 0.4, padding=0)
+        self.removal_plot.setYRange(0.0, 1.12, padding=0)
+        piece = display_piece(r.intact.piece)
+        self.removal_plot.setTitle(f"decoder row {r.row + 1}: P(“{piece}”) with each FFN removed (line: {r.intact.prob:.2f} with all)",
+                                   size="8.5pt", color=self.theme.foreground)
+
+    def _place_removal_texts(self, r: FfnRemoval, keys: list[str]) -> None:
+        """Over each bar, the top token when it differs from the intact model's."""
+        while len(self.removal_texts) < len(keys):
+            text = pg.TextItem(anchor=(0.5, 1.0))
+            self.removal_plot.addItem(text)
+            self.removal_texts.append(text)
+        for i, text in enumerate(self.removal_texts):
+            p = r.removed[keys[i]] if i < len(keys) else None
+            changed = p is not None and p.token_id != r.intact.token_id
+            text.setText(f"“{display_piece(p.piece)}”" if changed else "")
+            text.setColor(self.theme.foreground)
+            if p is not None:
+                text.setPos(float(i), p.intact_prob)
+
     def _apply_theme(self) -> None:
         self.heatmap.apply_theme(self.theme)
-        for p in (self.top_plot, self.off_plot):
+        for p in (self.top_plot, self.off_plot, self.unit_plot, self.removal_plot):
             apply_plot_theme(p, self.theme)
         for i, line in enumerate(self.off_lines.values()):
             c = self.theme.head_color(i)
             line.setPen(pg.mkPen(c, width=1.8))
             line.setSymbolBrush(c)
+        c = self.theme.head_color(1)
+        self.unit_pre.setPen(pen(c, 1.5, QtCore.Qt.PenStyle.DashLine))
+        self.unit_pre.setSymbol("s")
+        self.unit_pre.setSymbolSize(5)
+        self.unit_pre.setSymbolBrush(c)
+        self.unit_pre.setSymbolPen(None)
+        self.intact_line.setPen(pen(self.theme.muted, 1.2, QtCore.Qt.PenStyle.DashLine))
 
     def _on_theme_changed(self) -> None:
         self._apply_theme()
@@ -179,8 +325,11 @@ class QtFfnView(FigureViewBase):
             self.select(stack, int(layer))
             self.chose.emit({"kind": stack, "layer": int(layer)})
 
+    def _on_unit_changed(self) -> None:
+        self._refresh()
+
     def _on_cell_clicked(self, row: int, col: int) -> None:
-        self.select(query=row)
+        self.select(query=row, unit=col)
         self.chose.emit({"query": row})
 
     def _on_hovered(self, info: HoverInfo | None) -> None:
@@ -200,19 +349,39 @@ class QtFfnView(FigureViewBase):
         units, values = top_units(f.hidden[self.query()], TOP_UNITS)
         extras = {f"off_share_{s}": self._data.off_shares(s) for s in self._data.stacks()}
         extras.update(top_units=units, top_activations=values, off_share_per_token=f.off_per_token(self._data.activation))
+        extras.update(unit=np.array(self.unit()), unit_activation=f.hidden[:, self.unit()])
+        extras.update(self._role_extras(f))
         return FigureData(self.figure_title(), ("token", "unit"), {"hidden": f.hidden}, {"token": f.pieces}, extras)
+
+    def _role_extras(self, f: FfnLayer) -> dict[str, np.ndarray]:
+        """The FFN's role, where computed: pre-activations, FFN(x_i) alone and the pass's output,
+        and the removals (each FFN and ``all``: the top token, its probability, P(intact top), greedy)."""
+        out = {}
+        if f.alone is not None:
+            out.update(pre_activation=f.pre, unit_pre_activation=f.pre[:, self.unit()], ffn_output=f.output, ffn_alone=f.alone,
+                       positionwise_max_abs_diff=np.array(f.positionwise_error))
+        r = self.removal()
+        if r is not None:
+            keys = list(r.removed)
+            out.update(removal_row=np.array(r.row), removed=np.array(keys), intact_top=np.array(r.intact.piece),
+                       intact_prob=np.array(r.intact.prob), removed_top=np.array([r.removed[k].piece for k in keys]),
+                       removed_top_prob=np.array([r.removed[k].prob for k in keys]),
+                       removed_intact_prob=np.array([r.removed[k].intact_prob for k in keys]),
+                       translation=np.array(r.translation), removed_translation=np.array([r.translations[k] for k in keys]))
+        return out
 
     def transient_items(self):
         return [self.heatmap.hover_marker]
 
 
-
 # -- the registry's entry ----------------------------------------------------------------------
-def ffn_data(session: Session, choice: ViewChoice) -> FfnData | None:
-    """The FFN activations the session's decoding recorded (no extra pass)."""
+def ffn_data(session: Session, choice: ViewChoice) -> Analysis | None:
+    """The FFN activations the session's decoding recorded and the FFN's role, which runs the
+    model (each position alone; each FFN removed at the current row): an analysis for a worker."""
     if session.bundle is None or session.current is None:
         return None
-    return ffn_data_for(session.current, session.bundle.config)
+    b = session.bundle
+    return Analysis(ffn_roles_for, (session.frozen(), b.model, b.src_tokenizer, b.tgt_tokenizer, session.current_row()))
 
 
 SPEC = ViewSpec("ffn", QtFfnView, "FFN", "bottom", ("kind", "layer", "query"), data=ffn_data,

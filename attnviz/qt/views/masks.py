@@ -7,14 +7,21 @@ matrices in the tutorial's order, rows = queries, columns = keys::
     ③ QKᵀ/√d_k + M       ④ softmax(QKᵀ/√d_k + M)   ← exact zeros above the diagonal
 
 and below them the padding masks of the target keys and of the source (cross-attention keys).
+
+During free decoding each step ran with a KV cache and computed only its own row; the scores
+above the diagonal in ① were never computed by a step (the matrices recompute them as a full pass
+over the decoded prefix gives them), and the view says so (:class:`~attnviz.core.analysis.masks.MaskRows`).
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import numpy as np
 from PySide6 import QtCore, QtWidgets
 
 from attnviz.core.analysis.figure_data import FigureData, MaskData, MaskFrame
+from attnviz.core.analysis.masks import MaskRows
 from attnviz.qt.selection import ViewChoice, query_axis
 from attnviz.qt.views.base import (
     CURRENT_ROW_LEGEND,
@@ -30,6 +37,9 @@ from attnviz.qt.views.base import (
 from attnviz.qt.views.spec import ATTENTION_SELECTORS, ViewSpec, mask_frame
 from attnviz.qt.widgets.colormaps import DIVERGING_COLORMAP, Theme
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo, format_mask, format_score, format_weight
+
+if TYPE_CHECKING:
+    from attnviz.qt.session import Session
 
 PANELS: dict[str, str] = {
     "scaled_scores": "① QKᵀ/√d_k",
@@ -47,6 +57,12 @@ SHORT_PANELS: dict[str, str] = {
 NARROW_PANEL = 300.0  # px: a panel narrower than this gets its short title
 NARROW_PADDING = 190.0  # px: a padding panel narrower than this says "src"/"tgt"
 MIN_CANVAS_HEIGHT = 290  # px: below this the view scrolls (in the window) rather than drop row labels
+MASK_CAPTION = "M: 0 on and below the diagonal, −∞ above (the future); adding −∞ before the softmax makes those weights exactly 0"
+CACHED_CAPTION = ("Free decoding: each step ran with a KV cache and computed only its own row, against the keys so far "
+                  "(the outlined row is the current step's own scores). No step computed the scores above the diagonal in ①: "
+                  "they are q_i·k_j/√d_k recomputed here, as a full pass over the decoded prefix gives them")
+CACHED_LEGEND = "① above the diagonal: recomputed, never computed by a KV-cached step (it computes only its own row)"
+RECOMPUTED_NOTE = "  (recomputed: no KV-cached step computed this score)"
 
 
 def _padding_row(padding: np.ndarray | None, n: int) -> np.ndarray:
@@ -60,8 +76,9 @@ def _padding_row(padding: np.ndarray | None, n: int) -> np.ndarray:
 class QtMasksView(PredictedRowsMixin, FigureViewBase):
     """The pieces of softmax(QKᵀ/√d_k + M) for one head of the decoder's masked self-attention.
 
-    ``set_data(MaskFrame)`` (or a bare :class:`~attnviz.core.analysis.figure_data.MaskData`,
-    which has the shapes); ``select(layer=, head=)`` (0-based), ``apply(choice)`` for a choice.
+    ``set_data(MaskRows)`` (a :class:`MaskFrame` and whether its rows come from KV-cached steps; a
+    bare frame, or a bare :class:`~attnviz.core.analysis.figure_data.MaskData`, which has the
+    shapes, is a full pass's); ``select(layer=, head=)`` (0-based), ``apply(choice)`` for a choice.
     Signals: ``chose`` (the layer and head picked; the query row of a panel clicked, 0-based),
     ``hovered(panel, HoverInfo | None)``.
     """
@@ -71,6 +88,7 @@ class QtMasksView(PredictedRowsMixin, FigureViewBase):
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme: Theme | str | None = None):
         super().__init__(parent, theme=theme)
         self._data: MaskData | None = None
+        self._rows: MaskRows | None = None
 
         self.layer_combo = self._add_control("Layer", make_combo("maskLayerCombo", "Decoder layer"))
         self.head_combo = self._add_control("Head", make_combo("maskHeadCombo", "Head i"))
@@ -174,10 +192,11 @@ class QtMasksView(PredictedRowsMixin, FigureViewBase):
         return {name: plot.titleLabel.text for name, plot in self.panels.items()}
 
     # data -------------------------------------------------------------------------
-    def set_data(self, data: MaskFrame | MaskData) -> None:
-        frame = MaskFrame.of(data)  # TypeError for anything else
-        self._data = frame.masks
-        self.set_predictions(frame.predicted)
+    def set_data(self, data: MaskRows | MaskFrame | MaskData) -> None:
+        rows = data if isinstance(data, MaskRows) else MaskRows(MaskFrame.of(data))  # TypeError for anything else
+        self._rows = rows
+        self._data = rows.frame.masks
+        self.set_predictions(rows.frame.predicted)
         self._fit_choice()
         self._refresh()
 
@@ -186,6 +205,10 @@ class QtMasksView(PredictedRowsMixin, FigureViewBase):
 
     def data(self) -> MaskData | None:
         return self._data
+
+    def rows_cached(self) -> bool:
+        """The rows come from KV-cached steps (free decoding): the future scores were recomputed."""
+        return self._rows is not None and self._rows.cached
 
     def select(self, layer: int | None = None, head: int | None = None) -> None:
         self.layer_head.set(layer, head)
@@ -283,14 +306,16 @@ class QtMasksView(PredictedRowsMixin, FigureViewBase):
             self.title.set_title("No decoder step to show yet")
             return
         step = "" if d.step is None else f" · step {d.step + 1}: {fed_text(d.query_labels, d.step, self._predicted)}"
+        row = self._arrangement == "row"
+        caption = f"{MASK_CAPTION}. {CACHED_CAPTION}" if self.rows_cached() else MASK_CAPTION
         self.title.set_title(
             f"Masks · decoder self-attention · layer {self.layer_head.layer + 1} · head {self.layer_head.head + 1}{step}",
-            "" if self._arrangement == "row" else
-            "M: 0 on and below the diagonal, −∞ above (the future); adding −∞ before the softmax makes those weights exactly 0",
+            "" if row else caption,
         )
         current = (("▭", self.theme.highlight, CURRENT_ROW_LEGEND),) if d.step is not None else ()
-        padding = (("", "", self.padding_summary()),) if self._arrangement == "row" else ()
-        self.title.set_legend((*current, *padding, *word_start_legend(d.query_labels, d.key_labels)))
+        padding = (("", "", self.padding_summary()),) if row else ()
+        cached = (("", "", CACHED_LEGEND),) if row and self.rows_cached() else ()
+        self.title.set_legend((*current, *cached, *padding, *word_start_legend(d.query_labels, d.key_labels)))
 
     def _on_plot_hovered(self, info: HoverInfo | None) -> None:
         # a bound method, not a lambda holding the view: the view can be freed before the app
@@ -312,9 +337,14 @@ class QtMasksView(PredictedRowsMixin, FigureViewBase):
             where = f"key {piece_text(keys, info.col)}"
             if panel in self.panels:
                 where = query_text("decoder", d.query_labels, info.row, self._predicted) + "  ·  " + where
-            self.readout.setText(f"{label}:  {where}     value = {value}")
+            note = RECOMPUTED_NOTE if panel == "scaled_scores" and self._recomputed(info.row, info.col) else ""
+            self.readout.setText(f"{label}:  {where}     value = {value}{note}")
         self.hovered.emit(panel, info)
         self.queryHovered.emit("decoder", info.row if info is not None and panel in self.panels else -1)
+
+    def _recomputed(self, row: int, col: int) -> bool:
+        r = self._rows
+        return r is not None and bool(r.recomputed()[row, col])
 
     def show_linked_query(self, axis: str, row: int) -> None:
         """Outline query ``row`` (dashed) in the four panels when ``axis`` is the target's."""
@@ -346,7 +376,8 @@ class QtMasksView(PredictedRowsMixin, FigureViewBase):
         if d is None:
             raise ValueError("the view shows no data yet")
         m = self.matrices()
-        extras = {"look_ahead": d.look_ahead}
+        extras = {"look_ahead": d.look_ahead, "rows_from_cached_steps": np.array(self.rows_cached()),
+                  "recomputed_scores": self._rows.recomputed()}
         if d.tgt_padding is not None:
             extras["tgt_padding"] = d.tgt_padding
         if d.src_padding is not None:
@@ -364,5 +395,12 @@ class QtMasksView(PredictedRowsMixin, FigureViewBase):
         return [p.hover_marker for p in plots] + [p.linked_marker for p in self.panels.values()]
 
 
-SPEC = ViewSpec("mask", QtMasksView, "Masks", "right", ATTENTION_SELECTORS, data=mask_frame,
+def mask_rows(session: Session, choice: ViewChoice) -> MaskRows | None:
+    """The mask view's data: the frame's masks (:func:`~attnviz.qt.views.spec.mask_frame`) and
+    whether its rows come from KV-cached steps (free decoding) or one teacher-forced pass."""
+    frame = mask_frame(session, choice)
+    return MaskRows(frame, cached=session.forced is None) if frame is not None else None
+
+
+SPEC = ViewSpec("mask", QtMasksView, "Masks", "right", ATTENTION_SELECTORS, data=mask_rows,
                 kinds=("decoder",), empty="the mask view needs at least one decoded step")

@@ -1,54 +1,129 @@
-"""Scaling view: why attention divides the scores by √d_k.
+"""Scaling view: why attention divides the scores by √d_k, and not by 1 or by d_k.
 
-For the selected head, softmax(QKᵀ/√d_k + M) beside softmax(QKᵀ + M), with each row's largest
-weight and entropy; per layer the same two statistics (mean over heads and rows); and an
-experiment on random q, k with unit-variance entries: Var(q·k) grows as d_k, and without the
-scaling softmax saturates (one weight near 1) as d_k grows.
+For the selected head, softmax(QKᵀ/c + M) for c = 1, √d_k (the model's) and d_k side by side;
+the chosen query row (the current step's unless picked) under the three: its weights, largest
+weight, entropy and the size of softmax's Jacobian ∂a/∂s = diag(a) − aaᵀ (‖·‖_F: near 0 when
+softmax saturates, so gradients vanish); the same statistics for every row, per layer, and on
+random q, k with unit-variance entries at growing d_k (Var(q·k) = d_k).
 """
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import numpy as np
-from PySide6 import QtWidgets
+import pyqtgraph as pg
+from PySide6 import QtCore, QtWidgets
 
 from attnviz.core.analysis.figure_data import KIND_TITLES, FigureData
-from attnviz.core.analysis.scaling import LayerScaling, RandomScaling, ScalingComparison, ScalingFrame, random_scaling, result_scaling
+from attnviz.core.analysis.scaling import (
+    SCALINGS,
+    LayerScaling,
+    RandomScaling,
+    RowScaling,
+    ScalingComparison,
+    ScalingFrame,
+    random_scaling,
+    result_scaling,
+    softmax_jacobian,
+)
 from attnviz.core.data.pieces import display_piece
 from attnviz.core.model.sites import KINDS
 from attnviz.qt.selection import ViewChoice
 from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
 from attnviz.qt.views.series_plot import SeriesPlot
-from attnviz.qt.views.spec import ATTENTION_SELECTORS, ViewSpec
-from attnviz.qt.widgets.colormaps import Theme
+from attnviz.qt.views.spec import SELECTORS, ViewSpec
+from attnviz.qt.widgets.colormaps import Theme, ui_font
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo
+from attnviz.qt.widgets.plots import pen
 
 if TYPE_CHECKING:
     from attnviz.qt.session import Session
 
-SCALED, UNSCALED = "softmax(QKᵀ/√d_k)", "softmax(QKᵀ)"
-MIN_CANVAS = (780, 1120)  # px: the smallest size at which every panel's labels read
-WITH, WITHOUT = "÷√d_k", "without"
+UNSCALED, SCALED, OVER_DK = SCALINGS  # "÷1", "÷√d_k", "÷d_k": the data's order
+SHOWN = (SCALED, UNSCALED, OVER_DK)  # the curves' order: the model's solid in colour 0, ÷1 dashed, ÷d_k
+FORMULAS = {UNSCALED: "softmax(QKᵀ + M)", SCALED: "softmax(QKᵀ/√d_k + M)", OVER_DK: "softmax(QKᵀ/d_k + M)"}
+NOTES = {UNSCALED: "saturates", SCALED: "the model's", OVER_DK: "too flat"}
+METRICS = ("max weight", "entropy (nats)", "‖∂a/∂s‖_F")
+JACOBIAN = "‖∂a/∂s‖_F = ‖diag(a) − aaᵀ‖_F"
+MIN_CANVAS = (960, 1240)  # px: the smallest size at which every panel's labels read
+
+
+class RowBars(pg.PlotItem):
+    """One row's three statistics (largest weight, entropy, ‖∂a/∂s‖_F), a bar per scaling in
+    the curves' colours, each bar's value written above it."""
+
+    WIDTH = 0.26
+
+    def __init__(self, theme: Theme):
+        super().__init__(enableMenu=False)
+        self.setMenuEnabled(False)
+        self.hideButtons()
+        self.getViewBox().setMouseEnabled(x=False, y=False)
+        self.showGrid(x=False, y=True, alpha=0.15)
+        self.setMinimumHeight(150)
+        self.bars = {name: pg.BarGraphItem(x=[], height=[], width=self.WIDTH) for name in SHOWN}
+        self.labels = {name: [pg.TextItem(anchor=(0.5, 1.0)) for _ in METRICS] for name in SHOWN}
+        for name in SHOWN:
+            self.addItem(self.bars[name])
+            for text in self.labels[name]:
+                text.setFont(ui_font(7.5))
+                self.addItem(text)
+        self._values: dict[str, np.ndarray] = {}
+        self.apply_theme(theme)
+
+    def apply_theme(self, theme: Theme) -> None:
+        self.theme = theme
+        for i, name in enumerate(SHOWN):
+            self.bars[name].setOpts(brush=theme.head_color(i), pen=None)
+            for text in self.labels[name]:
+                text.setColor(theme.foreground)
+        for side in ("bottom", "left"):
+            ax = self.getAxis(side)
+            ax.setPen(pen(theme.muted, 1.0))
+            ax.setTextPen(pen(theme.foreground, 1.0))
+            ax.setStyle(tickFont=ui_font(7.5))
+
+    def set_values(self, title: str, values: dict[str, np.ndarray], entropy: str = METRICS[1]) -> None:
+        """``values`` scaling → [metric]; ``title`` above the swatches of the three scalings;
+        ``entropy`` the entropy's tick (with its largest possible value)."""
+        self._values = {k: np.asarray(v, np.float64) for k, v in values.items()}
+        for i, name in enumerate(SHOWN):
+            x = np.arange(len(METRICS)) + (i - 1) * self.WIDTH
+            v = self._values[name]
+            self.bars[name].setOpts(x=x, height=v, width=self.WIDTH)
+            for text, xi, vi in zip(self.labels[name], x, v):
+                text.setText(f"{vi:.2f}")
+                text.setPos(float(xi), float(vi))
+        top = max(float(np.max(v)) for v in self._values.values())
+        self.setYRange(0.0, top * 1.18 or 1.0, padding=0)
+        self.setXRange(-0.6, len(METRICS) - 0.4, padding=0)
+        self.getAxis("bottom").setTicks([list(enumerate((METRICS[0], entropy, METRICS[2])))])
+        marks = "".join(f"  <span style='color:{self.theme.head_color(i).name()}'>■</span> {n}" for i, n in enumerate(SHOWN))
+        self.setTitle(f"{title}:{marks}", size="8.5pt", color=self.theme.foreground)
+
+    def values(self) -> dict[str, np.ndarray]:
+        """scaling → [largest weight, entropy, ‖∂a/∂s‖_F] as drawn."""
+        return dict(self._values)
 
 
 class QtScalingView(FigureViewBase):
-    """softmax with and without ÷√d_k, on the model and on random vectors.
+    """softmax ÷1, ÷√d_k and ÷d_k, on the model and on random vectors.
 
     ``set_data(ScalingFrame(sites, labels, highlight))``: ``sites`` kind → one
-    :class:`ScalingComparison` per layer (``[head, query, key]``), ``labels`` kind → (query
-    labels, key labels); ``select(kind=, layer=, head=)`` (0-based); ``chose`` says what the user picked.
+    :class:`ScalingComparison` per layer (``[scaling, head, query, key]``), ``labels`` kind → (query
+    labels, key labels); ``select(kind=, layer=, head=, query=)`` (0-based; the query row defaults
+    to the current step's, the last source token for the encoder); ``chose`` says what the user picked.
     """
 
-
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme: Theme | str | None = None):
-        super().__init__(parent, theme=theme, title_span=2)
+        super().__init__(parent, theme=theme, title_span=3)
         self._sites: dict[str, tuple[ScalingComparison, ...]] = {}
         self._labels: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
         self._highlight: int | None = None
-        self._kind = "encoder"
-        self._layer = 0
-        self._head = 0
+        self._kind, self._layer, self._head = "encoder", 0, 0
+        self._query: int | None = None  # the row picked; None: the current step's
         self.experiment: RandomScaling = random_scaling()
         self.kind_combo = self._add_control("Kind", make_combo("scalingKindCombo", "Attention kind"))
         self.layer_combo = self._add_control("Layer", make_combo("scalingLayerCombo", "Layer"))
@@ -60,32 +135,65 @@ class QtScalingView(FigureViewBase):
         self._show_experiment()
 
     def _build_canvas(self) -> None:
-        t = self.theme
-        self.heat_scaled = HeatmapPlot(t, colormap=self.colormap(), colorbar_label="weight")
-        self.heat_unscaled = HeatmapPlot(t, colormap=self.colormap(), colorbar_label="weight")
-        self.heat_scaled.set_panel_title(f"{SCALED} (the model's)")
-        self.heat_unscaled.set_panel_title(f"{UNSCALED} (no ÷√d_k)")
-        names = (WITH, WITHOUT)
-        self.row_max = SeriesPlot(t, "largest weight per row", names, x_label="query")
-        self.row_entropy = SeriesPlot(t, "entropy per row (nats)", names, x_label="query")
-        self.layer_max = SeriesPlot(t, "per layer: mean largest weight", names, x_label="layer")
-        self.layer_entropy = SeriesPlot(t, "per layer: mean entropy (nats)", names, x_label="layer")
-        self.exp_var = SeriesPlot(t, "random q, k: Var(score)", ("q·k/√d_k", "q·k"), x_label="d_k")
-        self.exp_var.setLogMode(x=False, y=True)
-        self.exp_max = SeriesPlot(t, "random q, k: mean largest weight", names, x_label="d_k")
-        items = (self.heat_scaled, self.heat_unscaled, self.row_max, self.row_entropy,
-                 self.layer_max, self.layer_entropy, self.exp_var, self.exp_max)
-        for i, item in enumerate(items):  # two panels a row: the heatmaps, then the pairs of curves
-            self.canvas.addItem(item, row=1 + i // 2, col=i % 2)
-        self.canvas.ci.layout.setRowStretchFactor(1, 3)
-        for row in (2, 3, 4):
-            self.canvas.ci.layout.setRowStretchFactor(row, 2)
-        self.canvas.ci.layout.setHorizontalSpacing(12)
-        self.canvas.setMinimumSize(*MIN_CANVAS)  # eight panels stay readable; a smaller dock scrolls
+        self._build_heatmaps()
+        self._build_curves()
+        ci = self.canvas.ci
+        for row, stretch in ((1, 3), (2, 2), (3, 2), (4, 2), (5, 2)):
+            ci.layout.setRowStretchFactor(row, stretch)
+        ci.layout.setHorizontalSpacing(12)
+        self.canvas.setMinimumSize(*MIN_CANVAS)  # every panel stays readable; a smaller dock scrolls
         self._scroll_canvas()  # the controls stay in view
-        for plot in (self.heat_scaled, self.heat_unscaled):
-            plot.sigHovered.connect(self._on_plot_hovered)
         self._set_title()
+
+    def _build_heatmaps(self) -> None:
+        t = self.theme
+        self.heat_unscaled = HeatmapPlot(t, colormap=self.colormap(), colorbar=False)
+        self.heat_scaled = HeatmapPlot(t, colormap=self.colormap(), colorbar=False)
+        self.heat_over_dk = HeatmapPlot(t, colormap=self.colormap(), colorbar_label="weight")
+        for col, (name, plot) in enumerate(self.heatmaps().items()):
+            plot.set_panel_title(f"{FORMULAS[name]} · {NOTES[name]}", size="9pt")
+            plot.set_row_labels_visible(col == 0)
+            plot.sigHovered.connect(self._on_plot_hovered)
+            plot.sigCellClicked.connect(self._on_cell_clicked)
+            self.canvas.addItem(plot, row=1, col=col)
+        self.heat_unscaled.set_axis_titles("queries (rows)", "keys (columns)")
+
+    def _build_curves(self) -> None:
+        t = self.theme
+        self.row_weights = SeriesPlot(t, "the row's weights", SHOWN, x_label="key")
+        self.row_bars = RowBars(t)
+        self.canvas.addItem(self.row_weights, row=2, col=0, colspan=2)
+        self.canvas.addItem(self.row_bars, row=2, col=2)
+        self.row_max = SeriesPlot(t, "largest weight per row", SHOWN, x_label="query")
+        self.row_entropy = SeriesPlot(t, "entropy per row (nats)", SHOWN, x_label="query")
+        self.row_jacobian = SeriesPlot(t, "‖∂a/∂s‖_F per row", SHOWN, x_label="query")
+        self.layer_max = SeriesPlot(t, "per layer: mean largest weight", SHOWN, x_label="layer")
+        self.layer_entropy = SeriesPlot(t, "per layer: mean entropy", SHOWN, x_label="layer")
+        self.layer_jacobian = SeriesPlot(t, "per layer: mean ‖∂a/∂s‖_F", SHOWN, x_label="layer")
+        self.exp_var = SeriesPlot(t, "random q, k: Var(q·k/c)", SHOWN, x_label="d_k")
+        self.exp_var.setLogMode(x=False, y=True)
+        self.exp_max = SeriesPlot(t, "random: mean largest weight", SHOWN, x_label="d_k")
+        self.exp_jacobian = SeriesPlot(t, "random: mean ‖∂a/∂s‖_F", SHOWN, x_label="d_k")
+        for i, plot in enumerate(self._grid_plots()):
+            self.canvas.addItem(plot, row=3 + i // 3, col=i % 3)
+        self.row_markers = []
+        for plot in (self.row_max, self.row_entropy, self.row_jacobian):
+            marker = pg.InfiniteLine(angle=90, movable=False)
+            plot.addItem(marker, ignoreBounds=True)
+            self.row_markers.append(marker)
+        self._style_markers()
+
+    def heatmaps(self) -> dict[str, HeatmapPlot]:
+        """The three heatmaps by scaling, left to right."""
+        return {UNSCALED: self.heat_unscaled, SCALED: self.heat_scaled, OVER_DK: self.heat_over_dk}
+
+    def _grid_plots(self) -> tuple[SeriesPlot, ...]:
+        return (self.row_max, self.row_entropy, self.row_jacobian, self.layer_max, self.layer_entropy,
+                self.layer_jacobian, self.exp_var, self.exp_max, self.exp_jacobian)
+
+    def _style_markers(self) -> None:
+        for marker in self.row_markers:
+            marker.setPen(pen(self.theme.muted, 1.0, QtCore.Qt.PenStyle.DotLine))
 
     # data ---------------------------------------------------------------------------------
     def set_data(self, frame: ScalingFrame) -> None:
@@ -100,16 +208,18 @@ class QtScalingView(FigureViewBase):
         return bool(self._sites)
 
     def apply(self, choice: ViewChoice) -> None:
-        """The selected kind (where the view has it), layer and head."""
-        self.select(kind=choice.kind, layer=choice.layer, head=choice.head)
+        """The selected kind (where the view has it), layer, head and query row."""
+        self.select(kind=choice.kind, layer=choice.layer, head=choice.head, query=choice.query)
 
-    def select(self, kind: str | None = None, layer: int | None = None, head: int | None = None) -> None:
+    def select(self, kind: str | None = None, layer: int | None = None, head: int | None = None, query: int | None = None) -> None:
         if kind is not None and (kind in self._sites or not self._sites):
             self._kind = kind
         if layer is not None:
             self._layer = int(layer)
         if head is not None:
             self._head = int(head)
+        if query is not None:
+            self._query = int(query)
         self._clamp()
         self._update_controls()
         self._refresh()
@@ -123,10 +233,24 @@ class QtScalingView(FigureViewBase):
     def head(self) -> int:
         return self._head
 
+    def query(self) -> int:
+        """The row the row panels show: the one picked, else the current step's (the last source
+        token for the encoder, which has no step)."""
+        rows = len(self._labels.get(self._kind, ((),))[0])
+        if self._query is not None and 0 <= self._query < rows:
+            return self._query
+        step = None if self._kind == "encoder" else self._highlight
+        return step if step is not None and 0 <= step < rows else max(rows - 1, 0)
+
     def comparison(self) -> ScalingComparison | None:
         """The shown site's comparison (every head)."""
         layers = self._sites.get(self._kind)
         return layers[self._layer] if layers else None
+
+    def row_scaling(self) -> RowScaling | None:
+        """The shown row of the shown head under ÷1, ÷√d_k and ÷d_k."""
+        c = self.comparison()
+        return RowScaling.of(c, self._head, self.query()) if c is not None else None
 
     def layer_stats(self) -> LayerScaling | None:
         layers = self._sites.get(self._kind)
@@ -159,82 +283,114 @@ class QtScalingView(FigureViewBase):
         self._refresh()
         self.chose.emit({"kind": self._kind, "layer": self._layer, "head": self._head, "mode": "head"})
 
+    def _on_cell_clicked(self, row: int, _col: int) -> None:
+        self.select(query=row)
+        self.chose.emit({"kind": self._kind, "query": row})
+
     def _refresh(self) -> None:
         self._set_title()
         c = self.comparison()
         if c is None:
             return
         rows, cols = self._labels.get(self._kind, ((), ()))
-        h = self._head
-        highlight = None if self._kind == "encoder" else self._highlight
-        self.heat_scaled.set_matrix(c.scaled[h], rows, cols, highlight, levels=(0.0, 1.0))
-        self.heat_unscaled.set_matrix(c.unscaled[h], rows, cols, highlight, levels=(0.0, 1.0))
-        self.heat_scaled.set_axis_titles("queries (rows)", "keys (columns)")
-        x = np.arange(len(rows))
-        for plot, a, b in ((self.row_max, c.max_scaled[h], c.max_unscaled[h]), (self.row_entropy, c.entropy_scaled[h], c.entropy_unscaled[h])):
-            plot.set_series(WITH, x, a)
-            plot.set_series(WITHOUT, x, b)
-            plot.set_ticks(rows)
+        h, q = self._head, self.query()
+        step = None if self._kind == "encoder" else self._highlight
+        for name, plot in self.heatmaps().items():
+            plot.set_matrix(c.by_scaling[SCALINGS.index(name), h], rows, cols, step, levels=(0.0, 1.0))
+            plot.set_linked_row(None if q == step else q)  # the row of the panels below, dashed
+        self._draw_row(self.row_scaling(), rows, cols)
+        self._draw_rows(c, rows, q)
         stats = self.layer_stats()
-        x = np.arange(1, len(stats.max_scaled) + 1)
-        for plot, a, b in ((self.layer_max, stats.max_scaled, stats.max_unscaled), (self.layer_entropy, stats.entropy_scaled, stats.entropy_unscaled)):
-            plot.set_series(WITH, x, a)
-            plot.set_series(WITHOUT, x, b)
-            plot.set_ticks([str(i) for i in x], x)
+        x = np.arange(1, stats.max_weight.shape[1] + 1)
+        self._draw_series((self.layer_max, self.layer_entropy, self.layer_jacobian),
+                          (stats.max_weight, stats.entropy, stats.jacobian), x, [str(i) for i in x])
+
+    def _draw_series(self, plots, stats, x, ticks) -> None:
+        """Each of ``plots`` gets its ``stats`` ``[scaling, x]``, one curve per scaling, ticks at ``x``."""
+        for plot, values in zip(plots, stats):
+            for name in SHOWN:
+                plot.set_series(name, x, values[SCALINGS.index(name)])
+            plot.set_ticks(ticks, x)
+
+    def _draw_rows(self, c: ScalingComparison, rows: tuple[str, ...], q: int) -> None:
+        h = self._head
+        x = np.arange(len(rows))
+        plots = (self.row_max, self.row_entropy, self.row_jacobian)
+        self._draw_series(plots, (c.max_weight[:, h], c.entropy[:, h], c.jacobian[:, h]), x, rows)
+        for marker in self.row_markers:
+            marker.setValue(q)
+
+    def _draw_row(self, r: RowScaling, rows: tuple[str, ...], cols: tuple[str, ...]) -> None:
+        x = np.arange(len(cols))
+        for name in SHOWN:
+            self.row_weights.set_series(name, x, r.weights[SCALINGS.index(name)])
+        self.row_weights.set_ticks(cols, x)
+        piece = rows[r.row] if r.row < len(rows) else ""
+        self.row_weights.set_title_text(f"row {r.row + 1} “{piece}” (dotted in the curves below): its weights over the keys")
+        stats = np.stack([r.max_weight, r.entropy, r.jacobian], axis=1)  # [scaling, metric]
+        self.row_bars.set_values(f"row {r.row + 1}", {name: stats[SCALINGS.index(name)] for name in SHOWN},
+                                 f"entropy (≤ {math.log(r.allowed):.2f})")
 
     def _show_experiment(self) -> None:
         e = self.experiment
         x = np.log2(e.dims)
-        self.exp_var.set_series("q·k/√d_k", x, e.var_scaled)
-        self.exp_var.set_series("q·k", x, e.var_unscaled)
-        self.exp_max.set_series(WITH, x, e.max_scaled)
-        self.exp_max.set_series(WITHOUT, x, e.max_unscaled)
-        for plot in (self.exp_var, self.exp_max):
-            plot.set_ticks([str(int(d)) for d in e.dims], x)
+        ticks = [str(int(d)) for d in e.dims]
+        self._draw_series((self.exp_var, self.exp_max, self.exp_jacobian), (e.var, e.max_weight, e.jacobian), x, ticks)
+        for plot in (self.exp_var, self.exp_max, self.exp_jacobian):
             plot.getAxis("bottom").setLabel(f"d_k ({e.n_keys} keys, seeded)", color=self.theme.muted)
 
     def summary(self) -> str:
-        """The selected layer's numbers: largest weight and entropy with → without ÷√d_k."""
-        stats = self.layer_stats()
-        if stats is None:
+        """The shown row's numbers under ÷1 / ÷√d_k / ÷d_k."""
+        r = self.row_scaling()
+        if r is None:
             return ""
-        i, e = self._layer, self.experiment
-        return (f"layer {i + 1} (mean over heads and rows): largest weight {stats.max_scaled[i]:.2f} → {stats.max_unscaled[i]:.2f}, "
-                f"entropy {stats.entropy_scaled[i]:.2f} → {stats.entropy_unscaled[i]:.2f} nats without ÷√d_k;  "
-                f"random q, k at d_k = {int(e.dims[-1])}: Var(q·k) = {e.var_unscaled[-1]:.0f}, Var(q·k/√d_k) = {e.var_scaled[-1]:.2f}")
+
+        def three(values: np.ndarray) -> str:
+            return " / ".join(f"{v:.2f}" for v in values)
+
+        return (f"row {r.row + 1}, ÷1 / ÷√d_k / ÷d_k: largest weight {three(r.max_weight)}, entropy {three(r.entropy)} nats, "
+                f"{JACOBIAN} {three(r.jacobian)} — saturated softmax passes almost no gradient (避免梯度消失); "
+                f"÷d_k flattens it toward uniform (标准化程度还需要适度)")
+
+    def experiment_text(self) -> str:
+        e = self.experiment
+        return (f"random q, k at d_k = {int(e.dims[-1])}: Var(q·k) = {e.var[0, -1]:.0f}, Var(q·k/√d_k) = {e.var[1, -1]:.2f}; "
+                f"mean {JACOBIAN.split(' =')[0]} {e.jacobian[0, -1]:.3f} (÷1) vs {e.jacobian[1, -1]:.3f} (÷√d_k)")
 
     def _set_title(self) -> None:
         c = self.comparison()
         if c is None:
             self.title.set_title("Why ÷√d_k: no attention to show yet", "Var(q·k) = d_k for unit-variance q, k; ÷√d_k brings it back to 1")
+            self.title.set_legend(())
             return
         self.title.set_title(
             f"Why ÷√d_k · {KIND_TITLES[self._kind]} · layer {self._layer + 1} · head {self._head + 1} · d_k = {c.d_k}",
             self.summary(),
         )
+        self.title.set_legend((("", "", self.experiment_text()),))
 
     def _on_plot_hovered(self, info: HoverInfo | None) -> None:
-        which = SCALED if self.sender() is self.heat_scaled else UNSCALED
+        which = next(name for name, plot in self.heatmaps().items() if plot is self.sender())
         if info is None:
             self.readout.setText(" ")
         else:
-            self.readout.setText(f"{which}:  query “{info.row_label}” (position {info.row + 1})  →  key “{info.col_label}” (position {info.col + 1})     weight = {info.value:.4g}")
-
-    def _plots(self) -> tuple[SeriesPlot, ...]:
-        return (self.row_max, self.row_entropy, self.layer_max, self.layer_entropy, self.exp_var, self.exp_max)
+            self.readout.setText(f"{FORMULAS[which]}:  query “{info.row_label}” (position {info.row + 1})  →  "
+                                 f"key “{info.col_label}” (position {info.col + 1})     weight = {info.value:.4g}")
 
     def _on_theme_changed(self) -> None:
-        for plot in (self.heat_scaled, self.heat_unscaled):
+        for plot in self.heatmaps().values():
             plot.apply_theme(self.theme)
-        for series in self._plots():
+        for series in (self.row_weights, *self._grid_plots()):
             series.apply_theme(self.theme)
+        self.row_bars.apply_theme(self.theme)
+        self._style_markers()
         if self._colormap is None:
             self._on_colormap_changed()
         self._show_experiment()
         self._refresh()
 
     def _on_colormap_changed(self) -> None:
-        for plot in (self.heat_scaled, self.heat_unscaled):
+        for plot in self.heatmaps().values():
             plot.set_colormap(self.colormap())
 
     # figure protocol --------------------------------------------------------------------------
@@ -247,31 +403,32 @@ class QtScalingView(FigureViewBase):
         c = self.comparison()
         if c is None:
             raise ValueError("the view shows no data yet")
-        h, e, stats = self._head, self.experiment, self.layer_stats()
+        h, stats, r = self._head, self.layer_stats(), self.row_scaling()
         rows, cols = self._labels[self._kind]
-        return FigureData(
-            title=self.figure_title(),
-            dims=("query",),
-            values={"max_weight_scaled": c.max_scaled[h], "max_weight_unscaled": c.max_unscaled[h],
-                    "entropy_scaled": c.entropy_scaled[h], "entropy_unscaled": c.entropy_unscaled[h]},
-            coords={"query": rows},
-            extras={
-                "weights_scaled": c.scaled[h], "weights_unscaled": c.unscaled[h], "keys": np.array(cols),
-                "layer_max_scaled": stats.max_scaled, "layer_max_unscaled": stats.max_unscaled,
-                "layer_entropy_scaled": stats.entropy_scaled, "layer_entropy_unscaled": stats.entropy_unscaled,
-                "random_d_k": e.dims, "random_var_unscaled": e.var_unscaled, "random_var_scaled": e.var_scaled,
-                "random_max_unscaled": e.max_unscaled, "random_max_scaled": e.max_scaled,
-                "random_entropy_unscaled": e.entropy_unscaled, "random_entropy_scaled": e.entropy_scaled,
-            },
-        )
+        values = {}
+        for i, name in enumerate(("unscaled", "scaled", "over_dk")):
+            values.update({f"max_weight_{name}": c.max_weight[i, h], f"entropy_{name}": c.entropy[i, h], f"jacobian_{name}": c.jacobian[i, h]})
+        extras = {
+            "scalings": np.array(SCALINGS), "weights_unscaled": c.unscaled[h], "weights_scaled": c.scaled[h],
+            "weights_over_dk": c.over_dk[h], "keys": np.array(cols), "row": np.array(r.row), "row_weights": r.weights,
+            "row_max_weight": r.max_weight, "row_entropy": r.entropy, "row_jacobian_norm": r.jacobian,
+            "row_jacobian": softmax_jacobian(r.weights), "layer_max_weight": stats.max_weight,
+            "layer_entropy": stats.entropy, "layer_jacobian": stats.jacobian, **self._experiment_extras(),
+        }
+        return FigureData(title=self.figure_title(), dims=("query",), values=values, coords={"query": rows}, extras=extras)
+
+    def _experiment_extras(self) -> dict[str, np.ndarray]:
+        e = self.experiment
+        return {"random_d_k": e.dims, "random_var": e.var, "random_max_weight": e.max_weight,
+                "random_entropy": e.entropy, "random_jacobian": e.jacobian}
 
     def transient_items(self):
-        return [self.heat_scaled.hover_marker, self.heat_unscaled.hover_marker]
+        return [plot.hover_marker for plot in self.heatmaps().values()]
 
 
 # -- the registry's entry ----------------------------------------------------------------------
 def scaling_data(session: Session, choice: ViewChoice) -> ScalingFrame | None:
-    """Every attention site of the session's current result, with and without ÷√d_k (from the
+    """Every attention site of the session's current result under ÷1, ÷√d_k and ÷d_k (from the
     recorded QKᵀ and M: no model call)."""
     cur = session.current
     if cur is None:
@@ -280,4 +437,4 @@ def scaling_data(session: Session, choice: ViewChoice) -> ScalingFrame | None:
     return ScalingFrame(result_scaling(cur), {"encoder": (src, src), "decoder": (tgt, tgt), "cross": (tgt, src)}, session.current_row())
 
 
-SPEC = ViewSpec("scaling", QtScalingView, "Why ÷√d_k", "bottom", ATTENTION_SELECTORS, data=scaling_data, kinds=KINDS)
+SPEC = ViewSpec("scaling", QtScalingView, "Why ÷√d_k", "bottom", SELECTORS, data=scaling_data, kinds=KINDS)
