@@ -12,7 +12,6 @@ out of stderr, which is left to our messages.
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -278,8 +277,9 @@ def quiet_qt_messages() -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not os.environ.get("QT_QPA_PLATFORM") and not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
-        os.environ["QT_QPA_PLATFORM"] = "offscreen"
+    from attnviz.commands.replay import offscreen_unless_a_display
+
+    offscreen_unless_a_display()
     from PySide6 import QtCore, QtWidgets
 
     from attnviz.qt.app import make_app

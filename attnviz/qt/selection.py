@@ -81,6 +81,25 @@ class ViewChoice:
         """``cross · layer 2 · head 3`` (1-based): what is chosen."""
         return describe(self.kind, self.layer, self.head, self.mode, self.query)
 
+    def head_from(self, current: tuple[str, int, int]) -> tuple[str, int, int]:
+        """The ``(kind, layer, head)`` this choice names, each part it leaves open (or a kind
+        that is none of the attention kinds) kept from ``current``."""
+        kind, layer, head = current
+        return (self.kind if self.kind in KINDS else kind, layer if self.layer is None else self.layer,
+                head if self.head is None else self.head)
+
+
+def fit_head(head: tuple[str, int, int], per_kind) -> tuple[str, int, int]:
+    """``head`` within the heads ``per_kind`` has (kind -> an array ``[layer, head, ...]``): a kind it
+    has not becomes cross-attention (or its first kind), a layer or head past the last the last."""
+    kind, layer, h = head
+    if not per_kind:
+        return head
+    if kind not in per_kind:
+        kind = "cross" if "cross" in per_kind else next(iter(per_kind))
+    n_layers, n_heads = per_kind[kind].shape[:2]
+    return kind, min(layer, n_layers - 1), min(h, n_heads - 1)
+
 
 Request = Callable[..., None]  # request(kind=, layer=, head=, mode=, query=): the user chose that in a view
 

@@ -25,6 +25,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from attnviz.core.analysis.attention_vs_attribution import ATTENTION_MEASURES, ATTRIBUTION_MEASURES
 from attnviz.core.analysis.norms import placement_formula
+from attnviz.core.analysis.scaling import SCALED, UNSCALED
 from attnviz.core.data.pieces import SP_WORD_START, display_piece, display_pieces
 from attnviz.core.decoding.strategies import DecodingError, Greedy
 from attnviz.core.tour_data import Stop, Tour, TourError, fill, load_tour
@@ -131,9 +132,9 @@ def walkthrough_measures(ctx: Context) -> dict[str, Any]:
 def scaling_measures(ctx: Context) -> dict[str, Any]:
     view = ctx.view
     stats, i = view.layer_stats(), view.layer()
-    return {"scale_sqrt_dk": math.sqrt(view.comparison().d_k), "scale_max_scaled": float(stats.max_scaled[i]),
-            "scale_max_unscaled": float(stats.max_unscaled[i]), "scale_entropy_scaled": float(stats.entropy_scaled[i]),
-            "scale_entropy_unscaled": float(stats.entropy_unscaled[i])}
+    return {"scale_sqrt_dk": math.sqrt(view.comparison().d_k), "scale_max_scaled": float(stats.max_weight[SCALED][i]),
+            "scale_max_unscaled": float(stats.max_weight[UNSCALED][i]), "scale_entropy_scaled": float(stats.entropy[SCALED][i]),
+            "scale_entropy_unscaled": float(stats.entropy[UNSCALED][i])}
 
 
 def compare_measures(ctx: Context) -> dict[str, Any]:

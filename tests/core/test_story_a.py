@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from attnviz.core.analysis.compare import compare_texts, match_tokens, swap_ends
-from attnviz.core.analysis.scaling import LayerScaling, random_scaling, result_scaling
+from attnviz.core.analysis.scaling import SCALED, UNSCALED, LayerScaling, random_scaling, result_scaling
 from attnviz.core.analysis.teacher_free import teacher_vs_free
 from attnviz.core.bundle import load_bundle
 from attnviz.core.decoding.session import DecodingSession
@@ -146,21 +146,21 @@ def test_scaling_statistics_recomputed_from_q_and_k(kind):
         np.testing.assert_allclose(cmp.scaled, scaled, atol=1e-5)
         np.testing.assert_allclose(cmp.scaled, session.accumulated(site.name("weights")), atol=1e-5)
         np.testing.assert_allclose(cmp.unscaled, unscaled, atol=1e-5)
-        np.testing.assert_allclose(cmp.max_unscaled, unscaled.max(-1), atol=1e-5)
+        np.testing.assert_allclose(cmp.max_weight[UNSCALED], unscaled.max(-1), atol=1e-5)
         ent = -np.sum(np.where(scaled > 0, scaled * np.log(np.where(scaled > 0, scaled, 1)), 0), -1)
-        np.testing.assert_allclose(cmp.entropy_scaled, ent, atol=1e-5)
+        np.testing.assert_allclose(cmp.entropy[SCALED], ent, atol=1e-5)
     stats = LayerScaling.of(sites[kind])
-    np.testing.assert_allclose(stats.max_scaled, [c.scaled.max(-1).mean() for c in sites[kind]], atol=1e-9)
+    np.testing.assert_allclose(stats.max_weight[SCALED], [c.scaled.max(-1).mean() for c in sites[kind]], atol=1e-9)
 
 
 def test_the_random_experiment_is_seeded_and_shows_saturation():
     a, b = random_scaling(), random_scaling(n_queries=499)
     assert a is random_scaling()  # computed once
-    np.testing.assert_allclose(a.var_unscaled / a.dims, 1.0, atol=0.15)  # Var(q·k) = d_k
-    np.testing.assert_allclose(a.var_scaled, 1.0, atol=0.15)  # Var(q·k/√d_k) = 1
-    assert np.all(np.diff(a.max_unscaled) > 0) and a.max_unscaled[-1] > 0.9  # saturates without ÷√d_k
-    assert np.ptp(a.max_scaled) < 0.05  # and does not with it
-    assert not np.array_equal(a.max_unscaled, b.max_unscaled)
+    np.testing.assert_allclose(a.var[UNSCALED] / a.dims, 1.0, atol=0.15)  # Var(q·k) = d_k
+    np.testing.assert_allclose(a.var[SCALED], 1.0, atol=0.15)  # Var(q·k/√d_k) = 1
+    assert np.all(np.diff(a.max_weight[UNSCALED]) > 0) and a.max_weight[UNSCALED][-1] > 0.9  # saturates without ÷√d_k
+    assert np.ptp(a.max_weight[SCALED]) < 0.05  # and does not with it
+    assert not np.array_equal(a.max_weight[UNSCALED], b.max_weight[UNSCALED])
 
 
 # -- teacher forcing vs the loop ----------------------------------------------------------------------

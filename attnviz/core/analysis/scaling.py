@@ -20,6 +20,7 @@ from attnviz.core.model.sites import KINDS, AttentionSite, n_layers
 
 EXPERIMENT_DIMS: tuple[int, ...] = (4, 8, 16, 32, 64, 128, 256, 512)  # d_k of the random experiment
 SCALINGS: tuple[str, ...] = ("÷1", "÷√d_k", "÷d_k")  # what the scores are divided by, in this order everywhere
+UNSCALED, SCALED, OVER_DK = range(len(SCALINGS))  # the index of each in a [scaling, ...] array
 
 
 def divisors(d_k: int) -> np.ndarray:
@@ -103,22 +104,6 @@ class ScalingComparison:
     def jacobian(self) -> np.ndarray:  # [scaling, ..., query]  ‖diag(a) − aaᵀ‖_F
         return self._stats["jacobian"]
 
-    @property
-    def max_scaled(self) -> np.ndarray:
-        return self.max_weight[1]
-
-    @property
-    def max_unscaled(self) -> np.ndarray:
-        return self.max_weight[0]
-
-    @property
-    def entropy_scaled(self) -> np.ndarray:
-        return self.entropy[1]
-
-    @property
-    def entropy_unscaled(self) -> np.ndarray:
-        return self.entropy[0]
-
 
 def compare_scaling(scores: np.ndarray, mask: np.ndarray | None, d_k: int) -> ScalingComparison:
     """``scores`` QKᵀ ``[..., query, key]`` and the additive mask M (0 / −∞, or ``None``)."""
@@ -196,22 +181,6 @@ class LayerScaling:
 
         return cls(mean("max_weight"), mean("entropy"), mean("jacobian"))
 
-    @property
-    def max_scaled(self) -> np.ndarray:  # [layer]
-        return self.max_weight[1]
-
-    @property
-    def max_unscaled(self) -> np.ndarray:
-        return self.max_weight[0]
-
-    @property
-    def entropy_scaled(self) -> np.ndarray:
-        return self.entropy[1]
-
-    @property
-    def entropy_unscaled(self) -> np.ndarray:
-        return self.entropy[0]
-
 
 @dataclass(frozen=True)
 class RandomScaling:
@@ -225,30 +194,6 @@ class RandomScaling:
     max_weight: np.ndarray  # [scaling, dim]
     entropy: np.ndarray  # [scaling, dim] nats
     jacobian: np.ndarray  # [scaling, dim]
-
-    @property
-    def var_unscaled(self) -> np.ndarray:  # [dim]  Var(q·k) ≈ d_k
-        return self.var[0]
-
-    @property
-    def var_scaled(self) -> np.ndarray:  # [dim]  Var(q·k/√d_k) ≈ 1
-        return self.var[1]
-
-    @property
-    def max_unscaled(self) -> np.ndarray:
-        return self.max_weight[0]
-
-    @property
-    def max_scaled(self) -> np.ndarray:
-        return self.max_weight[1]
-
-    @property
-    def entropy_unscaled(self) -> np.ndarray:
-        return self.entropy[0]
-
-    @property
-    def entropy_scaled(self) -> np.ndarray:
-        return self.entropy[1]
 
 
 def _one_dim(rng: np.random.Generator, d: int, n_keys: int, n_queries: int) -> dict[str, np.ndarray]:

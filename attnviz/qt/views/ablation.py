@@ -21,6 +21,7 @@ from attnviz.core.analysis.head_importance import head_label
 from attnviz.core.data.pieces import display_piece
 from attnviz.core.model.sites import KINDS
 from attnviz.qt.analyses import Analysis
+from attnviz.qt.selection import fit_head
 from attnviz.qt.views.base import FigureViewBase
 from attnviz.qt.views.small_plots import apply_plot_theme, set_ticks, small_plot
 from attnviz.qt.views.spec import ATTENTION_SELECTORS, ViewSpec
@@ -70,11 +71,7 @@ class QtAblationView(FigureViewBase):
         self._refresh()
 
     def apply(self, choice: ViewChoice) -> None:
-        kind, layer, head = self._head
-        kind = choice.kind if choice.kind in KINDS else kind
-        layer = choice.layer if choice.layer is not None else layer
-        head = choice.head if choice.head is not None else head
-        self._head = (kind, layer, head)
+        self._head = choice.head_from(self._head)
         self._refresh()
 
     def has_data(self) -> bool:
@@ -85,12 +82,7 @@ class QtAblationView(FigureViewBase):
 
     def shown_head(self) -> tuple[str, int, int]:
         """The head whose ΔA is drawn (kind, layer, head; 0-based), within the model's heads."""
-        kind, layer, head = self._head
-        e = self._effect
-        if e is None or kind not in e.delta:
-            return self._head
-        n_layers, n_heads = e.delta[kind].shape[:2]
-        return kind, min(layer, n_layers - 1), min(head, n_heads - 1)
+        return self._head if self._effect is None else fit_head(self._head, self._effect.delta)
 
     # drawing -------------------------------------------------------------------------------------
     def _refresh(self) -> None:
@@ -123,9 +115,7 @@ class QtAblationView(FigureViewBase):
         self.bars_plot.setYRange(0, max(float(e.p_before.max()), float(e.p_after.max()), 1e-3) * 1.05, padding=0)
 
     def _draw_delta(self, e: AblationEffect) -> None:
-        kind, layer, head = self.shown_head()
-        if kind not in e.delta:
-            kind = next(iter(e.delta))
+        kind, layer, head = self.shown_head()  # a kind the model has, within its layers and heads
         d = e.delta[kind][layer, head]
         rows, cols = e.labels[kind]
         m = max(float(np.abs(d).max()), 1e-6)

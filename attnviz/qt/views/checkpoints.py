@@ -28,6 +28,7 @@ from attnviz.core.training.checkpoint import folder_stamp
 from attnviz.errors import AttnvizError
 from attnviz.paths import models_dir
 from attnviz.qt.analyses import Analysis
+from attnviz.qt.selection import fit_head
 from attnviz.qt.session import one_line
 from attnviz.qt.views.base import AXIS_TITLES, FigureViewBase
 from attnviz.qt.views.spec import ViewSpec
@@ -132,11 +133,7 @@ class QtCheckpointsView(FigureViewBase):
         self._refresh()
 
     def apply(self, choice: ViewChoice) -> None:
-        kind, layer, head = self._head
-        kind = choice.kind if choice.kind in KINDS else kind
-        layer = choice.layer if choice.layer is not None else layer
-        head = choice.head if choice.head is not None else head
-        self._head = (kind, layer, head)
+        self._head = choice.head_from(self._head)
         self._refresh()
 
     def has_data(self) -> bool:
@@ -151,14 +148,7 @@ class QtCheckpointsView(FigureViewBase):
 
     def shown_head(self) -> tuple[str, int, int]:
         """The head whose ΔA is drawn (kind, layer, head; 0-based), within the models' heads."""
-        kind, layer, head = self._head
-        r = self._result
-        if r is None:
-            return self._head
-        if kind not in r.delta:
-            kind = "cross" if "cross" in r.delta else next(iter(r.delta))
-        n_layers, n_heads = r.moved[kind].shape
-        return kind, min(layer, n_layers - 1), min(head, n_heads - 1)
+        return self._head if self._result is None else fit_head(self._head, self._result.moved)
 
     # drawing -------------------------------------------------------------------------------------
     def _refresh(self) -> None:
