@@ -5,7 +5,7 @@ TORCH_VERSION ?= 2.13.0
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(TORCH_VERSION)
 
-.PHONY: run test test-fast lint bench venv clean screenshot figures wheel-smoke
+.PHONY: run test test-fast lint bench venv clean screenshot figures wheel-smoke translations
 
 venv: $(STAMP)
 
@@ -69,3 +69,9 @@ figures: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build *.egg-info
+
+# The interface's translations: extract every translate(...) string of attnviz/qt into the .ts
+# (existing translations kept, vanished strings dropped), then build the .qm the app loads.
+translations: $(STAMP)
+	$(VENV)/bin/pyside6-lupdate -silent -locations none -no-obsolete $$(find attnviz/qt -name '*.py' | sort) -ts resources/i18n/attnviz_zh_CN.ts
+	$(VENV)/bin/pyside6-lrelease -silent resources/i18n/attnviz_zh_CN.ts -qm resources/i18n/attnviz_zh_CN.qm

@@ -14,7 +14,7 @@ import torch
 from bench_core import floor_step
 
 from attnviz.core import Recorder
-from attnviz.core.model.hf_import import config_from_hf, hf_state_dict
+from attnviz.core.model.families.marian import config_from_hf, hf_state_dict
 from attnviz.core.model.transformer import Transformer
 
 BASE = dict(d_model=512, encoder_layers=6, decoder_layers=6, encoder_attention_heads=8, decoder_attention_heads=8,

@@ -186,7 +186,7 @@ def _marian_config_cases(good: dict) -> list[tuple[str, dict, str]]:
         ("config-heads-do-not-divide", {**good, "encoder_attention_heads": 3, "decoder_attention_heads": 3}, r"config.json: cannot describe"),
         ("config-no-scaling", {**good, "scale_embedding": False}, r"scale_embedding must be true"),
         ("config-pre-norm", {**good, "normalize_before": True}, r"pre-norm"),
-        ("config-other-architecture", {**good, "architectures": ["BartForConditionalGeneration"]}, r"'BartForConditionalGeneration' is not supported"),
+        ("config-other-architecture", {**good, "architectures": ["XLNetLMHeadModel"]}, r"'XLNetLMHeadModel' is not supported"),
         ("config-missing-d_model", {k: v for k, v in good.items() if k != "d_model"}, r"field 'd_model' is missing"),
         ("config-d_model-string", {**good, "d_model": "16"}, r"config.json: cannot describe"),
         ("config-d_model-huge", {**good, "d_model": 2**40}, r"config.json: cannot describe"),

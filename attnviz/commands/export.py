@@ -45,7 +45,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--layer", type=int, help="layer, 1-based as on screen (default 1)")
     p.add_argument("--head", help="head, 1-based (default 1); 'mean' (over heads), 'rollout', or 'all' "
                    "(figures: one file per layer and head; csv/npz: one file with every layer and head)")
-    p.add_argument("--other-model", metavar="DIR", help="checkpoints view: the bundle compared with --model (same architecture)")
+    p.add_argument("--other-model", metavar="DIR", help="checkpoints view: the bundle compared with --model (same architecture); "
+                   "norm-batch view: the bundle drawn beside it (default: the other bundled model, LayerNorm or BatchNorm)")
     p.add_argument("--ablate", metavar="LIST", default="",
                    help="heads ablated in every run drawn, KIND:LAYER:HEAD 1-based, comma-separated (e.g. cross:3:2,encoder:1:1)")
     p.add_argument("--ablation", default="zero", choices=("zero", "mean", "uniform"), help="how --ablate takes a head out (default zero)")
@@ -118,12 +119,19 @@ def _parse_head(text: str | None, spec: ViewSpec) -> tuple[str, int]:
         raise CommandError(f"--head must be a number, 'mean', 'rollout' or 'all', not {text!r}", 2) from None
 
 
+def _other_model_option(name: str) -> str | None:
+    """The option holding the second model's folder (``--other-model``) of the view ``name``; ``None``: it has none."""
+    from attnviz.qt.views import checkpoints, norm_batch
+
+    return {"checkpoints": checkpoints.PATH_OPTION, "norm-batch": norm_batch.OTHER_OPTION}.get(name)
+
+
 def _refuse_unused_selectors(args: argparse.Namespace, spec: ViewSpec) -> None:
     """A selector the view does not take, or a kind it does not show, is an error, not ignored."""
     if getattr(args, "other", None) is not None and spec.name != "compare":
         raise CommandError(f"--other does not apply to the {spec.name} view (only to compare)", 2)
-    if getattr(args, "other_model", None) is not None and spec.name != "checkpoints":
-        raise CommandError(f"--other-model does not apply to the {spec.name} view (only to checkpoints)", 2)
+    if getattr(args, "other_model", None) is not None and _other_model_option(spec.name) is None:
+        raise CommandError(f"--other-model does not apply to the {spec.name} view (only to checkpoints and norm-batch)", 2)
     for selector in ("kind", "layer", "head", "query"):
         if getattr(args, selector) is not None and not spec.takes(selector):
             raise CommandError(f"--{selector} does not apply to the {spec.name} view", 2)
@@ -243,7 +251,7 @@ def _export_view(args: argparse.Namespace, session: Session, spec: ViewSpec, cho
             if getattr(args, "other", None) is not None:
                 view.set_other(args.other)  # the compare view's second source, before it is fed
             if getattr(args, "other_model", None) is not None:
-                view.set_options({"checkpointPathEdit": args.other_model})  # the checkpoints view's second model
+                view.set_options({_other_model_option(spec.name): args.other_model})  # the view's second model
             show_in_view(spec, view, session, choice)
         except ValueError as exc:  # data the view cannot draw (an unusual model): one line, no traceback
             raise CommandError(f"cannot draw the {spec.name} view for this model: {exc}") from None

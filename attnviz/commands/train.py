@@ -27,6 +27,7 @@ FLAG_RANGES: dict[str, tuple[type, float, float]] = {
     "tgt_vocab": (int, 8, 100_000),
     "n_examples": (int, 1, 10_000_000),
     "augment_per_pair": (int, 1, 100),
+    "nproc": (int, 1, 1024),
 }
 TRAIN_DEFAULTS = dict(
     epochs=30, lr=1e-3, warmup=400, schedule="inverse-sqrt", batch_tokens=500, label_smoothing=0.1, clip=1.0, seed=0, threads=1, device="auto", average_last=0,
@@ -43,6 +44,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "or a source file whose line-aligned target file is given with --data-target",
     )
     p.add_argument("--data-target", metavar="FILE", help="target-language file, line-aligned with the --data file")
+    p.add_argument(
+        "--stream",
+        action="store_true",
+        help="read the --data TSV file line by line, never whole: tokenizers trained on a sample, batches built pool by pool "
+        "(automatic for a file above 64 MiB)",
+    )
     p.add_argument(
         "--augment",
         metavar="KINDS",
@@ -96,6 +103,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     t.add_argument("--threads", type=int, help="torch CPU threads (default 1)")
     t.add_argument("--device", help="auto (CUDA when present), cpu, cuda (default auto)")
     t.add_argument("--n-examples", type=int, help="synthetic tasks: how many pairs (default 6000)")
+    t.add_argument(
+        "--nproc",
+        type=int,
+        help="train as N processes on this machine (torchrun --standalone; DistributedDataParallel, gloo on the CPU, NCCL on CUDA); "
+        "--batch-tokens stays the global batch",
+    )
     t.add_argument("--quiet", action="store_true", help="no progress bar, only the summary")
 
 
@@ -164,13 +177,18 @@ def _command(args: argparse.Namespace) -> str:
     """The command line that ran this: ``sys.argv`` when it is a train command, else rebuilt from ``args``."""
     if sys.argv[1:2] == ["train"]:
         return command_line(sys.argv[1:])
+    return command_line(_words(args))
+
+
+def _words(args: argparse.Namespace, leave_out: tuple[str, ...] = ()) -> list[str]:
+    """``train`` and the flags ``args`` holds (those not ``leave_out``), as a command line's words."""
     words = ["train"]
     for action, value in sorted(vars(args).items()):
-        if action in ("command",) or value is None or value is False:
+        if action in ("command", *leave_out) or value is None or value is False:
             continue
         flag = "--" + action.replace("_", "-")
         words += [flag] if value is True else [flag, str(value)]
-    return command_line(words)
+    return words
 
 
 def _pick(value, default):
@@ -179,20 +197,46 @@ def _pick(value, default):
 
 def run(args: argparse.Namespace) -> int:
     from attnviz.core.data.corpora import DataError
+    from attnviz.core.training import distributed
     from attnviz.core.training.trainer import TrainingError
     from attnviz.errors import CommandError
 
-    command = _command(args)
+    env = distributed.environment()
+    if _check_nproc(args.nproc, env):
+        return distributed.launch(args.nproc, _words(args, leave_out=("nproc",)))  # torchrun's own flags take --nproc
+    distributed.claim_gpu(env)
+    command, main = _command(args), env is None or env.rank == 0
     try:
-        trainer = _resumed_trainer(args, command) if args.resume else _new_trainer(args, command)
+        trainer = _resumed_trainer(args, command, main) if args.resume else _new_trainer(args, command, main)
     except (DataError, TrainingError) as exc:
         raise CommandError(str(exc)) from None
-    _show_progress(trainer, args.quiet)
-    result = _fit_stopping_on_ctrl_c(trainer)
-    print(summary(result, trainer), file=sys.stderr)
+    with distributed.process_group(env, trainer.device) as ranks:
+        trainer.distribute(ranks)
+        if main:
+            _show_progress(trainer, args.quiet)
+        result = _fit_stopping_on_ctrl_c(trainer, also_sigterm=env is not None)
+    if main:
+        print(summary(result, trainer), file=sys.stderr)
     if result.status == "failed":
         raise CommandError(result.message)
     return 0 if result.status == "finished" else 130
+
+
+def _check_nproc(nproc: int | None, env) -> bool:
+    """Whether ``--nproc`` asks for processes to be started (outside torchrun); ``CommandError``
+    when it contradicts torchrun's count of processes on this machine."""
+    from attnviz.core.training.trainer import TrainingError, check_number
+    from attnviz.errors import CommandError
+
+    if nproc is None:
+        return False
+    try:
+        check_number("--nproc", nproc, *FLAG_RANGES["nproc"])
+    except TrainingError as exc:
+        raise CommandError(str(exc)) from None
+    if env is not None and nproc != env.local_world:
+        raise CommandError(f"--nproc {nproc} but torchrun started {env.local_world} process(es) on this machine; give one or the other")
+    return env is None and nproc > 1
 
 
 def _check_flags(args: argparse.Namespace) -> None:
@@ -220,9 +264,10 @@ def _check_flags(args: argparse.Namespace) -> None:
         raise CommandError("--guided-weight needs --guided-alignment LAYER.HEAD")
 
 
-def _resumed_trainer(args: argparse.Namespace, command: str):
+def _resumed_trainer(args: argparse.Namespace, command: str, speak: bool = True):
     """``--resume``: the run saved in ``--out``, on ``--data`` when given (read as a new run reads
-    it, ``--n-examples`` included), else on the built-in data set it names."""
+    it, ``--n-examples`` included), else on the built-in data set it names. ``speak``: report the
+    data's problems on stderr (rank 0 of several processes)."""
     from attnviz.core.training.checkpoint import folder_stamp
     from attnviz.core.training.trainer import Trainer, TrainOptions, resolve_device
 
@@ -231,7 +276,7 @@ def _resumed_trainer(args: argparse.Namespace, command: str):
     TrainOptions.from_dict({**TRAIN_DEFAULTS, **changes})  # the numbers given, checked before any work
     if args.device is not None:
         resolve_device(args.device)
-    dataset = _dataset(args) if args.data else None
+    dataset = _dataset(args, speak) if args.data else None
     stamp = folder_stamp(Path(args.out))  # the checkpoint about to be read: another run's later save is not overwritten
     trainer = Trainer.from_checkpoint(Path(args.out), dataset, epochs=args.epochs, threads=args.threads, device=args.device)
     trainer.meta.setdefault("resumed_with", []).append(command)
@@ -239,9 +284,9 @@ def _resumed_trainer(args: argparse.Namespace, command: str):
     return trainer
 
 
-def _new_trainer(args: argparse.Namespace, command: str):
+def _new_trainer(args: argparse.Namespace, command: str, speak: bool = True):
     """A new run in ``--out`` (new, empty, or with ``--force`` an attnviz bundle): options and model
-    shape checked first, then data and tokenizers."""
+    shape checked first, then data and tokenizers (``speak``: as ``_resumed_trainer``)."""
     from attnviz.core.data import corpora as D
     from attnviz.core.model.config import ConfigError
     from attnviz.core.training.checkpoint import folder_stamp
@@ -258,7 +303,7 @@ def _new_trainer(args: argparse.Namespace, command: str):
         raise CommandError(str(exc)) from None
     resolve_device(options.device)
     _check_guided_head(options, config)
-    dataset = _dataset(args)
+    dataset = _dataset(args, speak)
     synthetic = dataset.spec.get("kind") in D.SYNTHETIC_TASKS
     vocab_default = 64 if synthetic else None
     tok = args.tokenizer or ("word" if synthetic else "unigram")
@@ -305,13 +350,14 @@ def _check_out(out: Path, force: bool) -> None:
         raise CommandError(f"--out {out} already holds a model bundle; use --resume to continue it, or --force to replace it with a new run")
 
 
-def _dataset(args: argparse.Namespace):
-    """The ``--data`` of a new run (HSK by default); its problems, if any, are reported on stderr."""
+def _dataset(args: argparse.Namespace, speak: bool = True):
+    """The ``--data`` of a new run (HSK by default); its problems, if any, are reported on stderr
+    (when ``speak``)."""
     from attnviz.core.data import sources
 
     data_name = args.data or "hsk-zh-en"
-    dataset = sources.load_data(data_name, args.data_target, n_examples=args.n_examples)
-    if dataset.report.problems:
+    dataset = sources.load_data(data_name, args.data_target, n_examples=args.n_examples, stream=args.stream)
+    if dataset.report.problems and speak:
         print(dataset.report.summary(), file=sys.stderr)
     if args.augment:
         from attnviz.core.data.augment import augment_dataset, parse_kinds
@@ -319,7 +365,8 @@ def _dataset(args: argparse.Namespace):
         per_pair = _pick(args.augment_per_pair, 2)
         dataset = augment_dataset(dataset, parse_kinds(args.augment), seed=_pick(args.seed, 0), per_pair=per_pair, pronouns=args.augment_pronouns)
         added = ", ".join(f"{n} {kind}" for kind, n in dataset.spec["augment"]["added"].items())
-        print(f"augmented the training split: {added} pairs added", file=sys.stderr)
+        if speak:
+            print(f"augmented the training split: {added} pairs added", file=sys.stderr)
     return dataset
 
 
@@ -359,25 +406,29 @@ def _show_progress(trainer, quiet: bool) -> None:
     trainer.add_callback("message", progress.message)
 
 
-def _fit_stopping_on_ctrl_c(trainer):
+def _fit_stopping_on_ctrl_c(trainer, also_sigterm: bool = False):
     """``trainer.fit()`` with a SIGINT handler: the first Ctrl-C saves and stops after the current
-    step, a second one aborts."""
+    step, a second one aborts. ``also_sigterm`` (under torchrun, which passes the signal it gets to
+    every process): SIGTERM stops after the current step and saves too."""
 
     def on_sigint(signum, frame):
-        print("\nattnviz: stopping after this step and saving a checkpoint (Ctrl-C again to abort)", file=sys.stderr)
+        if trainer.ranks.main:
+            print("\nattnviz: stopping after this step and saving a checkpoint (Ctrl-C again to abort)", file=sys.stderr)
         trainer.stop()
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
-    old = None
+    signals = (signal.SIGINT, signal.SIGTERM) if also_sigterm else (signal.SIGINT,)
+    old = {}
     try:
-        old = signal.signal(signal.SIGINT, on_sigint)
+        for sig in signals:
+            old[sig] = signal.signal(sig, on_sigint if sig == signal.SIGINT else lambda signum, frame: trainer.stop())
     except ValueError:  # not the main thread
         pass
     try:
         return trainer.fit()
     finally:
-        if old is not None:
-            signal.signal(signal.SIGINT, old)
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
 
 
 def _num(value, scale: float = 1.0, fmt: str = ".3f") -> str:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from PySide6 import QtWidgets
+from PySide6 import QtCore, QtWidgets
+
+from attnviz.qt.i18n import translate
 
 ORG, APP = "attnviz", "attnviz"
 
@@ -27,9 +29,12 @@ def make_app(argv: list[str] | None = None) -> QtWidgets.QApplication:
 
 def run_app(model: str | None = None, src: str | None = None, tgt: str | None = None, session: str | None = None) -> int:
     app = make_app()
+    from attnviz.qt.i18n import chosen_language, install
     from attnviz.qt.main_window import MainWindow
 
+    install(chosen_language(QtCore.QSettings()))
     window = MainWindow(model=Path(model) if model else None, src=src, tgt=tgt, session_file=Path(session) if session else None)
+    app._attnviz_window = window  # the window shown (View → Language replaces it)
     install_error_hook(window)
     window.show()
     return app.exec()
@@ -48,7 +53,8 @@ def install_error_hook(window) -> None:
             return
         traceback.print_exception(exc_type, exc, tb)
         try:
-            window.show_message("error", f"Unexpected error: {exc_type.__name__}: {exc}")
+            shown = getattr(QtWidgets.QApplication.instance(), "_attnviz_window", window)
+            shown.show_message("error", translate("app", "Unexpected error: {kind}: {error}").format(kind=exc_type.__name__, error=exc))
         except Exception:  # noqa: BLE001 - the window may be gone
             pass
 

@@ -7,20 +7,64 @@ import html
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from attnviz.core.data.examples import InputHints, hints_for
-from attnviz.core.data.pieces import WORD_START_LEGEND, display_piece
+from attnviz.core.data.examples import ExampleSentence, InputHints, hints_for
+from attnviz.core.data.pieces import display_piece
 from attnviz.core.data.source_map import map_source
 from attnviz.core.decoding.strategies import BeamSearch, Greedy, Sampling
+from attnviz.qt.core_text import word_start_legend
+from attnviz.qt.i18n import translate
 from attnviz.qt.session import Session
 from attnviz.qt.source_info import QtSourceInfo
 from attnviz.qt.widgets.colormaps import ui_font
 from attnviz.qt.widgets.plain_text import plain_label, tooltip_text
 from attnviz.qt.workers import FunctionWorker, while_alive
 
-STRATEGIES = (("greedy", "Greedy"), ("beam", "Beam search"), ("sample", "Sampling"))
-TOPK_TITLE = "Top-k at step t: P(y_t | y_<t, x)"
-EMPTY_SOURCE = "Type a source sentence or choose an example"
-EXAMPLES_PLACEHOLDER = "Examples…"  # the examples combo's first item: short enough to show in full at any width
+STRATEGIES = ("greedy", "beam", "sample")  # the strategy combo's keys (its itemData), in its order
+
+
+def strategy_name(key: str) -> str:
+    """The strategy combo's text for ``key`` (one of :data:`STRATEGIES`)."""
+    return {"greedy": translate("decode_panel", "Greedy"), "beam": translate("decode_panel", "Beam search"),
+            "sample": translate("decode_panel", "Sampling")}[key]
+
+
+def topk_title() -> str:
+    return translate("decode_panel", "Top-k at step t: P(y_t | y_<t, x)")
+
+
+def empty_source_text() -> str:
+    """What the panels and the views say while no source sentence is typed."""
+    return translate("decode_panel", "Type a source sentence or choose an example")
+
+
+def examples_placeholder() -> str:
+    """The examples combo's first item: short enough to show in full at any width."""
+    return translate("decode_panel", "Examples…")
+
+
+def example_label(example: ExampleSentence) -> str:
+    """An example as the combo lists it: the sentence and where the model's corpus has it."""
+    where = {"train": translate("decode_panel", "seen in training"), "valid": translate("decode_panel", "held out (valid)"),
+             "test": translate("decode_panel", "held out (test)"), "": translate("decode_panel", "everyday sentence")}
+    return translate("decode_panel", "{sentence}  —  {where}").format(
+        sentence=example.source, where=where.get(example.split, translate("decode_panel", "new sentence")))
+
+
+def placeholder_text(hints: InputHints) -> str:
+    """The source line's placeholder for the open model: what it reads, with its first example
+    (a bundle's own placeholder is shown as its examples file writes it)."""
+    kind, detail = hints.subject
+    if kind == "own":
+        return hints.placeholder
+    if kind == "symbols":
+        what = (translate("decode_panel", "Symbols ({alphabet}) separated by spaces").format(alphabet=detail) if detail
+                else translate("decode_panel", "Symbols separated by spaces"))
+    else:
+        what = (translate("decode_panel", "Source sentence ({language})").format(language=detail) if detail
+                else translate("decode_panel", "Source sentence"))
+    if not hints.examples:
+        return what
+    return translate("decode_panel", "{what}, e.g. {example}").format(what=what, example=hints.examples[0].source)
 
 
 class QtInputBar(QtWidgets.QWidget):
@@ -28,34 +72,37 @@ class QtInputBar(QtWidgets.QWidget):
     placeholder (``examples.hints_for``); hovering the source shows how each character maps to the
     model's pieces; ``source_info`` (below) warns about UNK and shows the confidence cue."""
 
-    SOURCE_TIP = "The sentence the encoder reads. Editing it re-encodes and restarts decoding."
+    @staticmethod
+    def source_tip() -> str:
+        return translate("decode_panel", "The sentence the encoder reads. Editing it re-encodes and restarts decoding.")
 
     def __init__(self, session: Session, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
         self.session = session
         self.source_edit = QtWidgets.QLineEdit(objectName="sourceEdit")
-        self.source_edit.setPlaceholderText("Source sentence (中文), e.g. 我喜欢吃鱼。")
-        self.source_edit.setToolTip(self.SOURCE_TIP)
+        self.source_edit.setPlaceholderText(translate("decode_panel", "Source sentence (中文), e.g. 我喜欢吃鱼。"))
+        self.source_edit.setToolTip(self.source_tip())
         self.source_edit.setMaxLength(2000)
         self.target_edit = QtWidgets.QLineEdit(objectName="targetEdit")
-        self.target_edit.setPlaceholderText("Optional target (a translation): teacher-forced mode, SOS + y in, y + EOS out")
-        self.target_edit.setToolTip("Type a translation to see, for every position, what the model predicts with the right prefix (teacher forcing).")
+        self.target_edit.setPlaceholderText(translate("decode_panel", "Optional target (a translation): teacher-forced mode, SOS + y in, y + EOS out"))
+        self.target_edit.setToolTip(translate("decode_panel", "Type a translation to see, for every position, what the model predicts "
+                                                              "with the right prefix (teacher forcing)."))
         self.target_edit.setClearButtonEnabled(True)
         self.target_edit.setMaxLength(2000)
         self.example_combo = QtWidgets.QComboBox(objectName="exampleCombo")
-        self.example_combo.setToolTip("Example sentences: some were seen in training, some are held out")
+        self.example_combo.setToolTip(translate("decode_panel", "Example sentences: some were seen in training, some are held out"))
         self.example_combo.setSizeAdjustPolicy(QtWidgets.QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-        self.example_combo.setMinimumContentsLength(len(EXAMPLES_PLACEHOLDER) + 1)  # the placeholder is never elided
+        self.example_combo.setMinimumContentsLength(len(examples_placeholder()) + 1)  # the placeholder is never elided
         self.source_edit.setMinimumWidth(140)
         form = QtWidgets.QGridLayout(self)
         form.setContentsMargins(6, 6, 6, 2)
-        form.addWidget(QtWidgets.QLabel("Source"), 0, 0)
+        form.addWidget(QtWidgets.QLabel(translate("decode_panel", "Source")), 0, 0)
         form.addWidget(self.source_edit, 0, 1)
         form.addWidget(self.example_combo, 0, 2, 1, 2)
-        self.reference_button = QtWidgets.QToolButton(objectName="useReferenceButton", text="Use the reference")
-        self.reference_button.setToolTip("The open example has a reference translation: feed it to the decoder (teacher forcing)")
+        self.reference_button = QtWidgets.QToolButton(objectName="useReferenceButton", text=translate("decode_panel", "Use the reference"))
+        self.reference_button.setToolTip(translate("decode_panel", "The open example has a reference translation: feed it to the decoder (teacher forcing)"))
         self.reference_button.clicked.connect(self.use_reference)
-        form.addWidget(QtWidgets.QLabel("Target"), 1, 0)
+        form.addWidget(QtWidgets.QLabel(translate("decode_panel", "Target")), 1, 0)
         form.addWidget(self.target_edit, 1, 1, 1, 2)
         form.addWidget(self.reference_button, 1, 3)
         self.source_info = QtSourceInfo(session)
@@ -81,11 +128,12 @@ class QtInputBar(QtWidgets.QWidget):
     def set_examples(self, examples: list) -> None:
         self._examples = list(examples)
         self.example_combo.clear()
-        self.example_combo.addItem(EXAMPLES_PLACEHOLDER, None)
+        self.example_combo.addItem(examples_placeholder(), None)
         for e in self._examples:
-            self.example_combo.addItem(e.label, e)
+            self.example_combo.addItem(example_label(e), e)
             if e.reference:
-                self.example_combo.setItemData(self.example_combo.count() - 1, tooltip_text(f"Reference: {e.reference}"),
+                self.example_combo.setItemData(self.example_combo.count() - 1,
+                                               tooltip_text(translate("decode_panel", "Reference: {reference}").format(reference=e.reference)),
                                                QtCore.Qt.ItemDataRole.ToolTipRole)
 
     def set_texts(self, source: str, target: str) -> None:
@@ -102,8 +150,9 @@ class QtInputBar(QtWidgets.QWidget):
     def _update_reference_button(self, *_) -> None:
         ref = self.reference()
         self.reference_button.setEnabled(bool(ref) and self.target_edit.text() != ref)
-        self.reference_button.setToolTip(tooltip_text(f"Teacher-force the reference: {ref}") if ref else
-                                         "Choose an example with a reference translation to teacher-force it")
+        self.reference_button.setToolTip(
+            tooltip_text(translate("decode_panel", "Teacher-force the reference: {reference}").format(reference=ref)) if ref else
+            translate("decode_panel", "Choose an example with a reference translation to teacher-force it"))
 
     def use_reference(self) -> None:
         """One click: the open example's reference becomes the target (teacher-forced mode)."""
@@ -142,8 +191,9 @@ class QtInputBar(QtWidgets.QWidget):
             return
         previous = {e.source for e in self._examples}
         self.set_examples(list(hints.examples))
-        self.source_edit.setPlaceholderText(hints.placeholder)
-        self.source_info.set_placeholder(hints.placeholder)
+        placeholder = placeholder_text(hints)
+        self.source_edit.setPlaceholderText(placeholder)
+        self.source_info.set_placeholder(placeholder)
         src = self.source_edit.text().strip()
         if hints.examples and (not src or (src in previous and map_source(bundle.src_tokenizer, src).mostly_unknown)):
             self.set_texts(hints.examples[0].source, "")
@@ -156,7 +206,7 @@ class QtInputBar(QtWidgets.QWidget):
     def _update_source_tooltip(self, text: str) -> None:
         """The source's tooltip: how each character maps to the open model's pieces ("猫 → 猫")."""
         bundle = self.session.bundle
-        lines = [self.SOURCE_TIP]
+        lines = [self.source_tip()]
         if bundle is not None and text.strip():
             try:
                 mapped = map_source(bundle.src_tokenizer, text)
@@ -164,8 +214,9 @@ class QtInputBar(QtWidgets.QWidget):
                 mapped = None
             if mapped is not None and mapped.pieces:
                 shown = mapped.describe().splitlines()
-                more = [f"… and {len(shown) - 40} more"] if len(shown) > 40 else []
-                lines += ["", f"How the model's tokenizer reads it ({WORD_START_LEGEND}; UNK = unknown to the model):", *shown[:40], *more]
+                more = [translate("decode_panel", "… and {n} more").format(n=len(shown) - 40)] if len(shown) > 40 else []
+                how = translate("decode_panel", "How the model's tokenizer reads it ({legend}; UNK = unknown to the model):")
+                lines += ["", how.format(legend=word_start_legend()), *shown[:40], *more]
         self.source_edit.setToolTip(tooltip_text("\n".join(lines)))
 
     def _apply(self) -> None:
@@ -191,18 +242,19 @@ class QtStepBar(QtWidgets.QWidget):
         super().__init__(parent)
         self.session = session
         self.strategy_combo = QtWidgets.QComboBox(objectName="strategyCombo")
-        for key, text in STRATEGIES:
-            self.strategy_combo.addItem(text, key)
-        self.strategy_combo.setToolTip("Strategy: how the next token is chosen")
-        self.beam_spin = self._spin(QtWidgets.QSpinBox(objectName="beamWidthSpin"), 1, 16, 4, "Beam width k")
-        self.temperature_spin = self._dspin("temperatureSpin", 0.05, 5.0, 1.0, 0.1, "Temperature T: softmax(logits / T)")
-        self.topk_spin = self._spin(QtWidgets.QSpinBox(objectName="topKSpin"), 0, 1000, 0, "Top-k (0: off)")
-        self.topp_spin = self._dspin("topPSpin", 0.05, 1.0, 1.0, 0.05, "Top-p / nucleus (1: off)")
-        self.seed_spin = self._spin(QtWidgets.QSpinBox(objectName="seedSpin"), 0, 2**31 - 1, 0, "Random seed (sampling is reproducible)")
+        for key in STRATEGIES:
+            self.strategy_combo.addItem(strategy_name(key), key)
+        self.strategy_combo.setToolTip(translate("decode_panel", "Strategy: how the next token is chosen"))
+        self.beam_spin = self._spin(QtWidgets.QSpinBox(objectName="beamWidthSpin"), 1, 16, 4, translate("decode_panel", "Beam width k"))
+        self.temperature_spin = self._dspin("temperatureSpin", 0.05, 5.0, 1.0, 0.1, translate("decode_panel", "Temperature T: softmax(logits / T)"))
+        self.topk_spin = self._spin(QtWidgets.QSpinBox(objectName="topKSpin"), 0, 1000, 0, translate("decode_panel", "Top-k (0: off)"))
+        self.topp_spin = self._dspin("topPSpin", 0.05, 1.0, 1.0, 0.05, translate("decode_panel", "Top-p / nucleus (1: off)"))
+        self.seed_spin = self._spin(QtWidgets.QSpinBox(objectName="seedSpin"), 0, 2**31 - 1, 0,
+                                    translate("decode_panel", "Random seed (sampling is reproducible)"))
         self.seed_spin.setMaximumWidth(110)
-        self.beam_row = self._param_row("beamRow", (("width k", self.beam_spin),))
+        self.beam_row = self._param_row("beamRow", ((translate("decode_panel", "width k"), self.beam_spin),))
         self.sampling_row = self._param_row("samplingRow", (("T", self.temperature_spin), ("top-k", self.topk_spin),
-                                                            ("top-p", self.topp_spin), ("seed", self.seed_spin)))
+                                                            ("top-p", self.topp_spin), (translate("decode_panel", "seed"), self.seed_spin)))
         self.buttons: list[QtWidgets.QToolButton] = []
         self.strategy_combo.setSizeAdjustPolicy(QtWidgets.QComboBox.SizeAdjustPolicy.AdjustToContents)
         self.strategy_combo.setMinimumWidth(self.strategy_combo.sizeHint().width())  # "Beam search" is never cut
@@ -354,7 +406,10 @@ class QtTokenChips(QtWidgets.QLabel):
     EOS in red, the current step outlined). Pieces keep their word-start mark (see
     :func:`display_piece`); the tooltip explains it."""
 
-    EMPTY = "no tokens yet: press Step (→) or Run to End (End)"
+    @staticmethod
+    def empty_text() -> str:
+        """What the chips say before the first step."""
+        return translate("decode_panel", "no tokens yet: press Step (→) or Run to End (End)")
 
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
@@ -364,10 +419,11 @@ class QtTokenChips(QtWidgets.QLabel):
         self.setFont(ui_font(11))
         self.setContentsMargins(8, 2, 8, 4)
         self.setMinimumHeight(30)
-        self.setToolTip(f"The decoder's tokens; {WORD_START_LEGEND}; ✎ = forced by you")
+        self.setToolTip(translate("decode_panel", "The decoder's tokens; {legend}; ✎ = forced by you").format(legend=word_start_legend()))
         self.pieces: tuple[str, ...] = ()
 
-    def set_tokens(self, pieces, forced=(), current: int | None = None, note: str = "", empty: str = EMPTY) -> None:
+    def set_tokens(self, pieces, forced=(), current: int | None = None, note: str = "", empty: str | None = None) -> None:
+        empty = self.empty_text() if empty is None else empty
         self.pieces = tuple(pieces)
         forced = set(forced)
         chips = []
@@ -387,15 +443,15 @@ class QtTokenChips(QtWidgets.QLabel):
         """The decoder's tokens of the session's current mode (teacher-forced: SOS + y, then EOS)."""
         if session.forced is not None:
             f = session.forced
-            note = f"→ predicted: {' '.join(display_piece(p.predicted_piece) for p in f.steps)}"
+            note = translate("decode_panel", "→ predicted: {pieces}").format(pieces=" ".join(display_piece(p.predicted_piece) for p in f.steps))
             self.set_tokens(f.input_pieces + ("EOS",), current=session.forced_cursor, note=note)
         elif session.decoding is not None:
             d = session.decoding
             forced = [i + 1 for i, st in enumerate(d.steps) if st.forced]
-            note = f"“{d.translation()}”" if d.steps else "press Step (→) or Run to End (End) to decode"
+            note = f"“{d.translation()}”" if d.steps else translate("decode_panel", "press Step (→) or Run to End (End) to decode")
             self.set_tokens(d.tgt_pieces, forced=forced, current=len(d.tgt_pieces) - 1, note=note)
         else:
-            self.set_tokens((), empty=EMPTY_SOURCE if not session.source.strip() else self.EMPTY)
+            self.set_tokens((), empty=empty_source_text() if not session.source.strip() else self.empty_text())
 
 
 class QtTopKPanel(QtWidgets.QWidget):
@@ -412,16 +468,17 @@ class QtTopKPanel(QtWidgets.QWidget):
         super().__init__(parent)
         layout = QtWidgets.QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
-        self.caption = plain_label(TOPK_TITLE, "topkCaption")  # shows token pieces
+        self.caption = plain_label(topk_title(), "topkCaption")  # shows token pieces
         self.caption.setWordWrap(True)
-        self.caption.setToolTip(f"P(y_t | y_<t, x): the model's most likely next tokens; {WORD_START_LEGEND}")
+        self.caption.setToolTip(translate("decode_panel", "P(y_t | y_<t, x): the model's most likely next tokens; {legend}")
+                                .format(legend=word_start_legend()))
         self.topk_list = QtWidgets.QListWidget(objectName="topkList")
-        self.topk_list.setToolTip("Click (or press Enter on) a token to force it as the next token")
+        self.topk_list.setToolTip(translate("decode_panel", "Click (or press Enter on) a token to force it as the next token"))
         self.topk_list.setFont(ui_font(10))
         self.topk_list.setHorizontalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.topk_list.setTextElideMode(QtCore.Qt.TextElideMode.ElideRight)
         self.topk_list.setMinimumWidth(self.readable_width())
-        self.beam_caption = plain_label("Beams (score = log P / length penalty)", "beamCaption")
+        self.beam_caption = plain_label(self.beams_title(), "beamCaption")
         self.beam_caption.setWordWrap(True)
         self.beam_list = QtWidgets.QListWidget(objectName="beamList")
         self.beam_list.setFont(ui_font(10))
@@ -461,14 +518,18 @@ class QtTopKPanel(QtWidgets.QWidget):
             if not forcing_allowed:
                 item.setFlags(item.flags() & ~QtCore.Qt.ItemFlag.ItemIsEnabled)
             self.topk_list.addItem(item)
-        self.caption.setText(caption or TOPK_TITLE)
+        self.caption.setText(caption or topk_title())
 
-    def set_beams(self, beams, caption: str = "Beams (score = log P / length penalty)") -> None:
+    @staticmethod
+    def beams_title() -> str:
+        return translate("decode_panel", "Beams (score = log P / length penalty)")
+
+    def set_beams(self, beams, caption: str = "") -> None:
         self.beam_list.clear()
         for b in beams:
             words = " ".join(display_piece(p) for p in b.pieces)
             self.beam_list.addItem(f"{b.score:8.3f}  {'✓' if b.finished else '…'}  {words}")
-        self.beam_caption.setText(caption)
+        self.beam_caption.setText(caption or self.beams_title())
         visible = bool(beams)
         self.beam_list.setVisible(visible)
         self.beam_caption.setVisible(visible)
@@ -479,21 +540,24 @@ class QtTopKPanel(QtWidgets.QWidget):
         topk = session.next_topk()
         if session.forced is not None:
             pos = session.forced.steps[session.forced_cursor]
-            cap = (f"Top-k at position {pos.index + 1}: input {display_piece(pos.input_piece)} → target "
-                   f"{display_piece(pos.piece)}; P(target) = {pos.prob:.3f}, loss {pos.loss:.3f}")
+            cap = translate("decode_panel", "Top-k at position {position}: input {input} → target {target}; "
+                                            "P(target) = {prob:.3f}, loss {loss:.3f}").format(
+                position=pos.index + 1, input=display_piece(pos.input_piece), target=display_piece(pos.piece), prob=pos.prob, loss=pos.loss)
             self.set_topk(topk, chosen=pos.predicted_id, forcing_allowed=False, caption=cap)
             self.set_beams(())
             return
         d = session.decoding
         if d is None:
-            self.set_topk((), caption=EMPTY_SOURCE if not session.source.strip() else "Nothing decoded: see the message above")
+            self.set_topk((), caption=empty_source_text() if not session.source.strip() else
+                          translate("decode_panel", "Nothing decoded: see the message above"))
             self.set_beams(())
             return
         if d.can_step:
-            self.set_topk(topk, caption=f"Top-k at step {len(d.steps) + 1} (y_{len(d.steps) + 1}): click or press Enter to force a token")
+            self.set_topk(topk, caption=translate("decode_panel", "Top-k at step {step} (y_{step}): click or press Enter to force a token")
+                          .format(step=len(d.steps) + 1))
         else:
             last = session.current_step()
-            cap = f"Top-k at step {len(d.steps)}, the last (EOS or maximum length). Back (←) to change it."
+            cap = translate("decode_panel", "Top-k at step {step}, the last (EOS or maximum length). Back (←) to change it.").format(step=len(d.steps))
             self.set_topk(topk, chosen=last.token_id if last else None, forcing_allowed=False, caption=cap)
         self._show_beams(d)
 
@@ -504,8 +568,8 @@ class QtTopKPanel(QtWidgets.QWidget):
             return
         beams = d.beams()
         if d.steps and d.steps[-1].forced and len(beams) <= 1:
-            self.set_beams(beams, caption=f"Beams: forcing a token left beam search for the forced path; "
-                                          f"the next step searches {d.strategy.width} beams again")
+            self.set_beams(beams, caption=translate("decode_panel", "Beams: forcing a token left beam search for the forced path; "
+                                                                    "the next step searches {width} beams again").format(width=d.strategy.width))
         else:
             self.set_beams(beams if len(beams) > 1 else ())
 

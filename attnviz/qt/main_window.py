@@ -10,15 +10,18 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from attnviz.core.analysis.ablation import HeadSet
 from attnviz.core.analysis.norms import placement_formula
 from attnviz.core.bundle import Bundle
+from attnviz.core.decoding.strategies import BeamSearch
 from attnviz.core.model.config import TransformerConfig
 from attnviz.paths import default_model
+from attnviz.qt.core_text import ablation_name, heads_text, strategy_text
 from attnviz.qt.decode_panel import QtInputBar, QtStepBar, QtTokenChips, QtTopKPanel
 from attnviz.qt.help import show_about, show_shortcuts
+from attnviz.qt.i18n import LANGUAGES, SETTING, current_language, install, translate
 from attnviz.qt.session import Session, one_line
-from attnviz.qt.session_file import SessionFiles
-from attnviz.qt.state import SUFFIX
+from attnviz.qt.session_file import SessionFiles, capture
+from attnviz.qt.state import SUFFIX, AppState
 from attnviz.qt.theme import THEMES, apply_theme
-from attnviz.qt.tour import start_tour
+from attnviz.qt.tour import other_tour, other_tour_words, start_tour, tour_for
 from attnviz.qt.train.panel import TrainPanel
 from attnviz.qt.views.registry import ViewSet, head_figure
 from attnviz.qt.widgets.colormaps import SEQUENTIAL_COLORMAPS
@@ -33,11 +36,31 @@ TALL = 820  # a window at least this tall has room for the bottom docks under th
 LAYOUT_VERSION = 2  # of the saved dock layout: 2 since the docks are named by the views' modules (headDetailDock, compareDock)
 
 
+def placement_text(placement: str) -> str:
+    """``pre``/``post`` as the window names it: pre-norm or post-norm."""
+    return translate("main_window", "pre-norm") if placement == "pre" else translate("main_window", "post-norm")
+
+
 def norm_formula(config: TransformerConfig) -> str:
     """Where the model normalizes, as a formula: pre-norm x + Sublayer(LN(x)) or post-norm
     LN(x + Sublayer(x)); BN for BatchNorm."""
     name = "LayerNorm" if config.norm == "layer" else "BatchNorm"
-    return f"{name}, {config.norm_placement}-norm: {placement_formula(config.norm, config.norm_placement)}"
+    return translate("main_window", "{norm}, {placement}: {formula}").format(
+        norm=name, placement=placement_text(config.norm_placement), formula=placement_formula(config.norm, config.norm_placement))
+
+
+def config_text(c: TransformerConfig) -> str:
+    """The model's sizes and norm in one line, for the status bar."""
+    return translate("main_window", "d_model {d_model}, {heads} heads, {encoder}+{decoder} layers, d_ff {d_ff}, {norm} ({placement}), "
+                                    "vocab {source}/{target}").format(
+        d_model=c.d_model, heads=c.n_heads, encoder=c.n_encoder_layers, decoder=c.n_decoder_layers, d_ff=c.d_ff,
+        norm="LayerNorm" if c.norm == "layer" else "BatchNorm", placement=placement_text(c.norm_placement),
+        source=c.src_vocab_size, target=c.tgt_vocab_size)
+
+
+def theme_name_text(name: str) -> str:
+    """A theme of :data:`THEMES` as the View menu names it."""
+    return {"light": translate("main_window", "Light"), "dark": translate("main_window", "Dark")}.get(name, name)
 
 
 def fitting_size(want: QtCore.QSize, screen: QtGui.QScreen | None) -> QtCore.QSize:
@@ -53,7 +76,7 @@ class MainWindow(QtWidgets.QMainWindow):
     settings (geometry, dock layout, colormap, theme and recent models, kept in ``settings``)."""
 
     def __init__(self, model: Path | None = None, src: str | None = None, tgt: str | None = None, settings: QtCore.QSettings | None = None,
-                 session_file: Path | None = None):
+                 session_file: Path | None = None, state: AppState | None = None):
         super().__init__()
         self.setObjectName("mainWindow")
         self.setWindowTitle("attnviz")
@@ -91,7 +114,9 @@ class MainWindow(QtWidgets.QMainWindow):
         self._pending_run = src is None or not tgt  # decode the first sentence to the end once loaded
         self.model_path: Path | None = None  # the open model's folder: set when a load has succeeded
         self.session_files = SessionFiles(self)
-        if session_file is None or not self.session_files.open(Path(session_file)):
+        if state is not None and self.session_files.restore(state):
+            self._pending_run = False  # the state says what is decoded
+        elif session_file is None or not self.session_files.open(Path(session_file)):
             self.open_model(Path(model) if model else default_model())
         else:
             self._pending_run = False  # the session file says what is decoded
@@ -99,54 +124,76 @@ class MainWindow(QtWidgets.QMainWindow):
 
     # -- construction ----------------------------------------------------------------------
     def create_actions(self) -> None:
-        def act(text, slot, shortcut=None, tip="", name=""):
-            a = QtGui.QAction(text, self)
-            if shortcut is not None:
-                a.setShortcut(QtGui.QKeySequence(shortcut))
-            a.setStatusTip(tip)
-            a.setToolTip(f"{tip} ({a.shortcut().toString()})" if shortcut else tip)
-            a.triggered.connect(slot)
-            if name:
-                a.setObjectName(name)
-            return a
+        self._create_file_actions()
+        self._create_decode_actions()
+        self._create_help_actions()
 
-        st = self.style()
-        sp = QtWidgets.QStyle.StandardPixmap
-        self.open_act = act("&Open Model Bundle…", self.open_model_dialog, QtGui.QKeySequence.StandardKey.Open, "Open a model bundle folder", "openAction")
-        self.open_act.setIcon(st.standardIcon(sp.SP_DirOpenIcon))
-        self.export_fig_act = act("Export &Figure…", self.export_figure, "Ctrl+E", "Export the current view as PNG, SVG or PDF", "exportFigureAction")
-        self.export_fig_act.setIcon(st.standardIcon(sp.SP_DialogSaveButton))
-        self.export_data_act = act("Export &Data…", self.export_data, "Ctrl+Shift+E", "Export the data behind the current view (CSV or NPZ)", "exportDataAction")
-        self.export_anim_act = act("Export A&nimation…", self.export_animation, None,
-                                   "The current view, one frame per decoding step, as a GIF (or MP4)", "exportAnimationAction")
-        self.export_page_act = act("Export &Web Page…", self.export_web_page, None,
-                                   "One HTML file to hand out: the sentence, a step slider and the views, readable offline", "exportWebPageAction")
-        self.export_all_act = act("Export &All Heads…", self.export_all_heads, None, "One figure per layer and head, for the chosen attention kind", "exportAllAction")
-        self.save_session_act = act("&Save Session…", lambda: self.session_files.save_dialog(), QtGui.QKeySequence.StandardKey.Save,
-                                    "Save the whole window (model, sentences, decoded steps, selections, layout) as a session file", "saveSessionAction")
-        self.open_session_act = act("Open &Session…", lambda: self.session_files.open_dialog(), "Ctrl+Shift+O",
-                                    "Open a session file: the window as it was saved", "openSessionAction")
-        self.quit_act = act("&Quit", self.close, QtGui.QKeySequence.StandardKey.Quit, "Quit attnviz", "quitAction")
-        self.step_act = act("Step", self.session.step, QtCore.Qt.Key.Key_Right, "Decode the next token", "stepAction")
-        self.step_act.setIcon(st.standardIcon(sp.SP_MediaSeekForward))
-        self.back_act = act("Back", self.session.back, QtCore.Qt.Key.Key_Left, "Undo the last token", "backAction")
-        self.back_act.setIcon(st.standardIcon(sp.SP_MediaSeekBackward))
-        self.run_act = act("Run to End", self.session.run_to_end, QtCore.Qt.Key.Key_End, "Decode until EOS or the maximum length", "runAction")
-        self.run_act.setIcon(st.standardIcon(sp.SP_MediaSkipForward))
-        self.reset_act = act("Reset", self.session.reset, QtCore.Qt.Key.Key_Home, "Back to SOS", "resetAction")
-        self.reset_act.setIcon(st.standardIcon(sp.SP_MediaSkipBackward))
-        self.about_act = act("&About attnviz", lambda: show_about(self), None, "About attnviz and its data", "aboutAction")
-        self.keys_act = act("&Keyboard Shortcuts", lambda: show_shortcuts(self), None, "List the keyboard shortcuts", "shortcutsAction")
-        self.tour_act = act("&Tour", lambda: start_tour(self, "en"), None,
-                            "Walk through the tutorial's ideas on the live model, one stop at a time", "tourAction")
-        self.tour_zh_act = act("导览（简体中文）", lambda: start_tour(self, "zh_CN"), None, "按教程的顺序，在当前模型上逐站讲解", "tourZhAction")
+    def _act(self, text: str, slot, shortcut=None, tip: str = "", name: str = "", icon=None) -> QtGui.QAction:
+        a = QtGui.QAction(text, self)
+        if shortcut is not None:
+            a.setShortcut(QtGui.QKeySequence(shortcut))
+        a.setStatusTip(tip)
+        a.setToolTip(f"{tip} ({a.shortcut().toString()})" if shortcut else tip)
+        a.triggered.connect(slot)
+        if name:
+            a.setObjectName(name)
+        if icon is not None:
+            a.setIcon(self.style().standardIcon(icon))
+        return a
+
+    def _create_file_actions(self) -> None:
+        act, sp, keys = self._act, QtWidgets.QStyle.StandardPixmap, QtGui.QKeySequence.StandardKey
+        self.open_act = act(translate("main_window", "&Open Model Bundle…"), self.open_model_dialog, keys.Open,
+                            translate("main_window", "Open a model bundle folder"), "openAction", sp.SP_DirOpenIcon)
+        self.export_fig_act = act(translate("main_window", "Export &Figure…"), self.export_figure, "Ctrl+E",
+                                  translate("main_window", "Export the current view as PNG, SVG or PDF"), "exportFigureAction", sp.SP_DialogSaveButton)
+        self.export_data_act = act(translate("main_window", "Export &Data…"), self.export_data, "Ctrl+Shift+E",
+                                   translate("main_window", "Export the data behind the current view (CSV or NPZ)"), "exportDataAction")
+        self.export_anim_act = act(translate("main_window", "Export A&nimation…"), self.export_animation, None,
+                                   translate("main_window", "The current view, one frame per decoding step, as a GIF (or MP4)"), "exportAnimationAction")
+        self.export_page_act = act(translate("main_window", "Export &Web Page…"), self.export_web_page, None,
+                                   translate("main_window", "One HTML file to hand out: the sentence, a step slider and the views, readable offline"),
+                                   "exportWebPageAction")
+        self.export_all_act = act(translate("main_window", "Export &All Heads…"), self.export_all_heads, None,
+                                  translate("main_window", "One figure per layer and head, for the chosen attention kind"), "exportAllAction")
+        self.save_session_act = act(translate("main_window", "&Save Session…"), lambda: self.session_files.save_dialog(), keys.Save,
+                                    translate("main_window", "Save the whole window (model, sentences, decoded steps, selections, layout) as a session file"),
+                                    "saveSessionAction")
+        self.open_session_act = act(translate("main_window", "Open &Session…"), lambda: self.session_files.open_dialog(), "Ctrl+Shift+O",
+                                    translate("main_window", "Open a session file: the window as it was saved"), "openSessionAction")
+        self.quit_act = act(translate("main_window", "&Quit"), self.close, keys.Quit, translate("main_window", "Quit attnviz"), "quitAction")
+
+    def _create_decode_actions(self) -> None:
+        act, sp, key = self._act, QtWidgets.QStyle.StandardPixmap, QtCore.Qt.Key
+        self.step_act = act(translate("main_window", "Step"), self.session.step, key.Key_Right,
+                            translate("main_window", "Decode the next token"), "stepAction", sp.SP_MediaSeekForward)
+        self.back_act = act(translate("main_window", "Back"), self.session.back, key.Key_Left,
+                            translate("main_window", "Undo the last token"), "backAction", sp.SP_MediaSeekBackward)
+        self.run_act = act(translate("main_window", "Run to End"), self.session.run_to_end, key.Key_End,
+                           translate("main_window", "Decode until EOS or the maximum length"), "runAction", sp.SP_MediaSkipForward)
+        self.reset_act = act(translate("main_window", "Reset"), self.session.reset, key.Key_Home,
+                             translate("main_window", "Back to SOS"), "resetAction", sp.SP_MediaSkipBackward)
         for a in (self.step_act, self.back_act, self.run_act, self.reset_act):
             a.setShortcutContext(QtCore.Qt.ShortcutContext.WindowShortcut)
             self._add_field_shortcut(a)
-        self.as_you_type_act = act("Decode as You &Type", self.set_decode_as_you_type, None,
-                                   "Decode a new sentence (typed or chosen) to the end at once", "decodeAsYouTypeAction")
+        self.as_you_type_act = act(translate("main_window", "Decode as You &Type"), self.set_decode_as_you_type, None,
+                                   translate("main_window", "Decode a new sentence (typed or chosen) to the end at once"), "decodeAsYouTypeAction")
         self.as_you_type_act.setCheckable(True)
         self.as_you_type_act.setChecked(True)
+
+    def _create_help_actions(self) -> None:
+        """About, the shortcuts, and the tour: in the interface's language (Help → Tour), and in the
+        other one (named in that language, as View → Language names it)."""
+        act, language = self._act, current_language()
+        other = other_tour(language)
+        self.about_act = act(translate("main_window", "&About attnviz"), lambda: show_about(self), None,
+                             translate("main_window", "About attnviz and its data"), "aboutAction")
+        self.keys_act = act(translate("main_window", "&Keyboard Shortcuts"), lambda: show_shortcuts(self), None,
+                            translate("main_window", "List the keyboard shortcuts"), "shortcutsAction")
+        self.tour_act = act(translate("main_window", "&Tour"), lambda: start_tour(self, tour_for(language)), None,
+                            translate("main_window", "Walk through the tutorial's ideas on the live model, one stop at a time"), "tourAction")
+        text, tip = other_tour_words(other)
+        self.tour_other_act = act(text, lambda: start_tour(self, other), None, tip, "tourOtherLanguageAction")
 
     @staticmethod
     def _add_field_shortcut(action: QtGui.QAction) -> None:
@@ -156,7 +203,7 @@ class MainWindow(QtWidgets.QMainWindow):
         alt = QtGui.QKeySequence(QtCore.Qt.KeyboardModifier.AltModifier | key[0].key())
         action.setShortcuts([key, alt])
         tip = action.statusTip()
-        action.setToolTip(f"{tip} ({key.toString()}; in a text field {alt.toString()})")
+        action.setToolTip(translate("main_window", "{tip} ({key}; in a text field {alt})").format(tip=tip, key=key.toString(), alt=alt.toString()))
 
     def create_central(self) -> None:
         central = QtWidgets.QWidget()
@@ -204,11 +251,11 @@ class MainWindow(QtWidgets.QMainWindow):
         self.setDockOptions(self.dockOptions() | QtWidgets.QMainWindow.DockOption.AllowTabbedDocks)
         self.topk_panel = QtTopKPanel()
         self.topk_panel.forceRequested.connect(self.session.force)
-        self.topk_dock = self._dock("Top-k next tokens", self.topk_panel, "topkDock", AREA.LeftDockWidgetArea)
+        self.topk_dock = self._dock(translate("main_window", "Top-k next tokens"), self.topk_panel, "topkDock", AREA.LeftDockWidgetArea)
         self.area_docks: dict[str, list[QtWidgets.QDockWidget]] = {}
         for area, where in (("right", AREA.RightDockWidgetArea), ("bottom", AREA.BottomDockWidgetArea)):
             docks: list[QtWidgets.QDockWidget] = []
-            extra = [("Train", self._train_scroll(), "trainDock")] if area == "bottom" else []
+            extra = [(translate("main_window", "Train"), self._train_scroll(), "trainDock")] if area == "bottom" else []
             for title, widget, name in self.views.docks(area) + extra:
                 docks.append(self._dock(title, widget, name, where, docks[-1] if docks else None))
             if docks:
@@ -226,9 +273,9 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def create_menus(self) -> None:
         mb = self.menuBar()
-        file_menu = mb.addMenu("&File")
+        file_menu = mb.addMenu(translate("main_window", "&File"))
         file_menu.addAction(self.open_act)
-        self.recent_menu = file_menu.addMenu("Open &Recent")
+        self.recent_menu = file_menu.addMenu(translate("main_window", "Open &Recent"))
         self.recent_menu.setObjectName("recentMenu")
         file_menu.addSeparator()
         file_menu.addAction(self.open_session_act)
@@ -241,11 +288,11 @@ class MainWindow(QtWidgets.QMainWindow):
         file_menu.addAction(self.export_page_act)
         file_menu.addSeparator()
         file_menu.addAction(self.quit_act)
-        self.view_menu = mb.addMenu("&View")
+        self.view_menu = mb.addMenu(translate("main_window", "&View"))
         for dock in self.docks.values():
             self.view_menu.addAction(dock.toggleViewAction())
         self.view_menu.addSeparator()
-        cmap_menu = self.view_menu.addMenu("&Colormap")
+        cmap_menu = self.view_menu.addMenu(translate("main_window", "&Colormap"))
         self.cmap_group = QtGui.QActionGroup(self)
         for name in SEQUENTIAL_COLORMAPS:
             a = cmap_menu.addAction(name)
@@ -253,34 +300,67 @@ class MainWindow(QtWidgets.QMainWindow):
             a.setData(name)
             self.cmap_group.addAction(a)
         self.cmap_group.triggered.connect(lambda a: self.set_colormap(a.data()))
-        theme_menu = self.view_menu.addMenu("&Theme")
+        theme_menu = self.view_menu.addMenu(translate("main_window", "&Theme"))
         self.theme_group = QtGui.QActionGroup(self)
         theme_menu.setToolTipsVisible(True)
         for name in THEMES:
-            a = theme_menu.addAction(name.capitalize())
-            a.setToolTip(f"The whole window and its plots in the {name} theme")
+            a = theme_menu.addAction(theme_name_text(name))
+            a.setToolTip(translate("main_window", "The whole window and its plots in the {theme} theme").format(theme=theme_name_text(name).lower()))
             a.setCheckable(True)
             a.setData(name)
             self.theme_group.addAction(a)
         self.theme_group.triggered.connect(lambda a: self.set_theme(a.data()))
-        decode = mb.addMenu("&Decode")
+        self._create_language_menu()
+        decode = mb.addMenu(translate("main_window", "&Decode"))
         for a in (self.step_act, self.back_act, self.run_act, self.reset_act):
             decode.addAction(a)
         decode.addSeparator()
         decode.addAction(self.as_you_type_act)
-        strat = decode.addMenu("&Strategy")
+        strat = decode.addMenu(translate("main_window", "&Strategy"))
         for i in range(self.step_bar.strategy_combo.count()):
             a = strat.addAction(self.step_bar.strategy_combo.itemText(i))
             a.triggered.connect(lambda _=False, i=i: self.step_bar.strategy_combo.setCurrentIndex(i))
-        help_menu = mb.addMenu("&Help")
+        help_menu = mb.addMenu(translate("main_window", "&Help"))
         help_menu.addAction(self.tour_act)
-        help_menu.addAction(self.tour_zh_act)
+        help_menu.addAction(self.tour_other_act)
         help_menu.addSeparator()
         help_menu.addAction(self.keys_act)
         help_menu.addAction(self.about_act)
 
+    def _create_language_menu(self) -> None:
+        menu = self.view_menu.addMenu(translate("main_window", "&Language"))
+        menu.setObjectName("languageMenu")
+        self.language_group = QtGui.QActionGroup(self)
+        for code, name in LANGUAGES.items():
+            a = menu.addAction(name)  # each language's name in itself: found whatever the interface's language
+            a.setObjectName(f"language_{code}")
+            a.setCheckable(True)
+            a.setChecked(code == current_language())
+            a.setData(code)
+            self.language_group.addAction(a)
+        self.language_group.triggered.connect(lambda a: self.switch_language(a.data()))
+
+    def switch_language(self, code: str) -> QtWidgets.QMainWindow | None:
+        """The interface in ``code`` from now on (remembered): the window is built again in that
+        language and restored to this one's state (model, sentences, steps, selections, layout);
+        -> the new window (None when nothing changed or a running training is kept)."""
+        if code == current_language() or code not in LANGUAGES or not self.confirm_close():
+            self.language_group.actions()[list(LANGUAGES).index(current_language())].setChecked(True)
+            return None
+        state = capture(self)
+        self.settings.setValue(SETTING, code)
+        self.write_settings()
+        install(code)
+        successor = MainWindow(settings=self.settings, state=state)
+        successor.show()
+        app = QtWidgets.QApplication.instance()
+        app._attnviz_window = successor  # kept alive by the application, as the first window is by run_app
+        self._closing_for = successor
+        self.close()
+        return successor
+
     def create_tool_bar(self) -> None:
-        tb = self.addToolBar("Main")
+        tb = self.addToolBar(translate("main_window", "Main"))
         tb.setObjectName("mainToolBar")
         tb.addAction(self.open_act)
         tb.addSeparator()
@@ -293,22 +373,22 @@ class MainWindow(QtWidgets.QMainWindow):
         sb = self.statusBar()
         self.model_label = ElidedLabel("", "modelLabel")  # the folder's name: plain text, cut to the room
         self.norm_label = plain_label("", "normLabel")
-        self.norm_label.setToolTip("Where the open model normalizes: LN = LayerNorm, BN = BatchNorm")
+        self.norm_label.setToolTip(translate("main_window", "Where the open model normalizes: LN = LayerNorm, BN = BatchNorm"))
         self.step_label = plain_label("", "stepLabel")
-        self.step_label.setToolTip("Steps and positions are counted from 1, as in every view")
+        self.step_label.setToolTip(translate("main_window", "Steps and positions are counted from 1, as in every view"))
         self.busy = QtWidgets.QProgressBar(objectName="busyIndicator")
         self.busy.setRange(0, 0)
         self.busy.setMaximumWidth(120)
         self.busy.hide()
         self.cancel_load_button = QtWidgets.QToolButton(objectName="cancelLoadButton")
-        self.cancel_load_button.setText("Cancel")
-        self.cancel_load_button.setToolTip("Stop opening the model; the open model stays")
+        self.cancel_load_button.setText(translate("main_window", "Cancel"))
+        self.cancel_load_button.setToolTip(translate("main_window", "Stop opening the model; the open model stays"))
         self.cancel_load_button.clicked.connect(lambda: self.session.cancel_load())
         self.cancel_load_button.hide()
         self.ablation_label = plain_label("", "ablationLabel")
-        self.ablation_label.setToolTip("Heads taken out of the model in every run shown (Ablate in the grid)")
-        self.clear_ablation_button = QtWidgets.QToolButton(objectName="clearAblationButton", text="Clear")
-        self.clear_ablation_button.setToolTip("Give every ablated head back: the model as trained")
+        self.ablation_label.setToolTip(translate("main_window", "Heads taken out of the model in every run shown (Ablate in the grid)"))
+        self.clear_ablation_button = QtWidgets.QToolButton(objectName="clearAblationButton", text=translate("main_window", "Clear"))
+        self.clear_ablation_button.setToolTip(translate("main_window", "Give every ablated head back: the model as trained"))
         self.clear_ablation_button.clicked.connect(lambda: self.session.set_ablation(HeadSet(frozenset(), self.session.ablation.kind)))
         self.session.ablationChanged.connect(self._show_ablation)
         self._show_ablation()
@@ -324,7 +404,7 @@ class MainWindow(QtWidgets.QMainWindow):
     def ask_model_folder(self) -> str:
         """A model folder chosen by the user ("" when cancelled)."""
         start = str((self.model_path or default_model()).parent)
-        return QtWidgets.QFileDialog.getExistingDirectory(self, "Choose the session's model folder", start)
+        return QtWidgets.QFileDialog.getExistingDirectory(self, translate("main_window", "Choose the session's model folder"), start)
 
     def apply_look(self, theme: str, colormap: str, layout: bytes, geometry: bytes) -> None:
         """Theme, colormap, dock layout and geometry as a session file gives them (an empty or
@@ -340,7 +420,8 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def open_model_dialog(self) -> None:
         start = str((self.model_path or default_model()).parent)
-        path = QtWidgets.QFileDialog.getExistingDirectory(self, "Open model bundle (a folder with config.json, model.safetensors…)", start)
+        title = translate("main_window", "Open model bundle (a folder with config.json, model.safetensors…)")
+        path = QtWidgets.QFileDialog.getExistingDirectory(self, title, start)
         if path:
             self.open_model(Path(path))
 
@@ -351,7 +432,7 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def _on_model_changed(self, bundle: Bundle | None) -> None:
         if bundle is None:
-            self.model_label.set_full_text("No model")
+            self.model_label.set_full_text(translate("main_window", "No model"))
             self.norm_label.setText("")
             return
         if self.message_bar.property("level") == "error":  # a model opened: the last failure is over
@@ -361,7 +442,7 @@ class MainWindow(QtWidgets.QMainWindow):
             self._add_recent(bundle.path)
         self.setWindowTitle(one_line(f"attnviz — {bundle.name}"))
         c = bundle.config
-        self.model_label.set_full_text(one_line(f"{bundle.name}: {c.describe()}"), tip=str(bundle.path or ""))
+        self.model_label.set_full_text(one_line(f"{bundle.name}: {config_text(c)}"), tip=str(bundle.path or ""))
         self.norm_label.setText(norm_formula(c))
         if self._pending_run:  # the first sentence is decoded once the session has rebuilt
             self._pending_run = False
@@ -397,22 +478,28 @@ class MainWindow(QtWidgets.QMainWindow):
         self.export_all_act.setEnabled(has)
         self.export_anim_act.setEnabled(has)
         self.export_page_act.setEnabled(has)
+        self.step_label.setText(self._step_text())
+
+    def _step_text(self) -> str:
+        """The status bar's step: where decoding is, with which strategy, and whether it is done."""
+        s = self.session
         if s.forced is not None:
-            n = len(s.forced.steps)
-            self.step_label.setText(f"teacher-forced · position {s.forced_cursor + 1}/{n} · loss {s.forced.loss:.3f} · accuracy {s.forced.accuracy:.0%}")
-        elif s.decoding is not None:
-            d = s.decoding
-            state = "finished" if d.finished else "running" if s.running else "ready"
-            strategy = d.strategy.describe()
-            if d.steps and d.steps[-1].forced and len(d.beams()) <= 1 and "beam" in strategy:
-                strategy += " · forced: one path until the next step"
-            self.step_label.setText(f"step {len(d.steps)}/{d.max_len} · {strategy} · {state}")
-        else:
-            self.step_label.setText("")
+            return translate("main_window", "teacher-forced · position {position}/{n} · loss {loss:.3f} · accuracy {accuracy:.0%}").format(
+                position=s.forced_cursor + 1, n=len(s.forced.steps), loss=s.forced.loss, accuracy=s.forced.accuracy)
+        d = s.decoding
+        if d is None:
+            return ""
+        state = (translate("main_window", "finished") if d.finished else translate("main_window", "running") if s.running
+                 else translate("main_window", "ready"))
+        strategy = strategy_text(d.strategy)
+        if d.steps and d.steps[-1].forced and len(d.beams()) <= 1 and isinstance(d.strategy, BeamSearch):
+            strategy += translate("main_window", " · forced: one path until the next step")
+        return translate("main_window", "step {step}/{max} · {strategy} · {state}").format(
+            step=len(d.steps), max=d.max_len, strategy=strategy, state=state)
 
     def _show_ablation(self) -> None:
         a = self.session.ablation
-        self.ablation_label.setText(f"ablated ({a.kind}): {a.text()}" if a else "")
+        self.ablation_label.setText(translate("main_window", "ablated ({kind}): {heads}").format(kind=ablation_name(a.kind), heads=heads_text(a)) if a else "")
         self.ablation_label.setVisible(bool(a))
         self.clear_ablation_button.setVisible(bool(a))
 
@@ -507,7 +594,7 @@ class MainWindow(QtWidgets.QMainWindow):
 
         s, name = self.session, self.views.name_of(self.active_view())
         if s.bundle is None or s.current is None or name is None:
-            self.show_message("warning", "Nothing to animate yet: open a model and type a sentence")
+            self.show_message("warning", translate("main_window", "Nothing to animate yet: open a model and type a sentence"))
             return
         panel = Panel(self.views.specs[name], self.views.followed(name))
         try:
@@ -516,7 +603,7 @@ class MainWindow(QtWidgets.QMainWindow):
             self.show_message("error", str(exc))
             return
         if path is not None:
-            self.show_message("info", f"Animation saved to {path}")
+            self.show_message("info", translate("main_window", "Animation saved to {path}").format(path=path))
 
     def export_web_page(self) -> None:
         """Export → Web Page: the grid and the view in front, every step of the sentence on screen."""
@@ -526,7 +613,7 @@ class MainWindow(QtWidgets.QMainWindow):
 
         s, name = self.session, self.views.name_of(self.active_view())
         if s.bundle is None or s.current is None:
-            self.show_message("warning", "Nothing to put on a page yet: open a model and type a sentence")
+            self.show_message("warning", translate("main_window", "Nothing to put on a page yet: open a model and type a sentence"))
             return
         names = ["grid"] + ([name] if name not in (None, "grid") else [])
         panels = [Panel(self.views.specs[n], self.views.followed(n)) for n in names]
@@ -536,7 +623,7 @@ class MainWindow(QtWidgets.QMainWindow):
             self.show_message("error", str(exc))
             return
         if path is not None:
-            self.show_message("info", f"Web page saved to {path}")
+            self.show_message("info", translate("main_window", "Web page saved to {path}").format(path=path))
 
     def export_all_heads(self) -> None:
         """One figure per layer and head of the attention kind shown in the head detail."""
@@ -545,11 +632,11 @@ class MainWindow(QtWidgets.QMainWindow):
         kind = self.head_detail.kind() or self.views.selection.value().kind
         data = self.session.attention_data(kind)
         if data is None:
-            self.show_message("warning", "Nothing to export yet: decode a step first")
+            self.show_message("warning", translate("main_window", "Nothing to export yet: decode a step first"))
             return
         written = export_all_heads_dialog(self, head_figure(), data, theme=self.theme_name, colormap=self.colormap_name)
         if written:
-            self.show_message("info", f"Exported {len(written)} figures to {written[0].parent}")
+            self.show_message("info", translate("main_window", "Exported {n} figures to {folder}").format(n=len(written), folder=written[0].parent))
 
     # -- settings: geometry, dock layout, colormap, theme, recent models ------------------------------
     def read_settings(self) -> None:
@@ -666,15 +753,15 @@ class MainWindow(QtWidgets.QMainWindow):
         if not self.train.is_running():
             return True
         answer = QtWidgets.QMessageBox.question(
-            self, "Training in progress",
-            "A training run is in progress. Stop it and quit? The last finished epoch's checkpoint is kept.",
+            self, translate("main_window", "Training in progress"),
+            translate("main_window", "A training run is in progress. Stop it and quit? The last finished epoch's checkpoint is kept."),
             QtWidgets.QMessageBox.StandardButton.Yes | QtWidgets.QMessageBox.StandardButton.No,
             QtWidgets.QMessageBox.StandardButton.No,
         )
         return answer == QtWidgets.QMessageBox.StandardButton.Yes
 
     def closeEvent(self, event: QtGui.QCloseEvent) -> None:  # noqa: N802 - Qt API
-        if not self.confirm_close():
+        if getattr(self, "_closing_for", None) is None and not self.confirm_close():
             event.ignore()
             return
         start = time.monotonic()

@@ -17,6 +17,8 @@ from dataclasses import dataclass, replace
 from PySide6 import QtCore
 
 from attnviz.core.model.sites import KINDS
+from attnviz.qt.core_text import kind_name
+from attnviz.qt.i18n import translate
 
 SELECTION_MODES: tuple[str, ...] = ("head", "mean", "rollout")
 
@@ -52,18 +54,18 @@ class Selection:
 
 def describe(kind: str | None, layer: int | None, head: int | None, mode: str | None, query: int | None) -> str:
     """The parts of a selection that are given, 1-based: ``cross · layer 2 · head 3 · query 4``."""
-    parts = [kind] if kind else []
+    parts = [kind_name(kind)] if kind else []
     if mode == "rollout":
-        parts.append("rollout")
+        parts.append(translate("selection", "rollout"))
     else:
         if layer is not None:
-            parts.append(f"layer {layer + 1}")
+            parts.append(translate("selection", "layer {n}").format(n=layer + 1))
         if mode == "mean":
-            parts.append("mean of heads")
+            parts.append(translate("selection", "mean of heads"))
         elif head is not None:
-            parts.append(f"head {head + 1}")
+            parts.append(translate("selection", "head {n}").format(n=head + 1))
     if query is not None:
-        parts.append(f"query {query + 1}")
+        parts.append(translate("selection", "query {n}").format(n=query + 1))
     return " · ".join(parts)
 
 

@@ -14,7 +14,10 @@ What the views render is asked of ``current``, the ``DecodingResult`` of either 
 
 from __future__ import annotations
 
+import operator
 from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -32,8 +35,28 @@ from attnviz.core.model.interventions import InterventionError
 from attnviz.core.model.sites import attention_sites, n_layers
 from attnviz.errors import AttnvizError
 from attnviz.qt.analyses import Analyses
+from attnviz.qt.i18n import translate
 
 MAX_MESSAGE = 500  # characters of a message shown in the window
+FRAME_PARTS: tuple[str, ...] = ("source", "step")  # what a view's data can change with besides the model and its ablation
+
+
+@dataclass(frozen=True, eq=False)
+class FrameKey:
+    """What a view's data was computed from (:meth:`Session.frame_key`): ``objects`` (the bundle,
+    the decoding result, its last step) compared by identity, ``values`` (the ablation, counts, a
+    choice, options) by equality. Two keys that are :meth:`same` give the same data."""
+
+    objects: tuple = ()
+    values: tuple = ()
+
+    def same(self, other: FrameKey | None) -> bool:
+        return (other is not None and len(self.objects) == len(other.objects)
+                and all(map(operator.is_, self.objects, other.objects)) and self.values == other.values)
+
+    def plus(self, *values: object) -> FrameKey:
+        """This key with ``values`` added (a view's choice, its options)."""
+        return FrameKey(self.objects, self.values + values)
 
 
 def one_line(text: str, limit: int = MAX_MESSAGE) -> str:
@@ -93,7 +116,7 @@ class Session(QtCore.QObject):
         worker = FunctionWorker(load_bundle, path, pool=self._pool, inference=False)  # parameters must stay normal tensors
         self._load, self.loading_path = worker, path
         self._workers.append(worker)
-        self.busyChanged.emit(True, f"Opening {path.name}…")
+        self.busyChanged.emit(True, translate("session", "Opening {name}…").format(name=path.name))
 
         def done(bundle: Bundle) -> None:
             if self._end_load(worker):
@@ -102,7 +125,7 @@ class Session(QtCore.QObject):
         def failed(exc: BaseException) -> None:
             if self._end_load(worker):
                 text = str(exc) if isinstance(exc, AttnvizError) else f"{path}: {type(exc).__name__}: {exc}"
-                self.message.emit("error", one_line(f"Could not open the model: {text}"))
+                self.message.emit("error", one_line(translate("session", "Could not open the model: {why}").format(why=text)))
 
         def finished() -> None:
             if worker in self._workers:
@@ -126,7 +149,7 @@ class Session(QtCore.QObject):
         worker.quit()
         self._end_load(worker)
         if not quiet and path is not None:
-            self.message.emit("info", f"Opening {path.name} was cancelled; the open model is kept")
+            self.message.emit("info", translate("session", "Opening {name} was cancelled; the open model is kept").format(name=path.name))
 
     def _end_load(self, worker) -> bool:
         """True when ``worker`` is the current load (which ends now); False for a dropped one."""
@@ -195,7 +218,8 @@ class Session(QtCore.QObject):
         try:
             self.ablation.check(bundle.config)
         except InterventionError:
-            self.message.emit("info", f"The ablation ({self.ablation.text()}) was cleared: this model has no such heads")
+            self.message.emit("info", translate("session", "The ablation ({heads}) was cleared: this model has no such heads").format(
+                heads=self.ablation.text()))
             self.ablation = HeadSet()
             self.ablationChanged.emit()
 
@@ -311,7 +335,7 @@ class Session(QtCore.QObject):
         if self.decoding is None:
             return None
         if self.decoding.finished:
-            self.message.emit("warning", "Decoding has finished: go back a step before forcing a token")
+            self.message.emit("warning", translate("session", "Decoding has finished: go back a step before forcing a token"))
             return None
         return self._guard(lambda: self.decoding.force(token))
 
@@ -408,6 +432,23 @@ class Session(QtCore.QObject):
         if cur is None:
             return (self.bundle,)
         return (self.bundle, cur, len(cur.steps), cur.steps[-1] if cur.steps else None, self.forced_cursor)
+
+    def frame_key(self, parts: Iterable[str]) -> FrameKey:
+        """What the data of a view that changes with ``parts`` (of :data:`FRAME_PARTS`) is of now:
+        always the bundle and the ablation; ``"source"``: the decoding result (a new sentence, target
+        or ablation makes a new one; stepping keeps it: the encoder ran once); ``"step"``: also the
+        frame's steps and cursor. ``()``: the model alone."""
+        parts = tuple(parts)
+        unknown = set(parts) - set(FRAME_PARTS)
+        if unknown:
+            raise ValueError(f"unknown frame parts {sorted(unknown)} (of {FRAME_PARTS})")
+        cur = self.current
+        if "step" in parts and cur is not None:
+            last = cur.steps[-1] if cur.steps else None
+            return FrameKey((self.bundle, cur, last), (self.ablation, len(cur.steps), self.forced_cursor))
+        if "source" in parts or "step" in parts:
+            return FrameKey((self.bundle, cur), (self.ablation,))
+        return FrameKey((self.bundle,), (self.ablation,))
 
     def derived(self, key: object, build):
         """``build()`` once per frame and ``key``: every view of a step shares one result."""

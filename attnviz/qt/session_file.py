@@ -14,10 +14,14 @@ from PySide6 import QtCore, QtWidgets
 from attnviz.core.analysis.ablation import HeadSet
 from attnviz.core.decoding.strategies import BeamSearch, DecodingError, Greedy, Sampling
 from attnviz.core.model.interventions import InterventionError
+from attnviz.qt.i18n import current_language, translate
 from attnviz.qt.selection import Selection
 from attnviz.qt.state import SUFFIX, AppState, SessionFileError, decode_bytes, encode_bytes, load_state, model_hash, save_state
 
-FILTER = f"attnviz sessions (*{SUFFIX})"
+
+def file_filter() -> str:
+    """The file dialogs' filter: attnviz session files."""
+    return translate("session_file", "attnviz sessions (*{suffix})").format(suffix=SUFFIX)
 
 
 def strategy_to_dict(strategy: Greedy | Sampling | BeamSearch) -> dict:
@@ -29,11 +33,12 @@ def strategy_from_dict(d: dict) -> Greedy | Sampling | BeamSearch:
     """The strategy ``d`` describes; :class:`SessionFileError` for an unknown one or bad parameters."""
     cls = {"greedy": Greedy, "beam": BeamSearch, "sample": Sampling}.get(d.get("name"))
     if cls is None:
-        raise SessionFileError(f"unknown decoding strategy {d.get('name')!r} in the session file")
+        raise SessionFileError(translate("session_file", "unknown decoding strategy {name} in the session file").format(name=repr(d.get("name"))))
     try:
         return cls(**{k: v for k, v in d.items() if k != "name"})
     except (TypeError, ValueError, DecodingError) as exc:
-        raise SessionFileError(f"bad parameters of the {d['name']} strategy in the session file: {exc}") from None
+        raise SessionFileError(translate("session_file", "bad parameters of the {name} strategy in the session file: {error}").format(
+            name=d["name"], error=exc)) from None
 
 
 def capture(window: QtWidgets.QMainWindow) -> AppState:
@@ -51,7 +56,7 @@ def capture(window: QtWidgets.QMainWindow) -> AppState:
         own={name: asdict(sel) for name, sel in views.own_selections().items()},
         options={name: view.options() for name, view in views.views.items()},
         layout=encode_bytes(window.layout_state().data()), geometry=encode_bytes(window.saveGeometry().data()),
-        theme=window.theme_name, colormap=window.colormap_name, language="en",
+        theme=window.theme_name, colormap=window.colormap_name, language=current_language(),
         ablation={"heads": s.ablation.text(), "kind": s.ablation.kind},
     )
 
@@ -61,7 +66,7 @@ def ablation_from_dict(d: dict) -> HeadSet:
     try:
         return HeadSet.parse(str(d.get("heads", "")), str(d.get("kind", "zero")))
     except InterventionError as exc:
-        raise SessionFileError(f"bad ablation in the session file: {exc}") from None
+        raise SessionFileError(translate("session_file", "bad ablation in the session file: {error}").format(error=exc)) from None
 
 
 class SessionFiles(QtCore.QObject):
@@ -77,7 +82,7 @@ class SessionFiles(QtCore.QObject):
 
     # -- saving -------------------------------------------------------------------------------
     def save_dialog(self) -> None:
-        path, _ = QtWidgets.QFileDialog.getSaveFileName(self.window, "Save session", f"session{SUFFIX}", FILTER)
+        path, _ = QtWidgets.QFileDialog.getSaveFileName(self.window, translate("session_file", "Save session"), f"session{SUFFIX}", file_filter())
         if path:
             self.save(Path(path))
 
@@ -87,12 +92,12 @@ class SessionFiles(QtCore.QObject):
         except SessionFileError as exc:
             self.window.show_message("error", str(exc))
             return None
-        self.window.show_message("info", f"Session saved to {written}")
+        self.window.show_message("info", translate("session_file", "Session saved to {path}").format(path=written))
         return written
 
     # -- opening --------------------------------------------------------------------------------
     def open_dialog(self) -> None:
-        path, _ = QtWidgets.QFileDialog.getOpenFileName(self.window, "Open session", "", FILTER)
+        path, _ = QtWidgets.QFileDialog.getOpenFileName(self.window, translate("session_file", "Open session"), "", file_filter())
         if path:
             self.open(Path(path))
 
@@ -137,10 +142,11 @@ class SessionFiles(QtCore.QObject):
         if state.model_path and Path(state.model_path).is_dir():
             same = model_hash(state.model_path) == state.model_hash
             if state.model_hash and not same:
-                w.show_message("warning", f"The model in {state.model_path} has changed since the session was saved: "
-                                          "its decoding may differ from the saved one")
+                w.show_message("warning", translate("session_file", "The model in {folder} has changed since the session was saved: "
+                                                                    "its decoding may differ from the saved one").format(folder=state.model_path))
             return Path(state.model_path), same
-        w.show_message("warning", f"The session's model folder is missing ({state.model_path or 'none recorded'}): choose it")
+        folder = state.model_path or translate("session_file", "none recorded")
+        w.show_message("warning", translate("session_file", "The session's model folder is missing ({folder}): choose it").format(folder=folder))
         chosen = w.ask_model_folder()
         return (Path(chosen), model_hash(chosen) == state.model_hash) if chosen else None
 
@@ -167,7 +173,7 @@ class SessionFiles(QtCore.QObject):
             try:
                 _decode_tokens(s.decoding, state.tokens, set(state.forced))
             except DecodingError as exc:
-                s.message.emit("warning", f"The session's tokens could not all be decoded again: {exc}")
+                s.message.emit("warning", translate("session_file", "The session's tokens could not all be decoded again: {error}").format(error=exc))
             finally:
                 s.blockSignals(blocked)
         s.decodingChanged.emit()
@@ -184,7 +190,7 @@ class SessionFiles(QtCore.QObject):
                 if name in views.views:
                     views.set_own_selection(name, Selection(**sel))
         except (TypeError, ValueError) as exc:
-            self.window.show_message("warning", f"The session's selection was not applied: {exc}")
+            self.window.show_message("warning", translate("session_file", "The session's selection was not applied: {error}").format(error=exc))
 
 
 def _decode_tokens(decoding, tokens: list[int], forced: set[int]) -> None:

@@ -23,15 +23,49 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from attnviz.core.analysis.confidence import Confidence, assess
 from attnviz.core.data.examples import data_spec, where_seen
 from attnviz.core.data.source_map import SourceMap, map_source, shown_text
+from attnviz.qt.i18n import translate
 from attnviz.qt.session import Session, one_line
 from attnviz.qt.widgets.plain_text import plain_label
 from attnviz.qt.workers import FunctionWorker, while_alive
 
-PRETRAINED_HINT = "For real translations: File → Open Model Bundle… → a Marian opus-mt folder (see the README)."
-PRETRAINED_TIP = ("Real pretrained translation models (Helsinki-NLP's opus-mt, e.g. opus-mt-zh-en) open directly: download the "
-                  "folder as the README's section 'Real translation models' says, then File → Open Model Bundle… and choose it.")
 BANNER_STYLE = "QLabel { background: #fff4d6; color: #7a4a00; border: 1px solid #f0c36d; border-radius: 3px; padding: 3px 6px; }"
 NOTE_STYLE = "QLabel { color: #9c3d00; }"
+
+
+def pretrained_hint() -> str:
+    return translate("source_info", "For real translations: File → Open Model Bundle… → a Marian opus-mt folder (see the README).")
+
+
+def pretrained_tip() -> str:
+    return translate("source_info", "Real pretrained translation models (Helsinki-NLP's opus-mt, e.g. opus-mt-zh-en) open directly: "
+                                    "download the folder as the README's section 'Real translation models' says, then "
+                                    "File → Open Model Bundle… and choose it.")
+
+
+def seen_text(seen: str) -> str:
+    """Where the corpus has the source (``Confidence.seen``), in words."""
+    return {"train": translate("source_info", "a training sentence"), "valid": translate("source_info", "held out (valid split)"),
+            "test": translate("source_info", "held out (test split)"), "new": translate("source_info", "a new sentence"),
+            "": translate("source_info", "corpus not available"),
+            "pending": translate("source_info", "looking it up in the corpus…")}.get(seen, seen)
+
+
+def confidence_summary(c: Confidence) -> str:
+    """One line: "mean log P -0.23/token (P ≈ 0.79, 6 tokens) · source UNK 0% · a training sentence"."""
+    if c.mean_log_prob is None:
+        lp = translate("source_info", "mean log P: no tokens yet")
+    else:
+        value = c.mean_log_prob if c.mean_log_prob <= -0.005 else 0.0  # never "-0.00"
+        lp = translate("source_info", "mean log P {value:.2f}/token (P ≈ {prob:.2f}, {n} tokens)").format(
+            value=value, prob=c.mean_prob, n=c.n_tokens)
+    return translate("source_info", "{log_p} · source UNK {unk:.0%} · {seen}").format(log_p=lp, unk=c.unk_share, seen=seen_text(c.seen))
+
+
+def reason_text(code: str, value: float) -> str:
+    """One of ``Confidence.reason_codes`` in words."""
+    return {"unk": translate("source_info", "{value:.0%} of the source is UNK"),
+            "low": translate("source_info", "P ≈ {value:.2f} per token"),
+            "new": translate("source_info", "not a training sentence; P ≈ {value:.2f} per token")}[code].format(value=value)
 
 
 def is_imported(meta) -> bool:
@@ -56,11 +90,11 @@ class QtSourceInfo(QtWidgets.QWidget):
         self.unk_banner = plain_label("", "unkBanner")
         self.unk_banner.setStyleSheet(BANNER_STYLE)
         self.confidence_label = plain_label("", "confidenceLabel")
-        self.confidence_label.setToolTip("Mean log-probability per token of the decoded sentence (0 = certain), "
-                                         "share of the source's tokens that are UNK, and whether the corpus has this sentence")
+        self.confidence_label.setToolTip(translate("source_info", "Mean log-probability per token of the decoded sentence (0 = certain), "
+                                                                  "share of the source's tokens that are UNK, and whether the corpus has this sentence"))
         self.unsure_note = plain_label("", "unsureNote")
         self.unsure_note.setStyleSheet(NOTE_STYLE)
-        self.unsure_note.setToolTip(PRETRAINED_TIP)
+        self.unsure_note.setToolTip(pretrained_tip())
         layout = QtWidgets.QVBoxLayout(self)
         layout.setContentsMargins(6, 0, 6, 2)
         layout.setSpacing(2)
@@ -98,10 +132,11 @@ class QtSourceInfo(QtWidgets.QWidget):
         if sm is None or not sm.mostly_unknown:
             self.unk_banner.hide()
             return
-        runs = "; ".join(f"{shown_text(r, self._renderable)} → UNK" for r in sm.unknown_runs()[:4])
-        text = f"⚠ Most of this input is unknown to this model: {runs} ({sm.n_unknown} of {sm.n_tokens} tokens are UNK)."
+        runs = translate("source_info", "; ").join(f"{shown_text(r, self._renderable)} → UNK" for r in sm.unknown_runs()[:4])
+        text = translate("source_info", "⚠ Most of this input is unknown to this model: {runs} ({unknown} of {tokens} tokens are UNK).").format(
+            runs=runs, unknown=sm.n_unknown, tokens=sm.n_tokens)
         if self.placeholder:
-            text += f" It reads: {self.placeholder.rstrip('.')}"
+            text += translate("source_info", " It reads: {placeholder}").format(placeholder=self.placeholder.rstrip("."))
         self.unk_banner.setText(one_line(text, 400))
         self.unk_banner.show()
 
@@ -113,16 +148,18 @@ class QtSourceInfo(QtWidgets.QWidget):
             self.unsure_note.hide()
             return
         self.confidence = assess([st.prob for st in cur.steps], sm.unk_share, sm.mostly_unknown, self._where_seen())
-        prefix = "Typed target: " if self.session.forced is not None else "Confidence: "
-        self.confidence_label.setText(one_line(prefix + self.confidence.summary()))
+        line = (translate("source_info", "Typed target: {summary}") if self.session.forced is not None
+                else translate("source_info", "Confidence: {summary}"))
+        self.confidence_label.setText(one_line(line.format(summary=confidence_summary(self.confidence))))
         self.confidence_label.show()
-        reasons = self.confidence.reasons()
+        reasons = [reason_text(code, value) for code, value in self.confidence.reason_codes()]
         if not reasons:
             self.unsure_note.hide()
             return
-        note = f"⚠ Unsure ({'; '.join(reasons)}): this attention is that of a model that does not know this sentence."
+        note = translate("source_info", "⚠ Unsure ({reasons}): this attention is that of a model that does not know this sentence.").format(
+            reasons=translate("source_info", "; ").join(reasons))
         if not is_imported(self.session.bundle.meta):
-            note += " " + PRETRAINED_HINT
+            note += translate("source_info", " {hint}").format(hint=pretrained_hint())
         self.unsure_note.setText(one_line(note, 600))
         self.unsure_note.show()
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from attnviz.core.atomic import atomic_write_bytes
 from attnviz.errors import AttnvizError
+from attnviz.qt.i18n import translate
 
 FORMAT = "attnviz-session"
 VERSION = 1
@@ -62,19 +63,22 @@ class AppState:
         return json.dumps({"format": FORMAT, "version": VERSION, **asdict(self)}, ensure_ascii=False, indent=1)
 
     @classmethod
-    def from_json(cls, text: str, where: str = "session file") -> AppState:
-        """The state in ``text``; :class:`SessionFileError` for anything that is not one of ours."""
+    def from_json(cls, text: str, where: str = "") -> AppState:
+        """The state in ``text`` (``where``: the file's name, for messages); :class:`SessionFileError`
+        for anything that is not one of ours."""
+        where = where or translate("state", "session file")
         try:
             raw = json.loads(text)
         except (json.JSONDecodeError, RecursionError) as exc:
-            raise SessionFileError(f"{where}: not a session file (damaged JSON: {exc})") from None
+            raise SessionFileError(translate("state", "{file}: not a session file (damaged JSON: {error})").format(file=where, error=exc)) from None
         if not isinstance(raw, dict) or raw.get("format") != FORMAT:
-            raise SessionFileError(f"{where}: not an attnviz session file")
+            raise SessionFileError(translate("state", "{file}: not an attnviz session file").format(file=where))
         version = raw.get("version")
         if not isinstance(version, int) or version < 1:
-            raise SessionFileError(f"{where}: damaged session file (no format version)")
+            raise SessionFileError(translate("state", "{file}: damaged session file (no format version)").format(file=where))
         if version > VERSION:
-            raise SessionFileError(f"{where}: written by a newer attnviz (session format {version}; this one reads up to {VERSION})")
+            raise SessionFileError(translate("state", "{file}: written by a newer attnviz (session format {version}; this one reads up to {readable})")
+                                   .format(file=where, version=version, readable=VERSION))
         return cls(**{f.name: _checked(f.name, raw[f.name], where) for f in fields(cls) if f.name in raw})
 
 
@@ -88,7 +92,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
 
 def _checked(name: str, value: Any, where: str) -> Any:
     if not isinstance(value, _TYPES[name]) or (name in ("tokens", "forced") and not all(type(v) is int and v >= 0 for v in value)):
-        raise SessionFileError(f"{where}: damaged session file ({name!r} has the wrong type)")
+        raise SessionFileError(translate("state", "{file}: damaged session file ({field} has the wrong type)").format(file=where, field=repr(name)))
     return value
 
 
@@ -128,7 +132,7 @@ def save_state(state: AppState, path: str | os.PathLike) -> Path:
     try:
         atomic_write_bytes(path, state.to_json().encode("utf-8"))
     except OSError as exc:
-        raise SessionFileError(f"could not save the session to {path}: {exc.strerror or exc}") from None
+        raise SessionFileError(translate("state", "could not save the session to {path}: {error}").format(path=path, error=exc.strerror or exc)) from None
     return path
 
 
@@ -137,12 +141,13 @@ def load_state(path: str | os.PathLike) -> AppState:
     path = Path(path)
     try:
         if not path.is_file():
-            raise SessionFileError(f"{path}: no such session file" if not path.exists() else f"{path}: not a regular file")
+            why = translate("state", "{file}: no such session file") if not path.exists() else translate("state", "{file}: not a regular file")
+            raise SessionFileError(why.format(file=path))
         if path.stat().st_size > MAX_BYTES:
-            raise SessionFileError(f"{path}: too large for a session file (over {MAX_BYTES // (1024 * 1024)} MiB)")
+            raise SessionFileError(translate("state", "{file}: too large for a session file (over {mib} MiB)").format(file=path, mib=MAX_BYTES // (1024 * 1024)))
         text = path.read_bytes().decode("utf-8")
     except UnicodeDecodeError:
-        raise SessionFileError(f"{path}: not a session file (not UTF-8 text)") from None
+        raise SessionFileError(translate("state", "{file}: not a session file (not UTF-8 text)").format(file=path)) from None
     except OSError as exc:
-        raise SessionFileError(f"{path}: could not read the session file: {exc.strerror or exc}") from None
+        raise SessionFileError(translate("state", "{file}: could not read the session file: {error}").format(file=path, error=exc.strerror or exc)) from None
     return AppState.from_json(text, where=str(path))

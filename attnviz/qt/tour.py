@@ -8,7 +8,9 @@ function per view). :class:`TourPanel` is a dock with Back, Next and Leave: the 
 usable at every stop, a change the user makes there is explained anew with the new numbers, and
 :meth:`TourPanel.resume` goes back to the stop that was left.
 
-The main window offers it as Help → Tour through :func:`start_tour`.
+The main window offers it as Help → Tour through :func:`start_tour`, in the interface's language
+(:func:`tour_for`), and the tour in the other language beside it (:func:`other_tour`). The panel's
+own words (title, counter, buttons) come with the tour, so it speaks the tour's language.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ from attnviz.core.analysis.norms import placement_formula
 from attnviz.core.analysis.scaling import SCALED, UNSCALED
 from attnviz.core.data.pieces import SP_WORD_START, display_piece, display_pieces
 from attnviz.core.decoding.strategies import DecodingError, Greedy
-from attnviz.core.tour_data import Stop, Tour, TourError, fill, load_tour
+from attnviz.core.tour_data import LANGUAGES, Stop, Tour, TourError, fill, load_tour
+from attnviz.qt.i18n import translate
 from attnviz.qt.widgets.plain_text import plain_label
 
 POLL_MS = 40  # how often a stop looks whether its view has drawn its data
@@ -737,6 +740,25 @@ class TourPanel(QtWidgets.QDockWidget):
         if self.active:
             self._deactivate()
         super().closeEvent(event)
+
+
+def tour_for(language: str) -> str:
+    """The tour that goes with the interface's ``language`` (English when there is none in it)."""
+    return language if language in LANGUAGES else "en"
+
+
+def other_tour(language: str) -> str:
+    """The tour in the other language than the one that goes with the interface's ``language``."""
+    return next(code for code in LANGUAGES if code != tour_for(language))
+
+
+def other_tour_words(tour: str) -> tuple[str, str]:
+    """The Help menu's text and tip for the tour in ``tour`` when the interface is in another
+    language: the Chinese tour is named in Chinese (its readers find it in any interface), the
+    English one in the interface's language."""
+    if tour == "zh_CN":
+        return "导览（简体中文）", "按教程的顺序，在当前模型上逐站讲解"
+    return translate("tour", "Tour in English"), translate("tour", "The same tour, with its texts in English")
 
 
 def start_tour(window: QtWidgets.QMainWindow, language: str = "en") -> TourPanel | None:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from PySide6 import QtCore, QtWidgets
 
-from attnviz.qt.decode_panel import EMPTY_SOURCE
+from attnviz.qt.decode_panel import empty_source_text
+from attnviz.qt.i18n import translate
 from attnviz.qt.session import Session
 from attnviz.qt.widgets.plain_text import plain_label
 
@@ -14,11 +15,14 @@ from attnviz.qt.widgets.plain_text import plain_label
 def empty_state(session: Session) -> str | None:
     """What the views say when there is nothing to show (and what to do), or ``None``."""
     if session.bundle is None:
-        return "No model open: File → Open Model Bundle… (Ctrl+O)"
+        return translate("view_frame", "No model open: File → Open Model Bundle… (Ctrl+O)")
     if session.current is None:
-        return EMPTY_SOURCE if not session.source.strip() else f"Nothing to show: {session.error or 'the sentence could not be decoded'}"
+        if not session.source.strip():
+            return empty_source_text()
+        why = session.error or translate("view_frame", "the sentence could not be decoded")
+        return translate("view_frame", "Nothing to show: {why}").format(why=why)
     if session.n_rows() == 0:
-        return "Press Step (→) to decode the first token, or Run to End (End)"
+        return translate("view_frame", "Press Step (→) to decode the first token, or Run to End (End)")
     return None
 
 

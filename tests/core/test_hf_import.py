@@ -229,7 +229,8 @@ def test_config_fields_for_marian_are_checked():
     with pytest.raises(ConfigError, match="positional_layout"):
         TransformerConfig(**base, positional_layout="rotary")
     with pytest.raises(ConfigError, match="distinct"):
-        TransformerConfig(**base, pad_id=49, unk_id=1, bos_id=0, eos_id=0)  # a decoder may start from PAD, never from EOS
+        TransformerConfig(**base, pad_id=49, unk_id=0, bos_id=49, eos_id=0)  # a decoder may start from PAD (Marian) or EOS (BART); UNK is never EOS
+    assert TransformerConfig(**base, pad_id=1, unk_id=3, bos_id=2, eos_id=2).bos_id == 2  # BART's decoder starts from EOS
 
 
 def test_load_bundle_opens_the_folder_and_the_converted_bundle(ours, marian_dir, tmp_path):

@@ -12,7 +12,16 @@ import torch.nn.functional as F
 
 from attnviz.core.analysis.ffn import ffn_data_for, off_label, off_share, top_units
 from attnviz.core.analysis.logit_lens import first_stable_layer, lens_logits, logit_lens_for
-from attnviz.core.analysis.norm_batch import NormBatch, NormBatchBuilder, accuracy_gap, batch_rows, batch_statistics, norm_batch_for
+from attnviz.core.analysis.norm_batch import (
+    NormBatch,
+    NormBatchBuilder,
+    TrainingPassBuilder,
+    accuracy_gap,
+    batch_rows,
+    batch_statistics,
+    norm_batch_builder,
+    norm_batch_for,
+)
 from attnviz.core.analysis.residual import residual_data_for
 from attnviz.core.bundle import Bundle
 from attnviz.core.data import corpora as D
@@ -49,6 +58,16 @@ def inputs_of(model, path: str, src: torch.Tensor, tgt: torch.Tensor) -> list[tu
     return seen
 
 
+def in_training(model):
+    """A copy of ``model`` in training mode with every dropout at p = 0: what the norm-batch view's
+    BatchNorm batch must equal (its running statistics change on each pass; the original's do not)."""
+    copied = copy.deepcopy(model).train()
+    for m in copied.modules():
+        if isinstance(m, torch.nn.Dropout):
+            m.p = 0.0
+    return copied
+
+
 def padded(rows, pad):
     out = torch.full((len(rows), max(len(r) for r in rows)), pad, dtype=torch.long)
     for i, r in enumerate(rows):
@@ -71,7 +90,8 @@ def test_batch_norm_statistics_with_and_without_pad(site):
     src_rows, tgt_rows = [list(r[0]) for r in rows], [list(r[1]) for r in rows]
     assert [len(r) for r in src_rows] == [len(row) - row.count("PAD") for row in nb.src_pieces]
     src, tgt = padded(src_rows, cfg.pad_id), padded(tgt_rows, cfg.pad_id)
-    (x, valid, *_), = inputs_of(b.model, site, src, tgt)
+    trained = in_training(b.model)  # every BatchNorm with its batch's statistics, as in training
+    (x, valid, *_), = inputs_of(trained, site, src, tgt)
     x, valid = x.double().numpy(), valid.numpy()
     real = x[valid]  # [tokens, d]: PAD left out
     np.testing.assert_allclose(got.without_pad().mean, real.mean(0), atol=1e-5)
@@ -83,19 +103,22 @@ def test_batch_norm_statistics_with_and_without_pad(site):
     module = b.model.get_submodule(site)
     np.testing.assert_allclose(got.running.mean, module.running_mean.numpy(), atol=1e-7)
     np.testing.assert_allclose(got.running.var, module.running_var.numpy(), atol=1e-7)
-    # batch size 1: the first sentence alone
-    (x1, _v1, *_), = inputs_of(b.model, site, src[:1, : len(src_rows[0])], tgt[:1, : len(tgt_rows[0])])
+    # batch size 1: the first sentence alone, a training-mode pass of its own
+    (x1, _v1, *_), = inputs_of(trained, site, src[:1, : len(src_rows[0])], tgt[:1, : len(tgt_rows[0])])
     np.testing.assert_allclose(got.batch_size_one().mean, x1[0].double().numpy().mean(0), atol=1e-5)
 
 
 @pytest.mark.parametrize("norm", ["batch", "layer"])
 def test_a_builder_kept_from_step_to_step_gives_the_whole_batch_of_each_step(norm):
     """One builder over every step of a sentence (its target outgrowing the other sentences', so
-    their part is redone): each step's batch equals the whole padded batch through the model."""
+    their part is redone): each step's batch equals the whole padded batch through the model (in
+    training mode, dropout off: the same for a LayerNorm model as its evaluation pass)."""
     b = bundle(norm)
+    trained = in_training(b.model)
     cfg = b.config
     s = decoded(b, steps=0)
-    builder = NormBatchBuilder(b)
+    builder = norm_batch_builder(b)
+    assert isinstance(builder, TrainingPassBuilder if norm == "batch" else NormBatchBuilder)
     longest = max(len(r[1]) for r in batch_rows(b, s.src_ids, s.input_ids)[1:])
     target = [cfg.bos_id, *([5, 6, 7] * longest)][: longest + 3]
     sites = ("encoder.layers.1.norm2", "decoder.layers.0.norm1", "decoder.final_norm")
@@ -104,11 +127,32 @@ def test_a_builder_kept_from_step_to_step_gives_the_whole_batch_of_each_step(nor
         rows = batch_rows(b, s.src_ids, target[:n])
         src, tgt = padded([list(r[0]) for r in rows], cfg.pad_id), padded([list(r[1]) for r in rows], cfg.pad_id)
         for site in sites:
-            (x, valid, *_), = inputs_of(b.model, site, src, tgt)
+            (x, valid, *_), = inputs_of(trained, site, src, tgt)
             np.testing.assert_allclose(got.get(site).x, x.numpy(), atol=1e-5)  # PAD positions included
             np.testing.assert_array_equal(got.get(site).valid, valid.numpy())
-        (x1, *_), = inputs_of(b.model, "decoder.layers.0.norm1", src[:1, : len(rows[0][0])], tgt[:1, :n])
+        (x1, *_), = inputs_of(trained, "decoder.layers.0.norm1", src[:1, : len(rows[0][0])], tgt[:1, :n])
         np.testing.assert_allclose(got.get("decoder.layers.0.norm1").alone, x1[0].numpy(), atol=1e-5)
+
+
+def test_a_batch_norm_batch_comes_from_a_training_mode_pass_and_leaves_the_model_alone():
+    """Deep sites see inputs normalized with batch statistics upstream, not the evaluation pass's;
+    the shared model keeps its mode, its running statistics and its outputs."""
+    b = bundle("batch")
+    s = decoded(b)
+    state = {k: v.clone() for k, v in b.model.state_dict().items()}
+    nb = norm_batch_for(b, s.src_ids, s.input_ids)
+    assert nb.batch_statistics and not b.model.training
+    for k, v in b.model.state_dict().items():
+        torch.testing.assert_close(v, state[k], rtol=0, atol=0)
+    rows = batch_rows(b, s.src_ids, s.input_ids)
+    src, tgt = padded([list(r[0]) for r in rows], b.config.pad_id), padded([list(r[1]) for r in rows], b.config.pad_id)
+    first = nb.get("encoder.layers.0.norm1")  # the first norm sees the embeddings: no norm upstream
+    (x0, *_), = inputs_of(b.model, "encoder.layers.0.norm1", src, tgt)
+    np.testing.assert_allclose(first.x, x0.numpy(), atol=1e-6)
+    deep = nb.get("decoder.layers.1.norm1")
+    (x_eval, valid, *_), = inputs_of(b.model, "decoder.layers.1.norm1", src, tgt)  # evaluation: running statistics upstream
+    shift = np.abs(deep.without_pad().mean - x_eval.double().numpy()[valid.numpy()].mean(0)).mean()
+    assert shift > 1e-2, shift
 
 
 def test_layer_norm_statistics_do_not_depend_on_the_batch():

@@ -149,7 +149,7 @@ class RandomUser:
         w = self.window
         dialogs = (w.open_act, w.export_fig_act, w.export_data_act, w.export_all_act, w.export_anim_act, w.export_page_act,
                    w.quit_act, w.about_act, w.keys_act)
-        opens_dialog = {"cancelLoadButton", "checkpointChooseButton"}  # a folder dialog would wait for a person
+        opens_dialog = {"cancelLoadButton", "checkpointChooseButton", "normBatchBrowseButton"}  # a folder dialog would wait for a person
         buttons = [b for b in self._widgets(QtWidgets.QAbstractButton) if b.isVisible() and b.objectName() not in opens_dialog
                    and not (isinstance(b, QtWidgets.QToolButton) and b.defaultAction() in dialogs)]  # no modal dialogs
         if buttons:

@@ -53,3 +53,25 @@ def test_a_shared_matrix_counts_once():
 def test_the_kind_follows_the_layers(enc, dec, word):
     model = Transformer(dataclasses.replace(random_model().config, n_encoder_layers=enc, n_decoder_layers=dec))
     assert model_kind(model.config.n_encoder_layers, model.config.n_decoder_layers).startswith(word)
+
+
+def test_the_table_follows_the_language_and_the_data_file_stays_english(make_view, default):
+    """In zh_CN each property and its value's template are translated, then filled with the
+    model's numbers; the data file keeps the core's English."""
+    from attnviz.qt.i18n import install, translate
+
+    cfg = default.config
+    install("zh_CN")
+    try:
+        view = shown(make_view, QtModelInfoView, model_info(default))
+        table = view.findChild(QtWidgets.QTableWidget, "modelInfoTable")
+        rows = {table.item(r, 0).text(): table.item(r, 1).text() for r in range(table.rowCount())}
+        layers = translate("model_info", "{encoder} encoder + {decoder} decoder")
+        assert translate("model_info", "layers") != "layers" and layers != "{encoder} encoder + {decoder} decoder"
+        assert rows[translate("model_info", "layers")] == layers.format(encoder=cfg.n_encoder_layers, decoder=cfg.n_decoder_layers)
+        assert rows[translate("model_info", "kind")] == translate("model_info", "encoder-decoder")
+    finally:
+        install("en")
+    extras = view.figure_data().extras
+    assert list(extras["property"][:2]) == ["kind", "layers"]
+    assert list(extras["value"][:2]) == ["encoder-decoder", f"{cfg.n_encoder_layers} encoder + {cfg.n_decoder_layers} decoder"]

@@ -119,13 +119,20 @@ def rank_correlations(measures: dict[str, np.ndarray]) -> np.ndarray:
     return out
 
 
-def finding(result: Importance, top: int = 3) -> str:
-    """What the measures say, in one plain sentence: each side's top tokens and how far they agree."""
+def agreement(result: Importance, top: int = 3) -> dict[str, object]:
+    """What :func:`finding` says, as values: ``attention`` and ``attribution`` (cross attention's
+    and integrated gradients' ``top`` pieces, space-separated), ``rho`` (the mean Spearman ρ of
+    the attention measures against the attributions) and ``verdict`` (a key: ``agree``,
+    ``partly agree`` or ``disagree``)."""
     pieces = result.source_pieces
     att, attr = ATTENTION_MEASURES[0], "ig"
-    top_att = " ".join(pieces[i] for i in result.ranking(att)[:top])
-    top_attr = " ".join(pieces[i] for i in result.ranking(attr)[:top])
     rho = result.mean_rho(ATTENTION_MEASURES, ATTRIBUTION_MEASURES)
-    verdict = "agree" if rho >= 0.6 else "partly agree" if rho >= 0.3 else "disagree"
-    return (f"cross attention ranks {top_att} first; integrated gradients ranks {top_attr} first; "
-            f"attention and attribution {verdict} (mean Spearman ρ of |scores| {rho:+.2f})")
+    return {"attention": " ".join(pieces[i] for i in result.ranking(att)[:top]),
+            "attribution": " ".join(pieces[i] for i in result.ranking(attr)[:top]),
+            "rho": rho, "verdict": "agree" if rho >= 0.6 else "partly agree" if rho >= 0.3 else "disagree"}
+
+
+def finding(result: Importance, top: int = 3) -> str:
+    """What the measures say, in one plain sentence: each side's top tokens and how far they agree."""
+    return ("cross attention ranks {attention} first; integrated gradients ranks {attribution} first; "
+            "attention and attribution {verdict} (mean Spearman ρ of |scores| {rho:+.2f})").format(**agreement(result, top))

@@ -36,6 +36,13 @@ SEEN_TEXT = {
 }
 
 
+REASON_TEXT = {
+    "unk": "{value:.0%} of the source is UNK",
+    "low": "P ≈ {value:.2f} per token",
+    "new": "not a training sentence; P ≈ {value:.2f} per token",
+}
+
+
 def mean_log_prob(probs: Iterable[float]) -> float | None:
     """``(1/T) Σ ln p_t`` over the token probabilities ``probs`` (nats); None for no tokens."""
     logs = [math.log(max(float(p), MIN_PROB)) for p in probs]
@@ -57,18 +64,22 @@ class Confidence:
         """exp(mean log-probability): the geometric mean of the tokens' probabilities."""
         return None if self.mean_log_prob is None else math.exp(self.mean_log_prob)
 
-    def reasons(self) -> tuple[str, ...]:
-        """Why the model is unsure of this sentence (empty when it is not)."""
-        out = []
+    def reason_codes(self) -> tuple[tuple[str, float], ...]:
+        """Why the model is unsure of this sentence, as ``(code, value)`` (empty when it is not):
+        ``("unk", share of UNK)``, ``("low", P per token)`` or ``("new", P per token)`` (not a
+        training sentence); :data:`REASON_TEXT` words them."""
         if self.mostly_unknown or self.unk_share > MUCH_UNK:
-            out.append(f"{self.unk_share:.0%} of the source is UNK")
-            return tuple(out)  # the probabilities of a translation of UNK say nothing more
+            return (("unk", self.unk_share),)  # the probabilities of a translation of UNK say nothing more
         lp = self.mean_log_prob
         if lp is not None and lp < LOW_MEAN_LOG_PROB:
-            out.append(f"P ≈ {math.exp(lp):.2f} per token")
-        elif lp is not None and self.seen not in ("train", "pending") and lp < NEW_SENTENCE_LOG_PROB:
-            out.append(f"not a training sentence; P ≈ {math.exp(lp):.2f} per token")
-        return tuple(out)
+            return (("low", math.exp(lp)),)
+        if lp is not None and self.seen not in ("train", "pending") and lp < NEW_SENTENCE_LOG_PROB:
+            return (("new", math.exp(lp)),)
+        return ()
+
+    def reasons(self) -> tuple[str, ...]:
+        """Why the model is unsure of this sentence, in words (empty when it is not)."""
+        return tuple(REASON_TEXT[code].format(value=value) for code, value in self.reason_codes())
 
     @property
     def unsure(self) -> bool:

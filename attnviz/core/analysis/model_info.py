@@ -17,13 +17,29 @@ PARTS = ("source embedding", "encoder layers", "target embedding", "decoder laye
 
 
 @dataclass(frozen=True)
+class InfoRow:
+    """One property of the table: its name (a key the window names in its language), its value as
+    an English template and what fills it (the window translates the template, then fills it)."""
+
+    key: str
+    template: str
+    values: dict[str, object]
+
+    @property
+    def text(self) -> str:
+        """The value in English: ``2 encoder + 2 decoder``."""
+        return self.template.format(**self.values)
+
+
+@dataclass(frozen=True)
 class ModelInfo:
-    """``rows``: (property, value) as shown; ``parameters``: part -> count (a shared matrix is
-    counted once, in the first part that holds it); ``total``: every parameter once."""
+    """``rows``: the table's properties in order; ``parameters``: part -> count (a shared matrix is
+    counted once, in the first part that holds it); ``total``: every parameter once; ``kind``: one
+    of :func:`model_kind`'s texts (a key the window translates)."""
 
     name: str
     kind: str
-    rows: tuple[tuple[str, str], ...]
+    rows: tuple[InfoRow, ...]
     parameters: dict[str, int]
     total: int
 
@@ -55,31 +71,36 @@ def model_info(bundle: Bundle) -> ModelInfo:
     cfg, meta = bundle.config, bundle.meta or {}
     data = meta.get("data") if isinstance(meta.get("data"), dict) else {}
     kind = model_kind(cfg.n_encoder_layers, cfg.n_decoder_layers)
-    placement = "Norm(x + Sublayer(x)) (post-norm, as in the paper)" if cfg.norm_placement == "post" else "x + Sublayer(Norm(x)) (pre-norm)"
+    placement = "{norm}, Norm(x + Sublayer(x)) (post-norm, as in the paper)" if cfg.norm_placement == "post" else "{norm}, x + Sublayer(Norm(x)) (pre-norm)"
     parameters = parameters_per_part(bundle.model)
     rows = (
-        ("kind", kind),
-        ("layers", f"{cfg.n_encoder_layers} encoder + {cfg.n_decoder_layers} decoder"),
-        ("heads h", str(cfg.n_heads)),
-        ("d_model", str(cfg.d_model)),
-        ("d_k = d_v = d_model / h", str(cfg.d_k)),
-        ("d_ff", str(cfg.d_ff)),
-        ("normalization", f"{'LayerNorm' if cfg.norm == 'layer' else 'BatchNorm'}, {placement}"),
-        ("FFN activation", cfg.activation),
-        ("vocabularies", f"{cfg.src_vocab_size:,} source, {cfg.tgt_vocab_size:,} target pieces"),
-        ("longest input", f"{cfg.max_len} tokens"),
-        ("parameters", f"{sum(parameters.values()):,}"),
-        ("data", str(data.get("name") or meta.get("source") or "not recorded")),
-        ("licence", str(data.get("licence") or meta.get("licence") or "not recorded")),
-        ("attribution", str(data.get("attribution") or meta.get("attribution") or "not recorded")),
+        InfoRow("kind", kind, {}),
+        InfoRow("layers", "{encoder} encoder + {decoder} decoder", {"encoder": cfg.n_encoder_layers, "decoder": cfg.n_decoder_layers}),
+        InfoRow("heads h", "{value}", {"value": cfg.n_heads}),
+        InfoRow("d_model", "{value}", {"value": cfg.d_model}),
+        InfoRow("d_k = d_v = d_model / h", "{value}", {"value": cfg.d_k}),
+        InfoRow("d_ff", "{value}", {"value": cfg.d_ff}),
+        InfoRow("normalization", placement, {"norm": "LayerNorm" if cfg.norm == "layer" else "BatchNorm"}),
+        InfoRow("FFN activation", "{value}", {"value": cfg.activation}),
+        InfoRow("vocabularies", "{source:,} source, {target:,} target pieces", {"source": cfg.src_vocab_size, "target": cfg.tgt_vocab_size}),
+        InfoRow("longest input", "{n} tokens", {"n": cfg.max_len}),
+        InfoRow("parameters", "{n:,}", {"n": sum(parameters.values())}),
+        _recorded("data", data.get("name") or meta.get("source")),
+        _recorded("licence", data.get("licence") or meta.get("licence")),
+        _recorded("attribution", data.get("attribution") or meta.get("attribution")),
     )
     return ModelInfo(bundle.name, kind, rows, parameters, sum(parameters.values()))
+
+
+def _recorded(key: str, value: object) -> InfoRow:
+    """What the bundle records of ``key`` (its own text, never a template), or that it records nothing."""
+    return InfoRow(key, "{value}", {"value": str(value)}) if value else InfoRow(key, "not recorded", {})
 
 
 def figure_data(info: ModelInfo) -> FigureData:
     """Parameters per part, with the table's rows as extras."""
     import numpy as np
 
-    extras = {"property": np.array([k for k, _ in info.rows]), "value": np.array([v for _, v in info.rows])}
+    extras = {"property": np.array([r.key for r in info.rows]), "value": np.array([r.text for r in info.rows])}
     return FigureData(f"{info.name} · {info.kind} · {info.total:,} parameters", ("part",),
                       {"parameters": np.array([info.parameters[p] for p in PARTS], dtype=np.int64)}, {"part": PARTS}, extras)

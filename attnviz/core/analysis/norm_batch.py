@@ -8,7 +8,9 @@ to the next, redoes only the session's sentence in the decoder). From it:
 * BatchNorm's per-feature statistics over the batch's tokens with the PAD positions left out
   (what ``MaskedBatchNorm`` uses in training) and with them counted, next to the running
   statistics a BatchNorm model normalizes with in evaluation, and the statistics of the first
-  sentence alone (batch size 1);
+  sentence alone (batch size 1). A BatchNorm model's batch goes through a training-mode pass
+  (:class:`TrainingPassBuilder`): every BatchNorm normalizes with its batch's statistics, so a
+  deep site's input comes from layers normalized as in training, not with the running ones;
 * LayerNorm's per-token statistics, which do not depend on the batch: before the norm, after
   the normalization (mean 0, std 1) and after the learned γ, β.
 
@@ -108,6 +110,7 @@ class NormBatch:
     src_pieces: tuple[tuple[str, ...], ...]  # per sentence, padded with PAD_LABEL
     tgt_pieces: tuple[tuple[str, ...], ...]
     sites: tuple[NormSiteBatch, ...]
+    batch_statistics: bool = False  # every BatchNorm normalized with the batch's own statistics (a training-mode pass)
 
     def pieces(self, stack: str) -> tuple[tuple[str, ...], ...]:
         return self.src_pieces if stack == "encoder" else self.tgt_pieces
@@ -157,9 +160,11 @@ def _norm_names(config, stack: str) -> list[str]:
     return [n for n, _, _ in trace_schema(config) if n.startswith(f"{stack}.") and n.endswith(".input") and "norm" in n.split(".")[-2]]
 
 
-def _recorded(names: list[str], run: Callable[[Recorder], object]) -> tuple[object, dict[str, np.ndarray]]:
-    """(what ``run(recorder)`` returns, the recorded ``names`` ``[B, L, d]`` by site)."""
-    rec = Recorder(names, batch_index=None)
+def _recorded(names: list[str], run: Callable[[Recorder], object], training: bool = False) -> tuple[object, dict[str, np.ndarray]]:
+    """(what ``run(recorder)`` returns, the recorded ``names`` ``[B, L, d]`` by site); ``training``:
+    every BatchNorm of the call normalizes with its batch's statistics (the ``BatchStatistics``
+    intervention; the model is not changed)."""
+    rec = Recorder(names, batch_index=None, interventions=(BatchStatistics(),) if training else ())
     with torch.inference_mode():
         out = run(rec)
     trace = rec.trace()
@@ -181,7 +186,7 @@ class _SourcePart:
 
 
 class NormBatchBuilder:
-    """Builds the :class:`NormBatch` of one bundle step after step, doing only what the step changes.
+    """Builds the :class:`NormBatch` of a LayerNorm bundle step after step, doing only what the step changes.
 
     Evaluation mode makes every sentence's numbers independent of the others in the batch (and
     a PAD position's of how much PAD follows), so the batch is assembled from parts: once per
@@ -211,11 +216,7 @@ class NormBatchBuilder:
         others = self._other_targets(part, tgt.shape[1], names)
         decoder = {site: np.concatenate([x, others[site][:, : tgt.shape[1]]]) if len(part.rows) > 1 else x for site, x in first.items()}
         alone = {**part.encoder_alone, **{site: x[:, : len(first_tgt)] for site, x in first.items()}}
-        src_valid, tgt_valid = model.masks.source(part.src)[1], model.masks.target(tgt)[1]
-        sites = [self._site(site, x, (src_valid if site.startswith("encoder") else tgt_valid).numpy(), alone[site][0])
-                 for site, x in {**part.encoder, **decoder}.items()]
-        return NormBatch(cfg.norm, _labels(self.bundle.src_tokenizer, part.src, src_valid),
-                         _labels(self.bundle.tgt_tokenizer, tgt, tgt_valid), tuple(sites))
+        return assemble(self.bundle, part.src, tgt, {**part.encoder, **decoder}, alone)
 
     def _source_part(self, src_ids: tuple[int, ...], tgt_ids: tuple[int, ...]) -> _SourcePart:
         if self._source is None or self._source[0] != src_ids:
@@ -242,19 +243,99 @@ class NormBatchBuilder:
             self._others = (tgt.shape[1], found)
         return self._others[1]
 
-    def _site(self, site: str, x: np.ndarray, valid: np.ndarray, alone: np.ndarray) -> NormSiteBatch:
-        module = self.bundle.model.get_submodule(site)
-        running = None
-        if isinstance(module, MaskedBatchNorm):
-            running = FeatureStats(module.running_mean.detach().double().numpy(), module.running_var.detach().double().numpy(), 0)
-        return NormSiteBatch(site, x, valid, alone, module.weight.detach().double().numpy(), module.bias.detach().double().numpy(),
-                             float(module.eps), running)
+
+
+@dataclass(frozen=True, eq=False)
+class _TrainingSource:
+    """What a training-mode pass keeps per source: the batch's rows, its padded sources, the
+    encoder's norm inputs in the batch and for the first sentence alone, and both encoder results."""
+
+    rows: list[tuple[tuple[int, ...], tuple[int, ...]]]
+    src: torch.Tensor  # [B, Ls] padded
+    encoder: dict[str, np.ndarray]  # site -> [B, Ls, d]
+    encoder_alone: dict[str, np.ndarray]  # site -> [1, L0, d]
+    batch: object  # Encoded of the batch
+    first: object  # Encoded of the first sentence alone
+
+
+class TrainingPassBuilder:
+    """Builds the :class:`NormBatch` of a BatchNorm bundle from a training-mode pass: every
+    BatchNorm normalizes with the statistics of the batch it is given (PAD left out), so each
+    deeper site's input comes from layers normalized the same way, as in training. The model is
+    never changed (it may be running in another thread): the ``BatchStatistics`` intervention
+    travels with each call's recorder; the running statistics are neither used nor updated and
+    dropout stays off, which gives the numbers of ``model.train()`` with dropout p = 0.
+
+    Batch statistics tie each sentence to the others: the encoder runs once per source, the
+    decoder on the whole batch at every step (the session's target is in it); the first
+    sentence alone is its own batch of one.
+    """
+
+    def __init__(self, bundle):
+        self.bundle = bundle
+        self._lock = threading.Lock()  # one build at a time: a superseded one may still run in a worker
+        self._source: tuple[tuple[int, ...], _TrainingSource] | None = None
+
+    def build(self, src_ids: Sequence[int], tgt_ids: Sequence[int]) -> NormBatch:
+        """The batch of :func:`batch_rows` through the model in training mode, and the first sentence alone."""
+        with self._lock:
+            model, cfg = self.bundle.model, self.bundle.config
+            part = self._source_part(tuple(src_ids), tuple(tgt_ids))
+            first_tgt = tuple(tgt_ids) or (cfg.bos_id,)
+            tgt = _padded([first_tgt, *(r[1] for r in part.rows[1:])], cfg.pad_id)
+            names = _norm_names(cfg, "decoder")
+            _, decoder = _recorded(names, lambda rec: model.decode(tgt, part.batch, rec), training=True)
+            _, alone = _recorded(names, lambda rec: model.decode(tgt[:1, : len(first_tgt)], part.first, rec), training=True)
+            return assemble(self.bundle, part.src, tgt, {**part.encoder, **decoder}, {**part.encoder_alone, **alone}, True)
+
+    def _source_part(self, src_ids: tuple[int, ...], tgt_ids: tuple[int, ...]) -> _TrainingSource:
+        if self._source is None or self._source[0] != src_ids:
+            model, cfg = self.bundle.model, self.bundle.config
+            rows = batch_rows(self.bundle, src_ids, tgt_ids)
+            src = _padded([r[0] for r in rows], cfg.pad_id)
+            names = _norm_names(cfg, "encoder")
+            batch, encoder = _recorded(names, lambda rec: model.encode(src, rec), training=True)
+            first, alone = _recorded(names, lambda rec: model.encode(src[:1, : len(rows[0][0])], rec), training=True)
+            self._source = (src_ids, _TrainingSource(rows, src, encoder, alone, batch, first))
+        return self._source[1]
+
+
+def assemble(bundle, src: torch.Tensor, tgt: torch.Tensor, inputs: dict[str, np.ndarray], alone: dict[str, np.ndarray],
+             batch_statistics: bool = False) -> NormBatch:
+    """The :class:`NormBatch` of the padded ``src`` ``[B, Ls]`` and ``tgt`` ``[B, Lt]``: ``inputs``
+    (site -> ``[B, L, d]``) and ``alone`` (site -> ``[1, L0, d]``) are each norm's input in the batch
+    and for the first sentence alone."""
+    model, cfg = bundle.model, bundle.config
+    src_valid, tgt_valid = model.masks.source(src)[1], model.masks.target(tgt)[1]
+    sites = [site_batch(bundle, site, x, (src_valid if site.startswith("encoder") else tgt_valid).numpy(), alone[site][0])
+             for site, x in inputs.items()]
+    return NormBatch(cfg.norm, _labels(bundle.src_tokenizer, src, src_valid), _labels(bundle.tgt_tokenizer, tgt, tgt_valid),
+                     tuple(sites), batch_statistics)
+
+
+def site_batch(bundle, site: str, x: np.ndarray, valid: np.ndarray, alone: np.ndarray) -> NormSiteBatch:
+    """One site's :class:`NormSiteBatch`, with the norm's own γ, β, ε and running statistics."""
+    module = bundle.model.get_submodule(site)
+    running = None
+    if isinstance(module, MaskedBatchNorm):
+        running = FeatureStats(module.running_mean.detach().double().numpy(), module.running_var.detach().double().numpy(), 0)
+    gamma = module.weight.detach().double().numpy()
+    bias = getattr(module, "bias", None)  # a norm without β (RMSNorm) adds nothing
+    beta = np.zeros_like(gamma) if bias is None else bias.detach().double().numpy()
+    return NormSiteBatch(site, x, valid, alone, gamma, beta, float(module.eps), running)
+
+
+def norm_batch_builder(bundle) -> NormBatchBuilder | TrainingPassBuilder:
+    """The builder of ``bundle``'s batch: a training-mode pass for a BatchNorm model (its batch
+    statistics as in training), the evaluation pass in parts for a LayerNorm one (which has no
+    batch statistics: both passes are the same with dropout off)."""
+    return TrainingPassBuilder(bundle) if bundle.config.norm == "batch" else NormBatchBuilder(bundle)
 
 
 def norm_batch_for(bundle, src_ids: Sequence[int], tgt_ids: Sequence[int]) -> NormBatch:
     """The batch of :func:`batch_rows` through ``bundle``'s model, and the first sentence alone
-    (a :class:`NormBatchBuilder` keeps what later steps of the same source can reuse)."""
-    return NormBatchBuilder(bundle).build(src_ids, tgt_ids)
+    (a builder of :func:`norm_batch_builder` keeps what later steps of the same source can reuse)."""
+    return norm_batch_builder(bundle).build(src_ids, tgt_ids)
 
 
 # -- the accuracy gap -------------------------------------------------------------------------------
@@ -336,21 +417,3 @@ def measure_accuracy(bundle, n: int, progress: Callable[[int, int], None] | None
     model computes meanwhile."""
     examples = training_examples(bundle, n)
     return accuracy_gap(copy.deepcopy(bundle.model), examples, progress=progress, should_stop=should_stop)
-
-
-@dataclass(frozen=True, eq=False)
-class NormBatchFrame:
-    """What the norm-batch view draws: the batch, how to measure its model's accuracy gap
-    (``None``: a LayerNorm model, or training data unknown) and the model it is of (another
-    model drops the measured numbers)."""
-
-    batch: NormBatch
-    measure: Callable[..., AccuracyGap | None] | None
-    model: object
-
-
-def norm_batch_frame(builder: NormBatchBuilder, src_ids: tuple[int, ...], tgt_ids: tuple[int, ...]) -> NormBatchFrame:
-    """The batch of a step (``builder`` reuses what the step leaves as it was)."""
-    bundle = builder.bundle
-    measure = functools.partial(measure_accuracy, bundle) if bundle.config.norm == "batch" and bundle.meta.get("data") else None
-    return NormBatchFrame(builder.build(src_ids, tgt_ids), measure, bundle.model)

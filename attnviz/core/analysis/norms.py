@@ -1,7 +1,7 @@
 """The normalization-statistics view's data: :class:`NormSites` (every :class:`NormSiteData`, one
 normalization site of the current pass, and the model's norm and placement),
-``norm_site_data_for`` (builds the sites from a decoding), the site and layer titles and the
-histogram binning.
+``norm_site_data_for`` (builds the sites from a decoding), what each site normalizes (its
+sublayer's kind, its formula) and the histogram binning.
 
 No widgets here; ``norm_site_data_for`` imports the core (and so torch) only when called.
 """
@@ -18,8 +18,7 @@ from attnviz.core.model.sites import stack_kinds
 
 HIST_BINS = 40
 _SITE = re.compile(r"^(encoder|decoder)\.(?:layers\.(\d+)\.norm(\d+)|final_norm)$")
-_ATTENTION_TITLE = {"encoder": "self-attention", "decoder": "masked self-attention", "cross": "cross-attention"}
-_SUBLAYER_FORMULA = {"self-attention": "SelfAttn", "masked self-attention": "MaskedSelfAttn", "cross-attention": "CrossAttn", "FFN": "FFN"}
+_SUBLAYER_FORMULA = {"encoder": "SelfAttn", "decoder": "MaskedSelfAttn", "cross": "CrossAttn", "ffn": "FFN"}  # by sublayer kind
 
 
 @dataclass(frozen=True, eq=False)
@@ -138,32 +137,26 @@ def tutorial_formula(norm: str, placement: str) -> str:
     return f"Sublayer(x) = x + SublayerModule({n}(x))" if placement == "pre" else f"Sublayer(x) = {n}(x + SublayerModule(x))"
 
 
-def group_title(group: tuple[str, int]) -> str:
-    stack, layer = group
-    return f"{stack.capitalize()} final norm" if layer < 0 else f"{stack.capitalize()} layer {layer + 1}"
-
-
-def _sublayer_title(stack: str, index: int) -> str:
-    """What sublayer ``index`` (1-based) of a ``stack`` layer is: its attention blocks in model order, then the FFN."""
+def sublayer_kind(stack: str, index: int) -> str:
+    """What sublayer ``index`` (1-based) of a ``stack`` layer is: its attention kinds in model order
+    (``encoder``, ``decoder``, ``cross``), then ``ffn``; ``""`` for none of them."""
     kinds = stack_kinds(stack)
     if not kinds or index < 1:
-        return "sublayer"
+        return ""
     if index <= len(kinds):
-        return _ATTENTION_TITLE[kinds[index - 1]]
-    return "FFN" if index == len(kinds) + 1 else "sublayer"
+        return kinds[index - 1]
+    return "ffn" if index == len(kinds) + 1 else ""
 
 
-def site_title(site: NormSiteData, placement: str) -> tuple[str, str]:
-    """(``norm1 · after self-attention``, the formula) for a site."""
+def site_formula(site: NormSiteData, placement: str) -> str:
+    """What a site computes: ``LN(x + SelfAttn(x))`` (post-norm), ``x + SelfAttn(LN(x))``
+    (pre-norm); ``LN(x)`` for a stack's final norm (after its last layer)."""
     stack, layer = site.group
     norm = "LN" if site.kind == "layer" else "BN"
     if layer < 0:
-        return "final norm", f"{norm}(x) after the last layer"
-    sub = _sublayer_title(stack, site.index)
-    f = _SUBLAYER_FORMULA.get(sub, "Sublayer")
-    if placement == "pre":
-        return f"norm{site.index} · before {sub}", f"x + {f}({norm}(x))"
-    return f"norm{site.index} · after {sub}", f"{norm}(x + {f}(x))"
+        return f"{norm}(x)"
+    f = _SUBLAYER_FORMULA.get(sublayer_kind(stack, site.index), "Sublayer")
+    return f"x + {f}({norm}(x))" if placement == "pre" else f"{norm}(x + {f}(x))"
 
 
 def histogram(before: np.ndarray, after: np.ndarray, bins: int = HIST_BINS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

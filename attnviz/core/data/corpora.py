@@ -33,7 +33,7 @@ import os
 import random
 import stat
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -93,10 +93,18 @@ class DataReport:
     pairs: int = 0
     problems: list[LineProblem] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # e.g. pairs left out for being too long
+    unlisted: int = 0  # bad lines counted but not listed (a streamed corpus lists the first ``PROBLEM_LIMIT``)
 
     @property
     def skipped(self) -> int:
-        return len(self.problems)
+        return len(self.problems) + self.unlisted
+
+    def add_problem(self, problem: LineProblem, limit: int | None = None) -> None:
+        """List ``problem``, or only count it once ``limit`` problems are listed."""
+        if limit is not None and len(self.problems) >= limit:
+            self.unlisted += 1
+        else:
+            self.problems.append(problem)
 
     def summary(self, limit: int = 10) -> str:
         """Several lines for a terminal: the counts, then up to ``limit`` problems."""
@@ -124,6 +132,7 @@ class Dataset:
     attribution: str = ""
     src_spaces: bool = True  # False for text written without spaces (Chinese): no dummy-prefix piece
     split_rule: str = "90/5/5 by SHA-256 of the key (id for built-in data, source text for user corpora)"
+    tokenizer_sample: int = 0  # sentences of each side sentencepiece samples from ``train_texts`` (0: all)
 
     def split(self, name: str) -> list[Pair]:
         if name not in SPLITS:
@@ -152,6 +161,15 @@ class Dataset:
             h.update(json.dumps([p.id, p.src, p.tgt], ensure_ascii=False).encode())
             h.update(b"\n")
         return h.hexdigest()[:16]
+
+    def train_texts(self, side: str) -> Iterable[str]:
+        """The training split's source (``side="src"``) or target (``"tgt"``) texts, for the tokenizers."""
+        return [getattr(p, side) for p in self.train]
+
+    def training_batches(self, src_tok, tgt_tok, max_len: int, batch_tokens: int, seed: int) -> "ExampleBatches":
+        """The training split as token ids, in each epoch's batches (pairs too long for ``max_len``
+        left out and counted in ``report.notes``)."""
+        return ExampleBatches(encode_pairs(self.train, src_tok, tgt_tok, max_len, self.report), batch_tokens, seed)
 
     def describe(self) -> dict[str, Any]:
         """What meta.json records about the data."""
@@ -276,7 +294,7 @@ def synthetic(
 # -- user corpora -------------------------------------------------------------------------
 def _lines(path: Path) -> list[bytes]:
     try:
-        with open(path, "rb", opener=_open_regular) as fh:
+        with open(path, "rb", opener=open_regular) as fh:
             data = fh.read()
     except OSError as exc:
         raise DataError(f"{path}: cannot read ({exc.strerror or exc})") from None
@@ -288,7 +306,7 @@ def _lines(path: Path) -> list[bytes]:
     return [ln[:-1] if ln.endswith(b"\r") else ln for ln in lines]
 
 
-def _open_regular(path: str, flags: int) -> int:
+def open_regular(path: str, flags: int) -> int:
     """``os.open`` for reading a regular file only: a pipe, device or socket is refused at once
     (``O_NONBLOCK``, so opening a FIFO with no writer cannot hang) and a folder too."""
     fd = os.open(path, flags | getattr(os, "O_NONBLOCK", 0))
@@ -307,6 +325,22 @@ def _text(raw: bytes) -> str | None:
         return None
 
 
+def parse_tsv_line(raw: bytes) -> tuple[str, str] | str:
+    """``(source, target)`` of one TSV line (without its newline), or the reason it cannot be used."""
+    text = _text(raw)
+    if text is None:
+        return "invalid UTF-8"
+    if not text.strip():
+        return "blank line"
+    tabs = text.count("\t")
+    if tabs != 1:
+        return "no tab between source and target" if tabs == 0 else f"{tabs} tabs (expected one)"
+    src, tgt = (s.strip() for s in text.split("\t"))
+    if not src or not tgt:
+        return f"empty {'source' if not src else 'target'}"
+    return src, tgt
+
+
 def load_tsv(path: str | os.PathLike) -> Dataset:
     """A UTF-8 file of ``source<TAB>target`` lines. Bad lines are reported, with line numbers."""
     path = Path(path)
@@ -314,22 +348,11 @@ def load_tsv(path: str | os.PathLike) -> Dataset:
     report = DataReport(path.name, lines_read=len(lines))
     pairs = []
     for n, raw in enumerate(lines, 1):
-        text = _text(raw)
-        if text is None:
-            report.problems.append(LineProblem(path.name, n, "invalid UTF-8"))
+        parsed = parse_tsv_line(raw)
+        if isinstance(parsed, str):
+            report.problems.append(LineProblem(path.name, n, parsed))
             continue
-        if not text.strip():
-            report.problems.append(LineProblem(path.name, n, "blank line"))
-            continue
-        tabs = text.count("\t")
-        if tabs != 1:
-            report.problems.append(LineProblem(path.name, n, "no tab between source and target" if tabs == 0 else f"{tabs} tabs (expected one)"))
-            continue
-        src, tgt = (s.strip() for s in text.split("\t"))
-        if not src or not tgt:
-            report.problems.append(LineProblem(path.name, n, f"empty {'source' if not src else 'target'}"))
-            continue
-        pairs.append(Pair(src, tgt, f"{path.name}:{n}"))
+        pairs.append(Pair(*parsed, f"{path.name}:{n}"))
     return _user_dataset(path.stem, pairs, report, {"kind": "tsv", "path": str(path)})
 
 
@@ -388,8 +411,12 @@ def encode_pairs(pairs: Sequence[Pair], src_tok, tgt_tok, max_len: int | None = 
             continue
         out.append(Example(s, t, i))
     if too_long and report is not None:
-        report.notes.append(f"{too_long} pair(s) left out: empty or longer than max_len ({max_len}) tokens")
+        report.notes.append(too_long_note(too_long, max_len))
     return out
+
+
+def too_long_note(n: int, max_len: int | None) -> str:
+    return f"{n} pair(s) left out: empty or longer than max_len ({max_len}) tokens"
 
 
 def batch_cost(examples: Sequence[Example]) -> int:
@@ -421,6 +448,22 @@ def make_batches(examples: Sequence[Example], batch_tokens: int, seed: int = 0, 
     if shuffle:
         rng.shuffle(batches)
     return batches
+
+
+class ExampleBatches:
+    """A training split held in memory, batched anew each epoch by ``make_batches(seed, epoch)``
+    (a streamed corpus has its own, ``stream.StreamBatches``, with the same two members)."""
+
+    def __init__(self, examples: list[Example], batch_tokens: int, seed: int):
+        self.examples = examples
+        self.batch_tokens, self.seed = batch_tokens, seed
+        self.n_examples = len(examples)
+        self.steps_per_epoch = len(make_batches(examples, batch_tokens, seed, 0))  # the same for every epoch
+
+    def epoch(self, epoch: int, start: int = 0) -> Iterator[list[Example]]:
+        """The batches of ``epoch`` (0-based) from its ``start``-th on."""
+        for rows in make_batches(self.examples, self.batch_tokens, self.seed, epoch)[start:]:
+            yield [self.examples[i] for i in rows]
 
 
 @dataclass(frozen=True)

@@ -67,6 +67,10 @@ class InputHints:
 
     examples: tuple[ExampleSentence, ...]
     placeholder: str  # the source line's placeholder text
+    # what the placeholder names, for an interface that words it in its own language: ("sentence",
+    # the language's name in itself or ""), ("symbols", the alphabet or ""), or ("own", "") for a
+    # bundle's own placeholder (shown as written)
+    subject: tuple[str, str] = ("sentence", "")
 
 
 # -- the corpus lookup ---------------------------------------------------------------------------
@@ -223,20 +227,20 @@ def hints_for(meta: Mapping[str, Any], folder: str | Path | None = None) -> Inpu
         entries, placeholder = _read_entries(own)
         examples = _resolve(entries, index)
         if examples:
-            return InputHints(tuple(examples), placeholder or _placeholder(examples))
+            return InputHints(tuple(examples), placeholder or _placeholder(examples), ("own", "") if placeholder else ("sentence", ""))
     kind = spec.get("kind") if spec else None
     if kind in ZH_EN_KINDS:
         examples = load_examples(spec=spec)
-        return InputHints(tuple(examples), _placeholder(examples, "Source sentence (中文)"))
+        return InputHints(tuple(examples), _placeholder(examples, "Source sentence (中文)"), ("sentence", "中文"))
     if index is not None:
         examples = _corpus_examples(index, _spec_key(spec))
         if kind in ("copy", "reverse", "sort"):
             alphabet = str(spec.get("alphabet", ""))[:20]
             what = f"Symbols ({alphabet}) separated by spaces" if alphabet else "Symbols separated by spaces"
-            return InputHints(tuple(examples), _placeholder(examples, what))
+            return InputHints(tuple(examples), _placeholder(examples, what), ("symbols", alphabet))
         return InputHints(tuple(examples), _placeholder(examples))
     lang = _language(meta, folder)
     texts = GENERIC_EXAMPLES.get(lang) or GENERIC_EXAMPLES["en"] + GENERIC_EXAMPLES["zh"]
     examples = [ExampleSentence(t, "", "", "", "an everyday sentence") for t in texts]
     what = f"Source sentence ({_LANGUAGE_NAMES[lang]})" if lang in _LANGUAGE_NAMES else "Source sentence"
-    return InputHints(tuple(examples), _placeholder(examples, what))
+    return InputHints(tuple(examples), _placeholder(examples, what), ("sentence", _LANGUAGE_NAMES.get(lang, "")))

@@ -17,6 +17,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from attnviz.core.data.bpe_tokenizer import FORMAT as BPE_FORMAT
+from attnviz.core.data.bpe_tokenizer import BPETokenizer
 from attnviz.core.data.source_map import unknown_parts
 from attnviz.core.data.tokenizer import Tokenizer, TokenizerError, load_sentencepiece, unreadable_text
 
@@ -151,13 +153,22 @@ def _checked_vocab(vocab: Any) -> dict[str, int]:
     return dict(vocab)
 
 
-def tokenizer_from_bytes(data: bytes) -> Tokenizer | VocabTokenizer:
-    """A bundle's tokenizer file content: a sentencepiece model (``Tokenizer``) or a
-    ``VocabTokenizer`` document (JSON); ``TokenizerError`` for anything else."""
-    return VocabTokenizer.from_bytes(data) if data.lstrip()[:1] == b"{" else Tokenizer(data)
+def tokenizer_from_bytes(data: bytes) -> Tokenizer | VocabTokenizer | BPETokenizer:
+    """A bundle's tokenizer file content: a sentencepiece model (``Tokenizer``), a ``BPETokenizer``
+    document or a ``VocabTokenizer`` document (JSON, told apart by the ``format`` their first bytes
+    name); ``TokenizerError`` for anything else."""
+    if data.lstrip()[:1] != b"{":
+        return Tokenizer(data)
+    if f'"format": "{BPE_FORMAT}"'.encode() not in data[:64]:
+        return VocabTokenizer.from_bytes(data)
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except ValueError as exc:
+        raise TokenizerError(f"not a readable {BPE_FORMAT} file ({type(exc).__name__})") from None
+    return BPETokenizer.from_doc(doc)
 
 
-def load_tokenizer(path: str | os.PathLike) -> Tokenizer | VocabTokenizer:
+def load_tokenizer(path: str | os.PathLike) -> Tokenizer | VocabTokenizer | BPETokenizer:
     """``tokenizer_from_bytes`` of a file; its ``TokenizerError`` reads ``NAME: problem``."""
     try:
         return tokenizer_from_bytes(Path(path).read_bytes())

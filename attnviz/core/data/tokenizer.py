@@ -8,6 +8,7 @@ for languages written without spaces (Chinese).
 from __future__ import annotations
 
 import io
+import itertools
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -20,6 +21,7 @@ from attnviz.errors import AttnvizError
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
 PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<s>", "</s>"
 SPECIAL_LABELS = {PAD_ID: "PAD", UNK_ID: "UNK", BOS_ID: "SOS", EOS_ID: "EOS"}
+SAMPLE_SEED = 0  # sentencepiece's random generator when it samples its input (``input_sentence_size``)
 
 
 class TokenizerError(AttnvizError, ValueError):
@@ -65,17 +67,27 @@ class Tokenizer:
         model_type: str = "unigram",
         add_dummy_prefix: bool = True,
         character_coverage: float = 1.0,
+        input_sentence_size: int = 0,
     ) -> "Tokenizer":
-        """Train a sentencepiece model on ``sentences`` (``model_type``: ``unigram`` or ``bpe``)."""
+        """Train a sentencepiece model on ``sentences`` (``model_type``: ``unigram`` or ``bpe``).
+        ``sentences`` is read once, as an iterator: with ``input_sentence_size`` N > 0 sentencepiece
+        keeps a random sample of N of them (seeded, so the same text gives the same model) and the
+        text is never held whole; 0 keeps them all."""
         if model_type not in ("unigram", "bpe", "char", "word"):
             raise TokenizerError(f"unknown tokenizer type {model_type!r}")
-        sentences = [s for s in sentences if s.strip()]
-        if not sentences:
+        texts = (s for s in sentences if s.strip())
+        first = next(texts, None)
+        if first is None:
             raise TokenizerError("cannot train a tokenizer on no text")
+        sample = {}
+        if input_sentence_size > 0:
+            spm.set_random_generator_seed(SAMPLE_SEED)
+            sample = dict(input_sentence_size=input_sentence_size, shuffle_input_sentence=True)
         buf = io.BytesIO()
         spm.SentencePieceTrainer.train(
-            sentence_iterator=iter(sentences),
+            sentence_iterator=itertools.chain([first], texts),
             model_writer=buf,
+            **sample,
             vocab_size=vocab_size,
             model_type=model_type,
             pad_id=PAD_ID,

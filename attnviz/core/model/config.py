@@ -70,10 +70,12 @@ def shown(value: Any) -> str:
     return text if len(text) <= _REPR_LIMIT else text[: _REPR_LIMIT - 3] + "..."
 
 
-NORMS = ("layer", "batch")
+NORMS = ("layer", "batch", "rms")
 PLACEMENTS = ("post", "pre")
-ACTIVATIONS = ("relu", "gelu", "silu")
+ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
 POSITIONAL_LAYOUTS = ("interleaved", "halves")
+POSITIONALS = ("sinusoidal", "learned", "relative")
+FFNS = ("plain", "gated")
 _SIZE = 1_048_576  # no width or vocabulary is larger
 
 # field -> what it may hold. Every field of ``TransformerConfig`` has a row; checks that relate
@@ -100,7 +102,20 @@ FIELDS: dict[str, Rule] = {
     "eos_id": Rule(int, 0, _SIZE),
     "activation": Rule(str, choices=ACTIVATIONS),
     "positional_layout": Rule(str, choices=POSITIONAL_LAYOUTS),
+    "positional": Rule(str, choices=POSITIONALS),
+    "relative_buckets": Rule(int, 2, 4096),
+    "relative_max_distance": Rule(int, 2, 65_536),
+    "scale_scores": Rule(bool),
+    "ffn": Rule(str, choices=FFNS),
+    "scale_embedding": Rule(bool),
+    "layernorm_embedding": Rule(bool),
+    "bias": Rule(bool),
+    "scale_output": Rule(bool),
+    "head_dim": Rule(int, 1, 65_536, nullable=True),
 }
+
+
+NORM_NAMES = {"layer": "LayerNorm", "batch": "BatchNorm", "rms": "RMSNorm"}  # config.norm -> its name on screen
 
 
 class ConfigError(AttnvizError, ValueError):
@@ -132,6 +147,16 @@ class TransformerConfig:
     eos_id: int = EOS_ID  # EOS id: ends a translation
     activation: str = "relu"  # the FFN's nonlinearity: "relu" (paper), "gelu" or "silu" (swish, Marian's)
     positional_layout: str = "interleaved"  # PE columns: "interleaved" sin/cos (paper) or "halves" (all sin, then all cos: Marian)
+    positional: str = "sinusoidal"  # "sinusoidal" PE (paper), "learned" table (BART), "relative": a bias B on the scores (T5)
+    relative_buckets: int = 32  # "relative": how many distance buckets B has (T5's relative_attention_num_buckets)
+    relative_max_distance: int = 128  # "relative": the distance from which all keys share the last bucket
+    scale_scores: bool = True  # Q K^T / sqrt(d_k) (paper); false: Q K^T unscaled (T5 folds the scale into its weights)
+    ffn: str = "plain"  # "plain": act(x W1 + b1) W2 + b2; "gated": (act(x W1) * (x W_up)) W2 (T5 v1.1)
+    scale_embedding: bool = True  # token embeddings x sqrt(d_model) (paper, Marian); false: unscaled (T5, BART)
+    layernorm_embedding: bool = False  # a LayerNorm on embedding + positions, before the first layer (BART)
+    bias: bool = True  # biases in the attention projections, the FFN and the output layer; false: none (T5)
+    scale_output: bool = False  # the last hidden states x d_model^-0.5 before the output layer (T5 with a tied output)
+    head_dim: int | None = None  # d_k = d_v when it is not d_model / h (mT5); None: d_model / h
 
     def __post_init__(self) -> None:
         if self.final_norm is None:
@@ -140,7 +165,7 @@ class TransformerConfig:
 
     @property
     def d_k(self) -> int:
-        return self.d_model // self.n_heads
+        return self.head_dim if self.head_dim is not None else self.d_model // self.n_heads
 
     def validate(self) -> None:
         """``ConfigError`` (one line) for the first field outside its ``FIELDS`` row, for fields that do
@@ -149,11 +174,11 @@ class TransformerConfig:
             value = getattr(self, name)
             if not rule.accepts(value):
                 raise ConfigError(f"{name} must be {rule.describe()}, not {shown(value)}")
-        if self.d_model % self.n_heads:
+        if self.head_dim is None and self.d_model % self.n_heads:
             raise ConfigError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
         ids = {"pad_id": self.pad_id, "unk_id": self.unk_id, "bos_id": self.bos_id, "eos_id": self.eos_id}
-        if len(set(ids.values())) != len(ids) - (self.bos_id == self.pad_id):  # a decoder may start from PAD (Marian)
-            raise ConfigError(f"pad_id, unk_id, bos_id and eos_id must be distinct (bos_id may equal pad_id), not {ids}")
+        if len(set(ids.values())) != len(ids) - (self.bos_id in (self.pad_id, self.eos_id)):  # a decoder may start from PAD (Marian) or EOS (BART)
+            raise ConfigError(f"pad_id, unk_id, bos_id and eos_id must be distinct (bos_id may equal pad_id or eos_id), not {ids}")
         vocab = min(self.src_vocab_size, self.tgt_vocab_size)
         for name, value in ids.items():
             if value >= vocab:
@@ -168,9 +193,9 @@ class TransformerConfig:
     def estimated_parameters(self) -> int:
         """About how many numbers the model holds (weights, biases, norms, the positional table),
         computed from the sizes alone, before anything is allocated."""
-        d, f = self.d_model, self.d_ff
-        attention = 4 * (d * d + d)
-        ffn = 2 * d * f + d + f
+        d, f, inner = self.d_model, self.d_ff, self.n_heads * self.d_k
+        attention = 4 * (d * inner + d)
+        ffn = (3 if self.ffn == "gated" else 2) * d * f + d + f
         norms = 4 * d  # weight, bias (and BatchNorm's two running statistics)
         encoder = self.n_encoder_layers * (attention + ffn + 2 * norms)
         decoder = self.n_decoder_layers * (2 * attention + ffn + 3 * norms)
@@ -202,7 +227,7 @@ class TransformerConfig:
 
     def describe(self) -> str:
         """One line for a status bar: sizes and norm type."""
-        norm = "LayerNorm" if self.norm == "layer" else "BatchNorm"
+        norm = NORM_NAMES[self.norm]
         return (
             f"d_model {self.d_model}, {self.n_heads} heads, {self.n_encoder_layers}+{self.n_decoder_layers} layers, "
             f"d_ff {self.d_ff}, {norm} ({self.norm_placement}-norm), vocab {self.src_vocab_size}/{self.tgt_vocab_size}"

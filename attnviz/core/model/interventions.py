@@ -233,6 +233,8 @@ class NoPositional:
     def check(self, config: TransformerConfig) -> "NoPositional":
         if not set(self.stacks) <= {"encoder", "decoder"}:
             raise InterventionError(f"positional encoding is left out of 'encoder' or 'decoder', not {self.stacks!r}")
+        if config.positional == "relative":
+            raise InterventionError("this model adds no positional encoding to its inputs: its positions enter as the bias B on the scores")
         return self
 
     def __call__(self, name: str, t: torch.Tensor, offset: int | None = None) -> torch.Tensor:
@@ -258,6 +260,8 @@ class NoScaling:
     def check(self, config: TransformerConfig) -> "NoScaling":
         if self.d_k != config.d_k:
             raise InterventionError(f"NoScaling was built for d_k = {self.d_k}; this model has d_k = {config.d_k}")
+        if not config.scale_scores:
+            raise InterventionError("this model does not divide its scores by sqrt(d_k): there is no scaling to leave out")
         for site in self.sites:
             check_heads(site, tuple(range(config.n_heads)), config)
         return self

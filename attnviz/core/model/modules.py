@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from attnviz.core.model.config import TransformerConfig
 from attnviz.core.model.trace import Recorder, taps
 
 NEG_INF = float("-inf")
@@ -75,17 +76,22 @@ class Traced(nn.Module):
 
 
 class MultiHeadAttention(Traced):
-    """softmax(Q_i K_i^T / sqrt(d_k) + M) V_i for each head i, then Concat(Z_1..Z_h) W^O."""
+    """softmax(Q_i K_i^T / sqrt(d_k) + B + M) V_i for each head i, then Concat(Z_1..Z_h) W^O.
 
-    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0):
+    ``d_k`` defaults to d_model / h (mT5 sets it apart); ``scale_scores=False`` leaves out the
+    ÷sqrt(d_k) (T5: the scaled scores are the scores); ``bias=False`` builds projections without
+    biases (T5). B, a relative position bias (T5), is given to ``forward`` by the stack, or is absent."""
+
+    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, *, d_k: int | None = None, bias: bool = True, scale_scores: bool = True):
         super().__init__()
         self.n_heads = n_heads
-        self.d_k = d_model // n_heads
-        self.scale = 1.0 / math.sqrt(self.d_k)
-        self.w_q = nn.Linear(d_model, d_model)  # rows i*d_k:(i+1)*d_k are W_i^Q (transposed)
-        self.w_k = nn.Linear(d_model, d_model)
-        self.w_v = nn.Linear(d_model, d_model)
-        self.w_o = nn.Linear(d_model, d_model)  # W^O
+        self.d_k = d_model // n_heads if d_k is None else d_k
+        inner = n_heads * self.d_k  # d_model unless d_k is set apart
+        self.scale = 1.0 / math.sqrt(self.d_k) if scale_scores else 1.0
+        self.w_q = nn.Linear(d_model, inner, bias=bias)  # rows i*d_k:(i+1)*d_k are W_i^Q (transposed)
+        self.w_k = nn.Linear(d_model, inner, bias=bias)
+        self.w_v = nn.Linear(d_model, inner, bias=bias)
+        self.w_o = nn.Linear(inner, d_model, bias=bias)  # W^O
         self.dropout = nn.Dropout(dropout)
         self._fused: tuple | None = None  # (weight versions, W_qkv, b_qkv) cache for inference
 
@@ -96,9 +102,10 @@ class MultiHeadAttention(Traced):
     def _qkv(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Self-attention's Q, K, V from one fused matmul (in inference; same numbers as three)."""
         ws = (self.w_q.weight, self.w_k.weight, self.w_v.weight, self.w_q.bias, self.w_k.bias, self.w_v.bias)
-        key = tuple((w.data_ptr(), _version(w)) for w in ws)
+        key = tuple((w.data_ptr(), _version(w)) for w in ws if w is not None)
         if self._fused is None or self._fused[0] != key:
-            self._fused = (key, torch.cat(ws[:3]).detach(), torch.cat(ws[3:]).detach())
+            biases = None if ws[3] is None else torch.cat(ws[3:]).detach()
+            self._fused = (key, torch.cat(ws[:3]).detach(), biases)
         b, n, _ = x.shape
         qkv = F.linear(x, self._fused[1], self._fused[2]).view(b, n, 3, self.n_heads, self.d_k)  # [B, n, 3, h, dk]
         qkv = qkv.permute(2, 0, 3, 1, 4)  # [3, B, h, n, dk]
@@ -117,21 +124,24 @@ class MultiHeadAttention(Traced):
         past_kv: tuple[torch.Tensor, torch.Tensor] | None = None,  # self-attention cache [B, h, t, dk] x2
         static_kv: tuple[torch.Tensor, torch.Tensor] | None = None,  # cross-attention K, V computed once
         cross: bool = False,
+        position_bias: torch.Tensor | None = None,  # B, added to the scaled scores  [1, h, Lq, Lk]
     ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
         """Every field of ``trace.ATTENTION_FIELDS`` passes a tap, in its order; -> (output, (K, V))."""
         tap = taps(rec, self.trace_name)
-        b, lq, d = x.shape
+        b, lq, _ = x.shape
         x, kv = self._tap_inputs(tap, x, kv, cross)
         q, k, v = self._queries_keys_values(x, kv, past_kv, static_kv)  # [B, h, Lq, dk], [B, h, Lk, dk] x2
         q, k, v = tap("q", q), tap("k", k), tap("v", v)
         scores = tap("scores", q @ k.transpose(-2, -1))  # [B, h, Lq, Lk]
         scaled = tap("scaled_scores", scores * self.scale)  # [B, h, Lq, Lk]
+        if position_bias is not None:
+            scaled = scaled + tap("position_bias", position_bias.expand(b, -1, -1, -1))  # [B, h, Lq, Lk]
         if rec is not None:
             rec.put_lazy(f"{self.trace_name}.mask", _full_mask(mask, b, lq, k.shape[2], x.device))
         masked = tap("masked_scores", scaled if mask is None else scaled + mask)  # [B, h, Lq, Lk]
         weights = tap("weights", torch.softmax(masked, dim=-1))  # [B, h, Lq, Lk]
         z = tap("z", (self.dropout(weights) if self.training else weights) @ v)  # [B, h, Lq, dk]
-        concat = tap("concat", z.transpose(1, 2).reshape(b, lq, d))  # [B, Lq, d]
+        concat = tap("concat", z.transpose(1, 2).reshape(b, lq, self.n_heads * self.d_k))  # [B, Lq, h*dk] (d unless d_k is set apart)
         out = tap("output", F.linear(concat, self.w_o.weight, self.w_o.bias))  # [B, Lq, d]
         return out, (k, v)
 
@@ -166,17 +176,21 @@ def _full_mask(mask: torch.Tensor | None, b: int, lq: int, lk: int, device) -> C
     return lambda: mask.expand(b, 1, lq, lk)[:, 0]
 
 
-ACTIVATION_FUNCTIONS = {"relu": torch.relu, "gelu": F.gelu, "silu": F.silu}  # config.activation -> function
+def _gelu_tanh(x: torch.Tensor) -> torch.Tensor:
+    return F.gelu(x, approximate="tanh")
+
+
+ACTIVATION_FUNCTIONS = {"relu": torch.relu, "gelu": F.gelu, "gelu_tanh": _gelu_tanh, "silu": F.silu}  # config.activation -> function
 
 
 class FeedForward(Traced):
     """FFN(x) = max(0, x W1 + b1) W2 + b2, applied to each position on its own (``activation``
-    replaces max(0, .) by GELU or SiLU)."""
+    replaces max(0, .) by GELU or SiLU; ``bias=False``: no b1, b2)."""
 
-    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0, activation: str = "relu"):
+    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0, activation: str = "relu", bias: bool = True):
         super().__init__()
-        self.linear1 = nn.Linear(d_model, d_ff)
-        self.linear2 = nn.Linear(d_ff, d_model)
+        self.linear1 = nn.Linear(d_model, d_ff, bias=bias)
+        self.linear2 = nn.Linear(d_ff, d_model, bias=bias)
         self.dropout = nn.Dropout(dropout)
         self.activation = ACTIVATION_FUNCTIONS[activation]
 
@@ -184,6 +198,26 @@ class FeedForward(Traced):
         tap = taps(rec, self.trace_name)
         hidden = tap("hidden", self.activation(F.linear(x, self.linear1.weight, self.linear1.bias)))  # [B, L, d_ff]
         return tap("output", F.linear(self.dropout(hidden) if self.training else hidden, self.linear2.weight, self.linear2.bias))  # [B, L, d]
+
+
+class GatedFeedForward(FeedForward):
+    """FFN(x) = (act(x W1) * (x W_up)) W2: the activation gates a second projection (T5 v1.1's gated GELU)."""
+
+    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0, activation: str = "gelu_tanh", bias: bool = True):
+        super().__init__(d_model, d_ff, dropout, activation, bias)
+        self.linear_up = nn.Linear(d_model, d_ff, bias=bias)  # W_up
+
+    def forward(self, x: torch.Tensor, rec: Recorder | None = None) -> torch.Tensor:
+        tap = taps(rec, self.trace_name)
+        gate = tap("gate", self.activation(F.linear(x, self.linear1.weight, self.linear1.bias)))  # [B, L, d_ff]
+        hidden = tap("hidden", gate * F.linear(x, self.linear_up.weight, self.linear_up.bias))  # [B, L, d_ff]
+        return tap("output", F.linear(self.dropout(hidden) if self.training else hidden, self.linear2.weight, self.linear2.bias))  # [B, L, d]
+
+
+def make_ffn(config: TransformerConfig) -> FeedForward:
+    """The position-wise FFN ``config.ffn`` names: plain or gated."""
+    kind = GatedFeedForward if config.ffn == "gated" else FeedForward
+    return kind(config.d_model, config.d_ff, config.dropout, config.activation, config.bias)
 
 
 class LayerNorm(Traced):
@@ -256,18 +290,50 @@ class MaskedBatchNorm(Traced):
         return y
 
 
+class RMSNorm(Traced):
+    """x / sqrt(mean(x^2) + eps) * weight over the features of each token: no mean taken away, no bias (T5's LayerNorm)."""
+
+    def __init__(self, d_model: int, eps: float = 1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d_model))
+
+    def forward(self, x: torch.Tensor, valid: torch.Tensor | None = None, rec: Recorder | None = None) -> torch.Tensor:
+        if rec is not None:
+            x = rec.tap(f"{self.trace_name}.input", x)
+        mean_square = x.pow(2).mean(-1, keepdim=True)  # [B, L, 1]
+        y = x * torch.rsqrt(mean_square + self.eps) * self.weight  # [B, L, d]
+        if rec is None:
+            return y
+        rec.put(f"{self.trace_name}.mean_square", mean_square[..., 0])  # [B, L]
+        return rec.tap(f"{self.trace_name}.output", y)
+
+
 def make_norm(kind: str, d_model: int, eps: float, momentum: float) -> nn.Module:
+    if kind == "rms":
+        return RMSNorm(d_model, eps)
     return LayerNorm(d_model, eps) if kind == "layer" else MaskedBatchNorm(d_model, eps, momentum)
 
 
 class InputEmbedding(Traced):
-    """A stack's first-layer input: token embedding x sqrt(d_model) + PE of the positions."""
+    """A stack's first-layer input: token embedding x sqrt(d_model) + PE of the positions.
 
-    def __init__(self, vocab_size: int, d_model: int, max_len: int, dropout: float = 0.0, layout: str = "interleaved"):
+    ``learned=True`` makes PE a trained table (a parameter, BART's) instead of the sinusoids (a
+    buffer); ``scale=False`` leaves the embedding unscaled; ``norm=True`` adds a LayerNorm on the
+    sum (BART's ``layernorm_embedding``, with ``eps``)."""
+
+    def __init__(
+        self, vocab_size: int, d_model: int, max_len: int, dropout: float = 0.0, layout: str = "interleaved",
+        *, learned: bool = False, scale: bool = True, norm: bool = False, eps: float = 1e-5,
+    ):
         super().__init__()
         self.table = nn.Embedding(vocab_size, d_model)  # the token embedding matrix  [vocab, d_model]
-        self.register_buffer("pe", sinusoidal_encoding(max_len, d_model, layout=layout), persistent=False)  # [max_len, d_model]
-        self.scale = math.sqrt(d_model)
+        if learned:
+            self.pe = nn.Parameter(torch.zeros(max_len, d_model))  # [max_len, d_model]
+        else:
+            self.register_buffer("pe", sinusoidal_encoding(max_len, d_model, layout=layout), persistent=False)  # [max_len, d_model]
+        self.scale = math.sqrt(d_model) if scale else 1.0
+        self.norm = LayerNorm(d_model, eps) if norm else None
         self.dropout = nn.Dropout(dropout)
 
     def forward(
@@ -282,7 +348,71 @@ class InputEmbedding(Traced):
         tap = taps(rec, self.trace_name)
         tokens = tap("tokens", self.table(ids) * self.scale)  # [B, L, d]
         x = tap("sum", tokens + tap("positional", self.pe[offset : offset + n], False))  # [B, L, d]
+        if self.norm is not None:
+            x = self.norm(x, None, rec)  # [B, L, d]
         return self.dropout(x) if self.training else x
+
+
+class TokenEmbedding(Traced):
+    """A stack's first-layer input without positions (x sqrt(d_model) unless ``scale=False``): a
+    model whose positions enter as a relative bias B on the attention scores (T5)."""
+
+    def __init__(self, vocab_size: int, d_model: int, max_len: int, dropout: float = 0.0, *, scale: bool = True):
+        super().__init__()
+        self.table = nn.Embedding(vocab_size, d_model)  # [vocab, d_model]
+        self.max_len = max_len
+        self.scale = math.sqrt(d_model) if scale else 1.0
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, ids: torch.Tensor, offset: int = 0, rec: Recorder | None = None) -> torch.Tensor:
+        """``ids`` ``[B, L]`` -> ``[B, L, d]`` (``sum`` is the tokens alone: no positions are added here)."""
+        if offset + ids.shape[1] > self.max_len:
+            raise ValueError(f"sequence of {offset + ids.shape[1]} tokens exceeds the model's max_len ({self.max_len})")
+        tap = taps(rec, self.trace_name)
+        x = tap("sum", tap("tokens", self.table(ids) * self.scale))  # [B, L, d]
+        return self.dropout(x) if self.training else x
+
+
+def make_embedding(config: TransformerConfig, vocab_size: int) -> InputEmbedding | TokenEmbedding:
+    """A stack's input embedding as ``config.positional`` and the embedding choices say."""
+    d, n = config.d_model, config.max_len
+    if config.positional == "relative":
+        return TokenEmbedding(vocab_size, d, n, config.dropout, scale=config.scale_embedding)
+    return InputEmbedding(vocab_size, d, n, config.dropout, config.positional_layout, learned=config.positional == "learned",
+                          scale=config.scale_embedding, norm=config.layernorm_embedding, eps=config.norm_eps)
+
+
+class RelativePositionBias(Traced):
+    """B[h, q, k] = table[bucket(k - q), h]: T5's learned bias for each head and bucketed distance
+    from the query to the key, computed once per pass by a stack and added to every self-attention's
+    scores. ``bidirectional`` (the encoder) gives keys after the query their own buckets; the decoder's
+    buckets count only keys before it."""
+
+    def __init__(self, n_heads: int, buckets: int, max_distance: int, bidirectional: bool):
+        super().__init__()
+        self.table = nn.Embedding(buckets, n_heads)  # [bucket, head]
+        self.buckets, self.max_distance, self.bidirectional = buckets, max_distance, bidirectional
+
+    def forward(self, n_query: int, n_key: int, offset: int = 0) -> torch.Tensor:
+        """B for queries at positions ``offset ..`` and keys at ``0 .. n_key - 1``.  # [1, h, Lq, Lk]"""
+        device = self.table.weight.device
+        query = torch.arange(offset, offset + n_query, device=device)[:, None]  # [Lq, 1]
+        key = torch.arange(n_key, device=device)[None, :]  # [1, Lk]
+        return self.table(self.bucket(key - query)).permute(2, 0, 1).unsqueeze(0)  # [1, h, Lq, Lk]
+
+    def bucket(self, distance: torch.Tensor) -> torch.Tensor:
+        """T5's bucket of each distance k - q: exact below half the buckets, logarithmic up to ``max_distance``."""
+        n, out = self.buckets, torch.zeros_like(distance)
+        if self.bidirectional:
+            n //= 2
+            out = out + (distance > 0).long() * n
+            distance = distance.abs()
+        else:
+            distance = -torch.clamp(distance, max=0)
+        exact = n // 2
+        large = exact + (torch.log(distance.float() / exact) / math.log(self.max_distance / exact) * (n - exact)).long()
+        large = torch.clamp(large, max=n - 1)
+        return out + torch.where(distance < exact, distance, large)
 
 
 class Generator(nn.Linear, Traced):
@@ -294,6 +424,24 @@ class Generator(nn.Linear, Traced):
             logits = rec.tap(f"{self.trace_name}.logits", logits)
             rec.put_lazy(f"{self.trace_name}.probs", lambda: torch.softmax(logits.float(), dim=-1))
         return logits
+
+
+class ScaledGenerator(Generator):
+    """The output layer of hidden states x ``output_scale`` (T5's tied output layer: d_model^-0.5)."""
+
+    output_scale = 1.0
+
+    def forward(self, hidden: torch.Tensor, rec: Recorder | None = None) -> torch.Tensor:
+        return super().forward(hidden * self.output_scale, rec)  # [B, L, vocab]
+
+
+def make_generator(config: TransformerConfig) -> Generator:
+    """The output layer ``config`` asks for: with or without a bias, scaling the hidden states or not."""
+    if not config.scale_output:
+        return Generator(config.d_model, config.tgt_vocab_size, bias=config.bias)
+    out = ScaledGenerator(config.d_model, config.tgt_vocab_size, bias=config.bias)
+    out.output_scale = config.d_model**-0.5
+    return out
 
 
 class Masks(Traced):

@@ -55,6 +55,14 @@ LAYER_NORM_FIELDS: tuple[tuple[str, str, str], ...] = (
     ("var", "[pos]", "per-token (biased) variance over the features"),
     ("output", "[pos, d_model]", "LayerNorm(input)"),
 )
+RMS_NORM_FIELDS: tuple[tuple[str, str, str], ...] = (
+    ("input", "[pos, d_model]", "what the RMSNorm normalizes"),
+    ("mean_square", "[pos]", "per-token mean of the squared features (no mean is taken away)"),
+    ("output", "[pos, d_model]", "input / sqrt(mean_square + eps) * weight"),
+)
+# A self-attention of a model with relative positions (T5) adds B after ``scaled_scores``:
+# masked_scores = scaled_scores + B + M.
+POSITION_BIAS_FIELD = ("position_bias", "[head, query, key]", "B: the relative position bias of each head (bucketed key - query distance)")
 BATCH_NORM_FIELDS: tuple[tuple[str, str, str], ...] = (
     ("input", "[pos, d_model]", "what the BatchNorm normalizes"),
     ("batch_mean", "[d_model]", "per-feature mean over the batch's non-pad tokens"),
@@ -69,7 +77,7 @@ _BATCHLESS = re.compile(r"(batch_mean|batch_var|running_mean|running_var|\.posit
 
 # Names recorded beside the computation, not on its path (masks, statistics, the softmax of the
 # logits): the model does not read them back, so no intervention can act there.
-_UNTAPPED = re.compile(r"(^masks\.|\.(mask|mean|var|batch_mean|batch_var|running_mean|running_var|probs)$)")
+_UNTAPPED = re.compile(r"(^masks\.|\.(mask|mean|var|mean_square|batch_mean|batch_var|running_mean|running_var|probs)$)")
 
 
 def is_tapped(name: str) -> bool:
@@ -82,13 +90,20 @@ def is_batchless(name: str) -> bool:
     return _BATCHLESS.search(name) is not None
 
 
-def _attention(prefix: str, cross: bool) -> list[tuple[str, str, str]]:
-    return [(f"{prefix}.{f}", s, d) for f, s, d in ATTENTION_FIELDS if cross or f != "memory"]
+def _attention(prefix: str, cross: bool, relative: bool = False) -> list[tuple[str, str, str]]:
+    rows = [(f"{prefix}.{f}", s, d) for f, s, d in ATTENTION_FIELDS if cross or f != "memory"]
+    if relative and not cross:
+        at = next(i for i, row in enumerate(rows) if row[0].endswith(".scaled_scores")) + 1
+        f, s, d = POSITION_BIAS_FIELD
+        rows.insert(at, (f"{prefix}.{f}", s, d))
+    return rows
+
+
+_NORM_FIELDS = {"layer": LAYER_NORM_FIELDS, "batch": BATCH_NORM_FIELDS, "rms": RMS_NORM_FIELDS}
 
 
 def _norm(prefix: str, norm: str) -> list[tuple[str, str, str]]:
-    fields = LAYER_NORM_FIELDS if norm == "layer" else BATCH_NORM_FIELDS
-    return [(f"{prefix}.{f}", s, d) for f, s, d in fields]
+    return [(f"{prefix}.{f}", s, d) for f, s, d in _NORM_FIELDS[norm]]
 
 
 def trace_schema(config: "TransformerConfig", *, encoder: bool = True, decoder: bool = True) -> list[tuple[str, str, str]]:
@@ -96,7 +111,7 @@ def trace_schema(config: "TransformerConfig", *, encoder: bool = True, decoder: 
     rows: list[tuple[str, str, str]] = []
     if encoder:
         rows.append(("masks.src_padding", "[src]", "1.0 where the source token is PAD"))
-        rows += _embed_rows("encoder")
+        rows += _embed_rows(config, "encoder")
         rows += _stack_rows(config, "encoder")
         rows.append(("encoder.output", "[src, d_model]", "C_encoder: the memory cross-attention reads"))
     if decoder:
@@ -104,7 +119,7 @@ def trace_schema(config: "TransformerConfig", *, encoder: bool = True, decoder: 
             ("masks.tgt_padding", "[tgt]", "1.0 where the target token is PAD"),
             ("masks.look_ahead", "[tgt, key]", "look-ahead mask M: 0 on and below the diagonal, -inf above"),
         ]
-        rows += _embed_rows("decoder")
+        rows += _embed_rows(config, "decoder")
         rows += _stack_rows(config, "decoder")
         rows += [
             ("decoder.output", "[tgt, d_model]", "the decoder's last hidden states"),
@@ -114,18 +129,24 @@ def trace_schema(config: "TransformerConfig", *, encoder: bool = True, decoder: 
     return rows
 
 
-def _embed_rows(stack: str) -> list[tuple[str, str, str]]:
-    if stack == "encoder":
-        return [
-            ("encoder.embed.tokens", "[src, d_model]", "token embedding x sqrt(d_model)"),
-            ("encoder.embed.positional", "[src, d_model]", "PE(pos, 2i) = sin(pos/10000^(2i/d_model)), PE(pos, 2i+1) = cos(...)"),
-            ("encoder.embed.sum", "[src, d_model]", "embedding + PE: the first layer's input"),
-        ]
-    return [
-        ("decoder.embed.tokens", "[tgt, d_model]", "token embedding x sqrt(d_model)"),
-        ("decoder.embed.positional", "[tgt, d_model]", "PE rows of the target positions"),
-        ("decoder.embed.sum", "[tgt, d_model]", "embedding + PE: the first layer's input"),
+_POSITIONAL_MEANING = {
+    "sinusoidal": {"encoder": "PE(pos, 2i) = sin(pos/10000^(2i/d_model)), PE(pos, 2i+1) = cos(...)", "decoder": "PE rows of the target positions"},
+    "learned": {"encoder": "rows of the learned position table", "decoder": "rows of the learned position table at the target positions"},
+}
+
+
+def _embed_rows(config: "TransformerConfig", stack: str) -> list[tuple[str, str, str]]:
+    dim = "src" if stack == "encoder" else "tgt"
+    scale = " x sqrt(d_model)" if config.scale_embedding else ""
+    tokens = (f"{stack}.embed.tokens", f"[{dim}, d_model]", f"token embedding{scale}")
+    if config.positional == "relative":
+        return [tokens, (f"{stack}.embed.sum", f"[{dim}, d_model]", "the token embeddings alone: the first layer's input (positions enter as B)")]
+    rows = [
+        tokens,
+        (f"{stack}.embed.positional", f"[{dim}, d_model]", _POSITIONAL_MEANING[config.positional][stack]),
+        (f"{stack}.embed.sum", f"[{dim}, d_model]", "embedding + PE: the first layer's input"),
     ]
+    return rows + (_norm(f"{stack}.embed.norm", "layer") if config.layernorm_embedding else [])
 
 
 def _stack_rows(config: "TransformerConfig", stack: str) -> list[tuple[str, str, str]]:
@@ -134,18 +155,24 @@ def _stack_rows(config: "TransformerConfig", stack: str) -> list[tuple[str, str,
     for site in attention_sites(config):
         if site.stack == stack:
             layers.setdefault(site.layer_path, []).append(site)
-    post = config.norm_placement == "post"
+    post, relative = config.norm_placement == "post", config.positional == "relative"
     rows: list[tuple[str, str, str]] = []
     for path, sites in layers.items():
         for j, site in enumerate(sites, 1):
-            rows += _sublayer(path, j, _attention(site.path, site.kind == "cross"), post, config.norm)
-        rows += _sublayer(path, len(sites) + 1, _ffn(f"{path}.ffn"), post, config.norm)
+            rows += _sublayer(path, j, _attention(site.path, site.kind == "cross", relative), post, config.norm)
+        rows += _sublayer(path, len(sites) + 1, _ffn(f"{path}.ffn", config.ffn), post, config.norm)
     if config.final_norm:
         rows += _norm(f"{stack}.final_norm", config.norm)
     return rows
 
 
-def _ffn(prefix: str) -> list[tuple[str, str, str]]:
+def _ffn(prefix: str, kind: str = "plain") -> list[tuple[str, str, str]]:
+    if kind == "gated":
+        return [
+            (f"{prefix}.gate", "[pos, d_ff]", "act(x W1): the gate"),
+            (f"{prefix}.hidden", "[pos, d_ff]", "act(x W1) * (x W_up): FFN hidden activations"),
+            (f"{prefix}.output", "[pos, d_model]", "(act(x W1) * (x W_up)) W2"),
+        ]
     return [
         (f"{prefix}.hidden", "[pos, d_ff]", "max(0, x W1 + b1): FFN hidden activations"),
         (f"{prefix}.output", "[pos, d_model]", "max(0, x W1 + b1) W2 + b2"),

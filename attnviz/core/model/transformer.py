@@ -16,7 +16,18 @@ from torch import nn
 
 from attnviz.core.model.config import TransformerConfig
 from attnviz.core.model.interventions import NoPositional, checked
-from attnviz.core.model.modules import FeedForward, Generator, InputEmbedding, Masks, MultiHeadAttention, Traced, make_norm
+from attnviz.core.model.modules import (
+    InputEmbedding,
+    Masks,
+    MultiHeadAttention,
+    RelativePositionBias,
+    TokenEmbedding,
+    Traced,
+    make_embedding,
+    make_ffn,
+    make_generator,
+    make_norm,
+)
 from attnviz.core.model.trace import Change, Recorder, Trace
 
 KV = tuple[torch.Tensor, torch.Tensor]
@@ -24,6 +35,17 @@ KV = tuple[torch.Tensor, torch.Tensor]
 
 def _norm(config: TransformerConfig) -> nn.Module:
     return make_norm(config.norm, config.d_model, config.norm_eps, config.bn_momentum)
+
+
+def _attention(config: TransformerConfig) -> MultiHeadAttention:
+    return MultiHeadAttention(config.d_model, config.n_heads, config.dropout, d_k=config.head_dim, bias=config.bias, scale_scores=config.scale_scores)
+
+
+def _position_bias(config: TransformerConfig, bidirectional: bool) -> RelativePositionBias | None:
+    """A stack's relative position bias B (``positional == "relative"``), or None: positions enter with the embedding."""
+    if config.positional != "relative":
+        return None
+    return RelativePositionBias(config.n_heads, config.relative_buckets, config.relative_max_distance, bidirectional)
 
 
 class Sublayer(Traced):
@@ -66,16 +88,18 @@ class EncoderLayer(Traced):
 
     def __init__(self, config: TransformerConfig):
         super().__init__()
-        self.self_attn = MultiHeadAttention(config.d_model, config.n_heads, config.dropout)
-        self.ffn = FeedForward(config.d_model, config.d_ff, config.dropout, config.activation)
+        self.self_attn = _attention(config)
+        self.ffn = make_ffn(config)
         self.norm1 = _norm(config)
         self.norm2 = _norm(config)
         self.residual1 = Sublayer(config, 1)
         self.residual2 = Sublayer(config, 2)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor, valid: torch.Tensor, rec: Recorder | None = None) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor, valid: torch.Tensor, rec: Recorder | None = None, position_bias: torch.Tensor | None = None
+    ) -> torch.Tensor:
         def attend(h: torch.Tensor) -> tuple[torch.Tensor, KV]:
-            return self.self_attn(h, h, mask, rec)
+            return self.self_attn(h, h, mask, rec, position_bias=position_bias)
 
         def feed_forward(h: torch.Tensor) -> tuple[torch.Tensor, None]:
             return self.ffn(h, rec), None
@@ -89,9 +113,9 @@ class DecoderLayer(Traced):
 
     def __init__(self, config: TransformerConfig):
         super().__init__()
-        self.self_attn = MultiHeadAttention(config.d_model, config.n_heads, config.dropout)
-        self.cross_attn = MultiHeadAttention(config.d_model, config.n_heads, config.dropout)
-        self.ffn = FeedForward(config.d_model, config.d_ff, config.dropout, config.activation)
+        self.self_attn = _attention(config)
+        self.cross_attn = _attention(config)
+        self.ffn = make_ffn(config)
         self.norm1 = _norm(config)
         self.norm2 = _norm(config)
         self.norm3 = _norm(config)
@@ -109,9 +133,10 @@ class DecoderLayer(Traced):
         rec: Recorder | None = None,
         past_kv: KV | None = None,
         cross_kv: KV | None = None,
+        position_bias: torch.Tensor | None = None,  # B of the self-attention  [1, h, Lt, t+Lt]
     ) -> tuple[torch.Tensor, KV]:
         def attend(h: torch.Tensor) -> tuple[torch.Tensor, KV]:
-            return self.self_attn(h, h, self_mask, rec, past_kv=past_kv)
+            return self.self_attn(h, h, self_mask, rec, past_kv=past_kv, position_bias=position_bias)
 
         def attend_memory(h: torch.Tensor) -> tuple[torch.Tensor, KV]:
             return self.cross_attn(h, memory, cross_mask, rec, static_kv=cross_kv, cross=True)
@@ -156,11 +181,13 @@ class DecoderCache:
 
 
 class Encoder(Traced):
-    """The encoder stack: embedding + PE, N layers, and a final norm when the config asks for one."""
+    """The encoder stack: embedding + PE, N layers, and a final norm when the config asks for one;
+    a relative position bias B shared by its self-attentions when positions are relative."""
 
-    def __init__(self, config: TransformerConfig, embed: InputEmbedding):
+    def __init__(self, config: TransformerConfig, embed: InputEmbedding | TokenEmbedding):
         super().__init__()
         self.embed = embed
+        self.position_bias = _position_bias(config, bidirectional=True)
         self.layers = nn.ModuleList(EncoderLayer(config) for _ in range(config.n_encoder_layers))
         self.final_norm = _norm(config) if config.final_norm else None
 
@@ -169,19 +196,22 @@ class Encoder(Traced):
     ) -> torch.Tensor:
         """Source ids ``[B, Ls]`` -> C_encoder ``[B, Ls, d]``."""
         x = self.embed(src, 0, rec)  # [B, Ls, d]
+        bias = None if self.position_bias is None else self.position_bias(src.shape[1], src.shape[1])  # [1, h, Ls, Ls]
         for layer in self.layers:
-            x = layer(x, mask, valid, rec)
+            x = layer(x, mask, valid, rec, bias)
         if self.final_norm is not None:
             x = self.final_norm(x, valid, rec)
         return x if rec is None else rec.tap(f"{self.trace_name}.output", x)
 
 
 class Decoder(Traced):
-    """The decoder stack: embedding + PE, N layers, and a final norm when the config asks for one."""
+    """The decoder stack: embedding + PE, N layers, and a final norm when the config asks for one;
+    a relative position bias B (keys up to the query) shared by its self-attentions when positions are relative."""
 
-    def __init__(self, config: TransformerConfig, embed: InputEmbedding):
+    def __init__(self, config: TransformerConfig, embed: InputEmbedding | TokenEmbedding):
         super().__init__()
         self.embed = embed
+        self.position_bias = _position_bias(config, bidirectional=False)
         self.layers = nn.ModuleList(DecoderLayer(config) for _ in range(config.n_decoder_layers))
         self.final_norm = _norm(config) if config.final_norm else None
 
@@ -197,11 +227,13 @@ class Decoder(Traced):
         """-> (the last hidden states ``[B, Lt, d]``, each layer's self-attention K, V so far)."""
         offset = 0 if cache is None else cache.length
         x = self.embed(tgt, offset, rec)  # [B, Lt, d]
+        n = tgt.shape[1]
+        bias = None if self.position_bias is None else self.position_bias(n, offset + n, offset)  # [1, h, Lt, t+Lt]
         self_kv = []
         for i, layer in enumerate(self.layers):
             past = cache.self_kv[i] if offset else None
             cross = None if cache is None else cache.cross_kv[i]
-            x, kv = layer(x, encoded.memory, self_mask, encoded.mask, valid, rec, past_kv=past, cross_kv=cross)
+            x, kv = layer(x, encoded.memory, self_mask, encoded.mask, valid, rec, past_kv=past, cross_kv=cross, position_bias=bias)
             self_kv.append(kv)
         if self.final_norm is not None:
             x = self.final_norm(x, valid, rec)
@@ -214,13 +246,12 @@ class Transformer(nn.Module):
     def __init__(self, config: TransformerConfig):
         super().__init__()
         self.config = config
-        d = config.d_model
-        src_embed = InputEmbedding(config.src_vocab_size, d, config.max_len, config.dropout, config.positional_layout)
-        tgt_embed = InputEmbedding(config.tgt_vocab_size, d, config.max_len, config.dropout, config.positional_layout)
+        src_embed = make_embedding(config, config.src_vocab_size)  # both embeddings first: a seed gives the same numbers as ever
+        tgt_embed = make_embedding(config, config.tgt_vocab_size)
         self.masks = Masks(config.pad_id, config.bos_id)
         self.encoder = Encoder(config, src_embed)
         self.decoder = Decoder(config, tgt_embed)
-        self.generator = Generator(d, config.tgt_vocab_size)
+        self.generator = make_generator(config)
         self.reset_parameters()
         for path, module in self.named_modules():  # each module's trace prefix is its place in the tree
             if isinstance(module, Traced):

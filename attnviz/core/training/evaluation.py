@@ -270,14 +270,15 @@ def final_evaluation(
 ) -> dict[str, Any]:
     """Token accuracy on every split, greedy BLEU/chrF on every split (the README's numbers), and per
     corpus for a mix (``"test:tatoeba-zh-en"``...). A training split above ``TRAIN_SAMPLE`` pairs is
-    scored on an evenly spaced sample (``"sampled"``). ``EvaluationStopped`` when ``should_stop``
-    returns True (asked between batches and steps)."""
+    scored on an evenly spaced sample; ``"sampled"`` gives the pairs scored whenever they are fewer
+    than the split's (also for a streamed corpus, which holds only part of it).
+    ``EvaluationStopped`` when ``should_stop`` returns True (asked between batches and steps)."""
     res = {}
     for split in D.SPLITS:
         pairs = dataset.split(split)
-        sampled = split == "train" and len(pairs) > TRAIN_SAMPLE
-        if sampled:
+        if split == "train" and len(pairs) > TRAIN_SAMPLE:
             pairs = [pairs[i * len(pairs) // TRAIN_SAMPLE] for i in range(TRAIN_SAMPLE)]
+        sampled = len(pairs) < dataset.sizes[split]
         groups = {split: pairs, **{f"{split}:{name}": part for name, part in _corpora(pairs).items()}}
         for key, part in groups.items():
             if part:

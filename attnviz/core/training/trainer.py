@@ -54,15 +54,21 @@ Events. ``trainer.add_callback(event, fn)``; ``fn(payload)`` is called on the tr
 
 ``pause()``, ``resume()`` and ``stop()`` may be called from any thread (``threading.Event``);
 the loop checks them between steps. ``stop()`` saves a checkpoint at the current step.
+
+Data: an epoch's batches come from ``dataset.training_batches`` (``corpora.ExampleBatches`` for a
+split held in memory, ``stream.StreamBatches`` for a TSV file read pool by pool). Several
+processes: ``distribute(ranks)`` after construction, then ``fit()`` in every process; each takes
+its rows of every global batch, rank 0 alone evaluates, writes and reports (``distributed``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -92,6 +98,7 @@ from attnviz.core.training.checkpoint import (
     read_training_state,
     remove_leftovers,
 )
+from attnviz.core.training.distributed import Ranks, weights_digest
 from attnviz.core.training.evaluation import (
     EvaluationStopped,
     eval_mode,
@@ -249,15 +256,17 @@ def resolve_device(name: str) -> torch.device:
 def build_tokenizers(
     dataset: D.Dataset, src_vocab: int = 3000, tgt_vocab: int = 2000, src_type: str = "unigram", tgt_type: str = "unigram"
 ) -> tuple[Tokenizer, Tokenizer]:
-    """sentencepiece models trained on the training split only (source and target separately)."""
-    src = _train_tokenizer("source", [p.src for p in dataset.train], src_vocab, src_type, dataset.src_spaces)
-    tgt = _train_tokenizer("target", [p.tgt for p in dataset.train], tgt_vocab, tgt_type, True)
+    """sentencepiece models trained on the training split only (source and target separately; on
+    a sample of ``dataset.tokenizer_sample`` sentences of each when it is not 0)."""
+    sample = dataset.tokenizer_sample
+    src = _train_tokenizer("source", dataset.train_texts("src"), src_vocab, src_type, dataset.src_spaces, sample)
+    tgt = _train_tokenizer("target", dataset.train_texts("tgt"), tgt_vocab, tgt_type, True, sample)
     return src, tgt
 
 
-def _train_tokenizer(side: str, texts: list[str], vocab: int, kind: str, dummy_prefix: bool) -> Tokenizer:
+def _train_tokenizer(side: str, texts: Iterable[str], vocab: int, kind: str, dummy_prefix: bool, sample: int = 0) -> Tokenizer:
     try:
-        return Tokenizer.train(texts, vocab, kind, add_dummy_prefix=dummy_prefix)
+        return Tokenizer.train(texts, vocab, kind, add_dummy_prefix=dummy_prefix, input_sentence_size=sample)
     except RuntimeError as exc:  # sentencepiece explains in its own words; keep the useful part on one line
         text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         chars = len({c for t in texts for c in t if not c.isspace()})
@@ -304,6 +313,9 @@ def _resumed_dataset(folder: Path, meta: dict[str, Any], dataset: D.Dataset | No
             dataset = augment_as(sources.load_data(spec), spec)
         except (KeyError, TypeError, ValueError) as exc:
             raise TrainingError(f"cannot resume: {folder}/meta.json: bad data description ({type(exc).__name__})") from None
+    if isinstance(spec, dict) and bool(spec.get("stream")) != bool(dataset.spec.get("stream")):
+        again = "pass --stream again" if spec.get("stream") else "leave out --stream"
+        raise TrainingError(f"cannot resume: the run read its data {'as a stream' if spec.get('stream') else 'whole'}; {again}")
     want = data.get("split_hash") if isinstance(data, dict) else None
     if want and want != dataset.split_hash:
         raise TrainingError(f"cannot resume: the data's split hash {dataset.split_hash} differs from the checkpoint's {str(want)[:40]}")
@@ -352,6 +364,11 @@ class _Window:
 
     def restart(self, now: float) -> None:
         self.loss, self.n, self.tokens, self.t0 = 0.0, 0, 0, now
+
+
+def _label_tokens(rows: list[D.Example]) -> int:
+    """The label tokens of a batch's rows (each target and its EOS): what the loss averages over."""
+    return sum(len(e.tgt) + 1 for e in rows)
 
 
 # -- the trainer ----------------------------------------------------------------------------
@@ -423,15 +440,18 @@ class Trainer:
                 f"tokenizer vocabularies ({src_tok.vocab_size}/{tgt_tok.vocab_size}) do not match the model "
                 f"({cfg.src_vocab_size}/{cfg.tgt_vocab_size})"
             )
-        self.train_examples = D.encode_pairs(dataset.train, src_tok, tgt_tok, cfg.max_len, dataset.report)
+        o = self.options
+        self.batches = dataset.training_batches(src_tok, tgt_tok, cfg.max_len, o.batch_tokens, o.seed)
+        self.train_examples = self.batches.examples  # the training split in memory (none for a streamed corpus)
         self.valid_examples = D.encode_pairs(dataset.valid, src_tok, tgt_tok, cfg.max_len)
-        if not self.train_examples:
+        if not self.batches.n_examples:
             raise TrainingError(f"{dataset.name}: no training pairs")
         pool = dataset.valid or dataset.train
         self.probes: list[D.Pair] = list(pool[: self.options.n_probes])
-        o = self.options
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=o.lr, betas=o.betas, eps=o.adam_eps, weight_decay=o.weight_decay)
-        self.steps_per_epoch = len(D.make_batches(self.train_examples, o.batch_tokens, o.seed, 0))
+        self.steps_per_epoch = self.batches.steps_per_epoch
+        self.ranks = Ranks()  # one process until ``distribute``
+        self._net: torch.nn.Module = self.model  # what trains: the model, or the model in DDP
         self.step = 0  # optimiser steps done
         self.epoch = 0  # current (0-based) epoch
         self.batch_in_epoch = 0  # batches of the current epoch already done
@@ -525,6 +545,20 @@ class Trainer:
         self = cls(model, bundle.src_tokenizer, bundle.tgt_tokenizer, dataset, options, out_dir, meta)
         self._restore_state(info, tensors)
         return self
+
+    def distribute(self, ranks: Ranks) -> None:
+        """Train as one of ``ranks.world`` processes (``distributed``): every process must have set
+        up the same run (compared by digest: tokenizers, data, position, options and weights); the
+        model is wrapped in DDP. Called in every process, before ``fit``."""
+        ranks.check_same(self._run_digest(), "their data, tokenizers, checkpoint or options")
+        self.ranks = ranks
+        self._net = ranks.wrap(self.model)
+
+    def _run_digest(self) -> bytes:
+        what = [self.src_tok.to_bytes(), self.tgt_tok.to_bytes(), weights_digest(self.model.state_dict())]
+        position = [self.dataset.split_hash, self.step, self.epoch, self.batch_in_epoch, self.steps_per_epoch, self.options.to_dict()]
+        what.append(json.dumps(position, sort_keys=True).encode())
+        return hashlib.sha256(b"".join(hashlib.sha256(w).digest() for w in what)).digest()
 
     def _param_names(self) -> list[str]:
         """The names of the optimiser's parameters, in its order (``model.parameters()``'s)."""
@@ -630,9 +664,14 @@ class Trainer:
         return {STATE_TENSORS: st_save(tensors), STATE_JSON: json.dumps(info, indent=1).encode()}
 
     def save_checkpoint(self, reason: str = "epoch", status: str = "running") -> Path | None:
-        """Write the output folder (bundle + training state) atomically; returns its path."""
+        """Write the output folder (bundle + training state) atomically; returns its path. With
+        several processes, every one calls it: they compare their weights, and rank 0 writes."""
         if self.out_dir is None:
             return None
+        digests = self._replica_digests()
+        if not self.ranks.main:
+            return None
+        self._record_processes(digests)
         if folder_kind(self.out_dir) not in ("absent", "empty", "bundle"):
             raise TrainingError(f"{self.out_dir} now holds files that are not a model bundle; they are left alone and nothing is saved there")
         self.meta.update(
@@ -651,6 +690,26 @@ class Trainer:
         self._emit("checkpoint", CheckpointEvent(self.step, self.epoch, str(path), reason))
         return path
 
+    def _replica_digests(self) -> list[str]:
+        """Every process's digest of its parameters as trained (none for one process);
+        ``TrainingError`` when they differ: the replicas went apart, and nothing is saved."""
+        if self.ranks.world == 1:
+            return []
+        names = {name for name, _ in self.model.named_parameters()}
+        weights = self._trained_weights or self.model.state_dict()
+        digests = self.ranks.gather(weights_digest({k: v for k, v in weights.items() if k in names}))
+        if len(set(digests)) > 1:
+            raise TrainingError(f"the {self.ranks.world} processes' weights differ at step {self.step}; nothing is saved")
+        return [d.hex() for d in digests]
+
+    def _record_processes(self, digests: list[str]) -> None:
+        """meta.json's ``distributed`` (processes, backend, each one's parameter digest) for a run
+        of several processes; none for one."""
+        if self.ranks.world == 1:
+            self.meta.pop("distributed", None)
+            return
+        self.meta["distributed"] = {"processes": self.ranks.world, "backend": self.ranks.backend, "weights_sha256": digests}
+
     # -- the loop -------------------------------------------------------------------------
     def fit(self) -> TrainResult:
         """Train until the last epoch, a stop, or a non-finite loss. Never raises for those."""
@@ -658,7 +717,8 @@ class Trainer:
         torch.set_num_threads(self.options.threads)
         try:
             with torch.inference_mode(False), torch.enable_grad():  # grad mode is per thread: a worker may have turned it off
-                with output_lock(self.out_dir, "train") if self.out_dir is not None else nullcontext():  # one run per folder
+                writes = self.out_dir is not None and self.ranks.main
+                with output_lock(self.out_dir, "train") if writes else nullcontext():  # one run per folder; rank 0 writes
                     self._check_out_unchanged()
                     try:
                         return self._fit()
@@ -670,12 +730,12 @@ class Trainer:
     def _check_out_unchanged(self) -> None:
         """``TrainingError`` when another run saved in ``out_dir`` since this one checked it (both
         found it free, and the other finished before this one took the lock): nothing is overwritten."""
-        if self.out_dir is not None and folder_stamp(self.out_dir) != self.out_stamp:
+        if self.out_dir is not None and self.ranks.main and folder_stamp(self.out_dir) != self.out_stamp:
             raise TrainingError(f"{self.out_dir} was saved by another run after this one checked it; this run did not start "
                                 "and left that run as it is: continue it with --resume, or choose another folder")
 
     def _fit(self) -> TrainResult:
-        if self.out_dir is not None:
+        if self.out_dir is not None and self.ranks.main:
             for left in remove_leftovers(self.out_dir):
                 self._message(f"removed {left.name}, left by a save that was killed", "info")
         self._restore_rng()
@@ -715,27 +775,43 @@ class Trainer:
 
     def _train_epoch(self, window: _Window) -> TrainResult | None:
         """The rest of the current epoch's batches; a result when the run stopped or failed in it."""
-        o = self.options
-        batches = D.make_batches(self.train_examples, o.batch_tokens, o.seed, self.epoch)
-        while self.batch_in_epoch < len(batches):
+        n_batches = self.steps_per_epoch
+        for rows in self.batches.epoch(self.epoch, self.batch_in_epoch):
             self._wait_while_paused(window)
-            if self._stop.is_set():
-                return self._stopped(len(batches))
+            if self.ranks.any(self._stop.is_set()):
+                return self._stopped(n_batches)
             t0 = time.perf_counter()
-            batch = self._collate(batches[self.batch_in_epoch])
+            batch, share = self._local_batch(rows)
             lr = self._set_learning_rate()
             loss = self._loss(batch)
-            lv = float(loss.detach())
+            lv = self._batch_loss(loss, share)
             if not math.isfinite(lv):
                 what = "NaN" if math.isnan(lv) else "infinite"
                 return self._fail_non_finite(f"the loss became {what} at step {self.step + 1} (epoch {self.epoch + 1})")
-            self._optimise(loss)
+            self._optimise(loss if self.ranks.world == 1 else loss * share)
             self._count_step(lv)
-            window.add(lv, batch.n_tokens)
+            window.add(lv, _label_tokens(rows))
             self.elapsed_s += time.perf_counter() - t0
-            if self.step % o.log_every == 0 or self.batch_in_epoch == len(batches):
-                self._report_step(window, lr, len(batches))
+            if self.step % self.options.log_every == 0 or self.batch_in_epoch == n_batches:
+                self._report_step(window, lr, n_batches)
         return None
+
+    def _local_batch(self, rows: list[D.Example]) -> tuple[D.Batch, float]:
+        """This process's rows of a global batch as tensors, and its share: the factor that turns
+        their mean loss into their part of the global batch's loss times the number of processes
+        (DDP averages the gradients; ``distributed``). 1 for one process, 0 for a stand-in row."""
+        mine, real = self.ranks.shard(rows)
+        batch = self._collate(mine)
+        if self.ranks.world == 1:
+            return batch, 1.0
+        return batch, batch.n_tokens * self.ranks.world / _label_tokens(rows) if real else 0.0
+
+    def _batch_loss(self, loss: torch.Tensor, share: float) -> float:
+        """The loss of the whole global batch (the same number in every process)."""
+        value = float(loss.detach())
+        if self.ranks.world == 1:
+            return value
+        return self.ranks.total(value * share / self.ranks.world if share else 0.0)[0]
 
     def _wait_while_paused(self, window: _Window) -> None:
         if self._run.is_set():
@@ -747,9 +823,9 @@ class Trainer:
         if not self._stop.is_set():
             self._emit("state", StateEvent("running"))
 
-    def _collate(self, indices: list[int]) -> D.Batch:
+    def _collate(self, examples: list[D.Example]) -> D.Batch:
         cfg = self.model.config
-        return D.collate([self.train_examples[i] for i in indices], cfg.pad_id, cfg.bos_id, cfg.eos_id).to(self.device)
+        return D.collate(examples, cfg.pad_id, cfg.bos_id, cfg.eos_id).to(self.device)
 
     def _set_learning_rate(self) -> float:
         lr = learning_rate(self.step + 1, self.options, self.total_steps)
@@ -761,8 +837,8 @@ class Trainer:
         """Teacher-forced cross-entropy with label smoothing, PAD labels ignored; with guided
         alignment, plus ``guided_weight`` times the batch's alignment term (``guided``)."""
         if self.guided is None:
-            return self._cross_entropy(self.model(batch.src, batch.tgt_in), batch)  # logits [B, Lt, V]
-        logits, align = self.guided.forward(self.model, batch)
+            return self._cross_entropy(self._net(batch.src, batch.tgt_in), batch)  # logits [B, Lt, V]
+        logits, align = self.guided.forward(self._net, batch)
         loss = self._cross_entropy(logits, batch)
         if align is None:
             return loss
@@ -805,12 +881,13 @@ class Trainer:
         return all(bool(torch.isfinite(t).all()) for t in self.model.state_dict().values() if t.is_floating_point())
 
     def _end_epoch(self) -> None:
-        """Evaluate and record the finished epoch, move on to the next, and save a checkpoint
-        (the last epoch's is saved by ``_finish``)."""
-        self._evaluate_epoch()
+        """Evaluate and record the finished epoch (rank 0), move on to the next, and save a
+        checkpoint (the last epoch's is saved by ``_finish``)."""
         start = self.options.epochs - self.options.average_last
-        if self.epoch >= start:
-            self.average.add(self.model, self.epoch, start)
+        if self.ranks.main:
+            self._evaluate_epoch()
+            if self.epoch >= start:
+                self.average.add(self.model, self.epoch, start)
         self.epoch += 1
         self.batch_in_epoch = 0
         self._epoch_loss_sum, self._epoch_loss_n = 0.0, 0
@@ -837,6 +914,9 @@ class Trainer:
         """After the last epoch: the final evaluation (if asked for) and the final checkpoint."""
         final: dict[str, Any] = {}
         self._trained_weights = {k: v.detach().cpu().clone() for k, v in self.model.state_dict().items()}
+        if not self.ranks.main:  # rank 0 evaluates and writes; this process's weights are compared
+            self.save_checkpoint("final", "finished")
+            return self._end("finished", f"finished {self.options.epochs} epochs ({self.step} steps)")
         if self.average.n > 1:
             self.average.load_into(self.model)
             self.meta["averaged_epochs"] = self.average.n

@@ -24,6 +24,7 @@ from attnviz.core.atomic import atomic_write_bytes
 from attnviz.core.bundle import Bundle
 from attnviz.core.decoding.strategies import Greedy
 from attnviz.errors import AttnvizError
+from attnviz.qt.i18n import translate
 from attnviz.qt.selection import ViewChoice
 from attnviz.qt.session import Session
 from attnviz.qt.views.spec import ViewSpec
@@ -74,7 +75,7 @@ def _replay_session(bundle: Bundle, source: str, target: str, strategy) -> Sessi
     session.set_bundle(bundle)
     session.set_inputs(source, target)
     if session.current is None:
-        raise AnimationError(session.error or "nothing to animate: type a source sentence")
+        raise AnimationError(session.error or translate("animation", "nothing to animate: type a source sentence"))
     if session.forced is not None:
         session.forced_cursor = 0
     return session
@@ -170,8 +171,8 @@ def mp4_bytes(frames: Sequence[QtGui.QImage], fps: float) -> bytes:
     try:
         import imageio_ffmpeg
     except ImportError:
-        raise AnimationError("MP4 needs the optional imageio-ffmpeg (pip install 'attnviz[mp4]'; it bundles a GPL-licensed "
-                             "ffmpeg); GIF needs nothing more") from None
+        raise AnimationError(translate("animation", "MP4 needs the optional imageio-ffmpeg (pip install 'attnviz[mp4]'; it bundles a GPL-licensed "
+                                       "ffmpeg); GIF needs nothing more")) from None
     arrays = [to_rgb_array(f) for f in _same_size(frames)]
     h, w = arrays[0].shape[:2]
     even = [a[: h - h % 2, : w - w % 2] for a in arrays]  # H.264 wants even sides
@@ -193,16 +194,17 @@ def write_animation(frames: Sequence[QtGui.QImage], path: str | os.PathLike, fps
     path = Path(path)
     fmt = path.suffix.lower().lstrip(".")
     if fmt not in FORMATS:
-        raise AnimationError(f"an animation is a .gif or an .mp4 file, not {path.name!r}")
+        raise AnimationError(translate("animation", "an animation is a .gif or an .mp4 file, not {name!r}").format(name=path.name))
     if not frames:
-        raise AnimationError("no frames to write")
+        raise AnimationError(translate("animation", "no frames to write"))
     if not FPS_RANGE[0] <= fps <= FPS_RANGE[1]:
-        raise AnimationError(f"frames per second must be from {FPS_RANGE[0]:g} to {FPS_RANGE[1]:g}, not {fps:g}")
+        raise AnimationError(translate("animation", "frames per second must be from {low:g} to {high:g}, not {fps:g}").format(
+            low=FPS_RANGE[0], high=FPS_RANGE[1], fps=fps))
     data = gif_bytes(frames, fps) if fmt == "gif" else mp4_bytes(frames, fps)
     try:
         return atomic_write_bytes(path, data)
     except OSError as exc:
-        raise AnimationError(f"cannot write {path}: {exc.strerror or exc}") from None
+        raise AnimationError(translate("animation", "cannot write {path}: {reason}").format(path=path, reason=exc.strerror or exc)) from None
 
 
 def progress_dialog(parent, text: str, object_name: str):
@@ -210,7 +212,7 @@ def progress_dialog(parent, text: str, object_name: str):
     it moves the bar, lets the window paint, and answers ``False`` once the user cancelled."""
     from PySide6 import QtWidgets
 
-    progress = QtWidgets.QProgressDialog(text, "Cancel", 0, 1, parent)
+    progress = QtWidgets.QProgressDialog(text, translate("animation", "Cancel"), 0, 1, parent)
     progress.setObjectName(object_name)
     progress.setWindowModality(QtCore.Qt.WindowModality.WindowModal)
     progress.setMinimumDuration(300)
@@ -230,11 +232,11 @@ def animation_dialog(parent, bundle: Bundle, source: str, target: str, panel: Pa
     and writes them; ``None`` when cancelled. ``AnimationError`` (one line) when it cannot."""
     from PySide6 import QtWidgets
 
-    path, _ = QtWidgets.QFileDialog.getSaveFileName(parent, "Export animation", f"{panel.spec.name}.gif",
-                                                    "GIF animation (*.gif);;MP4 video (*.mp4)")
+    path, _ = QtWidgets.QFileDialog.getSaveFileName(parent, translate("animation", "Export animation"), f"{panel.spec.name}.gif",
+                                                    translate("animation", "GIF animation (*.gif);;MP4 video (*.mp4)"))
     if not path:
         return None
-    progress, tick = progress_dialog(parent, "Drawing the frames…", "animationProgress")
+    progress, tick = progress_dialog(parent, translate("animation", "Drawing the frames…"), "animationProgress")
     try:
         frames = animation_frames(bundle, source, target, [panel], size, theme, strategy, tick)
     finally:

@@ -22,17 +22,21 @@ from attnviz.qt.export.files import (
     export_view_data,
     render_view_to_file,
 )
+from attnviz.qt.i18n import translate
 from attnviz.qt.widgets.colormaps import Theme
 from attnviz.qt.widgets.figures import FigureView
 from attnviz.qt.widgets.plain_text import plain_label, show_message_box
 
-_FILTERS = {  # format → the file dialog's filter
-    "png": "PNG image (*.png)",
-    "svg": "SVG vector graphics (*.svg)",
-    "pdf": "PDF document (*.pdf)",
-    "csv": "CSV table (*.csv)",
-    "npz": "NumPy archive (*.npz)",
-}
+
+def _filter(fmt: str) -> str:
+    """The file dialog's filter for ``fmt`` (its pattern, ``(*.png)``, is the same in every language)."""
+    return {
+        "png": translate("dialogs", "PNG image (*.png)"),
+        "svg": translate("dialogs", "SVG vector graphics (*.svg)"),
+        "pdf": translate("dialogs", "PDF document (*.pdf)"),
+        "csv": translate("dialogs", "CSV table (*.csv)"),
+        "npz": translate("dialogs", "NumPy archive (*.npz)"),
+    }[fmt]
 
 
 def _settings() -> QtCore.QSettings:
@@ -57,37 +61,37 @@ class FigureExportDialog(QtWidgets.QDialog):
 
     def __init__(self, view: FigureView, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
-        self.setWindowTitle("Export figure")
+        self.setWindowTitle(translate("dialogs", "Export figure"))
         self.setObjectName("figureExportDialog")
         self._view = view
         size = view.figure_canvas().viewport().size()
         self._base_width = max(1, size.width())
         self.format_combo = QtWidgets.QComboBox(objectName="exportFormatCombo")
         for fmt in FIGURE_FORMATS:
-            self.format_combo.addItem(_FILTERS[fmt], fmt)
+            self.format_combo.addItem(_filter(fmt), fmt)
         self.path_edit = QtWidgets.QLineEdit(objectName="exportPathEdit")
         self.path_edit.setText(str(Path(_last_dir()) / suggested_file_name(view, "png")))
-        browse = QtWidgets.QPushButton("Browse…")
+        browse = QtWidgets.QPushButton(translate("dialogs", "Browse…"))
         browse.clicked.connect(self._browse)
         self.width_spin = QtWidgets.QSpinBox(objectName="exportWidthSpin")
         self.width_spin.setRange(*PNG_WIDTH_RANGE)
-        self.width_spin.setSuffix(" px")
+        self.width_spin.setSuffix(translate("dialogs", " px"))
         self.width_spin.setValue(self._base_width * 2)
         self.dpi_spin = QtWidgets.QSpinBox(objectName="exportDpiSpin")
         self.dpi_spin.setRange(*PNG_DPI_RANGE)
         self.dpi_spin.setValue(192)
-        self.dpi_spin.setSuffix(" dpi")
+        self.dpi_spin.setSuffix(translate("dialogs", " dpi"))
         self.width_spin.valueChanged.connect(self._width_changed)
         self.dpi_spin.valueChanged.connect(self._dpi_changed)
         path_row = QtWidgets.QHBoxLayout()
         path_row.addWidget(self.path_edit, 1)
         path_row.addWidget(browse)
         form = QtWidgets.QFormLayout()
-        form.addRow("File", path_row)
-        form.addRow("Format", self.format_combo)
-        form.addRow("Width (PNG)", self.width_spin)
-        form.addRow("Resolution (PNG)", self.dpi_spin)
-        note = QtWidgets.QLabel("SVG and PDF are vector graphics: text stays text, cells stay sharp at any zoom.")
+        form.addRow(translate("dialogs", "File"), path_row)
+        form.addRow(translate("dialogs", "Format"), self.format_combo)
+        form.addRow(translate("dialogs", "Width (PNG)"), self.width_spin)
+        form.addRow(translate("dialogs", "Resolution (PNG)"), self.dpi_spin)
+        note = QtWidgets.QLabel(translate("dialogs", "SVG and PDF are vector graphics: text stays text, cells stay sharp at any zoom."))
         note.setWordWrap(True)
         note.setStyleSheet("color: palette(mid);")
         buttons = QtWidgets.QDialogButtonBox(QtWidgets.QDialogButtonBox.StandardButton.Save | QtWidgets.QDialogButtonBox.StandardButton.Cancel)
@@ -120,7 +124,8 @@ class FigureExportDialog(QtWidgets.QDialog):
 
     def _browse(self) -> None:
         fmt = self.format_combo.currentData()
-        path, _ = QtWidgets.QFileDialog.getSaveFileName(self, "Export figure", self.path_edit.text(), ";;".join(_FILTERS[f] for f in FIGURE_FORMATS), _FILTERS[fmt])
+        path, _ = QtWidgets.QFileDialog.getSaveFileName(self, translate("dialogs", "Export figure"), self.path_edit.text(),
+                                                        ";;".join(_filter(f) for f in FIGURE_FORMATS), _filter(fmt))
         if path:
             self.path_edit.setText(path)
             suffix = Path(path).suffix.lower().lstrip(".")
@@ -141,7 +146,7 @@ class FigureExportDialog(QtWidgets.QDialog):
 
 
 def _fail(parent: QtWidgets.QWidget | None, exc: Exception) -> None:
-    show_message_box(parent, QtWidgets.QMessageBox.Icon.Warning, "Export failed", str(exc))
+    show_message_box(parent, QtWidgets.QMessageBox.Icon.Warning, translate("dialogs", "Export failed"), str(exc))
 
 
 def export_figure_dialog(view: FigureView, parent: QtWidgets.QWidget | None = None) -> Path | None:
@@ -162,13 +167,13 @@ def export_data_dialog(view: FigureView, parent: QtWidgets.QWidget | None = None
     """Ask for a CSV or NPZ file, then write the view's data (headed by ``metadata``, e.g.
     :func:`~attnviz.qt.export.files.session_metadata`); errors are shown as a message."""
     start = str(Path(_last_dir()) / suggested_file_name(view, "csv"))
-    filters = ";;".join(_FILTERS[f] for f in DATA_FORMATS)
-    path, chosen = QtWidgets.QFileDialog.getSaveFileName(parent, "Export data", start, filters)
+    filters = ";;".join(_filter(f) for f in DATA_FORMATS)
+    path, chosen = QtWidgets.QFileDialog.getSaveFileName(parent, translate("dialogs", "Export data"), start, filters)
     if not path:
         return None
     path_obj = Path(path)
     if not path_obj.suffix:
-        path_obj = path_obj.with_suffix(".npz" if "npz" in chosen else ".csv")
+        path_obj = path_obj.with_suffix(".npz" if "*.npz" in chosen else ".csv")
     try:
         out = export_view_data(view, path_obj, metadata=metadata)
     except ExportError as exc:
@@ -188,22 +193,22 @@ def export_all_heads_dialog(
 ) -> list[Path]:
     """Ask for a folder and a format, then export every head, each drawn by a view ``make_view``
     builds, with a cancellable progress dialog."""
-    folder = QtWidgets.QFileDialog.getExistingDirectory(parent, "Export all heads into", _last_dir())
+    folder = QtWidgets.QFileDialog.getExistingDirectory(parent, translate("dialogs", "Export all heads into"), _last_dir())
     if not folder:
         return []
-    fmt, ok = QtWidgets.QInputDialog.getItem(parent, "Export all heads", "Format", list(FIGURE_FORMATS), 0, False)
+    fmt, ok = QtWidgets.QInputDialog.getItem(parent, translate("dialogs", "Export all heads"), translate("dialogs", "Format"), list(FIGURE_FORMATS), 0, False)
     if not ok:
         return []
     total = data.n_layers * data.n_heads
-    progress = QtWidgets.QProgressDialog("Exporting heads…", "Cancel", 0, total, parent)
-    progress.setLabel(plain_label("Exporting heads…"))  # the label shows file names
-    progress.setWindowTitle("Export all heads")
+    progress = QtWidgets.QProgressDialog(translate("dialogs", "Exporting heads…"), translate("dialogs", "Cancel"), 0, total, parent)
+    progress.setLabel(plain_label(translate("dialogs", "Exporting heads…")))  # the label shows file names
+    progress.setWindowTitle(translate("dialogs", "Export all heads"))
     progress.setWindowModality(QtCore.Qt.WindowModality.WindowModal)
     progress.setMinimumDuration(300)
 
     def on_progress(done: int, total: int, path: Path) -> None:
         progress.setValue(done)
-        progress.setLabelText(f"Exported {path.name} ({done} of {total})")
+        progress.setLabelText(translate("dialogs", "Exported {name} ({done} of {total})").format(name=path.name, done=done, total=total))
         QtWidgets.QApplication.processEvents()
 
     try:

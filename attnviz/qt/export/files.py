@@ -28,6 +28,7 @@ from attnviz.core.analysis.figure_data import AttentionData, FigureData
 from attnviz.core.atomic import atomic_write_bytes as core_atomic_write
 from attnviz.core.data_files import DATA_FORMATS, Metadata, data_to_bytes
 from attnviz.errors import AttnvizError
+from attnviz.qt.i18n import translate
 from attnviz.qt.widgets.colormaps import Theme
 from attnviz.qt.widgets.figures import FigureView, render_figure_bytes
 
@@ -46,9 +47,11 @@ class ExportError(AttnvizError):
 def _format_of(path: Path, fmt: str | None, allowed: tuple[str, ...]) -> str:
     fmt = (fmt or path.suffix.lstrip(".")).lower()
     if not fmt:
-        raise ExportError(f"Cannot export to {path}: give a file name ending in {', '.join('.' + f for f in allowed)}")
+        raise ExportError(translate("files", "Cannot export to {path}: give a file name ending in {suffixes}").format(
+            path=path, suffixes=", ".join("." + f for f in allowed)))
     if fmt not in allowed:
-        raise ExportError(f"Cannot export to {path}: unknown format {fmt!r} (use {', '.join(allowed)})")
+        raise ExportError(translate("files", "Cannot export to {path}: unknown format {format!r} (use {formats})").format(
+            path=path, format=fmt, formats=", ".join(allowed)))
     return fmt
 
 
@@ -61,15 +64,15 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
     path = Path(path)
     parent = path.parent if str(path.parent) else Path(".")
     if path.is_dir():
-        raise ExportError(f"Cannot write {path}: it is a folder")
+        raise ExportError(translate("files", "Cannot write {path}: it is a folder").format(path=path))
     if not parent.exists():
-        raise ExportError(f"Cannot write {path}: the folder {parent} does not exist")
+        raise ExportError(translate("files", "Cannot write {path}: the folder {folder} does not exist").format(path=path, folder=parent))
     if not parent.is_dir():
-        raise ExportError(f"Cannot write {path}: {parent} is not a folder")
+        raise ExportError(translate("files", "Cannot write {path}: {folder} is not a folder").format(path=path, folder=parent))
     try:
         return core_atomic_write(path, data)
     except OSError as exc:
-        raise ExportError(f"Cannot write {path}: {exc.strerror or exc}") from exc
+        raise ExportError(translate("files", "Cannot write {path}: {reason}").format(path=path, reason=exc.strerror or exc)) from exc
 
 
 # ---------------------------------------------------------------------------
@@ -80,21 +83,25 @@ def check_png_size(width: int | None = None, dpi: float | None = None) -> None:
     (``ExportError``), before anything is drawn."""
     lo, hi = PNG_WIDTH_RANGE
     if width is not None and not lo <= width <= hi:
-        raise ExportError(f"the PNG width must be between {lo} and {hi} pixels, not {width}")
+        raise ExportError(translate("files", "the PNG width must be between {low} and {high} pixels, not {width}").format(low=lo, high=hi, width=width))
     lo, hi = PNG_DPI_RANGE
     if dpi is not None and not lo <= dpi <= hi:  # also refuses nan
-        raise ExportError(f"the PNG resolution must be between {lo} and {hi} dpi, not {dpi:g}")
+        raise ExportError(translate("files", "the PNG resolution must be between {low} and {high} dpi, not {dpi:g}").format(low=lo, high=hi, dpi=dpi))
 
 
 def render_view_to_bytes(view: FigureView, fmt: str, width: int | None = None, dpi: float | None = None) -> bytes:
     """The view's figure as ``fmt`` bytes (``width``/``dpi`` apply to PNG)."""
     if fmt.lower() not in FIGURE_FORMATS:
-        raise ExportError(f"unknown figure format {fmt!r} (use {', '.join(FIGURE_FORMATS)})")
+        raise _unknown_figure_format(fmt)
     check_png_size(width, dpi)
     try:
         return render_figure_bytes(view, fmt, width=width, dpi=dpi)
     except ValueError as exc:
-        raise ExportError(f"Cannot render the figure: {exc}") from exc
+        raise ExportError(translate("files", "Cannot render the figure: {reason}").format(reason=exc)) from exc
+
+
+def _unknown_figure_format(fmt: str) -> ExportError:
+    return ExportError(translate("files", "unknown figure format {format!r} (use {formats})").format(format=fmt, formats=", ".join(FIGURE_FORMATS)))
 
 
 def render_view_to_file(
@@ -139,7 +146,7 @@ def export_view_data(view: FigureView, path: str | os.PathLike, fmt: str | None 
     try:
         data = view.figure_data()
     except ValueError as exc:
-        raise ExportError(f"Cannot export data to {path}: {exc}") from exc
+        raise ExportError(translate("files", "Cannot export data to {path}: {reason}").format(path=path, reason=exc)) from exc
     return atomic_write_bytes(path, data_to_bytes(data, fmt, metadata))
 
 
@@ -207,14 +214,14 @@ def iter_export_all_heads(
     """
     fmt = fmt.lower()
     if fmt not in FIGURE_FORMATS:
-        raise ExportError(f"unknown figure format {fmt!r} (use {', '.join(FIGURE_FORMATS)})")
+        raise _unknown_figure_format(fmt)
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
-        raise ExportError(f"Cannot export to {out}: it is not a folder")
+        raise ExportError(translate("files", "Cannot export to {path}: it is not a folder").format(path=out))
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise ExportError(f"Cannot create the folder {out}: {exc.strerror or exc}") from exc
+        raise ExportError(translate("files", "Cannot create the folder {path}: {reason}").format(path=out, reason=exc.strerror or exc)) from exc
     view = make_view(theme=theme)
     try:
         if colormap:

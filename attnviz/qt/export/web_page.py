@@ -45,6 +45,7 @@ from attnviz.core.bundle import Bundle
 from attnviz.core.data.pieces import SP_WORD_START, display_piece, display_pieces
 from attnviz.errors import AttnvizError
 from attnviz.qt.export.animation import Panel, animation_frames, progress_dialog
+from attnviz.qt.i18n import current_language, translate
 from attnviz.qt.widgets.colormaps import CSS_FONT_FAMILY
 from attnviz.qt.widgets.figures import figure_size, figure_source
 from attnviz.qt.widgets.matrix_image import MatrixImageItem
@@ -104,7 +105,7 @@ def build_page(bundle: Bundle, source: str, target: str, panels: Sequence[Panel]
     of :func:`animation_frames`, ``panels`` drawn at ``size`` each. ``None`` when ``progress``
     (called as ``progress(done, total)``) returns ``False``."""
     if not panels:
-        raise WebPageError("choose at least one view for the page")
+        raise WebPageError(translate("web_page", "choose at least one view for the page"))
     seen: list[tuple[tuple[str, ...], list[dict]]] = []
     replay: dict = {}
 
@@ -116,10 +117,13 @@ def build_page(bundle: Bundle, source: str, target: str, panels: Sequence[Panel]
     if frames is None:
         return None
     if not frames:
-        raise WebPageError("nothing to show: the decoding has no steps")
+        raise WebPageError(translate("web_page", "nothing to show: the decoding has no steps"))
     steps = tuple(PageStep(tokens, _figures(frame, views)) for frame, (tokens, views) in zip(frames, seen))
     session = replay["session"]
-    how = "teacher forcing on the typed target" if session.forced is not None else f"{session.strategy.describe()} decoding"
+    if session.forced is not None:
+        how = translate("web_page", "teacher forcing on the typed target")
+    else:
+        how = translate("web_page", "{strategy} decoding").format(strategy=session.strategy.describe())
     return WebPage(bundle.name, source, target if session.forced is not None else "", how, tuple(session.src_pieces()),
                    steps, theme, tuple(str(n) for n in notes))
 
@@ -158,7 +162,7 @@ def png_bytes(image: QtGui.QImage) -> bytes:
     buf = QtCore.QBuffer()
     buf.open(QtCore.QIODevice.OpenModeFlag.WriteOnly)
     if not image.save(buf, "PNG"):
-        raise WebPageError("Qt could not encode a figure as PNG")
+        raise WebPageError(translate("web_page", "Qt could not encode a figure as PNG"))
     return bytes(buf.data())
 
 
@@ -309,6 +313,7 @@ _SCRIPT = r"""
   var prev = document.getElementById("prev");
   var next = document.getElementById("next");
   var main = document.querySelector("main");
+  var words = data.words;
   var current = 1;
 
   function stepFromHash() {
@@ -325,7 +330,7 @@ _SCRIPT = r"""
       el.hidden = el.getAttribute("data-step-item") !== String(current);
     });
     document.querySelectorAll("figure[data-figure]").forEach(clearHover);
-    label.textContent = "Step " + current + " of " + total;
+    label.textContent = words.step.replace("{step}", current).replace("{total}", total);
     prev.disabled = current === 1;
     next.disabled = current === total;
     if (window.location.hash !== "#step=" + current) {
@@ -343,8 +348,12 @@ _SCRIPT = r"""
     return c ? c[i] : String(i + 1);
   }
 
+  function name_of(name) {
+    return Object.prototype.hasOwnProperty.call(words.names, name) ? words.names[name] : name;
+  }
+
   function number_text(v) {
-    if (v === null || v === undefined) { return "masked"; }
+    if (v === null || v === undefined) { return words.masked; }
     return Math.abs(v) >= 1000 || (v !== 0 && Math.abs(v) < 0.001) ? v.toExponential(3) : v.toFixed(4);
   }
 
@@ -362,8 +371,8 @@ _SCRIPT = r"""
   function describe(numbers, m, index) {
     var flat = 0;
     for (var d = 0; d < numbers.shape.length; d++) { flat = flat * numbers.shape[d] + index[d]; }
-    var parts = numbers.dims.map(function (dim, d) { return dim + " " + label_of(numbers, dim, index[d]); });
-    return parts.join(" \u00b7 ") + " \u2192 " + m.value + " " + number_text(numbers.values[m.value][flat]);
+    var parts = numbers.dims.map(function (dim, d) { return name_of(dim) + " " + label_of(numbers, dim, index[d]); });
+    return parts.join(" \u00b7 ") + " \u2192 " + name_of(m.value) + " " + number_text(numbers.values[m.value][flat]);
   }
 
   function hover(fig, event) {
@@ -425,29 +434,27 @@ def _e(text: object) -> str:
 def page_html(page: WebPage) -> str:
     """The page as one HTML document: nothing in it loads from elsewhere, every text is escaped."""
     if not page.steps:
-        raise WebPageError("the page has no steps to show")
+        raise WebPageError(translate("web_page", "the page has no steps to show"))
     n = len(page.steps)
+    footer = translate("web_page", "Made with attnviz. Move the slider, click ◀ ▶ or press ← → (Home, End) to step; "
+                                   "hover over a matrix for its numbers. The address can end in #step=N.")
     body = "\n".join([
         '<main data-step="1">',
         _header(page),
-        '<nav id="controls" aria-label="Step">',
-        '<button type="button" id="prev" title="Previous step (←)">◀ Previous</button>',
-        f'<input type="range" id="step" min="1" max="{n}" value="1" step="1" aria-label="Step">',
-        '<button type="button" id="next" title="Next step (→)">Next ▶</button>',
-        f'<output id="step-label" for="step">Step 1 of {n}</output>',
-        "</nav>",
+        _controls(n),
         _tokens(page),
         _figures_html(page),
         _notes(page.notes),
         "</main>",
-        '<footer>Made with attnviz. Move the slider, click ◀ ▶ or press ← → (Home, End) to step; '
-        "hover over a matrix for its numbers. The address can end in #step=N.</footer>",
+        f"<footer>{_e(footer)}</footer>",
         f'<script type="application/json" id="page-data">{_json_for_script(_page_data(page))}</script>',
         f"<script>{_SCRIPT}</script>",
     ])
+    lang = current_language().replace("_", "-")  # the page speaks the interface's language
+    dark = ' class="dark"' if page.theme == "dark" else ""
     return "\n".join([
         "<!DOCTYPE html>",
-        '<html lang="en" class="dark">' if page.theme == "dark" else '<html lang="en">',
+        f'<html lang="{_e(lang)}"{dark}>',
         "<head>",
         '<meta charset="utf-8">',
         f'<meta http-equiv="Content-Security-Policy" content="{_e(CONTENT_SECURITY_POLICY)}">',
@@ -464,59 +471,96 @@ def page_html(page: WebPage) -> str:
     ])
 
 
+def _controls(n: int) -> str:
+    """The step slider, its buttons and its label (the script keeps them up to date)."""
+    step = _e(translate("web_page", "Step"))
+    prev_tip, prev = _e(translate("web_page", "Previous step (←)")), _e(translate("web_page", "Previous"))
+    next_tip, next_ = _e(translate("web_page", "Next step (→)")), _e(translate("web_page", "Next"))
+    return "\n".join([
+        f'<nav id="controls" aria-label="{step}">',
+        f'<button type="button" id="prev" title="{prev_tip}">◀ {prev}</button>',
+        f'<input type="range" id="step" min="1" max="{n}" value="1" step="1" aria-label="{step}">',
+        f'<button type="button" id="next" title="{next_tip}">{next_} ▶</button>',
+        f'<output id="step-label" for="step">{_e(_step_words().format(step=1, total=n))}</output>',
+        "</nav>",
+    ])
+
+
+def _step_words() -> str:
+    """``Step {step} of {total}``: the slider's label, in the page and in its script."""
+    return translate("web_page", "Step {step} of {total}")
+
+
+def _words() -> dict:
+    """The words the page's script writes: the slider's label, a masked cell, and the names of the
+    data's dimensions and values it knows (others are shown as the data name them)."""
+    names = {
+        "layer": translate("web_page", "layer"), "head": translate("web_page", "head"), "query": translate("web_page", "query"),
+        "key": translate("web_page", "key"), "position": translate("web_page", "position"), "token": translate("web_page", "token"),
+        "source": translate("web_page", "source"), "feature": translate("web_page", "feature"), "unit": translate("web_page", "unit"),
+        "column": translate("web_page", "column"), "run": translate("web_page", "run"), "node": translate("web_page", "node"),
+        "weight": translate("web_page", "weight"), "score": translate("web_page", "score"), "hidden": translate("web_page", "hidden"),
+    }
+    return {"step": _step_words(), "masked": translate("web_page", "masked"), "names": names}
+
+
 def page_title(page: WebPage) -> str:
-    return f"Attention in {page.model}: {page.source}"
+    return translate("web_page", "Attention in {model}: {source}").format(model=page.model, source=page.source)
 
 
 def _header(page: WebPage) -> str:
-    facts = [("Model", _e(page.model)), ("Source", f'<span class="sentence">{_e(page.source)}</span>'),
-             ("Source pieces", _e(" ".join(display_pieces(page.source_pieces))))]
+    facts = [(translate("web_page", "Model"), _e(page.model)), (translate("web_page", "Source"), f'<span class="sentence">{_e(page.source)}</span>'),
+             (translate("web_page", "Source pieces"), _e(" ".join(display_pieces(page.source_pieces))))]
     if page.target:
-        facts.append(("Target", f'<span class="sentence">{_e(page.target)}</span>'))
-    facts.append(("Steps", f"{len(page.steps)} ({_e(page.how)})"))
-    rows = "\n".join(f"<dt>{name}</dt><dd>{value}</dd>" for name, value in facts)
+        facts.append((translate("web_page", "Target"), f'<span class="sentence">{_e(page.target)}</span>'))
+    facts.append((translate("web_page", "Steps"), f"{len(page.steps)} ({_e(page.how)})"))
+    rows = "\n".join(f"<dt>{_e(name)}</dt><dd>{value}</dd>" for name, value in facts)
     return f'<header>\n<h1>{_e(page_title(page))}</h1>\n<dl class="facts">\n{rows}\n</dl>\n</header>'
 
 
 def _tokens(page: WebPage) -> str:
     """One list of tokens per step, all but the current one hidden; the step's new token marked."""
-    items = []
+    items, after = [], translate("web_page", "After step {step}:")
     for i, step in enumerate(page.steps, 1):
         chips = "".join(f'<li class="{"new" if j == len(step.tokens) - 1 else "old"}">{_e(display_piece(t))}</li>'
                         for j, t in enumerate(step.tokens))
         words = "".join(t for t in step.tokens if t not in SPECIAL_PIECES).replace(SP_WORD_START, " ").strip()
         hidden = "" if i == 1 else " hidden"
         items.append(f'<div class="step-tokens" data-step-item="{i}"{hidden}>'
-                     f'<p>After step {i}: <span class="sentence">{_e(words)}</span></p><ol class="tokens">{chips}</ol></div>')
-    return '<section id="outputs" aria-label="Decoded tokens">\n<h2>Decoded so far</h2>\n' + "\n".join(items) + "\n</section>"
+                     f'<p>{_e(after.format(step=i))} <span class="sentence">{_e(words)}</span></p><ol class="tokens">{chips}</ol></div>')
+    label, heading = _e(translate("web_page", "Decoded tokens")), _e(translate("web_page", "Decoded so far"))
+    return f'<section id="outputs" aria-label="{label}">\n<h2>{heading}</h2>\n' + "\n".join(items) + "\n</section>"
 
 
 def _figures_html(page: WebPage) -> str:
     figures = []
     for f, first in enumerate(page.steps[0].figures):
         frames = "\n".join(_img(step.figures[f], i) for i, step in enumerate(page.steps, 1))
-        hint = "Hover over a matrix for its numbers." if any(s.figures[f].matrices for s in page.steps) else ""
+        hint = _e(translate("web_page", "Hover over a matrix for its numbers.")) if any(s.figures[f].matrices for s in page.steps) else ""
         figures.append(f'<figure data-figure="{f}" aria-label="{_e(first.title)}">\n<div class="frames">\n{frames}\n'
                        f'<div class="cell" hidden></div>\n</div>\n<p class="readout" aria-live="polite">&nbsp;</p>\n'
                        f'<figcaption class="hint">{hint}</figcaption>\n</figure>')
-    return '<section class="figures" aria-label="Figures">\n' + "\n".join(figures) + "\n</section>"
+    label = _e(translate("web_page", "Figures"))
+    return f'<section class="figures" aria-label="{label}">\n' + "\n".join(figures) + "\n</section>"
 
 
 def _img(figure: PageFigure, step: int) -> str:
     src = "data:image/png;base64," + base64.b64encode(figure.png).decode("ascii")
     hidden = "" if step == 1 else " hidden"
-    return (f'<img src="{src}" width="{figure.width}" height="{figure.height}" alt="{_e(figure.title)}, step {step}" '
+    alt = translate("web_page", "{title}, step {step}").format(title=figure.title, step=step)
+    return (f'<img src="{src}" width="{figure.width}" height="{figure.height}" alt="{_e(alt)}" '
             f'data-step-item="{step}"{hidden}>')
 
 
 def _notes(notes: Sequence[str]) -> str:
     if not notes:
         return ""
-    return '<section id="notes" aria-label="Notes">\n' + "\n".join(f"<p>{_e(n)}</p>" for n in notes) + "\n</section>"
+    label = _e(translate("web_page", "Notes"))
+    return f'<section id="notes" aria-label="{label}">\n' + "\n".join(f"<p>{_e(n)}</p>" for n in notes) + "\n</section>"
 
 
 def _page_data(page: WebPage) -> dict:
-    return {"steps": [{"tokens": list(step.tokens),
+    return {"words": _words(), "steps": [{"tokens": list(step.tokens),
                        "figures": [{"title": f.title, "numbers": f.numbers, "matrices": list(f.matrices)} for f in step.figures]}
                       for step in page.steps]}
 
@@ -554,12 +598,12 @@ def check_page_folder(folder: str | os.PathLike) -> Path:
     folder = Path(folder)
     page = folder / PAGE_NAME
     if folder.exists() and not folder.is_dir():
-        raise WebPageError(f"{folder} is not a folder: the page is written as {PAGE_NAME} in the folder given")
+        raise WebPageError(translate("web_page", "{folder} is not a folder: the page is written as {name} in the folder given").format(folder=folder, name=PAGE_NAME))
     if page.is_symlink() or (page.exists() and not is_our_page(page)):
-        raise WebPageError(f"{page} exists and is not a page written by attnviz: choose another folder")
+        raise WebPageError(translate("web_page", "{path} exists and is not a page written by attnviz: choose another folder").format(path=page))
     existing = next(p for p in (folder, *folder.absolute().parents) if p.exists())
     if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
-        raise WebPageError(f"cannot write in {existing}: choose a folder you can write to")
+        raise WebPageError(translate("web_page", "cannot write in {folder}: choose a folder you can write to").format(folder=existing))
     return page
 
 
@@ -571,7 +615,7 @@ def write_web_page(text: str, folder: str | os.PathLike) -> Path:
         page.parent.mkdir(parents=True, exist_ok=True)
         return atomic_write_bytes(page, text.encode("utf-8"))
     except OSError as exc:
-        raise WebPageError(f"cannot write {page}: {exc.strerror or exc}") from None
+        raise WebPageError(translate("web_page", "cannot write {path}: {reason}").format(path=page, reason=exc.strerror or exc)) from None
 
 
 # ---------------------------------------------------------------------------
@@ -584,15 +628,15 @@ def web_page_dialog(parent, bundle: Bundle, source: str, target: str, panels: Se
     page. ``None`` when cancelled; ``WebPageError`` (one line) when it cannot."""
     from PySide6 import QtWidgets
 
-    folder = QtWidgets.QFileDialog.getExistingDirectory(parent, f"Export web page (written as {PAGE_NAME} in the folder)")
+    folder = QtWidgets.QFileDialog.getExistingDirectory(parent, translate("web_page", "Export web page (written as {name} in the folder)").format(name=PAGE_NAME))
     if not folder:
         return None
     page = check_page_folder(folder)
     if page.exists():
-        answer = QtWidgets.QMessageBox.question(parent, "Export web page", f"{page} exists. Replace it?")
+        answer = QtWidgets.QMessageBox.question(parent, translate("web_page", "Export web page"), translate("web_page", "{path} exists. Replace it?").format(path=page))
         if answer != QtWidgets.QMessageBox.StandardButton.Yes:
             return None
-    progress, tick = progress_dialog(parent, "Drawing the steps…", "webPageProgress")
+    progress, tick = progress_dialog(parent, translate("web_page", "Drawing the steps…"), "webPageProgress")
     try:
         built = build_page(bundle, source, target, panels, size, theme, strategy, notes, tick)
     finally:

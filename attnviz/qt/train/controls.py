@@ -15,17 +15,19 @@ from typing import Any
 
 from PySide6 import QtCore, QtWidgets
 
+from attnviz.qt.i18n import translate
 from attnviz.qt.train.run import (
     ACTIVE_STATES,
     AUGMENT_LABEL,
     AUTO_WARMUP,
-    DATA_CHOICES,
     GLOSSED_CHOICES,
     MODEL_SIZES,
     SYNTHETIC_CHOICES,
     WARMUP_CAP,
     WARMUP_SHARE,
     TrainRequest,
+    data_choices,
+    size_label,
 )
 from attnviz.qt.widgets.colormaps import ui_font
 
@@ -70,7 +72,7 @@ class TrainControls(QtWidgets.QGroupBox):
     openRequested = QtCore.Signal()
 
     def __init__(self, parent: QtWidgets.QWidget | None = None):
-        super().__init__("Training run  训练", parent)
+        super().__init__(translate("controls", "Training run"), parent)
         self.setObjectName("trainForm")
         self.setMinimumWidth(270)
         self.setMaximumWidth(360)
@@ -92,46 +94,49 @@ class TrainControls(QtWidgets.QGroupBox):
 
     # -- building ---------------------------------------------------------------------------
     def _build_data_rows(self, form: QtWidgets.QFormLayout) -> None:
-        self.data_combo = _combo("trainDataCombo", [(text, key) for key, text in DATA_CHOICES.items()], "hsk-zh-en",
-                                 "What to learn: HSK or Tatoeba Chinese→English sentences (or both), a synthetic task whose right attention is known, or your own pairs")
-        form.addRow("Data", self.data_combo)
+        self.data_combo = _combo("trainDataCombo", [(text, key) for key, text in data_choices().items()], "hsk-zh-en",
+                                 translate("controls", "What to learn: HSK or Tatoeba Chinese→English sentences (or both), a synthetic task "
+                                           "whose right attention is known, or your own pairs"))
+        form.addRow(translate("controls", "Data"), self.data_combo)
         self.tsv_edit = QtWidgets.QLineEdit(objectName="trainTsvEdit")
-        self.tsv_edit.setPlaceholderText("source<TAB>target file")
+        self.tsv_edit.setPlaceholderText(translate("controls", "source<TAB>target file"))
         tsv_btn, tsv_row = _browse_row(self.tsv_edit, "trainTsvBrowse", self._browse_tsv)
-        tsv_label = QtWidgets.QLabel("TSV file")
+        tsv_label = QtWidgets.QLabel(translate("controls", "TSV file"))
         form.addRow(tsv_label, tsv_row)
         self._tsv_widgets = (tsv_label, self.tsv_edit, tsv_btn)
         self.examples_spin = QtWidgets.QSpinBox(objectName="trainExamplesSpin", minimum=20, maximum=200000, singleStep=500, value=2000)
-        self.examples_spin.setToolTip("How many random strings the synthetic task has (90% train, 5% valid, 5% test)")
-        self._examples_label = QtWidgets.QLabel("Pairs")
+        self.examples_spin.setToolTip(translate("controls", "How many random strings the synthetic task has (90% train, 5% valid, 5% test)"))
+        self._examples_label = QtWidgets.QLabel(translate("controls", "Pairs"))
         form.addRow(self._examples_label, self.examples_spin)
-        self.augment_check = QtWidgets.QCheckBox(AUGMENT_LABEL, objectName="trainAugmentCheck", checked=True)
-        self.augment_check.setToolTip("Widen the HSK training split as the default model's was: CC-CEDICT word pairs and new "
-                                      "sentences made by swapping a word along the glosses (held-out sentences are never touched)")
-        self._augment_label = QtWidgets.QLabel("More data")
+        self.augment_check = QtWidgets.QCheckBox(translate("run", AUGMENT_LABEL), objectName="trainAugmentCheck", checked=True)
+        self.augment_check.setToolTip(translate("controls", "Widen the HSK training split as the default model's was: CC-CEDICT word pairs and new "
+                                                "sentences made by swapping a word along the glosses (held-out sentences are never touched)"))
+        self._augment_label = QtWidgets.QLabel(translate("controls", "More data"))
         form.addRow(self._augment_label, self.augment_check)
 
     def _build_model_rows(self, form: QtWidgets.QFormLayout) -> None:
-        self.size_combo = _combo("trainSizeCombo", [(text, key) for key, (text, _) in MODEL_SIZES.items()], "base")
-        form.addRow("Model", self.size_combo)
-        self.norm_combo = _combo("trainNormCombo", [("LayerNorm (per token)", "layer"), ("BatchNorm (per feature)", "batch")],
-                                 tip="LayerNorm normalizes the features of each token; BatchNorm each feature over the batch's tokens")
-        form.addRow("Norm", self.norm_combo)
+        self.size_combo = _combo("trainSizeCombo", [(size_label(key), key) for key in MODEL_SIZES], "base")
+        form.addRow(translate("controls", "Model"), self.size_combo)
+        self.norm_combo = _combo("trainNormCombo", [(translate("controls", "LayerNorm (per token)"), "layer"),
+                                                    (translate("controls", "BatchNorm (per feature)"), "batch")],
+                                 tip=translate("controls", "LayerNorm normalizes the features of each token; BatchNorm each feature over the batch's tokens"))
+        form.addRow(translate("controls", "Norm"), self.norm_combo)
         self.placement_combo = _combo("trainPlacementCombo",
-                                      [("Pre-norm: x + Sublayer(Norm(x))", "pre"), ("Post-norm: Norm(x + Sublayer(x))", "post")],
-                                      tip="Post-norm is the paper's; pre-norm trains more easily on small data")
-        form.addRow("Placement", self.placement_combo)
+                                      [(translate("controls", "Pre-norm: x + Sublayer(Norm(x))"), "pre"),
+                                       (translate("controls", "Post-norm: Norm(x + Sublayer(x))"), "post")],
+                                      tip=translate("controls", "Post-norm is the paper's; pre-norm trains more easily on small data"))
+        form.addRow(translate("controls", "Placement"), self.placement_combo)
 
     def _build_schedule_rows(self, form: QtWidgets.QFormLayout) -> None:
         self.epochs_spin = QtWidgets.QSpinBox(objectName="trainEpochsSpin", minimum=1, maximum=1000, value=30)
-        form.addRow("Epochs", self.epochs_spin)
+        form.addRow(translate("controls", "Epochs"), self.epochs_spin)
         self.lr_spin = QtWidgets.QDoubleSpinBox(objectName="trainLrSpin", decimals=5, minimum=1e-5, maximum=1.0, singleStep=1e-4, value=1e-3)
-        self.lr_spin.setToolTip("Peak learning rate, reached at the end of the warm-up")
-        form.addRow("Learning rate", self.lr_spin)
+        self.lr_spin.setToolTip(translate("controls", "Peak learning rate, reached at the end of the warm-up"))
+        form.addRow(translate("controls", "Learning rate"), self.lr_spin)
         self.warmup_spin = QtWidgets.QSpinBox(objectName="trainWarmupSpin", minimum=AUTO_WARMUP, maximum=100000, singleStep=50, value=AUTO_WARMUP)
-        self.warmup_spin.setSpecialValueText("auto")
-        self.warmup_spin.setToolTip(f"Steps of the linear rise to the peak learning rate; auto: min({WARMUP_CAP}, "
-                                    f"{WARMUP_SHARE:.0%} of the run's steps), so a short run is not all warm-up")
+        self.warmup_spin.setSpecialValueText(translate("controls", "auto"))
+        self.warmup_spin.setToolTip(translate("controls", "Steps of the linear rise to the peak learning rate; auto: min({cap}, "
+                                              "{share:.0%} of the run's steps), so a short run is not all warm-up").format(cap=WARMUP_CAP, share=WARMUP_SHARE))
         self.warmup_note = QtWidgets.QLabel(objectName="trainWarmupNote")  # on its own line under the spin box: it never squeezes the form
         self.warmup_note.setFont(ui_font(8.5))
         self.warmup_note.setWordWrap(True)
@@ -139,33 +144,33 @@ class TrainControls(QtWidgets.QGroupBox):
         column.setSpacing(1)
         column.addWidget(self.warmup_spin)
         column.addWidget(self.warmup_note)
-        form.addRow("Warm-up", column)
+        form.addRow(translate("controls", "Warm-up"), column)
         self.warmup_spin.valueChanged.connect(lambda _v: self.show_warmup())
         self.show_warmup()
         self.batch_spin = QtWidgets.QSpinBox(objectName="trainBatchSpin", minimum=50, maximum=100000, singleStep=100, value=500)
-        self.batch_spin.setToolTip("Padded tokens per batch")
-        form.addRow("Batch tokens", self.batch_spin)
+        self.batch_spin.setToolTip(translate("controls", "Padded tokens per batch"))
+        form.addRow(translate("controls", "Batch tokens"), self.batch_spin)
         self.threads_spin = QtWidgets.QSpinBox(objectName="trainThreadsSpin", minimum=1, maximum=max(1, QtCore.QThread.idealThreadCount()), value=1)
-        self.threads_spin.setToolTip("CPU threads for training; 1 keeps the app responsive")
-        form.addRow("Threads", self.threads_spin)
+        self.threads_spin.setToolTip(translate("controls", "CPU threads for training; 1 keeps the app responsive"))
+        form.addRow(translate("controls", "Threads"), self.threads_spin)
 
     def _build_output_row(self, form: QtWidgets.QFormLayout) -> None:
         self.out_edit = QtWidgets.QLineEdit(objectName="trainOutEdit")
-        self.out_edit.setToolTip("The model bundle folder the run writes (a checkpoint after every epoch)")
+        self.out_edit.setToolTip(translate("controls", "The model bundle folder the run writes (a checkpoint after every epoch)"))
         _out_btn, out_row = _browse_row(self.out_edit, "trainOutBrowse", self._browse_out)
-        form.addRow("Output folder", out_row)
+        form.addRow(translate("controls", "Output folder"), out_row)
 
     def _build_buttons(self, form: QtWidgets.QFormLayout) -> None:
-        self.start_button = QtWidgets.QPushButton("Start  开始", objectName="trainStartButton")
-        self.pause_button = QtWidgets.QPushButton("Pause  暂停", objectName="trainPauseButton")
-        self.stop_button = QtWidgets.QPushButton("Stop  停止", objectName="trainStopButton")
-        self.open_button = QtWidgets.QPushButton("Open in attnviz  打开模型", objectName="trainOpenButton")
-        self.resume_button = QtWidgets.QPushButton("Resume from…  继续训练", objectName="trainResumeButton")
-        self.resume_button.setToolTip("Continue a stopped run from its checkpoint bundle (as attnviz train --resume); "
-                                      "a finished run goes on to the Epochs set here")
+        self.start_button = QtWidgets.QPushButton(translate("controls", "Start"), objectName="trainStartButton")
+        self.pause_button = QtWidgets.QPushButton(translate("controls", "Pause"), objectName="trainPauseButton")
+        self.stop_button = QtWidgets.QPushButton(translate("controls", "Stop"), objectName="trainStopButton")
+        self.open_button = QtWidgets.QPushButton(translate("controls", "Open in attnviz"), objectName="trainOpenButton")
+        self.resume_button = QtWidgets.QPushButton(translate("controls", "Resume from…"), objectName="trainResumeButton")
+        self.resume_button.setToolTip(translate("controls", "Continue a stopped run from its checkpoint bundle (as attnviz train --resume); "
+                                                "a finished run goes on to the Epochs set here"))
         self.start_button.setDefault(True)
-        self.stop_button.setToolTip("Stop after the current step and save a checkpoint")
-        self.open_button.setToolTip("Open the trained model bundle in the main window")
+        self.stop_button.setToolTip(translate("controls", "Stop after the current step and save a checkpoint"))
+        self.open_button.setToolTip(translate("controls", "Open the trained model bundle in the main window"))
         buttons = QtWidgets.QGridLayout()
         buttons.addWidget(self.start_button, 0, 0)
         buttons.addWidget(self.pause_button, 0, 1)
@@ -184,7 +189,7 @@ class TrainControls(QtWidgets.QGroupBox):
         self.log.setReadOnly(True)
         self.log.setMaximumBlockCount(500)
         self.log.setFont(ui_font(8.5))
-        self.log.setPlaceholderText("Messages of the run")
+        self.log.setPlaceholderText(translate("controls", "Messages of the run"))
         form.addRow(self.log)
 
     # -- the form ---------------------------------------------------------------------------
@@ -211,18 +216,19 @@ class TrainControls(QtWidgets.QGroupBox):
         self._out_auto = False
 
     def _browse_tsv(self) -> None:
-        path, _ = QtWidgets.QFileDialog.getOpenFileName(self, "Parallel corpus (source<TAB>target)", "", "TSV files (*.tsv *.txt);;All files (*)")
+        path, _ = QtWidgets.QFileDialog.getOpenFileName(self, translate("controls", "Parallel corpus (source<TAB>target)"), "",
+                                                         translate("controls", "TSV files (*.tsv *.txt);;All files (*)"))
         if path:
             self.tsv_edit.setText(path)
 
     def _browse_out(self) -> None:
-        path = QtWidgets.QFileDialog.getExistingDirectory(self, "Output folder for the model bundle", self.out_edit.text())
+        path = QtWidgets.QFileDialog.getExistingDirectory(self, translate("controls", "Output folder for the model bundle"), self.out_edit.text())
         if path:
             self.out_edit.setText(path)
             self._out_auto = False
 
     def _browse_resume(self) -> None:
-        path = QtWidgets.QFileDialog.getExistingDirectory(self, "Checkpoint bundle to continue", self.out_edit.text())
+        path = QtWidgets.QFileDialog.getExistingDirectory(self, translate("controls", "Checkpoint bundle to continue"), self.out_edit.text())
         if path:
             req = self.request()
             req.resume_from, req.out_dir = path, path
@@ -231,9 +237,9 @@ class TrainControls(QtWidgets.QGroupBox):
     def show_warmup(self, steps: int | None = None, total: int | None = None) -> None:
         """Beside the warm-up: the rule (auto, before a run) or the steps the run uses (``steps`` of ``total``)."""
         if steps is not None and total:
-            self.warmup_note.setText(f"→ {steps} of {total} steps")
+            self.warmup_note.setText(translate("controls", "→ {steps} of {total} steps").format(steps=steps, total=total))
         elif self.warmup_spin.value() == AUTO_WARMUP:
-            self.warmup_note.setText(f"auto: min({WARMUP_CAP}, {WARMUP_SHARE:.0%} of steps)")
+            self.warmup_note.setText(translate("controls", "auto: min({cap}, {share:.0%} of steps)").format(cap=WARMUP_CAP, share=WARMUP_SHARE))
         else:
             self.warmup_note.setText("")
 
@@ -274,14 +280,14 @@ class TrainControls(QtWidgets.QGroupBox):
             w.setEnabled(not active)
         self.start_button.setEnabled(not active)
         self.pause_button.setEnabled(state in ("running", "paused"))
-        self.pause_button.setText("Resume  继续" if paused else "Pause  暂停")
+        self.pause_button.setText(translate("controls", "Resume") if paused else translate("controls", "Pause"))
         self.stop_button.setEnabled(active and state != "stopping")
         self.open_button.setEnabled(not active and can_open)
         self.resume_button.setEnabled(not active)
 
     def append_log(self, level: str, text: str) -> None:
         """Add a line to the run's log (``level``: info, warning or error)."""
-        prefix = {"warning": "warning: ", "error": "error: "}.get(level, "")
+        prefix = {"warning": translate("controls", "warning: "), "error": translate("controls", "error: ")}.get(level, "")
         self.log.appendPlainText(f"{time.strftime('%H:%M:%S')}  {prefix}{text}")
 
 
@@ -341,9 +347,9 @@ class TrainStatus(QtWidgets.QWidget):
     def show_step(self, event: Any) -> None:
         """The latest ``StepEvent``: progress, ETA, tokens per second, learning rate."""
         self.progress.setValue(min(self.progress.maximum(), event.step))
-        self.eta_label.setText(f"ETA {_fmt_duration(event.eta_s)}")
-        self.rate_label.setText(f"{event.tokens_per_s:,.0f} tok/s")
-        self.lr_label.setText(f"lr {event.lr:.2e}")
+        self.eta_label.setText(translate("controls", "ETA {time}").format(time=_fmt_duration(event.eta_s)))
+        self.rate_label.setText(translate("controls", "{rate:,.0f} tok/s").format(rate=event.tokens_per_s))
+        self.lr_label.setText(translate("controls", "lr {lr:.2e}").format(lr=event.lr))
 
     def clear_eta(self) -> None:
         """No ETA once the run is not training (paused, stopping, ended)."""

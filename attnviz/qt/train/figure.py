@@ -15,6 +15,7 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from attnviz.core.analysis.figure_data import FigureData
+from attnviz.qt.i18n import translate
 from attnviz.qt.views.base import FigureViewBase
 from attnviz.qt.widgets.colormaps import Theme, ui_font
 from attnviz.qt.widgets.heatmap import HeatmapPlot
@@ -39,16 +40,16 @@ class TrainingFigure(FigureViewBase):
         ci = self.canvas.ci
         ci.layout.setHorizontalSpacing(8)
         ci.layout.setVerticalSpacing(6)
-        self.loss_plot = self._plot("Loss (nats)", "step")
-        self.acc_plot = self._plot("Valid accuracy (%)", "step")
-        self.bleu_plot = self._plot("Valid BLEU / chrF", "step")
-        self.lr_plot = self._plot("Learning rate", "step")
-        self.norm_plot = self._plot("Norm statistics (probe)", "step")
+        self.loss_plot = self._plot(translate("figure", "Loss (nats)"))
+        self.acc_plot = self._plot(translate("figure", "Valid accuracy (%)"))
+        self.bleu_plot = self._plot(translate("figure", "Valid BLEU / chrF"))
+        self.lr_plot = self._plot(translate("figure", "Learning rate"))
+        self.norm_plot = self._plot(translate("figure", "Norm statistics (probe)"))
         th = self.theme
         self.loss_plot.addLegend(offset=(-4, 4), labelTextSize="8pt", labelTextColor=th.foreground)
-        self.train_curve = self.loss_plot.plot([], [], pen=pen(th.head_color(0)), name="train (running)")
+        self.train_curve = self.loss_plot.plot([], [], pen=pen(th.head_color(0)), name=translate("figure", "train (running)"))
         self.valid_curve = self.loss_plot.plot([], [], pen=pen(th.head_color(1), 2.0), symbol="o", symbolSize=6,
-                                               symbolBrush=th.head_color(1), symbolPen=None, name="valid")
+                                               symbolBrush=th.head_color(1), symbolPen=None, name=translate("figure", "valid"))
         self.acc_curve = self.acc_plot.plot([], [], pen=pen(th.head_color(2), 2.0), symbol="o", symbolSize=6,
                                             symbolBrush=th.head_color(2), symbolPen=None)
         self.bleu_plot.addLegend(offset=(4, 4), labelTextSize="8pt", labelTextColor=th.foreground)  # scores rise to the right
@@ -67,9 +68,9 @@ class TrainingFigure(FigureViewBase):
         for plot in (self.loss_plot, self.acc_plot, self.bleu_plot, self.lr_plot, self.norm_plot):  # the widest tick text ("0.00002") fits
             plot.getAxis("left").setWidth(math.ceil(QtGui.QFontMetricsF(ui_font(8)).horizontalAdvance("0.00000")) + 10)
         self.probe_title = TitleItem(self.theme)
-        self.probe = HeatmapPlot(self.theme, colormap=self.colormap(), colorbar_label="weight", annotate=False, aspect_locked=False,
+        self.probe = HeatmapPlot(self.theme, colormap=self.colormap(), colorbar_label=translate("figure", "weight"), annotate=False, aspect_locked=False,
                                  label_point_size=8.5)
-        self.probe.set_axis_titles("output (rows)", "source (columns)")
+        self.probe.set_axis_titles(translate("figure", "output (rows)"), translate("figure", "source (columns)"))
         self.probe_box = pg.GraphicsLayout()
         self.probe_box.addItem(self.probe_title, row=0, col=0)
         self.probe_box.addItem(self.probe, row=1, col=0)
@@ -82,16 +83,21 @@ class TrainingFigure(FigureViewBase):
         self._yranges: dict[int, tuple[float, float]] = {}
         self._probe_matrix: np.ndarray | None = None
         self._probe_labels: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
-        self.probe_title.set_title("Probe sentence", "cross-attention, after every epoch")
+        self._show_probe_title()
         self._apply_theme()
 
-    def _plot(self, title: str, xlabel: str) -> pg.PlotItem:
+    def _show_probe_title(self) -> None:
+        """The probe's title before its first snapshot."""
+        self.probe_title.set_title(translate("figure", "Probe sentence"), translate("figure", "cross-attention, after every epoch"))
+
+    def _plot(self, title: str) -> pg.PlotItem:
+        """A curve over the run's steps, titled ``title``."""
         p = pg.PlotItem(enableMenu=False)
         p.setMenuEnabled(False)
         p.hideButtons()
         p.setTitle(title, size="9.5pt")
         relaxed_update_min(p.titleLabel)  # a long title clips; it never widens its column past the window
-        p.setLabel("bottom", xlabel)
+        p.setLabel("bottom", translate("figure", "step"))
         p.showGrid(x=True, y=True, alpha=0.15)
         p.getViewBox().setMouseEnabled(x=False, y=False)
         for name in ("left", "bottom"):
@@ -256,11 +262,11 @@ class TrainingFigure(FigureViewBase):
         self.norm_a.setData([], [])
         self.norm_b.setData([], [])
         self._probe_matrix = None
-        self.probe_title.set_title("Probe sentence", "cross-attention, after every epoch")
+        self._show_probe_title()
 
     # figure protocol ---------------------------------------------------------------------
     def figure_title(self) -> str:
-        return "Training curves"
+        return translate("figure", "Training curves")
 
     def has_data(self) -> bool:
         x, _ = self.train_curve.getData()
@@ -270,7 +276,7 @@ class TrainingFigure(FigureViewBase):
         x, loss = self.train_curve.getData()
         _, lr = self.lr_curve.getData()
         if x is None or not len(x):
-            raise ValueError("no training steps yet")
+            raise ValueError(translate("figure", "no training steps yet"))
         extras: dict[str, np.ndarray] = {}
         vx, vl = self.valid_curve.getData()
         if vx is not None and len(vx):

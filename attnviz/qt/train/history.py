@@ -13,15 +13,17 @@ from typing import Any
 import numpy as np
 from PySide6 import QtCore, QtWidgets
 
+from attnviz.qt.i18n import translate
 from attnviz.qt.train.figure import TrainingFigure
 
 
 def site_label(site: str) -> str:
     """``decoder.layers.1.norm2`` → ``decoder layer 2 · norm2``."""
+    stacks = {"encoder": translate("history", "encoder"), "decoder": translate("history", "decoder")}
     parts = site.split(".")
     if len(parts) == 4 and parts[1] == "layers" and parts[2].isdigit():
-        return f"{parts[0]} layer {int(parts[2]) + 1} · {parts[3]}"
-    return site.replace(".", " · ").replace("_", " ")
+        return translate("history", "{stack} layer {layer} · {norm}").format(stack=stacks.get(parts[0], parts[0]), layer=int(parts[2]) + 1, norm=parts[3])
+    return " · ".join(stacks.get(p, p) for p in parts).replace("_", " ")
 
 
 class TrainHistory:
@@ -81,9 +83,9 @@ class TrainHistory:
         steps = np.asarray([s for s, _ in self.norm_history], float)
         rows = [h.get(site, {}) for _, h in self.norm_history]
         if rows and "token_std" in rows[-1]:
-            keys, names = ("token_std", "token_abs_mean"), ("std of a token", "|mean| of a token")
+            keys, names = ("token_std", "token_abs_mean"), (translate("history", "std of a token"), translate("history", "|mean| of a token"))
         else:
-            keys, names = ("running_std", "batch_std"), ("running std", "batch std")
+            keys, names = ("running_std", "batch_std"), (translate("history", "running std"), translate("history", "batch std"))
         a = np.asarray([r.get(keys[0], math.nan) for r in rows], float)
         b = np.asarray([r.get(keys[1], math.nan) for r in rows], float)
         return steps, a, b, names
@@ -97,22 +99,22 @@ class SnapshotBar(QtWidgets.QWidget):
         super().__init__(parent)
         self.history = history
         self.figure = figure
-        self.scrub_label = QtWidgets.QLabel("Snapshot", objectName="trainScrubLabel")
+        self.scrub_label = QtWidgets.QLabel(translate("history", "Snapshot"), objectName="trainScrubLabel")
         self.scrub = QtWidgets.QSlider(QtCore.Qt.Orientation.Horizontal, objectName="trainScrubSlider")
-        self.scrub.setToolTip("Scrub through the probe sentence's cross-attention, epoch by epoch")
+        self.scrub.setToolTip(translate("history", "Scrub through the probe sentence's cross-attention, epoch by epoch"))
         self.probe_layer = QtWidgets.QComboBox(objectName="trainProbeLayerCombo")
-        self.probe_layer.setToolTip("Which decoder layer's cross-attention (mean over heads)")
+        self.probe_layer.setToolTip(translate("history", "Which decoder layer's cross-attention (mean over heads)"))
         self.norm_site = QtWidgets.QComboBox(objectName="trainNormSiteCombo")
         self.norm_site.setSizeAdjustPolicy(QtWidgets.QComboBox.SizeAdjustPolicy.AdjustToContents)
-        self.norm_site.setToolTip("Which normalization's statistics are plotted over training")
+        self.norm_site.setToolTip(translate("history", "Which normalization's statistics are plotted over training"))
         row = QtWidgets.QHBoxLayout(self)
         row.setContentsMargins(0, 0, 0, 0)
         row.addWidget(self.scrub_label)
         row.addWidget(self.scrub, 1)
-        row.addWidget(QtWidgets.QLabel("Layer"))
+        row.addWidget(QtWidgets.QLabel(translate("history", "Layer")))
         row.addWidget(self.probe_layer)
         row.addSpacing(12)
-        row.addWidget(QtWidgets.QLabel("Norm"))
+        row.addWidget(QtWidgets.QLabel(translate("history", "Norm")))
         row.addWidget(self.norm_site)
         self.reset()
         self.scrub.valueChanged.connect(self.show_snapshot)
@@ -156,15 +158,16 @@ class SnapshotBar(QtWidgets.QWidget):
             return
         index = min(max(0, index), len(snapshots) - 1)
         snap = snapshots[index]
-        self.scrub_label.setText(f"Snapshot: epoch {snap['epoch']} of {len(snapshots)}")
+        self.scrub_label.setText(translate("history", "Snapshot: epoch {epoch} of {count}").format(epoch=snap["epoch"], count=len(snapshots)))
         if not snap["probes"]:
             return
         p = snap["probes"][0]
         layer = self.probe_layer.currentData()
         shown = layer if layer is not None else max(p.cross_attention)
         self.figure.show_probe(self.history.probe_matrix(index, layer), tuple(p.out_pieces), tuple(p.src_pieces),
-                               f"Probe · epoch {snap['epoch']}",
-                               f"cross-attn layer {shown + 1}: {p.source} → {p.hypothesis or '(nothing yet)'}")
+                               translate("history", "Probe · epoch {epoch}").format(epoch=snap["epoch"]),
+                               translate("history", "cross-attn layer {layer}: {source} → {output}").format(
+                                   layer=shown + 1, source=p.source, output=p.hypothesis or translate("history", "(nothing yet)")))
 
     def _update_norm_sites(self) -> None:
         sites = self.history.norm_sites()

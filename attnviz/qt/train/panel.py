@@ -44,12 +44,18 @@ from typing import Any
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from attnviz.core.analysis.figure_data import FigureData
+from attnviz.qt.i18n import translate
 from attnviz.qt.train.controls import TrainControls, TrainStatus
 from attnviz.qt.train.figure import TrainingFigure
 from attnviz.qt.train.history import SnapshotBar, TrainHistory
-from attnviz.qt.train.run import ACTIVE_STATES, STATE_TEXT, WARMUP_CAP, WARMUP_SHARE, TrainRequest, TrainRun
+from attnviz.qt.train.run import ACTIVE_STATES, WARMUP_CAP, WARMUP_SHARE, TrainRequest, TrainRun, state_text
 from attnviz.qt.widgets.colormaps import Theme
 from attnviz.qt.workers import FunctionWorker
+
+
+def _training_text(epoch: int, epochs: int) -> str:
+    """The state of a run that trains: ``Training · epoch 2/10``."""
+    return translate("panel", "Training · epoch {epoch}/{epochs}").format(epoch=epoch, epochs=epochs)
 
 
 class TrainPanel(QtWidgets.QWidget):
@@ -180,7 +186,7 @@ class TrainPanel(QtWidgets.QWidget):
         worker.errored.connect(self._on_errored)
         worker.finished.connect(self._drain)
         self._worker = worker
-        self._log("info", f"starting: {req.describe()} → {req.out_dir}")
+        self._log("info", translate("panel", "starting: {run} → {folder}").format(run=req.summary(), folder=req.out_dir))
         self._set_state("preparing")
         # The training loop allocates fast and triggers the collector's full passes, which hold the GIL
         # (and so the event loop) for as long as they take: ~150 ms over the app's heap. Frozen, the
@@ -197,16 +203,16 @@ class TrainPanel(QtWidgets.QWidget):
         from attnviz.core.training.checkpoint import folder_kind
 
         if not req.out_dir:
-            self.status.show_error("Choose an output folder for the model bundle.")
+            self.status.show_error(translate("panel", "Choose an output folder for the model bundle."))
             return False
         out = Path(req.out_dir)
         kind = folder_kind(out)
         if kind == "file":
-            self.status.show_error(f"{out} is a file, not a folder. Choose a folder for the model bundle.")
+            self.status.show_error(translate("panel", "{path} is a file, not a folder. Choose a folder for the model bundle.").format(path=out))
             return False
         if kind == "foreign":
-            self.status.show_error(f"{out} holds files that are not an attnviz model bundle; training never replaces them. "
-                                   "Choose a new or empty folder.")
+            self.status.show_error(translate("panel", "{path} holds files that are not an attnviz model bundle; training never replaces them. "
+                                             "Choose a new or empty folder.").format(path=out))
             return False
         if kind == "bundle" and confirm:
             return self._ask_to_replace(out)
@@ -217,16 +223,17 @@ class TrainPanel(QtWidgets.QWidget):
         from attnviz.core.training.checkpoint import folder_kind
 
         if folder_kind(Path(req.resume_from)) != "bundle":
-            self.status.show_error(f"{req.resume_from} is not an attnviz model bundle: choose the output folder of a run to resume it.")
+            self.status.show_error(translate("panel", "{path} is not an attnviz model bundle: choose the output folder of a run to resume it.").format(
+                path=req.resume_from))
             return False
         return True
 
     def _ask_to_replace(self, out: Path) -> bool:
         """Ask whether the bundle in ``out`` may be replaced by the new run (the folder name is plain text)."""
         buttons = QtWidgets.QMessageBox.StandardButton
-        box = QtWidgets.QMessageBox(QtWidgets.QMessageBox.Icon.Question, "Replace the model?",
-                                    f"{out} already holds a model bundle. Train a new one in its place?\n\n"
-                                    "The bundle stays until the new run's first checkpoint is saved.",
+        box = QtWidgets.QMessageBox(QtWidgets.QMessageBox.Icon.Question, translate("panel", "Replace the model?"),
+                                    translate("panel", "{path} already holds a model bundle. Train a new one in its place?\n\n"
+                                              "The bundle stays until the new run's first checkpoint is saved.").format(path=out),
                                     buttons.Yes | buttons.No, self)
         box.setTextFormat(QtCore.Qt.TextFormat.PlainText)
         box.setDefaultButton(buttons.No)
@@ -285,13 +292,13 @@ class TrainPanel(QtWidgets.QWidget):
     def _on_returned(self, result: Any) -> None:
         self._drain()
         if result is None:  # stopped before the trainer existed
-            self._finish("stopped", "stopped before training began", "")
+            self._finish("stopped", translate("panel", "stopped before training began"), "")
             return
         path = str(result.path) if result.path is not None else ""
-        message = result.message.replace("continue with --resume", "continue it with Resume from…")
+        message = result.message.replace("continue with --resume", translate("panel", "continue it with Resume from…"))
         last = self.history.last_checkpoint
         if result.status == "failed":
-            extra = f" The last good checkpoint is kept in {last}." if last else ""
+            extra = translate("panel", " The last good checkpoint is kept in {path}.").format(path=last) if last else ""
             self.status.show_error(message + ("" if "checkpoint" in message else extra))
         self._finish(result.status, message, path if (path and Path(path).is_dir()) else "")
 
@@ -300,7 +307,7 @@ class TrainPanel(QtWidgets.QWidget):
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         last = self.history.last_checkpoint
         if last:
-            msg += f" — the last good checkpoint is kept in {last}"
+            msg += translate("panel", " — the last good checkpoint is kept in {path}").format(path=last)
         self.status.show_error(msg)
         self._finish("failed", msg, last)
 
@@ -309,7 +316,7 @@ class TrainPanel(QtWidgets.QWidget):
         gc.unfreeze()  # what was frozen at the start can be collected again once it is garbage
         self._redraw_curves(force=True)
         self._result_path = path if status in ("finished", "stopped") else ""
-        self._log("error" if status == "failed" else "info", f"{status}: {message}")
+        self._log("error" if status == "failed" else "info", translate("panel", "{state}: {message}").format(state=state_text(status), message=message))
         self._set_state(status)
         self.trainingFinished.emit(status, path)
 
@@ -346,13 +353,14 @@ class TrainPanel(QtWidgets.QWidget):
             self._on_start(payload)
         elif name == "checkpoint":
             self.history.last_checkpoint = str(payload.path)
-            self._log("info", f"checkpoint ({payload.reason}) at step {payload.step}: {payload.path}")
+            self._log("info", translate("panel", "checkpoint ({reason}) at step {step}: {path}").format(reason=payload.reason, step=payload.step, path=payload.path))
         elif name == "state":
             self._set_state(payload.state)
         elif name == "warmup":
             steps, total, auto = payload
             self.controls.show_warmup(steps, total)
-            self._log("info", f"warm-up: {steps} of {total} steps" + (f" (auto: min({WARMUP_CAP}, {WARMUP_SHARE:.0%} of the steps))" if auto else ""))
+            rule = translate("panel", " (auto: min({cap}, {share:.0%} of the steps))").format(cap=WARMUP_CAP, share=WARMUP_SHARE) if auto else ""
+            self._log("info", translate("panel", "warm-up: {steps} of {total} steps").format(steps=steps, total=total) + rule)
         elif name == "message":
             self._log(payload.level, payload.text)
             if payload.level == "error":
@@ -363,13 +371,16 @@ class TrainPanel(QtWidgets.QWidget):
         self.status.set_total_steps(self.history.total_steps)
         self.figure.set_step_range(self.history.total_steps)
         d = event.data
-        self._log("info", f"{event.n_parameters:,} parameters on {event.device}; {d.get('name')}: "
-                          f"{d['sizes']['train']} train / {d['sizes']['valid']} valid pairs; {event.epochs} epochs × {event.steps_per_epoch} steps")
+        self._log("info", translate("panel", "{parameters:,} parameters on {device}; {data}: {train} train / {valid} valid pairs; "
+                                             "{epochs} epochs × {steps} steps").format(
+            parameters=event.n_parameters, device=event.device, data=d.get("name"), train=d["sizes"]["train"], valid=d["sizes"]["valid"],
+            epochs=event.epochs, steps=event.steps_per_epoch))
 
     def _on_eval(self, event: Any, norms: dict[str, dict[str, float]]) -> None:
         self.history.add_eval(event, norms)
         m = event.metrics
-        text = f"epoch {event.epoch + 1}: train loss {m.get('train_loss', math.nan):.3f}, valid loss {m.get('valid_loss', math.nan):.3f}"
+        text = translate("panel", "epoch {epoch}: train loss {train:.3f}, valid loss {valid:.3f}").format(
+            epoch=event.epoch + 1, train=m.get("train_loss", math.nan), valid=m.get("valid_loss", math.nan))
         if "valid_bleu" in m:
             text += f", BLEU {m['valid_bleu']:.1f}, chrF {m['valid_chrf']:.1f}"
         if event.probes:
@@ -379,7 +390,7 @@ class TrainPanel(QtWidgets.QWidget):
     def _show_step(self, event: Any) -> None:
         trainer = self.trainer
         if self._state == "running" and trainer is not None:
-            self.status.show_state("running", f"Training · epoch {event.epoch + 1}/{trainer.options.epochs}")
+            self.status.show_state("running", _training_text(event.epoch + 1, trainer.options.epochs))
         self.status.show_step(event)
         if self._state != "running":  # a step drained after Pause or Stop: no ETA
             self.status.clear_eta()
@@ -400,10 +411,10 @@ class TrainPanel(QtWidgets.QWidget):
             state = "stopping"
         changed = state != self._state
         self._state = state
-        text = STATE_TEXT.get(state, state)
+        text = state_text(state)
         trainer = self.trainer
         if state == "running" and trainer is not None:
-            text = f"Training · epoch {min(trainer.epoch + 1, trainer.options.epochs)}/{trainer.options.epochs}"
+            text = _training_text(min(trainer.epoch + 1, trainer.options.epochs), trainer.options.epochs)
         self.status.show_state(state, text)
         if state != "running":
             self.status.clear_eta()

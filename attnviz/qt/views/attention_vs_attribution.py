@@ -17,11 +17,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from PySide6 import QtWidgets
+from PySide6.QtCore import QT_TRANSLATE_NOOP
 
-from attnviz.core.analysis.attention_vs_attribution import MEASURE_TITLES, Importance, finding, importance_for
+from attnviz.core.analysis.attention_vs_attribution import MEASURE_TITLES, Importance, agreement, importance_for
 from attnviz.core.analysis.figure_data import FigureData
 from attnviz.core.data.pieces import display_piece
 from attnviz.qt.analyses import Analysis
+from attnviz.qt.i18n import translate
 from attnviz.qt.views.base import FigureViewBase
 from attnviz.qt.views.spec import ViewSpec
 from attnviz.qt.widgets.colormaps import DIVERGING_COLORMAP
@@ -32,13 +34,41 @@ if TYPE_CHECKING:
     from attnviz.qt.session import Session
 
 MIN_HEIGHT = 300  # px of canvas before the dock scrolls
-SHORT = {"grad": "grad × input", "ig": "int. gradients", "occlusion": "occlusion"}  # row labels that fit
+SHORT = {  # row labels that fit (the attention measures' names fit as they are)
+    "grad": QT_TRANSLATE_NOOP("attention_vs_attribution", "grad × input"),
+    "ig": QT_TRANSLATE_NOOP("attention_vs_attribution", "int. gradients"),
+    "occlusion": QT_TRANSLATE_NOOP("attention_vs_attribution", "occlusion"),
+}
+#: The measures' titles (MEASURE_TITLES' values, shown as ``translate("attention_vs_attribution", title)``).
+MARKED_TITLES = (
+    QT_TRANSLATE_NOOP("attention_vs_attribution", "cross attention"),
+    QT_TRANSLATE_NOOP("attention_vs_attribution", "attention received"),
+    QT_TRANSLATE_NOOP("attention_vs_attribution", "rollout"),
+    QT_TRANSLATE_NOOP("attention_vs_attribution", "flow"),
+    QT_TRANSLATE_NOOP("attention_vs_attribution", "gradient x input"),
+    QT_TRANSLATE_NOOP("attention_vs_attribution", "integrated gradients"),
+    QT_TRANSLATE_NOOP("attention_vs_attribution", "occlusion (leave one out)"),
+)
+VERDICTS = {  # agreement()'s verdicts
+    "agree": QT_TRANSLATE_NOOP("attention_vs_attribution", "agree"),
+    "partly agree": QT_TRANSLATE_NOOP("attention_vs_attribution", "partly agree"),
+    "disagree": QT_TRANSLATE_NOOP("attention_vs_attribution", "disagree"),
+}
 
 
 def normalized(scores: np.ndarray) -> np.ndarray:
     """``scores`` divided by their largest magnitude (all zero stays zero)."""
     m = float(np.abs(scores).max()) if scores.size else 0.0
     return scores / m if m > 0 else np.zeros_like(scores)
+
+
+def finding_text(result: Importance) -> str:
+    """What the measures say (the core's :func:`~attnviz.core.analysis.attention_vs_attribution.finding`),
+    in the interface's language."""
+    values = agreement(result)
+    values["verdict"] = translate("attention_vs_attribution", VERDICTS[values["verdict"]])
+    return translate("attention_vs_attribution", "cross attention ranks {attention} first; integrated gradients ranks {attribution} first; "
+                     "attention and attribution {verdict} (mean Spearman ρ of |scores| {rho:+.2f})").format(**values)
 
 
 class QtAttentionVsAttributionView(FigureViewBase):
@@ -49,10 +79,11 @@ class QtAttentionVsAttributionView(FigureViewBase):
         super().__init__(parent, theme=theme)
         self.canvas.setMinimumHeight(MIN_HEIGHT)
         self._result: Importance | None = None
-        self.measures = HeatmapPlot(self.theme, colormap=DIVERGING_COLORMAP, value_format=format_change, colorbar_label="score / max |score|")
-        self.measures.set_axis_titles("measure", "source token")
+        self.measures = HeatmapPlot(self.theme, colormap=DIVERGING_COLORMAP, value_format=format_change,
+                                    colorbar_label=translate("attention_vs_attribution", "score / max |score|"))
+        self.measures.set_axis_titles(translate("attention_vs_attribution", "measure"), translate("attention_vs_attribution", "source token"))
         self.measures.sigHovered.connect(self._on_hovered)
-        self.rho = HeatmapPlot(self.theme, colormap=DIVERGING_COLORMAP, value_format=format_change, colorbar_label="Spearman ρ")
+        self.rho = HeatmapPlot(self.theme, colormap=DIVERGING_COLORMAP, value_format=format_change, colorbar_label=translate("attention_vs_attribution", "Spearman ρ"))
         self.rho.set_axis_titles(None, None)
         self.canvas.ci.addItem(self.measures, row=1, col=0)
         self.canvas.ci.addItem(self.rho, row=1, col=1)
@@ -78,18 +109,20 @@ class QtAttentionVsAttributionView(FigureViewBase):
         self.measures.setVisible(r is not None)
         self.rho.setVisible(r is not None)
         if r is None:
-            self.title.set_title("Attention vs attribution", "needs a decoded token and a model with cross-attention")
+            self.title.set_title(translate("attention_vs_attribution", "Attention vs attribution"),
+                                 translate("attention_vs_attribution", "needs a decoded token and a model with cross-attention"))
             return
         q = r.question
-        gap = "" if r.completeness_gap is None else f" · integrated gradients: {r.n_steps} steps, completeness gap {r.completeness_gap:.2%}"
-        self.title.set_title(f"Attention vs attribution · what makes the model write {display_piece(q.token_piece)} (output {q.position + 1})",
-                             finding(r) + gap)
+        gap = "" if r.completeness_gap is None else translate(
+            "attention_vs_attribution", " · integrated gradients: {steps} steps, completeness gap {gap:.2%}").format(steps=r.n_steps, gap=r.completeness_gap)
+        self.title.set_title(translate("attention_vs_attribution", "Attention vs attribution · what makes the model write {piece} (output {position})").format(
+            piece=display_piece(q.token_piece), position=q.position + 1), finding_text(r) + gap)
         numbers = [str(i + 1) for i in range(len(r.names))]
-        names = [f"{i} {SHORT.get(n, n)}" for i, n in zip(numbers, r.names)]
+        names = [f"{i} {translate('attention_vs_attribution', SHORT.get(n, n))}" for i, n in zip(numbers, r.names)]
         matrix = np.stack([normalized(r.measures[n]) for n in r.names])
         self.measures.set_matrix(matrix, names, r.source_pieces, levels=(-1.0, 1.0))
         self.rho.set_matrix(r.rho, numbers, numbers, levels=(-1.0, 1.0))
-        self.rho.set_panel_title("Spearman ρ of |scores|", color=self.theme.foreground)
+        self.rho.set_panel_title(translate("attention_vs_attribution", "Spearman ρ of |scores|"), color=self.theme.foreground)
 
     def _on_hovered(self, info: HoverInfo | None) -> None:
         r = self._result
@@ -98,8 +131,9 @@ class QtAttentionVsAttributionView(FigureViewBase):
             return
         name = r.names[info.row]
         rank = r.ranking(name).index(info.col) + 1
-        self.readout.setText(f"{MEASURE_TITLES[name]} · {display_piece(r.source_pieces[info.col])}: "
-                             f"{float(r.measures[name][info.col]):+.4f} (rank {rank} of {len(r.source_pieces)} by magnitude)")
+        self.readout.setText(translate("attention_vs_attribution", "{measure} · {piece}: {score:+.4f} (rank {rank} of {n} by magnitude)").format(
+            measure=translate("attention_vs_attribution", MEASURE_TITLES[name]), piece=display_piece(r.source_pieces[info.col]),
+            score=float(r.measures[name][info.col]), rank=rank, n=len(r.source_pieces)))
 
     def _on_theme_changed(self) -> None:
         self.measures.apply_theme(self.theme)
@@ -108,7 +142,9 @@ class QtAttentionVsAttributionView(FigureViewBase):
 
     def figure_title(self) -> str:
         r = self._result
-        return "Attention vs attribution" if r is None else f"Attention vs attribution of output {r.question.position + 1}"
+        if r is None:
+            return translate("attention_vs_attribution", "Attention vs attribution")
+        return translate("attention_vs_attribution", "Attention vs attribution of output {position}").format(position=r.question.position + 1)
 
     def figure_data(self) -> FigureData:
         r = self._result
@@ -136,6 +172,6 @@ def attribution_data(session: Session, choice: ViewChoice) -> Analysis | None:
     return Analysis(importance_for, (frozen, row, bundle.model, bundle.tgt_tokenizer), gradients=True)
 
 
-SPEC = ViewSpec("attribution", QtAttentionVsAttributionView, "Attention vs attribution", "bottom", ("query",),
+SPEC = ViewSpec("attribution", QtAttentionVsAttributionView, QT_TRANSLATE_NOOP("views", "Attention vs attribution"), "bottom", ("query",),
                 data=attribution_data, from_choice=True, query_rows="target",
                 empty="nothing to attribute: decode a token first (a model with no cross layers has no source to attribute to)")

@@ -13,10 +13,13 @@ from collections.abc import Callable, Iterator
 
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
+from PySide6.QtCore import QT_TRANSLATE_NOOP
 
 from attnviz.core.analysis.figure_data import AttentionData, FigureData
-from attnviz.core.data.pieces import WORD_START_LEGEND, display_piece, starts_word
+from attnviz.core.data.pieces import display_piece, starts_word
+from attnviz.qt.core_text import word_start_legend as word_start_legend_text
 from attnviz.qt.export.files import HeadFigure, HeadFigureFactory
+from attnviz.qt.i18n import translate
 from attnviz.qt.selection import ViewChoice, query_axis
 from attnviz.qt.views.naming import module_stem, scroll_object_name, view_object_name
 from attnviz.qt.widgets.colormaps import Theme, get_theme, ui_font
@@ -111,11 +114,11 @@ class FigureViewBase(QtWidgets.QWidget):
         self.link_caption = ElidedLabel("", "linkCaption")  # shortened with "…" where the row is narrow
         self.link_caption.setFont(ui_font(8.5))
         self.link_caption.setAlignment(QtCore.Qt.AlignmentFlag.AlignRight | QtCore.Qt.AlignmentFlag.AlignVCenter)
-        self.link_button = QtWidgets.QToolButton(objectName="linkButton", text="Linked", checkable=True)
-        self.link_button.setToolTip("Linked: this view follows the selection shared by every linked view; "
-                                    "unlink it to keep its own choice (e.g. to compare two heads)")
+        self.link_button = QtWidgets.QToolButton(objectName="linkButton", text=translate("base", "Linked"), checkable=True)
+        self.link_button.setToolTip(translate("base", "Linked: this view follows the selection shared by every linked view; "
+                                              "unlink it to keep its own choice (e.g. to compare two heads)"))
         self.link_button.toggled.connect(self._on_link_button)
-        self.computing_badge = plain_label("computing…", "computingBadge")  # while the view's analysis runs
+        self.computing_badge = plain_label(translate("base", "computing…"), "computingBadge")  # while the view's analysis runs
         self.computing_badge.setStyleSheet("QLabel#computingBadge { color: palette(placeholder-text); }")
         for w in (self.link_caption, self.link_button, self.computing_badge):
             w.hide()
@@ -185,7 +188,7 @@ class FigureViewBase(QtWidgets.QWidget):
         blocked = self.link_button.blockSignals(True)
         self.link_button.setChecked(linked)
         self.link_button.blockSignals(blocked)
-        self.link_button.setText("Linked" if linked else "Unlinked")
+        self.link_button.setText(translate("base", "Linked") if linked else translate("base", "Unlinked"))
         self.link_caption.set_full_text(caption)
         self.link_caption.show()
         self.link_button.show()
@@ -198,7 +201,7 @@ class FigureViewBase(QtWidgets.QWidget):
         return self.link_caption.full_text()
 
     def _on_link_button(self, linked: bool) -> None:
-        self.link_button.setText("Linked" if linked else "Unlinked")
+        self.link_button.setText(translate("base", "Linked") if linked else translate("base", "Unlinked"))
         self.linkToggled.emit(linked)
 
     def show_linked_query(self, axis: str, row: int) -> None:
@@ -272,13 +275,13 @@ class FigureViewBase(QtWidgets.QWidget):
     def build_context_menu(self) -> QtWidgets.QMenu:
         """The view's context menu ("Export figure…", "Export data…", and any extras)."""
         menu = QtWidgets.QMenu(self)
-        fig = menu.addAction("Export figure…  导出图像")
+        fig = menu.addAction(translate("base", "Export figure…"))
         fig.setObjectName("exportFigureAction")
-        fig.setStatusTip("Save this view as PNG, SVG or PDF")
+        fig.setStatusTip(translate("base", "Save this view as PNG, SVG or PDF"))
         fig.triggered.connect(self.export_figure_dialog)
-        data = menu.addAction("Export data…  导出数据")
+        data = menu.addAction(translate("base", "Export data…"))
         data.setObjectName("exportDataAction")
-        data.setStatusTip("Save the numbers behind this view as CSV or NPZ")
+        data.setStatusTip(translate("base", "Save the numbers behind this view as CSV or NPZ"))
         data.triggered.connect(self.export_data_dialog)
         enabled = self.has_data()
         fig.setEnabled(enabled)
@@ -331,19 +334,19 @@ def set_combo_items(combo: QtWidgets.QComboBox, items: list[tuple[str, object]],
 
 
 #: Axis titles (rows = queries, columns = keys): a decoder row is the token fed in, which
-#: predicts the next one (row y_t predicts y_t+1).
+#: predicts the next one (row y_t predicts y_t+1). Shown as ``translate("base", title)``.
 AXIS_TITLES: dict[str, tuple[str, str]] = {
-    "encoder": ("queries · source (rows)", "keys · source (columns)"),
-    "decoder": ("fed token (predicts next) · rows", "keys · target (columns)"),
-    "cross": ("fed token (predicts next) · rows", "keys · source (columns)"),
+    "encoder": (QT_TRANSLATE_NOOP("base", "queries · source (rows)"), QT_TRANSLATE_NOOP("base", "keys · source (columns)")),
+    "decoder": (QT_TRANSLATE_NOOP("base", "fed token (predicts next) · rows"), QT_TRANSLATE_NOOP("base", "keys · target (columns)")),
+    "cross": (QT_TRANSLATE_NOOP("base", "fed token (predicts next) · rows"), QT_TRANSLATE_NOOP("base", "keys · source (columns)")),
 }
-#: The legend of the current step's row outline.
-CURRENT_ROW_LEGEND = "current step"
+#: The legend of the current step's row outline (shown as ``translate("base", CURRENT_ROW_LEGEND)``).
+CURRENT_ROW_LEGEND = QT_TRANSLATE_NOOP("base", "current step")
 
 
 def piece_text(labels: tuple[str, ...], index: int) -> str:
     """``“piece” (pos 3)``: a token piece as shown, and its 1-based position."""
-    return f"“{display_piece(labels[index])}” (pos {index + 1})"
+    return translate("base", "“{piece}” (pos {pos})").format(piece=display_piece(labels[index]), pos=index + 1)
 
 
 def query_text(kind: str, labels: tuple[str, ...], index: int, predicted: tuple[str, ...] = ()) -> str:
@@ -351,21 +354,21 @@ def query_text(kind: str, labels: tuple[str, ...], index: int, predicted: tuple[
     ``fed “I” (pos 2) → predicted “love”``: row y_t is fed in and predicts y_t+1, which is
     ``predicted[index]`` when given, else the next row's piece (nothing after the last row)."""
     if query_axis(kind) == "source":
-        return "query " + piece_text(labels, index)
-    return fed_text(labels, index, predicted, f" (pos {index + 1})")
+        return translate("base", "query {piece}").format(piece=piece_text(labels, index))
+    return fed_text(labels, index, predicted, translate("base", " (pos {pos})").format(pos=index + 1))
 
 
 def fed_text(labels: tuple[str, ...], index: int, predicted: tuple[str, ...] = (), where: str = "") -> str:
     """``fed “I” → predicted “love”``: target row ``index`` (``where`` follows the fed piece)."""
     nxt = predicted[index] if index < len(predicted) else (labels[index + 1] if index + 1 < len(labels) else None)
-    after = f" → predicted “{display_piece(nxt)}”" if nxt is not None else ""
-    return f"fed “{display_piece(labels[index])}”{where}{after}"
+    after = translate("base", " → predicted “{piece}”").format(piece=display_piece(nxt)) if nxt is not None else ""
+    return translate("base", "fed “{piece}”{where}{after}").format(piece=display_piece(labels[index]), where=where, after=after)
 
 
 def word_start_legend(*label_sets: tuple[str, ...]) -> tuple[tuple[str, str, str], ...]:
     """The word-start legend entry when some shown piece starts a word, else none."""
     if any(starts_word(p) for labels in label_sets for p in labels):
-        return (("", "", WORD_START_LEGEND),)
+        return (("", "", word_start_legend_text()),)
     return ()
 
 
@@ -424,9 +427,9 @@ class ExportAllHeadsMixin:
         return type(self) if isinstance(self, HeadFigure) else None
 
     def _extend_context_menu(self, menu: QtWidgets.QMenu) -> None:
-        act = menu.addAction("Export all heads…")
+        act = menu.addAction(translate("base", "Export all heads…"))
         act.setObjectName("exportAllHeadsAction")
-        act.setStatusTip("Write one figure per layer and head")
+        act.setStatusTip(translate("base", "Write one figure per layer and head"))
         act.setEnabled(self.has_data() and self.all_heads_figure() is not None)
         act.triggered.connect(self.export_all_heads_dialog)
 

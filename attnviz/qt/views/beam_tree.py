@@ -22,11 +22,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
+from PySide6.QtCore import QT_TRANSLATE_NOOP
 
 from attnviz.core.analysis.beam_tree import BeamNode, BeamTree, BeamTreeFrame, beam_history, beam_tree_frame, figure_data
 from attnviz.core.analysis.figure_data import FigureData
 from attnviz.core.data.pieces import display_piece
 from attnviz.qt.analyses import Analysis
+from attnviz.qt.core_text import strategy_text
+from attnviz.qt.i18n import translate
 from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items, word_start_legend
 from attnviz.qt.views.spec import ViewSpec
 from attnviz.qt.widgets.colormaps import ui_font
@@ -47,6 +50,12 @@ LABEL_GAP = RING / 2 + 1  # px from a node's centre to its label's left edge (cl
 LABEL_PT = 8.5  # points: the nodes' labels
 RIGHT_ROOM = 0.9  # steps of room right of the last column, for its labels
 STYLES = ("kept", "pruned", "best")  # how an edge or node is drawn, by the node (the edge's child)
+STYLE_WORDS = {  # each style in words (legend, read-outs)
+    "kept": QT_TRANSLATE_NOOP("beam_tree", "kept"),
+    "pruned": QT_TRANSLATE_NOOP("beam_tree", "pruned"),
+    "best": QT_TRANSLATE_NOOP("beam_tree", "best path"),
+}
+FINISHED = QT_TRANSLATE_NOOP("beam_tree", "finished (EOS)")
 
 
 def node_style(node: BeamNode) -> str:
@@ -79,8 +88,10 @@ class QtBeamTreeView(FigureViewBase):
         self._node = ""
         self._layer: int | None = None  # None: the last layer
         self._head: int | None = None  # None: the mean over heads
-        self.layer_combo = self._add_control("Layer", make_combo("beamTreeLayer", "The decoder layer whose cross-attention is shown"))
-        self.head_combo = self._add_control("Head", make_combo("beamTreeHead", "One head of that layer, or the mean over its heads"))
+        self.layer_combo = self._add_control(translate("beam_tree", "Layer"),
+                                             make_combo("beamTreeLayer", translate("beam_tree", "The decoder layer whose cross-attention is shown")))
+        self.head_combo = self._add_control(translate("beam_tree", "Head"),
+                                            make_combo("beamTreeHead", translate("beam_tree", "One head of that layer, or the mean over its heads")))
         for combo in (self.layer_combo, self.head_combo):
             combo.currentIndexChanged.connect(self._on_layer_head_changed)
         self.controls.addStretch(1)
@@ -89,8 +100,8 @@ class QtBeamTreeView(FigureViewBase):
         self.node_label.setContentsMargins(8, 0, 8, 0)
         self.layout().insertWidget(1, self.node_label)
         self.tree_plot = self._build_tree_plot()
-        self.heatmap = HeatmapPlot(self.theme, colorbar_label="weight")
-        self.heatmap.set_axis_titles("fed token (rows)", "source (columns)")
+        self.heatmap = HeatmapPlot(self.theme, colorbar_label=translate("beam_tree", "weight"))
+        self.heatmap.set_axis_titles(translate("beam_tree", "fed token (rows)"), translate("beam_tree", "source (columns)"))
         self.heatmap.sigHovered.connect(self._on_cell_hovered)
         self.heatmap.setMinimumWidth(HEATMAP_WIDTH)  # a narrow dock scrolls instead
         self.canvas.ci.addItem(self.tree_plot, row=1, col=0)
@@ -104,7 +115,7 @@ class QtBeamTreeView(FigureViewBase):
         plot = pg.PlotItem(enableMenu=False)
         plot.hideButtons()
         plot.hideAxis("left")
-        plot.setLabel("bottom", "step (tokens generated)")
+        plot.setLabel("bottom", translate("beam_tree", "step (tokens generated)"))
         vb = plot.getViewBox()
         vb.setMouseEnabled(x=False, y=False)
         vb.setMenuEnabled(False)
@@ -159,7 +170,7 @@ class QtBeamTreeView(FigureViewBase):
         node = frame.tree.nodes[index]
         self._node = " ".join(str(t) for t in node.token_ids)
         self._place_ring(frame.tree, index)
-        self.node_label.setText(f"{prefix_text(node)} · computing its cross-attention…")
+        self.node_label.setText(translate("beam_tree", "{prefix} · computing its cross-attention…").format(prefix=prefix_text(node)))
         self.optionsChanged.emit()
 
     # drawing -------------------------------------------------------------------------------------
@@ -168,7 +179,8 @@ class QtBeamTreeView(FigureViewBase):
         self.tree_plot.setVisible(frame is not None)
         self.heatmap.setVisible(frame is not None)
         if frame is None:
-            self.title.set_title("Beam tree", "needs a decoded sentence: choose Beam in the strategy box (greedy shows one path)")
+            self.title.set_title(translate("beam_tree", "Beam tree"),
+                                 translate("beam_tree", "needs a decoded sentence: choose Beam in the strategy box (greedy shows one path)"))
             self.title.set_legend(())
             self.node_label.setText("")
             return
@@ -181,11 +193,14 @@ class QtBeamTreeView(FigureViewBase):
     def _set_title(self, frame: BeamTreeFrame) -> None:
         t = self.theme
         tree = frame.tree
-        self.title.set_title(f"Beam tree · {frame.strategy}: {len(tree.nodes)} prefixes over {tree.n_steps} steps",
-                             "label: the last piece and its score (log P / length penalty) · click a node for its cross-attention")
+        self.title.set_title(translate("beam_tree", "Beam tree · {strategy}: {prefixes} prefixes over {steps} steps").format(
+                                 strategy=frame.strategy, prefixes=len(tree.nodes), steps=tree.n_steps),
+                             translate("beam_tree", "label: the last piece and its score (log P / length penalty) · click a node for its cross-attention"))
         pieces = tuple(n.piece for n in tree.nodes)
-        self.title.set_legend((("—", t.highlight, "best path"), ("—", t.foreground, "kept"), ("—", t.muted, "pruned"),
-                               ("■", t.foreground, "finished (EOS)"), ("○", t.selection, "selected"), *word_start_legend(pieces)))
+        words = {style: translate("beam_tree", w) for style, w in STYLE_WORDS.items()}
+        self.title.set_legend((("—", t.highlight, words["best"]), ("—", t.foreground, words["kept"]), ("—", t.muted, words["pruned"]),
+                               ("■", t.foreground, translate("beam_tree", FINISHED)), ("○", t.selection, translate("beam_tree", "selected")),
+                               *word_start_legend(pieces)))
 
     def _draw_tree(self, tree: BeamTree) -> None:
         pos = tree.positions()
@@ -245,7 +260,7 @@ class QtBeamTreeView(FigureViewBase):
         layer = n_layers - 1 if self._layer is None else min(self._layer, max(n_layers - 1, 0))
         head = -1 if self._head is None or self._head >= n_heads else self._head
         set_combo_items(self.layer_combo, [(str(i + 1), i) for i in range(n_layers)], layer)
-        set_combo_items(self.head_combo, [("mean", -1), *((str(h + 1), h) for h in range(n_heads))], head)
+        set_combo_items(self.head_combo, [(translate("beam_tree", "mean"), -1), *((str(h + 1), h) for h in range(n_heads))], head)
 
     def shown_layer_head(self) -> tuple[int, int | None]:
         """The layer (0-based) and head (``None``: the mean) whose attention is drawn."""
@@ -257,19 +272,21 @@ class QtBeamTreeView(FigureViewBase):
         if frame is None:
             return
         a, node = frame.attention, frame.node
-        status = "best path" if node.best else ("pruned" if node.pruned else "kept")
-        end = " · finished (EOS)" if node.finished else ""
-        self.node_label.setText(f"node {frame.selected + 1}, step {node.step}: {prefix_text(node)} · log P {score_text(node.log_prob)} · "
-                                f"score {score_text(node.score)} · {status}{end}")
+        status = translate("beam_tree", STYLE_WORDS[node_style(node)])
+        end = " · " + translate("beam_tree", FINISHED) if node.finished else ""
+        self.node_label.setText(translate("beam_tree", "node {node}, step {step}: {prefix} · log P {log_p} · score {score} · {status}").format(
+            node=frame.selected + 1, step=node.step, prefix=prefix_text(node), log_p=score_text(node.log_prob), score=score_text(node.score),
+            status=status) + end)
         visible = a.weights.shape[0] > 0 and a.weights.shape[2] > 0
         self.heatmap.setVisible(visible)
         if not visible:
-            self.node_label.setText(self.node_label.text() + " · SOS chose nothing yet: click a later node for its cross-attention")
+            self.node_label.setText(self.node_label.text() + translate("beam_tree", " · SOS chose nothing yet: click a later node for its cross-attention"))
             return
         layer, head = self.shown_layer_head()
         self.heatmap.set_matrix(a.shown(layer, head), a.fed_pieces, a.source_pieces, highlight_row=len(a.fed_pieces) - 1, levels=(0.0, 1.0))
-        which = "mean of heads" if head is None else f"head {head + 1}"
-        self.heatmap.set_panel_title(f"Cross-attention · layer {layer + 1} · {which}", color=self.theme.foreground)
+        which = translate("beam_tree", "mean of heads") if head is None else translate("beam_tree", "head {head}").format(head=head + 1)
+        self.heatmap.set_panel_title(translate("beam_tree", "Cross-attention · layer {layer} · {which}").format(layer=layer + 1, which=which),
+                                     color=self.theme.foreground)
 
     # the user's choices ----------------------------------------------------------------------------
     def _on_layer_head_changed(self, _index: int) -> None:
@@ -287,10 +304,10 @@ class QtBeamTreeView(FigureViewBase):
             self.readout.setText(" ")
             return
         node = frame.tree.nodes[int(points[0].data())]
-        flags = [f for f, on in (("finished (EOS)", node.finished), ("final beam", node.final), ("best path", node.best),
-                                 ("pruned", node.pruned)) if on]
-        self.readout.setText(f"step {node.step}: {prefix_text(node)} · log P {score_text(node.log_prob)} · "
-                             f"score {score_text(node.score)}" + "".join(f" · {f}" for f in flags))
+        flags = [translate("beam_tree", f) for f, on in ((FINISHED, node.finished), (QT_TRANSLATE_NOOP("beam_tree", "final beam"), node.final),
+                                                         (STYLE_WORDS["best"], node.best), (STYLE_WORDS["pruned"], node.pruned)) if on]
+        self.readout.setText(translate("beam_tree", "step {step}: {prefix} · log P {log_p} · score {score}").format(
+            step=node.step, prefix=prefix_text(node), log_p=score_text(node.log_prob), score=score_text(node.score)) + "".join(f" · {f}" for f in flags))
 
     def _on_cell_hovered(self, info: HoverInfo | None) -> None:
         frame = self._frame
@@ -298,7 +315,8 @@ class QtBeamTreeView(FigureViewBase):
             self.readout.setText(" ")
             return
         chose = display_piece(frame.attention.chose_pieces[info.row])
-        self.readout.setText(f"fed “{info.row_label}” (chose “{chose}”) → source “{info.col_label}” (pos {info.col + 1}): {info.value:.4f}")
+        self.readout.setText(translate("beam_tree", "fed “{fed}” (chose “{chose}”) → source “{source}” (pos {pos}): {value:.4f}").format(
+            fed=info.row_label, chose=chose, source=info.col_label, pos=info.col + 1, value=info.value))
 
     def _on_theme_changed(self) -> None:
         self.heatmap.apply_theme(self.theme)
@@ -311,7 +329,7 @@ class QtBeamTreeView(FigureViewBase):
 
     # figure protocol -------------------------------------------------------------------------------
     def figure_title(self) -> str:
-        return "Beam tree"
+        return translate("beam_tree", "Beam tree")
 
     def figure_data(self) -> FigureData:
         if self._frame is None:
@@ -349,8 +367,8 @@ def beam_tree_data(session: Session, choice: ViewChoice, options: dict) -> Analy
         return None
     history = session.derived("beam-history", lambda: beam_history(decoding))
     return Analysis(beam_tree_frame, (bundle.model, decoding.source, history, parse_node(options.get(NODE)),
-                                      tuple(decoding.interventions), decoding.strategy.describe()))
+                                      tuple(decoding.interventions), strategy_text(decoding.strategy)))
 
 
-SPEC = ViewSpec("beam-tree", QtBeamTreeView, "Beam tree", "bottom", (), data=beam_tree_data, reads_options=True,
+SPEC = ViewSpec("beam-tree", QtBeamTreeView, QT_TRANSLATE_NOOP("views", "Beam tree"), "bottom", (), data=beam_tree_data, reads_options=True,
                 empty="no beam tree: decode a sentence without a typed target (choose Beam in the strategy box; greedy shows one path)")

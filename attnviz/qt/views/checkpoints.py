@@ -18,16 +18,18 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from PySide6 import QtCore, QtGui, QtWidgets
+from PySide6.QtCore import QT_TRANSLATE_NOOP
 
 from attnviz.core.analysis.checkpoints import CheckpointComparison, compare_with_folder, figure_data
-from attnviz.core.analysis.figure_data import KIND_TITLES, FigureData
-from attnviz.core.analysis.head_importance import head_label
+from attnviz.core.analysis.figure_data import FigureData
 from attnviz.core.data.pieces import display_piece
 from attnviz.core.model.sites import KINDS
 from attnviz.core.training.checkpoint import folder_stamp
 from attnviz.errors import AttnvizError
 from attnviz.paths import models_dir
 from attnviz.qt.analyses import Analysis
+from attnviz.qt.core_text import head_text, kind_name, kind_title
+from attnviz.qt.i18n import translate
 from attnviz.qt.selection import fit_head
 from attnviz.qt.session import one_line
 from attnviz.qt.views.base import AXIS_TITLES, FigureViewBase
@@ -82,7 +84,7 @@ class QtCheckpointsView(FigureViewBase):
         self._build_controls()
         self._build_labels()
         self.summary_map = HeatmapPlot(self.theme, colormap=self.colormap(), value_format=format_moved, colorbar_label="½Σ|ΔA|")
-        self.summary_map.set_axis_titles("kind and layer", "head")
+        self.summary_map.set_axis_titles(translate("checkpoints", "kind and layer"), translate("checkpoints", "head"))
         self.summary_map.sigHovered.connect(self._on_summary_hovered)
         self.summary_map.sigCellClicked.connect(self._on_cell_clicked)
         self.selected_marker = QtWidgets.QGraphicsRectItem()  # the head whose ΔA is drawn
@@ -98,15 +100,15 @@ class QtCheckpointsView(FigureViewBase):
 
     def _build_controls(self) -> None:
         self.path_edit = QtWidgets.QLineEdit(objectName=PATH_OPTION)
-        self.path_edit.setPlaceholderText("another bundle folder of the same architecture")
-        self.path_edit.setToolTip("Model B: a bundle folder (or a training run's checkpoint folder) of the same architecture "
-                                  "and vocabulary as the open model. Press Enter.")
+        self.path_edit.setPlaceholderText(translate("checkpoints", "another bundle folder of the same architecture"))
+        self.path_edit.setToolTip(translate("checkpoints", "Model B: a bundle folder (or a training run's checkpoint folder) of the same architecture "
+                                            "and vocabulary as the open model. Press Enter."))
         self.path_edit.setMinimumWidth(160)
         self.path_edit.editingFinished.connect(self._on_path_edited)
-        self.choose_button = QtWidgets.QToolButton(objectName="checkpointChooseButton", text="Choose…")
-        self.choose_button.setToolTip("Choose model B's folder")
+        self.choose_button = QtWidgets.QToolButton(objectName="checkpointChooseButton", text=translate("checkpoints", "Choose…"))
+        self.choose_button.setToolTip(translate("checkpoints", "Choose model B's folder"))
         self.choose_button.clicked.connect(self.choose_folder)
-        self._add_control("Compare with:", self.path_edit)
+        self._add_control(translate("checkpoints", "Compare with:"), self.path_edit)
         self.controls.addWidget(self.choose_button)
         self.controls.setStretchFactor(self.path_edit, 1)
 
@@ -158,15 +160,17 @@ class QtCheckpointsView(FigureViewBase):
         self.problem_label.setVisible(self._problem is not None)
         self.problem_label.setText(self.problem())
         if r is None:
-            self.title.set_title("Compare checkpoints", "choose another bundle folder of the same architecture: each head's "
-                                 "attention on this sentence, the open model's against the other's")
+            self.title.set_title(translate("checkpoints", "Compare checkpoints"),
+                                 translate("checkpoints", "choose another bundle folder of the same architecture: each head's "
+                                           "attention on this sentence, the open model's against the other's"))
             self._set_translations("", "")
             return
         kind, layer, head = self.shown_head()
-        self.title.set_title(f"Compare checkpoints · B ({r.name_b}) − A ({r.name_a}) on A's translation",
-                             f"log P(A's translation): {r.log_prob_a:.2f} under A, {r.log_prob_b:.2f} under B · per head: ½Σ|ΔA| "
-                             f"averaged over the rows · moved most: {head_label(*r.moved_most()[:3])} · click a head for its ΔA")
-        same = "  (the same)" if r.same_translation else ""
+        self.title.set_title(translate("checkpoints", "Compare checkpoints · B ({b}) − A ({a}) on A's translation").format(b=r.name_b, a=r.name_a),
+                             translate("checkpoints", "log P(A's translation): {a:.2f} under A, {b:.2f} under B · per head: ½Σ|ΔA| "
+                                       "averaged over the rows · moved most: {head} · click a head for its ΔA").format(
+                                 a=r.log_prob_a, b=r.log_prob_b, head=head_text(*r.moved_most()[:3])))
+        same = translate("checkpoints", "  (the same)") if r.same_translation else ""
         self._set_translations(f"A · {r.name_a}: {r.translation_a}{same}", f"B · {r.name_b}: {r.translation_b}")
         self.b_label.setToolTip(tooltip_text(r.path_b))
         self._draw_summary(r)
@@ -179,7 +183,7 @@ class QtCheckpointsView(FigureViewBase):
 
     def _draw_summary(self, r: CheckpointComparison) -> None:
         s = r.summary()
-        rows = [f"{k} {layer + 1}" for k, layer in r.rows()]
+        rows = [f"{kind_name(k)} {layer + 1}" for k, layer in r.rows()]
         self.summary_map.set_matrix(s, rows, [str(h + 1) for h in range(s.shape[1])], levels=(0.0, max(float(s.max()), 1e-6)))
         kind, layer, head = self.shown_head()
         self.selected_marker.setRect(QtCore.QRectF(head - 0.5, r.rows().index((kind, layer)) - 0.5, 1.0, 1.0))
@@ -189,8 +193,9 @@ class QtCheckpointsView(FigureViewBase):
         rows, cols = r.labels(kind)
         m = max(float(np.abs(d).max()), 1e-6)
         self.delta_map.set_matrix(d, rows, cols, levels=(-m, m))
-        self.delta_map.set_axis_titles(*AXIS_TITLES[kind])
-        self.delta_map.set_panel_title(f"ΔA = B − A of {head_label(kind, layer, head)} ({KIND_TITLES[kind]})", color=self.theme.foreground)
+        self.delta_map.set_axis_titles(*(translate("base", t) for t in AXIS_TITLES[kind]))
+        self.delta_map.set_panel_title(translate("checkpoints", "ΔA = B − A of {head} ({kind})").format(head=head_text(kind, layer, head), kind=kind_title(kind)),
+                                       color=self.theme.foreground)
 
     def _on_theme_changed(self) -> None:
         for plot in (self.summary_map, self.delta_map):
@@ -211,7 +216,7 @@ class QtCheckpointsView(FigureViewBase):
         """Ask for model B's folder; a chosen one is compared at once."""
         current = self.path_edit.text().strip()
         start = str(Path(current).parent if current else models_dir())
-        path = QtWidgets.QFileDialog.getExistingDirectory(self, "Choose a bundle of the same architecture to compare with", start)
+        path = QtWidgets.QFileDialog.getExistingDirectory(self, translate("checkpoints", "Choose a bundle of the same architecture to compare with"), start)
         if path:
             self.path_edit.setText(path)
             self._on_path_edited()
@@ -237,7 +242,8 @@ class QtCheckpointsView(FigureViewBase):
             return
         kind, layer = r.rows()[info.row]
         n = r.delta[kind].shape[2]
-        self.readout.setText(f"{head_label(kind, layer, info.col)}: ½Σ|ΔA| = {info.value:.4f} averaged over {n} rows")
+        self.readout.setText(translate("checkpoints", "{head}: ½Σ|ΔA| = {value:.4f} averaged over {n} rows").format(
+            head=head_text(kind, layer, info.col), value=info.value, n=n))
 
     def _on_delta_hovered(self, info: HoverInfo | None) -> None:
         r = self._result
@@ -252,7 +258,9 @@ class QtCheckpointsView(FigureViewBase):
     # figure protocol -------------------------------------------------------------------------------
     def figure_title(self) -> str:
         """Names the head whose ΔA is drawn."""
-        return f"Compare checkpoints · ΔA of {head_label(*self.shown_head())}" if self._result is not None else "Compare checkpoints"
+        if self._result is None:
+            return translate("checkpoints", "Compare checkpoints")
+        return translate("checkpoints", "Compare checkpoints · ΔA of {head}").format(head=head_text(*self.shown_head()))
 
     def figure_data(self) -> FigureData:
         if self._result is None:
@@ -272,11 +280,11 @@ def checkpoints_data(session: Session, choice: ViewChoice, options: dict) -> Ana
     if not path or bundle is None or cur is None or not cur.source.text.strip():
         return None
     if "\x00" in path:  # no folder's name holds one (and the file system calls refuse it with a ValueError)
-        return ComparisonProblem(path, "a folder name cannot hold a NUL character")
+        return ComparisonProblem(path, translate("checkpoints", "a folder name cannot hold a NUL character"))
     folder = Path(path).expanduser()
     return Analysis(compare_or_problem, (bundle, str(folder), cur.source.text, folder_stamp(folder)))
 
 
-SPEC = ViewSpec("checkpoints", QtCheckpointsView, "Compare checkpoints", "bottom", ("kind", "layer", "head"), data=checkpoints_data,
+SPEC = ViewSpec("checkpoints", QtCheckpointsView, QT_TRANSLATE_NOOP("views", "Compare checkpoints"), "bottom", ("kind", "layer", "head"), data=checkpoints_data,
                 reads_options=True, kinds=KINDS,
                 empty="nothing to compare: choose another bundle of the same architecture in the view (attnviz export --other-model DIR)")

@@ -12,11 +12,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from PySide6 import QtWidgets
+from PySide6.QtCore import QT_TRANSLATE_NOOP
 
 from attnviz.core.analysis.compare import CompareFrame, SourceComparison, compare_both, swap_ends
 from attnviz.core.analysis.figure_data import FigureData
-from attnviz.core.data.pieces import WORD_START_LEGEND, display_piece
+from attnviz.core.data.pieces import display_piece
 from attnviz.qt.analyses import Analysis
+from attnviz.qt.core_text import word_start_legend
+from attnviz.qt.i18n import translate
 from attnviz.qt.selection import ViewChoice
 from attnviz.qt.views.base import FigureViewBase, LayerHeadChoice, make_combo
 from attnviz.qt.views.spec import ATTENTION_SELECTORS, ViewSpec
@@ -28,13 +31,13 @@ if TYPE_CHECKING:
 
 #: (text A, text B, positional) -> the comparison; what the registry hands the view.
 
-PANELS: dict[str, str] = {
+PANELS: dict[str, str] = {  # shown as translate("compare", title)
     "out_a": "C_encoder · A",
     "out_b": "C_encoder · B",
-    "out_diff": "C_A − C_B (same token)",
+    "out_diff": QT_TRANSLATE_NOOP("compare", "C_A − C_B (same token)"),
     "att_a": "A: softmax(QKᵀ/√d_k)",
     "att_b": "B: softmax(QKᵀ/√d_k)",
-    "att_diff": "A − B (B in A's order)",
+    "att_diff": QT_TRANSLATE_NOOP("compare", "A − B (B in A's order)"),
 }
 
 MIN_CANVAS = (900, 640)  # px: the smallest size at which every panel's rows and labels read
@@ -62,14 +65,14 @@ class QtCompareView(FigureViewBase):
         self._error: str | None = None
         self._translations: dict[tuple[str, bool], str] = {}  # (A or B, with PE) -> greedy translation
         self.other_edit = QtWidgets.QLineEdit(objectName="compareOtherEdit")
-        self.other_edit.setToolTip("Source B; empty: A with its first and last word swapped. Press Enter to compare.")
+        self.other_edit.setToolTip(translate("compare", "Source B; empty: A with its first and last word swapped. Press Enter to compare."))
         self.other_edit.setMinimumWidth(160)
-        self.pe_off = QtWidgets.QCheckBox("PE off", objectName="comparePeOff")
-        self.pe_off.setToolTip("Re-run both sources without positional encoding: x = token embedding·√d_model only")
+        self.pe_off = QtWidgets.QCheckBox(translate("compare", "PE off"), objectName="comparePeOff")
+        self.pe_off.setToolTip(translate("compare", "Re-run both sources without positional encoding: x = token embedding·√d_model only"))
         self._add_control("B", self.other_edit)
         self.controls.addWidget(self.pe_off)
-        self.layer_combo = self._add_control("Layer", make_combo("compareLayerCombo", "Encoder layer"))
-        self.head_combo = self._add_control("Head", make_combo("compareHeadCombo", "Head i"))
+        self.layer_combo = self._add_control(translate("compare", "Layer"), make_combo("compareLayerCombo", translate("compare", "Encoder layer")))
+        self.head_combo = self._add_control(translate("compare", "Head"), make_combo("compareHeadCombo", translate("compare", "Head i")))
         self.layer_head = LayerHeadChoice(self.layer_combo, self.head_combo)
         self.controls.addStretch(1)
         self.other_edit.editingFinished.connect(self.optionsChanged)
@@ -81,15 +84,15 @@ class QtCompareView(FigureViewBase):
     def _build_canvas(self) -> None:
         t = self.theme
         self.panels: dict[str, HeatmapPlot] = {
-            "out_a": _diverging(t, "value"),
-            "out_b": _diverging(t, "value"),
-            "out_diff": _diverging(t, "difference"),
-            "att_a": HeatmapPlot(t, colormap=self.colormap(), colorbar_label="weight"),
-            "att_b": HeatmapPlot(t, colormap=self.colormap(), colorbar_label="weight"),
-            "att_diff": _diverging(t, "difference"),
+            "out_a": _diverging(t, translate("compare", "value")),
+            "out_b": _diverging(t, translate("compare", "value")),
+            "out_diff": _diverging(t, translate("compare", "difference")),
+            "att_a": HeatmapPlot(t, colormap=self.colormap(), colorbar_label=translate("compare", "weight")),
+            "att_b": HeatmapPlot(t, colormap=self.colormap(), colorbar_label=translate("compare", "weight")),
+            "att_diff": _diverging(t, translate("compare", "difference")),
         }
         for i, (name, plot) in enumerate(self.panels.items()):
-            plot.set_panel_title(PANELS[name])
+            plot.set_panel_title(translate("compare", PANELS[name]))
             self.canvas.addItem(plot, row=1 + i // 3, col=i % 3)
             plot.sigHovered.connect(self._on_plot_hovered)
         self.canvas.ci.layout.setHorizontalSpacing(14)
@@ -188,8 +191,9 @@ class QtCompareView(FigureViewBase):
             self.panels["att_a"].set_matrix(m["att_a"], lab["a"], lab["a"], levels=(0.0, 1.0))
             self.panels["att_b"].set_matrix(m["att_b"], lab["b"], lab["b"], levels=(0.0, 1.0))
             self.panels["att_diff"].set_matrix(m["att_diff"], lab["matched"], lab["matched"], levels=(-1.0, 1.0))
+        rows, features, keys = translate("compare", "tokens (rows)"), translate("compare", "features of d_model"), translate("compare", "keys")
         for name, plot in self.panels.items():
-            plot.set_axis_titles("tokens (rows)" if name.endswith("_a") else None, "features of d_model" if name.startswith("out") else "keys")
+            plot.set_axis_titles(rows if name.endswith("_a") else None, features if name.startswith("out") else keys)
 
     def summary(self) -> str:
         """The numbers that make the point, without PE and with it: the largest deviation of
@@ -198,28 +202,31 @@ class QtCompareView(FigureViewBase):
         if r is None:
             return ""
         if not np.isfinite(r.max_deviation):
-            return "A and B share no token: nothing to match"
+            return translate("compare", "A and B share no token: nothing to match")
         by_pe = {c.positional: c for c in (r, self._contrast) if c is not None}
         parts = []
         if False in by_pe:
             dev = by_pe[False].max_deviation
             exact = dev < 1e-5 and by_pe[False].is_permutation
-            parts.append(f"without PE max |C_A − C_B| = {dev:.2g}" + (" (B's vectors are A's, reordered)" if exact else ""))
+            parts.append(translate("compare", "without PE max |C_A − C_B| = {deviation:.2g}").format(deviation=dev)
+                         + (translate("compare", " (B's vectors are A's, reordered)") if exact else ""))
         if True in by_pe:
             c = by_pe[True]
             cos = ", ".join(f"{display_piece(p)} {v:.2f}" for p, v in zip(c.a.pieces, c.cosine) if np.isfinite(v))
-            parts.append(f"with PE {c.max_deviation:.3g}; cos per token: {cos}")
-        return ";  ".join(parts)
+            parts.append(translate("compare", "with PE {deviation:.3g}; cos per token: {cosines}").format(deviation=c.max_deviation, cosines=cos))
+        return translate("compare", ";  ").join(parts)  # the summary's parts: "; " in English
 
     def _set_title(self) -> None:
         r = self._result
         if r is None:
-            self.title.set_title("Word order: " + (f"cannot compare ({self._error})" if self._error else "no source to compare yet"))
+            why = translate("compare", "cannot compare ({error})").format(error=self._error) if self._error else translate("compare", "no source to compare yet")
+            self.title.set_title(translate("compare", "Word order: {why}").format(why=why))
             return
-        pe = "PE off: x = embedding·√d_model" if not r.positional else "with PE: x = embedding·√d_model + PE"
+        pe = translate("compare", "PE off: x = embedding·√d_model") if not r.positional else translate("compare", "with PE: x = embedding·√d_model + PE")
         self.title.set_title(
-            f"Word order · A “{r.a.text}” vs B “{r.b.text}” · {pe} · encoder layer {self.layer_head.layer + 1} · head {self.layer_head.head + 1}",
-            f"{self.summary()}    ({WORD_START_LEGEND})",
+            translate("compare", "Word order · A “{a}” vs B “{b}” · {pe} · encoder layer {layer} · head {head}").format(
+                a=r.a.text, b=r.b.text, pe=pe, layer=self.layer_head.layer + 1, head=self.layer_head.head + 1),
+            f"{self.summary()}    ({word_start_legend()})",
         )
         self.title.set_legend(self.translation_legend())
 
@@ -229,9 +236,9 @@ class QtCompareView(FigureViewBase):
         if not t:
             return ()
         same = t[("A", False)] == t[("B", False)]
-        return (("with PE", self.theme.foreground, f"A → {t[('A', True)]}   B → {t[('B', True)]}"),
-                ("without PE", self.theme.foreground,
-                 f"A → {t[('A', False)]}   B → {t[('B', False)]}" + ("   (the same: the order never reached the output)" if same else "")))
+        note = translate("compare", "   (the same: the order never reached the output)") if same else ""
+        return ((translate("compare", "with PE"), self.theme.foreground, f"A → {t[('A', True)]}   B → {t[('B', True)]}"),
+                (translate("compare", "without PE"), self.theme.foreground, f"A → {t[('A', False)]}   B → {t[('B', False)]}" + note))
 
     def translations(self) -> dict[tuple[str, bool], str]:
         return dict(self._translations)
@@ -242,7 +249,8 @@ class QtCompareView(FigureViewBase):
         if info is None:
             self.readout.setText(" ")
             return
-        self.readout.setText(f"{PANELS[panel]}:  row “{info.row_label}”  column “{info.col_label}”     value = {info.value:.4g}")
+        self.readout.setText(translate("compare", "{panel}:  row “{row}”  column “{column}”     value = {value:.4g}").format(
+            panel=translate("compare", PANELS[panel]), row=info.row_label, column=info.col_label, value=info.value))
 
     def _on_theme_changed(self) -> None:
         for plot in self.panels.values():
@@ -259,9 +267,10 @@ class QtCompareView(FigureViewBase):
     def figure_title(self) -> str:
         r = self._result
         if r is None:
-            return "Word order"
-        pe = "without PE" if not r.positional else "with PE"
-        return f"Word order · {r.a.text} vs {r.b.text} · {pe} · encoder layer {self.layer_head.layer + 1} · head {self.layer_head.head + 1}"
+            return translate("compare", "Word order")
+        pe = translate("compare", "without PE") if not r.positional else translate("compare", "with PE")
+        return translate("compare", "Word order · {a} vs {b} · {pe} · encoder layer {layer} · head {head}").format(
+            a=r.a.text, b=r.b.text, pe=pe, layer=self.layer_head.layer + 1, head=self.layer_head.head + 1)
 
     def figure_data(self) -> FigureData:
         r = self._result
@@ -299,5 +308,5 @@ def compare_data(session: Session, choice: ViewChoice, options: dict[str, object
     return Analysis(compare_both, (bundle.model, bundle.src_tokenizer, a, b, not options.get("comparePeOff"), bundle.tgt_tokenizer))
 
 
-SPEC = ViewSpec("compare", QtCompareView, "Word order (compare)", "bottom", ATTENTION_SELECTORS, data=compare_data,
-                reads_options=True, kinds=("encoder",), empty="nothing to compare: type a source sentence")
+SPEC = ViewSpec("compare", QtCompareView, QT_TRANSLATE_NOOP("views", "Word order (compare)"), "bottom", ATTENTION_SELECTORS, data=compare_data,
+                reads_options=True, kinds=("encoder",), empty="nothing to compare: type a source sentence", depends_on=("source",))

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtWidgets
+from PySide6.QtCore import QT_TRANSLATE_NOOP
 
 from attnviz.core.analysis.ffn import (
     ACTIVATION_NAMES,
@@ -29,7 +30,6 @@ from attnviz.core.analysis.ffn import (
     FfnRemoval,
     ffn_roles_for,
     layer_key,
-    off_label,
     off_share,
     stack_of,
     top_units,
@@ -37,6 +37,8 @@ from attnviz.core.analysis.ffn import (
 from attnviz.core.analysis.figure_data import FigureData
 from attnviz.core.data.pieces import display_piece
 from attnviz.qt.analyses import Analysis
+from attnviz.qt.core_text import kind_name
+from attnviz.qt.i18n import translate
 from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
 from attnviz.qt.views.small_plots import apply_plot_theme, legend_title, series, set_ticks, small_plot
 from attnviz.qt.views.spec import ViewSpec
@@ -51,14 +53,29 @@ TOP_UNITS = 10
 UNIT_TICK_EVERY = 64
 MIN_HEIGHT = 640  # px of canvas before the dock scrolls
 TOP = -1  # the unit spin box's "top": the selected token's most active unit
+SHORT_STACKS = {"encoder": QT_TRANSLATE_NOOP("ffn", "enc {layer}"), "decoder": QT_TRANSLATE_NOOP("ffn", "dec {layer}")}
 
 
 def _short(key: str) -> str:
-    """``encoder:0`` → ``enc 1``; ``all`` stays."""
+    """``encoder:0`` → ``enc 1``; ``all`` → ``all``."""
     if key == ALL:
-        return "all"
+        return translate("ffn", "all")
     stack, _, layer = key.partition(":")
-    return f"{stack[:3]} {int(layer) + 1}"
+    return translate("ffn", SHORT_STACKS[stack]).format(layer=int(layer) + 1)
+
+
+def off_text(activation: str) -> str:
+    """What :func:`~attnviz.core.analysis.ffn.off_share` counts, in words (the core's ``off_label``)."""
+    if activation == "relu":
+        return translate("ffn", "ReLU sparsity: share of exact zeros in max(0, xW₁ + b₁)")
+    return translate("ffn", "share of units ≤ 0 after {activation} (it has no exact zeros)").format(
+        activation=ACTIVATION_NAMES.get(activation, activation))
+
+
+def stack_layer_text(stack: str, layer: int, capital: bool = False) -> str:
+    """``encoder layer 2`` (``layer`` 0-based; ``capital``: ``Encoder layer 2``)."""
+    name = kind_name(stack)
+    return translate("ffn", "{stack} layer {layer}").format(stack=name.capitalize() if capital else name, layer=layer + 1)
 
 
 class QtFfnView(FigureViewBase):
@@ -72,12 +89,13 @@ class QtFfnView(FigureViewBase):
         self._scroll_canvas()
         self._data: FfnData | None = None
         self._stack, self._layer, self._query = "encoder", 0, None
-        self.layer_combo = self._add_control("Layer", make_combo("ffnLayerCombo", "Which layer's FFN"))
-        self.unit_spin = self._add_control("Unit", QtWidgets.QSpinBox(objectName="ffnUnitSpin"))
+        self.layer_combo = self._add_control(translate("ffn", "Layer"), make_combo("ffnLayerCombo", translate("ffn", "Which layer's FFN")))
+        self.unit_spin = self._add_control(translate("ffn", "Unit"), QtWidgets.QSpinBox(objectName="ffnUnitSpin"))
         self.unit_spin.setRange(TOP, 0)
         self.unit_spin.setValue(TOP)
-        self.unit_spin.setSpecialValueText("top")
-        self.unit_spin.setToolTip("The hidden unit shown at every position (top: the selected token's most active; a click on the heatmap picks one)")
+        self.unit_spin.setSpecialValueText(translate("ffn", "top"))
+        self.unit_spin.setToolTip(translate("ffn", "The hidden unit shown at every position (top: the selected token's most active; "
+                                                  "a click on the heatmap picks one)"))
         self.controls.addStretch(1)
         self.layer_combo.currentIndexChanged.connect(self._on_layer_changed)
         self.unit_spin.valueChanged.connect(self._on_unit_changed)
@@ -87,26 +105,26 @@ class QtFfnView(FigureViewBase):
         self._refresh()
 
     def _build_heatmap(self) -> None:
-        self.heatmap = HeatmapPlot(self.theme, colorbar=True, colorbar_label="activation", annotate=False, masked=False,
+        self.heatmap = HeatmapPlot(self.theme, colorbar=True, colorbar_label=translate("ffn", "activation"), annotate=False, masked=False,
                                    label_point_size=8.5)
-        self.heatmap.set_axis_titles("token", "hidden unit (d_ff)")
+        self.heatmap.set_axis_titles(translate("ffn", "token"), translate("ffn", "hidden unit (d_ff)"))
         self.heatmap.sigCellClicked.connect(self._on_cell_clicked)
         self.heatmap.sigHovered.connect(self._on_hovered)
         self.canvas.ci.addItem(self.heatmap, row=1, col=0, colspan=2)
 
     def _build_plots(self) -> None:
         ci = self.canvas.ci
-        self.top_plot = small_plot("unit", "value")
+        self.top_plot = small_plot(translate("ffn", "unit"), translate("ffn", "value"))
         self.top_bars = pg.BarGraphItem(x=[], height=[], width=0.7)
         self.top_plot.addItem(self.top_bars)
-        self.off_plot = small_plot("layer", "share off")
+        self.off_plot = small_plot(translate("ffn", "layer"), translate("ffn", "share off"))
         self.off_lines = {s: series(self.off_plot, self.theme, i, s) for i, s in enumerate(STACKS)}
-        self.unit_plot = small_plot("token", "activation")
+        self.unit_plot = small_plot(translate("ffn", "token"), translate("ffn", "activation"))
         self.unit_bars = pg.BarGraphItem(x=[], height=[], width=0.6)
         self.unit_plot.addItem(self.unit_bars)
         self.unit_pre = self.unit_plot.plot([], [])
         self.unit_plot.addItem(pg.InfiniteLine(angle=0, pos=0.0, movable=False, pen=pen("#888888", 1.0)), ignoreBounds=True)
-        self.removal_plot = small_plot("FFN removed", "probability")
+        self.removal_plot = small_plot(translate("ffn", "FFN removed"), translate("ffn", "probability"))
         self.removal_bars = pg.BarGraphItem(x=[], height=[], width=0.6)
         self.removal_plot.addItem(self.removal_bars)
         self.intact_line = pg.InfiniteLine(angle=0, movable=False)
@@ -172,7 +190,7 @@ class QtFfnView(FigureViewBase):
 
     # drawing ------------------------------------------------------------------------------------
     def _update_controls(self) -> None:
-        items = [] if self._data is None else [(f"{f.stack.capitalize()} layer {f.layer + 1}", f"{f.stack}:{f.layer}") for f in self._data.layers]
+        items = [] if self._data is None else [(stack_layer_text(f.stack, f.layer, capital=True), f"{f.stack}:{f.layer}") for f in self._data.layers]
         set_combo_items(self.layer_combo, items, f"{self._stack}:{self._layer}")
         self.layer_combo.setEnabled(bool(items))
         f = self.current()
@@ -184,7 +202,7 @@ class QtFfnView(FigureViewBase):
         for item in (self.heatmap, self.top_plot, self.off_plot, self.unit_plot, self.removal_plot):
             item.setVisible(f is not None)
         if f is None:
-            self.title.set_title("FFN", "FFN(x) = max(0, xW₁ + b₁)W₂ + b₂, applied to each token on its own")
+            self.title.set_title("FFN", translate("ffn", "FFN(x) = max(0, xW₁ + b₁)W₂ + b₂, applied to each token on its own"))
             self.title.set_legend(())
             return
         self._set_title(f)
@@ -206,10 +224,13 @@ class QtFfnView(FigureViewBase):
         name = self._hidden_name()
         alone = ""
         if f.alone is not None:
-            alone = f" · one W₁, b₁, W₂, b₂ for every position: FFN(x_i) alone = output row i (max |Δ| = {f.positionwise_error:.1e})"
+            alone = translate("ffn", " · one W₁, b₁, W₂, b₂ for every position: FFN(x_i) alone = output row i (max |Δ| = {error:.1e})").format(
+                error=f.positionwise_error)
         self.title.set_title(
-            f"FFN · {f.stack} layer {f.layer + 1} · {name} · {len(f.pieces)} tokens × {f.hidden.shape[1]} units",
-            f"FFN(x) = {name}W₂ + b₂, per token{alone} · {off_label(self._data.activation)}: {self.off_share():.1%} in this layer",
+            translate("ffn", "FFN · {layer} · {name} · {tokens} tokens × {units} units").format(
+                layer=stack_layer_text(f.stack, f.layer), name=name, tokens=len(f.pieces), units=f.hidden.shape[1]),
+            translate("ffn", "FFN(x) = {name}W₂ + b₂, per token{alone} · {off}: {share:.1%} in this layer").format(
+                name=name, alone=alone, off=off_text(self._data.activation), share=self.off_share()),
         )
         self.title.set_legend((("", "", self.removal_text()),) if self.removal() is not None else ())
 
@@ -220,9 +241,11 @@ class QtFfnView(FigureViewBase):
             return ""
         key = layer_key(self._stack, self._layer)
         p, i = r.removed[key], r.intact
-        return (f"without this FFN: next token at decoder row {r.row + 1} (“{display_piece(r.fed)}” fed) “{display_piece(p.piece)}” {p.prob:.2f} "
-                f"(with it “{display_piece(i.piece)}” {i.prob:.2f}); greedy “{r.translation}” → “{r.translations[key]}”; "
-                f"without every FFN: “{r.translations[ALL]}”")
+        return translate("ffn", "without this FFN: next token at decoder row {row} (“{fed}” fed) “{piece}” {prob:.2f} "
+                         "(with it “{intact}” {intact_prob:.2f}); greedy “{translation}” → “{without}”; "
+                         "without every FFN: “{without_all}”").format(
+            row=r.row + 1, fed=display_piece(r.fed), piece=display_piece(p.piece), prob=p.prob, intact=display_piece(i.piece), intact_prob=i.prob,
+            translation=r.translation, without=r.translations[key], without_all=r.translations[ALL])
 
     def _draw_top(self, f: FfnLayer) -> None:
         units, values = top_units(f.hidden[self.query()], TOP_UNITS)
@@ -232,7 +255,7 @@ class QtFfnView(FigureViewBase):
         self.top_plot.setXRange(-0.6, max(len(units), 1) - 0.4, padding=0)
         self.top_plot.enableAutoRange(axis="y")
         piece = display_piece(f.pieces[self.query()])
-        self.top_plot.setTitle(f"top {len(units)} units for “{piece}”", size="8.5pt", color=self.theme.foreground)
+        self.top_plot.setTitle(translate("ffn", "top {n} units for “{piece}”").format(n=len(units), piece=piece), size="8.5pt", color=self.theme.foreground)
 
     def _draw_off(self) -> None:
         names, most = [], 1
@@ -240,11 +263,11 @@ class QtFfnView(FigureViewBase):
             shares = self._data.off_shares(stack)
             line.setData(np.arange(1, len(shares) + 1, dtype=float), shares)
             if len(shares):
-                names.append((i, stack))
+                names.append((i, kind_name(stack)))
                 most = max(most, len(shares))
         self.off_plot.getAxis("bottom").setTicks([[(i, str(i)) for i in range(1, most + 1)]])
-        word = "zeros" if self._data.activation == "relu" else "units ≤ 0"
-        legend_title(self.off_plot, f"share of {word}", names, self.theme)
+        what = translate("ffn", "share of zeros") if self._data.activation == "relu" else translate("ffn", "share of units ≤ 0")
+        legend_title(self.off_plot, what, names, self.theme)
         self.off_plot.setYRange(0.0, 1.0, padding=0.05)
         self.off_plot.setXRange(0.7, most + 0.3, padding=0)
 
@@ -259,8 +282,8 @@ class QtFfnView(FigureViewBase):
         self.unit_plot.setXRange(-0.6, max(len(x), 1) - 0.4, padding=0)
         self.unit_plot.enableAutoRange(axis="y")
         dashed = f" · <span style='color:{self.theme.head_color(1).name()}'>■</span> x·w₁ + b₁" if f.pre is not None else ""
-        self.unit_plot.setTitle(f"unit {u} at every position: {self._hidden_name().replace('xW₁', 'x·w₁')}, one w₁, b₁{dashed}",
-                                size="8.5pt", color=self.theme.foreground)
+        self.unit_plot.setTitle(translate("ffn", "unit {unit} at every position: {hidden}, one w₁, b₁{dashed}").format(
+            unit=u, hidden=self._hidden_name().replace('xW₁', 'x·w₁'), dashed=dashed), size="8.5pt", color=self.theme.foreground)
 
     def _draw_removal(self) -> None:
         r = self.removal()
@@ -278,8 +301,8 @@ class QtFfnView(FigureViewBase):
         self.removal_plot.setXRange(-0.6, len(keys) - 0.4, padding=0)
         self.removal_plot.setYRange(0.0, 1.12, padding=0)
         piece = display_piece(r.intact.piece)
-        self.removal_plot.setTitle(f"decoder row {r.row + 1}: P(“{piece}”) with each FFN removed (line: {r.intact.prob:.2f} with all)",
-                                   size="8.5pt", color=self.theme.foreground)
+        self.removal_plot.setTitle(translate("ffn", "decoder row {row}: P(“{piece}”) with each FFN removed (line: {prob:.2f} with all)").format(
+            row=r.row + 1, piece=piece, prob=r.intact.prob), size="8.5pt", color=self.theme.foreground)
 
     def _place_removal_texts(self, r: FfnRemoval, keys: list[str]) -> None:
         """Over each bar, the top token when it differs from the intact model's."""
@@ -336,11 +359,11 @@ class QtFfnView(FigureViewBase):
         if info is None:
             self.readout.setText(" ")
             return
-        self.readout.setText(f"“{display_piece(info.row_label)}”, unit {info.col}: {info.value:.4f}")
+        self.readout.setText(translate("ffn", "“{piece}”, unit {unit}: {value:.4f}").format(piece=display_piece(info.row_label), unit=info.col, value=info.value))
 
     # figure protocol ----------------------------------------------------------------------------
     def figure_title(self) -> str:
-        return f"FFN · {self._stack} layer {self._layer + 1}"
+        return translate("ffn", "FFN · {layer}").format(layer=stack_layer_text(self._stack, self._layer))
 
     def figure_data(self) -> FigureData:
         f = self.current()
@@ -384,5 +407,5 @@ def ffn_data(session: Session, choice: ViewChoice) -> Analysis | None:
     return Analysis(ffn_roles_for, (session.frozen(), b.model, b.src_tokenizer, b.tgt_tokenizer, session.current_row()))
 
 
-SPEC = ViewSpec("ffn", QtFfnView, "FFN", "bottom", ("kind", "layer", "query"), data=ffn_data,
+SPEC = ViewSpec("ffn", QtFfnView, QT_TRANSLATE_NOOP("views", "FFN"), "bottom", ("kind", "layer", "query"), data=ffn_data,
                 kinds=("encoder", "decoder"), stack_view=True)

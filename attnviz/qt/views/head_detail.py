@@ -10,9 +10,12 @@ from collections.abc import Mapping
 
 import numpy as np
 from PySide6 import QtCore, QtWidgets
+from PySide6.QtCore import QT_TRANSLATE_NOOP
 
-from attnviz.core.analysis.figure_data import KIND_FORMULAS, KIND_TITLES, AttentionData, AttentionFrame, FigureData
+from attnviz.core.analysis.figure_data import AttentionData, AttentionFrame, FigureData
 from attnviz.core.model.sites import KINDS
+from attnviz.qt.core_text import kind_formula, kind_title
+from attnviz.qt.i18n import translate
 from attnviz.qt.selection import ViewChoice, query_axis
 from attnviz.qt.views.base import (
     AXIS_TITLES,
@@ -25,14 +28,14 @@ from attnviz.qt.views.base import (
     set_combo_items,
     word_start_legend,
 )
-from attnviz.qt.views.spec import ATTENTION_SELECTORS, CROSS_FIRST, HEAD_MODES, ViewSpec, attention_frame
+from attnviz.qt.views.spec import ATTENTION_SELECTORS, CROSS_FIRST, HEAD_MODES, ViewSpec, attention_frame, encoder_side
 from attnviz.qt.widgets.colormaps import Theme
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo
 
-MODES: dict[str, str] = {
-    "head": "One head",
-    "mean": "Mean over heads",
-    "rollout": "Rollout",
+MODES: dict[str, str] = {  # shown as translate("head_detail", text)
+    "head": QT_TRANSLATE_NOOP("head_detail", "One head"),
+    "mean": QT_TRANSLATE_NOOP("head_detail", "Mean over heads"),
+    "rollout": QT_TRANSLATE_NOOP("head_detail", "Rollout"),
 }
 
 
@@ -56,12 +59,12 @@ class QtHeadDetailView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
         self._layer = 0
         self._head = 0
 
-        self.kind_combo = make_combo("headKindCombo", "Which attention: encoder self, decoder masked self or cross")
-        self.mode_combo = make_combo("headModeCombo", "One head, the mean over the layer's heads, or the rollout")
+        self.kind_combo = make_combo("headKindCombo", translate("head_detail", "Which attention: encoder self, decoder masked self or cross"))
+        self.mode_combo = make_combo("headModeCombo", translate("head_detail", "One head, the mean over the layer's heads, or the rollout"))
         for key, text in MODES.items():
-            self.mode_combo.addItem(text, key)
-        self.layer_combo = make_combo("headLayerCombo", "Layer")
-        self.head_combo = make_combo("headHeadCombo", "Head i (Z_i = A_i V_i)")
+            self.mode_combo.addItem(translate("head_detail", text), key)
+        self.layer_combo = make_combo("headLayerCombo", translate("head_detail", "Layer"))
+        self.head_combo = make_combo("headHeadCombo", translate("head_detail", "Head i (Z_i = A_i V_i)"))
         self.controls.addWidget(self._two_rows())
         self.controls.addStretch(1)
         self.kind_combo.currentIndexChanged.connect(self._on_controls_changed)
@@ -69,7 +72,7 @@ class QtHeadDetailView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
         self.layer_combo.currentIndexChanged.connect(self._on_controls_changed)
         self.head_combo.currentIndexChanged.connect(self._on_controls_changed)
 
-        self.plot = HeatmapPlot(self.theme, colormap=self.colormap(), colorbar_label="attention weight")
+        self.plot = HeatmapPlot(self.theme, colormap=self.colormap(), colorbar_label=translate("head_detail", "attention weight"))
         self.canvas.addItem(self.plot, row=1, col=0)
         self.canvas.ci.layout.setRowStretchFactor(1, 1)
         self.plot.sigHovered.connect(self._on_hovered)
@@ -87,7 +90,7 @@ class QtHeadDetailView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
         grid.setVerticalSpacing(2)
         grid.addWidget(self.kind_combo, 0, 0, 1, 2)
         grid.addWidget(self.mode_combo, 0, 2, 1, 2)
-        for col, (text, combo) in enumerate((("Layer", self.layer_combo), ("Head", self.head_combo))):
+        for col, (text, combo) in enumerate(((translate("head_detail", "Layer"), self.layer_combo), (translate("head_detail", "Head"), self.head_combo))):
             label = QtWidgets.QLabel(text)
             label.setBuddy(combo)
             row = QtWidgets.QHBoxLayout()
@@ -162,7 +165,7 @@ class QtHeadDetailView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
 
     def _update_controls(self) -> None:
         d = self.data()
-        set_combo_items(self.kind_combo, [(KIND_TITLES[k], k) for k in self._datasets], self._kind)
+        set_combo_items(self.kind_combo, [(kind_title(k), k) for k in self._datasets], self._kind)
         self.kind_combo.setVisible(len(self._datasets) > 1)
         n_layers = d.n_layers if d else 0
         n_heads = d.n_heads if d else 0
@@ -171,7 +174,7 @@ class QtHeadDetailView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
         blocked = self.mode_combo.blockSignals(True)
         rollout_item = self.mode_combo.model().item(self.mode_combo.findData("rollout"))
         rollout_item.setEnabled(bool(d is not None and d.rollout is not None))
-        rollout_item.setToolTip("" if d is not None and d.rollout is not None else "No rollout for this kind of attention")
+        rollout_item.setToolTip("" if d is not None and d.rollout is not None else translate("head_detail", "No rollout for this kind of attention"))
         self.mode_combo.setCurrentIndex(self.mode_combo.findData(self._mode))
         self.mode_combo.blockSignals(blocked)
         self.layer_combo.setEnabled(self._mode != "rollout")
@@ -198,12 +201,12 @@ class QtHeadDetailView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
         if d is None:
             return
         rows, cols = AXIS_TITLES[d.kind]
-        self.plot.set_axis_titles(rows, cols)
+        self.plot.set_axis_titles(translate("base", rows), translate("base", cols))
         self.plot.set_matrix(self.current_matrix(), d.query_labels, d.key_labels, d.highlight, levels=(0.0, 1.0))
         self._set_legend(d)
 
     def _set_legend(self, d: AttentionData) -> None:
-        current = (("▭", self.theme.highlight, CURRENT_ROW_LEGEND),) if d.highlight is not None else ()
+        current = (("▭", self.theme.highlight, translate("base", CURRENT_ROW_LEGEND)),) if d.highlight is not None else ()
         self.title.set_legend((*current, *word_start_legend(d.query_labels, d.key_labels)))
 
     def show_linked_query(self, axis: str, row: int) -> None:
@@ -213,13 +216,16 @@ class QtHeadDetailView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
     def _what(self) -> tuple[str, str]:
         d = self.data()
         if d is None:
-            return "No attention to show yet", ""
-        title = KIND_TITLES[d.kind]
+            return translate("head_detail", "No attention to show yet"), ""
+        title = kind_title(d.kind)
         if self._mode == "mean":
-            return f"{title} · layer {self._layer + 1} · mean over {d.n_heads} heads", "Ā = (1/h) Σ_i A_i"
+            return (translate("head_detail", "{kind} · layer {layer} · mean over {heads} heads").format(kind=title, layer=self._layer + 1, heads=d.n_heads),
+                    "Ā = (1/h) Σ_i A_i")
         if self._mode == "rollout":
-            return f"{title} · rollout through {d.n_layers} layers", "the layers' mean attention multiplied through, residual included"
-        return f"{title} · layer {self._layer + 1} · head {self._head + 1}", KIND_FORMULAS[d.kind].replace("A =", f"A_{self._head + 1} =", 1)
+            return (translate("head_detail", "{kind} · rollout through {layers} layers").format(kind=title, layers=d.n_layers),
+                    translate("head_detail", "the layers' mean attention multiplied through, residual included"))
+        return (translate("head_detail", "{kind} · layer {layer} · head {head}").format(kind=title, layer=self._layer + 1, head=self._head + 1),
+                kind_formula(d.kind).replace("A =", f"A_{self._head + 1} =", 1))
 
     def _set_title(self) -> None:
         self.title.set_title(*self._what())
@@ -229,9 +235,8 @@ class QtHeadDetailView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
         if info is None or d is None:
             self.readout.setText(" ")
         else:
-            self.readout.setText(
-                f"{self._query_text(info.row)}  ·  key {piece_text(d.key_labels, info.col)}     weight = {info.value:.4f}"
-            )
+            self.readout.setText(translate("head_detail", "{query}  ·  key {key}     weight = {value:.4f}").format(
+                query=self._query_text(info.row), key=piece_text(d.key_labels, info.col), value=info.value))
         self.hovered.emit(info)
         self.queryHovered.emit(self._kind or "", -1 if info is None else info.row)
 
@@ -266,5 +271,5 @@ class QtHeadDetailView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
         return [self.plot.hover_marker, self.plot.linked_marker]
 
 
-SPEC = ViewSpec("head", QtHeadDetailView, "Head detail", "right", ATTENTION_SELECTORS, data=attention_frame,
-                kinds=KINDS, head_modes=HEAD_MODES, opening=CROSS_FIRST)
+SPEC = ViewSpec("head", QtHeadDetailView, QT_TRANSLATE_NOOP("views", "Head detail"), "right", ATTENTION_SELECTORS, data=attention_frame,
+                kinds=KINDS, head_modes=HEAD_MODES, opening=CROSS_FIRST, depends_on=encoder_side)

@@ -15,12 +15,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from PySide6 import QtCore, QtWidgets
+from PySide6.QtCore import QT_TRANSLATE_NOOP
 
 from attnviz.core.analysis.figure_data import FigureData
-from attnviz.core.analysis.head_importance import HeadImportance, figure_data, head_importance_for, head_label
+from attnviz.core.analysis.head_importance import HeadImportance, figure_data, head_importance_for
 from attnviz.core.data.pieces import display_piece
 from attnviz.core.model.interventions import ABLATION_KINDS
 from attnviz.qt.analyses import Analysis
+from attnviz.qt.core_text import ablation_name, head_text, kind_name
+from attnviz.qt.i18n import translate
 from attnviz.qt.views.base import FigureViewBase
 from attnviz.qt.views.spec import ViewSpec
 from attnviz.qt.widgets.colormaps import DIVERGING_COLORMAP
@@ -31,7 +34,11 @@ if TYPE_CHECKING:
     from attnviz.qt.session import Session
 
 MIN_HEIGHT = 300  # px of canvas before the dock scrolls
-KIND_TEXT = {"zero": "Z_i = 0", "mean": "Z_i = its mean over positions", "uniform": "uniform attention"}
+KIND_TEXT = {  # shown as translate("head_importance", text)
+    "zero": "Z_i = 0",
+    "mean": QT_TRANSLATE_NOOP("head_importance", "Z_i = its mean over positions"),
+    "uniform": QT_TRANSLATE_NOOP("head_importance", "uniform attention"),
+}
 
 
 class SortableItem(QtWidgets.QTableWidgetItem):
@@ -53,15 +60,16 @@ class QtHeadImportanceView(FigureViewBase):
         self.canvas.setMinimumHeight(MIN_HEIGHT)
         self._report: HeadImportance | None = None
         self._rows: list[tuple[str, int]] = []  # (kind, layer) of each heatmap row
-        self.ablation = self._add_control("Ablation:", QtWidgets.QComboBox(objectName="ablationKind"))
+        self.ablation = self._add_control(translate("head_importance", "Ablation:"), QtWidgets.QComboBox(objectName="ablationKind"))
         for kind in ABLATION_KINDS:
-            self.ablation.addItem(kind, kind)
-            self.ablation.setItemData(self.ablation.count() - 1, KIND_TEXT[kind], QtCore.Qt.ItemDataRole.ToolTipRole)
-        self.ablation.setToolTip("How each head is ablated: its output Z_i set to 0, to its mean over the positions, or its attention made uniform")
+            self.ablation.addItem(ablation_name(kind), kind)
+            self.ablation.setItemData(self.ablation.count() - 1, translate("head_importance", KIND_TEXT[kind]), QtCore.Qt.ItemDataRole.ToolTipRole)
+        self.ablation.setToolTip(translate("head_importance", "How each head is ablated: its output Z_i set to 0, to its mean over the positions, "
+                                                              "or its attention made uniform"))
         self.ablation.currentIndexChanged.connect(self._on_ablation_changed)
         self.controls.addStretch(1)
         self.heatmap = HeatmapPlot(self.theme, colormap=DIVERGING_COLORMAP, value_format=format_score, colorbar_label="Δ log P")
-        self.heatmap.set_axis_titles("kind and layer", "head")
+        self.heatmap.set_axis_titles(translate("head_importance", "kind and layer"), translate("head_importance", "head"))
         self.heatmap.sigHovered.connect(self._on_hovered)
         self.heatmap.sigCellClicked.connect(self._on_cell_clicked)
         self.canvas.ci.addItem(self.heatmap, row=1, col=0)
@@ -71,7 +79,8 @@ class QtHeadImportanceView(FigureViewBase):
 
     def _build_table(self) -> QtWidgets.QTableWidget:
         table = QtWidgets.QTableWidget(0, 4, objectName="headImportanceTable")
-        table.setHorizontalHeaderLabels(["kind", "layer", "head", "Δ log P"])
+        table.setHorizontalHeaderLabels([translate("head_importance", "kind"), translate("head_importance", "layer"),
+                                         translate("head_importance", "head"), "Δ log P"])
         table.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
         table.setSelectionBehavior(QtWidgets.QAbstractItemView.SelectionBehavior.SelectRows)
         table.setSortingEnabled(True)
@@ -104,18 +113,22 @@ class QtHeadImportanceView(FigureViewBase):
         report = self._report
         self.heatmap.setVisible(report is not None)
         if report is None:
-            self.title.set_title("Head importance", "each head ablated alone: the change in log P of the decoded tokens (needs a decoded step)")
+            self.title.set_title(translate("head_importance", "Head importance"),
+                                 translate("head_importance", "each head ablated alone: the change in log P of the decoded tokens (needs a decoded step)"))
             self.table.setRowCount(0)
             return
-        what = "the typed target" if report.target_given else f"the {len(report.target_ids)} tokens decoded so far"
+        what = (translate("head_importance", "the typed target") if report.target_given
+                else translate("head_importance", "the {n} tokens decoded so far").format(n=len(report.target_ids)))
         self.title.set_title(
-            f"Head importance · Δ log P({what}) when one head is ablated ({KIND_TEXT[report.kind]})",
-            f"log P = {report.log_prob:.2f} nats with every head · blue: the head helped, red: the model does better without it · click a head to select it",
+            translate("head_importance", "Head importance · Δ log P({what}) when one head is ablated ({ablation})").format(
+                what=what, ablation=translate("head_importance", KIND_TEXT[report.kind])),
+            translate("head_importance", "log P = {log_p:.2f} nats with every head · blue: the head helped, red: the model does better without it · "
+                                         "click a head to select it").format(log_p=report.log_prob),
         )
         self._rows = [(k, layer) for k, d in report.delta.items() for layer in range(d.shape[0])]
         matrix = np.concatenate([report.delta[k] for k in report.delta])
         m = max(float(np.abs(matrix).max()), 1e-6)
-        rows = [f"{k} {layer + 1}" for k, layer in self._rows]
+        rows = [f"{kind_name(k)} {layer + 1}" for k, layer in self._rows]
         self.heatmap.set_matrix(matrix, rows, [str(h + 1) for h in range(matrix.shape[1])], levels=(-m, m))
         self._fill_table(report)
 
@@ -125,7 +138,7 @@ class QtHeadImportanceView(FigureViewBase):
         ranked = report.ranked()
         table.setRowCount(len(ranked))
         for r, (k, layer, h, d) in enumerate(ranked):
-            for c, (text, value) in enumerate(((k, k), (str(layer + 1), layer + 1), (str(h + 1), h + 1), (f"{d:+.3f}", d))):
+            for c, (text, value) in enumerate(((kind_name(k), k), (str(layer + 1), layer + 1), (str(h + 1), h + 1), (f"{d:+.3f}", d))):
                 item = SortableItem(text)
                 item.setData(QtCore.Qt.ItemDataRole.UserRole, value)
                 table.setItem(r, c, item)
@@ -160,11 +173,11 @@ class QtHeadImportanceView(FigureViewBase):
         kind, layer = self._rows[info.row]
         d = float(report.delta[kind][layer, info.col])
         pieces = " ".join(display_piece(p) for p in report.target_pieces)
-        self.readout.setText(f"{head_label(kind, layer, info.col)}: log P {report.log_prob:.3f} → {report.log_prob + d:.3f} ({d:+.3f}) · {pieces}")
+        self.readout.setText(f"{head_text(kind, layer, info.col)}: log P {report.log_prob:.3f} → {report.log_prob + d:.3f} ({d:+.3f}) · {pieces}")
 
     # figure protocol -------------------------------------------------------------------------------
     def figure_title(self) -> str:
-        return "Head importance"
+        return translate("head_importance", "Head importance")
 
     def figure_data(self) -> FigureData:
         report = self._report
@@ -187,5 +200,5 @@ def head_importance_data(session: Session, choice: ViewChoice, options: dict) ->
     return Analysis(head_importance_for, (frozen, bundle.model, bundle.src_tokenizer, bundle.tgt_tokenizer, kind))
 
 
-SPEC = ViewSpec("importance", QtHeadImportanceView, "Head importance", "bottom", (), data=head_importance_data, reads_options=True,
+SPEC = ViewSpec("importance", QtHeadImportanceView, QT_TRANSLATE_NOOP("views", "Head importance"), "bottom", (), data=head_importance_data, reads_options=True,
                 empty="nothing for head importance: decode a step first (a model with no attention layers has no heads)")

@@ -14,10 +14,13 @@ from collections.abc import Iterable, Iterator, Mapping
 
 import numpy as np
 from PySide6 import QtCore, QtWidgets
+from PySide6.QtCore import QT_TRANSLATE_NOOP
 
-from attnviz.core.analysis.figure_data import KIND_FORMULAS, KIND_TITLES, AttentionData, AttentionFrame, FigureData
+from attnviz.core.analysis.figure_data import AttentionData, AttentionFrame, FigureData
 from attnviz.core.data.pieces import display_piece
 from attnviz.core.model.sites import KINDS
+from attnviz.qt.core_text import kind_formula, kind_title
+from attnviz.qt.i18n import translate
 from attnviz.qt.selection import ViewChoice, query_axis
 from attnviz.qt.views.base import (
     CURRENT_ROW_LEGEND,
@@ -28,16 +31,23 @@ from attnviz.qt.views.base import (
     set_combo_items,
     word_start_legend,
 )
-from attnviz.qt.views.spec import ATTENTION_SELECTORS, CROSS_FIRST, ViewSpec, attention_frame
+from attnviz.qt.views.spec import ATTENTION_SELECTORS, CROSS_FIRST, ViewSpec, attention_frame, encoder_side
 from attnviz.qt.widgets.colormaps import Theme
 from attnviz.qt.widgets.line_item import LinesItem, LineSpec
 
-# The two columns' headers per kind of attention: (title, what the tokens are).
+# The two columns' headers per kind of attention: (title, what the tokens are); shown as translate("lines", text).
+_QUERIES, _KEYS = QT_TRANSLATE_NOOP("lines", "queries"), QT_TRANSLATE_NOOP("lines", "keys")
 _COLUMN_HEADERS = {
-    "encoder": (("queries", "source"), ("keys", "source")),
-    "decoder": (("queries", "fed token, predicts next"), ("keys", "target")),
-    "cross": (("queries", "fed token · C_decoder"), ("keys", "source · C_encoder")),
+    "encoder": ((_QUERIES, QT_TRANSLATE_NOOP("lines", "source")), (_KEYS, QT_TRANSLATE_NOOP("lines", "source"))),
+    "decoder": ((_QUERIES, QT_TRANSLATE_NOOP("lines", "fed token, predicts next")), (_KEYS, QT_TRANSLATE_NOOP("lines", "target"))),
+    "cross": ((_QUERIES, QT_TRANSLATE_NOOP("lines", "fed token · C_decoder")), (_KEYS, QT_TRANSLATE_NOOP("lines", "source · C_encoder"))),
 }
+
+
+def column_headers(kind: str) -> tuple[tuple[str, str], tuple[str, str]]:
+    """The two columns' headers for ``kind``, in the interface's language."""
+    query, key = ((translate("lines", title), translate("lines", what)) for title, what in _COLUMN_HEADERS[kind])
+    return query, key
 
 
 class QtLinesView(AttentionSetsMixin, FigureViewBase):
@@ -68,15 +78,15 @@ class QtLinesView(AttentionSetsMixin, FigureViewBase):
         self._weights: np.ndarray | None = None  # [head, query, key] of the layer
         self._data_version = 0
 
-        self.kind_combo = self._add_control("", make_combo("lineKindCombo", "Which attention: encoder self, decoder masked self or cross"))
-        self.layer_combo = self._add_control("Layer", make_combo("lineLayerCombo", "Layer"))
-        self.controls.addWidget(QtWidgets.QLabel("Heads"))
+        self.kind_combo = self._add_control("", make_combo("lineKindCombo", translate("lines", "Which attention: encoder self, decoder masked self or cross")))
+        self.layer_combo = self._add_control(translate("lines", "Layer"), make_combo("lineLayerCombo", translate("lines", "Layer")))
+        self.controls.addWidget(QtWidgets.QLabel(translate("lines", "Heads")))
         self._head_box = QtWidgets.QHBoxLayout()
         self._head_box.setSpacing(2)
         self.controls.addLayout(self._head_box)
         self.head_buttons: list[QtWidgets.QToolButton] = []
-        self.all_button = QtWidgets.QToolButton(text="All", objectName="lineAllHeads")
-        self.all_button.setToolTip("Select all heads")
+        self.all_button = QtWidgets.QToolButton(text=translate("lines", "All"), objectName="lineAllHeads")
+        self.all_button.setToolTip(translate("lines", "Select all heads"))
         self.all_button.clicked.connect(self._on_all_heads)
         self.controls.addWidget(self.all_button)
         self.controls.addStretch(1)
@@ -210,20 +220,21 @@ class QtLinesView(AttentionSetsMixin, FigureViewBase):
         if side == "query" and idx < len(queries):
             w = self._weights[heads, idx, :].mean(axis=0) if heads else np.zeros(len(keys))
             parts = ", ".join(f"“{display_piece(keys[k])}” {w[k]:.2f}" for k in np.argsort(-w)[:3])
-            self.readout.setText(f"{self._query_text(idx)} attends most to: {parts}  ({self._which_heads()})")
+            self.readout.setText(translate("lines", "{query} attends most to: {parts}  ({heads})").format(
+                query=self._query_text(idx), parts=parts, heads=self._which_heads()))
         elif side == "key" and idx < len(keys):
             w = self._weights[heads, :, idx].mean(axis=0) if heads else np.zeros(len(queries))
             parts = ", ".join(f"“{display_piece(queries[q])}” {w[q]:.2f}" for q in np.argsort(-w)[:3])
-            self.readout.setText(f"key {piece_text(keys, idx)} is read most by: {parts}  ({self._which_heads()})")
+            self.readout.setText(translate("lines", "key {key} is read most by: {parts}  ({heads})").format(
+                key=piece_text(keys, idx), parts=parts, heads=self._which_heads()))
         else:
             self.readout.setText(" ")
 
     def _which_heads(self) -> str:
         heads = self.selected_heads()
-        where = f"layer {self._layer + 1}"
         if len(heads) == 1:
-            return f"{where} · head {heads[0] + 1}"
-        return f"{where} · mean over {len(heads)} shown heads"
+            return translate("lines", "layer {layer} · head {head}").format(layer=self._layer + 1, head=heads[0] + 1)
+        return translate("lines", "layer {layer} · mean over {n} shown heads").format(layer=self._layer + 1, n=len(heads))
 
     def _toggle_pin(self, token: tuple[str, int] | None) -> None:
         self._pinned = None if token is None or token == self._pinned else token
@@ -275,7 +286,7 @@ class QtLinesView(AttentionSetsMixin, FigureViewBase):
             b = QtWidgets.QToolButton(text=str(i + 1), objectName=f"lineHead{i + 1}")
             b.setCheckable(True)
             b.setAutoRaise(False)
-            b.setToolTip(f"Show head {i + 1}")
+            b.setToolTip(translate("lines", "Show head {head}").format(head=i + 1))
             b.toggled.connect(self._on_head_toggled)
             self._head_box.addWidget(b)
             self.head_buttons.append(b)
@@ -303,14 +314,14 @@ class QtLinesView(AttentionSetsMixin, FigureViewBase):
         if d is not None:
             self._layer = min(max(self._layer, 0), d.n_layers - 1)
             self._weights = d.weights[self._layer]
-            self.lines.set_layer(self._weights, d.query_labels, d.key_labels, _COLUMN_HEADERS[d.kind], d.highlight,
+            self.lines.set_layer(self._weights, d.query_labels, d.key_labels, column_headers(d.kind), d.highlight,
                                  key=(self._data_version, self._kind, self._layer))
             if self._pinned is not None:
                 side, idx = self._pinned
                 if idx >= (len(d.query_labels) if side == "query" else len(d.key_labels)):
                     self._pinned = None
         if controls or d is None:
-            set_combo_items(self.kind_combo, [(KIND_TITLES[k], k) for k in self._datasets], self._kind)
+            set_combo_items(self.kind_combo, [(kind_title(k), k) for k in self._datasets], self._kind)
             self.kind_combo.setVisible(len(self._datasets) > 1)
             set_combo_items(self.layer_combo, [(str(i + 1), i) for i in range(d.n_layers if d else 0)], self._layer)
         self._sync_head_buttons(d.n_heads if d else 0)
@@ -321,21 +332,22 @@ class QtLinesView(AttentionSetsMixin, FigureViewBase):
     def _set_title(self) -> None:
         d = self.data()
         if d is None:
-            self.title.set_title("No attention to show yet")
+            self.title.set_title(translate("lines", "No attention to show yet"))
             return
         heads = self.selected_heads()
+        numbers = ", ".join(str(h + 1) for h in heads)
         if len(heads) == d.n_heads:
-            which = "all heads"
+            which = translate("lines", "all heads")
         elif heads:
-            which = ("head " if len(heads) == 1 else "heads ") + ", ".join(str(h + 1) for h in heads)
+            which = (translate("lines", "head {heads}") if len(heads) == 1 else translate("lines", "heads {heads}")).format(heads=numbers)
         else:
-            which = "no head"
+            which = translate("lines", "no head")
         self.title.set_title(
-            f"{KIND_TITLES[d.kind]} · layer {self._layer + 1} · {which}",
-            "opacity = A_i[query, key],  " + KIND_FORMULAS[d.kind].replace("A =", "A_i =", 1).split(",")[0]
-            + ";  one colour per head i",
+            translate("lines", "{kind} · layer {layer} · {which}").format(kind=kind_title(d.kind), layer=self._layer + 1, which=which),
+            translate("lines", "opacity = A_i[query, key],  {formula};  one colour per head i").format(
+                formula=kind_formula(d.kind).replace("A =", "A_i =", 1).split(",")[0]),
         )
-        current = (("▸", self.theme.highlight, CURRENT_ROW_LEGEND),) if d.highlight is not None else ()
+        current = (("▸", self.theme.highlight, translate("base", CURRENT_ROW_LEGEND)),) if d.highlight is not None else ()
         self.title.set_legend((*current, *word_start_legend(d.query_labels, d.key_labels)))
 
     def _on_theme_changed(self) -> None:
@@ -366,8 +378,8 @@ class QtLinesView(AttentionSetsMixin, FigureViewBase):
     def figure_title(self) -> str:
         d = self.data()
         if d is None:
-            return "Attention lines"
-        return f"{KIND_TITLES[d.kind]} · layer {self._layer + 1} · lines"
+            return translate("lines", "Attention lines")
+        return translate("lines", "{kind} · layer {layer} · lines").format(kind=kind_title(d.kind), layer=self._layer + 1)
 
     def figure_data(self) -> FigureData:
         d = self.data()
@@ -382,5 +394,5 @@ class QtLinesView(AttentionSetsMixin, FigureViewBase):
         )
 
 
-SPEC = ViewSpec("lines", QtLinesView, "Lines", "right", ATTENTION_SELECTORS, data=attention_frame,
-                kinds=KINDS, head_modes=("mean", "all"), opening=CROSS_FIRST)
+SPEC = ViewSpec("lines", QtLinesView, QT_TRANSLATE_NOOP("views", "Lines"), "right", ATTENTION_SELECTORS, data=attention_frame,
+                kinds=KINDS, head_modes=("mean", "all"), opening=CROSS_FIRST, depends_on=encoder_side)

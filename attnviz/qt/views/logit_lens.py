@@ -16,11 +16,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from PySide6 import QtCore, QtGui, QtWidgets
+from PySide6.QtCore import QT_TRANSLATE_NOOP
 
 from attnviz.core.analysis.figure_data import FigureData
 from attnviz.core.analysis.logit_lens import LogitLens, logit_lens_for
-from attnviz.core.data.pieces import WORD_START_LEGEND, display_piece
+from attnviz.core.data.pieces import display_piece
 from attnviz.qt.analyses import Analysis
+from attnviz.qt.core_text import word_start_legend
+from attnviz.qt.i18n import translate
 from attnviz.qt.views.base import FigureViewBase
 from attnviz.qt.views.small_plots import CellLabels, apply_plot_theme, legend_title, series, set_ticks, small_plot
 from attnviz.qt.views.spec import ViewSpec
@@ -46,13 +49,13 @@ class QtLogitLensView(FigureViewBase):
         self._query: int | None = None
         ci = self.canvas.ci
         self.heatmap = HeatmapPlot(self.theme, colorbar=True, colorbar_label="p(top-1)", annotate=False, masked=False)
-        self.heatmap.set_axis_titles("decoder layer", "position: the row fed (predicts the next token)")
+        self.heatmap.set_axis_titles(translate("logit_lens", "decoder layer"), translate("logit_lens", "position: the row fed (predicts the next token)"))
         self.heatmap.sigHovered.connect(self._on_hovered)
         self.heatmap.sigCellClicked.connect(self._on_cell_clicked)
         ci.addItem(self.heatmap, row=1, col=0)
         self.labels = CellLabels(self.heatmap)
         self._outlines: list[QtWidgets.QGraphicsRectItem] = []
-        self.prob_plot = small_plot("decoder layer", "p")
+        self.prob_plot = small_plot(translate("logit_lens", "decoder layer"), "p")
         self.prob_line = series(self.prob_plot, self.theme, 0, "selected")
         self.mean_line = series(self.prob_plot, self.theme, 1, "mean", dashed=True, symbol="s")
         ci.addItem(self.prob_plot, row=2, col=0)
@@ -94,18 +97,21 @@ class QtLogitLensView(FigureViewBase):
         for item in (self.heatmap, self.prob_plot):
             item.setVisible(lens is not None)
         if lens is None:
-            self.title.set_title("Logit lens", "each decoder layer's output through the final norm and the output layer (needs a decoded step)")
+            self.title.set_title(translate("logit_lens", "Logit lens"),
+                                 translate("logit_lens", "each decoder layer's output through the final norm and the output layer (needs a decoded step)"))
             self._place_texts(None)
             return
         q = self.query()
         first = int(lens.first_layer[q])
         final = display_piece(lens.top_pieces[-1][q][0])
         self.title.set_title(
-            f"Logit lens · position {q + 1} (“{display_piece(lens.pieces[q])}”): the final prediction “{final}” appears at layer {first + 1} and stays",
-            f"softmax(Linear({self._read})) for each decoder layer l · cell: layer l's most likely next piece, colour = its probability · "
-            f"outline: first layer that predicts the final piece and keeps it · {WORD_START_LEGEND}",
+            translate("logit_lens", "Logit lens · position {position} (“{piece}”): the final prediction “{final}” appears at layer {layer} and stays").format(
+                position=q + 1, piece=display_piece(lens.pieces[q]), final=final, layer=first + 1),
+            translate("logit_lens", "softmax(Linear({read})) for each decoder layer l · cell: layer l's most likely next piece, colour = its probability · "
+                                    "outline: first layer that predicts the final piece and keeps it · {word_start}").format(
+                read=self._read, word_start=word_start_legend()),
         )
-        rows = [f"layer {i + 1}" for i in range(lens.n_layers)]
+        rows = [translate("logit_lens", "layer {layer}").format(layer=i + 1) for i in range(lens.n_layers)]
         self.heatmap.set_matrix(lens.top_probs[..., 0], rows, lens.pieces, levels=(0.0, 1.0))
         self._place_texts(lens)
         self._draw_probs(lens, q)
@@ -134,7 +140,8 @@ class QtLogitLensView(FigureViewBase):
         self.prob_line.setData(x, lens.final_prob[:, q])
         self.mean_line.setData(x, lens.final_prob.mean(axis=1))
         set_ticks(self.prob_plot, [str(i + 1) for i in range(lens.n_layers)])
-        legend_title(self.prob_plot, "p(final prediction) per layer", [(0, f"position {q + 1}"), (1, "mean")], self.theme)
+        legend_title(self.prob_plot, translate("logit_lens", "p(final prediction) per layer"),
+                     [(0, translate("logit_lens", "position {position}").format(position=q + 1)), (1, translate("logit_lens", "mean"))], self.theme)
         self.prob_plot.setYRange(0.0, 1.0, padding=0.05)
         self.prob_plot.setXRange(-0.3, lens.n_layers - 0.7, padding=0)
 
@@ -160,11 +167,12 @@ class QtLogitLensView(FigureViewBase):
             self.readout.setText(" ")
             return
         tops = "  ".join(f"{display_piece(p)} {v:.3f}" for p, v in zip(lens.top_pieces[info.row][info.col], lens.top_probs[info.row, info.col]))
-        self.readout.setText(f"layer {info.row + 1}, after “{display_piece(lens.pieces[info.col])}”: {tops}")
+        self.readout.setText(translate("logit_lens", "layer {layer}, after “{piece}”: {tops}").format(
+            layer=info.row + 1, piece=display_piece(lens.pieces[info.col]), tops=tops))
 
     # figure protocol -------------------------------------------------------------------------------
     def figure_title(self) -> str:
-        return "Logit lens"
+        return translate("logit_lens", "Logit lens")
 
     def figure_data(self) -> FigureData:
         lens = self._lens
@@ -190,5 +198,5 @@ def logit_lens_data(session: Session, choice: ViewChoice) -> Analysis | None:
     return Analysis(logit_lens_for, (frozen, bundle.model, bundle.tgt_tokenizer))
 
 
-SPEC = ViewSpec("logit-lens", QtLogitLensView, "Logit lens", "bottom", ("query",), data=logit_lens_data,
+SPEC = ViewSpec("logit-lens", QtLogitLensView, QT_TRANSLATE_NOOP("views", "Logit lens"), "bottom", ("query",), data=logit_lens_data,
                 empty="nothing for the logit lens: the model has no decoder layers, or no step is decoded yet", query_rows="target")

@@ -19,9 +19,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from PySide6 import QtCore, QtWidgets
+from PySide6.QtCore import QT_TRANSLATE_NOOP
 
 from attnviz.core.analysis.figure_data import FigureData, MaskData, MaskFrame
 from attnviz.core.analysis.masks import MaskRows
+from attnviz.qt.i18n import translate
 from attnviz.qt.selection import ViewChoice, query_axis
 from attnviz.qt.views.base import (
     CURRENT_ROW_LEGEND,
@@ -57,12 +59,17 @@ SHORT_PANELS: dict[str, str] = {
 NARROW_PANEL = 300.0  # px: a panel narrower than this gets its short title
 NARROW_PADDING = 190.0  # px: a padding panel narrower than this says "src"/"tgt"
 MIN_CANVAS_HEIGHT = 290  # px: below this the view scrolls (in the window) rather than drop row labels
-MASK_CAPTION = "M: 0 on and below the diagonal, −∞ above (the future); adding −∞ before the softmax makes those weights exactly 0"
-CACHED_CAPTION = ("Free decoding: each step ran with a KV cache and computed only its own row, against the keys so far "
-                  "(the outlined row is the current step's own scores). No step computed the scores above the diagonal in ①: "
-                  "they are q_i·k_j/√d_k recomputed here, as a full pass over the decoded prefix gives them")
-CACHED_LEGEND = "① above the diagonal: recomputed, never computed by a KV-cached step (it computes only its own row)"
-RECOMPUTED_NOTE = "  (recomputed: no KV-cached step computed this score)"
+# The captions, shown as translate("masks", text):
+MASK_CAPTION = QT_TRANSLATE_NOOP("masks", "M: 0 on and below the diagonal, −∞ above (the future); adding −∞ before the softmax makes those weights exactly 0")
+CACHED_CAPTION = QT_TRANSLATE_NOOP("masks", "Free decoding: each step ran with a KV cache and computed only its own row, against the keys so far "
+                                   "(the outlined row is the current step's own scores). No step computed the scores above the diagonal in ①: "
+                                   "they are q_i·k_j/√d_k recomputed here, as a full pass over the decoded prefix gives them")
+CACHED_LEGEND = QT_TRANSLATE_NOOP("masks", "① above the diagonal: recomputed, never computed by a KV-cached step (it computes only its own row)")
+RECOMPUTED_NOTE = QT_TRANSLATE_NOOP("masks", "  (recomputed: no KV-cached step computed this score)")
+PADDING_NAMES = {  # the padding panels, in the read-out
+    "tgt_padding": QT_TRANSLATE_NOOP("masks", "target padding"),
+    "src_padding": QT_TRANSLATE_NOOP("masks", "source padding"),
+}
 
 
 def _padding_row(padding: np.ndarray | None, n: int) -> np.ndarray:
@@ -90,8 +97,8 @@ class QtMasksView(PredictedRowsMixin, FigureViewBase):
         self._data: MaskData | None = None
         self._rows: MaskRows | None = None
 
-        self.layer_combo = self._add_control("Layer", make_combo("maskLayerCombo", "Decoder layer"))
-        self.head_combo = self._add_control("Head", make_combo("maskHeadCombo", "Head i"))
+        self.layer_combo = self._add_control(translate("masks", "Layer"), make_combo("maskLayerCombo", translate("masks", "Decoder layer")))
+        self.head_combo = self._add_control(translate("masks", "Head"), make_combo("maskHeadCombo", translate("masks", "Head i")))
         self.layer_head = LayerHeadChoice(self.layer_combo, self.head_combo)
         self.controls.addStretch(1)
         self.layer_combo.currentIndexChanged.connect(self._on_controls_changed)
@@ -99,11 +106,12 @@ class QtMasksView(PredictedRowsMixin, FigureViewBase):
 
         t = self.theme
         self._arrangement = ""
+        score = translate("masks", "score")
         self.panels: dict[str, HeatmapPlot] = {
-            "scaled_scores": HeatmapPlot(t, colormap=DIVERGING_COLORMAP, value_format=format_score, colorbar_label="score"),
+            "scaled_scores": HeatmapPlot(t, colormap=DIVERGING_COLORMAP, value_format=format_score, colorbar_label=score),
             "mask": HeatmapPlot(t, colormap=f"solid:{t.allowed}", value_format=format_mask, colorbar=True),
-            "masked_scores": HeatmapPlot(t, colormap=DIVERGING_COLORMAP, value_format=format_score, colorbar_label="score"),
-            "weights": HeatmapPlot(t, colormap=self.colormap(), value_format=format_weight, colorbar_label="weight", mark_zeros=True),
+            "masked_scores": HeatmapPlot(t, colormap=DIVERGING_COLORMAP, value_format=format_score, colorbar_label=score),
+            "weights": HeatmapPlot(t, colormap=self.colormap(), value_format=format_weight, colorbar_label=translate("masks", "weight"), mark_zeros=True),
         }
         # M has only 0 and −∞: its colour bar keeps the columns aligned but is not drawn.
         self.panels["mask"].colorbar.setOpacity(0.0)
@@ -147,7 +155,8 @@ class QtMasksView(PredictedRowsMixin, FigureViewBase):
             ci.addItem(plot, row=row, col=col)
             plot.set_row_labels_visible(col == 0)
             plot.set_col_labels_visible(row == 1)
-            plot.set_axis_titles("fed (rows)" if col == 0 else "", "keys (columns)" if row == 1 and (col < 2 or not grid) else "")
+            plot.set_axis_titles(translate("masks", "fed (rows)") if col == 0 else "",
+                                 translate("masks", "keys (columns)") if row == 1 and (col < 2 or not grid) else "")
         for plot, col in zip(self.padding.values(), (0, 1)):
             plot.setVisible(grid)
             if grid:
@@ -173,7 +182,7 @@ class QtMasksView(PredictedRowsMixin, FigureViewBase):
         for name, plot in self.panels.items():
             text = titles[name]
             if name == "mask" and panel_width >= NARROW_PANEL:
-                text += "  (look-ahead)" if only_look_ahead else "  (+ padding)"
+                text += translate("masks", "  (look-ahead)") if only_look_ahead else translate("masks", "  (+ padding)")
             plot.set_panel_title(text, size="9pt")
         self._set_padding_titles(panel_width)
 
@@ -183,10 +192,12 @@ class QtMasksView(PredictedRowsMixin, FigureViewBase):
         d = self._data
         if d is None:
             return
-        target, source = ("target", "source") if panel_width >= NARROW_PADDING else ("tgt", "src")
-        for name, who, padding in (("tgt_padding", target, d.tgt_padding), ("src_padding", source, d.src_padding)):
-            note = "" if padding is not None and np.any(padding > 0.5) else " · none"
-            self.padding[name].set_panel_title(f"{who} padding{note}", color=self.theme.muted, size="8.5pt")
+        wide = panel_width >= NARROW_PADDING
+        target = translate("masks", "target padding") if wide else translate("masks", "tgt padding")
+        source = translate("masks", "source padding") if wide else translate("masks", "src padding")
+        for name, title, padding in (("tgt_padding", target, d.tgt_padding), ("src_padding", source, d.src_padding)):
+            note = "" if padding is not None and np.any(padding > 0.5) else translate("masks", " · none")
+            self.padding[name].set_panel_title(title + note, color=self.theme.muted, size="8.5pt")
 
     def panel_titles(self) -> dict[str, str]:
         return {name: plot.titleLabel.text for name, plot in self.panels.items()}
@@ -295,26 +306,29 @@ class QtMasksView(PredictedRowsMixin, FigureViewBase):
         if d is None:
             return ""
         parts = []
-        for what, pad in (("target", d.tgt_padding), ("source", d.src_padding)):
+        for at, none, pad in ((QT_TRANSLATE_NOOP("masks", "target PAD at {positions}"), QT_TRANSLATE_NOOP("masks", "no target PAD"), d.tgt_padding),
+                              (QT_TRANSLATE_NOOP("masks", "source PAD at {positions}"), QT_TRANSLATE_NOOP("masks", "no source PAD"), d.src_padding)):
             where = [i + 1 for i, v in enumerate(pad if pad is not None else ()) if v > 0.5]
-            parts.append(f"{what} PAD at {', '.join(map(str, where))}" if where else f"no {what} PAD")
-        return "padding M_pad: " + ", ".join(parts)
+            parts.append(translate("masks", at).format(positions=", ".join(map(str, where))) if where else translate("masks", none))
+        return translate("masks", "padding M_pad: {parts}").format(parts=", ".join(parts))
 
     def _set_title(self) -> None:
         d = self._data
         if d is None:
-            self.title.set_title("No decoder step to show yet")
+            self.title.set_title(translate("masks", "No decoder step to show yet"))
             return
-        step = "" if d.step is None else f" · step {d.step + 1}: {fed_text(d.query_labels, d.step, self._predicted)}"
+        step = "" if d.step is None else translate("masks", " · step {step}: {fed}").format(step=d.step + 1, fed=fed_text(d.query_labels, d.step, self._predicted))
         row = self._arrangement == "row"
-        caption = f"{MASK_CAPTION}. {CACHED_CAPTION}" if self.rows_cached() else MASK_CAPTION
+        mask = translate("masks", MASK_CAPTION)
+        caption = translate("masks", "{mask}. {cached}").format(mask=mask, cached=translate("masks", CACHED_CAPTION)) if self.rows_cached() else mask
         self.title.set_title(
-            f"Masks · decoder self-attention · layer {self.layer_head.layer + 1} · head {self.layer_head.head + 1}{step}",
+            translate("masks", "Masks · decoder self-attention · layer {layer} · head {head}").format(layer=self.layer_head.layer + 1, head=self.layer_head.head + 1)
+            + step,
             "" if row else caption,
         )
-        current = (("▭", self.theme.highlight, CURRENT_ROW_LEGEND),) if d.step is not None else ()
+        current = (("▭", self.theme.highlight, translate("base", CURRENT_ROW_LEGEND)),) if d.step is not None else ()
         padding = (("", "", self.padding_summary()),) if row else ()
-        cached = (("", "", CACHED_LEGEND),) if row and self.rows_cached() else ()
+        cached = (("", "", translate("masks", CACHED_LEGEND)),) if row and self.rows_cached() else ()
         self.title.set_legend((*current, *cached, *padding, *word_start_legend(d.query_labels, d.key_labels)))
 
     def _on_plot_hovered(self, info: HoverInfo | None) -> None:
@@ -331,14 +345,14 @@ class QtMasksView(PredictedRowsMixin, FigureViewBase):
         if info is None or d is None:
             self.readout.setText(" ")
         else:
-            label = PANELS.get(panel, {"tgt_padding": "target padding", "src_padding": "source padding"}.get(panel, panel))
+            label = PANELS[panel] if panel in PANELS else translate("masks", PADDING_NAMES.get(panel, panel))
             value = format_score(info.value) if panel != "weights" else f"{info.value:.4g}"
             keys = d.src_labels if panel == "src_padding" else d.key_labels
-            where = f"key {piece_text(keys, info.col)}"
+            where = translate("masks", "key {piece}").format(piece=piece_text(keys, info.col))
             if panel in self.panels:
                 where = query_text("decoder", d.query_labels, info.row, self._predicted) + "  ·  " + where
-            note = RECOMPUTED_NOTE if panel == "scaled_scores" and self._recomputed(info.row, info.col) else ""
-            self.readout.setText(f"{label}:  {where}     value = {value}{note}")
+            note = translate("masks", RECOMPUTED_NOTE) if panel == "scaled_scores" and self._recomputed(info.row, info.col) else ""
+            self.readout.setText(translate("masks", "{panel}:  {where}     value = {value}").format(panel=label, where=where, value=value) + note)
         self.hovered.emit(panel, info)
         self.queryHovered.emit("decoder", info.row if info is not None and panel in self.panels else -1)
 
@@ -368,8 +382,9 @@ class QtMasksView(PredictedRowsMixin, FigureViewBase):
     def figure_title(self) -> str:
         d = self._data
         if d is None:
-            return "Masks"
-        return f"Decoder masked self-attention masks · layer {self.layer_head.layer + 1} · head {self.layer_head.head + 1}"
+            return translate("masks", "Masks")
+        return translate("masks", "Decoder masked self-attention masks · layer {layer} · head {head}").format(
+            layer=self.layer_head.layer + 1, head=self.layer_head.head + 1)
 
     def figure_data(self) -> FigureData:
         d = self._data
@@ -402,5 +417,5 @@ def mask_rows(session: Session, choice: ViewChoice) -> MaskRows | None:
     return MaskRows(frame, cached=session.forced is None) if frame is not None else None
 
 
-SPEC = ViewSpec("mask", QtMasksView, "Masks", "right", ATTENTION_SELECTORS, data=mask_rows,
+SPEC = ViewSpec("mask", QtMasksView, QT_TRANSLATE_NOOP("views", "Masks"), "right", ATTENTION_SELECTORS, data=mask_rows,
                 kinds=("decoder",), empty="the mask view needs at least one decoded step")

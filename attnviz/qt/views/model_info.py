@@ -11,9 +11,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtWidgets
+from PySide6.QtCore import QT_TRANSLATE_NOOP
 
 from attnviz.core.analysis.figure_data import FigureData
-from attnviz.core.analysis.model_info import PARTS, ModelInfo, figure_data, model_info
+from attnviz.core.analysis.model_info import PARTS, InfoRow, ModelInfo, figure_data, model_info
+from attnviz.qt.i18n import translate
 from attnviz.qt.views.base import FigureViewBase
 from attnviz.qt.views.small_plots import apply_plot_theme, small_plot
 from attnviz.qt.views.spec import ViewSpec
@@ -23,6 +25,38 @@ if TYPE_CHECKING:
     from attnviz.qt.session import Session
 
 
+# The core's texts this view shows (its parts, kinds, properties and value templates), marked for
+# the translators: the view translates each where it shows it.
+CORE_TEXTS = (
+    QT_TRANSLATE_NOOP("model_info", "source embedding"), QT_TRANSLATE_NOOP("model_info", "encoder layers"),
+    QT_TRANSLATE_NOOP("model_info", "target embedding"), QT_TRANSLATE_NOOP("model_info", "decoder layers"),
+    QT_TRANSLATE_NOOP("model_info", "output layer"),
+    QT_TRANSLATE_NOOP("model_info", "encoder-decoder"), QT_TRANSLATE_NOOP("model_info", "encoder-only (no decoder layers)"),
+    QT_TRANSLATE_NOOP("model_info", "decoder-only (no encoder layers)"),
+    QT_TRANSLATE_NOOP("model_info", "no layers (embeddings and output layer only)"),
+    QT_TRANSLATE_NOOP("model_info", "kind"), QT_TRANSLATE_NOOP("model_info", "layers"), QT_TRANSLATE_NOOP("model_info", "heads h"),
+    QT_TRANSLATE_NOOP("model_info", "normalization"), QT_TRANSLATE_NOOP("model_info", "FFN activation"),
+    QT_TRANSLATE_NOOP("model_info", "vocabularies"), QT_TRANSLATE_NOOP("model_info", "longest input"),
+    QT_TRANSLATE_NOOP("model_info", "parameters"), QT_TRANSLATE_NOOP("model_info", "data"),
+    QT_TRANSLATE_NOOP("model_info", "licence"), QT_TRANSLATE_NOOP("model_info", "attribution"),
+    QT_TRANSLATE_NOOP("model_info", "{encoder} encoder + {decoder} decoder"),
+    QT_TRANSLATE_NOOP("model_info", "{norm}, Norm(x + Sublayer(x)) (post-norm, as in the paper)"),
+    QT_TRANSLATE_NOOP("model_info", "{norm}, x + Sublayer(Norm(x)) (pre-norm)"),
+    QT_TRANSLATE_NOOP("model_info", "{source:,} source, {target:,} target pieces"),
+    QT_TRANSLATE_NOOP("model_info", "{n} tokens"), QT_TRANSLATE_NOOP("model_info", "not recorded"),
+)
+
+
+def core_text(text: str) -> str:
+    """One of :data:`CORE_TEXTS` in the interface's language (any other text as it is)."""
+    return translate("model_info", text)
+
+
+def row_texts(row: InfoRow) -> tuple[str, str]:
+    """A property's name and value as the table shows them: the value's template translated, then filled."""
+    return core_text(row.key), core_text(row.template).format(**row.values)
+
+
 class QtModelInfoView(FigureViewBase):
     """``set_data(ModelInfo | None)``: the table of properties and the parameters per part."""
 
@@ -30,14 +64,14 @@ class QtModelInfoView(FigureViewBase):
         super().__init__(parent, theme=theme)
         self._info: ModelInfo | None = None
         self.table = QtWidgets.QTableWidget(0, 2, objectName="modelInfoTable")
-        self.table.setHorizontalHeaderLabels(["property", "value"])
+        self.table.setHorizontalHeaderLabels([translate("model_info", "property"), translate("model_info", "value")])
         self.table.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.verticalHeader().hide()
         self.table.horizontalHeader().setStretchLastSection(True)
         self.table.setWordWrap(True)
         self.layout().insertWidget(1, self.table, 2)
-        self.bars_plot = small_plot(left="part")
-        self.bars_plot.setLabel("bottom", "parameters")
+        self.bars_plot = small_plot(left=translate("model_info", "part"))
+        self.bars_plot.setLabel("bottom", translate("model_info", "parameters"))
         self.bars = pg.BarGraphItem(x0=0, y=[], height=0.6, width=[])
         self.bars_plot.addItem(self.bars)
         self.canvas.ci.addItem(self.bars_plot, row=1, col=0)
@@ -61,20 +95,21 @@ class QtModelInfoView(FigureViewBase):
         info = self._info
         self.bars_plot.setVisible(info is not None)
         if info is None:
-            self.title.set_title("Model info", "no model open")
+            self.title.set_title(translate("model_info", "Model info"), translate("model_info", "no model open"))
             self.table.setRowCount(0)
             return
-        self.title.set_title(f"{info.name} · {info.kind}", f"{info.total:,} parameters; a matrix two parts share counts once")
+        self.title.set_title(f"{info.name} · {core_text(info.kind)}",
+                             translate("model_info", "{total:,} parameters; a matrix two parts share counts once").format(total=info.total))
         self.table.setRowCount(len(info.rows))
-        for r, (key, value) in enumerate(info.rows):
-            for c, text in enumerate((key, value)):
+        for r, row in enumerate(info.rows):
+            for c, text in enumerate(row_texts(row)):
                 item = QtWidgets.QTableWidgetItem(text)  # plain text: data names come from the bundle's files
                 item.setToolTip(text)
                 self.table.setItem(r, c, item)
         self.table.resizeColumnToContents(0)
         counts = np.array([info.parameters[p] for p in PARTS], dtype=float)
         self.bars.setOpts(x0=np.zeros(len(PARTS)), y=np.arange(len(PARTS)), width=counts, height=0.6)
-        self.bars_plot.getAxis("left").setTicks([list(enumerate(PARTS))])
+        self.bars_plot.getAxis("left").setTicks([list(enumerate(map(core_text, PARTS)))])
         self.bars_plot.setYRange(-0.6, len(PARTS) - 0.4, padding=0)
         self.bars_plot.setXRange(0, max(counts.max(), 1.0) * 1.05, padding=0)
         self.bars_plot.getViewBox().invertY(True)
@@ -85,7 +120,8 @@ class QtModelInfoView(FigureViewBase):
         self._refresh()
 
     def figure_title(self) -> str:
-        return "Model info" if self._info is None else f"Model info · {self._info.name}"
+        title = translate("model_info", "Model info")
+        return title if self._info is None else f"{title} · {self._info.name}"
 
     def figure_data(self) -> FigureData:
         if self._info is None:
@@ -102,4 +138,5 @@ def model_info_data(session: Session, choice: ViewChoice) -> ModelInfo | None:
     return None if bundle is None else session.per_model("model_info", lambda: model_info(bundle))
 
 
-SPEC = ViewSpec("model-info", QtModelInfoView, "Model info", "bottom", (), data=model_info_data, empty="no model open")
+SPEC = ViewSpec("model-info", QtModelInfoView, QT_TRANSLATE_NOOP("views", "Model info"), "bottom", (), data=model_info_data, empty="no model open",
+                depends_on=())

@@ -1,30 +1,38 @@
-"""LayerNorm vs BatchNorm on a real batch.
+"""LayerNorm vs BatchNorm, side by side on the same sentence, in a real batch.
 
-The session's sentence and a few example sentences of other lengths, padded with PAD, go
-through the model as one batch. For the chosen normalization:
+The session's sentence and a few example sentences of other lengths, padded with PAD, go as one
+batch through two models: the open one and another bundle beside it (by default the other of the
+two bundled models: ``hsk-zh-en``, LayerNorm, and ``hsk-zh-en-batchnorm``, BatchNorm; the view's
+option ``normBatchOtherEdit``, typed or chosen with *Browse…*; ``attnviz export --other-model
+DIR``). The LayerNorm side is drawn on the left, the BatchNorm side on the right. LN normalizes
+each token over its features; BN each feature over the batch's tokens. For the chosen
+normalization, in each side's column:
 
 * top: the batch, one row per sentence, one column per position, each cell labelled with its
-  piece; PAD cells are drawn in the masked colour. A BatchNorm model colours the cells by the
-  chosen feature of the norm's input, a LayerNorm model by each token's σ;
-* BatchNorm model: per feature, the batch's mean and variance with the PAD positions left out
-  (what training uses) and counted, the running statistics evaluation uses, and the first
-  sentence alone (batch size 1); and a button that measures the teacher-forced token accuracy
-  this costs on training pairs (batch vs running statistics, and batch size 1) in a worker;
-* LayerNorm model: per token of the first sentence, the mean and σ of its features before the
-  norm, after the normalization (mean 0, std 1) and after the learned γ, β; the same sentence
-  alone gives the same numbers (LayerNorm does not look at the batch). BatchNorm needs a
-  BatchNorm model (``models/hsk-zh-en-batchnorm``); the feature, pairs and measure controls show
-  for a BatchNorm model only.
+  piece; PAD cells are drawn in the masked colour. The LayerNorm side colours each cell by the
+  token's σ (one number per token: what LayerNorm divides by), the BatchNorm side by the chosen
+  feature of the norm's input (BatchNorm's μ_j, σ²_j run over every real cell of that feature);
+* LayerNorm: per token of the first sentence, the mean and σ of its features before the norm,
+  after the normalization (mean 0, std 1) and after the learned γ, β; the same sentence alone
+  gives the same numbers (LayerNorm does not look at the batch);
+* BatchNorm: per feature, the batch's mean and variance with the PAD positions left out (what
+  training uses) and counted, the running statistics evaluation uses, and the first sentence
+  alone (batch size 1). The batch goes through a training-mode pass: every BatchNorm normalizes
+  with its batch's statistics, so a deep site's input comes from layers normalized as in training
+  (dropout off, the running statistics neither used nor updated, the model left as it is). A
+  button measures the teacher-forced token accuracy this costs on training pairs (batch vs
+  running statistics, and batch size 1) in a worker.
 
-The view renders :class:`attnviz.core.analysis.norm_batch.NormBatch`, built step after step by
-the view's :class:`~attnviz.core.analysis.norm_batch.NormBatchBuilder` (a step of the same
-source runs only the decoder on the session's sentence); the accuracy is measured by the
-``measure(n, progress, should_stop)`` callable its loader gives it.
+The view renders :class:`attnviz.core.analysis.norm_pair.NormBatchFrame`, built in a worker by
+:func:`~attnviz.core.analysis.norm_pair.norm_pair_frame` (each model's builder keeps what a step
+of the same source can reuse); the accuracy is measured by the ``measure(n, progress,
+should_stop)`` callable the frame gives it. One side's column is a :class:`NormColumn`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -32,8 +40,19 @@ from PySide6 import QtCore, QtWidgets
 
 from attnviz.core.analysis.ffn import stack_of
 from attnviz.core.analysis.figure_data import FigureData
-from attnviz.core.analysis.norm_batch import ACCURACY_PAIRS, AccuracyGap, NormBatch, NormBatchBuilder, NormBatchFrame, NormSiteBatch, norm_batch_frame
+from attnviz.core.analysis.norm_batch import ACCURACY_PAIRS, AccuracyGap, NormSiteBatch, norm_batch_builder
+from attnviz.core.analysis.norm_pair import (
+    OTHER_BUNDLES,
+    NormBatchFrame,
+    NormSide,
+    OtherBundle,
+    default_other,
+    default_other_name,
+    folder_key,
+    norm_pair_frame,
+)
 from attnviz.core.data.pieces import display_piece
+from attnviz.paths import models_dir
 from attnviz.qt.analyses import Analysis
 from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
 from attnviz.qt.views.small_plots import CellLabels, apply_plot_theme, legend_title, series, small_plot
@@ -47,11 +66,13 @@ if TYPE_CHECKING:
     from attnviz.qt.workers import FunctionWorker
 
 Measure = Callable[[int, Callable[[int, int], None], Callable[[], bool]], "AccuracyGap | None"]
-BN_BUNDLE = "models/hsk-zh-en-batchnorm"
-BN_SERIES = ("batch, PAD left out", "batch, PAD counted", "running (evaluation)", "sentence 1 alone (batch size 1)")
+OTHER_OPTION = "normBatchOtherEdit"  # the option holding the other bundle's folder ("": the other bundled model)
+NORM_NAMES = {"layer": "LayerNorm", "batch": "BatchNorm", "rms": "RMSNorm"}
+BN_SERIES = ("batch, PAD left out", "PAD counted", "running (evaluation)", "sentence 1 alone")
+LN_SERIES = ("before LN", "normalized (x − μ)/σ", "after γ, β", "sentence 1 alone")
 FEATURE_WINDOW = 24  # features drawn at once in the per-feature plots (the chosen one's block)
 MEASURE, MEASURING = "Measure accuracy", "Measuring…"  # the button's two texts
-LN_SERIES = ("x before LN", "normalized (x − μ)/σ", "after γ, β", "sentence 1 alone: x before LN")
+MIN_HEIGHT = 660  # px of canvas before the dock scrolls
 
 
 def site_label(site: str) -> str:
@@ -61,11 +82,150 @@ def site_label(site: str) -> str:
         return f"{parts[0]} · final norm"
     return f"{parts[0]} layer {int(parts[2]) + 1} · {parts[3]}"
 
-MIN_HEIGHT = 620  # px of canvas before the dock scrolls
+
+def ordered_sides(sides: tuple[NormSide, ...]) -> list[NormSide]:
+    """The sides left to right: BatchNorm last, else as given (the open model's first)."""
+    return sorted(sides, key=lambda s: s.batch.norm == "batch")
+
+
+def bn_series(site: NormSiteBatch) -> list[tuple[np.ndarray, np.ndarray] | None]:
+    """(mean, variance) per feature of each of ``BN_SERIES`` (None: the model has no running statistics)."""
+    out = [(s.mean, s.var) for s in (site.without_pad(), site.with_pad())]
+    out.append(None if site.running is None else (site.running.mean, site.running.var))
+    one = site.batch_size_one()
+    out.append((one.mean, one.var))
+    return out
+
+
+def ln_series(site: NormSiteBatch) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(mean, std) per token of sentence 1 for each of ``LN_SERIES``."""
+    n = int(site.valid[0].sum())
+    stages = site.layer_norm_stages(site.x[0, :n])
+    alone = site.layer_norm_stages(site.alone[:n])["before"]
+    return [*stages.values(), alone]
+
+
+def side_arrays(side: NormSide, site: NormSiteBatch) -> dict[str, np.ndarray]:
+    """The numbers one side's plots draw, by name (a BatchNorm side's per feature, a LayerNorm side's per token)."""
+    if side.batch.norm == "batch":
+        keys = ("mean_without_pad", "var_without_pad", "mean_with_pad", "var_with_pad", "running_mean", "running_var",
+                "mean_batch_size_1", "var_batch_size_1")
+        return dict(zip(keys, [a for s in bn_series(site) for a in (s if s is not None else (np.full(site.x.shape[-1], np.nan),) * 2)]))
+    keys = ("mean_before", "std_before", "mean_normalized", "std_normalized", "mean_after_gamma_beta", "std_after_gamma_beta",
+            "mean_alone", "std_alone")
+    return dict(zip(keys, [a for s in ln_series(site) for a in s]))
+
+
+class NormColumn:
+    """One side's column of the canvas (``col``): the batch as a heatmap with its pieces, and the
+    per-token (LayerNorm) or per-feature (BatchNorm) mean and spread plots."""
+
+    def __init__(self, view: QtNormBatchView, col: int):
+        self.view = view
+        theme = view.theme
+        self.heatmap = HeatmapPlot(theme, colorbar=True, annotate=False, masked=True, label_point_size=8.5)
+        self.heatmap.set_axis_titles("sentence", "position")
+        self.heatmap.sigHovered.connect(self._on_hovered)
+        self.labels = CellLabels(self.heatmap)
+        self.mean_plot, self.spread_plot = small_plot(), small_plot()
+        for row, item in enumerate((self.heatmap, self.mean_plot, self.spread_plot), start=1):
+            view.canvas.ci.addItem(item, row=row, col=col)
+        self.mean_lines = [series(self.mean_plot, theme, i, "", dashed=i == 3) for i in range(4)]
+        self.spread_lines = [series(self.spread_plot, theme, i, "", dashed=i == 3) for i in range(4)]
+        self.side: NormSide | None = None
+        self.site: NormSiteBatch | None = None
+
+    def show(self, side: NormSide | None, site: str | None) -> None:
+        """Draw ``side``'s ``site`` (nothing where the side is missing or has no such norm)."""
+        self.side = side
+        self.site = None if side is None or site is None else side.batch.get(site)
+        for item in (self.heatmap, self.mean_plot, self.spread_plot):
+            item.setVisible(self.site is not None)
+        if self.site is None:
+            self.labels.show([], None)
+            return
+        self._draw_batch()
+        self._draw_batch_norm() if side.batch.norm == "batch" else self._draw_layer_norm()
+
+    def heading(self) -> str:
+        """``BatchNorm · hsk-zh-en-batchnorm (open)``: the side's norm and bundle."""
+        s = self.side
+        return f"{NORM_NAMES.get(s.batch.norm, s.batch.norm)} · {s.name}{' (open)' if s.opened else ''}" if s else ""
+
+    def _draw_batch(self) -> None:
+        site, batch, feature = self.site, self.side.batch, self.view.feature()
+        if batch.norm == "batch":
+            values, what = site.x[..., feature].astype(np.float64), f"feature {feature} of its input"
+        else:
+            values, what = site.x.std(-1).astype(np.float64), "σ of each token's features"
+        shown = np.where(site.valid, values, -np.inf)
+        m = float(np.abs(values[site.valid]).max()) if site.valid.any() else 1.0
+        rows = [str(i + 1) for i in range(len(site.valid))]  # its tokens and PAD: in the cells and the hover
+        levels = (-(m or 1.0), m or 1.0) if batch.norm == "batch" else (0.0, m or 1.0)
+        self.heatmap.set_matrix(shown, rows, [str(j + 1) for j in range(site.x.shape[1])], levels=levels)
+        self.heatmap.colorbar.axis.setLabel(f"feature {feature}" if batch.norm == "batch" else "σ")
+        pieces = batch.pieces(site.stack)
+        self.labels.show([[display_piece(p) for p in row] for row in pieces], np.where(site.valid, values, np.nan))
+        self.heatmap.set_panel_title(f"{self.heading()} · colour: {what}", color=self.view.theme.foreground, size="9pt")
+
+    def feature_window(self) -> range:
+        """The features the per-feature plots draw: the block of ``FEATURE_WINDOW`` holding the chosen one."""
+        start = (self.view.feature() // FEATURE_WINDOW) * FEATURE_WINDOW
+        return range(start, min(start + FEATURE_WINDOW, self.site.x.shape[-1]))
+
+    def _draw_batch_norm(self) -> None:
+        window, theme = self.feature_window(), self.view.theme
+        j = np.array(window)
+        shown = []
+        for i, s in enumerate(bn_series(self.site)):
+            self.mean_lines[i].setData(j + 0.0, s[0][j]) if s is not None else self.mean_lines[i].setData([], [])
+            self.spread_lines[i].setData(j + 0.0, s[1][j]) if s is not None else self.spread_lines[i].setData([], [])
+            if s is not None:
+                shown.append((i, BN_SERIES[i]))
+        legend_title(self.mean_plot, "μ_j", shown, theme)
+        legend_title(self.spread_plot, "σ²_j per feature j", [], theme)
+        for p in (self.mean_plot, self.spread_plot):
+            p.setLabel("bottom", f"feature j ({window.start}–{window.stop - 1} of 0–{self.site.x.shape[-1] - 1})")
+            p.enableAutoRange()
+
+    def _draw_layer_norm(self) -> None:
+        ser = ln_series(self.site)
+        t = np.arange(1, len(ser[0][0]) + 1, dtype=float)
+        for i, (mean, std) in enumerate(ser):
+            self.mean_lines[i].setData(t, mean)
+            self.spread_lines[i].setData(t, std)
+        legend_title(self.mean_plot, "μ", list(enumerate(LN_SERIES)), self.view.theme)
+        legend_title(self.spread_plot, "σ per token of sentence 1", [], self.view.theme)
+        for p in (self.mean_plot, self.spread_plot):
+            p.setLabel("bottom", "token of sentence 1")
+            p.enableAutoRange()
+
+    def apply_theme(self) -> None:
+        self.heatmap.apply_theme(self.view.theme)
+        for p in (self.mean_plot, self.spread_plot):
+            apply_plot_theme(p, self.view.theme)
+
+    def _on_hovered(self, info: HoverInfo | None) -> None:
+        site = self.site
+        if info is None or site is None:
+            self.view.readout.setText(" ")
+            return
+        piece = self.side.batch.pieces(site.stack)[info.row][info.col]
+        if not site.valid[info.row, info.col]:
+            what = "PAD: left out of the statistics"
+        elif self.side.batch.norm == "batch":
+            what = f"feature {self.view.feature()} = {site.x[info.row, info.col, self.view.feature()]:.4f}"
+        else:
+            what = f"σ over its features = {site.x[info.row, info.col].std():.4f}"
+        real = int(site.valid[info.row].sum())
+        where = f"sentence {info.row + 1} ({real} tokens + {site.valid.shape[1] - real} PAD), position {info.col + 1}"
+        self.view.readout.setText(f"{self.heading()} · {where}, “{display_piece(piece)}”: {what}")
+
 
 class QtNormBatchView(FigureViewBase):
-    """``set_data(NormBatch, measure=None, model_key=None)``; ``select(stack, layer)`` picks the
-    stack and layer whose norms the combo offers; ``measured(AccuracyGap)`` after a measurement."""
+    """``set_data(NormBatchFrame)``; ``select(stack, layer)`` picks the stack and layer whose norms
+    the combo offers; ``measured(AccuracyGap)`` after a measurement; ``optionsChanged`` when the
+    other bundle's folder changes (computed again)."""
 
     measured = QtCore.Signal(object)  # AccuracyGap
     progressed = QtCore.Signal(int, int)  # done, total (emitted from the worker thread)
@@ -74,46 +234,35 @@ class QtNormBatchView(FigureViewBase):
         super().__init__(parent, theme=theme, title_span=2)
         self.canvas.setMinimumHeight(MIN_HEIGHT)  # below it the figure scrolls (a short dock)
         self._scroll_canvas()
-        self._batch: NormBatch | None = None
+        self._frame: NormBatchFrame | None = None
         self._site: str | None = None
         self._stack, self._layer = "encoder", 0
         self._feature = 0
-        self._colour_meaning = ""  # what the batch heatmap's colour shows
-        self._measure: Measure | None = None
-        self._model_key: object = None
         self._gap: AccuracyGap | None = None
         self._worker: FunctionWorker | None = None
         self._build_controls()
+        self._build_other_row()
+        self.columns = [NormColumn(self, 0), NormColumn(self, 1)]  # left: the LayerNorm side
         ci = self.canvas.ci
-        self.heatmap = HeatmapPlot(self.theme, colorbar=True, annotate=False, masked=True, label_point_size=8.5)
-        self.heatmap.set_axis_titles("sentence", "position")
-        self.heatmap.sigHovered.connect(self._on_hovered)
-        ci.addItem(self.heatmap, row=1, col=0, colspan=2)
-        self.labels = CellLabels(self.heatmap)
-        self.mean_plot, self.spread_plot = small_plot(), small_plot()
-        ci.addItem(self.mean_plot, row=2, col=0)
-        ci.addItem(self.spread_plot, row=2, col=1)
-        self.mean_lines = [series(self.mean_plot, self.theme, i, n, dashed=i == 3) for i, n in enumerate(BN_SERIES)]
-        self.spread_lines = [series(self.spread_plot, self.theme, i, n, dashed=i == 3) for i, n in enumerate(BN_SERIES)]
-        ci.layout.setRowStretchFactor(1, 2)
-        ci.layout.setRowStretchFactor(2, 3)
+        for row, stretch in ((1, 3), (2, 2), (3, 2)):
+            ci.layout.setRowStretchFactor(row, stretch)
         self.progressed.connect(self._on_progress)
         self._apply_theme()
         self._refresh()
 
     def _build_controls(self) -> None:
         self.site_combo = self._add_control("Norm", make_combo("normBatchSiteCombo", "Which normalization's input the batch shows"))
-        self.batch_norm_controls = QtWidgets.QWidget(objectName="normBatchBnControls")  # shown for a BatchNorm model only
+        self.batch_norm_controls = QtWidgets.QWidget(objectName="normBatchBnControls")  # shown where a side is a BatchNorm model
         row = QtWidgets.QHBoxLayout(self.batch_norm_controls)
         row.setContentsMargins(0, 0, 0, 0)
         self.feature_spin = QtWidgets.QSpinBox(objectName="normBatchFeatureSpin", minimum=0, maximum=0)
-        self.feature_spin.setToolTip("The feature (column of d_model, counted from 0 as in every view) the batch heatmap shows (BatchNorm)")
+        self.feature_spin.setToolTip("The feature (column of d_model, counted from 0 as in every view) the BatchNorm side's heatmap shows")
         self.pairs_spin = QtWidgets.QSpinBox(objectName="normBatchPairsSpin", minimum=10, maximum=5000, singleStep=50)
         self.pairs_spin.setValue(ACCURACY_PAIRS)
         self.pairs_spin.setToolTip("How many training pairs the accuracy is measured on")
         self.measure_button = QtWidgets.QPushButton(MEASURE, objectName="normBatchMeasureButton")
-        self.measure_button.setToolTip("Teacher-forced token accuracy on training pairs with batch vs running statistics "
-                                       "(runs in the background)")
+        self.measure_button.setToolTip("The BatchNorm model's teacher-forced token accuracy on training pairs with batch vs "
+                                       "running statistics (runs in the background)")
         self.measure_button.setMinimumWidth(self.measure_button.sizeHint().width() + 8)  # "Measuring…" is shorter
         self.progress = QtWidgets.QProgressBar(objectName="normBatchProgress", minimum=0, maximum=1)
         self.progress.setMaximumWidth(140)
@@ -130,15 +279,36 @@ class QtNormBatchView(FigureViewBase):
         self.feature_spin.valueChanged.connect(self._on_feature_changed)
         self.measure_button.clicked.connect(self.start_measuring)
 
+    def _build_other_row(self) -> None:
+        """The row under the controls: the bundle beside the open one, and why it cannot be shown."""
+        self.other_edit = QtWidgets.QLineEdit(objectName=OTHER_OPTION)
+        self.other_edit.setPlaceholderText("the other bundled model")
+        self.other_edit.setToolTip("The bundle folder drawn beside the open model on the same sentence (empty: the other of "
+                                   f"the bundled models {' and '.join(sorted(OTHER_BUNDLES.values()))}). Press Enter.")
+        self.other_edit.editingFinished.connect(self.optionsChanged.emit)
+        self.browse_button = QtWidgets.QToolButton(objectName="normBatchBrowseButton", text="Browse…")
+        self.browse_button.setToolTip("Choose the bundle folder drawn beside the open model")
+        self.browse_button.clicked.connect(self.choose_folder)
+        self.problem_label = ElidedLabel("", "normBatchOtherProblem")  # why the other bundle is not drawn
+        row = QtWidgets.QHBoxLayout()
+        row.setContentsMargins(6, 0, 6, 0)
+        row.setSpacing(6)
+        label = QtWidgets.QLabel("Beside it:", buddy=self.other_edit)
+        for widget, stretch in ((label, 0), (self.other_edit, 2), (self.browse_button, 0), (self.problem_label, 3)):
+            row.addWidget(widget, stretch)
+        self.layout().insertLayout(1, row)
+
     # data and selection ----------------------------------------------------------------------------
     def set_data(self, frame: NormBatchFrame) -> None:
-        """Show ``frame.batch``; ``frame.measure`` measures the accuracy gap of its model (``None``:
-        it cannot); another ``frame.model`` than the last drops the measured numbers."""
-        if frame.model is not self._model_key:
+        """Show ``frame``'s sides; ``frame.measure`` measures the accuracy gap of ``frame.model``
+        (``None``: it cannot); another ``frame.model`` than the last drops the measured numbers."""
+        if self._frame is None or frame.model is not self._frame.model:
             self._stop_worker()
             self._gap = None
-        self._batch, self._measure, self._model_key = frame.batch, frame.measure, frame.model
-        if self._site is None or frame.batch.get(self._site) is None:
+        self._frame = frame
+        opened = frame.sides[0].batch.norm
+        self.other_edit.setPlaceholderText(f"{default_other_name(opened)} (the other bundled model)")
+        if self._site is None or frame.sides[0].batch.get(self._site) is None:
             self._site = self._default_site()
         self._update_controls()
         self._refresh()
@@ -157,7 +327,7 @@ class QtNormBatchView(FigureViewBase):
             self.select(None if choice.kind is None else stack_of(choice.kind), choice.layer)
 
     def set_site(self, site: str) -> None:
-        if self._batch is None or self._batch.get(site) is None:
+        if self._frame is None or self._frame.sides[0].batch.get(site) is None:
             raise ValueError(f"no normalization {site!r} in the batch")
         self._site = site
         self._update_controls()
@@ -167,20 +337,34 @@ class QtNormBatchView(FigureViewBase):
         return self.site() is not None
 
     def site(self) -> NormSiteBatch | None:
-        return None if self._batch is None or self._site is None else self._batch.get(self._site)
+        """The open model's chosen normalization."""
+        return None if self._frame is None or self._site is None else self._frame.sides[0].batch.get(self._site)
+
+    def column(self, norm: str) -> NormColumn | None:
+        """The column drawing the side whose model normalizes with ``norm`` ("layer" or "batch")."""
+        return next((c for c in self.columns if c.side is not None and c.side.batch.norm == norm), None)
+
+    def feature(self) -> int:
+        """The BatchNorm side's chosen feature (0-based)."""
+        return self._feature
 
     def gap(self) -> AccuracyGap | None:
         return self._gap
 
+    def problem(self) -> str:
+        """Why no bundle is beside the open one ("" when one is)."""
+        return self._frame.problem if self._frame is not None else ""
+
     def _sites_of_layer(self) -> list[str]:
-        if self._batch is None:
+        if self._frame is None:
             return []
+        sites = self._frame.sides[0].batch.sites
         prefix = f"{self._stack}.layers.{self._layer}."
-        names = [s.site for s in self._batch.sites if s.site.startswith(prefix)]
-        return names + [s.site for s in self._batch.sites if s.site == f"{self._stack}.final_norm"]
+        return [s.site for s in sites if s.site.startswith(prefix)] + [s.site for s in sites if s.site == f"{self._stack}.final_norm"]
 
     def _default_site(self) -> str | None:
-        names = self._sites_of_layer() or ([self._batch.sites[0].site] if self._batch and self._batch.sites else [])
+        sites = self._frame.sides[0].batch.sites if self._frame is not None else ()
+        names = self._sites_of_layer() or [s.site for s in sites[:1]]
         return names[0] if names else None
 
     # drawing ------------------------------------------------------------------------------------------
@@ -194,139 +378,79 @@ class QtNormBatchView(FigureViewBase):
         blocked = self.feature_spin.blockSignals(True)
         self.feature_spin.setMaximum(max(0, d - 1))
         self.feature_spin.setValue(min(self._feature, d - 1))
+        self._feature = self.feature_spin.value()
         self.feature_spin.blockSignals(blocked)
-        batch_norm = self._batch is not None and self._batch.norm == "batch"
-        self.batch_norm_controls.setVisible(batch_norm)  # a LayerNorm model has no feature to pick, nothing to measure
-        self.feature_spin.setEnabled(batch_norm)
+        batch_norm = self._frame is not None and any(s.batch.norm == "batch" for s in self._frame.sides)
+        self.batch_norm_controls.setVisible(batch_norm)  # no BatchNorm side: no feature to pick, nothing to measure
         running = self._worker is not None
-        self.measure_button.setEnabled(self._measure is not None and batch_norm and not running)
+        measure = self._frame.measure if self._frame is not None else None
+        self.measure_button.setEnabled(measure is not None and not running)
         self.measure_button.setText(MEASURING if running else MEASURE)
+        self.problem_label.set_full_text(self.problem())
         if not batch_norm:
-            self.result_label.set_full_text(" ")  # the title says what BatchNorm needs
+            self.result_label.set_full_text(" ")
         elif self._gap is not None:
             g = self._gap
             self.result_label.set_full_text(f"accuracy ({g.pairs} pairs): batch statistics {g.batch:.1%} · running {g.running:.1%} · batch size 1 {g.single:.1%}")
         elif not running:
-            self.result_label.set_full_text(" " if self._measure is not None else "this model's training data is unknown")
+            self.result_label.set_full_text(" " if measure is not None else "the BatchNorm model's training data is unknown")
 
     def gap_text(self) -> str:
         g = self._gap
         if g is None:
             return ""
-        return (f"token accuracy on {g.pairs} training pairs: {g.batch:.1%} with batch statistics, "
+        return (f"BatchNorm's token accuracy on {g.pairs} training pairs: {g.batch:.1%} with batch statistics, "
                 f"{g.running:.1%} with running ones, {g.single:.1%} at batch size 1")
 
     def _refresh(self) -> None:
-        site = self.site()
-        for item in (self.heatmap, self.mean_plot, self.spread_plot):
-            item.setVisible(site is not None)
-        if site is None:
-            self.title.set_title("LayerNorm vs BatchNorm on a real batch", "decode a sentence to see its batch")
-            self.labels.show([], None)
+        sides = ordered_sides(self._frame.sides) if self._frame is not None else []
+        for i, column in enumerate(self.columns):
+            column.show(sides[i] if i < len(sides) else None, self._site)
+        if self.site() is None:
+            self.title.set_title("LayerNorm vs BatchNorm on the same sentence", "decode a sentence to see its batch")
+            self.title.set_legend(())
             return
-        self._draw_batch(site)
-        if self._batch.norm == "batch":
-            self._draw_batch_norm(site)
-        else:
-            self._draw_layer_norm(site)
+        self.title.set_title(f"LayerNorm vs BatchNorm on the same sentence · {site_label(self._site)}",
+                             "LN normalizes each token over its features (one μ, σ per token: per cell) · "
+                             "BN normalizes each feature over the batch's tokens (one μ_j, σ²_j per feature: over every real cell)")
+        self.title.set_legend(tuple(("", "", line) for line in self.notes()))
 
-    def _draw_batch(self, site: NormSiteBatch) -> None:
-        pieces = self._batch.pieces(site.stack)
-        if self._batch.norm == "batch":
-            values, what = site.x[..., self._feature].astype(np.float64), f"feature {self._feature} (0-based) of the norm's input"
-        else:
-            values, what = site.x.std(-1).astype(np.float64), "σ of each token's features (what LayerNorm divides by)"
-        shown = np.where(site.valid, values, -np.inf)
-        finite = np.abs(values[site.valid]) if site.valid.any() else np.ones(1)
-        m = float(finite.max()) or 1.0
-        rows = [f"{i + 1} · {int(v.sum())} + {int((~v).sum())} PAD" for i, v in enumerate(site.valid)]
-        levels = (-m, m) if self._batch.norm == "batch" else (0.0, m)
-        self.heatmap.set_matrix(shown, rows, [str(j + 1) for j in range(site.x.shape[1])], levels=levels)
-        self.heatmap.colorbar.axis.setLabel(f"feature {self._feature + 1}" if self._batch.norm == "batch" else "σ")
-        self.labels.show([[display_piece(p) for p in row] for row in pieces], np.where(site.valid, values, np.nan))
-        self.heatmap.setTitle(f"{len(pieces)} sentences, padded to {site.x.shape[1]}", size="8.5pt", color=self.theme.foreground)
-        self._colour_meaning = what
-
-    def bn_series(self, site: NormSiteBatch) -> list[tuple[np.ndarray, np.ndarray] | None]:
-        """(mean, variance) per feature of each of ``BN_SERIES`` (None: the model has no running statistics)."""
-        out = [(s.mean, s.var) for s in (site.without_pad(), site.with_pad())]
-        out.append(None if site.running is None else (site.running.mean, site.running.var))
-        one = site.batch_size_one()
-        out.append((one.mean, one.var))
+    def notes(self) -> list[str]:
+        """The caption's lines under the formulas: where BatchNorm's batch statistics come from and
+        this site's numbers, what LayerNorm's do not depend on, and the measured accuracy."""
+        out = [f"{c.heading()}: no {site_label(self._site)} in this model" for c in self.columns if c.side is not None and c.site is None]
+        bn = self.column("batch")
+        if bn is not None and bn.site is not None:
+            out.append(self._batch_norm_note(bn))
+        if self.column("layer") is not None:
+            out.append("LN: sentence 1 alone gives the numbers it has in the batch")
+        if self._gap is not None:
+            out.append(self.gap_text())
         return out
 
-    def feature_window(self, site: NormSiteBatch) -> range:
-        """The features the per-feature plots draw: the block of ``FEATURE_WINDOW`` holding the chosen one."""
-        start = (self._feature // FEATURE_WINDOW) * FEATURE_WINDOW
-        return range(start, min(start + FEATURE_WINDOW, site.x.shape[-1]))
-
-    def _draw_batch_norm(self, site: NormSiteBatch) -> None:
-        window = self.feature_window(site)
-        j = np.array(window)
-        shown = []
-        for i, s in enumerate(self.bn_series(site)):
-            self.mean_lines[i].setData(j + 1.0, s[0][j]) if s is not None else self.mean_lines[i].setData([], [])
-            self.spread_lines[i].setData(j + 1.0, s[1][j]) if s is not None else self.spread_lines[i].setData([], [])
-            if s is not None:
-                shown.append((i, BN_SERIES[i]))
-        self._legend(shown)
-        legend_title(self.mean_plot, "mean μ_j", [], self.theme)
-        legend_title(self.spread_plot, "variance σ²_j", [], self.theme)
-        for p in (self.mean_plot, self.spread_plot):
-            p.setLabel("bottom", f"feature j ({window.start + 1}–{window.stop} of {site.x.shape[-1]})")
-            p.enableAutoRange()
+    def _batch_norm_note(self, bn: NormColumn) -> str:
+        site = bn.site
         sv, sp = site.without_pad(), site.with_pad()
-        shift = float(np.mean(np.abs(sv.mean - sp.mean)))
-        run = f" · mean |μ_batch − μ_running| = {np.mean(np.abs(sv.mean - site.running.mean)):.3f}" if site.running is not None else ""
-        measured = f"{self.gap_text()} · " if self._gap else ""
-        self.title.set_title(
-            f"BatchNorm on a real batch · {site_label(site.site)} · {sv.n} tokens + {sp.n - sv.n} PAD",
-            f"{measured}BN: (x − μ_j)/√(σ²_j + ε) over the batch's tokens · counting PAD moves μ_j by {shift:.3f} on average{run}"
-            f" · batch (sentence 1: this one): {self._colour_meaning}, PAD greyed",
-        )
-
-    def ln_series(self, site: NormSiteBatch) -> list[tuple[np.ndarray, np.ndarray]]:
-        """(mean, std) per token of sentence 1 for each of ``LN_SERIES``."""
-        n = int(site.valid[0].sum())
-        stages = site.layer_norm_stages(site.x[0, :n])
-        alone = site.layer_norm_stages(site.alone[:n])["before"]
-        return [*stages.values(), alone]
-
-    def _draw_layer_norm(self, site: NormSiteBatch) -> None:
-        ser = self.ln_series(site)
-        t = np.arange(1, len(ser[0][0]) + 1, dtype=float)
-        for i, (mean, std) in enumerate(ser):
-            self.mean_lines[i].setData(t, mean)
-            self.spread_lines[i].setData(t, std)
-        self._legend(list(enumerate(LN_SERIES)))
-        legend_title(self.mean_plot, "mean per token", [], self.theme)
-        legend_title(self.spread_plot, "std per token", [], self.theme)
-        for p in (self.mean_plot, self.spread_plot):
-            p.setLabel("bottom", "token of sentence 1")
-            p.enableAutoRange()
-        self.title.set_title(
-            f"LayerNorm on a real batch · {site_label(site.site)} · the statistics do not depend on the batch",
-            f"LN: (x − μ)/√(σ² + ε) over each token's features, then γ, β · normalized: mean 0, std 1 · "
-            f"sentence 1 alone draws over sentence 1 in the batch: the same numbers · batch (sentence 1: this one): "
-            f"{self._colour_meaning}, PAD greyed · BatchNorm needs the BatchNorm bundle ({BN_BUNDLE})",
-        )
-
-    def _legend(self, shown: list[tuple[int, str]]) -> None:
-        """The series of both plots, in the title's legend line (solid ●, dashed ■ for the last)."""
-        marks = ["●", "●", "●", "■ - -"]
-        self.title.set_legend(tuple((marks[i], self.theme.head_color(i).name(), name) for i, name in shown))
+        where = ("from a training-mode pass: every BatchNorm before this one used its batch's statistics too "
+                 "(dropout off, running statistics untouched)" if bn.side.batch.batch_statistics
+                 else "from an evaluation pass (the BatchNorms before this one used their running statistics)")
+        text = (f"BN: μ_j, σ²_j over {sv.n} tokens (+ {sp.n - sv.n} PAD left out) {where}; "
+                f"counting PAD would move μ_j by {np.mean(np.abs(sv.mean - sp.mean)):.3f}")
+        if site.running is not None:
+            text += f"; mean |μ_batch − μ_running| = {np.mean(np.abs(sv.mean - site.running.mean)):.3f}"
+        return text
 
     def _apply_theme(self) -> None:
-        self.heatmap.apply_theme(self.theme)
-        for p in (self.mean_plot, self.spread_plot):
-            apply_plot_theme(p, self.theme)
+        for column in self.columns:
+            column.apply_theme()
 
     def _on_theme_changed(self) -> None:
         self._apply_theme()
         self._refresh()
 
     def _on_colormap_changed(self) -> None:
-        self.heatmap.set_colormap(self.colormap())
+        for column in self.columns:
+            column.heatmap.set_colormap(self.colormap())
         self._refresh()
 
     def _on_site_changed(self) -> None:
@@ -341,24 +465,25 @@ class QtNormBatchView(FigureViewBase):
         self._feature = value
         self._refresh()
 
-    def _on_hovered(self, info: HoverInfo | None) -> None:
-        site = self.site()
-        if info is None or site is None:
-            self.readout.setText(" ")
-            return
-        piece = self._batch.pieces(site.stack)[info.row][info.col]
-        where = "PAD: left out of BatchNorm's statistics" if not site.valid[info.row, info.col] else f"value {site.x[info.row, info.col, self._feature]:.4f}"
-        self.readout.setText(f"sentence {info.row + 1}, position {info.col + 1}, “{display_piece(piece)}”: {where}")
+    def choose_folder(self) -> None:
+        """Ask for the bundle folder drawn beside the open model; a chosen one is drawn at once."""
+        current = self.other_edit.text().strip()
+        start = str(Path(current).parent if current else models_dir())
+        path = QtWidgets.QFileDialog.getExistingDirectory(self, "Choose a bundle to draw beside the open model", start)
+        if path:
+            self.other_edit.setText(path)
+            self.optionsChanged.emit()
 
     # measuring ------------------------------------------------------------------------------------------
     def start_measuring(self) -> FunctionWorker | None:
         """Measure the accuracy gap in a worker (``measured`` follows); ``None`` when it cannot."""
         from attnviz.qt.workers import FunctionWorker, while_alive
 
-        if self._measure is None or self._worker is not None:
+        measure = self._frame.measure if self._frame is not None else None
+        if measure is None or self._worker is not None:
             return None
         n = self.pairs_spin.value()
-        worker = FunctionWorker(self._measure, n, self.progressed.emit, lambda: worker.abort_requested)
+        worker = FunctionWorker(measure, n, self.progressed.emit, lambda: worker.abort_requested)
         worker.returned.connect(self._on_measured)
         worker.errored.connect(self._on_measure_failed)
         worker.finished.connect(while_alive(self, lambda: self._on_worker_finished(worker)))
@@ -400,44 +525,49 @@ class QtNormBatchView(FigureViewBase):
     # figure protocol ------------------------------------------------------------------------------------
     def figure_title(self) -> str:
         site = self.site()
-        return f"LayerNorm vs BatchNorm on a batch · {site_label(site.site)}" if site else "LayerNorm vs BatchNorm on a batch"
+        return f"LayerNorm vs BatchNorm on the same sentence · {site_label(site.site)}" if site else "LayerNorm vs BatchNorm on the same sentence"
 
     def figure_data(self) -> FigureData:
+        """The open model's side as values (per token for LayerNorm, per feature for BatchNorm); the
+        other side's, its input and its PAD mask as ``other_…`` extras (NPZ)."""
         site = self.site()
         if site is None:
             raise ValueError("the view shows no data yet")
-        if self._batch.norm == "batch":
-            keys = ("mean_without_pad", "var_without_pad", "mean_with_pad", "var_with_pad", "running_mean", "running_var",
-                    "mean_batch_size_1", "var_batch_size_1")
-            arrays = [a for s in self.bn_series(site) for a in (s if s is not None else (np.full(site.x.shape[-1], np.nan),) * 2)]
-            values, dims, coords = dict(zip(keys, arrays)), ("feature",), {}
+        opened = self._frame.sides[0]
+        values = side_arrays(opened, site)
+        if opened.batch.norm == "batch":
+            dims, coords = ("feature",), {}
         else:
-            keys = ("mean_before", "std_before", "mean_normalized", "std_normalized", "mean_after_gamma_beta", "std_after_gamma_beta",
-                    "mean_alone", "std_alone")
-            values = dict(zip(keys, [a for s in self.ln_series(site) for a in s]))
-            n = int(site.valid[0].sum())
-            dims, coords = ("token",), {"token": self._batch.pieces(site.stack)[0][:n]}
+            dims, coords = ("token",), {"token": opened.batch.pieces(site.stack)[0][: int(site.valid[0].sum())]}
         extras = {"x": site.x, "valid": site.valid.astype(np.float32)}
+        other = next((c for c in self.columns if c.side is not None and not c.side.opened and c.site is not None), None)
+        if other is not None:
+            extras.update({f"other_{k}": v for k, v in side_arrays(other.side, other.site).items()})
+            extras.update({"other_x": other.site.x, "other_valid": other.site.valid.astype(np.float32)})
         if self._gap is not None:
             extras["token_accuracy_batch_running_single"] = np.array([self._gap.batch, self._gap.running, self._gap.single])
         return FigureData(self.figure_title(), dims, values, coords, extras)
 
     def transient_items(self):
-        return [self.heatmap.hover_marker]
+        return [c.heatmap.hover_marker for c in self.columns]
 
 
 # -- the registry's entry ----------------------------------------------------------------------
-def norm_batch_data(session: Session, choice: ViewChoice) -> Analysis | None:
-    """The frame's sentence in a batch with a few examples, through the model in a worker (on a
-    new step of the same source only the decoder on the session's sentence runs; nothing while
-    the model and the sentence stay the same)."""
+def norm_batch_data(session: Session, choice: ViewChoice, options: dict) -> Analysis | None:
+    """The frame's sentence in a batch with a few examples, through the open model and the bundle
+    in the view's option (empty: the other bundled model) in a worker (each model's builder keeps
+    what a new step of the same source can reuse; nothing runs while the inputs stay the same)."""
     bundle, frozen = session.bundle, session.frozen()
     if bundle is None or frozen is None:
         return None
-    builder = session.per_model("norm-batch", lambda: NormBatchBuilder(bundle))
-    return Analysis(norm_batch_frame, (builder, tuple(frozen.src_ids), tuple(frozen.input_ids)))
+    builder = session.per_model("norm-batch", lambda: norm_batch_builder(bundle))
+    other = session.per_model("norm-batch-other", lambda: OtherBundle(bundle))
+    typed = str(options.get(OTHER_OPTION) or "").strip()
+    path = str(Path(typed).expanduser()) if typed and "\x00" not in typed else typed or str(default_other(bundle.config))
+    return Analysis(norm_pair_frame, (builder, other, frozen.source.text, tuple(frozen.src_ids), tuple(frozen.input_ids),
+                                      path, folder_key(path)))
 
 
-SPEC = ViewSpec("norm-batch", QtNormBatchView, "LN vs BN on a batch", "bottom", ("kind", "layer"), data=norm_batch_data,
-                kinds=("encoder", "decoder"), stack_view=True,
+SPEC = ViewSpec("norm-batch", QtNormBatchView, "LN vs BN side by side", "bottom", ("kind", "layer"), data=norm_batch_data,
+                reads_options=True, kinds=("encoder", "decoder"), stack_view=True,
                 empty="no normalization to show: the model has no encoder layers, no decoder layers and no final norm")

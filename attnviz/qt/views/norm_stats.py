@@ -33,22 +33,25 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
+from PySide6.QtCore import QT_TRANSLATE_NOOP
 
 from attnviz.core.analysis.figure_data import FigureData
 from attnviz.core.analysis.norms import (
     NormSiteData,
     NormSites,
-    group_title,
     histogram,
     norm_site_data_for,
     placement_formula,
-    site_title,
+    site_formula,
+    sublayer_kind,
     tutorial_formula,
 )
 from attnviz.core.data.pieces import WORD_START, display_piece
+from attnviz.qt.core_text import kind_name
+from attnviz.qt.i18n import translate
 from attnviz.qt.selection import ViewChoice
 from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
-from attnviz.qt.views.spec import ViewSpec
+from attnviz.qt.views.spec import ViewSpec, encoder_side
 from attnviz.qt.widgets.colormaps import DIVERGING_COLORMAP, Theme, ui_font
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo
 from attnviz.qt.widgets.plots import pen, quiet_plot
@@ -60,7 +63,40 @@ if TYPE_CHECKING:
 
 MIN_HEIGHT = 640  # px of the figure: below it, the view scrolls
 CMP_MIN_HEIGHT = 190  # px of the LN vs BN matrices, their axes and colour bar
-NORMALIZED = "LN(x) before γ, β"  # the third series of a LayerNorm site
+NORMALIZED = QT_TRANSLATE_NOOP("norm_stats", "LN(x) before γ, β")  # the third series of a LayerNorm site
+_SUBLAYERS = {  # by sublayer kind (attnviz.core.analysis.norms.sublayer_kind)
+    "encoder": QT_TRANSLATE_NOOP("norm_stats", "self-attention"),
+    "decoder": QT_TRANSLATE_NOOP("norm_stats", "masked self-attention"),
+    "cross": QT_TRANSLATE_NOOP("norm_stats", "cross-attention"),
+    "ffn": QT_TRANSLATE_NOOP("norm_stats", "FFN"),
+    "": QT_TRANSLATE_NOOP("norm_stats", "sublayer"),
+}
+
+
+def group_title(group: tuple[str, int]) -> str:
+    """``Encoder layer 2``, ``Decoder final norm``: a layer's normalizations (layer 0-based, -1: the final norm)."""
+    stack, layer = group
+    if layer < 0:
+        return translate("norm_stats", "{stack} final norm").format(stack=kind_name(stack).capitalize())
+    return translate("norm_stats", "{stack} layer {layer}").format(stack=kind_name(stack).capitalize(), layer=layer + 1)
+
+
+def site_name(site: NormSiteData) -> str:
+    """``norm1``, ``final norm``: a site's short name."""
+    if site.group[1] < 0:
+        return translate("norm_stats", "final norm")
+    return translate("norm_stats", "norm{index}").format(index=site.index)
+
+
+def site_title(site: NormSiteData, placement: str) -> tuple[str, str]:
+    """(``norm1 · after self-attention``, its formula) for a site."""
+    stack, layer = site.group
+    formula = site_formula(site, placement)
+    if layer < 0:
+        return site_name(site), translate("norm_stats", "{formula} after the last layer").format(formula=formula)
+    sub = translate("norm_stats", _SUBLAYERS[sublayer_kind(stack, site.index)])
+    text = translate("norm_stats", "{norm} · before {sublayer}") if placement == "pre" else translate("norm_stats", "{norm} · after {sublayer}")
+    return text.format(norm=site_name(site), sublayer=sub), formula
 
 
 def _translucent(color: QtGui.QColor, alpha: int = 70) -> QtGui.QColor:
@@ -107,7 +143,7 @@ class SiteColumn:
                                         symbolBrush=c2, symbolPen=None, name="n")
         self.hist_before = self.hist_plot.plot([], [], stepMode="center", fillLevel=0, pen=pen(c0), brush=_translucent(c0), name="before")
         self.hist_after = self.hist_plot.plot([], [], stepMode="center", fillLevel=0, pen=pen(c1), brush=_translucent(c1), name="after")
-        self.hist_plot.setLabel("bottom", "activation value")
+        self.hist_plot.setLabel("bottom", translate("norm_stats", "activation value"))
         self.items = (self.title, self.mean_plot, self.std_plot, self.hist_plot)
         self.site: NormSiteData | None = None
         self._axis_kind = "layer"
@@ -155,8 +191,8 @@ class SiteColumn:
             self.std_n.setData(x, n_std)
             self.mean_axis.set_labels(site.pieces)
             self.std_axis.set_labels(site.pieces)
-            self._titled(self.mean_plot, "per-token mean", theme)
-            self._titled(self.std_plot, "per-token std", theme)
+            self._titled(self.mean_plot, translate("norm_stats", "per-token mean"), theme)
+            self._titled(self.std_plot, translate("norm_stats", "per-token std"), theme)
             for p in (self.mean_plot, self.std_plot):
                 p.getAxis("bottom").setLabel(None)
             self.mean_plot.setXRange(-0.5, len(x) - 0.5, padding=0)
@@ -169,8 +205,8 @@ class SiteColumn:
             self.mean_b.setData(d, np.asarray(st.running_mean, float))
             self.std_a.setData(d, np.asarray(st.batch_var, float))
             self.std_b.setData(d, np.asarray(st.running_var, float))
-            self._titled(self.mean_plot, f"per-feature mean ({len(site.pieces)} tokens)", theme)
-            self._titled(self.std_plot, "per-feature variance", theme)
+            self._titled(self.mean_plot, translate("norm_stats", "per-feature mean ({n} tokens)").format(n=len(site.pieces)), theme)
+            self._titled(self.std_plot, translate("norm_stats", "per-feature variance"), theme)
             self.mean_plot.setXRange(-0.5, len(d) - 0.5, padding=0)
             self.std_plot.setXRange(-0.5, len(d) - 0.5, padding=0)
         for p in (self.mean_plot, self.std_plot):
@@ -178,7 +214,7 @@ class SiteColumn:
         edges, before, after = histogram(site.x_in, site.x_out)
         self.hist_before.setData(edges, before.astype(float))
         self.hist_after.setData(edges, after.astype(float))
-        self._titled(self.hist_plot, "histogram of the values", theme)
+        self._titled(self.hist_plot, translate("norm_stats", "histogram of the values"), theme)
         self.hist_plot.enableAutoRange()
         self.hist_plot.getAxis("left").setTicks([_count_ticks(max(float(before.max(initial=0)), float(after.max(initial=0))))])
 
@@ -215,8 +251,10 @@ class QtNormStatsView(FigureViewBase):
         self._row: int | None = None  # marked token (LN axis); None: the last one
         self._col: int | None = None  # marked feature (BN axis); None: a third of the way in
 
-        self.group_combo = self._add_control("Layer", make_combo("normLayerCombo", "Which layer's normalizations"))
-        self.compare_combo = self._add_control("LN vs BN on", make_combo("normCompareCombo", "Which pre-norm activations both normalizations are applied to"))
+        self.group_combo = self._add_control(translate("norm_stats", "Layer"),
+                                             make_combo("normLayerCombo", translate("norm_stats", "Which layer's normalizations")))
+        self.compare_combo = self._add_control(translate("norm_stats", "LN vs BN on"), make_combo(
+            "normCompareCombo", translate("norm_stats", "Which pre-norm activations both normalizations are applied to")))
         for combo in (self.group_combo, self.compare_combo):  # whole names, never "Encoder la…"
             combo.setSizePolicy(QtWidgets.QSizePolicy.Policy.Fixed, QtWidgets.QSizePolicy.Policy.Fixed)
         self.controls.addStretch(1)
@@ -236,10 +274,11 @@ class QtNormStatsView(FigureViewBase):
         cmp.layout.setHorizontalSpacing(8)
         self.cmp_plots: dict[str, HeatmapPlot] = {}
         for col, (key, title) in enumerate((("x", "x"), ("layer", "LayerNorm(x)"), ("batch", "BatchNorm(x)"))):
-            p = HeatmapPlot(self.theme, colormap=DIVERGING_COLORMAP, colorbar=(col == 2), colorbar_label="value", annotate=False,
-                            aspect_locked=False, masked=False, label_point_size=8.5)
+            p = HeatmapPlot(self.theme, colormap=DIVERGING_COLORMAP, colorbar=(col == 2), colorbar_label=translate("norm_stats", "value"),
+                            annotate=False, aspect_locked=False, masked=False, label_point_size=8.5)
             p.setTitle(title, size="9.5pt")
-            p.set_axis_titles("token" if col == 0 else None, "feature (d_model)" if col == 0 else "feature")  # short: the panels can be narrow
+            p.set_axis_titles(translate("norm_stats", "token") if col == 0 else None,  # short: the panels can be narrow
+                              translate("norm_stats", "feature (d_model)") if col == 0 else translate("norm_stats", "feature"))
             if col:
                 p.set_row_labels_visible(False)
             cmp.addItem(p, row=0, col=col)
@@ -361,7 +400,7 @@ class QtNormStatsView(FigureViewBase):
         set_combo_items(self.group_combo, [(group_title(g), _group_key(g)) for g in self.groups()], _group_key(self._group) if self._group else None)
         sites = self.group_sites()
         # the sites by their short names (norm1, norm2, …): the columns below say where each one is
-        set_combo_items(self.compare_combo, [(site_title(s, self._placement)[0].split(" · ")[0], i) for i, s in enumerate(sites)], self._compare)
+        set_combo_items(self.compare_combo, [(site_name(s), i) for i, s in enumerate(sites)], self._compare)
         self.group_combo.setEnabled(bool(sites))
         self.compare_combo.setEnabled(len(sites) > 1)
 
@@ -369,17 +408,20 @@ class QtNormStatsView(FigureViewBase):
         sites = self.group_sites()
         norm_name = "LayerNorm" if self._norm == "layer" else "BatchNorm"
         if not sites:
-            self.title.set_title("Normalization statistics", "LayerNorm normalizes the features of one token; BatchNorm one feature over the batch")
+            self.title.set_title(translate("norm_stats", "Normalization statistics"),
+                                 translate("norm_stats", "LayerNorm normalizes the features of one token; BatchNorm one feature over the batch"))
             for c in self.columns:
                 c.set_visible(False)
             self._set_comparison_visible(False)
             return
         self._set_comparison_visible(True)
-        what = ("per token: its features' mean and std before, normalized, after γ, β"
-                if self._norm == "layer" else "per feature: this batch's statistics beside the running ones")
-        formula = placement_formula(self._norm, self._placement)
-        self.title.set_title(f"{group_title(self._group)} · {norm_name} · {self._placement}-norm: every sublayer is {formula} · "
-                             f"{len(sites[0].pieces)} tokens", f"{tutorial_formula(self._norm, self._placement)} · {what}")
+        what = (translate("norm_stats", "per token: its features' mean and std before, normalized, after γ, β")
+                if self._norm == "layer" else translate("norm_stats", "per feature: this batch's statistics beside the running ones"))
+        placement = translate("norm_stats", "pre-norm") if self._placement == "pre" else translate("norm_stats", "post-norm")
+        title = translate("norm_stats", "{layer} · {norm} · {placement}: every sublayer is {formula} · {n} tokens").format(
+            layer=group_title(self._group), norm=norm_name, placement=placement, formula=placement_formula(self._norm, self._placement),
+            n=len(sites[0].pieces))
+        self.title.set_title(title, f"{tutorial_formula(self._norm, self._placement)} · {what}")
         self.title.set_legend(self._legend())
         for i, c in enumerate(self.columns):
             if i < len(sites):
@@ -397,9 +439,10 @@ class QtNormStatsView(FigureViewBase):
     def _legend(self) -> tuple[tuple[str, str, str], ...]:
         """The series' marks in their colours (every site's plots), and the word-start mark."""
         th = self.theme
-        names = ("x before", "after γ, β (output)", NORMALIZED) if self._norm == "layer" else ("batch", "running")
+        names = ((translate("norm_stats", "x before"), translate("norm_stats", "after γ, β (output)"), translate("norm_stats", NORMALIZED))
+                 if self._norm == "layer" else (translate("norm_stats", "batch"), translate("norm_stats", "running")))
         series = tuple((mark, th.head_color(i).name(), name) for i, (mark, name) in enumerate(zip(("●", "■", "▲"), names)))
-        return series + ((WORD_START, th.muted, "= start of a word"),)
+        return series + ((WORD_START, th.muted, translate("norm_stats", "= start of a word")),)
 
     def _set_comparison_visible(self, visible: bool) -> None:
         self.cmp_title.setVisible(visible)
@@ -422,9 +465,9 @@ class QtNormStatsView(FigureViewBase):
         title, formula = site_title(site, self._placement)
         uses = "LayerNorm" if site.kind == "layer" else "BatchNorm"
         self.cmp_title.set_title(
-            f"LN vs BN on the same activations · {title} · this model uses {uses}",
-            f"LayerNorm: each token (row) → mean 0, std 1 over its {d} features · BatchNorm: each feature (column) → mean 0, std 1 "
-            f"over the {len(site.pieces)} tokens · learned γ, β left out",
+            translate("norm_stats", "LN vs BN on the same activations · {site} · this model uses {norm}").format(site=title, norm=uses),
+            translate("norm_stats", "LayerNorm: each token (row) → mean 0, std 1 over its {d} features · BatchNorm: each feature (column) "
+                                    "→ mean 0, std 1 over the {n} tokens · learned γ, β left out").format(d=d, n=len(site.pieces)),
         )
         self._place_axes()
 
@@ -512,14 +555,16 @@ class QtNormStatsView(FigureViewBase):
         c = site.comparison
         r, j = info.row, info.col
         self.readout.setText(
-            f"token {r + 1} “{display_piece(site.pieces[r])}”, feature {j}:  x = {site.x_in[r, j]:.4f}   "
+            translate("norm_stats", "token {row} “{piece}”, feature {col}:").format(row=r + 1, piece=display_piece(site.pieces[r]), col=j) +
+            f"  x = {site.x_in[r, j]:.4f}   "
             f"LN: (x − {c.layer_mean[r]:.3f}) / {c.layer_std[r]:.3f} = {np.asarray(c.layer_output)[r, j]:.4f}   "
             f"BN: (x − {c.batch_mean[j]:.3f}) / {c.batch_std[j]:.3f} = {np.asarray(c.batch_output)[r, j]:.4f}"
         )
 
     # figure protocol --------------------------------------------------------------------------
     def figure_title(self) -> str:
-        return f"Normalization statistics · {group_title(self._group)}" if self._group else "Normalization statistics"
+        title = translate("norm_stats", "Normalization statistics")
+        return f"{title} · {group_title(self._group)}" if self._group else title
 
     def figure_data(self) -> FigureData:
         site = self.compared_site()
@@ -549,5 +594,5 @@ def norm_sites(session: Session, choice: ViewChoice) -> NormSites | None:
     return NormSites(norm_site_data_for(cur, cfg), cfg.norm, cfg.norm_placement)
 
 
-SPEC = ViewSpec("norm", QtNormStatsView, "LayerNorm / BatchNorm", "bottom", ("kind", "layer"), data=norm_sites,
-                kinds=("encoder", "decoder"), stack_view=True)
+SPEC = ViewSpec("norm", QtNormStatsView, QT_TRANSLATE_NOOP("views", "LayerNorm / BatchNorm"), "bottom", ("kind", "layer"), data=norm_sites,
+                kinds=("encoder", "decoder"), stack_view=True, depends_on=encoder_side)

@@ -30,9 +30,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
+from PySide6.QtCore import QT_TRANSLATE_NOOP
 
 from attnviz.core.analysis.figure_data import FigureData, OutputFrame
 from attnviz.core.data.pieces import WORD_START, display_piece
+from attnviz.qt.i18n import translate
 from attnviz.qt.selection import ViewChoice
 from attnviz.qt.views.base import FigureViewBase
 from attnviz.qt.views.spec import ViewSpec
@@ -117,7 +119,7 @@ class QtOutputView(FigureViewBase):
         self._position: int | None = None
         self._topk: tuple[tuple[str, int, float], ...] = ()
 
-        self.hint = QtWidgets.QLabel("Type a target sentence to compare every position's prediction with it (teacher forcing).")
+        self.hint = QtWidgets.QLabel(translate("output", "Type a target sentence to compare every position's prediction with it (teacher forcing)."))
         self.hint.setObjectName("outputHint")
         self.controls.addWidget(self.hint)
         self.controls.addStretch(1)
@@ -128,7 +130,7 @@ class QtOutputView(FigureViewBase):
         self.topk_plot = pg.PlotItem(axisItems={"left": self.topk_axis}, enableMenu=False)
         self._setup_plot(self.topk_plot)
         self.topk_plot.getViewBox().invertY(True)
-        self.topk_plot.setLabel("bottom", "probability P(token)")
+        self.topk_plot.setLabel("bottom", translate("output", "probability P(token)"))
         self.topk_bars = pg.BarGraphItem(x0=[], y=[], height=0.72, width=[], brushes=[], pen=pg.mkPen(None))
         self.topk_plot.addItem(self.topk_bars)
         self.topk_text = _TextPool(self.topk_plot, (0.0, 0.5))
@@ -141,8 +143,8 @@ class QtOutputView(FigureViewBase):
         self._setup_plot(self.prob_plot)
         self.prob_plot.showAxis("top")
         self.prob_plot.hideAxis("bottom")  # the loss plot below carries the positions
-        self.prob_plot.setLabel("left", "P(target)")
-        self.in_axis.set_title("fed: SOS + y")
+        self.prob_plot.setLabel("left", translate("output", "P(target)"))
+        self.in_axis.set_title(translate("output", "fed: SOS + y"))
         self.prob_bars = pg.BarGraphItem(x=[], height=[], width=0.7, brushes=[], pen=pg.mkPen(None))
         self.prob_plot.addItem(self.prob_bars)
         self.pred_text = _TextPool(self.prob_plot, (0.5, 1.0))
@@ -155,8 +157,8 @@ class QtOutputView(FigureViewBase):
         self.target_axis = TokenAxis("bottom", self.theme, 9.0)
         self.loss_plot = pg.PlotItem(axisItems={"bottom": self.target_axis}, enableMenu=False)
         self._setup_plot(self.loss_plot)
-        self.loss_plot.setLabel("left", "loss −log P")
-        self.target_axis.set_title("expected: y + EOS")
+        self.loss_plot.setLabel("left", translate("output", "loss −log P"))
+        self.target_axis.set_title(translate("output", "expected: y + EOS"))
         self.loss_plot.setXLink(self.prob_plot)
         self.loss_bars = pg.BarGraphItem(x=[], height=[], width=0.7, brushes=[], pen=pg.mkPen(None))
         self.loss_plot.addItem(self.loss_bars)
@@ -227,10 +229,10 @@ class QtOutputView(FigureViewBase):
         """The object whose top-k is shown and a caption saying which distribution it is."""
         if self._step is not None:
             s = self._step
-            return s, f"step {s.index + 1}"
+            return s, translate("output", "step {step}").format(step=s.index + 1)
         if self._forced is not None and self._forced.steps:
             p = self._forced.steps[self._position or 0]
-            return p, f"position {p.index + 1} (after “{display_piece(p.input_piece)}”)"
+            return p, translate("output", "position {position} (after “{piece}”)").format(position=p.index + 1, piece=display_piece(p.input_piece))
         return None, ""
 
     def _refresh(self) -> None:
@@ -244,11 +246,11 @@ class QtOutputView(FigureViewBase):
         if self._step is not None:
             chosen = int(self._step.token_id)
             chosen_prob = float(getattr(self._step, "prob", math.nan))
-            forced_note = "forced by you" if self._step.forced else "chosen"
+            forced_note = translate("output", "forced by you") if self._step.forced else translate("output", "chosen")
         elif dist is not None:
             chosen = int(dist.token_id)
             chosen_prob = float(dist.prob)
-            forced_note = "target"
+            forced_note = translate("output", "target")
         n = len(self._topk)
         probs = [p for _, _, p in self._topk]
         labels = [piece for piece, _, _ in self._topk]
@@ -263,15 +265,16 @@ class QtOutputView(FigureViewBase):
         if dist is not None:
             h = float(dist.entropy)
             piece = display_piece(self._step.piece if self._step is not None else dist.piece)
-            note = f"{forced_note}: “{piece}” with p = {chosen_prob:.4f}"
+            note = translate("output", "{what}: “{piece}” with p = {p:.4f}").format(what=forced_note, piece=piece, p=chosen_prob)
             if chosen is not None and chosen not in ids:
-                note += f" (not in the top {n})"
-            self.title.set_title(f"Output distribution · {where}",
-                                 f"P(y_t | y_<t, x) = softmax(logits) · H = {h:.3f} nats · perplexity e^H = {math.exp(h):.2f} · "
-                                 f"top-{n} hold {sum(probs) * 100:.1f}%")
-            self.title.set_legend((("", "", note), (WORD_START, th.muted, "= start of a word")))
+                note += translate("output", " (not in the top {n})").format(n=n)
+            self.title.set_title(translate("output", "Output distribution · {where}").format(where=where),
+                                 translate("output", "P(y_t | y_<t, x) = softmax(logits) · H = {h:.3f} nats · perplexity e^H = {ppl:.2f} · "
+                                                     "top-{n} hold {share:.1f}%").format(h=h, ppl=math.exp(h), n=n, share=sum(probs) * 100))
+            self.title.set_legend((("", "", note), (WORD_START, th.muted, translate("output", "= start of a word"))))
         else:
-            self.title.set_title("Output distribution", "decode a step to see P(y_t | y_<t, x), the output layer's softmax")
+            self.title.set_title(translate("output", "Output distribution"),
+                                 translate("output", "decode a step to see P(y_t | y_<t, x), the output layer's softmax"))
             self.title.set_legend(())
         self._refresh_forced()
 
@@ -354,11 +357,13 @@ class QtOutputView(FigureViewBase):
         self.loss_values_shown = self.loss_text.widest(texts) + 6 <= pitch
         self.loss_text.show([(float(i), v + lift, t, th.muted) for i, (v, t) in enumerate(zip(loss, texts))] if self.loss_values_shown else [])
         hits = sum(bool(p.match) for p in pos)
-        values = "" if self.loss_values_shown else " (values under the mouse)"
-        self.forced_title.set_title(f"Teacher forcing · mean loss {f.loss:.3f} nats · {hits}/{len(pos)} positions predicted",
-                                    "SOS + y in, y + EOS out · bars: P(target), green where the argmax is the target")
-        self.forced_title.set_legend((("", "", f"above the bars: the predicted token; below: loss = −log P(target){values}"),
-                                      (WORD_START, th.muted, "= start of a word")))
+        values = "" if self.loss_values_shown else translate("output", " (values under the mouse)")
+        self.forced_title.set_title(
+            translate("output", "Teacher forcing · mean loss {loss:.3f} nats · {hits}/{n} positions predicted").format(loss=f.loss, hits=hits, n=len(pos)),
+            translate("output", "SOS + y in, y + EOS out · bars: P(target), green where the argmax is the target"))
+        self.forced_title.set_legend((
+            ("", "", translate("output", "above the bars: the predicted token; below: loss = −log P(target){values}").format(values=values)),
+            (WORD_START, th.muted, translate("output", "= start of a word"))))
 
     def _arrange(self) -> bool:
         """Teacher forcing in a wide view: the top-k beside the per-position plots rather than above
@@ -454,18 +459,19 @@ class QtOutputView(FigureViewBase):
         i = self._forced_index_at(scene_pos)
         if i is not None:
             p = self._forced.steps[i]
-            self.readout.setText(
-                f"position {i + 1}: fed “{display_piece(p.input_piece)}” → expected “{display_piece(p.piece)}”, "
-                f"predicted “{display_piece(p.predicted_piece)}”   "
-                f"P(target) = {p.prob:.4f}   loss = {p.loss:.4f}   H = {p.entropy:.3f} nats"
-            )
+            self.readout.setText(translate(
+                "output", "position {position}: fed “{fed}” → expected “{expected}”, predicted “{predicted}”   "
+                          "P(target) = {p:.4f}   loss = {loss:.4f}   H = {h:.3f} nats").format(
+                position=i + 1, fed=display_piece(p.input_piece), expected=display_piece(p.piece),
+                predicted=display_piece(p.predicted_piece), p=p.prob, loss=p.loss, h=p.entropy))
             return
         vb = self.topk_plot.getViewBox()
         if self._topk and vb.sceneBoundingRect().contains(scene_pos):
             r = int(round(vb.mapSceneToView(scene_pos).y()))
             if 0 <= r < len(self._topk):
                 piece, tid, p = self._topk[r]
-                self.readout.setText(f"rank {r + 1}: “{display_piece(piece)}” (id {tid})   P = {p:.5f}   −log P = {-math.log(max(p, 1e-300)):.3f}")
+                self.readout.setText(translate("output", "rank {rank}: “{piece}” (id {id})   P = {p:.5f}   −log P = {nll:.3f}").format(
+                    rank=r + 1, piece=display_piece(piece), id=tid, p=p, nll=-math.log(max(p, 1e-300))))
                 return
         self.readout.setText(" ")
 
@@ -473,8 +479,10 @@ class QtOutputView(FigureViewBase):
     def figure_title(self) -> str:
         dist, where = self._distribution()
         if self._forced is not None:
-            return f"Output distribution · teacher forcing ({len(self._forced.steps)} positions)"
-        return f"Output distribution · {where}" if dist is not None else "Output distribution"
+            return translate("output", "Output distribution · teacher forcing ({n} positions)").format(n=len(self._forced.steps))
+        if dist is None:
+            return translate("output", "Output distribution")
+        return translate("output", "Output distribution · {where}").format(where=where)
 
     def figure_data(self) -> FigureData:
         """Teacher forcing (when shown): one CSV row per position; the top-k as NPZ extras.
@@ -507,4 +515,4 @@ def output_frame(session: Session, choice: ViewChoice) -> OutputFrame:
     return OutputFrame(session.current_step(), forced, session.forced_cursor if forced is not None else None)
 
 
-SPEC = ViewSpec("output", QtOutputView, "Output distribution", "bottom", (), data=output_frame)
+SPEC = ViewSpec("output", QtOutputView, QT_TRANSLATE_NOOP("views", "Output distribution"), "bottom", (), data=output_frame)

@@ -17,12 +17,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from PySide6 import QtWidgets
+from PySide6.QtCore import QT_TRANSLATE_NOOP
 
 from attnviz.core.analysis.compare import swap_ends
 from attnviz.core.analysis.figure_data import FigureData
 from attnviz.core.analysis.patching import PatchingPair, figure_data, map_and_patch
 from attnviz.core.data.pieces import display_piece
 from attnviz.qt.analyses import Analysis
+from attnviz.qt.core_text import kind_name
+from attnviz.qt.i18n import translate
 from attnviz.qt.views.base import FigureViewBase
 from attnviz.qt.views.spec import ViewSpec
 from attnviz.qt.widgets.colormaps import DIVERGING_COLORMAP
@@ -37,6 +40,14 @@ MIN_HEIGHT = 320  # px of canvas before the dock scrolls
 CELL = "patchCell"  # the option holding the clicked cell: "stack:row:position", 0-based
 
 
+def row_label(stack: str, row: int) -> str:
+    """``encoder embeddings``, ``encoder 2``, ``decoder 1``: a row of the map (``row`` 0-based
+    within its stack; the encoder's row 0 is its embeddings), as the core's ``layer_labels`` count."""
+    if stack == "encoder" and row == 0:
+        return translate("patching_map", "encoder embeddings")
+    return f"{kind_name(stack)} {row if stack == 'encoder' else row + 1}"
+
+
 class QtPatchingMapView(FigureViewBase):
     """``set_data(PatchingPair | None)``; options: the other sentence (``patchOtherEdit``), the
     scored token (``patchTokenSpin``, 0: where the runs differ most) and the clicked cell."""
@@ -47,25 +58,28 @@ class QtPatchingMapView(FigureViewBase):
         self._pair: PatchingPair | None = None
         self._cell = ""
         self.other_edit = QtWidgets.QLineEdit(objectName="patchOtherEdit")
-        self.other_edit.setToolTip("The other sentence, whose values are patched in (same number of tokens); "
-                                   "empty: the sentence with its first and last characters swapped. Press Enter.")
+        self.other_edit.setToolTip(translate("patching_map", "The other sentence, whose values are patched in (same number of tokens); "
+                                                             "empty: the sentence with its first and last characters swapped. Press Enter."))
         self.other_edit.setMinimumWidth(140)
         self.other_edit.editingFinished.connect(self._on_inputs)
         self.token_spin = QtWidgets.QSpinBox(objectName="patchTokenSpin", minimum=0, maximum=512)
-        self.token_spin.setSpecialValueText("auto")
-        self.token_spin.setToolTip("Which output token of the other sentence is scored (1-based); auto: the one the runs differ on most")
+        self.token_spin.setSpecialValueText(translate("patching_map", "auto"))
+        self.token_spin.setToolTip(translate("patching_map", "Which output token of the other sentence is scored (1-based); "
+                                                             "auto: the one the runs differ on most"))
         self.token_spin.valueChanged.connect(self._on_inputs)
-        self._add_control("Other", self.other_edit)
-        self._add_control("Token", self.token_spin)
+        self._add_control(translate("patching_map", "Other"), self.other_edit)
+        self._add_control(translate("patching_map", "Token"), self.token_spin)
         self.controls.addStretch(1)
         self.result_label = plain_label("", "patchResult")  # model output: plain text
         self.result_label.setWordWrap(True)
         self.result_label.setContentsMargins(8, 0, 8, 0)
         self.layout().insertWidget(1, self.result_label)
-        self.maps = {stack: HeatmapPlot(self.theme, colormap=DIVERGING_COLORMAP, value_format=format_change, colorbar_label="recovery")
+        self.maps = {stack: HeatmapPlot(self.theme, colormap=DIVERGING_COLORMAP, value_format=format_change,
+                                        colorbar_label=translate("patching_map", "recovery"))
                      for stack in ("encoder", "decoder")}
         for row, (stack, plot) in enumerate(self.maps.items()):
-            plot.set_axis_titles(None, "source position" if stack == "encoder" else "target position (the token fed)")
+            plot.set_axis_titles(None, translate("patching_map", "source position") if stack == "encoder"
+                                 else translate("patching_map", "target position (the token fed)"))
             plot.sigCellClicked.connect(lambda r, c, s=stack: self._on_cell(s, r, c))
             plot.sigHovered.connect(lambda info, s=stack: self._on_hovered(s, info))
             self.canvas.ci.addItem(plot, row=1 + row, col=0)
@@ -101,35 +115,34 @@ class QtPatchingMapView(FigureViewBase):
         for plot in self.maps.values():
             plot.setVisible(pair is not None)
         if pair is None:
-            self.title.set_title("Activation patching", "needs a source sentence and another of the same number of tokens")
+            self.title.set_title(translate("patching_map", "Activation patching"),
+                                 translate("patching_map", "needs a source sentence and another of the same number of tokens"))
             self.result_label.setText("")
             return
         m = pair.map
         token = display_piece(m.target_pieces[m.target_position])
-        self.title.set_title(f"Activation patching · {''.join(m.clean_pieces)} into {''.join(m.corrupt_pieces)}: "
-                             f"how much of log P({token}) comes back",
-                             f"log P({token}): {m.log_prob_corrupt:.2f} here, {m.log_prob_clean:.2f} in the other sentence · "
-                             "1 = all of the difference, 0 = none · click a cell to decode with that one value patched in")
+        self.title.set_title(
+            translate("patching_map", "Activation patching · {other} into {this}: how much of log P({token}) comes back").format(
+                other="".join(m.clean_pieces), this="".join(m.corrupt_pieces), token=token),
+            translate("patching_map", "log P({token}): {here:.2f} here, {other:.2f} in the other sentence · "
+                                      "1 = all of the difference, 0 = none · click a cell to decode with that one value patched in").format(
+                token=token, here=m.log_prob_corrupt, other=m.log_prob_clean))
         self.result_label.setText(self._result_text(pair))
         self._draw(m)
 
     def _result_text(self, pair: PatchingPair) -> str:
         m = pair.map
-        text = f"here: {m.corrupt_translation}   ·   other: {m.clean_translation}"
+        text = translate("patching_map", "here: {here}   ·   other: {other}").format(here=m.corrupt_translation, other=m.clean_translation)
         if pair.patch is not None and pair.cell is not None:
             stack, row, pos = pair.cell
-            text += f"   ·   patched at {self._row_label(stack, row)}, position {pos + 1}: {pair.patch.patched}"
+            text += translate("patching_map", "   ·   patched at {row}, position {position}: {translation}").format(
+                row=row_label(stack, row), position=pos + 1, translation=pair.patch.patched)
         return text
 
-    def _row_label(self, stack: str, row: int) -> str:
-        return self._pair.map.layer_labels()[row if stack == "encoder" else len(self._pair.map.encoder) + row]
-
     def _draw(self, m) -> None:
-        labels = m.layer_labels()
-        n_enc = len(m.encoder)
         fed = ("SOS", *m.target_pieces[:-1])
-        for stack, values, rows, cols in (("encoder", m.encoder, labels[:n_enc], m.clean_pieces),
-                                          ("decoder", m.decoder, labels[n_enc:], fed)):
+        for stack, values, cols in (("encoder", m.encoder, m.clean_pieces), ("decoder", m.decoder, fed)):
+            rows = [row_label(stack, r) for r in range(len(values))]
             plot = self.maps[stack]
             plot.setVisible(values.size > 0)
             if values.size:
@@ -152,8 +165,9 @@ class QtPatchingMapView(FigureViewBase):
             return
         m = pair.map
         raw = (m.encoder if stack == "encoder" else m.decoder)[info.row, info.col]
-        self.readout.setText(f"{self._row_label(stack, info.row)} · position {info.col + 1} ({display_piece(info.col_label)}): "
-                             f"log P {raw:.3f} · recovery {float(m.recovery(np.array(raw))):+.3f}")
+        self.readout.setText(translate("patching_map", "{row} · position {position} ({piece}): log P {raw:.3f} · recovery {recovery:+.3f}").format(
+            row=row_label(stack, info.row), position=info.col + 1, piece=display_piece(info.col_label), raw=raw,
+            recovery=float(m.recovery(np.array(raw)))))
 
     def _on_theme_changed(self) -> None:
         for plot in self.maps.values():
@@ -162,7 +176,7 @@ class QtPatchingMapView(FigureViewBase):
 
     # figure protocol -------------------------------------------------------------------------------
     def figure_title(self) -> str:
-        return "Activation patching"
+        return translate("patching_map", "Activation patching")
 
     def figure_data(self) -> FigureData:
         if self._pair is None:
@@ -195,6 +209,6 @@ def patching_data(session: Session, choice: ViewChoice, options: dict) -> Analys
     return Analysis(map_and_patch, (bundle, this, other, position, parse_cell(options.get(CELL))))
 
 
-SPEC = ViewSpec("patching", QtPatchingMapView, "Activation patching", "bottom", (), data=patching_data, reads_options=True,
-                empty="nothing to patch: type a source sentence (and another of the same number of tokens)")
+SPEC = ViewSpec("patching", QtPatchingMapView, QT_TRANSLATE_NOOP("views", "Activation patching"), "bottom", (), data=patching_data, reads_options=True,
+                empty="nothing to patch: type a source sentence (and another of the same number of tokens)", depends_on=("source",))
 

@@ -35,10 +35,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
+from PySide6.QtCore import QT_TRANSLATE_NOOP
 
 from attnviz.core.analysis.figure_data import FigureData
 from attnviz.core.analysis.positional import PositionalData, column_pair, positional_data_for
 from attnviz.core.data.pieces import WORD_START, display_piece
+from attnviz.qt.i18n import translate
 from attnviz.qt.selection import ViewChoice
 from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
 from attnviz.qt.views.spec import ViewSpec
@@ -95,10 +97,12 @@ def read_dimensions(text: str, d_model: int) -> tuple[list[int], str]:
             out.append(d)
     notes = []
     if left_out:
-        notes.append(f"{left_out} entr{'y' if left_out == 1 else 'ies'} left out (use numbers from 0 to {d_model - 1}, or ranges like 4-7)")
+        text = (translate("positional", "1 entry left out (use numbers from 0 to {last}, or ranges like 4-7)") if left_out == 1 else
+                translate("positional", "{n} entries left out (use numbers from 0 to {last}, or ranges like 4-7)"))
+        notes.append(text.format(n=left_out, last=d_model - 1))
     if capped:
-        notes.append(f"at most {MAX_DIMENSIONS} dimensions are drawn")
-    return out, ("Dimensions: " + "; ".join(notes)) if notes else ""
+        notes.append(translate("positional", "at most {n} dimensions are drawn").format(n=MAX_DIMENSIONS))
+    return out, translate("positional", "Dimensions: {notes}").format(notes="; ".join(notes)) if notes else ""
 
 
 def _dim_labels(n: int) -> list[str]:
@@ -106,12 +110,16 @@ def _dim_labels(n: int) -> list[str]:
     return [str(i) for i in range(n)]
 
 
-def column_role(column: int, d_model: int, layout: str = "interleaved") -> str:
-    """``"2i+1 with i = 2, cos"`` for column 5: which member of its sin/cos pair a column is."""
+def column_role(column: int, d_model: int, layout: str = "interleaved", *, full: bool = True, translated: bool = True) -> str:
+    """``"2i+1 with i = 2, cos"`` for column 5: which member of its sin/cos pair a column is
+    (``full=False``: ``"2i+1 with i = 2"``); ``translated=False``: in English, for data files."""
     i, sine = column_pair(column, d_model, layout)
     if layout == "halves":
-        return f"{'sin' if sine else 'cos'} of pair i = {i}"
-    return f"2i with i = {i}, sin" if sine else f"2i+1 with i = {i}, cos"
+        text = QT_TRANSLATE_NOOP("positional", "sin of pair i = {i}") if sine else QT_TRANSLATE_NOOP("positional", "cos of pair i = {i}")
+    else:
+        text = QT_TRANSLATE_NOOP("positional", "2i with i = {i}") if sine else QT_TRANSLATE_NOOP("positional", "2i+1 with i = {i}")
+    text = (translate("positional", text) if translated else text).format(i=i)
+    return text + (", sin" if sine else ", cos") if full and layout != "halves" else text
 
 
 def column_formula(column: int, d_model: int, layout: str = "interleaved", pos: str = "pos") -> str:
@@ -120,8 +128,13 @@ def column_formula(column: int, d_model: int, layout: str = "interleaved", pos: 
     return f"{'sin' if sine else 'cos'}({pos}/10000^({2 * i}/{d_model}))"
 
 
-FORMULA = "PE(pos, 2i) = sin(pos/10000^(2i/d_model)),  PE(pos, 2i+1) = cos(pos/10000^(2i/d_model)):  i numbers the sin/cos pairs"
-NOTE = "low columns turn fast, high ones slowly; PE·PEᵀ depends on the distance between positions"
+# shown as translate("positional", FORMULA), translate("positional", NOTE)
+FORMULA = QT_TRANSLATE_NOOP("positional", "PE(pos, 2i) = sin(pos/10000^(2i/d_model)),  PE(pos, 2i+1) = cos(pos/10000^(2i/d_model)):  "
+                                          "i numbers the sin/cos pairs")
+NOTE = QT_TRANSLATE_NOOP("positional", "low columns turn fast, high ones slowly; PE·PEᵀ depends on the distance between positions")
+SIDES = {"source": QT_TRANSLATE_NOOP("positional", "Source"), "target": QT_TRANSLATE_NOOP("positional", "Target")}  # the Tokens combo
+MATRICES = {"tokens": QT_TRANSLATE_NOOP("positional", "embedding"), "positional": QT_TRANSLATE_NOOP("positional", "PE"),
+            "summed": QT_TRANSLATE_NOOP("positional", "sum")}  # the embedding panels, in the read-out
 
 
 class QtPositionalView(FigureViewBase):
@@ -158,26 +171,27 @@ class QtPositionalView(FigureViewBase):
     def _build_controls(self) -> None:
         """The dimensions drawn as curves and whose tokens are shown."""
         self.dims_edit = QtWidgets.QLineEdit(objectName="peDimsEdit")
-        self.dims_edit.setPlaceholderText("e.g. 0, 1, 4-7")
-        self.dims_edit.setToolTip("Columns drawn as curves over the positions (column 2i: sin, column 2i+1: cos, i = the pair)")
+        self.dims_edit.setPlaceholderText(translate("positional", "e.g. 0, 1, 4-7"))
+        self.dims_edit.setToolTip(translate("positional", "Columns drawn as curves over the positions (column 2i: sin, column 2i+1: cos, i = the pair)"))
         self.dims_edit.setMaximumWidth(150)
         self.dims_edit.setMaxLength(MAX_DIMENSIONS_TEXT)
-        self._add_control("Columns", self.dims_edit)
+        self._add_control(translate("positional", "Columns"), self.dims_edit)
         self.dims_edit.editingFinished.connect(self._on_dims_edited)
-        self.side_combo = self._add_control("Tokens", make_combo("peSideCombo", "Whose embeddings: the source (encoder) or the target (decoder)"))
+        self.side_combo = self._add_control(translate("positional", "Tokens"), make_combo(
+            "peSideCombo", translate("positional", "Whose embeddings: the source (encoder) or the target (decoder)")))
         self.side_combo.currentIndexChanged.connect(self._on_side_changed)
         self.controls.addStretch(1)
 
     def _build_encoding_plots(self, ci: pg.GraphicsLayout) -> None:
         """PE(pos, i) and the similarity of positions PE·PEᵀ, side by side."""
-        self.pe_plot = HeatmapPlot(self.theme, colormap=DIVERGING_COLORMAP, levels=(-1.0, 1.0), colorbar_label="PE value",
+        self.pe_plot = HeatmapPlot(self.theme, colormap=DIVERGING_COLORMAP, levels=(-1.0, 1.0), colorbar_label=translate("positional", "PE value"),
                                    annotate=False, aspect_locked=False, masked=False, label_point_size=8.0)
-        self.pe_plot.setTitle("PE(pos, column)", size="9.5pt")
-        self.pe_plot.set_axis_titles("position = pos + 1", "column 2i (sin) · 2i+1 (cos)")
+        self.pe_plot.setTitle(translate("positional", "PE(pos, column)"), size="9.5pt")
+        self.pe_plot.set_axis_titles(translate("positional", "position = pos + 1"), translate("positional", "column 2i (sin) · 2i+1 (cos)"))
         self.sim_plot = HeatmapPlot(self.theme, colormap=self.colormap(), colorbar_label="PE·PEᵀ", annotate=False, aspect_locked=True,
                                     masked=False, label_point_size=8.0)
-        self.sim_plot.setTitle("PE·PEᵀ: similarity", size="9.5pt")
-        self.sim_plot.set_axis_titles("position", "position")
+        self.sim_plot.setTitle(translate("positional", "PE·PEᵀ: similarity"), size="9.5pt")
+        self.sim_plot.set_axis_titles(translate("positional", "position"), translate("positional", "position"))
         ci.addItem(self.pe_plot, row=1, col=0)
         ci.addItem(self.sim_plot, row=1, col=1)
 
@@ -187,9 +201,9 @@ class QtPositionalView(FigureViewBase):
         self.curve_plot.setMenuEnabled(False)
         self.curve_plot.hideButtons()
         self.curve_plot.getViewBox().setMouseEnabled(x=False, y=False)
-        self.curve_plot.setTitle("chosen columns", size="9.5pt")
-        self.curve_plot.setLabel("bottom", "position = pos + 1")
-        self.curve_plot.setLabel("left", "PE(pos, column)")
+        self.curve_plot.setTitle(translate("positional", "chosen columns"), size="9.5pt")
+        self.curve_plot.setLabel("bottom", translate("positional", "position = pos + 1"))
+        self.curve_plot.setLabel("left", translate("positional", "PE(pos, column)"))
         self.curve_plot.showGrid(x=True, y=True, alpha=0.15)
         self.curve_plot.setYRange(-1.1, 1.1, padding=0)
         self.curve_legend = pg.LegendItem(labelTextSize="8.5pt", colCount=1)  # beside the plot, never over the curves
@@ -203,11 +217,12 @@ class QtPositionalView(FigureViewBase):
         self.emb_title = TitleItem(self.theme)
         emb.addItem(self.emb_title, row=0, col=0, colspan=4)
         self.emb_plots: dict[str, HeatmapPlot] = {}
-        for col, (key, title) in enumerate((("tokens", "emb.·√d_model"), ("positional", "+ PE"), ("summed", "= input"))):
+        titles = (translate("positional", "emb.·√d_model"), "+ PE", translate("positional", "= input"))
+        for col, (key, title) in enumerate(zip(("tokens", "positional", "summed"), titles)):
             p = HeatmapPlot(self.theme, colormap=DIVERGING_COLORMAP, colorbar=False, annotate=False, aspect_locked=False, masked=False,
                             label_point_size=8.5)
             p.setTitle(title, size="9.5pt")
-            p.set_axis_titles("token" if col == 0 else None, "column")
+            p.set_axis_titles(translate("positional", "token") if col == 0 else None, translate("positional", "column"))
             if col:
                 p.set_row_labels_visible(False)
             emb.addItem(p, row=1, col=col)
@@ -218,7 +233,7 @@ class QtPositionalView(FigureViewBase):
         self.norm_plot.hideButtons()
         self.norm_plot.getViewBox().setMouseEnabled(x=False, y=False)
         self.norm_plot.getViewBox().invertY(True)
-        self.norm_plot.setLabel("bottom", "L2 norm ‖·‖")
+        self.norm_plot.setLabel("bottom", translate("positional", "L2 norm ‖·‖"))
         self.norm_bars: dict[str, pg.BarGraphItem] = {}
         for i, key in enumerate(("token_norm", "positional_norm", "sum_norm")):
             bar = pg.BarGraphItem(x0=[], y=[], height=0.26, width=[], brush=self.theme.head_color(i), pen=pg.mkPen(None))
@@ -237,7 +252,7 @@ class QtPositionalView(FigureViewBase):
         sides = [e.side for e in data.embeddings]
         if self._side not in sides and sides:
             self._side = sides[0]
-        set_combo_items(self.side_combo, [(s.capitalize(), s) for s in sides], self._side)
+        set_combo_items(self.side_combo, [(translate("positional", SIDES[s]) if s in SIDES else s, s) for s in sides], self._side)
         self.side_combo.setEnabled(len(sides) > 1)
         self._refresh()
 
@@ -319,9 +334,10 @@ class QtPositionalView(FigureViewBase):
                 c.setSymbolPen(None)
                 c.setVisible(True)
                 if relabel:
-                    role = column_role(dim, d.d_model, d.layout).split(",")[0]
+                    role = column_role(dim, d.d_model, d.layout, full=False)
                     # two lines: the legend column stays narrow beside the curves
-                    self.curve_legend.addItem(c, f"column {dim} = {role}:<br>{column_formula(dim, d.d_model, d.layout)}")
+                    self.curve_legend.addItem(c, translate("positional", "column {column} = {role}:<br>{formula}").format(
+                        column=dim, role=role, formula=column_formula(dim, d.d_model, d.layout)))
             else:
                 c.setData([], [])
                 c.setVisible(False)
@@ -336,7 +352,7 @@ class QtPositionalView(FigureViewBase):
             for p in self.emb_plots.values():
                 p.setVisible(False)
             self.norm_plot.setVisible(False)
-            self.emb_title.set_title("No tokens yet", "enter a sentence: its embeddings appear here")
+            self.emb_title.set_title(translate("positional", "No tokens yet"), translate("positional", "enter a sentence: its embeddings appear here"))
             return
         for p in self.emb_plots.values():
             p.setVisible(True)
@@ -353,20 +369,22 @@ class QtPositionalView(FigureViewBase):
         top = float(max(e.token_norm.max(initial=0), e.positional_norm.max(initial=0), e.sum_norm.max(initial=0), 1.0))
         self.norm_plot.getViewBox().setRange(xRange=(0, top * 1.05), yRange=(-0.6, k - 0.4), padding=0)
         ratio = float(np.mean(e.positional_norm / np.where(e.token_norm > 0, e.token_norm, np.nan))) if k else float("nan")
-        self.emb_title.set_legend(((WORD_START, self.theme.muted, "= start of a word"),))
-        self.emb_title.set_title(
-            f"{self._side.capitalize()} tokens: embedding + PE = what the first layer reads",
-            f"‖PE‖ = √(d_model/2) = {np.sqrt(dm / 2):.2f} at every position; on average ‖PE‖ / ‖embedding‖ = {ratio:.2f}",
-        )
+        self.emb_title.set_legend(((WORD_START, self.theme.muted, translate("positional", "= start of a word")),))
+        title = (translate("positional", "Target tokens: embedding + PE = what the first layer reads") if self._side == "target" else
+                 translate("positional", "Source tokens: embedding + PE = what the first layer reads"))
+        self.emb_title.set_title(title, translate(
+            "positional", "‖PE‖ = √(d_model/2) = {norm:.2f} at every position; on average ‖PE‖ / ‖embedding‖ = {ratio:.2f}").format(
+            norm=np.sqrt(dm / 2), ratio=ratio))
 
     def _set_titles(self) -> None:
         d = self._data
+        formula = translate("positional", FORMULA)
         if d is None:
-            self.title.set_title("Positional encoding", FORMULA)
-            self.emb_title.set_title("Token embeddings and PE", "")
+            self.title.set_title(translate("positional", "Positional encoding"), formula)
+            self.emb_title.set_title(translate("positional", "Token embeddings and PE"), "")
             return
-        self.title.set_title(f"Positional encoding · {d.n_positions} positions × d_model {d.d_model}", FORMULA)
-        self.title.set_legend((("", "", NOTE),))
+        self.title.set_title(translate("positional", "Positional encoding · {n} positions × d_model {d}").format(n=d.n_positions, d=d.d_model), formula)
+        self.title.set_legend((("", "", translate("positional", NOTE)),))
 
     def _apply_theme_to_items(self) -> None:
         th = self.theme
@@ -374,7 +392,8 @@ class QtPositionalView(FigureViewBase):
             p.apply_theme(th)
             p.titleLabel.setText(p.titleLabel.text, color=th.foreground, size="9.5pt")
         swatch = lambda i, name: f"<span style='color:{th.head_colors[i % len(th.head_colors)]}'>■</span> {name}"  # noqa: E731
-        self.norm_plot.setTitle("‖·‖ " + " ".join(swatch(i, n) for i, n in enumerate(("emb.", "PE", "sum"))), size="9pt")
+        names = (translate("positional", "emb."), "PE", translate("positional", "sum"))
+        self.norm_plot.setTitle("‖·‖ " + " ".join(swatch(i, n) for i, n in enumerate(names)), size="9pt")
         for p in (self.curve_plot, self.norm_plot):
             p.titleLabel.setText(p.titleLabel.text, color=th.foreground, size="9.5pt" if p is self.curve_plot else "9pt")
             for name in ("left", "bottom"):
@@ -428,18 +447,24 @@ class QtPositionalView(FigureViewBase):
             return
         if plot is self.pe_plot:
             c, d = info.col, self._data
-            self.readout.setText(f"position {info.row + 1}, column {c} = {column_role(c, d.d_model, d.layout)}:  PE(pos {info.row}, {c}) = "
-                                 f"{column_formula(c, d.d_model, d.layout, str(info.row))} = {info.value:.4f}   (pos = position − 1)")
+            self.readout.setText(translate("positional", "position {position}, column {column} = {role}:  PE(pos {pos}, {column}) = "
+                                                         "{formula} = {value:.4f}   (pos = position − 1)").format(
+                position=info.row + 1, column=c, role=column_role(c, d.d_model, d.layout), pos=info.row,
+                formula=column_formula(c, d.d_model, d.layout, str(info.row)), value=info.value))
         elif plot is self.sim_plot:
-            self.readout.setText(f"PE(position {info.row + 1})·PE(position {info.col + 1}) = {info.value:.3f}   (distance {abs(info.row - info.col)})")
+            self.readout.setText(translate("positional", "PE(position {a})·PE(position {b}) = {value:.3f}   (distance {distance})").format(
+                a=info.row + 1, b=info.col + 1, value=info.value, distance=abs(info.row - info.col)))
         else:
-            name = {v: k for k, v in self.emb_plots.items()}[plot]
-            self.readout.setText(f"{name}[“{display_piece(info.row_label)}” at position {info.row + 1}, column {info.col}] = {info.value:.4f}")
+            name = translate("positional", MATRICES[{v: k for k, v in self.emb_plots.items()}[plot]])
+            self.readout.setText(translate("positional", "{matrix}[“{piece}” at position {position}, column {column}] = {value:.4f}").format(
+                matrix=name, piece=display_piece(info.row_label), position=info.row + 1, column=info.col, value=info.value))
 
     # figure protocol ----------------------------------------------------------------------------
     def figure_title(self) -> str:
         d = self._data
-        return f"Positional encoding ({d.n_positions} positions, d_model {d.d_model})" if d is not None else "Positional encoding"
+        if d is None:
+            return translate("positional", "Positional encoding")
+        return translate("positional", "Positional encoding ({n} positions, d_model {d})").format(n=d.n_positions, d=d.d_model)
 
     def figure_data(self) -> FigureData:
         d = self._data
@@ -451,7 +476,7 @@ class QtPositionalView(FigureViewBase):
                 extras[f"{e.side}_{key}"] = np.asarray(getattr(e, key))
         return FigureData(self.figure_title(), ("position", "column"), {"pe": d.pe},
                           {"position": tuple(str(i + 1) for i in range(d.n_positions)),
-                           "column": tuple(column_role(c, d.d_model, d.layout).split(",")[0] for c in range(d.d_model))}, extras)
+                           "column": tuple(column_role(c, d.d_model, d.layout, full=False, translated=False) for c in range(d.d_model))}, extras)
 
     def transient_items(self):
         return [p.hover_marker for p in (self.pe_plot, self.sim_plot, *self.emb_plots.values())]
@@ -462,4 +487,4 @@ def positional_frame(session: Session, choice: ViewChoice) -> PositionalData | N
     return positional_data_for(session.current) if session.current is not None else None
 
 
-SPEC = ViewSpec("pe", QtPositionalView, "Positional encoding", "bottom", (), data=positional_frame)
+SPEC = ViewSpec("pe", QtPositionalView, QT_TRANSLATE_NOOP("views", "Positional encoding"), "bottom", (), data=positional_frame)

@@ -18,8 +18,9 @@ from PySide6 import QtCore, QtWidgets
 from attnviz.errors import CommandError
 from attnviz.qt.analyses import Analysis
 from attnviz.qt.export.files import session_metadata
+from attnviz.qt.i18n import translate
 from attnviz.qt.selection import LinkedSelection, Selection, ViewChoice, query_axis
-from attnviz.qt.session import Session
+from attnviz.qt.session import FrameKey, Session
 from attnviz.qt.view_frame import ViewFrame, empty_state
 from attnviz.qt.views import (
     ablation,
@@ -164,6 +165,9 @@ class ViewSet(QtCore.QObject):
         self.frames: dict[str, ViewFrame] = {name: ViewFrame(view) for name, view in self.views.items()}
         self.stale: set[str] = set()  # views whose data is older than the session's
         self.refreshes: dict[str, int] = dict.fromkeys(self.views, 0)  # how often each view was drawn anew
+        self.skips: dict[str, int] = dict.fromkeys(self.views, 0)  # refreshes that found its data's key unchanged
+        self._keys: dict[str, FrameKey] = {}  # what the data each view holds (or computes) is of
+        self._drawn: dict[str, object] = {}  # the data object each view drew last
         self.selection = LinkedSelection()
         self._own: dict[str, Selection] = {}  # an unlinked view's own selection
         self._applied: dict[str, ViewChoice] = {}  # the choice each view shows now
@@ -178,6 +182,7 @@ class ViewSet(QtCore.QObject):
         if "output" in self.views:
             self.views["output"].positionClicked.connect(self._on_position_clicked)
         session.decodingChanged.connect(self._on_decoding_changed)
+        session.modelChanged.connect(self._on_model_changed)
         session.analyses.failed.connect(self._on_analysis_failed)
 
     def _connect(self, spec: ViewSpec) -> None:
@@ -204,8 +209,9 @@ class ViewSet(QtCore.QObject):
 
     def docks(self, area: str) -> list[tuple[str, QtWidgets.QWidget, str]]:
         """(title, widget, objectName) of each dock in ``area`` ("right" or "bottom"), in order:
-        a view's widget is its frame."""
-        return [(s.title, self.frames[s.name], s.dock_name) for s in self.specs.values() if s.area == area]
+        a view's widget is its frame; the title in the interface's language (each view marks its
+        spec's title in the context "views")."""
+        return [(translate("views", s.title), self.frames[s.name], s.dock_name) for s in self.specs.values() if s.area == area]
 
     # -- drawing what is on screen --------------------------------------------------------------
     def _on_decoding_changed(self) -> None:
@@ -242,7 +248,8 @@ class ViewSet(QtCore.QObject):
             self.refresh(self.views[name])
         except Exception as exc:  # noqa: BLE001 - a view that cannot draw says so; the app goes on
             self.stale.discard(name)
-            self.failed.emit(f"Could not update {self.views[name].objectName() or name}: {type(exc).__name__}: {exc}")
+            self.failed.emit(translate("registry", "Could not update {view}: {error}").format(
+                view=self.views[name].objectName() or name, error=f"{type(exc).__name__}: {exc}"))
             import traceback
 
             traceback.print_exc()
@@ -256,12 +263,39 @@ class ViewSet(QtCore.QObject):
         self.stale.discard(name)
         if self.session.current is None:
             return
+        choice = self.followed(name)
+        if self.data_key(name, choice).same(self._keys.get(name)):  # what it holds is this frame's already
+            self.skips[name] += 1
+            if self.is_linked(name):
+                self._apply(name)  # the selection may have moved while it was off screen
+            return
         self.refreshes[name] += 1
-        self._feed(name, self.followed(name))
+        self._feed(name, choice)
+
+    def data_key(self, name: str, choice: ViewChoice) -> FrameKey:
+        """What view ``name``'s data for ``choice`` is of now: the session's frame parts its spec
+        depends on, the choice when its data is computed from it, its options when it reads them."""
+        spec = self.specs[name]
+        key = self.session.frame_key(spec.parts(choice))
+        if spec.from_choice:
+            key = key.plus(choice)
+        return key.plus(self.views[name].options()) if spec.reads_options else key
+
+    def _outdated(self, name: str) -> bool:
+        """View ``name`` holds data that its choice now needs anew (a view of the encoder's side,
+        kept over decoder steps, turned to the decoder)."""
+        key = self._keys.get(name)
+        return key is not None and self.session.current is not None and not self.data_key(name, self.followed(name)).same(key)
+
+    def _on_model_changed(self, _bundle: object) -> None:
+        """Another model: no view's data is of it (and none keeps the old model alive)."""
+        self._keys.clear()
+        self._drawn.clear()
 
     def _feed(self, name: str, choice: ViewChoice) -> None:
         """Give view ``name`` its data for ``choice``: at once, or when its analysis returns."""
         spec, view = self.specs[name], self.views[name]
+        self._keys[name] = self.data_key(name, choice)
         if spec.from_choice:  # what it will show: a later choice equal to this one needs no new feed, another does
             self._applied[name] = choice
         data = view_data(spec, view, self.session, choice)
@@ -278,7 +312,9 @@ class ViewSet(QtCore.QObject):
         if data is None:
             return
         spec, view = self.specs[name], self.views[name]
-        view.set_data(data)
+        if data is not self._drawn.get(name):  # an analysis's kept result, given again, is drawn already
+            view.set_data(data)
+            self._drawn[name] = data
         if spec.from_choice:
             self._applied[name] = choice
         elif self.is_linked(name):
@@ -291,11 +327,13 @@ class ViewSet(QtCore.QObject):
     def _on_analysis_failed(self, name: str, message: str) -> None:
         """A view's analysis raised: the view keeps what it showed, and one line says why."""
         if name in self.frames:
+            self._keys.pop(name, None)  # the next refresh tries again
             self.frames[name].set_computing(False)
-            self.failed.emit(f"Could not compute the {self.specs[name].name} view: {message}")
+            self.failed.emit(translate("registry", "Could not compute the {view} view: {error}").format(view=self.specs[name].name, error=message))
 
     def _on_options_changed(self, name: str) -> None:
         """View ``name``'s own options changed what its data is: computed again (now, or when it is shown)."""
+        self._keys.pop(name, None)  # asked for: computed again even where the options read the same
         self.stale.add(name)
         self.catch_up(name)
 
@@ -348,6 +386,7 @@ class ViewSet(QtCore.QObject):
         self.set_linked(name, False)
         self._own[name] = sel
         self._applied.pop(name, None)
+        self._keys.pop(name, None)
         self.stale.add(name)
         self.catch_up(name)
         self._update_caption(name)
@@ -363,8 +402,8 @@ class ViewSet(QtCore.QObject):
             self.selection.update(**changes)
         else:
             self._own[name] = replace(self._own[name], **{k: v for k, v in changes.items() if v is not None})
-            if spec.from_choice:  # the view is drawn from the choice: draw it again
-                self.refresh(self.views[name])
+        if self._outdated(name):  # drawn from the choice, or its data of the old choice does not hold the new one's
+            self.refresh(self.views[name])
         self._update_caption(name)
 
     def _apply(self, name: str) -> None:
@@ -372,6 +411,9 @@ class ViewSet(QtCore.QObject):
         spec, view = self.specs[name], self.views[name]
         choice = self.followed(name)
         if self._applied.get(name) == choice:
+            return
+        if not spec.from_choice and self._outdated(name):  # its data is of the old choice's parts: fed anew, then applied
+            self.refresh(view)
             return
         if not spec.from_choice and view.has_data():
             view.apply(choice)
@@ -396,9 +438,9 @@ class ViewSet(QtCore.QObject):
     def _update_caption(self, name: str) -> None:
         view = self.views[name]
         if self.is_linked(name):
-            view.set_link_state(True, "follows: " + self.followed(name).describe())
+            view.set_link_state(True, translate("registry", "follows: {choice}").format(choice=self.followed(name).describe()))
         else:
-            view.set_link_state(False, "own choice: " + self.followed(name).describe())
+            view.set_link_state(False, translate("registry", "own choice: {choice}").format(choice=self.followed(name).describe()))
 
     def _on_query_hovered(self, name: str, kind: str, row: int) -> None:
         self._hover_source = name

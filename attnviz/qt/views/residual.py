@@ -13,12 +13,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtWidgets
+from PySide6.QtCore import QT_TRANSLATE_NOOP
 
 from attnviz.core.analysis.figure_data import FigureData
 from attnviz.core.analysis.norms import placement_formula
-from attnviz.core.analysis.residual import SUBLAYER_LEGEND, ResidualFrame, ResidualStack, residual_data_for
+from attnviz.core.analysis.residual import ResidualFrame, ResidualStack, residual_data_for
 from attnviz.core.data.pieces import display_piece
 from attnviz.core.model.sites import KINDS
+from attnviz.qt.core_text import kind_name
+from attnviz.qt.i18n import translate
 from attnviz.qt.views.base import FigureViewBase
 from attnviz.qt.views.small_plots import apply_plot_theme, legend_title, series, set_ticks, small_plot
 from attnviz.qt.views.spec import ViewSpec
@@ -35,7 +38,7 @@ class StackPlot:
     """One stack's plot: the stream, what each sublayer adds, the selected token, the selected point."""
 
     def __init__(self, theme, layout: pg.GraphicsLayout, col: int):
-        self.plot = small_plot("", "mean ‖·‖ over the tokens")
+        self.plot = small_plot("", translate("residual", "mean ‖·‖ over the tokens"))
         layout.addItem(self.plot, row=1, col=col)
         self.stream = series(self.plot, theme, 0, "‖x‖")
         self.added = series(self.plot, theme, 1, "‖Sublayer(x)‖", dashed=True, symbol="s")
@@ -55,13 +58,14 @@ class StackPlot:
         self.added.setData(x[1:], data.mean_added())
         q = query if query is not None and 0 <= query < len(data.pieces) else None
         self.token.setData(x, data.stream[:, q]) if q is not None else self.token.setData([], [])
-        set_ticks(self.plot, list(data.labels()))
+        set_ticks(self.plot, [translate("residual", "emb"), *data.labels()[1:]])  # the core's "emb", then 1A, 1F, …
         if point is not None and 0 < point < len(x):
             self.marker.setData([x[point]], [data.mean_stream()[point]], pen=pen(theme.highlight, 2.5))
         else:
             self.marker.setData([], [])
         token = f" · ··· “{display_piece(data.pieces[q])}”" if q is not None else ""
-        legend_title(self.plot, f"{data.stack} · {len(data.pieces)} tokens{token}", [], theme)
+        title = translate("residual", "{stack} · {n} tokens{token}").format(stack=kind_name(data.stack), n=len(data.pieces), token=token)
+        legend_title(self.plot, title, [], theme)
         self.plot.setXRange(-0.6, len(x) - 0.4, padding=0)
         self.plot.enableAutoRange(axis="y")
 
@@ -70,8 +74,9 @@ MIN_HEIGHT = 400  # px of canvas before the dock scrolls
 
 def legend_entries(theme) -> tuple[tuple[str, str, str], ...]:
     """The marks of both plots, in the title's legend line."""
-    return (("●", theme.head_color(0).name(), "‖x‖ after each point"), ("■ - -", theme.head_color(1).name(), "‖Sublayer(x)‖ added there"),
-            ("···", theme.muted, "the selected token"))
+    return (("●", theme.head_color(0).name(), translate("residual", "‖x‖ after each point")),
+            ("■ - -", theme.head_color(1).name(), translate("residual", "‖Sublayer(x)‖ added there")),
+            ("···", theme.muted, translate("residual", "the selected token")))
 
 
 class QtResidualView(FigureViewBase):
@@ -137,10 +142,12 @@ class QtResidualView(FigureViewBase):
             query = self._query if (self._kind == "encoder") == (name == "encoder") else None
             sp.show(self._stacks.get(name), query, sel[1] if sel and sel[0] == name else None, self.theme)
         enc = self._stacks.get("encoder")
-        growth = f" · encoder: mean ‖x‖ {enc.mean_stream()[0]:.1f} → {enc.mean_stream()[-1]:.1f}" if enc is not None else ""
-        self.title.set_title("The residual stream" + growth,
-                             f"x ← {self._formula} · ‖·‖: length of a token's d_model vector, mean over the tokens · "
-                             f"emb = embedding + PE, {SUBLAYER_LEGEND} · click a point to select that sublayer")
+        growth = translate("residual", " · encoder: mean ‖x‖ {first:.1f} → {last:.1f}").format(
+            first=enc.mean_stream()[0], last=enc.mean_stream()[-1]) if enc is not None else ""
+        self.title.set_title(translate("residual", "The residual stream") + growth, translate(
+            "residual", "x ← {formula} · ‖·‖: length of a token's d_model vector, mean over the tokens · emb = embedding + PE, "
+                        "A = self-attention, C = cross-attention, F = FFN, after layer 1, 2, … · click a point to select that sublayer").format(
+            formula=self._formula))
         self.title.set_legend(legend_entries(self.theme))
 
     def _apply_theme(self) -> None:
@@ -172,9 +179,9 @@ class QtResidualView(FigureViewBase):
         """``Residual stream · cross layer 2 marked``: the kind and layer the marked point belongs to."""
         sel = self.selected_point()
         if sel is None:
-            return "Residual stream"
+            return translate("residual", "Residual stream")
         sub = self._stacks[sel[0]].sublayers[sel[1] - 1]
-        return f"Residual stream · {sub.selection_kind} layer {sub.layer + 1} marked"
+        return translate("residual", "Residual stream · {kind} layer {layer} marked").format(kind=kind_name(sub.selection_kind), layer=sub.layer + 1)
 
     def figure_data(self) -> FigureData:
         if not self._stacks:
@@ -198,5 +205,5 @@ def residual_data(session: Session, choice: ViewChoice) -> ResidualFrame | None:
     return ResidualFrame(residual_data_for(session.current, cfg), placement_formula(cfg.norm, cfg.norm_placement))
 
 
-SPEC = ViewSpec("residual", QtResidualView, "Residual stream", "bottom", ("kind", "layer", "query"), data=residual_data,
+SPEC = ViewSpec("residual", QtResidualView, QT_TRANSLATE_NOOP("views", "Residual stream"), "bottom", ("kind", "layer", "query"), data=residual_data,
                 kinds=KINDS)

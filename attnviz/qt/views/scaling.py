@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtWidgets
+from PySide6.QtCore import QT_TRANSLATE_NOOP
 
-from attnviz.core.analysis.figure_data import KIND_TITLES, FigureData
+from attnviz.core.analysis.figure_data import FigureData
 from attnviz.core.analysis.scaling import (
     SCALINGS,
     LayerScaling,
@@ -30,10 +31,12 @@ from attnviz.core.analysis.scaling import (
 )
 from attnviz.core.data.pieces import display_piece
 from attnviz.core.model.sites import KINDS
+from attnviz.qt.core_text import kind_title
+from attnviz.qt.i18n import translate
 from attnviz.qt.selection import ViewChoice
 from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
 from attnviz.qt.views.series_plot import SeriesPlot
-from attnviz.qt.views.spec import SELECTORS, ViewSpec
+from attnviz.qt.views.spec import SELECTORS, ViewSpec, encoder_side
 from attnviz.qt.widgets.colormaps import Theme, ui_font
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo
 from attnviz.qt.widgets.plots import pen
@@ -44,9 +47,10 @@ if TYPE_CHECKING:
 UNSCALED, SCALED, OVER_DK = SCALINGS  # "÷1", "÷√d_k", "÷d_k": the data's order
 SHOWN = (SCALED, UNSCALED, OVER_DK)  # the curves' order: the model's solid in colour 0, ÷1 dashed, ÷d_k
 FORMULAS = {UNSCALED: "softmax(QKᵀ + M)", SCALED: "softmax(QKᵀ/√d_k + M)", OVER_DK: "softmax(QKᵀ/d_k + M)"}
-NOTES = {UNSCALED: "saturates", SCALED: "the model's", OVER_DK: "too flat"}
-METRICS = ("max weight", "entropy (nats)", "‖∂a/∂s‖_F")
-JACOBIAN = "‖∂a/∂s‖_F = ‖diag(a) − aaᵀ‖_F"
+NOTES = {UNSCALED: QT_TRANSLATE_NOOP("scaling", "saturates"), SCALED: QT_TRANSLATE_NOOP("scaling", "the model's"),
+         OVER_DK: QT_TRANSLATE_NOOP("scaling", "too flat")}  # shown as translate("scaling", note)
+METRICS = (QT_TRANSLATE_NOOP("scaling", "max weight"), QT_TRANSLATE_NOOP("scaling", "entropy (nats)"), "‖∂a/∂s‖_F")  # translated where shown
+JACOBIAN = "‖∂a/∂s‖_F = ‖diag(a) − a\u2009aᵀ‖_F"  # a aᵀ (a thin space): the outer product
 MIN_CANVAS = (960, 1240)  # px: the smallest size at which every panel's labels read
 
 
@@ -85,9 +89,9 @@ class RowBars(pg.PlotItem):
             ax.setTextPen(pen(theme.foreground, 1.0))
             ax.setStyle(tickFont=ui_font(7.5))
 
-    def set_values(self, title: str, values: dict[str, np.ndarray], entropy: str = METRICS[1]) -> None:
+    def set_values(self, title: str, values: dict[str, np.ndarray], entropy: str | None = None) -> None:
         """``values`` scaling → [metric]; ``title`` above the swatches of the three scalings;
-        ``entropy`` the entropy's tick (with its largest possible value)."""
+        ``entropy`` the entropy's tick (with its largest possible value; default: the metric's name)."""
         self._values = {k: np.asarray(v, np.float64) for k, v in values.items()}
         for i, name in enumerate(SHOWN):
             x = np.arange(len(METRICS)) + (i - 1) * self.WIDTH
@@ -99,7 +103,8 @@ class RowBars(pg.PlotItem):
         top = max(float(np.max(v)) for v in self._values.values())
         self.setYRange(0.0, top * 1.18 or 1.0, padding=0)
         self.setXRange(-0.6, len(METRICS) - 0.4, padding=0)
-        self.getAxis("bottom").setTicks([list(enumerate((METRICS[0], entropy, METRICS[2])))])
+        ticks = (translate("scaling", METRICS[0]), entropy or translate("scaling", METRICS[1]), METRICS[2])
+        self.getAxis("bottom").setTicks([list(enumerate(ticks))])
         marks = "".join(f"  <span style='color:{self.theme.head_color(i).name()}'>■</span> {n}" for i, n in enumerate(SHOWN))
         self.setTitle(f"{title}:{marks}", size="8.5pt", color=self.theme.foreground)
 
@@ -125,9 +130,9 @@ class QtScalingView(FigureViewBase):
         self._kind, self._layer, self._head = "encoder", 0, 0
         self._query: int | None = None  # the row picked; None: the current step's
         self.experiment: RandomScaling = random_scaling()
-        self.kind_combo = self._add_control("Kind", make_combo("scalingKindCombo", "Attention kind"))
-        self.layer_combo = self._add_control("Layer", make_combo("scalingLayerCombo", "Layer"))
-        self.head_combo = self._add_control("Head", make_combo("scalingHeadCombo", "Head i"))
+        self.kind_combo = self._add_control(translate("scaling", "Kind"), make_combo("scalingKindCombo", translate("scaling", "Attention kind")))
+        self.layer_combo = self._add_control(translate("scaling", "Layer"), make_combo("scalingLayerCombo", translate("scaling", "Layer")))
+        self.head_combo = self._add_control(translate("scaling", "Head"), make_combo("scalingHeadCombo", translate("scaling", "Head i")))
         self.controls.addStretch(1)
         for combo in (self.kind_combo, self.layer_combo, self.head_combo):
             combo.currentIndexChanged.connect(self._on_controls_changed)
@@ -149,31 +154,32 @@ class QtScalingView(FigureViewBase):
         t = self.theme
         self.heat_unscaled = HeatmapPlot(t, colormap=self.colormap(), colorbar=False)
         self.heat_scaled = HeatmapPlot(t, colormap=self.colormap(), colorbar=False)
-        self.heat_over_dk = HeatmapPlot(t, colormap=self.colormap(), colorbar_label="weight")
+        self.heat_over_dk = HeatmapPlot(t, colormap=self.colormap(), colorbar_label=translate("scaling", "weight"))
         for col, (name, plot) in enumerate(self.heatmaps().items()):
-            plot.set_panel_title(f"{FORMULAS[name]} · {NOTES[name]}", size="9pt")
+            plot.set_panel_title(f"{FORMULAS[name]} · {translate('scaling', NOTES[name])}", size="9pt")
             plot.set_row_labels_visible(col == 0)
             plot.sigHovered.connect(self._on_plot_hovered)
             plot.sigCellClicked.connect(self._on_cell_clicked)
             self.canvas.addItem(plot, row=1, col=col)
-        self.heat_unscaled.set_axis_titles("queries (rows)", "keys (columns)")
+        self.heat_unscaled.set_axis_titles(translate("scaling", "queries (rows)"), translate("scaling", "keys (columns)"))
 
     def _build_curves(self) -> None:
         t = self.theme
-        self.row_weights = SeriesPlot(t, "the row's weights", SHOWN, x_label="key")
+        key, query, layer = translate("scaling", "key"), translate("scaling", "query"), translate("scaling", "layer")
+        self.row_weights = SeriesPlot(t, translate("scaling", "the row's weights"), SHOWN, x_label=key)
         self.row_bars = RowBars(t)
         self.canvas.addItem(self.row_weights, row=2, col=0, colspan=2)
         self.canvas.addItem(self.row_bars, row=2, col=2)
-        self.row_max = SeriesPlot(t, "largest weight per row", SHOWN, x_label="query")
-        self.row_entropy = SeriesPlot(t, "entropy per row (nats)", SHOWN, x_label="query")
-        self.row_jacobian = SeriesPlot(t, "‖∂a/∂s‖_F per row", SHOWN, x_label="query")
-        self.layer_max = SeriesPlot(t, "per layer: mean largest weight", SHOWN, x_label="layer")
-        self.layer_entropy = SeriesPlot(t, "per layer: mean entropy", SHOWN, x_label="layer")
-        self.layer_jacobian = SeriesPlot(t, "per layer: mean ‖∂a/∂s‖_F", SHOWN, x_label="layer")
-        self.exp_var = SeriesPlot(t, "random q, k: Var(q·k/c)", SHOWN, x_label="d_k")
+        self.row_max = SeriesPlot(t, translate("scaling", "largest weight per row"), SHOWN, x_label=query)
+        self.row_entropy = SeriesPlot(t, translate("scaling", "entropy per row (nats)"), SHOWN, x_label=query)
+        self.row_jacobian = SeriesPlot(t, translate("scaling", "‖∂a/∂s‖_F per row"), SHOWN, x_label=query)
+        self.layer_max = SeriesPlot(t, translate("scaling", "per layer: mean largest weight"), SHOWN, x_label=layer)
+        self.layer_entropy = SeriesPlot(t, translate("scaling", "per layer: mean entropy"), SHOWN, x_label=layer)
+        self.layer_jacobian = SeriesPlot(t, translate("scaling", "per layer: mean ‖∂a/∂s‖_F"), SHOWN, x_label=layer)
+        self.exp_var = SeriesPlot(t, translate("scaling", "random q, k: Var(q·k/c)"), SHOWN, x_label="d_k")
         self.exp_var.setLogMode(x=False, y=True)
-        self.exp_max = SeriesPlot(t, "random: mean largest weight", SHOWN, x_label="d_k")
-        self.exp_jacobian = SeriesPlot(t, "random: mean ‖∂a/∂s‖_F", SHOWN, x_label="d_k")
+        self.exp_max = SeriesPlot(t, translate("scaling", "random: mean largest weight"), SHOWN, x_label="d_k")
+        self.exp_jacobian = SeriesPlot(t, translate("scaling", "random: mean ‖∂a/∂s‖_F"), SHOWN, x_label="d_k")
         for i, plot in enumerate(self._grid_plots()):
             self.canvas.addItem(plot, row=3 + i // 3, col=i % 3)
         self.row_markers = []
@@ -269,7 +275,7 @@ class QtScalingView(FigureViewBase):
     def _update_controls(self) -> None:
         layers = self._sites.get(self._kind, ())
         heads = layers[0].scaled.shape[0] if layers else 0
-        set_combo_items(self.kind_combo, [(KIND_TITLES[k], k) for k in self._sites], self._kind)
+        set_combo_items(self.kind_combo, [(kind_title(k), k) for k in self._sites], self._kind)
         set_combo_items(self.layer_combo, [(str(i + 1), i) for i in range(len(layers))], self._layer)
         set_combo_items(self.head_combo, [(str(i + 1), i) for i in range(heads)], self._head)
 
@@ -326,10 +332,11 @@ class QtScalingView(FigureViewBase):
             self.row_weights.set_series(name, x, r.weights[SCALINGS.index(name)])
         self.row_weights.set_ticks(cols, x)
         piece = rows[r.row] if r.row < len(rows) else ""
-        self.row_weights.set_title_text(f"row {r.row + 1} “{piece}” (dotted in the curves below): its weights over the keys")
+        self.row_weights.set_title_text(translate("scaling", "row {row} “{piece}” (dotted in the curves below): its weights over the keys").format(
+            row=r.row + 1, piece=piece))
         stats = np.stack([r.max_weight, r.entropy, r.jacobian], axis=1)  # [scaling, metric]
-        self.row_bars.set_values(f"row {r.row + 1}", {name: stats[SCALINGS.index(name)] for name in SHOWN},
-                                 f"entropy (≤ {math.log(r.allowed):.2f})")
+        self.row_bars.set_values(translate("scaling", "row {row}").format(row=r.row + 1), {name: stats[SCALINGS.index(name)] for name in SHOWN},
+                                 translate("scaling", "entropy (≤ {top:.2f})").format(top=math.log(r.allowed)))
 
     def _show_experiment(self) -> None:
         e = self.experiment
@@ -337,7 +344,7 @@ class QtScalingView(FigureViewBase):
         ticks = [str(int(d)) for d in e.dims]
         self._draw_series((self.exp_var, self.exp_max, self.exp_jacobian), (e.var, e.max_weight, e.jacobian), x, ticks)
         for plot in (self.exp_var, self.exp_max, self.exp_jacobian):
-            plot.getAxis("bottom").setLabel(f"d_k ({e.n_keys} keys, seeded)", color=self.theme.muted)
+            plot.getAxis("bottom").setLabel(translate("scaling", "d_k ({n} keys, seeded)").format(n=e.n_keys), color=self.theme.muted)
 
     def summary(self) -> str:
         """The shown row's numbers under ÷1 / ÷√d_k / ÷d_k."""
@@ -348,25 +355,26 @@ class QtScalingView(FigureViewBase):
         def three(values: np.ndarray) -> str:
             return " / ".join(f"{v:.2f}" for v in values)
 
-        return (f"row {r.row + 1}, ÷1 / ÷√d_k / ÷d_k: largest weight {three(r.max_weight)}, entropy {three(r.entropy)} nats, "
-                f"{JACOBIAN} {three(r.jacobian)} — saturated softmax passes almost no gradient (避免梯度消失); "
-                f"÷d_k flattens it toward uniform (标准化程度还需要适度)")
+        return translate("scaling", "row {row}, ÷1 / ÷√d_k / ÷d_k: largest weight {max}, entropy {entropy} nats, {jacobian} {norms} — "
+                                    "saturated softmax passes almost no gradient (避免梯度消失); "
+                                    "÷d_k flattens it toward uniform (标准化程度还需要适度)").format(
+            row=r.row + 1, max=three(r.max_weight), entropy=three(r.entropy), jacobian=JACOBIAN, norms=three(r.jacobian))
 
     def experiment_text(self) -> str:
         e = self.experiment
-        return (f"random q, k at d_k = {int(e.dims[-1])}: Var(q·k) = {e.var[0, -1]:.0f}, Var(q·k/√d_k) = {e.var[1, -1]:.2f}; "
-                f"mean {JACOBIAN.split(' =')[0]} {e.jacobian[0, -1]:.3f} (÷1) vs {e.jacobian[1, -1]:.3f} (÷√d_k)")
+        return translate("scaling", "random q, k at d_k = {d_k}: Var(q·k) = {var:.0f}, Var(q·k/√d_k) = {scaled:.2f}; "
+                                    "mean {jacobian} {unscaled_norm:.3f} (÷1) vs {scaled_norm:.3f} (÷√d_k)").format(
+            d_k=int(e.dims[-1]), var=e.var[0, -1], scaled=e.var[1, -1], jacobian=JACOBIAN.split(" =")[0],
+            unscaled_norm=e.jacobian[0, -1], scaled_norm=e.jacobian[1, -1])
 
     def _set_title(self) -> None:
         c = self.comparison()
         if c is None:
-            self.title.set_title("Why ÷√d_k: no attention to show yet", "Var(q·k) = d_k for unit-variance q, k; ÷√d_k brings it back to 1")
+            self.title.set_title(translate("scaling", "Why ÷√d_k: no attention to show yet"),
+                                 translate("scaling", "Var(q·k) = d_k for unit-variance q, k; ÷√d_k brings it back to 1"))
             self.title.set_legend(())
             return
-        self.title.set_title(
-            f"Why ÷√d_k · {KIND_TITLES[self._kind]} · layer {self._layer + 1} · head {self._head + 1} · d_k = {c.d_k}",
-            self.summary(),
-        )
+        self.title.set_title(f"{self.figure_title()} · d_k = {c.d_k}", self.summary())
         self.title.set_legend((("", "", self.experiment_text()),))
 
     def _on_plot_hovered(self, info: HoverInfo | None) -> None:
@@ -374,8 +382,9 @@ class QtScalingView(FigureViewBase):
         if info is None:
             self.readout.setText(" ")
         else:
-            self.readout.setText(f"{FORMULAS[which]}:  query “{info.row_label}” (position {info.row + 1})  →  "
-                                 f"key “{info.col_label}” (position {info.col + 1})     weight = {info.value:.4g}")
+            self.readout.setText(translate("scaling", "{formula}:  query “{query}” (position {q})  →  key “{key}” (position {k})     "
+                                                      "weight = {weight:.4g}").format(
+                formula=FORMULAS[which], query=info.row_label, q=info.row + 1, key=info.col_label, k=info.col + 1, weight=info.value))
 
     def _on_theme_changed(self) -> None:
         for plot in self.heatmaps().values():
@@ -396,8 +405,9 @@ class QtScalingView(FigureViewBase):
     # figure protocol --------------------------------------------------------------------------
     def figure_title(self) -> str:
         if self.comparison() is None:
-            return "Why ÷√d_k"
-        return f"Why ÷√d_k · {KIND_TITLES[self._kind]} · layer {self._layer + 1} · head {self._head + 1}"
+            return translate("scaling", "Why ÷√d_k")
+        return translate("scaling", "Why ÷√d_k · {kind} · layer {layer} · head {head}").format(
+            kind=kind_title(self._kind), layer=self._layer + 1, head=self._head + 1)
 
     def figure_data(self) -> FigureData:
         c = self.comparison()
@@ -437,4 +447,5 @@ def scaling_data(session: Session, choice: ViewChoice) -> ScalingFrame | None:
     return ScalingFrame(result_scaling(cur), {"encoder": (src, src), "decoder": (tgt, tgt), "cross": (tgt, src)}, session.current_row())
 
 
-SPEC = ViewSpec("scaling", QtScalingView, "Why ÷√d_k", "bottom", SELECTORS, data=scaling_data, kinds=KINDS)
+SPEC = ViewSpec("scaling", QtScalingView, QT_TRANSLATE_NOOP("views", "Why ÷√d_k"), "bottom", SELECTORS, data=scaling_data, kinds=KINDS,
+                depends_on=encoder_side)

@@ -17,14 +17,17 @@ from attnviz.qt.widgets.plots import make_quiet, pen
 
 class SeriesPlot(pg.PlotItem):
     """Named series, series ``i`` in the theme's head colour ``i % 2`` (solid: with the
-    formula's choice, dashed: without); ``set_series(name, x, y)`` updates one."""
+    formula's choice, dashed: without); ``set_series(name, x, y)`` updates one. ``labels``: what
+    the title calls each series (default: its name; a name is a key, a label is on screen)."""
 
-    def __init__(self, theme: Theme, title: str, names: Sequence[str], *, x_label: str = "", y_label: str = ""):
+    def __init__(self, theme: Theme, title: str, names: Sequence[str], *, x_label: str = "", y_label: str = "",
+                 labels: Sequence[str] | None = None):
         super().__init__(enableMenu=False)
         make_quiet(self, min_height=120)
         quiet_axes(self)
         self._title = title
         self._names = tuple(names)
+        self._series_labels = tuple(labels) if labels is not None else self._names
         self._labels = (x_label, y_label)
         self.curves = {name: self.plot([], [], name=name) for name in self._names}
         self.apply_theme(theme)
@@ -56,7 +59,7 @@ class SeriesPlot(pg.PlotItem):
     def _set_title(self) -> None:
         marks = "".join(
             f"  <span style='color:{self.theme.head_color(i).name()}'>{'●' if i % 2 == 0 else '■'}</span> {name}"
-            for i, name in enumerate(self._names)
+            for i, name in enumerate(self._series_labels)
         )
         self.setTitle(f"{self._title}:{marks}", size="8.5pt", color=self.theme.foreground)
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from attnviz.core.analysis.figure_data import AttentionFrame, MaskFrame
 from attnviz.core.model.sites import KINDS
 from attnviz.qt.selection import Selection, ViewChoice, query_axis
+from attnviz.qt.session import FRAME_PARTS
 from attnviz.qt.views.base import FigureViewBase
 from attnviz.qt.views.naming import dock_object_name, module_stem
 
@@ -24,6 +25,13 @@ HEAD_MODES: tuple[str, ...] = ("mean", "rollout", "all")  # what --head takes be
 
 
 DataFn = Callable[..., object]  # (session, choice[, options]) -> the view's data, an Analysis to run for it, or None
+Depends = tuple[str, ...] | Callable[[ViewChoice], tuple[str, ...]]  # of FRAME_PARTS, or the parts a choice's data changes with
+
+
+def encoder_side(choice: ViewChoice) -> tuple[str, ...]:
+    """What a view that shows one kind or stack at a time changes with: an encoder choice shows
+    what the source alone decides (the encoder runs once per sentence), any other each step's."""
+    return ("source",) if choice.kind == "encoder" else FRAME_PARTS
 
 
 @dataclass(frozen=True)
@@ -37,6 +45,12 @@ class ViewSpec:
     emits ``view.chose(changes)`` when the user picks a selector in it. A view whose data is
     computed from the choice (``from_choice``) gets new data instead of ``apply``. ``opening``
     is applied once, when an unlinked view first gets data in the window.
+
+    ``depends_on`` says what the data changes with (:meth:`parts`): a view whose parts of the
+    frame stay as they were (a decoder step, for a view of the source alone) keeps the data it
+    has and is not drawn again; the key of a view's data is the session's
+    :meth:`~attnviz.qt.session.Session.frame_key` of those parts, its choice (``from_choice``)
+    and its options (``reads_options``).
     """
 
     name: str  # the --view name of ``attnviz export``
@@ -53,6 +67,7 @@ class ViewSpec:
     empty: str = "nothing to draw yet"  # why there is nothing to export
     stack_view: bool = False  # shows a stack (encoder/decoder): a cross selection shows the decoder's
     query_rows: str | None = None  # the rows its query takes ("target"), when not every kind's
+    depends_on: Depends = FRAME_PARTS  # what its data changes with: on a frame where none changed, the view is not fed again
 
     @property
     def stem(self) -> str:
@@ -64,6 +79,10 @@ class ViewSpec:
     def dock_name(self) -> str:
         """The dock's objectName (``headDetailDock``; ``""`` for the central view, which has none)."""
         return "" if self.area == "central" else dock_object_name(self.stem)
+
+    def parts(self, choice: ViewChoice) -> tuple[str, ...]:
+        """The frame parts (of :data:`~attnviz.qt.session.FRAME_PARTS`) its data for ``choice`` changes with."""
+        return self.depends_on(choice) if callable(self.depends_on) else self.depends_on
 
     def takes(self, selector: str) -> bool:
         return selector in self.selectors

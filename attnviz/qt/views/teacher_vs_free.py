@@ -14,11 +14,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
+from PySide6.QtCore import QT_TRANSLATE_NOOP
 
 from attnviz.core.analysis.figure_data import FigureData
 from attnviz.core.analysis.teacher_free import TeacherVsFree, TeacherVsFreeFrame, teacher_vs_free
-from attnviz.core.data.pieces import WORD_START_LEGEND, display_piece
+from attnviz.core.data.pieces import display_piece
 from attnviz.qt.analyses import Analysis
+from attnviz.qt.core_text import word_start_legend
+from attnviz.qt.i18n import translate
 from attnviz.qt.selection import ViewChoice
 from attnviz.qt.views.base import FigureViewBase, LayerHeadChoice, make_combo
 from attnviz.qt.views.series_plot import SeriesPlot
@@ -29,9 +32,13 @@ from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo, quiet_axes
 if TYPE_CHECKING:
     from attnviz.qt.session import Session
 
-ROW_SERIES: tuple[str, ...] = ("teacher, departure", "free, departure", "teacher, next", "free, next")
-ROWS: tuple[str, ...] = ("reference y + EOS", "teacher: fed SOS + y", "teacher: predicted", "free: fed SOS + ŷ", "free: predicted ŷ")
-EMPTY = "needs a target: type one (teacher-forced mode)"
+# Names (keys, the data file's) marked for translation: shown as translate("teacher_vs_free", name).
+ROW_SERIES: tuple[str, ...] = (QT_TRANSLATE_NOOP("teacher_vs_free", "teacher, departure"), QT_TRANSLATE_NOOP("teacher_vs_free", "free, departure"),
+                               QT_TRANSLATE_NOOP("teacher_vs_free", "teacher, next"), QT_TRANSLATE_NOOP("teacher_vs_free", "free, next"))
+ROWS: tuple[str, ...] = (QT_TRANSLATE_NOOP("teacher_vs_free", "reference y + EOS"), QT_TRANSLATE_NOOP("teacher_vs_free", "teacher: fed SOS + y"),
+                         QT_TRANSLATE_NOOP("teacher_vs_free", "teacher: predicted"), QT_TRANSLATE_NOOP("teacher_vs_free", "free: fed SOS + ŷ"),
+                         QT_TRANSLATE_NOOP("teacher_vs_free", "free: predicted ŷ"))
+EMPTY = QT_TRANSLATE_NOOP("teacher_vs_free", "needs a target: type one (teacher-forced mode)")
 MIN_CANVAS = (720, 1000)  # px: the smallest size at which the table, both heatmaps and the rows read
 TABLE_LABELS, COLUMN = 170, 64  # px: the table's row labels, and one position's column
 
@@ -100,7 +107,7 @@ class PieceTable(pg.PlotItem):
                 text.setPos(c, r)
                 self.addItem(text)
                 self._items.append(text)
-        self.getAxis("left").setTicks([list(enumerate(ROWS[: len(cells)]))])
+        self.getAxis("left").setTicks([[(i, translate("teacher_vs_free", name)) for i, name in enumerate(ROWS[: len(cells)])]])
         self.getAxis("top").setTicks([[(i, str(i + 1)) for i in range(n)]])
         self.getViewBox().setRange(xRange=(-0.5, max(n, 1) - 0.5), yRange=(-0.5, len(cells) - 0.5), padding=0.0)
         self.frame.setVisible(column is not None)
@@ -122,8 +129,9 @@ class QtTeacherVsFreeView(FigureViewBase):
         super().__init__(parent, theme=theme, title_span=2)
         self._result: TeacherVsFree | None = None
         self._cursor: int | None = None
-        self.layer_combo = self._add_control("Layer", make_combo("teacherFreeLayerCombo", "Decoder layer (cross-attention)"))
-        self.head_combo = self._add_control("Head", make_combo("teacherFreeHeadCombo", "Head i"))
+        self.layer_combo = self._add_control(translate("teacher_vs_free", "Layer"),
+                                             make_combo("teacherFreeLayerCombo", translate("teacher_vs_free", "Decoder layer (cross-attention)")))
+        self.head_combo = self._add_control(translate("teacher_vs_free", "Head"), make_combo("teacherFreeHeadCombo", translate("teacher_vs_free", "Head i")))
         self.layer_head = LayerHeadChoice(self.layer_combo, self.head_combo)
         self.controls.addStretch(1)
         self.layer_combo.currentIndexChanged.connect(self._on_controls_changed)
@@ -134,9 +142,11 @@ class QtTeacherVsFreeView(FigureViewBase):
         t = self.theme
         self.table = PieceTable(t)
         self.canvas.addItem(self.table, row=1, col=0, colspan=2)
-        self.heat_teacher = HeatmapPlot(t, colormap=self.colormap(), colorbar_label="weight")
-        self.heat_free = HeatmapPlot(t, colormap=self.colormap(), colorbar_label="weight")
-        self.rows_plot = SeriesPlot(t, "cross-attention rows", ROW_SERIES, x_label="source key")
+        self.heat_teacher = HeatmapPlot(t, colormap=self.colormap(), colorbar_label=translate("teacher_vs_free", "weight"))
+        self.heat_free = HeatmapPlot(t, colormap=self.colormap(), colorbar_label=translate("teacher_vs_free", "weight"))
+        self.rows_plot = SeriesPlot(t, translate("teacher_vs_free", "cross-attention rows"), ROW_SERIES,
+                                    x_label=translate("teacher_vs_free", "source key"),
+                                    labels=[translate("teacher_vs_free", name) for name in ROW_SERIES])
         for col, item in enumerate((self.heat_teacher, self.heat_free)):
             self.canvas.addItem(item, row=2, col=col)
         self.canvas.addItem(self.rows_plot, row=3, col=0, colspan=2)
@@ -254,9 +264,9 @@ class QtTeacherVsFreeView(FigureViewBase):
         cur = self._cursor
         self.heat_teacher.set_matrix(r.teacher.cross[lh], fed_t, src, cur, levels=(0.0, 1.0))
         self.heat_free.set_matrix(r.free.cross[lh], fed_f, src, cur, levels=(0.0, 1.0))
-        self.heat_teacher.set_panel_title("teacher forcing: fed SOS + y")
-        self.heat_free.set_panel_title("inference loop: fed SOS + ŷ")
-        self.heat_teacher.set_axis_titles("decoder input (rows)", "source keys, C_encoder")
+        self.heat_teacher.set_panel_title(translate("teacher_vs_free", "teacher forcing: fed SOS + y"))
+        self.heat_free.set_panel_title(translate("teacher_vs_free", "inference loop: fed SOS + ŷ"))
+        self.heat_teacher.set_axis_titles(translate("teacher_vs_free", "decoder input (rows)"), translate("teacher_vs_free", "source keys, C_encoder"))
         self.table.set_cursor(cur, len(ROWS))
         rows = self.attention_rows()
         x = np.arange(len(src))
@@ -264,48 +274,51 @@ class QtTeacherVsFreeView(FigureViewBase):
             self.rows_plot.set_series(name, x if name in rows else [], rows[name][1] if name in rows else [])
         self.rows_plot.set_ticks(src)
         d = r.departure
-        where = f"positions {d + 1} (departure: one row in both runs) and {d + 2}" if d is not None else "(no departure)"
-        self.rows_plot.set_title_text(f"rows at {where}")
+        if d is None:
+            self.rows_plot.set_title_text(translate("teacher_vs_free", "rows at (no departure)"))
+        else:
+            self.rows_plot.set_title_text(translate("teacher_vs_free", "rows at positions {departure} (departure: one row in both runs) and {next}").format(
+                departure=d + 1, next=d + 2))
 
     def summary(self) -> str:
         r = self._result
         d = r.departure
         if d is None:
-            return "the inference loop reproduces the reference: both runs are fed the same tokens"
-        ref = display_piece(r.reference_pieces[d]) if d < len(r.reference_pieces) else "(ended)"
-        got = display_piece(r.free.predicted_pieces[d]) if d < len(r.free.predicted_pieces) else "(ended)"
-        text = f"free running departs at position {d + 1}: ŷ = “{got}” where y = “{ref}”"
+            return translate("teacher_vs_free", "the inference loop reproduces the reference: both runs are fed the same tokens")
+        ended = translate("teacher_vs_free", "(ended)")
+        ref = display_piece(r.reference_pieces[d]) if d < len(r.reference_pieces) else ended
+        got = display_piece(r.free.predicted_pieces[d]) if d < len(r.free.predicted_pieces) else ended
+        text = translate("teacher_vs_free", "free running departs at position {position}: ŷ = “{got}” where y = “{ref}”").format(
+            position=d + 1, got=got, ref=ref)
         if d < len(r.teacher.predicted_ids) and d < len(r.free.predicted_ids):
             same = r.teacher.predicted_ids[d] == r.free.predicted_ids[d]
             teacher = display_piece(r.teacher.predicted_pieces[d])
-            text += (f" (both runs saw the same prefix there: teacher forcing predicts “{teacher}” too)" if same
-                     else f" (teacher forcing's argmax there: “{teacher}”; the loop never picks PAD or SOS)")
+            text += (translate("teacher_vs_free", " (both runs saw the same prefix there: teacher forcing predicts “{piece}” too)") if same
+                     else translate("teacher_vs_free", " (teacher forcing's argmax there: “{piece}”; the loop never picks PAD or SOS)")).format(piece=teacher)
         p = r.fed_apart
         if p is not None and p != d:
-            text += f"; from position {p + 1} on they are fed different tokens"
+            text += translate("teacher_vs_free", "; from position {position} on they are fed different tokens").format(position=p + 1)
         return text
 
     def _set_title(self) -> None:
         r = self._result
         if r is None:
-            self.title.set_title("Teacher forcing vs the inference loop", EMPTY)
+            self.title.set_title(translate("teacher_vs_free", "Teacher forcing vs the inference loop"), translate("teacher_vs_free", EMPTY))
             self.title.set_legend(())
             return
         t = self.theme
-        self.title.set_legend((("■", t.departure, "differs from the reference (y + EOS; fed: SOS + y)"),
-                               ("▭", t.departure, "where free running departs"), ("┆", t.selection, "current position"),
-                               ("", "", WORD_START_LEGEND)))
-        self.title.set_title(
-            f"Teacher forcing vs the inference loop · cross-attention layer {self.layer_head.layer + 1} · head {self.layer_head.head + 1}",
-            self.summary(),
-        )
+        self.title.set_legend((("■", t.departure, translate("teacher_vs_free", "differs from the reference (y + EOS; fed: SOS + y)")),
+                               ("▭", t.departure, translate("teacher_vs_free", "where free running departs")),
+                               ("┆", t.selection, translate("teacher_vs_free", "current position")), ("", "", word_start_legend())))
+        self.title.set_title(self.figure_title(), self.summary())
 
     def _on_plot_hovered(self, info: HoverInfo | None) -> None:
-        which = "teacher forcing" if self.sender() is self.heat_teacher else "inference loop"
+        which = translate("teacher_vs_free", "teacher forcing") if self.sender() is self.heat_teacher else translate("teacher_vs_free", "inference loop")
         if info is None:
             self.readout.setText(" ")
         else:
-            self.readout.setText(f"{which}:  position {info.row + 1} fed “{info.row_label}”  →  source “{info.col_label}”     weight = {info.value:.4g}")
+            self.readout.setText(translate("teacher_vs_free", "{run}:  position {position} fed “{fed}”  →  source “{source}”     weight = {weight:.4g}").format(
+                run=which, position=info.row + 1, fed=info.row_label, source=info.col_label, weight=info.value))
 
     def _on_theme_changed(self) -> None:
         for plot in (self.heat_teacher, self.heat_free):
@@ -324,7 +337,8 @@ class QtTeacherVsFreeView(FigureViewBase):
 
     # figure protocol ------------------------------------------------------------------------
     def figure_title(self) -> str:
-        return f"Teacher forcing vs the inference loop · cross-attention layer {self.layer_head.layer + 1} · head {self.layer_head.head + 1}"
+        return translate("teacher_vs_free", "Teacher forcing vs the inference loop · cross-attention layer {layer} · head {head}").format(
+            layer=self.layer_head.layer + 1, head=self.layer_head.head + 1)
 
     def figure_data(self) -> FigureData:
         r = self._result
@@ -366,6 +380,6 @@ def teacher_vs_free_data(session: Session, choice: ViewChoice) -> Analysis | Tea
                     finish=partial(TeacherVsFreeFrame, cursor=session.forced_cursor))
 
 
-SPEC = ViewSpec("teacher-vs-free", QtTeacherVsFreeView, "Teacher forcing vs free running", "bottom",
+SPEC = ViewSpec("teacher-vs-free", QtTeacherVsFreeView, QT_TRANSLATE_NOOP("views", "Teacher forcing vs free running"), "bottom",
                 ATTENTION_SELECTORS, data=teacher_vs_free_data, kinds=("cross",),
                 empty="the teacher-vs-free view needs a target: pass --tgt TEXT (teacher-forced mode)")

@@ -32,16 +32,28 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
+from PySide6.QtCore import QT_TRANSLATE_NOOP
 
-from attnviz.core.analysis.figure_data import KIND_TITLES, FigureData
+from attnviz.core.analysis.figure_data import FigureData
 from attnviz.core.analysis.walkthrough import HeadWalkthrough, WalkthroughFrame, walkthrough_frame
 from attnviz.core.data.pieces import WORD_START, display_piece
 from attnviz.core.model.sites import KINDS
 from attnviz.qt.analyses import Analysis
+from attnviz.qt.core_text import kind_title
+from attnviz.qt.i18n import translate
 from attnviz.qt.selection import ViewChoice, query_axis
 from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
 from attnviz.qt.views.spec import SELECTORS, ViewSpec
-from attnviz.qt.views.walkthrough_tables import CROSS_SECTION_1, CROSS_TITLES, SECTIONS, StageSpec, StageTable, format_value, plain
+from attnviz.qt.views.walkthrough_tables import (
+    CROSS_SECTION_1,
+    CROSS_TITLES,
+    SECTIONS,
+    StageSpec,
+    StageTable,
+    format_value,
+    plain,
+    title_text,
+)
 from attnviz.qt.widgets.colormaps import Theme
 from attnviz.qt.widgets.heatmap import MINUS, HoverInfo
 
@@ -50,9 +62,10 @@ if TYPE_CHECKING:
     from attnviz.qt.session import Session
 
 WINDOW = {"model": 8, "k": 8, "pos": 12}
-_AXIS_NAMES = {"query": "queries", "key": "keys", "model": "d_model", "k": "d_k", "bias": ""}
+_AXIS_NAMES = {"query": QT_TRANSLATE_NOOP("walkthrough", "queries"), "key": QT_TRANSLATE_NOOP("walkthrough", "keys"), "model": "d_model",
+               "k": "d_k", "bias": ""}  # shown as translate("walkthrough", name)
 Z_TERMS = 6  # terms of Σⱼ a_ij v_j written out in the read-out (the largest weights), the rest summed
-_SCROLL_NAMES = {"model": "d_model", "k": "d_k", "pos": "positions"}
+_SCROLL_NAMES = {"model": "d_model", "k": "d_k", "pos": QT_TRANSLATE_NOOP("walkthrough", "positions")}  # shown translated
 
 
 def _with_query(walk: Any, query: int) -> Any:
@@ -69,10 +82,10 @@ def z_sum_text(walk: Any, row: int, col: int) -> str:
     v = np.asarray(walk.v[:, col], np.float64)  # [key]
     keys = [j for j in np.argsort(-a, kind="stable") if a[j] > 0]
     shown = sorted(keys[:Z_TERMS])
-    terms = [f"{a[j]:.3f}·{_signed(v[j])} (key {j + 1})" for j in shown]
+    terms = [translate("walkthrough", "{weight}·{value} (key {key})").format(weight=f"{a[j]:.3f}", value=_signed(v[j]), key=j + 1) for j in shown]
     rest = keys[Z_TERMS:]
     if rest:
-        terms.append(f"{_signed(float(np.sum(a[rest] * v[rest])))} ({len(rest)} more keys)")
+        terms.append(translate("walkthrough", "{sum} ({n} more keys)").format(sum=_signed(float(np.sum(a[rest] * v[rest]))), n=len(rest)))
     total = float(np.sum(a * v))
     return "Σⱼ a_ij v_j = " + " + ".join(terms) + f" = {total:.5f}"
 
@@ -124,9 +137,10 @@ class AxisWindows:
     @staticmethod
     def title(axis: str, n: int, part: slice) -> str:
         """An axis title that says which part of it is shown (dimensions 0-based, positions 1-based)."""
-        name = _AXIS_NAMES[axis]
+        name = translate("walkthrough", _AXIS_NAMES[axis]) if _AXIS_NAMES[axis] else ""
         if part.stop - part.start < n and axis != "bias":
-            return f"{name} {part.start}–{part.stop - 1} of {n}" if axis in ("model", "k") else f"{name} {part.start + 1}–{part.stop} of {n}"
+            first, last = (part.start, part.stop - 1) if axis in ("model", "k") else (part.start + 1, part.stop)
+            return translate("walkthrough", "{axis} {first}–{last} of {n}").format(axis=name, first=first, last=last, n=n)
         return name
 
     def range_text(self, axis: str) -> str:
@@ -134,7 +148,8 @@ class AxisWindows:
         n = self.lengths[axis]
         s = self.start(axis)
         e = min(n, s + WINDOW[axis])
-        return f"{_SCROLL_NAMES[axis]} {s}–{e - 1}/{n}" if axis != "pos" else f"{_SCROLL_NAMES[axis]} {s + 1}–{e}/{n}"
+        name = translate("walkthrough", _SCROLL_NAMES[axis])
+        return f"{name} {s}–{e - 1}/{n}" if axis != "pos" else f"{name} {s + 1}–{e}/{n}"
 
 
 class QtWalkthroughView(FigureViewBase):
@@ -164,15 +179,19 @@ class QtWalkthroughView(FigureViewBase):
     # construction -----------------------------------------------------------------------
     def _build_controls(self) -> None:
         """The selectors (kind, layer, head, query) and a scroll bar per long axis."""
-        self.kind_combo = self._add_control("", make_combo("walkKindCombo", "Which attention: encoder self, decoder masked self or cross"))
-        self.layer_combo = self._add_control("Layer", make_combo("walkLayerCombo", "Layer"))
-        self.head_combo = self._add_control("Head", make_combo("walkHeadCombo", "Head i: the slices W_i^Q, W_i^K, W_i^V and Z_i"))
-        self.query_combo = self._add_control("Query", make_combo("walkQueryCombo", "The query token whose row is followed"))
+        self.kind_combo = self._add_control("", make_combo("walkKindCombo", translate(
+            "walkthrough", "Which attention: encoder self, decoder masked self or cross")))
+        self.layer_combo = self._add_control(translate("walkthrough", "Layer"), make_combo("walkLayerCombo", translate("walkthrough", "Layer")))
+        self.head_combo = self._add_control(translate("walkthrough", "Head"), make_combo(
+            "walkHeadCombo", translate("walkthrough", "Head i: the slices W_i^Q, W_i^K, W_i^V and Z_i")))
+        self.query_combo = self._add_control(translate("walkthrough", "Query"), make_combo(
+            "walkQueryCombo", translate("walkthrough", "The query token whose row is followed")))
         self.controls.addSpacing(8)
         self.scrollbars: dict[str, QtWidgets.QScrollBar] = {}
         self._scroll_labels: dict[str, QtWidgets.QLabel] = {}
-        for key, tip in (("model", "Scroll along d_model (columns of X, rows of W)"), ("k", "Scroll along d_k (columns of W_i, Q_i, K_i, V_i, Z_i)"),
-                         ("pos", "Scroll along the positions (rows and key columns)")):
+        for key, tip in (("model", translate("walkthrough", "Scroll along d_model (columns of X, rows of W)")),
+                         ("k", translate("walkthrough", "Scroll along d_k (columns of W_i, Q_i, K_i, V_i, Z_i)")),
+                         ("pos", translate("walkthrough", "Scroll along the positions (rows and key columns)"))):
             bar = QtWidgets.QScrollBar(QtCore.Qt.Orientation.Horizontal)
             bar.setObjectName(f"walkScroll_{key}")
             bar.setToolTip(tip)
@@ -248,7 +267,7 @@ class QtWalkthroughView(FigureViewBase):
         return item
 
     def _add_section_label(self, row: int, text: str) -> None:
-        item = pg.LabelItem(text, size="9.5pt", color=self.theme.muted, justify="left")
+        item = pg.LabelItem(title_text(text), size="9.5pt", color=self.theme.muted, justify="left")
         self.canvas.ci.addItem(item, row=row, col=0)
         self._section_labels.append(item)
 
@@ -341,8 +360,8 @@ class QtWalkthroughView(FigureViewBase):
             title = spec.title
             if w.kind == "cross" and spec.name in CROSS_TITLES and spec.title != "V<sub>i</sub>":  # not section 3's plain V_i
                 title = CROSS_TITLES[spec.name]
-            table.set_title(title + ("  ⋯" if table.elided() else ""), self.theme.foreground)
-        section_1 = CROSS_SECTION_1 if w.kind == "cross" else SECTIONS[0][0]
+            table.set_title(title_text(title) + ("  ⋯" if table.elided() else ""), self.theme.foreground)
+        section_1 = title_text(CROSS_SECTION_1 if w.kind == "cross" else SECTIONS[0][0])
         if self._section_labels[0].text != section_1:
             self._section_labels[0].setText(section_1, color=self.theme.muted)
         self._place_head_marks()
@@ -391,23 +410,27 @@ class QtWalkthroughView(FigureViewBase):
     def _what(self) -> tuple[str, str]:
         w = self._walk
         if w is None:
-            return "One-head walkthrough", "choose a model and a sentence; the numbers of one head appear here"
+            return (translate("walkthrough", "One-head walkthrough"),
+                    translate("walkthrough", "choose a model and a sentence; the numbers of one head appear here"))
         q = display_piece(w.query_labels[w.query])
-        title = f"{KIND_TITLES[w.kind]} · layer {w.layer + 1} · head {w.head + 1} of {w.n_heads} · query “{q}” (row {w.query + 1})"
+        title = translate("walkthrough", "{kind} · layer {layer} · head {head} of {heads} · query “{query}” (row {row})").format(
+            kind=kind_title(w.kind), layer=w.layer + 1, head=w.head + 1, heads=w.n_heads, query=q, row=w.query + 1)
         i = w.head + 1
         formula = (f"Z_{i} = softmax(Q_{i}K_{i}ᵀ / √d_k + M) V_{i}  ·  d_model = {w.d_model}, h = {w.n_heads}, d_k = d_model / h = {w.d_k}, "
-                   f"√d_k = {math.sqrt(w.d_k):.3g}  ·  Z_{i} fills columns {w.head * w.d_k}–{(w.head + 1) * w.d_k - 1} of Concat(Z_1..Z_h)")
+                   f"√d_k = {math.sqrt(w.d_k):.3g}  ·  ")
+        formula += translate("walkthrough", "Z_{i} fills columns {first}–{last} of Concat(Z_1..Z_h)").format(
+            i=i, first=w.head * w.d_k, last=(w.head + 1) * w.d_k - 1)
         return title, formula
 
     def _set_title(self) -> None:
         self.title.set_title(*self._what())
-        self.title.set_legend(((WORD_START, self.theme.muted, "= start of a word"), ("", "", "positions 1-based, dimensions 0-based"))
-                              if self._walk is not None else ())
+        self.title.set_legend(((WORD_START, self.theme.muted, translate("walkthrough", "= start of a word")),
+                               ("", "", translate("walkthrough", "positions 1-based, dimensions 0-based"))) if self._walk is not None else ())
 
     def _update_controls(self) -> None:
         w = self._walk
         kinds = [k for k in KINDS if self._layers.get(k)] or ([w.kind] if w is not None else [])
-        set_combo_items(self.kind_combo, [(KIND_TITLES[k], k) for k in kinds], w.kind if w else None)
+        set_combo_items(self.kind_combo, [(kind_title(k), k) for k in kinds], w.kind if w else None)
         n_layers = self._layers.get(w.kind, 0) if w else 0
         set_combo_items(self.layer_combo, [(str(i + 1), i) for i in range(n_layers)], w.layer if w else None)
         set_combo_items(self.head_combo, [(str(i + 1), i) for i in range(w.n_heads if w else 0)], w.head if w else None)
@@ -505,13 +528,14 @@ class QtWalkthroughView(FigureViewBase):
         col = table.window[1].start + info.col
         self.queryHovered.emit(self._walk.kind, row if spec.rows == "query" else -1)
         value = format_value(info.value) if not math.isfinite(info.value) else f"{info.value:.5f}"
-        text = f"{plain(spec.title)}   [{self._where(spec.rows, row)}, {self._where(spec.cols, col)}]   = {value}"
+        text = f"{plain(title_text(spec.title))}   [{self._where(spec.rows, row)}, {self._where(spec.cols, col)}]   = {value}"
         if spec.name == "weights":
-            text += "   (row sums to 1)"
+            text += translate("walkthrough", "   (row sums to 1)")
         elif spec.name == "concat":
-            text += f"   (column {col} belongs to head {col // self._walk.d_k + 1})"
+            text += translate("walkthrough", "   (column {column} belongs to head {head})").format(column=col, head=col // self._walk.d_k + 1)
         elif spec.name == "z":
-            text = f"Z_{self._walk.head + 1}[{self._where('query', row)}, dim {col}] = {z_sum_text(self._walk, row, col)}"
+            text = translate("walkthrough", "Z_{head}[{query}, dim {column}] = {sum}").format(
+                head=self._walk.head + 1, query=self._where("query", row), column=col, sum=z_sum_text(self._walk, row, col))
         self.readout.setText(text)
         self.hovered.emit(info)
 
@@ -529,8 +553,9 @@ class QtWalkthroughView(FigureViewBase):
         w = self._walk
         if axis in ("query", "key"):
             labels = w.query_labels if axis == "query" else w.key_labels
-            return f"{axis} {index + 1} “{display_piece(labels[index])}”"
-        return "b" if axis == "bias" else f"dim {index}"
+            text = translate("walkthrough", "query {n} “{piece}”") if axis == "query" else translate("walkthrough", "key {n} “{piece}”")
+            return text.format(n=index + 1, piece=display_piece(labels[index]))
+        return "b" if axis == "bias" else translate("walkthrough", "dim {n}").format(n=index)
 
     def _on_theme_changed(self) -> None:
         for t in self.tables.values():
@@ -578,5 +603,5 @@ def walkthrough_data(session: Session, choice: ViewChoice) -> Analysis | None:
                                         choice.head or 0, choice.query, session.current_row()))
 
 
-SPEC = ViewSpec("walkthrough", QtWalkthroughView, "One-head walkthrough", "bottom", SELECTORS,
+SPEC = ViewSpec("walkthrough", QtWalkthroughView, QT_TRANSLATE_NOOP("views", "One-head walkthrough"), "bottom", SELECTORS,
                 data=walkthrough_data, from_choice=True, kinds=KINDS, empty="nothing to walk through")

@@ -12,7 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from PySide6.QtCore import QT_TRANSLATE_NOOP
 
+from attnviz.qt.i18n import translate
 from attnviz.qt.widgets.colormaps import DIVERGING_COLORMAP, Theme
 from attnviz.qt.widgets.heatmap import MINUS, HeatmapPlot, format_weight
 
@@ -38,6 +40,12 @@ def plain(html: str) -> str:
     return re.sub(r"<[^>]+>", "", text)
 
 
+def title_text(title: str) -> str:
+    """A title of :data:`SECTIONS`, :data:`CROSS_TITLES` or :data:`CROSS_SECTION_1` in the interface's
+    language (the ones with words are marked for translation; notation stays as it is)."""
+    return translate("walkthrough_tables", title)
+
+
 def format_mask(v: float) -> str:
     return MINUS + "∞" if (math.isinf(v) and v < 0) else "0"
 
@@ -54,10 +62,10 @@ class StageSpec:
     highlight: bool = True  # outline the chosen query row (rows == "query")
 
 
-# The three sections of the figure: rows of tables joined by operators (titles are HTML).
+# The three sections of the figure: rows of tables joined by operators (titles are HTML, shown through title_text).
 SECTIONS: tuple[tuple[str, tuple[tuple[StageSpec | str, ...], ...]], ...] = (
-    ("1 · Projections: Q<sub>i</sub> = XW<sub>i</sub><sup>Q</sup> + b<sub>i</sub><sup>Q</sup>, "
-     "K<sub>i</sub> = XW<sub>i</sub><sup>K</sup> + b<sub>i</sub><sup>K</sup>, V<sub>i</sub> = XW<sub>i</sub><sup>V</sup> + b<sub>i</sub><sup>V</sup>", (
+    (QT_TRANSLATE_NOOP("walkthrough_tables", "1 · Projections: Q<sub>i</sub> = XW<sub>i</sub><sup>Q</sup> + b<sub>i</sub><sup>Q</sup>, "
+     "K<sub>i</sub> = XW<sub>i</sub><sup>K</sup> + b<sub>i</sub><sup>K</sup>, V<sub>i</sub> = XW<sub>i</sub><sup>V</sup> + b<sub>i</sub><sup>V</sup>"), (
         (StageSpec("x", "X", "query", "model"), "×", StageSpec("w_q", "W<sub>i</sub><sup>Q</sup>", "model", "k"), "+",
          StageSpec("b_q", "b<sub>i</sub><sup>Q</sup>", "bias", "k"), "=",
          StageSpec("q", "Q<sub>i</sub> = XW<sub>i</sub><sup>Q</sup> + b<sub>i</sub><sup>Q</sup>", "query", "k")),
@@ -68,16 +76,16 @@ SECTIONS: tuple[tuple[str, tuple[tuple[StageSpec | str, ...], ...]], ...] = (
          StageSpec("b_v", "b<sub>i</sub><sup>V</sup>", "bias", "k"), "=",
          StageSpec("v", "V<sub>i</sub> = XW<sub>i</sub><sup>V</sup> + b<sub>i</sub><sup>V</sup>", "key", "k")),
     )),
-    ("2 · Scores and weights: A<sub>i</sub> = softmax(Q<sub>i</sub>K<sub>i</sub><sup>T</sup> / √d<sub>k</sub> + M)", (
-        (StageSpec("xx_t", "X·X<sup>T</sup> (no projection)", "query", "key"), "",
+    (QT_TRANSLATE_NOOP("walkthrough_tables", "2 · Scores and weights: A<sub>i</sub> = softmax(Q<sub>i</sub>K<sub>i</sub><sup>T</sup> / √d<sub>k</sub> + M)"), (
+        (StageSpec("xx_t", QT_TRANSLATE_NOOP("walkthrough_tables", "X·X<sup>T</sup> (no projection)"), "query", "key"), "",
          StageSpec("scores", "Q<sub>i</sub>K<sub>i</sub><sup>T</sup>", "query", "key"), "→",
          StageSpec("scaled_scores", "Q<sub>i</sub>K<sub>i</sub><sup>T</sup> ÷ √d<sub>k</sub>", "query", "key")),
         (StageSpec("mask", "M", "query", "key", scale="mask", highlight=False), "→",
          StageSpec("masked_scores", "Q<sub>i</sub>K<sub>i</sub><sup>T</sup>/√d<sub>k</sub> + M", "query", "key"), "→",
          StageSpec("weights", "A<sub>i</sub> = softmax(…)", "query", "key", scale="weights")),
     )),
-    ("3 · Output: Z<sub>i</sub> = A<sub>i</sub>V<sub>i</sub> fills its columns of Concat(Z<sub>1</sub>..Z<sub>h</sub>), "
-     "which meets W<sup>O</sup>", (
+    (QT_TRANSLATE_NOOP("walkthrough_tables", "3 · Output: Z<sub>i</sub> = A<sub>i</sub>V<sub>i</sub> fills its columns of Concat(Z<sub>1</sub>..Z<sub>h</sub>), "
+     "which meets W<sup>O</sup>"), (
         (StageSpec("weights", "A<sub>i</sub>", "query", "key", scale="weights"), "×",
          StageSpec("v", "V<sub>i</sub>", "key", "k"), "=", StageSpec("z", "Z<sub>i</sub> = A<sub>i</sub>V<sub>i</sub>", "query", "k")),
         (StageSpec("concat", "Concat(Z<sub>1</sub>..Z<sub>h</sub>)", "query", "model"), "×",
@@ -89,15 +97,15 @@ SECTIONS: tuple[tuple[str, tuple[tuple[StageSpec | str, ...], ...]], ...] = (
 
 #: Cross-attention's keys and values come from the encoder's output: titles that say so, by table field.
 CROSS_TITLES: dict[str, str] = {
-    "x": "X = C<sub>decoder</sub> (queries)",
-    "x_kv": "C<sub>encoder</sub> (keys, values)",
-    "k": "K<sub>i</sub> = C<sub>encoder</sub>W<sub>i</sub><sup>K</sup> + b<sub>i</sub><sup>K</sup>",
-    "v": "V<sub>i</sub> = C<sub>encoder</sub>W<sub>i</sub><sup>V</sup> + b<sub>i</sub><sup>V</sup>",
-    "xx_t": "X·C<sub>encoder</sub><sup>T</sup> (no projection)",
+    "x": QT_TRANSLATE_NOOP("walkthrough_tables", "X = C<sub>decoder</sub> (queries)"),
+    "x_kv": QT_TRANSLATE_NOOP("walkthrough_tables", "C<sub>encoder</sub> (keys, values)"),
+    "k": QT_TRANSLATE_NOOP("walkthrough_tables", "K<sub>i</sub> = C<sub>encoder</sub>W<sub>i</sub><sup>K</sup> + b<sub>i</sub><sup>K</sup>"),
+    "v": QT_TRANSLATE_NOOP("walkthrough_tables", "V<sub>i</sub> = C<sub>encoder</sub>W<sub>i</sub><sup>V</sup> + b<sub>i</sub><sup>V</sup>"),
+    "xx_t": QT_TRANSLATE_NOOP("walkthrough_tables", "X·C<sub>encoder</sub><sup>T</sup> (no projection)"),
 }
-CROSS_SECTION_1 = ("1 · Projections: Q<sub>i</sub> = XW<sub>i</sub><sup>Q</sup> + b<sub>i</sub><sup>Q</sup>, "
-                   "K<sub>i</sub> = C<sub>encoder</sub>W<sub>i</sub><sup>K</sup> + b<sub>i</sub><sup>K</sup>, "
-                   "V<sub>i</sub> = C<sub>encoder</sub>W<sub>i</sub><sup>V</sup> + b<sub>i</sub><sup>V</sup>")
+CROSS_SECTION_1 = QT_TRANSLATE_NOOP("walkthrough_tables", "1 · Projections: Q<sub>i</sub> = XW<sub>i</sub><sup>Q</sup> + b<sub>i</sub><sup>Q</sup>, "
+                                                  "K<sub>i</sub> = C<sub>encoder</sub>W<sub>i</sub><sup>K</sup> + b<sub>i</sub><sup>K</sup>, "
+                                                  "V<sub>i</sub> = C<sub>encoder</sub>W<sub>i</sub><sup>V</sup> + b<sub>i</sub><sup>V</sup>")
 
 
 class StageTable(HeatmapPlot):
@@ -113,7 +121,7 @@ class StageTable(HeatmapPlot):
         self.full_shape: tuple[int, int] = (0, 0)
         self._titles: tuple[str, str] | None = None
         self._title: tuple[str, str] | None = None
-        self.set_title(spec.title, theme.foreground)
+        self.set_title(title_text(spec.title), theme.foreground)
 
     def set_title(self, text: str, color: str) -> None:
         if (text, color) != self._title:

