@@ -1,5 +1,6 @@
-"""``attnviz import-hf DIR --out models/NAME``: a local Hugging Face ``MarianMTModel`` folder
-(e.g. Helsinki-NLP's opus-mt-zh-en) converted into an attnviz model bundle. Nothing is downloaded.
+"""``attnviz import-hf DIR --out models/NAME``: a local Hugging Face model folder of a family attnviz
+opens (Marian, BART, mBART, T5, mT5: ``core/model/families/``; e.g. Helsinki-NLP's opus-mt-zh-en)
+converted into an attnviz model bundle. Nothing is downloaded.
 
 ``--out`` follows the rule of every command that writes a model folder: a new or empty folder,
 or (with ``--force``) an attnviz bundle, which ``checkpoint.folder_kind`` recognises; anything
@@ -12,11 +13,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-HELP = "convert a local Hugging Face MarianMTModel folder (e.g. opus-mt-zh-en) into a model bundle"
+HELP = "convert a local Hugging Face model folder (Marian, BART, mBART, T5, mT5; e.g. opus-mt-zh-en) into a model bundle"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("folder", metavar="DIR", help="the Hugging Face folder: config.json, model.safetensors or pytorch_model.bin, source.spm, target.spm, vocab.json")
+    p.add_argument("folder", metavar="DIR", help="the Hugging Face folder: config.json, model.safetensors or pytorch_model.bin, and the tokenizer files "
+                                               "(Marian: source.spm, target.spm, vocab.json; BART: vocab.json, merges.txt; T5: spiece.model)")
     p.add_argument("--out", required=True, metavar="DIR", help="the bundle folder to write (e.g. models/opus-mt-zh-en): a new or empty folder")
     p.add_argument("--force", action="store_true", help="replace the attnviz bundle --out holds (a folder holding anything else is never replaced)")
 

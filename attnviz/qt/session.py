@@ -18,6 +18,7 @@ import operator
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -100,6 +101,7 @@ class Session(QtCore.QObject):
         self.builds: Counter[str] = Counter()  # how often each kind of derived data was built
         self.analyses = Analyses(self)  # the views' analyses that call the model, in workers
         self._per_model: tuple[object, dict[str, object]] = (None, {})  # what is kept while one bundle is open
+        self._per_source: tuple[object, dict[str, object]] = (None, {})  # what is kept while one decoding result is current
         self.ablation = HeadSet()  # heads ablated in every run the views show (none: the model as trained)
 
     # -- model ------------------------------------------------------------------------------
@@ -469,6 +471,17 @@ class Session(QtCore.QObject):
             kept[key] = build()
         return kept[key]
 
+    def per_source(self, key: str, build):
+        """``build()`` once per decoding result (a new sentence, target, model or ablation makes a new
+        one; a step keeps it): what the encoder computed, which a long source makes costly."""
+        if self._per_source[0] is not self.current:
+            self._per_source = (self.current, {})
+        kept = self._per_source[1]
+        if key not in kept:
+            self.builds[key] += 1
+            kept[key] = build()
+        return kept[key]
+
     def frozen(self) -> DecodingResult | None:
         """The current result as it stands at this frame, unchanged by later steps: what an
         analysis running in a worker reads (built once per frame)."""
@@ -486,13 +499,23 @@ class Session(QtCore.QObject):
         cur = self.current
         if cur is None or self.n_layers(kind) == 0:  # a model without layers of this kind has nothing to show
             return None
+        if kind == "encoder":  # the encoder ran once for the sentence: its data is built once, not at every step
+            return self.per_source("attention:encoder", lambda: self._attention_data(cur, kind))
+        return self._attention_data(cur, kind)
+
+    def _attention_data(self, cur: DecodingResult, kind: str) -> AttentionData:
+        """``kind``'s attention of the current frame; its rollout is computed when first shown."""
         weights = cur.all_attention(kind)
         src, tgt = self.src_pieces(), self.input_pieces()
         rows, cols = (src if kind == "encoder" else tgt), (tgt if kind == "decoder" else src)
         highlight = None if kind == "encoder" else self.current_row()
         if weights.shape[2] == 0:
             return AttentionData(kind, weights, rows, cols, highlight=None)
-        return AttentionData(kind, weights, rows, cols, highlight=highlight, rollout=_rollout(cur, kind, weights))
+        if kind == "cross":  # this frame's rows (the session steps on) through the encoder's rollout, computed once per sentence
+            lazy = partial(_rollout, _cross_rollout, cur.all_attention("decoder"), weights, self._build_attention_data("encoder"))
+        else:
+            lazy = partial(_rollout, rollout, weights)
+        return AttentionData(kind, weights, rows, cols, highlight=highlight, rollout=lazy)
 
     def _build_mask_data(self) -> MaskData | None:
         cur = self.current
@@ -537,12 +560,15 @@ class Session(QtCore.QObject):
             return ()
 
 
-def _rollout(result: DecodingResult, kind: str, weights: np.ndarray) -> np.ndarray | None:
-    """Attention rollout of ``kind``; for ``cross``, through the decoder down to the source tokens."""
+def _cross_rollout(decoder: np.ndarray, cross: np.ndarray, encoder: AttentionData | None) -> np.ndarray | None:
+    """Rollout through the decoder down to the source tokens, rows rescaled to sum to 1."""
+    enc = encoder.rollout_matrix() if encoder is not None else None
+    return None if enc is None else decoder_rollout(decoder, cross, enc)["source_normalized"]
+
+
+def _rollout(compute, *args) -> np.ndarray | None:
+    """``compute(*args)``: an attention rollout, or ``None`` when it cannot be computed."""
     try:
-        if kind in ("encoder", "decoder"):
-            return rollout(weights)
-        enc = rollout(result.all_attention("encoder"))
-        return decoder_rollout(result.all_attention("decoder"), weights, enc)["source_normalized"]
+        return compute(*args)
     except Exception:  # noqa: BLE001 - a summary that cannot be computed is left out, not fatal
         return None

@@ -672,7 +672,7 @@
     </message>
     <message>
         <source>source&lt;TAB&gt;target file</source>
-        <translation>源句&lt;TAB&gt;目标句 文件</translation>
+        <translation>源句与目标句以 Tab 分隔的文件</translation>
     </message>
     <message>
         <source>TSV file</source>
@@ -800,7 +800,7 @@
     </message>
     <message>
         <source>Continue a stopped run from its checkpoint bundle (as attnviz train --resume); a finished run goes on to the Epochs set here</source>
-        <translation>从检查点模型包继续一次已停止的训练（同 attnviz train --resume）；已完成的训练会继续训练到这里设置的轮数</translation>
+        <translation>从检查点模型包继续一次已停止的训练（与命令行的继续训练相同）；已完成的训练会继续训练到这里设置的轮数</translation>
     </message>
     <message>
         <source>Stop after the current step and save a checkpoint</source>
@@ -816,7 +816,7 @@
     </message>
     <message>
         <source>Parallel corpus (source&lt;TAB&gt;target)</source>
-        <translation>平行语料（源句&lt;TAB&gt;目标句）</translation>
+        <translation>平行语料（源句与目标句以 Tab 分隔）</translation>
     </message>
     <message>
         <source>TSV files (*.tsv *.txt);;All files (*)</source>
@@ -1733,14 +1733,6 @@ Tatoeba (tatoeba.org), licensed CC-BY 2.0 FR and read through the PyPI package &
 <context>
     <name>history</name>
     <message>
-        <source>encoder</source>
-        <translation>编码器</translation>
-    </message>
-    <message>
-        <source>decoder</source>
-        <translation>解码器</translation>
-    </message>
-    <message>
         <source>{stack} layer {layer} · {norm}</source>
         <translation>{stack}第 {layer} 层 · {norm}</translation>
     </message>
@@ -2549,6 +2541,233 @@ Tatoeba (tatoeba.org), licensed CC-BY 2.0 FR and read through the PyPI package &
     </message>
 </context>
 <context>
+    <name>norm_batch</name>
+    <message>
+        <source>batch, PAD left out</source>
+        <translation>批次，不计 PAD</translation>
+    </message>
+    <message>
+        <source>PAD counted</source>
+        <translation>计入 PAD</translation>
+    </message>
+    <message>
+        <source>running (evaluation)</source>
+        <translation>滑动统计（评估时）</translation>
+    </message>
+    <message>
+        <source>sentence 1 alone</source>
+        <translation>句子 1 单独</translation>
+    </message>
+    <message>
+        <source>before LN</source>
+        <translation>LN 之前</translation>
+    </message>
+    <message>
+        <source>normalized (x − μ)/σ</source>
+        <translation>归一化后 (x − μ)/σ</translation>
+    </message>
+    <message>
+        <source>after γ, β</source>
+        <translation>γ、β 之后</translation>
+    </message>
+    <message>
+        <source>Measure accuracy</source>
+        <translation>测量准确率</translation>
+    </message>
+    <message>
+        <source>Measuring…</source>
+        <translation>正在测量…</translation>
+    </message>
+    <message>
+        <source>{stack} · final norm</source>
+        <translation>{stack} · 最终归一化</translation>
+    </message>
+    <message>
+        <source>norm{index}</source>
+        <translation>归一化{index}</translation>
+    </message>
+    <message>
+        <source>{stack} layer {layer} · {norm}</source>
+        <translation>{stack}第 {layer} 层 · {norm}</translation>
+    </message>
+    <message>
+        <source>sentence</source>
+        <translation>句子</translation>
+    </message>
+    <message>
+        <source>position</source>
+        <translation>位置</translation>
+    </message>
+    <message>
+        <source> (open)</source>
+        <translation>（已打开）</translation>
+    </message>
+    <message>
+        <source>feature {feature} of its input</source>
+        <translation>其输入的特征 {feature}</translation>
+    </message>
+    <message>
+        <source>σ of each token's features</source>
+        <translation>每个词元各特征的 σ</translation>
+    </message>
+    <message>
+        <source>feature {feature}</source>
+        <translation>特征 {feature}</translation>
+    </message>
+    <message>
+        <source>{side} · colour: {what}</source>
+        <translation>{side} · 颜色：{what}</translation>
+    </message>
+    <message>
+        <source>σ²_j per feature j</source>
+        <translation>每个特征 j 的 σ²_j</translation>
+    </message>
+    <message>
+        <source>feature j ({first}–{last} of 0–{end})</source>
+        <translation>特征 j（{first}–{last}，共 0–{end}）</translation>
+    </message>
+    <message>
+        <source>σ per token of sentence 1</source>
+        <translation>句子 1 每个词元的 σ</translation>
+    </message>
+    <message>
+        <source>token of sentence 1</source>
+        <translation>句子 1 的词元</translation>
+    </message>
+    <message>
+        <source>PAD: left out of the statistics</source>
+        <translation>PAD：不计入统计量</translation>
+    </message>
+    <message>
+        <source>feature {feature} = {value:.4f}</source>
+        <translation>特征 {feature} = {value:.4f}</translation>
+    </message>
+    <message>
+        <source>σ over its features = {value:.4f}</source>
+        <translation>其各特征上的 σ = {value:.4f}</translation>
+    </message>
+    <message>
+        <source>{side} · sentence {sentence} ({tokens} tokens + {pad} PAD), position {position}, “{piece}”: {what}</source>
+        <translation>{side} · 句子 {sentence}（{tokens} 个词元 + {pad} 个 PAD），位置 {position}，“{piece}”：{what}</translation>
+    </message>
+    <message>
+        <source>Norm</source>
+        <translation>归一化</translation>
+    </message>
+    <message>
+        <source>Which normalization's input the batch shows</source>
+        <translation>批次显示哪一处归一化的输入</translation>
+    </message>
+    <message>
+        <source>The feature (column of d_model, counted from 0 as in every view) the BatchNorm side's heatmap shows</source>
+        <translation>BatchNorm 一侧热力图显示的特征（d_model 的列，与所有视图一样从 0 开始计数）</translation>
+    </message>
+    <message>
+        <source>How many training pairs the accuracy is measured on</source>
+        <translation>用多少个训练句对测量准确率</translation>
+    </message>
+    <message>
+        <source>The BatchNorm model's teacher-forced token accuracy on training pairs with batch vs running statistics (runs in the background)</source>
+        <translation>BatchNorm 模型在训练句对上教师强制的词元准确率：使用批次统计量与滑动统计量对比（在后台运行）</translation>
+    </message>
+    <message>
+        <source>Feature</source>
+        <translation>特征</translation>
+    </message>
+    <message>
+        <source>Pairs</source>
+        <translation>句对数</translation>
+    </message>
+    <message>
+        <source>the other bundled model</source>
+        <translation>另一个自带模型</translation>
+    </message>
+    <message>
+        <source>The bundle folder drawn beside the open model on the same sentence (empty: the other of the bundled models {models}). Press Enter.</source>
+        <translation>在同一句子上与已打开模型并排显示的模型包文件夹（留空：自带模型 {models} 中的另一个）。按 Enter 确认。</translation>
+    </message>
+    <message>
+        <source>Browse…</source>
+        <translation>浏览…</translation>
+    </message>
+    <message>
+        <source>Choose the bundle folder drawn beside the open model</source>
+        <translation>选择与已打开模型并排显示的模型包文件夹</translation>
+    </message>
+    <message>
+        <source>Beside it:</source>
+        <translation>并排显示：</translation>
+    </message>
+    <message>
+        <source>{name} (the other bundled model)</source>
+        <translation>{name}（另一个自带模型）</translation>
+    </message>
+    <message>
+        <source>nothing beside it: {reason}</source>
+        <translation>无法并排显示：{reason}</translation>
+    </message>
+    <message>
+        <source>accuracy ({pairs} pairs): batch statistics {batch:.1%} · running {running:.1%} · batch size 1 {single:.1%}</source>
+        <translation>准确率（{pairs} 个句对）：批次统计量 {batch:.1%} · 滑动统计量 {running:.1%} · 批大小为 1 时 {single:.1%}</translation>
+    </message>
+    <message>
+        <source>the BatchNorm model's training data is unknown</source>
+        <translation>BatchNorm 模型的训练数据未知</translation>
+    </message>
+    <message>
+        <source>BatchNorm's token accuracy on {pairs} training pairs: {batch:.1%} with batch statistics, {running:.1%} with running ones, {single:.1%} at batch size 1</source>
+        <translation>BatchNorm 在 {pairs} 个训练句对上的词元准确率：用批次统计量 {batch:.1%}，用滑动统计量 {running:.1%}，批大小为 1 时 {single:.1%}</translation>
+    </message>
+    <message>
+        <source>LayerNorm vs BatchNorm on the same sentence</source>
+        <translation>同一句子上的 LayerNorm 与 BatchNorm 对比</translation>
+    </message>
+    <message>
+        <source>decode a sentence to see its batch</source>
+        <translation>解码一个句子即可看到它所在的批次</translation>
+    </message>
+    <message>
+        <source>LN normalizes each token over its features (one μ, σ per token: per cell) · BN normalizes each feature over the batch's tokens (one μ_j, σ²_j per feature: over every real cell)</source>
+        <translation>LN 对每个词元在其各特征上做归一化（每个词元一组 μ、σ：逐个单元格）· BN 对每个特征在批次的所有词元上做归一化（每个特征一组 μ_j、σ²_j：覆盖所有真实单元格）</translation>
+    </message>
+    <message>
+        <source>{side}: no {site} in this model</source>
+        <translation>{side}：此模型没有{site}</translation>
+    </message>
+    <message>
+        <source>LN: sentence 1 alone gives the numbers it has in the batch</source>
+        <translation>LN：句子 1 单独计算，得到的数值与在批次中相同</translation>
+    </message>
+    <message>
+        <source>from a training-mode pass: every BatchNorm before this one used its batch's statistics too (dropout off, running statistics untouched)</source>
+        <translation>来自训练模式的前向计算：此前的每个 BatchNorm 也都用了其批次的统计量（关闭 Dropout，滑动统计量不变）</translation>
+    </message>
+    <message>
+        <source>from an evaluation pass (the BatchNorms before this one used their running statistics)</source>
+        <translation>来自评估模式的前向计算（此前的 BatchNorm 用的是各自的滑动统计量）</translation>
+    </message>
+    <message>
+        <source>BN: μ_j, σ²_j over {tokens} tokens (+ {pad} PAD left out) {where}; counting PAD would move μ_j by {shift:.3f}</source>
+        <translation>BN：μ_j、σ²_j 基于 {tokens} 个词元（另有 {pad} 个 PAD 不计入），{where}；若计入 PAD，μ_j 会偏移 {shift:.3f}</translation>
+    </message>
+    <message>
+        <source>; mean |μ_batch − μ_running| = {shift:.3f}</source>
+        <translation>；|μ_批次 − μ_滑动| 的平均 = {shift:.3f}</translation>
+    </message>
+    <message>
+        <source>Choose a bundle to draw beside the open model</source>
+        <translation>选择与已打开模型并排显示的模型包</translation>
+    </message>
+    <message>
+        <source>measuring on {n} training pairs…</source>
+        <translation>正在用 {n} 个训练句对测量…</translation>
+    </message>
+    <message>
+        <source>could not measure: {error}</source>
+        <translation>无法测量：{error}</translation>
+    </message>
+</context>
+<context>
     <name>norm_stats</name>
     <message>
         <source>LN(x) before γ, β</source>
@@ -3273,7 +3492,7 @@ The bundle stays until the new run's first checkpoint is saved.</source>
     </message>
     <message>
         <source>TSV file (source&lt;TAB&gt;target)…</source>
-        <translation>TSV 文件（源句&lt;TAB&gt;目标句）…</translation>
+        <translation>TSV 文件（源句与目标句以 Tab 分隔）…</translation>
     </message>
     <message>
         <source>Ready</source>
@@ -3331,7 +3550,7 @@ The bundle stays until the new run's first checkpoint is saved.</source>
     </message>
     <message>
         <source>choose a TSV file of source&lt;TAB&gt;target lines</source>
-        <translation>请选择一个每行为 源句&lt;TAB&gt;目标句 的 TSV 文件</translation>
+        <translation>请选择一个 TSV 文件，每行是以 Tab 分隔的源句和目标句</translation>
     </message>
     <message>
         <source>unknown data choice {choice!r}</source>
@@ -4007,6 +4226,10 @@ The bundle stays until the new run's first checkpoint is saved.</source>
     <message>
         <source>One-head walkthrough</source>
         <translation>单头逐步演示</translation>
+    </message>
+    <message>
+        <source>LN vs BN side by side</source>
+        <translation>LN 与 BN 并排对比</translation>
     </message>
 </context>
 <context>

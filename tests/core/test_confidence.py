@@ -64,6 +64,15 @@ def test_when_the_model_is_unsure():
     assert "mean log P 0.00/token" in assess([0.9999], 0.0, False, "train").summary()
 
 
+def test_the_reasons_come_as_codes_for_the_interface_to_word():
+    assert assess([0.99], 0.5, True, "train").reason_codes() == (("unk", 0.5),)
+    (code, p), = assess([0.3, 0.4], 0.0, False, "train").reason_codes()
+    assert code == "low" and p == pytest.approx(np.sqrt(0.3 * 0.4))  # the geometric mean of the tokens' P
+    (code, p), = assess([0.7, 0.7], 0.0, False, "new").reason_codes()
+    assert code == "new" and p == pytest.approx(0.7)
+    assert assess([0.95], 0.0, False, "train").reason_codes() == ()
+
+
 def test_unk_comes_from_the_models_tokenizer_not_per_character(reverse):
     whole = map_source(reverse.src_tokenizer, "3141592")
     assert (whole.n_tokens, whole.n_unknown, whole.mostly_unknown) == (1, 1, True)
@@ -106,8 +115,10 @@ def test_each_model_brings_its_own_examples(hsk, reverse):
     assert {e.split for e in rev.examples} >= {"train", "test"} or {e.split for e in rev.examples} >= {"train", "valid"}
     for e in rev.examples:
         assert where_seen(reverse.meta, e.source) == e.split
+    assert rev.subject == ("symbols", "0123456789") and "(0123456789)" in rev.placeholder
     zh = hints_for(hsk.meta, hsk.path)
     assert "中文" in zh.placeholder and any(e.source == "猫吃鱼。" and e.split == "none" for e in zh.examples)
+    assert zh.subject == ("sentence", "中文")
 
 
 def test_a_bundle_may_bring_its_examples_file(tmp_path, reverse):
@@ -117,6 +128,7 @@ def test_a_bundle_may_bring_its_examples_file(tmp_path, reverse):
     }), encoding="utf-8")
     hints = hints_for(reverse.meta, tmp_path)
     assert [e.source for e in hints.examples] == ["1 2 3"] and hints.placeholder.startswith("Digits")
+    assert hints.subject == ("own", "")  # the bundle's own words, shown as written
     (tmp_path / "examples.json").write_text("{not json", encoding="utf-8")
     assert hints_for(reverse.meta, tmp_path).examples  # an unreadable file falls back to the corpus
 

@@ -90,3 +90,28 @@ def test_one_click_teacher_forces_the_examples_reference(qtbot, window):
     assert not button.isEnabled()  # the reference is in already
     bar.source_edit.setText("一个不在例子里的句子")
     assert not button.isEnabled()
+
+
+def test_the_panels_speak_the_installed_language(qtbot):
+    """English shows the core's own words; zh_CN the catalog's (placeholder, example, captions)."""
+    from dataclasses import replace
+
+    from attnviz.core.data.examples import ExampleSentence, InputHints
+    from attnviz.qt.decode_panel import QtTokenChips, QtTopKPanel, example_label, placeholder_text
+    from attnviz.qt.i18n import install
+
+    example = ExampleSentence("1 2 3", "", "", "train")
+    hints = InputHints((example,), "Symbols (123) separated by spaces, e.g. 1 2 3", ("symbols", "123"))
+    assert placeholder_text(hints) == hints.placeholder and example_label(example) == example.label
+    try:
+        install("zh_CN")
+        panel, chips = QtTopKPanel(), QtTokenChips()
+        qtbot.addWidget(panel)
+        qtbot.addWidget(chips)
+        chips.set_tokens(())
+        assert panel.caption.text() == "第 t 步的前 k 个候选：P(y_t | y_<t, x)" and "还没有词元" in chips.text()
+        assert placeholder_text(hints) == "以空格分隔的符号（123），例如 1 2 3"
+        assert example_label(example) == "1 2 3  —  训练中见过"
+        assert placeholder_text(replace(hints, subject=("own", ""))) == hints.placeholder  # a bundle's words, as written
+    finally:
+        install("en")

@@ -121,12 +121,14 @@ KEPT = {
     "relu", "gelu", "silu", "sin", "cos", "pos", "max", "min", "log", "exp", "sqrt", "argmax", "Concat", "Norm", "Sublayer", "Linear",
     "QK", "KV", "Dropout", "mean", "var", "std", "ms", "px", "nats", "logit", "logits", "Ctrl", "Alt", "Shift", "Esc", "Enter",
     "Home", "End", "Left", "Right", "Up", "Down", "PgUp", "PgDown", "Space", "Tab", "Del", "Backspace", "GPU", "CPU", "IG", "top",
-    "post", "pre", "dk", "dv", "ff", "model", "viridis", "magma", "inferno", "plasma", "cividis", "gray", "turbo",
+    "post", "pre", "dk", "dv", "ff", "model", "viridis", "magma", "inferno", "plasma", "cividis", "gray", "turbo", "blues", "greys",
+    "BLEU", "chrF", "xW", "hW",
 }
 WORD = re.compile(r"[A-Za-z]{2,}")
 
 
 def english_words(text: str, allowed: set[str]) -> list[str]:
+    text = re.sub(r"<[^>]*>|&\w+;", " ", text)  # rich text's tags and entities are not shown
     words = WORD.findall(re.sub(r"[A-Za-z_]+_[A-Za-z_]+|\b[A-Za-z]\w*\(", " ", text))  # d_model, W_i, f(…) are notation
     return [w for w in words if w not in KEPT and w not in allowed]
 

@@ -12,7 +12,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 import torch
-from PySide6 import QtCore, QtWidgets
+from PySide6 import QtCore, QtGui, QtWidgets
 from window_helpers import close_shared_window, open_shared_window
 
 from attnviz.core.data.pieces import display_piece, display_pieces
@@ -20,7 +20,8 @@ from attnviz.core.decoding.session import DecodingSession
 from attnviz.core.model.interventions import NoPositional
 from attnviz.core.model.sites import AttentionSite
 from attnviz.core.tour_data import LANGUAGES, MEASURES, REGIONS, fill, load_tour
-from attnviz.qt.tour import MEASURE_GROUPS, REGION_FUNCS, Context, TourPanel, region_of, start_tour
+from attnviz.qt.i18n import install
+from attnviz.qt.tour import MEASURE_GROUPS, REGION_FUNCS, Context, TourPanel, other_tour, other_tour_words, region_of, start_tour, tour_for
 from attnviz.qt.views.registry import VIEW_NAMES, on_screen
 
 READY_MS = 180000  # the attribution stop runs integrated gradients in a worker
@@ -352,6 +353,27 @@ def test_the_tour_in_chinese_keeps_the_stop(qtbot, tour_window):
     check_stop(qtbot, w, panel)
     assert start_tour(w, "en") is panel
     qtbot.waitUntil(lambda: panel.ready, timeout=READY_MS)
+
+
+def test_help_tour_follows_the_interface_language(qtbot, tour_window):
+    """Help → Tour opens the tour of the interface's language (English here); the action beside
+    it opens the other one, named so that its readers find it."""
+    w, panel = tour_window
+    actions = {a.objectName(): a for a in w.findChildren(QtGui.QAction)}
+    assert actions["tourOtherLanguageAction"].text() == "导览（简体中文）"
+    actions["tourOtherLanguageAction"].trigger()
+    qtbot.waitUntil(lambda: panel.ready, timeout=READY_MS)
+    assert panel.tour.language == "zh_CN" and panel.windowTitle() == "导览"
+    actions["tourAction"].trigger()
+    qtbot.waitUntil(lambda: panel.ready, timeout=READY_MS)
+    assert panel.tour.language == "en" and panel.windowTitle() == "Tour"
+    assert (tour_for("zh_CN"), other_tour("zh_CN")) == ("zh_CN", "en")
+    assert (tour_for("en"), other_tour("en"), tour_for("fr")) == ("en", "zh_CN", "en")
+    try:
+        install("zh_CN")
+        assert other_tour_words("en")[0] == "英文版导览"  # in a Chinese interface, the English tour is named in Chinese
+    finally:
+        install("en")
 
 
 @pytest.mark.parametrize("language", LANGUAGES)

@@ -16,7 +16,7 @@ Layers and heads are 0-based indices in every API; the views label them 1-based
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -59,7 +59,9 @@ class AttentionData:
     key_labels    ``key`` pieces (columns)
     highlight     the current step's query row, or ``None`` (encoder self-attention)
     head_mean     ``[layer, query, key]`` mean over heads (``None``: the views take the mean)
-    rollout       ``[query, key]`` attention rollout through all layers, or ``None`` (mode disabled)
+    rollout       ``[query, key]`` attention rollout through all layers, or ``None`` (mode disabled);
+                  or a function that computes it, called on first use (:meth:`rollout_matrix`): a
+                  long input's rollout costs more than a step, and is only wanted when shown
     """
 
     kind: str
@@ -68,7 +70,7 @@ class AttentionData:
     key_labels: tuple[str, ...]
     highlight: int | None = None
     head_mean: np.ndarray | None = None
-    rollout: np.ndarray | None = None
+    rollout: np.ndarray | Callable[[], np.ndarray | None] | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -88,11 +90,26 @@ class AttentionData:
             if m.shape != (w.shape[0], nq, nk):
                 raise ValueError(f"head_mean shape {m.shape} does not match weights {w.shape}")
             object.__setattr__(self, "head_mean", m)
-        if self.rollout is not None:
-            r = frozen_float32(self.rollout, 2, "rollout [query, key]")
-            if r.shape != (nq, nk):
-                raise ValueError(f"rollout shape {r.shape} does not match [query, key] = {(nq, nk)}")
-            object.__setattr__(self, "rollout", r)
+        if self.rollout is not None and not callable(self.rollout):
+            object.__setattr__(self, "rollout", self._checked_rollout(self.rollout))
+
+    def _checked_rollout(self, rollout: np.ndarray) -> np.ndarray:
+        r = frozen_float32(rollout, 2, "rollout [query, key]")
+        if r.shape != self.weights.shape[2:]:
+            raise ValueError(f"rollout shape {r.shape} does not match [query, key] = {self.weights.shape[2:]}")
+        return r
+
+    @property
+    def has_rollout(self) -> bool:
+        """A rollout was given (as an array or as the function that computes it)."""
+        return self.rollout is not None
+
+    def rollout_matrix(self) -> np.ndarray | None:
+        """``[query, key]`` rollout; one given as a function is computed (and checked) here, once."""
+        if callable(self.rollout):
+            computed = self.rollout()
+            object.__setattr__(self, "rollout", None if computed is None else self._checked_rollout(computed))
+        return self.rollout
 
     @property
     def n_layers(self) -> int:

@@ -44,6 +44,7 @@ from attnviz.core.atomic import atomic_write_bytes
 from attnviz.core.bundle import Bundle
 from attnviz.core.data.pieces import SP_WORD_START, display_piece, display_pieces
 from attnviz.errors import AttnvizError
+from attnviz.qt.core_text import strategy_text
 from attnviz.qt.export.animation import Panel, animation_frames, progress_dialog
 from attnviz.qt.i18n import current_language, translate
 from attnviz.qt.widgets.colormaps import CSS_FONT_FAMILY
@@ -123,7 +124,7 @@ def build_page(bundle: Bundle, source: str, target: str, panels: Sequence[Panel]
     if session.forced is not None:
         how = translate("web_page", "teacher forcing on the typed target")
     else:
-        how = translate("web_page", "{strategy} decoding").format(strategy=session.strategy.describe())
+        how = translate("web_page", "{strategy} decoding").format(strategy=strategy_text(session.strategy))
     return WebPage(bundle.name, source, target if session.forced is not None else "", how, tuple(session.src_pieces()),
                    steps, theme, tuple(str(n) for n in notes))
 

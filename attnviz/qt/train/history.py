@@ -13,17 +13,17 @@ from typing import Any
 import numpy as np
 from PySide6 import QtCore, QtWidgets
 
+from attnviz.qt.core_text import kind_name
 from attnviz.qt.i18n import translate
 from attnviz.qt.train.figure import TrainingFigure
 
 
 def site_label(site: str) -> str:
     """``decoder.layers.1.norm2`` → ``decoder layer 2 · norm2``."""
-    stacks = {"encoder": translate("history", "encoder"), "decoder": translate("history", "decoder")}
     parts = site.split(".")
     if len(parts) == 4 and parts[1] == "layers" and parts[2].isdigit():
-        return translate("history", "{stack} layer {layer} · {norm}").format(stack=stacks.get(parts[0], parts[0]), layer=int(parts[2]) + 1, norm=parts[3])
-    return " · ".join(stacks.get(p, p) for p in parts).replace("_", " ")
+        return translate("history", "{stack} layer {layer} · {norm}").format(stack=kind_name(parts[0]), layer=int(parts[2]) + 1, norm=parts[3])
+    return " · ".join(kind_name(p) for p in parts).replace("_", " ")
 
 
 class TrainHistory:

@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+import math
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
@@ -53,9 +55,30 @@ class GridHoverInfo:
     col_label: str
 
 
+MAX_TILE_PIXELS = 128  # a tile's side in image pixels at most: a longer input's blocks of cells are pooled
+
+
 def tile_layout(n_query: int, n_key: int) -> int:
-    """Gap between tiles, in cells."""
+    """Gap between tiles, in (pooled) cells."""
     return 1 if max(n_query, n_key) <= 24 else 2
+
+
+def pool_factor(n: int) -> int:
+    """Cells per image pixel along an axis of ``n`` cells: 1 up to ``MAX_TILE_PIXELS``."""
+    return max(1, math.ceil(n / MAX_TILE_PIXELS))
+
+
+def pooled(weights: np.ndarray, fq: int, fk: int) -> np.ndarray:
+    """``weights`` [layer, head, query, key] with each ``fq``×``fk`` block of cells as one pixel, the
+    block's largest weight (a strong weight stays visible however long the input; weights are ≥ 0,
+    so the zeros that pad the last blocks never win)."""
+    if fq == fk == 1:
+        return weights
+    n_layers, n_heads, nq, nk = weights.shape
+    pq, pk = -(-nq // fq), -(-nk // fk)
+    padded = np.zeros((n_layers, n_heads, pq * fq, pk * fk), np.float32)
+    padded[:, :, :nq, :nk] = weights
+    return padded.reshape(n_layers, n_heads, pq, fq, pk, fk).max(axis=(3, 5))
 
 
 def tile_image(weights: np.ndarray, gap: int, out: np.ndarray | None = None) -> np.ndarray:

@@ -149,8 +149,9 @@ class QtHeadDetailView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
             return None
         if self._mode == "mean":
             return d.mean(self._layer)
-        if self._mode == "rollout" and d.rollout is not None:
-            return d.rollout
+        rollout = d.rollout_matrix() if self._mode == "rollout" else None
+        if rollout is not None:
+            return rollout
         return d.weights[self._layer, self._head]
 
     # internals ------------------------------------------------------------------
@@ -160,7 +161,7 @@ class QtHeadDetailView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
             return
         self._layer = min(max(self._layer, 0), d.n_layers - 1)
         self._head = min(max(self._head, 0), d.n_heads - 1)
-        if self._mode == "rollout" and d.rollout is None:
+        if self._mode == "rollout" and not d.has_rollout:
             self._mode = "head"
 
     def _update_controls(self) -> None:
@@ -173,8 +174,8 @@ class QtHeadDetailView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
         set_combo_items(self.head_combo, [(str(i + 1), i) for i in range(n_heads)], self._head)
         blocked = self.mode_combo.blockSignals(True)
         rollout_item = self.mode_combo.model().item(self.mode_combo.findData("rollout"))
-        rollout_item.setEnabled(bool(d is not None and d.rollout is not None))
-        rollout_item.setToolTip("" if d is not None and d.rollout is not None else translate("head_detail", "No rollout for this kind of attention"))
+        rollout_item.setEnabled(bool(d is not None and d.has_rollout))
+        rollout_item.setToolTip("" if d is not None and d.has_rollout else translate("head_detail", "No rollout for this kind of attention"))
         self.mode_combo.setCurrentIndex(self.mode_combo.findData(self._mode))
         self.mode_combo.blockSignals(blocked)
         self.layer_combo.setEnabled(self._mode != "rollout")

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from PySide6 import QtCore, QtWidgets
+from PySide6.QtCore import QT_TRANSLATE_NOOP
 
 from attnviz.core.analysis.ffn import stack_of
 from attnviz.core.analysis.figure_data import FigureData
@@ -54,6 +55,8 @@ from attnviz.core.analysis.norm_pair import (
 from attnviz.core.data.pieces import display_piece
 from attnviz.paths import models_dir
 from attnviz.qt.analyses import Analysis
+from attnviz.qt.core_text import kind_name
+from attnviz.qt.i18n import translate
 from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
 from attnviz.qt.views.small_plots import CellLabels, apply_plot_theme, legend_title, series, small_plot
 from attnviz.qt.views.spec import ViewSpec
@@ -68,10 +71,13 @@ if TYPE_CHECKING:
 Measure = Callable[[int, Callable[[int, int], None], Callable[[], bool]], "AccuracyGap | None"]
 OTHER_OPTION = "normBatchOtherEdit"  # the option holding the other bundle's folder ("": the other bundled model)
 NORM_NAMES = {"layer": "LayerNorm", "batch": "BatchNorm", "rms": "RMSNorm"}
-BN_SERIES = ("batch, PAD left out", "PAD counted", "running (evaluation)", "sentence 1 alone")
-LN_SERIES = ("before LN", "normalized (x − μ)/σ", "after γ, β", "sentence 1 alone")
+# the plots' series (shown as translate("norm_batch", name))
+BN_SERIES = (QT_TRANSLATE_NOOP("norm_batch", "batch, PAD left out"), QT_TRANSLATE_NOOP("norm_batch", "PAD counted"),
+             QT_TRANSLATE_NOOP("norm_batch", "running (evaluation)"), QT_TRANSLATE_NOOP("norm_batch", "sentence 1 alone"))
+LN_SERIES = (QT_TRANSLATE_NOOP("norm_batch", "before LN"), QT_TRANSLATE_NOOP("norm_batch", "normalized (x − μ)/σ"),
+             QT_TRANSLATE_NOOP("norm_batch", "after γ, β"), QT_TRANSLATE_NOOP("norm_batch", "sentence 1 alone"))
 FEATURE_WINDOW = 24  # features drawn at once in the per-feature plots (the chosen one's block)
-MEASURE, MEASURING = "Measure accuracy", "Measuring…"  # the button's two texts
+MEASURE, MEASURING = QT_TRANSLATE_NOOP("norm_batch", "Measure accuracy"), QT_TRANSLATE_NOOP("norm_batch", "Measuring…")  # the button's two texts
 MIN_HEIGHT = 660  # px of canvas before the dock scrolls
 
 
@@ -79,8 +85,9 @@ def site_label(site: str) -> str:
     """``encoder.layers.0.norm1`` → ``encoder layer 1 · norm1``; ``decoder.final_norm`` → ``decoder · final norm``."""
     parts = site.split(".")
     if parts[1] == "final_norm":
-        return f"{parts[0]} · final norm"
-    return f"{parts[0]} layer {int(parts[2]) + 1} · {parts[3]}"
+        return translate("norm_batch", "{stack} · final norm").format(stack=kind_name(parts[0]))
+    norm = translate("norm_batch", "norm{index}").format(index=parts[3].removeprefix("norm"))
+    return translate("norm_batch", "{stack} layer {layer} · {norm}").format(stack=kind_name(parts[0]), layer=int(parts[2]) + 1, norm=norm)
 
 
 def ordered_sides(sides: tuple[NormSide, ...]) -> list[NormSide]:
@@ -124,7 +131,7 @@ class NormColumn:
         self.view = view
         theme = view.theme
         self.heatmap = HeatmapPlot(theme, colorbar=True, annotate=False, masked=True, label_point_size=8.5)
-        self.heatmap.set_axis_titles("sentence", "position")
+        self.heatmap.set_axis_titles(translate("norm_batch", "sentence"), translate("norm_batch", "position"))
         self.heatmap.sigHovered.connect(self._on_hovered)
         self.labels = CellLabels(self.heatmap)
         self.mean_plot, self.spread_plot = small_plot(), small_plot()
@@ -150,23 +157,26 @@ class NormColumn:
     def heading(self) -> str:
         """``BatchNorm · hsk-zh-en-batchnorm (open)``: the side's norm and bundle."""
         s = self.side
-        return f"{NORM_NAMES.get(s.batch.norm, s.batch.norm)} · {s.name}{' (open)' if s.opened else ''}" if s else ""
+        if s is None:
+            return ""
+        return f"{NORM_NAMES.get(s.batch.norm, s.batch.norm)} · {s.name}" + (translate("norm_batch", " (open)") if s.opened else "")
 
     def _draw_batch(self) -> None:
         site, batch, feature = self.site, self.side.batch, self.view.feature()
         if batch.norm == "batch":
-            values, what = site.x[..., feature].astype(np.float64), f"feature {feature} of its input"
+            values, what = site.x[..., feature].astype(np.float64), translate("norm_batch", "feature {feature} of its input").format(feature=feature)
         else:
-            values, what = site.x.std(-1).astype(np.float64), "σ of each token's features"
+            values, what = site.x.std(-1).astype(np.float64), translate("norm_batch", "σ of each token's features")
         shown = np.where(site.valid, values, -np.inf)
         m = float(np.abs(values[site.valid]).max()) if site.valid.any() else 1.0
         rows = [str(i + 1) for i in range(len(site.valid))]  # its tokens and PAD: in the cells and the hover
         levels = (-(m or 1.0), m or 1.0) if batch.norm == "batch" else (0.0, m or 1.0)
         self.heatmap.set_matrix(shown, rows, [str(j + 1) for j in range(site.x.shape[1])], levels=levels)
-        self.heatmap.colorbar.axis.setLabel(f"feature {feature}" if batch.norm == "batch" else "σ")
+        self.heatmap.colorbar.axis.setLabel(translate("norm_batch", "feature {feature}").format(feature=feature) if batch.norm == "batch" else "σ")
         pieces = batch.pieces(site.stack)
         self.labels.show([[display_piece(p) for p in row] for row in pieces], np.where(site.valid, values, np.nan))
-        self.heatmap.set_panel_title(f"{self.heading()} · colour: {what}", color=self.view.theme.foreground, size="9pt")
+        self.heatmap.set_panel_title(translate("norm_batch", "{side} · colour: {what}").format(side=self.heading(), what=what),
+                                     color=self.view.theme.foreground, size="9pt")
 
     def feature_window(self) -> range:
         """The features the per-feature plots draw: the block of ``FEATURE_WINDOW`` holding the chosen one."""
@@ -181,11 +191,12 @@ class NormColumn:
             self.mean_lines[i].setData(j + 0.0, s[0][j]) if s is not None else self.mean_lines[i].setData([], [])
             self.spread_lines[i].setData(j + 0.0, s[1][j]) if s is not None else self.spread_lines[i].setData([], [])
             if s is not None:
-                shown.append((i, BN_SERIES[i]))
+                shown.append((i, translate("norm_batch", BN_SERIES[i])))
         legend_title(self.mean_plot, "μ_j", shown, theme)
-        legend_title(self.spread_plot, "σ²_j per feature j", [], theme)
+        legend_title(self.spread_plot, translate("norm_batch", "σ²_j per feature j"), [], theme)
         for p in (self.mean_plot, self.spread_plot):
-            p.setLabel("bottom", f"feature j ({window.start}–{window.stop - 1} of 0–{self.site.x.shape[-1] - 1})")
+            p.setLabel("bottom", translate("norm_batch", "feature j ({first}–{last} of 0–{end})").format(
+                first=window.start, last=window.stop - 1, end=self.site.x.shape[-1] - 1))
             p.enableAutoRange()
 
     def _draw_layer_norm(self) -> None:
@@ -194,10 +205,10 @@ class NormColumn:
         for i, (mean, std) in enumerate(ser):
             self.mean_lines[i].setData(t, mean)
             self.spread_lines[i].setData(t, std)
-        legend_title(self.mean_plot, "μ", list(enumerate(LN_SERIES)), self.view.theme)
-        legend_title(self.spread_plot, "σ per token of sentence 1", [], self.view.theme)
+        legend_title(self.mean_plot, "μ", [(i, translate("norm_batch", name)) for i, name in enumerate(LN_SERIES)], self.view.theme)
+        legend_title(self.spread_plot, translate("norm_batch", "σ per token of sentence 1"), [], self.view.theme)
         for p in (self.mean_plot, self.spread_plot):
-            p.setLabel("bottom", "token of sentence 1")
+            p.setLabel("bottom", translate("norm_batch", "token of sentence 1"))
             p.enableAutoRange()
 
     def apply_theme(self) -> None:
@@ -212,14 +223,17 @@ class NormColumn:
             return
         piece = self.side.batch.pieces(site.stack)[info.row][info.col]
         if not site.valid[info.row, info.col]:
-            what = "PAD: left out of the statistics"
+            what = translate("norm_batch", "PAD: left out of the statistics")
         elif self.side.batch.norm == "batch":
-            what = f"feature {self.view.feature()} = {site.x[info.row, info.col, self.view.feature()]:.4f}"
+            feature = self.view.feature()
+            what = translate("norm_batch", "feature {feature} = {value:.4f}").format(feature=feature, value=site.x[info.row, info.col, feature])
         else:
-            what = f"σ over its features = {site.x[info.row, info.col].std():.4f}"
+            what = translate("norm_batch", "σ over its features = {value:.4f}").format(value=site.x[info.row, info.col].std())
         real = int(site.valid[info.row].sum())
-        where = f"sentence {info.row + 1} ({real} tokens + {site.valid.shape[1] - real} PAD), position {info.col + 1}"
-        self.view.readout.setText(f"{self.heading()} · {where}, “{display_piece(piece)}”: {what}")
+        self.view.readout.setText(translate(
+            "norm_batch", "{side} · sentence {sentence} ({tokens} tokens + {pad} PAD), position {position}, “{piece}”: {what}").format(
+            side=self.heading(), sentence=info.row + 1, tokens=real, pad=site.valid.shape[1] - real, position=info.col + 1,
+            piece=display_piece(piece), what=what))
 
 
 class QtNormBatchView(FigureViewBase):
@@ -251,23 +265,26 @@ class QtNormBatchView(FigureViewBase):
         self._refresh()
 
     def _build_controls(self) -> None:
-        self.site_combo = self._add_control("Norm", make_combo("normBatchSiteCombo", "Which normalization's input the batch shows"))
+        self.site_combo = self._add_control(translate("norm_batch", "Norm"), make_combo(
+            "normBatchSiteCombo", translate("norm_batch", "Which normalization's input the batch shows")))
         self.batch_norm_controls = QtWidgets.QWidget(objectName="normBatchBnControls")  # shown where a side is a BatchNorm model
         row = QtWidgets.QHBoxLayout(self.batch_norm_controls)
         row.setContentsMargins(0, 0, 0, 0)
         self.feature_spin = QtWidgets.QSpinBox(objectName="normBatchFeatureSpin", minimum=0, maximum=0)
-        self.feature_spin.setToolTip("The feature (column of d_model, counted from 0 as in every view) the BatchNorm side's heatmap shows")
+        self.feature_spin.setToolTip(translate("norm_batch", "The feature (column of d_model, counted from 0 as in every view) "
+                                                             "the BatchNorm side's heatmap shows"))
         self.pairs_spin = QtWidgets.QSpinBox(objectName="normBatchPairsSpin", minimum=10, maximum=5000, singleStep=50)
         self.pairs_spin.setValue(ACCURACY_PAIRS)
-        self.pairs_spin.setToolTip("How many training pairs the accuracy is measured on")
-        self.measure_button = QtWidgets.QPushButton(MEASURE, objectName="normBatchMeasureButton")
-        self.measure_button.setToolTip("The BatchNorm model's teacher-forced token accuracy on training pairs with batch vs "
-                                       "running statistics (runs in the background)")
+        self.pairs_spin.setToolTip(translate("norm_batch", "How many training pairs the accuracy is measured on"))
+        self.measure_button = QtWidgets.QPushButton(translate("norm_batch", MEASURE), objectName="normBatchMeasureButton")
+        self.measure_button.setToolTip(translate("norm_batch", "The BatchNorm model's teacher-forced token accuracy on training pairs "
+                                                               "with batch vs running statistics (runs in the background)"))
         self.measure_button.setMinimumWidth(self.measure_button.sizeHint().width() + 8)  # "Measuring…" is shorter
         self.progress = QtWidgets.QProgressBar(objectName="normBatchProgress", minimum=0, maximum=1)
         self.progress.setMaximumWidth(140)
         self.progress.setVisible(False)
-        for label, widget in (("Feature", self.feature_spin), ("Pairs", self.pairs_spin), ("", self.measure_button), ("", self.progress)):
+        for label, widget in ((translate("norm_batch", "Feature"), self.feature_spin), (translate("norm_batch", "Pairs"), self.pairs_spin),
+                              ("", self.measure_button), ("", self.progress)):
             if label:
                 row.addWidget(QtWidgets.QLabel(label, buddy=widget))
             row.addWidget(widget)
@@ -282,18 +299,19 @@ class QtNormBatchView(FigureViewBase):
     def _build_other_row(self) -> None:
         """The row under the controls: the bundle beside the open one, and why it cannot be shown."""
         self.other_edit = QtWidgets.QLineEdit(objectName=OTHER_OPTION)
-        self.other_edit.setPlaceholderText("the other bundled model")
-        self.other_edit.setToolTip("The bundle folder drawn beside the open model on the same sentence (empty: the other of "
-                                   f"the bundled models {' and '.join(sorted(OTHER_BUNDLES.values()))}). Press Enter.")
+        self.other_edit.setPlaceholderText(translate("norm_batch", "the other bundled model"))
+        self.other_edit.setToolTip(translate("norm_batch", "The bundle folder drawn beside the open model on the same sentence "
+                                                           "(empty: the other of the bundled models {models}). Press Enter.").format(
+            models=" / ".join(sorted(OTHER_BUNDLES.values()))))
         self.other_edit.editingFinished.connect(self.optionsChanged.emit)
-        self.browse_button = QtWidgets.QToolButton(objectName="normBatchBrowseButton", text="Browse…")
-        self.browse_button.setToolTip("Choose the bundle folder drawn beside the open model")
+        self.browse_button = QtWidgets.QToolButton(objectName="normBatchBrowseButton", text=translate("norm_batch", "Browse…"))
+        self.browse_button.setToolTip(translate("norm_batch", "Choose the bundle folder drawn beside the open model"))
         self.browse_button.clicked.connect(self.choose_folder)
         self.problem_label = ElidedLabel("", "normBatchOtherProblem")  # why the other bundle is not drawn
         row = QtWidgets.QHBoxLayout()
         row.setContentsMargins(6, 0, 6, 0)
         row.setSpacing(6)
-        label = QtWidgets.QLabel("Beside it:", buddy=self.other_edit)
+        label = QtWidgets.QLabel(translate("norm_batch", "Beside it:"), buddy=self.other_edit)
         for widget, stretch in ((label, 0), (self.other_edit, 2), (self.browse_button, 0), (self.problem_label, 3)):
             row.addWidget(widget, stretch)
         self.layout().insertLayout(1, row)
@@ -307,7 +325,7 @@ class QtNormBatchView(FigureViewBase):
             self._gap = None
         self._frame = frame
         opened = frame.sides[0].batch.norm
-        self.other_edit.setPlaceholderText(f"{default_other_name(opened)} (the other bundled model)")
+        self.other_edit.setPlaceholderText(translate("norm_batch", "{name} (the other bundled model)").format(name=default_other_name(opened)))
         if self._site is None or frame.sides[0].batch.get(self._site) is None:
             self._site = self._default_site()
         self._update_controls()
@@ -385,45 +403,51 @@ class QtNormBatchView(FigureViewBase):
         running = self._worker is not None
         measure = self._frame.measure if self._frame is not None else None
         self.measure_button.setEnabled(measure is not None and not running)
-        self.measure_button.setText(MEASURING if running else MEASURE)
-        self.problem_label.set_full_text(self.problem())
+        self.measure_button.setText(translate("norm_batch", MEASURING if running else MEASURE))
+        problem = self.problem()
+        self.problem_label.set_full_text(translate("norm_batch", "nothing beside it: {reason}").format(reason=problem) if problem else "")
         if not batch_norm:
             self.result_label.set_full_text(" ")
         elif self._gap is not None:
             g = self._gap
-            self.result_label.set_full_text(f"accuracy ({g.pairs} pairs): batch statistics {g.batch:.1%} · running {g.running:.1%} · batch size 1 {g.single:.1%}")
+            self.result_label.set_full_text(translate(
+                "norm_batch", "accuracy ({pairs} pairs): batch statistics {batch:.1%} · running {running:.1%} · batch size 1 {single:.1%}").format(
+                pairs=g.pairs, batch=g.batch, running=g.running, single=g.single))
         elif not running:
-            self.result_label.set_full_text(" " if measure is not None else "the BatchNorm model's training data is unknown")
+            self.result_label.set_full_text(" " if measure is not None else translate("norm_batch", "the BatchNorm model's training data is unknown"))
 
     def gap_text(self) -> str:
         g = self._gap
         if g is None:
             return ""
-        return (f"BatchNorm's token accuracy on {g.pairs} training pairs: {g.batch:.1%} with batch statistics, "
-                f"{g.running:.1%} with running ones, {g.single:.1%} at batch size 1")
+        return translate("norm_batch", "BatchNorm's token accuracy on {pairs} training pairs: {batch:.1%} with batch statistics, "
+                                       "{running:.1%} with running ones, {single:.1%} at batch size 1").format(
+            pairs=g.pairs, batch=g.batch, running=g.running, single=g.single)
 
     def _refresh(self) -> None:
         sides = ordered_sides(self._frame.sides) if self._frame is not None else []
         for i, column in enumerate(self.columns):
             column.show(sides[i] if i < len(sides) else None, self._site)
         if self.site() is None:
-            self.title.set_title("LayerNorm vs BatchNorm on the same sentence", "decode a sentence to see its batch")
+            self.title.set_title(translate("norm_batch", "LayerNorm vs BatchNorm on the same sentence"),
+                                 translate("norm_batch", "decode a sentence to see its batch"))
             self.title.set_legend(())
             return
-        self.title.set_title(f"LayerNorm vs BatchNorm on the same sentence · {site_label(self._site)}",
-                             "LN normalizes each token over its features (one μ, σ per token: per cell) · "
-                             "BN normalizes each feature over the batch's tokens (one μ_j, σ²_j per feature: over every real cell)")
+        self.title.set_title(self.figure_title(), translate(
+            "norm_batch", "LN normalizes each token over its features (one μ, σ per token: per cell) · "
+                          "BN normalizes each feature over the batch's tokens (one μ_j, σ²_j per feature: over every real cell)"))
         self.title.set_legend(tuple(("", "", line) for line in self.notes()))
 
     def notes(self) -> list[str]:
         """The caption's lines under the formulas: where BatchNorm's batch statistics come from and
         this site's numbers, what LayerNorm's do not depend on, and the measured accuracy."""
-        out = [f"{c.heading()}: no {site_label(self._site)} in this model" for c in self.columns if c.side is not None and c.site is None]
+        out = [translate("norm_batch", "{side}: no {site} in this model").format(side=c.heading(), site=site_label(self._site))
+               for c in self.columns if c.side is not None and c.site is None]
         bn = self.column("batch")
         if bn is not None and bn.site is not None:
             out.append(self._batch_norm_note(bn))
         if self.column("layer") is not None:
-            out.append("LN: sentence 1 alone gives the numbers it has in the batch")
+            out.append(translate("norm_batch", "LN: sentence 1 alone gives the numbers it has in the batch"))
         if self._gap is not None:
             out.append(self.gap_text())
         return out
@@ -431,13 +455,13 @@ class QtNormBatchView(FigureViewBase):
     def _batch_norm_note(self, bn: NormColumn) -> str:
         site = bn.site
         sv, sp = site.without_pad(), site.with_pad()
-        where = ("from a training-mode pass: every BatchNorm before this one used its batch's statistics too "
-                 "(dropout off, running statistics untouched)" if bn.side.batch.batch_statistics
-                 else "from an evaluation pass (the BatchNorms before this one used their running statistics)")
-        text = (f"BN: μ_j, σ²_j over {sv.n} tokens (+ {sp.n - sv.n} PAD left out) {where}; "
-                f"counting PAD would move μ_j by {np.mean(np.abs(sv.mean - sp.mean)):.3f}")
+        where = (translate("norm_batch", "from a training-mode pass: every BatchNorm before this one used its batch's statistics too "
+                                         "(dropout off, running statistics untouched)") if bn.side.batch.batch_statistics
+                 else translate("norm_batch", "from an evaluation pass (the BatchNorms before this one used their running statistics)"))
+        text = translate("norm_batch", "BN: μ_j, σ²_j over {tokens} tokens (+ {pad} PAD left out) {where}; counting PAD would move μ_j by {shift:.3f}").format(
+            tokens=sv.n, pad=sp.n - sv.n, where=where, shift=np.mean(np.abs(sv.mean - sp.mean)))
         if site.running is not None:
-            text += f"; mean |μ_batch − μ_running| = {np.mean(np.abs(sv.mean - site.running.mean)):.3f}"
+            text += translate("norm_batch", "; mean |μ_batch − μ_running| = {shift:.3f}").format(shift=np.mean(np.abs(sv.mean - site.running.mean)))
         return text
 
     def _apply_theme(self) -> None:
@@ -469,7 +493,7 @@ class QtNormBatchView(FigureViewBase):
         """Ask for the bundle folder drawn beside the open model; a chosen one is drawn at once."""
         current = self.other_edit.text().strip()
         start = str(Path(current).parent if current else models_dir())
-        path = QtWidgets.QFileDialog.getExistingDirectory(self, "Choose a bundle to draw beside the open model", start)
+        path = QtWidgets.QFileDialog.getExistingDirectory(self, translate("norm_batch", "Choose a bundle to draw beside the open model"), start)
         if path:
             self.other_edit.setText(path)
             self.optionsChanged.emit()
@@ -490,7 +514,7 @@ class QtNormBatchView(FigureViewBase):
         self._worker = worker
         self.progress.setVisible(True)
         self.progress.setValue(0)
-        self.result_label.set_full_text(f"measuring on {n} training pairs…")
+        self.result_label.set_full_text(translate("norm_batch", "measuring on {n} training pairs…").format(n=n))
         self._update_controls()
         worker.start()
         return worker
@@ -514,7 +538,7 @@ class QtNormBatchView(FigureViewBase):
         self.measured.emit(gap)
 
     def _on_measure_failed(self, exc: BaseException) -> None:
-        self.result_label.set_full_text(f"could not measure: {' '.join(str(exc).split())[:200]}")
+        self.result_label.set_full_text(translate("norm_batch", "could not measure: {error}").format(error=" ".join(str(exc).split())[:200]))
 
     def _on_worker_finished(self, worker: FunctionWorker) -> None:
         if worker is self._worker:
@@ -525,7 +549,8 @@ class QtNormBatchView(FigureViewBase):
     # figure protocol ------------------------------------------------------------------------------------
     def figure_title(self) -> str:
         site = self.site()
-        return f"LayerNorm vs BatchNorm on the same sentence · {site_label(site.site)}" if site else "LayerNorm vs BatchNorm on the same sentence"
+        title = translate("norm_batch", "LayerNorm vs BatchNorm on the same sentence")
+        return f"{title} · {site_label(site.site)}" if site else title
 
     def figure_data(self) -> FigureData:
         """The open model's side as values (per token for LayerNorm, per feature for BatchNorm); the
@@ -568,6 +593,6 @@ def norm_batch_data(session: Session, choice: ViewChoice, options: dict) -> Anal
                                       path, folder_key(path)))
 
 
-SPEC = ViewSpec("norm-batch", QtNormBatchView, "LN vs BN side by side", "bottom", ("kind", "layer"), data=norm_batch_data,
+SPEC = ViewSpec("norm-batch", QtNormBatchView, QT_TRANSLATE_NOOP("views", "LN vs BN side by side"), "bottom", ("kind", "layer"), data=norm_batch_data,
                 reads_options=True, kinds=("encoder", "decoder"), stack_view=True,
                 empty="no normalization to show: the model has no encoder layers, no decoder layers and no final norm")

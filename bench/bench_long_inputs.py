@@ -1,0 +1,172 @@
+"""Long inputs stay interactive: a step and the refresh of the views on screen, at 512 source tokens
+beside 20, and the size of a 512-token head figure's files.
+
+A BASE model (d_model 512, 8 heads, 6+6 layers, random weights, a position table of 1024) decodes
+a source of 20 and one of 512 tokens in the app's :class:`~attnviz.qt.session.Session`, the window's
+default views on screen (the attention grid and the head detail, both on cross-attention, as the
+window opens). A step is ``Session.force`` of a fixed token (a random model would often choose EOS)
+with the refreshes it causes, timed until the event loop has painted them, on the UI thread: the
+model's step (measured alone on the core ``DecodingSession``), then building the frame's attention
+data and drawing. Each figure is the median over ``--steps`` steps, early in the decoding and after
+``DEEP`` steps (the cross-attention then has that many rows). Target: ≤ 50 ms per step at 512 tokens;
+the ratio to the 20-token figure of the same run is printed beside it.
+
+Then the head detail of the 512-token source's encoder self-attention (512×512) is exported as PNG,
+SVG and PDF: the file sizes, and whether the SVG's labels are text.
+
+    python bench/bench_long_inputs.py [--steps N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+TARGET_MS = 50.0
+LENGTHS = (20, 512)
+DEEP = 200  # steps decoded before the "deep" figure
+SIZES = {"grid": (760, 560), "head": (640, 560)}  # the window's default: the grid beside the head detail
+
+
+def base_bundle():
+    """A BASE-size random model whose position table holds 1024 positions, and a BPE tokenizer of its vocabulary."""
+    import torch
+    from bench_decoding import _base_tokenizers
+
+    from attnviz.core import Transformer, TransformerConfig
+    from attnviz.core.bundle import Bundle
+
+    tok, _line = _base_tokenizers(8000)
+    torch.manual_seed(0)
+    cfg = TransformerConfig(src_vocab_size=tok.vocab_size, tgt_vocab_size=tok.vocab_size, d_model=512, n_heads=8,
+                            n_encoder_layers=6, n_decoder_layers=6, d_ff=2048, dropout=0.0, max_len=1024)
+    return Bundle(Transformer(cfg).eval(), tok, tok)
+
+
+def source_of(tok, n: int) -> str:
+    """Text of exactly ``n`` source tokens."""
+    import random
+
+    rng = random.Random(n)
+    words: list[str] = []
+    while len(tok.encode(" ".join(words))) < n:
+        words.append("".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 9))))
+    ids = tok.encode(" ".join(words))[:n]
+    text = tok.decode(ids)
+    assert len(tok.encode(text)) == n, "the source does not re-encode to its length"
+    return text
+
+
+def _median_ms(fn, count: int) -> float:
+    app = _app()
+    samples = []
+    for i in range(count):
+        t0 = time.perf_counter()
+        fn(i)
+        app.processEvents()
+        samples.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(samples)
+
+
+def _app():
+    from PySide6 import QtWidgets
+
+    return QtWidgets.QApplication.instance()
+
+
+def _tokens(bundle, count: int) -> list[int]:
+    """Tokens to force: ordinary pieces of the target vocabulary (never PAD, UNK, SOS or EOS)."""
+    cfg = bundle.config
+    specials = {cfg.pad_id, cfg.unk_id, cfg.bos_id, cfg.eos_id}
+    ordinary = [i for i in range(10, cfg.tgt_vocab_size) if i not in specials]
+    return [ordinary[(7 * i) % len(ordinary)] for i in range(count)]
+
+
+def measure(bundle, n: int, steps: int) -> dict[str, float]:
+    """Milliseconds per step (median) at source length ``n``: the core step alone, and the app's
+    step with its refreshes, early and after ``DEEP`` steps."""
+    from attnviz.qt.session import Session
+    from attnviz.qt.views.registry import ViewSet
+
+    session = Session()
+    session.decode_as_you_type = False
+    session.set_bundle(bundle, source=source_of(bundle.src_tokenizer, n))
+    assert len(session.decoding.src_ids) == n
+    views = ViewSet(session, only=tuple(SIZES))
+    for name, size in SIZES.items():
+        views.frames[name].resize(*size)
+        views.frames[name].show()
+    _app().processEvents()
+    deep = min(DEEP, session.decoding.max_len - steps - 1)  # a short source's decoding ends sooner
+    tokens = _tokens(bundle, deep + steps)
+    out = {"early": _median_ms(lambda i: session.force(tokens[i]), steps), "deep_steps": deep}
+    for t in tokens[steps:deep]:  # on to ``deep`` steps without drawing (the core session, no signal)
+        session.decoding.force(t)
+    out["deep"] = _median_ms(lambda i: session.force(tokens[deep + i]), steps)
+    core = session.decoding
+    core.reset()
+    out["core"] = _median_ms(lambda i: core.force(tokens[i]), steps)
+    for frame in views.frames.values():
+        frame.close()
+    session.deleteLater()
+    return out
+
+
+def export_sizes(bundle, n: int) -> dict[str, int]:
+    """Bytes of the PNG, SVG and PDF of the head detail of an ``n``-token encoder self-attention."""
+    from attnviz.qt.export.files import render_view_to_bytes
+    from attnviz.qt.selection import ViewChoice
+    from attnviz.qt.session import Session
+    from attnviz.qt.views.head_detail import QtHeadDetailView
+    from attnviz.qt.views.registry import feed_now, view_spec
+
+    session = Session()
+    session.decode_as_you_type = False
+    session.set_bundle(bundle, source=source_of(bundle.src_tokenizer, n))
+    view = QtHeadDetailView()
+    view.resize(*SIZES["head"])
+    feed_now(view_spec("head"), view, session, ViewChoice(kind="encoder", layer=0, head=0, mode="head"))
+    view.show()
+    _app().processEvents()
+    sizes = {fmt: render_view_to_bytes(view, fmt) for fmt in ("png", "svg", "pdf")}
+    view.close()
+    return {fmt: len(data) for fmt, data in sizes.items()} | {"svg_text": int(b"<text" in sizes["svg"])}
+
+
+def run(report=print) -> dict:
+    import torch
+
+    from attnviz.qt.app import make_app
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=12)
+    args = parser.parse_args(sys.argv[1:] if __name__ == "__main__" else [])
+    torch.set_num_threads(1)
+    make_app()
+    bundle = base_bundle()
+    report(f"== long inputs: {bundle.config.describe()}; grid + head detail on screen, on cross-attention ==")
+    results = {n: measure(bundle, n, args.steps) for n in LENGTHS}
+    short = results[LENGTHS[0]]
+    for n, r in results.items():
+        for what in ("early", "deep"):
+            ms = r[what]
+            verdict = "ok" if ms <= TARGET_MS else "over target"
+            where = "first steps" if what == "early" else f"after {r['deep_steps']} steps"
+            report(f"{n:4d} source tokens, {where:<16} step + refresh {ms:7.2f} ms  ×{ms / short[what]:5.2f} the 20-token figure"
+                   f"   (model step alone {r['core']:6.2f} ms; target ≤ {TARGET_MS:.0f} ms: {verdict})")
+    sizes = export_sizes(bundle, LENGTHS[-1])
+    report(f"head detail of {LENGTHS[-1]}×{LENGTHS[-1]} encoder self-attention exported: "
+           f"PNG {sizes['png'] / 1024:.0f} KiB, SVG {sizes['svg'] / 1024:.0f} KiB, PDF {sizes['pdf'] / 1024:.0f} KiB"
+           f"; SVG labels as text: {'yes' if sizes['svg_text'] else 'no'}")
+    return {"steps": results, "export": sizes}
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,132 @@
+"""A view is drawn again only when what its data is of changed: each spec declares what that is
+(``depends_on``: the model alone, the source, each step; for a view of one kind or stack at a time,
+the source alone on an encoder choice), and a frame that leaves it as it was does not call the
+view's ``set_data``; the view still shows the frame's numbers."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+from PySide6 import QtWidgets
+
+from attnviz.qt.selection import ViewChoice
+from attnviz.qt.session import FrameKey, Session
+from attnviz.qt.views.registry import ViewSet, view_spec
+from attnviz.qt.views.spec import encoder_side
+
+from inside_fixtures import bundle, session
+
+SHOWN = ("grid", "norm", "pe", "model-info")
+
+
+@pytest.fixture
+def views(qtbot):
+    s = Session()
+    s.decode_as_you_type = False  # a new sentence waits for a step, as the test says
+    s.bundle = bundle()
+    s.decoding = session(steps=2)
+    vs = ViewSet(s, only=SHOWN)
+    for name in SHOWN:
+        frame = vs.frames[name]
+        qtbot.addWidget(frame)
+        frame.resize(640, 480)
+        frame.show()
+        qtbot.waitExposed(frame)
+    vs.selection.update(kind="encoder", layer=0)
+    for name in SHOWN:
+        vs.refresh(vs[name])
+    QtWidgets.QApplication.processEvents()
+    vs.drawn = Counter()
+    for name, view in vs.views.items():  # count what the registry feeds each view from now on
+        view.set_data = _counting(vs.drawn, name, view.set_data)
+    yield vs
+    for name in SHOWN:
+        vs.frames[name].close()
+
+
+def _counting(counter: Counter, name: str, set_data):
+    def counted(data):
+        counter[name] += 1
+        return set_data(data)
+
+    return counted
+
+
+def test_a_decoder_step_feeds_only_the_views_whose_data_it_changed(views):
+    s = views.session
+    encoder = s.decoding.all_attention("encoder").copy()
+    s.step()
+    s.back()
+    s.step()
+    assert views.drawn == Counter({"pe": 3})  # the target's positions changed; the encoder's attention and norms, the model did not
+    assert views.skips["grid"] == views.skips["norm"] == views.skips["model-info"] == 3
+    np.testing.assert_array_equal(views["grid"].data().weights, encoder)  # still the encoder's numbers
+    assert views["norm"].group() == ("encoder", 0)
+    assert views["pe"].data().embeddings[1].pieces == s.input_pieces()  # the target side of this step
+
+
+def test_turning_to_the_decoder_after_steps_feeds_the_kept_views_anew(views):
+    s = views.session
+    s.step()
+    s.step()
+    assert views.drawn["grid"] == views.drawn["norm"] == 0
+    views.selection.update(kind="decoder")
+    assert views.drawn["grid"] == views.drawn["norm"] == 1 and views.drawn["model-info"] == 0
+    grid = views["grid"]
+    assert grid.kind() == "decoder"
+    np.testing.assert_array_equal(grid.data().weights, s.decoding.all_attention("decoder"))  # this step's rows, not the kept ones
+    assert grid.data().weights.shape[2] == len(s.decoding.steps)
+    norm = views["norm"]
+    assert norm.group() == ("decoder", 0) and len(norm.group_sites()[0].pieces) == len(s.input_pieces())
+    s.step()
+    assert views.drawn["grid"] == views.drawn["norm"] == 2  # a decoder choice changes with every step
+
+
+def test_a_new_source_feeds_the_views_of_the_source_but_not_the_model_info(views):
+    s = views.session
+    s.set_inputs("我喜欢吃鱼。", "")
+    s.step()
+    assert views.drawn["grid"] >= 1 and views.drawn["norm"] >= 1 and views.drawn["model-info"] == 0
+    np.testing.assert_array_equal(views["grid"].data().weights, s.decoding.all_attention("encoder"))
+    assert views["grid"].data().query_labels == s.src_pieces()
+
+
+def test_another_model_feeds_every_view(views):
+    s = views.session
+    s.set_bundle(bundle(seed=1), source="我喜欢吃苹果。")
+    s.step()
+    assert views.drawn["model-info"] == 1 and views.drawn["grid"] >= 1
+    np.testing.assert_array_equal(views["grid"].data().weights, s.decoding.all_attention("encoder"))
+
+
+def test_a_frame_key_compares_objects_by_identity_and_values_by_equality():
+    a, b = object(), object()
+    assert FrameKey((a,), (1, "x")).same(FrameKey((a,), (1, "x")))
+    assert not FrameKey((a,), (1,)).same(FrameKey((b,), (1,)))
+    assert not FrameKey((a,), (1,)).same(FrameKey((a,), (2,)))
+    assert not FrameKey((a,), ()).same(None)
+    assert FrameKey((a,), ()).plus(ViewChoice("cross")).same(FrameKey((a,), (ViewChoice("cross"),)))
+
+
+def test_the_session_keys_each_part_of_its_frame():
+    s = Session()
+    s.bundle = bundle()
+    s.decoding = session(steps=1)
+    model, source, step = s.frame_key(()), s.frame_key(("source",)), s.frame_key(("source", "step"))
+    s.decoding.step()
+    assert s.frame_key(()).same(model) and s.frame_key(("source",)).same(source)
+    assert not s.frame_key(("source", "step")).same(step)
+    s.decoding = session(steps=2)  # another decoding of the same sentence: another result
+    assert s.frame_key(()).same(model) and not s.frame_key(("source",)).same(source)
+    with pytest.raises(ValueError, match="unknown frame parts"):
+        s.frame_key(("target",))
+
+
+def test_views_of_one_kind_at_a_time_keep_an_encoder_choice_over_steps():
+    assert encoder_side(ViewChoice("encoder")) == ("source",)
+    assert encoder_side(ViewChoice("cross")) == encoder_side(ViewChoice()) == ("source", "step")
+    assert view_spec("model-info").parts(ViewChoice()) == ()
+    assert view_spec("compare").parts(ViewChoice("encoder")) == ("source",)
+    assert view_spec("norm").parts(ViewChoice("decoder")) == ("source", "step")
