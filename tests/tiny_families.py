@@ -1,4 +1,4 @@
-"""Tiny random BART, mBART and T5 (v1.0 and v1.1) models with their tokenizer files, saved by
+"""Tiny random BART, mBART, T5 (v1.0 and v1.1), GPT-2 and BERT models with their tokenizer files, saved by
 ``transformers`` into a folder (no network): what the Hugging Face folders of these families look
 like, at toy size. Needs ``transformers``; tests import it after ``pytest.importorskip("transformers")``."""
 
@@ -86,5 +86,41 @@ def build_t5(folder: Path, seed: int = 0, v1_1: bool = False, mt5: bool = False)
     _randomize(model, seed)
     with torch.no_grad():
         model.shared.weight[1] += 0.5  # EOS: outputs end at different lengths
+    _save(model, folder)
+    return folder
+
+
+def build_gpt2(folder: Path, seed: int = 0) -> Path:
+    """A tiny random GPT-2 with vocab.json and merges.txt: the bytes, the merged pieces, then ``<|endoftext|>``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    pieces = [p for p in bpe_vocab() if p not in ("<s>", "<pad>", "</s>", "<unk>")] + ["<|endoftext|>"]
+    vocab = {p: i for i, p in enumerate(pieces)}
+    (folder / "vocab.json").write_text(json.dumps(vocab))
+    (folder / "merges.txt").write_text("#version: 0.2\n" + "\n".join(MERGES) + "\n")
+    end = vocab["<|endoftext|>"]
+    config = transformers.GPT2Config(vocab_size=len(vocab), n_embd=16, n_layer=2, n_head=4, n_positions=48, bos_token_id=end, eos_token_id=end)
+    torch.manual_seed(seed)
+    model = transformers.GPT2LMHeadModel(config).eval()
+    _randomize(model, seed)
+    with torch.no_grad():
+        model.transformer.wte.weight[end] *= 3.0  # <|endoftext|>: continuations end at different lengths
+    _save(model, folder)
+    return folder
+
+
+WORDPIECES = ["[PAD]", "[unused0]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "on", "mat", "dog", "runs", "park", "##s", "##ing",
+              "!", ",", ".", "'", *"abcdefghijklmnopqrstuvwxyz", *("##" + c for c in "abcdefghijklmnopqrstuvwxyz"), "猫"]
+
+
+def build_bert(folder: Path, seed: int = 0) -> Path:
+    """A tiny random ``BertForMaskedLM`` with its vocab.txt (lowercase WordPiece)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "vocab.txt").write_text("\n".join(WORDPIECES) + "\n")
+    config = transformers.BertConfig(
+        vocab_size=len(WORDPIECES), hidden_size=16, num_hidden_layers=2, num_attention_heads=4, intermediate_size=32, max_position_embeddings=40,
+    )
+    torch.manual_seed(seed)
+    model = transformers.BertForMaskedLM(config).eval()
+    _randomize(model, seed)
     _save(model, folder)
     return folder

@@ -210,10 +210,9 @@ def run(args: argparse.Namespace) -> int:
         trainer = _resumed_trainer(args, command, main) if args.resume else _new_trainer(args, command, main)
     except (DataError, TrainingError) as exc:
         raise CommandError(str(exc)) from None
-    with distributed.process_group(env, trainer.device) as ranks:
-        trainer.distribute(ranks)
-        if main:
-            _show_progress(trainer, args.quiet)
+    if main:
+        _show_progress(trainer, args.quiet)
+    with distributed.process_group(env, trainer.device) as ranks, trainer.distribute(ranks):
         result = _fit_stopping_on_ctrl_c(trainer, also_sigterm=env is not None)
     if main:
         print(summary(result, trainer), file=sys.stderr)

@@ -512,7 +512,7 @@ class Session(QtCore.QObject):
         if weights.shape[2] == 0:
             return AttentionData(kind, weights, rows, cols, highlight=None)
         if kind == "cross":  # this frame's rows (the session steps on) through the encoder's rollout, computed once per sentence
-            lazy = partial(_rollout, _cross_rollout, cur.all_attention("decoder"), weights, self._build_attention_data("encoder"))
+            lazy = partial(_rollout, _cross_rollout, self.attention_data("decoder"), weights, self._build_attention_data("encoder"))
         else:
             lazy = partial(_rollout, rollout, weights)
         return AttentionData(kind, weights, rows, cols, highlight=highlight, rollout=lazy)
@@ -560,10 +560,12 @@ class Session(QtCore.QObject):
             return ()
 
 
-def _cross_rollout(decoder: np.ndarray, cross: np.ndarray, encoder: AttentionData | None) -> np.ndarray | None:
+def _cross_rollout(decoder: AttentionData | None, cross: np.ndarray, encoder: AttentionData | None) -> np.ndarray | None:
     """Rollout through the decoder down to the source tokens, rows rescaled to sum to 1."""
     enc = encoder.rollout_matrix() if encoder is not None else None
-    return None if enc is None else decoder_rollout(decoder, cross, enc)["source_normalized"]
+    if enc is None or decoder is None:
+        return None
+    return decoder_rollout(decoder.weights, cross, enc)["source_normalized"]
 
 
 def _rollout(compute, *args) -> np.ndarray | None:

@@ -3034,7 +3034,7 @@ Tatoeba (tatoeba.org), licensed CC-BY 2.0 FR and read through the PyPI package &
     </message>
     <message>
         <source>rank {rank}: “{piece}” (id {id})   P = {p:.5f}   −log P = {nll:.3f}</source>
-        <translation>第 {rank} 名：“{piece}”（id {id}）   P = {p:.5f}   −log P = {nll:.3f}</translation>
+        <translation>第 {rank} 名：“{piece}”（编号 {id}）   P = {p:.5f}   −log P = {nll:.3f}</translation>
     </message>
     <message>
         <source>Output distribution · teacher forcing ({n} positions)</source>
@@ -4209,7 +4209,7 @@ The bundle stays until the new run's first checkpoint is saved.</source>
     </message>
     <message>
         <source>Logit lens</source>
-        <translation>Logit 透镜</translation>
+        <translation>logit 透镜</translation>
     </message>
     <message>
         <source>Why ÷√d_k</source>

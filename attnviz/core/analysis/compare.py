@@ -52,7 +52,7 @@ class EncodedSource:
 
 def encode_source(model: Transformer, tokenizer: Tokenizer, text: str, positional: bool = True) -> EncodedSource:
     """``text`` through ``model``'s encoder, with or without positional encoding."""
-    src = prepare_source(tokenizer, text, model.config.max_len)
+    src = prepare_source(tokenizer, text, model.config)
     sites = attention_sites(model.config, "encoder")
     rec = Recorder(["encoder.output", *(s.name("weights") for s in sites)])
     with torch.inference_mode():

@@ -21,6 +21,8 @@ from attnviz.core.data.bpe_tokenizer import FORMAT as BPE_FORMAT
 from attnviz.core.data.bpe_tokenizer import BPETokenizer
 from attnviz.core.data.source_map import unknown_parts
 from attnviz.core.data.tokenizer import Tokenizer, TokenizerError, load_sentencepiece, unreadable_text
+from attnviz.core.data.wordpiece_tokenizer import FORMAT as WORDPIECE_FORMAT
+from attnviz.core.data.wordpiece_tokenizer import WordPieceTokenizer
 
 FORMAT = "attnviz-vocab-tokenizer"
 FORMAT_VERSION = 1
@@ -153,22 +155,26 @@ def _checked_vocab(vocab: Any) -> dict[str, int]:
     return dict(vocab)
 
 
-def tokenizer_from_bytes(data: bytes) -> Tokenizer | VocabTokenizer | BPETokenizer:
+_FORMATS = {BPETokenizer: BPE_FORMAT, WordPieceTokenizer: WORDPIECE_FORMAT}  # the JSON documents' "format", by class
+
+
+def tokenizer_from_bytes(data: bytes) -> Tokenizer | VocabTokenizer | BPETokenizer | WordPieceTokenizer:
     """A bundle's tokenizer file content: a sentencepiece model (``Tokenizer``), a ``BPETokenizer``
-    document or a ``VocabTokenizer`` document (JSON, told apart by the ``format`` their first bytes
+    or ``WordPieceTokenizer`` document or a ``VocabTokenizer`` document (JSON, told apart by the ``format`` their first bytes
     name); ``TokenizerError`` for anything else."""
     if data.lstrip()[:1] != b"{":
         return Tokenizer(data)
-    if f'"format": "{BPE_FORMAT}"'.encode() not in data[:64]:
+    kind = next((k for k in (BPETokenizer, WordPieceTokenizer) if f'"format": "{_FORMATS[k]}"'.encode() in data[:64]), None)
+    if kind is None:
         return VocabTokenizer.from_bytes(data)
     try:
         doc = json.loads(data.decode("utf-8"))
     except ValueError as exc:
-        raise TokenizerError(f"not a readable {BPE_FORMAT} file ({type(exc).__name__})") from None
-    return BPETokenizer.from_doc(doc)
+        raise TokenizerError(f"not a readable {_FORMATS[kind]} file ({type(exc).__name__})") from None
+    return kind.from_doc(doc)
 
 
-def load_tokenizer(path: str | os.PathLike) -> Tokenizer | VocabTokenizer | BPETokenizer:
+def load_tokenizer(path: str | os.PathLike) -> Tokenizer | VocabTokenizer | BPETokenizer | WordPieceTokenizer:
     """``tokenizer_from_bytes`` of a file; its ``TokenizerError`` reads ``NAME: problem``."""
     try:
         return tokenizer_from_bytes(Path(path).read_bytes())

@@ -55,7 +55,9 @@ class ModelCall:
 
 class StepHistory:
     """The model calls of a session, one per ``step``/``force`` kept, and the arrays assembled
-    from them (cached until the history changes)."""
+    from them (cached until the history changes). The arrays of the step before are kept one step
+    longer: a step's array is the previous one with its row appended (a long decoding assembles
+    one row per step, not all of them)."""
 
     def __init__(self, config: TransformerConfig):
         self.config = config
@@ -63,6 +65,7 @@ class StepHistory:
         self._self_attn = frozenset(site.path for site in attention_sites(config, "decoder"))
         self._calls: list[ModelCall] = []
         self._acc: dict[tuple, np.ndarray] = {}
+        self._prev: dict[tuple, np.ndarray] = {}  # the arrays assembled before the last push
 
     def __len__(self) -> int:
         return len(self._calls)
@@ -72,15 +75,17 @@ class StepHistory:
 
     def push(self, call: ModelCall) -> None:
         self._calls.append(call)
-        self._acc.clear()
+        self._prev, self._acc = self._acc, {}  # the calls they came from stay: a prefix of the new origins
 
     def pop(self) -> None:
         self._calls.pop()
         self._acc.clear()
+        self._prev.clear()
 
     def clear(self) -> None:
         self._calls.clear()
         self._acc.clear()
+        self._prev.clear()
 
     def snapshot(self, n_calls: int) -> StepHistory:
         """A history of the first ``n_calls`` calls that later pushes and pops leave as it is."""
@@ -119,20 +124,33 @@ class StepHistory:
         except KeyError:
             raise KeyError(f"{name!r} was not captured in this session") from None
 
+    def _last_row(self, name: str, origin: Origin) -> np.ndarray:
+        """``name`` of the last step of ``origin`` alone."""
+        try:
+            return self._calls[len(origin) - 1].row_trace(origin[-1][0])[name]
+        except KeyError:
+            raise KeyError(f"{name!r} was not captured in this session") from None
+
     def _assemble(self, name: str, origin: Origin) -> np.ndarray:
         prefix, _, field_name = name.rpartition(".")
         if field_name in _BATCH_STATS:
             x = self.accumulated(prefix + ".input", origin).astype(np.float64)  # [steps, d]
             stat = x.mean(0) if field_name == "batch_mean" else x.var(0)
             return stat.astype(np.float32)
-        rows = self._rows(name, origin)
         if field_name in _ALL_KEYS:
-            return rows[-1]
+            return self._last_row(name, origin)
         axis = 1 if field_name in _PER_HEAD else 0
         growing = name == "masks.look_ahead" or (prefix in self._self_attn and field_name in _GROWING)
+        fill = 0.0 if field_name == "weights" else -np.inf
+        before = self._prev.get((name, tuple(origin[:-1]))) if len(origin) > 1 else None
+        if before is not None:  # the step before's array, one row longer
+            out = _appended(before, self._last_row(name, origin), axis, fill if growing else None)
+        elif not growing:
+            return np.concatenate(self._rows(name, origin), axis=axis)
+        else:
+            out = _lower_triangle(self._rows(name, origin), axis, fill)
         if not growing:
-            return np.concatenate(rows, axis=axis)
-        out = _lower_triangle(rows, axis, 0.0 if field_name == "weights" else -np.inf)
+            return out
         if field_name in ("scores", "scaled_scores"):
             self._fill_future_scores(out, prefix, field_name, origin)
         return out
@@ -141,12 +159,30 @@ class StepHistory:
         """Raw scores above the diagonal, ``q_i . k_j``, as a full pass computes them. ``out`` ``[head, n, n]``."""
         n = len(origin)
         q = self.accumulated(prefix + ".q", origin)  # [head, steps, d_k]
-        k = self._rows(prefix + ".k", origin)[-1]  # [head, steps, d_k]
+        k = self._last_row(prefix + ".k", origin)  # [head, steps, d_k]
         full = (q @ np.swapaxes(k, -1, -2)).astype(np.float32)
         if field_name == "scaled_scores":
             full = full * np.float32(1.0 / math.sqrt(self.config.d_k))
         upper = np.triu(np.ones((n, n), bool), 1)
         out[:, upper] = full[:, upper]
+
+
+def _appended(before: np.ndarray, row: np.ndarray, axis: int, fill: float | None) -> np.ndarray:
+    """``before`` with ``row`` (one query) appended along the query ``axis``; ``fill`` (growing
+    keys: decoder self-attention) pads ``before``'s rows to the new key and is ``None`` otherwise."""
+    if fill is None:
+        return np.concatenate([before, row], axis=axis)
+    n = before.shape[axis] + 1
+    shape = list(row.shape)
+    shape[axis] = n
+    out = np.full(shape, fill, dtype=row.dtype)
+    if axis == 0:
+        out[: n - 1, : n - 1] = before
+        out[n - 1] = row[0]
+    else:
+        out[:, : n - 1, : n - 1] = before
+        out[:, n - 1] = row[:, 0]
+    return out
 
 
 def _lower_triangle(rows: list[np.ndarray], axis: int, fill: float) -> np.ndarray:

@@ -120,10 +120,10 @@ class DecodingResult:
         return np.stack([self.attention(kind, i) for i in range(count)])
 
 
-def prepare_source(tokenizer: Tokenizer, text: str, max_len: int) -> PreparedSource:
+def prepare_source(tokenizer: Tokenizer, text: str, config: TransformerConfig) -> PreparedSource:
     """Tokenize ``text`` for the encoder (no SOS/EOS, as in training): an empty source is a
-    ``DecodingError``; a longer one than ``max_len`` is truncated; unknown characters become UNK.
-    Each of the last two adds a one-line notice."""
+    ``DecodingError``; a longer one than the model's ``max_len`` is truncated; unknown characters
+    become UNK. Each of the last two adds a one-line notice (the first says where the limit comes from)."""
     if not isinstance(text, str) or not text.strip():
         raise DecodingError("the source sentence is empty")
     problem = unreadable_text(text)
@@ -137,9 +137,9 @@ def prepare_source(tokenizer: Tokenizer, text: str, max_len: int) -> PreparedSou
     unknown = tokenizer.unknown_characters(text)
     if unknown:
         notices.append(f"unknown character(s) {' '.join(unknown)} shown as UNK")
-    if len(ids) > max_len:
-        notices.append(f"source truncated to the model's maximum length: {max_len} of {len(ids)} tokens kept")
-        ids = ids[:max_len]
+    if len(ids) > config.max_len:
+        notices.append(f"source truncated to {config.max_len} of {len(ids)} tokens: {config.length_limit()}")
+        ids = ids[: config.max_len]
     return PreparedSource(text, tuple(ids), tuple(tokenizer.pieces(ids)), tuple(notices))
 
 
@@ -182,5 +182,8 @@ def model_device(model: Transformer) -> torch.device:
 
 
 def check_eval_mode(model: Transformer) -> None:
+    """``DecodingError`` for a model that cannot decode now: in training mode, or encoder-only (no decoder)."""
     if model.training:
         raise DecodingError("the model is in training mode (dropout would change every step); call model.eval() first")
+    if model.config.kind == "encoder-only":
+        raise DecodingError("an encoder-only model (BERT) has no decoder: it predicts masked tokens, it does not decode")

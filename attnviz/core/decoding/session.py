@@ -26,7 +26,8 @@ distribution chose ``tgt_ids[i + 1]`` (``output_pieces[i]``).
 Documented behaviours (never a traceback; ``DecodingError`` carries a one-line message):
 
 * an empty (or all-whitespace) source: ``DecodingError``;
-* a source longer than the model's ``max_len`` tokens: truncated to ``max_len``, with a notice;
+* a source longer than the model's ``max_len`` tokens: truncated to ``max_len``, with a notice that
+  says where the limit comes from (``TransformerConfig.length_limit``);
 * characters the source tokenizer does not know: encoded as UNK (shown as the piece ``UNK``),
   with a notice naming them;
 * ``force`` of a piece the target vocabulary does not have, of PAD or SOS, or of an id out of
@@ -154,7 +155,9 @@ class DecodingSession(DecodingResult):
         interventions: Iterable[Change] = (),
     ):
         """``max_len``: most target tokens to generate (default ``min(model max_len, 2 x source
-        tokens + 10)``; never more than the model's ``max_len``). ``top_k``: how many entries each
+        tokens + 10)``; never more than the model's ``max_len``). A decoder-only model (GPT-2) has
+        no encoder: ``source`` is its prompt, fed to the decoder after SOS as forced steps that
+        ``back()`` and ``reset()`` keep, and ``max_len`` counts the tokens after it. ``top_k``: how many entries each
         step's top-k list has. ``capture``: record every trace name (True), none (False: faster,
         empty traces) or the names matching the given glob patterns. ``interventions``
         (``model/interventions.py``) change the encoder pass (hence the memory every step reads)
@@ -169,12 +172,13 @@ class DecodingSession(DecodingResult):
         self._capture = capture is not False
         self.interventions = checked_interventions(interventions, model.config)
         self._device = model_device(model)
-        self.source = prepare_source(src_tokenizer, source, self.config.max_len)
+        self.source = prepare_source(src_tokenizer, source, self.config)
+        self._prompt = self.source.ids if self.config.kind == "decoder-only" else ()  # fed first, as forced steps
         default = min(self.config.max_len, 2 * len(self.source.ids) + 10)
         if max_len is not None and (not isinstance(max_len, int) or max_len < 1):
             raise DecodingError(f"maximum length must be a positive integer, not {max_len!r}")
-        self.max_len = default if max_len is None else min(max_len, self.config.max_len)
-        self._banned = (self.config.pad_id, self.config.bos_id)  # never generated
+        self.max_len = default if max_len is None else min(len(self._prompt) + max_len, self.config.max_len)
+        self._banned = tuple(t for t in (self.config.pad_id, self.config.bos_id) if t != self.config.eos_id)  # never generated (EOS always may be)
         src = torch.tensor([self.source.ids], dtype=torch.long, device=self._device)
         with torch.inference_mode():
             rec = self._recorder(0)
@@ -242,7 +246,7 @@ class DecodingSession(DecodingResult):
 
     @property
     def can_back(self) -> bool:
-        return len(self._states) > 1
+        return len(self._states) > self._floor
 
     @property
     def n_steps(self) -> int:
@@ -308,7 +312,7 @@ class DecodingSession(DecodingResult):
 
     # -- actions ---------------------------------------------------------------------------------
     def reset(self) -> None:
-        """Back to SOS (the encoder result is kept)."""
+        """Back to SOS (the encoder result is kept), or to the end of a decoder-only model's prompt."""
         rng = None
         if isinstance(self._strategy, Sampling):
             rng = torch.Generator().manual_seed(int(self._strategy.seed)).get_state()
@@ -319,13 +323,18 @@ class DecodingSession(DecodingResult):
         self._beam_objects: dict[int, tuple[Beam, ...]] = {}
         self._steps_cache: tuple | None = None
         self._peeked: tuple[_State, ModelCall, DecoderCache] | None = None
+        for token in self._prompt:
+            if self.finished:
+                break
+            self.force(token)
+        self._floor = len(self._states)  # the states back() never pops: SOS and the prompt
 
     def set_strategy(self, strategy: Strategy, keep_tokens: bool = False) -> None:
         """Use ``strategy`` from now on. The session restarts from SOS; with ``keep_tokens`` the
         current hypothesis's tokens (EOS excepted) are replayed as forced steps first."""
         if not isinstance(strategy, (Greedy, Sampling, BeamSearch)):
             raise DecodingError(f"not a decoding strategy: {strategy!r}")
-        tokens = [t for t in self.tgt_ids[1:] if t != self.config.eos_id] if keep_tokens else []
+        tokens = [t for t in self.tgt_ids[self._floor :] if t != self.config.eos_id] if keep_tokens else []
         self._strategy = strategy
         self.reset()
         for t in tokens:
@@ -373,7 +382,7 @@ class DecodingSession(DecodingResult):
 
     def back(self) -> None:
         """Undo the last ``step``/``force``: the session is exactly as it was before it."""
-        if len(self._states) <= 1:
+        if len(self._states) <= self._floor:
             raise DecodingError("nothing to undo: no token has been decoded yet")
         self._states.pop()
         self._history.pop()

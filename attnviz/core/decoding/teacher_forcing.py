@@ -106,7 +106,7 @@ def teacher_forced(
     (``model/interventions.py``) change the pass where they act."""
     check_eval_mode(model)
     cfg = model.config
-    src = prepare_source(src_tokenizer, source, cfg.max_len)
+    src = prepare_source(src_tokenizer, source, cfg)
     target = (target or "").strip()
     problem = unreadable_text(target)
     if problem:
@@ -116,8 +116,10 @@ def teacher_forced(
     unknown = tgt_tokenizer.unknown_characters(target) if target else []
     if unknown:
         notices.append(f"unknown target character(s) {' '.join(unknown)} shown as UNK")
+    if cfg.kind == "decoder-only":  # the prompt is the decoder's prefix: its rows come first, as in a session
+        y = [*src.ids, *y]
     if len(y) + 1 > cfg.max_len:
-        notices.append(f"target truncated to the model's maximum length: {cfg.max_len - 1} of {len(y)} tokens kept")
+        notices.append(f"target truncated to {cfg.max_len - 1} of {len(y)} tokens (SOS takes a position): {cfg.length_limit()}")
         y = y[: cfg.max_len - 1]
     inputs = (cfg.bos_id, *y)
     labels = (*y, cfg.eos_id)

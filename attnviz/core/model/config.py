@@ -76,6 +76,7 @@ ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
 POSITIONAL_LAYOUTS = ("interleaved", "halves")
 POSITIONALS = ("sinusoidal", "learned", "relative")
 FFNS = ("plain", "gated")
+KINDS = ("encoder-decoder", "decoder-only", "encoder-only")
 _SIZE = 1_048_576  # no width or vocabulary is larger
 
 # field -> what it may hold. Every field of ``TransformerConfig`` has a row; checks that relate
@@ -112,10 +113,16 @@ FIELDS: dict[str, Rule] = {
     "bias": Rule(bool),
     "scale_output": Rule(bool),
     "head_dim": Rule(int, 1, 65_536, nullable=True),
+    "kind": Rule(str, choices=KINDS),
 }
 
 
 NORM_NAMES = {"layer": "LayerNorm", "batch": "BatchNorm", "rms": "RMSNorm"}  # config.norm -> its name on screen
+KIND_NOTES = {  # config.kind -> what ``describe`` adds: what a model of one stack has not
+    "encoder-decoder": "",
+    "decoder-only": "; decoder-only: no encoder, no cross-attention (continues a prompt)",
+    "encoder-only": "; encoder-only: no decoder, no decoding (predicts masked tokens)",
+}
 
 
 class ConfigError(AttnvizError, ValueError):
@@ -157,11 +164,17 @@ class TransformerConfig:
     bias: bool = True  # biases in the attention projections, the FFN and the output layer; false: none (T5)
     scale_output: bool = False  # the last hidden states x d_model^-0.5 before the output layer (T5 with a tied output)
     head_dim: int | None = None  # d_k = d_v when it is not d_model / h (mT5); None: d_model / h
+    kind: str = "encoder-decoder"  # the stacks: "encoder-decoder" (paper), "decoder-only" (GPT-2: no encoder, no cross-attention), "encoder-only" (BERT: no decoder; a masked-token head)
 
     def __post_init__(self) -> None:
         if self.final_norm is None:
             self.final_norm = self.norm_placement == "pre"
         self.validate()
+
+    @property
+    def cross_attention(self) -> bool:
+        """Whether the decoder's layers attend to an encoder's output (an encoder-decoder model)."""
+        return self.kind == "encoder-decoder"
 
     @property
     def d_k(self) -> int:
@@ -176,8 +189,10 @@ class TransformerConfig:
                 raise ConfigError(f"{name} must be {rule.describe()}, not {shown(value)}")
         if self.head_dim is None and self.d_model % self.n_heads:
             raise ConfigError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
+        self._check_kind()
         ids = {"pad_id": self.pad_id, "unk_id": self.unk_id, "bos_id": self.bos_id, "eos_id": self.eos_id}
-        if len(set(ids.values())) != len(ids) - (self.bos_id in (self.pad_id, self.eos_id)):  # a decoder may start from PAD (Marian) or EOS (BART)
+        one_id = self.kind == "decoder-only" and len(set(ids.values())) == 1  # GPT-2's <|endoftext|> is all four
+        if not one_id and len(set(ids.values())) != len(ids) - (self.bos_id in (self.pad_id, self.eos_id)):  # a decoder may start from PAD (Marian) or EOS (BART)
             raise ConfigError(f"pad_id, unk_id, bos_id and eos_id must be distinct (bos_id may equal pad_id or eos_id), not {ids}")
         vocab = min(self.src_vocab_size, self.tgt_vocab_size)
         for name, value in ids.items():
@@ -190,6 +205,14 @@ class TransformerConfig:
                 f"the budget is {MAX_PARAMETERS / 1e6:,.0f} million ({4 * MAX_PARAMETERS / 1e9:.1f} GB): make it smaller"
             )
 
+    def _check_kind(self) -> None:
+        """``ConfigError`` unless the layer counts fit ``kind``: no encoder layers in a decoder-only
+        model, no decoder layers in an encoder-only one."""
+        if self.kind == "decoder-only" and self.n_encoder_layers:
+            raise ConfigError(f"a decoder-only model has no encoder: n_encoder_layers must be 0, not {self.n_encoder_layers}")
+        if self.kind == "encoder-only" and self.n_decoder_layers:
+            raise ConfigError(f"an encoder-only model has no decoder: n_decoder_layers must be 0, not {self.n_decoder_layers}")
+
     def estimated_parameters(self) -> int:
         """About how many numbers the model holds (weights, biases, norms, the positional table),
         computed from the sizes alone, before anything is allocated."""
@@ -198,7 +221,7 @@ class TransformerConfig:
         ffn = (3 if self.ffn == "gated" else 2) * d * f + d + f
         norms = 4 * d  # weight, bias (and BatchNorm's two running statistics)
         encoder = self.n_encoder_layers * (attention + ffn + 2 * norms)
-        decoder = self.n_decoder_layers * (2 * attention + ffn + 3 * norms)
+        decoder = self.n_decoder_layers * ((2 if self.cross_attention else 1) * attention + ffn + 3 * norms)
         tables = (self.src_vocab_size + self.tgt_vocab_size) * d + 2 * self.max_len * d
         generator = 0 if self.tie_embeddings else self.tgt_vocab_size * (d + 1)
         return encoder + decoder + tables + generator + 4 * norms
@@ -225,10 +248,17 @@ class TransformerConfig:
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True)
 
+    def length_limit(self) -> str:
+        """Where the longest sequence, ``max_len``, comes from, for the message that says a sentence
+        was cut: the positional table's rows, or (relative positions have no table) the setting."""
+        if self.positional == "relative":
+            return f"the model's max_len is {self.max_len} (its relative positions have no table)"
+        return f"the model's position table holds {self.max_len} positions"
+
     def describe(self) -> str:
-        """One line for a status bar: sizes and norm type."""
+        """One line for a status bar: sizes and norm type; for a model with one stack, what it lacks."""
         norm = NORM_NAMES[self.norm]
         return (
             f"d_model {self.d_model}, {self.n_heads} heads, {self.n_encoder_layers}+{self.n_decoder_layers} layers, "
             f"d_ff {self.d_ff}, {norm} ({self.norm_placement}-norm), vocab {self.src_vocab_size}/{self.tgt_vocab_size}"
-        )
+        ) + KIND_NOTES[self.kind]

@@ -1,6 +1,6 @@
 """Open a local Hugging Face model folder as an attnviz ``Transformer`` with its tokenizers.
 
-Each family is a module of ``families/`` (``marian``, ``bart``, ``t5``): ``read_hf_folder`` picks
+Each family is a module of ``families/`` (``marian``, ``bart``, ``t5``, ``gpt2``, ``bert``): ``read_hf_folder`` picks
 the one whose architectures ``config.json`` names (``families.common.matches``), which gives the
 attnviz config, maps the weights to ours and reads the tokenizers. A folder of any other family
 is refused in one line that names the ones attnviz opens.
@@ -26,14 +26,14 @@ from safetensors.torch import load as st_load
 
 from attnviz.core.files import read_capped, read_json_capped, read_safetensors_header, regular_size
 from attnviz.core.model.config import TransformerConfig
-from attnviz.core.model.families import bart, marian, t5
+from attnviz.core.model.families import bart, bert, gpt2, marian, t5
 from attnviz.core.model.families.common import CONFIG, CONFIG_LIMIT, Family, HFImportError, architecture, matches
 from attnviz.core.model.overflow import overflow_problem
 from attnviz.core.model.transformer import Transformer
 
 SAFETENSORS, PICKLED = "model.safetensors", "pytorch_model.bin"
 BUNDLE_META = "meta.json"  # an attnviz bundle's (attnviz.core.bundle.META, which imports this module)
-FAMILIES: tuple[Family, ...] = (marian.FAMILY, bart.FAMILY, t5.FAMILY)
+FAMILIES: tuple[Family, ...] = (marian.FAMILY, bart.FAMILY, t5.FAMILY, gpt2.FAMILY, bert.FAMILY)
 WEIGHTS_SLACK = 16 * 1024 * 1024  # bytes a weights file may hold beyond the float32 tensors its config implies
 
 

@@ -435,8 +435,29 @@ class ScaledGenerator(Generator):
         return super().forward(hidden * self.output_scale, rec)  # [B, L, vocab]
 
 
+class MaskedLMHead(Generator):
+    """An encoder-only model's output layer (BERT's ``cls.predictions``): a transform
+    LayerNorm(act(h W_t + b_t)) of each encoder output, then Linear(d_model -> vocab) (tied to the
+    token embedding, with its own bias) gives the logits of the token at each position."""
+
+    def __init__(self, d_model: int, vocab_size: int, activation: str, eps: float):
+        super().__init__(d_model, vocab_size)
+        self.transform = nn.Linear(d_model, d_model)  # W_t, b_t
+        self.activation = ACTIVATION_FUNCTIONS[activation]
+        self.norm = LayerNorm(d_model, eps)
+
+    def forward(self, hidden: torch.Tensor, rec: Recorder | None = None) -> torch.Tensor:
+        h = self.activation(F.linear(hidden, self.transform.weight, self.transform.bias))  # [B, L, d]
+        if rec is not None:
+            h = rec.tap(f"{self.trace_name}.transform", h)
+        return super().forward(self.norm(h, None, rec), rec)  # [B, L, vocab]
+
+
 def make_generator(config: TransformerConfig) -> Generator:
-    """The output layer ``config`` asks for: with or without a bias, scaling the hidden states or not."""
+    """The output layer ``config`` asks for: with or without a bias, scaling the hidden states or not;
+    an encoder-only model's masked-token head."""
+    if config.kind == "encoder-only":
+        return MaskedLMHead(config.d_model, config.src_vocab_size, config.activation, config.norm_eps)
     if not config.scale_output:
         return Generator(config.d_model, config.tgt_vocab_size, bias=config.bias)
     out = ScaledGenerator(config.d_model, config.tgt_vocab_size, bias=config.bias)

@@ -16,7 +16,7 @@ def overflow_problem(model: Transformer, state: dict[str, torch.Tensor]) -> str 
     src = torch.tensor([_probe_ids(cfg.src_vocab_size, cfg, min(cfg.max_len, 8))])  # [1, src]
     tgt = torch.tensor([[cfg.bos_id, *_probe_ids(cfg.tgt_vocab_size, cfg, min(cfg.max_len, 4) - 1)]])  # [1, tgt]
     with torch.inference_mode():
-        logits = model(src, tgt)  # [1, tgt, vocab]
+        logits = model(src, tgt) if model.decoder is not None else model.predict_masked(src)  # [1, tgt or src, vocab]
         if bool(torch.isfinite(logits).all()):
             return None
         name, value = max(((k, float(v.detach().abs().max())) for k, v in state.items() if v.numel()), key=lambda kv: kv[1])

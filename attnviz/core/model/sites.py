@@ -65,8 +65,10 @@ def stack_kinds(stack: str) -> tuple[str, ...]:
 
 
 def n_layers(config: TransformerConfig, kind: str) -> int:
-    """How many layers of ``kind`` attention a model with ``config`` has."""
-    return int(getattr(config, _LAYERS_FIELD[check_kind(kind)]))
+    """How many layers of ``kind`` attention a model with ``config`` has (no ``cross`` layers in a decoder-only model)."""
+    if check_kind(kind) == "cross" and not config.cross_attention:
+        return 0
+    return int(getattr(config, _LAYERS_FIELD[kind]))
 
 
 def attention_sites(config: TransformerConfig, kind: str | None = None) -> tuple[AttentionSite, ...]:

@@ -107,14 +107,18 @@ def _norm(prefix: str, norm: str) -> list[tuple[str, str, str]]:
 
 
 def trace_schema(config: "TransformerConfig", *, encoder: bool = True, decoder: bool = True) -> list[tuple[str, str, str]]:
-    """All trace names a full forward of a model with ``config`` produces, in order, with shape and meaning."""
+    """All trace names a full forward of a model with ``config`` produces, in order, with shape and meaning
+    (a decoder-only model has no encoder names; an encoder-only model has no decoder names and
+    ends with its masked-token head's)."""
     rows: list[tuple[str, str, str]] = []
-    if encoder:
+    if encoder and config.kind != "decoder-only":
         rows.append(("masks.src_padding", "[src]", "1.0 where the source token is PAD"))
         rows += _embed_rows(config, "encoder")
         rows += _stack_rows(config, "encoder")
         rows.append(("encoder.output", "[src, d_model]", "C_encoder: the memory cross-attention reads"))
-    if decoder:
+        if config.kind == "encoder-only":
+            rows += _masked_head_rows()
+    if decoder and config.kind != "encoder-only":
         rows += [
             ("masks.tgt_padding", "[tgt]", "1.0 where the target token is PAD"),
             ("masks.look_ahead", "[tgt, key]", "look-ahead mask M: 0 on and below the diagonal, -inf above"),
@@ -127,6 +131,16 @@ def trace_schema(config: "TransformerConfig", *, encoder: bool = True, decoder: 
             ("generator.probs", "[tgt, vocab]", "softmax(logits): the next-token distribution"),
         ]
     return rows
+
+
+def _masked_head_rows() -> list[tuple[str, str, str]]:
+    """An encoder-only model's output layer: the transform, its LayerNorm, then the logits of every position."""
+    return [
+        ("generator.transform", "[src, d_model]", "act(h W_t + b_t): the masked-token head's transform"),
+        *_norm("generator.norm", "layer"),
+        ("generator.logits", "[src, vocab]", "Linear(d_model -> vocab) of the normalized transform: the token at each position"),
+        ("generator.probs", "[src, vocab]", "softmax(logits): the distribution of the token at each position"),
+    ]
 
 
 _POSITIONAL_MEANING = {

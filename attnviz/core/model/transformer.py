@@ -109,19 +109,22 @@ class EncoderLayer(Traced):
 
 
 class DecoderLayer(Traced):
-    """Masked self-attention, cross-attention over the encoder output, and FFN, each inside a residual connection."""
+    """Masked self-attention, cross-attention over the encoder output, and FFN, each inside a residual connection.
+
+    A decoder-only model's layer (``config.cross_attention`` false: GPT-2) is built without the
+    cross-attention sublayer: its FFN is sublayer 2 (``norm2``, ``residual2``), as in an encoder layer."""
 
     def __init__(self, config: TransformerConfig):
         super().__init__()
+        n = 3 if config.cross_attention else 2  # sublayers
         self.self_attn = _attention(config)
-        self.cross_attn = _attention(config)
+        self.cross_attn = _attention(config) if config.cross_attention else None
         self.ffn = make_ffn(config)
-        self.norm1 = _norm(config)
-        self.norm2 = _norm(config)
-        self.norm3 = _norm(config)
-        self.residual1 = Sublayer(config, 1)
-        self.residual2 = Sublayer(config, 2)
-        self.residual3 = Sublayer(config, 3)
+        for j in range(1, n + 1):
+            setattr(self, f"norm{j}", _norm(config))
+        for j in range(1, n + 1):
+            setattr(self, f"residual{j}", Sublayer(config, j))
+        self.ffn_sublayer = (getattr(self, f"residual{n}"), getattr(self, f"norm{n}"))  # the FFN's connection and norm
 
     def forward(
         self,
@@ -145,8 +148,10 @@ class DecoderLayer(Traced):
             return self.ffn(h, rec), None
 
         x, self_kv = self.residual1(x, attend, self.norm1, valid, rec)
-        x = self.residual2(x, attend_memory, self.norm2, valid, rec)[0]
-        x = self.residual3(x, feed_forward, self.norm3, valid, rec)[0]
+        if self.cross_attn is not None:  # built for an encoder-decoder model only
+            x = self.residual2(x, attend_memory, self.norm2, valid, rec)[0]
+        residual, norm = self.ffn_sublayer
+        x = residual(x, feed_forward, norm, valid, rec)[0]
         return x, self_kv
 
 
@@ -232,7 +237,7 @@ class Decoder(Traced):
         self_kv = []
         for i, layer in enumerate(self.layers):
             past = cache.self_kv[i] if offset else None
-            cross = None if cache is None else cache.cross_kv[i]
+            cross = cache.cross_kv[i] if cache is not None and cache.cross_kv else None  # a decoder-only model has none
             x, kv = layer(x, encoded.memory, self_mask, encoded.mask, valid, rec, past_kv=past, cross_kv=cross, position_bias=bias)
             self_kv.append(kv)
         if self.final_norm is not None:
@@ -241,16 +246,21 @@ class Decoder(Traced):
 
 
 class Transformer(nn.Module):
-    """Encoder-decoder Transformer. ``forward(src_ids, tgt_ids)`` -> logits ``[B, Lt, tgt_vocab]``."""
+    """Encoder-decoder Transformer. ``forward(src_ids, tgt_ids)`` -> logits ``[B, Lt, tgt_vocab]``.
+
+    ``config.kind`` may leave a stack out: a decoder-only model (GPT-2) has ``encoder`` None and
+    its ``encode`` gives an empty memory (the prompt is the decoder's prefix); an encoder-only model
+    (BERT) has ``decoder`` None and a masked-token head as its generator (``predict_masked``)."""
 
     def __init__(self, config: TransformerConfig):
         super().__init__()
         self.config = config
-        src_embed = make_embedding(config, config.src_vocab_size)  # both embeddings first: a seed gives the same numbers as ever
-        tgt_embed = make_embedding(config, config.tgt_vocab_size)
+        encoder, decoder = config.kind != "decoder-only", config.kind != "encoder-only"
+        src_embed = make_embedding(config, config.src_vocab_size) if encoder else None  # both embeddings first: a seed gives the same numbers as ever
+        tgt_embed = make_embedding(config, config.tgt_vocab_size) if decoder else None
         self.masks = Masks(config.pad_id, config.bos_id)
-        self.encoder = Encoder(config, src_embed)
-        self.decoder = Decoder(config, tgt_embed)
+        self.encoder = Encoder(config, src_embed) if src_embed is not None else None
+        self.decoder = Decoder(config, tgt_embed) if tgt_embed is not None else None
         self.generator = make_generator(config)
         self.reset_parameters()
         for path, module in self.named_modules():  # each module's trace prefix is its place in the tree
@@ -260,27 +270,43 @@ class Transformer(nn.Module):
     def reset_parameters(self) -> None:
         """Xavier-uniform for every matrix; in the order of construction (embeddings, layers, output),
         so that a seed gives the same model whatever the module tree's order."""
-        enc, dec = self.encoder, self.decoder
-        for part in (enc.embed, dec.embed, enc.layers, dec.layers, self.generator):
+        stacks = [s for s in (self.encoder, self.decoder) if s is not None]
+        for part in [s.embed for s in stacks] + [s.layers for s in stacks] + [self.generator]:
             for p in part.parameters():
                 if p.dim() > 1:
                     nn.init.xavier_uniform_(p)
-        if self.config.tie_embeddings:
-            self.generator.weight = dec.embed.table.weight
+        if self.config.tie_embeddings:  # to the embedding of the stack that feeds the output layer
+            self.generator.weight = stacks[-1].embed.table.weight
 
     # -- passes ---------------------------------------------------------------
     def encode(self, src: torch.Tensor, rec: Recorder | None = None, positional: bool = True) -> Encoded:
         """Run the encoder stack on ``src`` ``[B, Ls]``; ``positional=False`` leaves out the
         positional encoding (the tokens' order then does not reach the encoder): it adds the
         ``NoPositional`` intervention to the call's recorder."""
+        if self.encoder is None:
+            return self._no_memory(src.shape[0])
         if not positional:
             rec = Recorder((), 0) if rec is None else rec
             rec.add(NoPositional())
         mask, valid = self.masks.source(src, rec)  # [B, 1, 1, Ls], [B, Ls]
         return Encoded(self.encoder(src, mask, valid, rec), mask, valid)
 
+    def _no_memory(self, batch: int) -> Encoded:
+        """A decoder-only model's "encoding": a memory of no positions (its layers read none)."""
+        like = self.decoder.embed.table.weight
+        memory = like.new_zeros(batch, 0, self.config.d_model)  # [B, 0, d]
+        return Encoded(memory, like.new_zeros(batch, 1, 1, 0), torch.zeros(batch, 0, dtype=torch.bool, device=like.device))
+
+    def predict_masked(self, ids: torch.Tensor, rec: Recorder | None = None) -> torch.Tensor:
+        """An encoder-only model's masked-token prediction: ``ids`` ``[B, L]`` (with ``[MASK]`` where a
+        token is hidden) -> logits over the vocabulary at every position ``[B, L, V]``."""
+        if self.decoder is not None:
+            raise ValueError("predict_masked needs an encoder-only model (config.kind 'encoder-only')")
+        return self.project(self.encode(ids, rec).memory, rec)
+
     def decode(self, tgt: torch.Tensor, encoded: Encoded, rec: Recorder | None = None) -> torch.Tensor:
         """Run the decoder stack on the whole (shifted-right) target ``[B, Lt]`` at once -> ``[B, Lt, d]``."""
+        self._check_decoder()
         self_mask, valid = self.masks.target(tgt, rec)  # [B, 1, Lt, Lt], [B, Lt]
         return self.decoder(tgt, encoded, self_mask, valid, rec)[0]
 
@@ -295,21 +321,23 @@ class Transformer(nn.Module):
     def run_with_trace(
         self,
         src: torch.Tensor,
-        tgt: torch.Tensor,
+        tgt: torch.Tensor | None,
         names: Iterable[str] | None = None,
         batch_index: int | None = 0,
         interventions: Iterable[Change] = (),
     ) -> tuple[torch.Tensor, Trace]:
         """``forward`` that also returns a ``Trace`` of the intermediates matching ``names`` (glob
-        patterns), with ``interventions`` (``interventions.py``) applied where they act."""
+        patterns), with ``interventions`` (``interventions.py``) applied where they act; ``tgt`` None:
+        an encoder-only model's ``predict_masked`` pass over ``src``."""
         rec = Recorder(names, batch_index, checked(interventions, self.config))
-        logits = self(src, tgt, rec)
+        logits = self(src, tgt, rec) if tgt is not None else self.predict_masked(src, rec)
         return logits, rec.trace()
 
     # -- incremental decoding -------------------------------------------------
     def start_decoding(self, encoded: Encoded) -> DecoderCache:
-        """Compute each layer's cross-attention K and V once; no target position processed yet."""
-        cross = tuple(layer.cross_attn.key_value(encoded.memory) for layer in self.decoder.layers)
+        """Compute each layer's cross-attention K and V once (none in a decoder-only model); no target position processed yet."""
+        self._check_decoder()
+        cross = tuple(layer.cross_attn.key_value(encoded.memory) for layer in self.decoder.layers if layer.cross_attn is not None)
         return DecoderCache(encoded, cross, (), 0)
 
     def decode_step(self, token: torch.Tensor, cache: DecoderCache, rec: Recorder | None = None) -> tuple[torch.Tensor, DecoderCache]:
@@ -325,6 +353,10 @@ class Transformer(nn.Module):
         x, self_kv = self.decoder(ids, cache.encoded, None, valid, rec, cache)  # [B, 1, d]
         logits = self.project(x, rec)[:, 0]  # [B, V]
         return logits, DecoderCache(cache.encoded, cache.cross_kv, self_kv, cache.length + 1)
+
+    def _check_decoder(self) -> None:
+        if self.decoder is None:
+            raise ValueError("an encoder-only model has no decoder: it predicts masked tokens (predict_masked), it does not decode")
 
     def n_parameters(self) -> int:
         return sum(p.numel() for p in {id(p): p for p in self.parameters()}.values())

@@ -184,24 +184,21 @@ def process_group(env: Environment | None, device: torch.device) -> Iterator[Ran
 
 def launch(nproc: int, argv: Sequence[str]) -> int:
     """Run ``attnviz ARGV`` as ``nproc`` processes on this machine under torchrun (``--standalone``:
-    its own rendezvous on a free port) and wait for it; its exit status. Ctrl-C reaches the
-    processes directly (they save and stop); this one only waits."""
+    its own rendezvous on a free port) and wait for it; its exit status, or 130 when a Ctrl-C
+    stopped it. Ctrl-C reaches torchrun, which passes it to the processes (they save and stop);
+    this one only waits."""
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}", "-m", "attnviz", *argv]
     env = dict(os.environ)
     env.setdefault("OMP_NUM_THREADS", "1")  # --threads sets torch's own; this silences torchrun's notice
     proc = subprocess.Popen(cmd, env=env)
-    old = _ignore_sigint()
+    interrupted: list[int] = []
     try:
-        return proc.wait()
+        old = signal.signal(signal.SIGINT, lambda signum, frame: interrupted.append(signum))
+    except ValueError:  # not the main thread
+        old = None
+    try:
+        code = proc.wait()
     finally:
         if old is not None:
             signal.signal(signal.SIGINT, old)
-
-
-def _ignore_sigint():
-    """A SIGINT handler that does nothing (the children, started already, keep theirs); the old
-    handler, or ``None`` off the main thread."""
-    try:
-        return signal.signal(signal.SIGINT, lambda signum, frame: None)
-    except ValueError:
-        return None
+    return 130 if interrupted and code != 0 else code

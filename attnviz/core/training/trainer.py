@@ -68,8 +68,8 @@ import json
 import math
 import threading
 import time
-from collections.abc import Callable, Iterable
-from contextlib import nullcontext
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -546,13 +546,19 @@ class Trainer:
         self._restore_state(info, tensors)
         return self
 
-    def distribute(self, ranks: Ranks) -> None:
-        """Train as one of ``ranks.world`` processes (``distributed``): every process must have set
-        up the same run (compared by digest: tokenizers, data, position, options and weights); the
-        model is wrapped in DDP. Called in every process, before ``fit``."""
+    @contextmanager
+    def distribute(self, ranks: Ranks) -> Iterator[None]:
+        """Train as one of ``ranks.world`` processes for the block (``distributed``), entered in
+        every process before ``fit``: every process must have set up the same run (compared by
+        digest: tokenizers, data, position, options and weights); the model is wrapped in DDP. The
+        wrapper is dropped on leaving, before the process group is (one that outlives its group
+        can hang the process as it exits)."""
         ranks.check_same(self._run_digest(), "their data, tokenizers, checkpoint or options")
-        self.ranks = ranks
-        self._net = ranks.wrap(self.model)
+        self.ranks, self._net = ranks, ranks.wrap(self.model)
+        try:
+            yield
+        finally:
+            self.ranks, self._net = Ranks(), self.model
 
     def _run_digest(self) -> bytes:
         what = [self.src_tok.to_bytes(), self.tgt_tok.to_bytes(), weights_digest(self.model.state_dict())]

@@ -12,10 +12,9 @@ each ablated head carries a cross.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-
-import math
 
 import numpy as np
 import pyqtgraph as pg
@@ -70,15 +69,25 @@ def pool_factor(n: int) -> int:
 
 def pooled(weights: np.ndarray, fq: int, fk: int) -> np.ndarray:
     """``weights`` [layer, head, query, key] with each ``fq``×``fk`` block of cells as one pixel, the
-    block's largest weight (a strong weight stays visible however long the input; weights are ≥ 0,
-    so the zeros that pad the last blocks never win)."""
-    if fq == fk == 1:
-        return weights
-    n_layers, n_heads, nq, nk = weights.shape
-    pq, pk = -(-nq // fq), -(-nk // fk)
-    padded = np.zeros((n_layers, n_heads, pq * fq, pk * fk), np.float32)
-    padded[:, :, :nq, :nk] = weights
-    return padded.reshape(n_layers, n_heads, pq, fq, pk, fk).max(axis=(3, 5))
+    block's largest weight (a strong weight stays visible however long the input)."""
+    return _max_every(_max_every(weights, fq, 2), fk, 3)  # the rows first: whole rows at a time, and fewer left for the keys
+
+
+def _max_every(a: np.ndarray, f: int, axis: int) -> np.ndarray:
+    """The largest of each ``f`` neighbours along ``axis`` (the last group may be shorter): ``f``
+    element-wise passes over strided views, much faster than a reduction over a short inner axis."""
+    if f == 1:
+        return a
+    pick = [slice(None)] * a.ndim
+    pick[axis] = slice(0, None, f)
+    out = np.array(a[tuple(pick)], dtype=np.float32)
+    for j in range(1, f):
+        pick[axis] = slice(j, None, f)
+        part = a[tuple(pick)]
+        head = [slice(None)] * a.ndim
+        head[axis] = slice(0, part.shape[axis])
+        np.maximum(out[tuple(head)], part, out=out[tuple(head)])
+    return out
 
 
 def tile_image(weights: np.ndarray, gap: int, out: np.ndarray | None = None) -> np.ndarray:
@@ -129,7 +138,9 @@ class QtAttentionGridView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBas
         self._kind: str | None = None
         self._selected: tuple[int, int] = (0, 0)
         self._hover_tile: tuple[int, int] | None = None
-        self._geometry = (0, 0, 0, 0, 1)  # layers, heads, query, key, gap
+        self._geometry = (0, 0, 0, 0, 1)  # layers, heads, query, key (pixels of a tile), gap
+        self._pool = (1, 1)  # cells per pixel along the query and the key axis (pool_factor)
+        self._pooled: tuple[AttentionData | None, np.ndarray | None] = (None, None)  # the data pooled last, and its tiles
         self._buffer: np.ndarray | None = None
         self._ablated: frozenset[tuple[str, int, int]] = frozenset()
 
@@ -221,20 +232,31 @@ class QtAttentionGridView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBas
         self._update_outlines()
 
     def tiled_image(self) -> np.ndarray | None:
-        """The single image the grid draws ([layers·(query+gap)−gap, heads·(key+gap)−gap])."""
+        """The single image the grid draws ([layers·(query+gap)−gap, heads·(key+gap)−gap]; a long
+        input's query and key are pooled to at most ``MAX_TILE_PIXELS``, :func:`pooled`)."""
         return self.image.values()
+
+    def pool(self) -> tuple[int, int]:
+        """Cells per pixel of the tiled image along the query and the key axis (1, 1: none pooled)."""
+        return self._pool
 
     def tile_center_in_scene(self, layer: int, head: int) -> QtCore.QPointF:
         return self.plot.getViewBox().mapViewToScene(QtCore.QPointF(float(head), float(layer)))
 
     def tile_of_pixel(self, row: int, col: int) -> tuple[int, int, int, int] | None:
-        """(layer, head, query, key) of an image pixel, or None in a gap."""
+        """(layer, head, query, key) of an image pixel, or None in a gap. A pooled pixel gives the
+        cell of its block with the largest weight: the one whose colour it shows."""
         n_layers, n_heads, nq, nk, gap = self._geometry
         layer, q = divmod(row, nq + gap)
         head, k = divmod(col, nk + gap)
         if q >= nq or k >= nk or layer >= n_layers or head >= n_heads:
             return None
-        return layer, head, q, k
+        (fq, fk), d = self._pool, self.data()
+        if (fq, fk) == (1, 1) or d is None:
+            return layer, head, q, k
+        block = d.weights[layer, head, q * fq : (q + 1) * fq, k * fk : (k + 1) * fk]
+        bq, bk = np.unravel_index(int(np.argmax(block)), block.shape)
+        return layer, head, q * fq + int(bq), k * fk + int(bk)
 
     def ablated(self) -> frozenset[tuple[str, int, int]]:
         """The heads the shown run ablates: ``(kind, layer, head)``, 0-based."""
@@ -284,10 +306,12 @@ class QtAttentionGridView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBas
         self._set_title()
         if d is None:
             return
-        n_layers, n_heads, nq, nk = d.weights.shape
+        n_layers, n_heads = d.weights.shape[:2]
+        tiles = self._tiles(d)
+        nq, nk = tiles.shape[2:]
         gap = tile_layout(nq, nk)
         geometry = (n_layers, n_heads, nq, nk, gap)
-        self._buffer = tile_image(d.weights, gap, self._buffer if geometry == self._geometry else None)
+        self._buffer = tile_image(tiles, gap, self._buffer if geometry == self._geometry else None)
         self.image.set_matrix(self._buffer, (0.0, 1.0))
         if geometry != self._geometry:
             self._geometry = geometry
@@ -304,6 +328,13 @@ class QtAttentionGridView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBas
         self._update_linked_rows()
         self._update_outlines()
         self._update_ablated_marks()
+
+    def _tiles(self, d: AttentionData) -> np.ndarray:
+        """``d``'s weights as the tiles show them: pooled when long (:func:`pooled`), once per data."""
+        if self._pooled[0] is not d:
+            self._pool = (pool_factor(d.weights.shape[2]), pool_factor(d.weights.shape[3]))
+            self._pooled = (d, pooled(d.weights, *self._pool))
+        return self._pooled[1]
 
     def _fit_range(self) -> None:
         """Square cells, tiles at the top under their head labels (spare height goes below)."""
@@ -327,13 +358,14 @@ class QtAttentionGridView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBas
         return QtCore.QRectF(head * (nk + gap) - grow, layer * (nq + gap) - grow, nk + 2 * grow, nq + 2 * grow)
 
     def _row_path(self, row: int | None) -> QtGui.QPainterPath:
-        """Row ``row`` outlined in every tile (an empty path for ``None``)."""
+        """Query row ``row`` (its pixel row, when pooled) outlined in every tile (an empty path for ``None``)."""
         path = QtGui.QPainterPath()
         n_layers, n_heads, nq, nk, gap = self._geometry
-        if row is not None and 0 <= row < nq:
+        pixel = None if row is None else row // self._pool[0]
+        if pixel is not None and 0 <= pixel < nq:
             for layer in range(n_layers):
                 for head in range(n_heads):
-                    path.addRect(QtCore.QRectF(head * (nk + gap), layer * (nq + gap) + row, nk, 1.0))
+                    path.addRect(QtCore.QRectF(head * (nk + gap), layer * (nq + gap) + pixel, nk, 1.0))
         return path
 
     def _update_step_rows(self, d: AttentionData) -> None:

@@ -1,0 +1,210 @@
+"""GPT-2 folders from Hugging Face: a tiny random ``GPT2LMHeadModel`` saved by ``transformers`` (no
+network) opens as a decoder-only ``Transformer`` (no encoder, no cross-attention; Conv1D weights
+transposed, Q/K/V split) with the same logits and attention weights; a decoding session continues
+a prompt as ``generate()`` does (greedy and beam); the byte-level BPE gives ``GPT2Tokenizer``'s ids;
+hostile folders give one line."""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from family_checks import check_bundle_round_trip
+from safetensors.torch import load_file, save_file
+
+from attnviz.cli import main
+from attnviz.core.decoding.session import DecodingSession
+from attnviz.core.decoding.strategies import BeamSearch, DecodingError, Greedy
+from attnviz.core.decoding.teacher_forcing import teacher_forced
+from attnviz.core.model.hf_import import read_hf_folder
+from attnviz.core.model.sites import attention_sites
+from attnviz.core.model.trace import trace_names
+
+transformers = pytest.importorskip("transformers", reason="transformers is not installed (pip install 'attnviz[hf]')")
+
+from tiny_families import SOURCES, build_gpt2  # noqa: E402  (needs transformers)
+
+
+@pytest.fixture(scope="module")
+def family(tmp_path_factory):
+    """(folder, ours, theirs) of a tiny GPT-2."""
+    folder = build_gpt2(tmp_path_factory.mktemp("hf") / "tiny-gpt2")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = transformers.GPT2LMHeadModel.from_pretrained(folder, attn_implementation="eager").eval()
+    return folder, read_hf_folder(folder), theirs
+
+
+def _prompt(ours, text: str) -> list[int]:
+    return [ours.model.config.bos_id, *ours.src_tokenizer.encode(text)]
+
+
+def test_config_is_decoder_only(family):
+    _, ours, _ = family
+    cfg, model = ours.model.config, ours.model
+    assert (cfg.kind, cfg.n_encoder_layers, cfg.cross_attention) == ("decoder-only", 0, False)
+    assert (cfg.positional, cfg.norm_placement, cfg.final_norm, cfg.activation, cfg.scale_embedding) == ("learned", "pre", True, "gelu_tanh", False)
+    assert cfg.pad_id == cfg.unk_id == cfg.bos_id == cfg.eos_id == cfg.tgt_vocab_size - 1  # <|endoftext|>
+    assert model.encoder is None and all(layer.cross_attn is None for layer in model.decoder.layers)
+    assert model.generator.weight is model.decoder.embed.table.weight
+    assert "decoder-only: no encoder, no cross-attention" in cfg.describe() and ours.meta["family"] == "GPT-2"
+
+
+def test_conv1d_weights_are_transposed_and_qkv_split(family):
+    folder, ours, _ = family
+    stored = load_file(folder / "model.safetensors")
+    c_attn = stored["transformer.h.1.attn.c_attn.weight"]  # [d, 3d]: x W
+    attn = ours.model.decoder.layers[1].self_attn
+    for part, lin in zip(c_attn.split(16, dim=1), (attn.w_q, attn.w_k, attn.w_v)):
+        assert torch.equal(lin.weight.detach(), part.t())
+    assert torch.equal(ours.model.decoder.embed.pe.detach(), stored["transformer.wpe.weight"])
+
+
+def test_logits_and_every_attention_equal_transformers(family):
+    _, ours, theirs = family
+    ids = torch.tensor([_prompt(ours, "the cat sat on the mat"), _prompt(ours, "we read the park at night")[:9]])
+    empty = torch.zeros(2, 0, dtype=torch.long)  # a decoder-only model reads no source
+    with torch.no_grad():
+        out = theirs(ids, output_attentions=True)
+        for row in range(2):
+            logits, trace = ours.model.run_with_trace(empty, ids, names=["*.weights"], batch_index=row)
+            assert torch.allclose(logits[row], out.logits[row], atol=1e-5, rtol=0)
+            sites = attention_sites(ours.model.config)
+            assert [s.kind for s in sites] == ["decoder", "decoder"]
+            for site in sites:
+                assert np.allclose(trace[site.name("weights")], out.attentions[site.layer][row].numpy(), atol=1e-5, rtol=0), site.path
+
+
+def test_trace_names_have_no_encoder_and_no_cross_attention(family):
+    _, ours, _ = family
+    cfg = ours.model.config
+    with torch.no_grad():
+        _, trace = ours.model.run_with_trace(torch.zeros(1, 0, dtype=torch.long), torch.tensor([_prompt(ours, "the cat")]))
+    assert list(trace) == trace_names(cfg)
+    assert not [n for n in trace if n.startswith(("encoder.", "masks.src")) or "cross_attn" in n]
+    assert "decoder.layers.0.residual2" in trace and "decoder.layers.0.norm3.input" not in trace  # the FFN is sublayer 2
+
+
+def _generate(theirs, ids: list[int], max_new: int, beams: int) -> list[int]:
+    with torch.no_grad():
+        out = theirs.generate(
+            torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long), num_beams=beams, do_sample=False, length_penalty=0.0,
+            early_stopping=False, max_new_tokens=max_new, min_length=0, pad_token_id=ids[0], no_repeat_ngram_size=0, repetition_penalty=1.0,
+        )
+    return out[0].tolist()
+
+
+@pytest.mark.slow  # about 3 s each
+@pytest.mark.parametrize("beams", [1, 3])
+def test_greedy_and_beam_continue_a_prompt_as_generate(family, beams):
+    _, ours, theirs = family
+    lengths = set()
+    for text in SOURCES:
+        strategy = Greedy() if beams == 1 else BeamSearch(width=beams, length_penalty=0.0)
+        session = DecodingSession(ours.model, ours.src_tokenizer, ours.tgt_tokenizer, text, strategy=strategy, capture=False)
+        session.run()
+        prompt = _prompt(ours, text)
+        expected = _generate(theirs, prompt, session.max_len - (len(prompt) - 1), beams)
+        assert list(session.tgt_ids) == expected, text
+        lengths.add(len(expected) - len(prompt))
+    assert len(lengths) > 1
+
+
+def test_the_prompt_is_fed_first_and_kept_by_back_and_reset(family):
+    _, ours, _ = family
+    session = DecodingSession(ours.model, ours.src_tokenizer, ours.tgt_tokenizer, "the cat sat", max_len=3)
+    prompt = _prompt(ours, "the cat sat")
+    assert list(session.tgt_ids) == prompt and session.n_steps == len(prompt) - 1 and not session.can_back
+    assert session.encoder_trace == {} or len(session.encoder_trace) == 0
+    with pytest.raises(DecodingError, match="nothing to undo"):
+        session.back()
+    session.step()
+    weights = session.attention("decoder", 1)  # [head, rows, rows]: SOS, the prompt, the first continuation
+    assert weights.shape == (4, len(prompt), len(prompt)) and np.allclose(np.triu(weights[0], 1), 0)
+    session.back()
+    assert list(session.tgt_ids) == prompt
+    session.run()
+    assert len(session.tgt_ids) - len(prompt) <= 3  # max_len counts the continuation
+    session.reset()
+    assert list(session.tgt_ids) == prompt
+
+
+def test_teacher_forcing_feeds_the_prompt_then_the_target(family):
+    _, ours, theirs = family
+    forced = teacher_forced(ours.model, ours.src_tokenizer, ours.tgt_tokenizer, "the cat", "sat on")
+    ids = _prompt(ours, "the cat") + ours.tgt_tokenizer.encode("sat on")
+    assert forced.input_ids == tuple(ids)
+    with torch.no_grad():
+        logits = theirs(torch.tensor([ids])).logits[0]
+    assert abs(forced.steps[-2].prob - float(torch.softmax(logits[-2], -1)[ids[-1]])) < 1e-5
+
+
+def test_tokenizer_equals_gpt2_tokenizer(family):
+    folder, ours, _ = family
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = transformers.GPT2Tokenizer(str(folder / "vocab.json"), str(folder / "merges.txt"))
+    for text in SOURCES + ["the zebra 猫 sat!", "  two  spaces", "it's 42"]:
+        assert ours.src_tokenizer.encode(text) == theirs(text)["input_ids"], text
+        assert ours.tgt_tokenizer.decode(ours.tgt_tokenizer.encode(text)) == text
+
+
+def test_import_hf_writes_a_bundle_of_the_same_model(family, tmp_path):
+    folder, ours, _ = family
+    check_bundle_round_trip(ours, folder, tmp_path / "bundle", SOURCES[0])
+
+
+# -- hostile folders ------------------------------------------------------------------------------
+class _RunsCode:
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def _copy(folder: Path, to: Path, weights: bool = True) -> Path:
+    to.mkdir()
+    for name in ("config.json", "vocab.json", "merges.txt") + (("model.safetensors",) if weights else ()):
+        (to / name).write_bytes((folder / name).read_bytes())
+    return to
+
+
+def _refused(folder: Path, tmp_path: Path, capsys, message: str) -> None:
+    assert main(["import-hf", str(folder), "--out", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err and not (tmp_path / "out").exists(), err
+
+
+def test_a_pickle_that_would_run_code_is_refused_and_runs_nothing(family, tmp_path, capsys):
+    folder, _, _ = family
+    hostile = _copy(folder, tmp_path / "hostile", weights=False)
+    marker = tmp_path / "ran"
+    torch.save({"transformer.wte.weight": torch.zeros(2), "payload": _RunsCode(marker)}, hostile / "pytorch_model.bin")
+    _refused(hostile, tmp_path, capsys, "pytorch_model.bin: refused")
+    assert not marker.exists()
+
+
+def test_truncated_weights_wrong_shapes_and_foreign_choices_are_refused(family, tmp_path, capsys):
+    folder, _, _ = family
+    cut = _copy(folder, tmp_path / "cut")
+    data = (cut / "model.safetensors").read_bytes()
+    (cut / "model.safetensors").write_bytes(data[: len(data) // 2])
+    _refused(cut, tmp_path, capsys, "not a valid safetensors file")
+    shapes = _copy(folder, tmp_path / "shapes")
+    state = load_file(shapes / "model.safetensors")
+    save_file({**state, "transformer.h.0.attn.c_attn.weight": torch.zeros(48, 16)}, shapes / "model.safetensors")
+    _refused(shapes, tmp_path, capsys, "'transformer.h.0.attn.c_attn.weight' has shape (48, 16), config.json implies (16, 48)")
+    save_file({**state, "transformer.h.0.attn.bias": torch.ones(1, 1, 48, 48)}, shapes / "model.safetensors")
+    _refused(shapes, tmp_path, capsys, "is not the causal mask of 48 positions")
+    odd = _copy(folder, tmp_path / "odd")
+    config = json.loads((odd / "config.json").read_text())
+    (odd / "config.json").write_text(json.dumps({**config, "scale_attn_by_inverse_layer_idx": True}))
+    _refused(odd, tmp_path, capsys, "scale_attn_by_inverse_layer_idx True is not supported")
+    (odd / "config.json").write_text(json.dumps({**config, "n_inner": 40}))
+    _refused(odd, tmp_path, capsys, "has shape")
