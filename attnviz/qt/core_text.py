@@ -15,7 +15,6 @@ from PySide6.QtCore import QT_TRANSLATE_NOOP
 
 from attnviz.core.analysis.figure_data import KIND_FORMULAS, KIND_TITLES
 from attnviz.core.data.pieces import WORD_START
-from attnviz.core.decoding.strategies import BeamSearch, Sampling
 from attnviz.qt.i18n import translate
 
 if TYPE_CHECKING:
@@ -82,6 +81,8 @@ def word_start_legend() -> str:
 
 def strategy_text(strategy: Strategy) -> str:
     """The decoding strategy with its settings (``beam search (width 4, length penalty 0.6)``)."""
+    from attnviz.core.decoding.strategies import BeamSearch, Sampling  # here: the views do not load torch
+
     if isinstance(strategy, BeamSearch):
         return translate("core_text", "beam search (width {width}, length penalty {penalty:g})").format(
             width=strategy.width, penalty=strategy.length_penalty)

@@ -67,7 +67,7 @@ def test_conv1d_weights_are_transposed_and_qkv_split(family):
 
 def test_logits_and_every_attention_equal_transformers(family):
     _, ours, theirs = family
-    ids = torch.tensor([_prompt(ours, "the cat sat on the mat"), _prompt(ours, "we read the park at night")[:9]])
+    ids = torch.tensor([_prompt(ours, "the cat sat on the mat")[:8], _prompt(ours, "we read the park at night")[:8]])
     empty = torch.zeros(2, 0, dtype=torch.long)  # a decoder-only model reads no source
     with torch.no_grad():
         out = theirs(ids, output_attentions=True)
@@ -120,7 +120,7 @@ def test_the_prompt_is_fed_first_and_kept_by_back_and_reset(family):
     session = DecodingSession(ours.model, ours.src_tokenizer, ours.tgt_tokenizer, "the cat sat", max_len=3)
     prompt = _prompt(ours, "the cat sat")
     assert list(session.tgt_ids) == prompt and session.n_steps == len(prompt) - 1 and not session.can_back
-    assert session.encoder_trace == {} or len(session.encoder_trace) == 0
+    assert len(session.encoder_trace) == 0  # no encoder ran
     with pytest.raises(DecodingError, match="nothing to undo"):
         session.back()
     session.step()
@@ -199,7 +199,7 @@ def test_truncated_weights_wrong_shapes_and_foreign_choices_are_refused(family, 
     shapes = _copy(folder, tmp_path / "shapes")
     state = load_file(shapes / "model.safetensors")
     save_file({**state, "transformer.h.0.attn.c_attn.weight": torch.zeros(48, 16)}, shapes / "model.safetensors")
-    _refused(shapes, tmp_path, capsys, "'transformer.h.0.attn.c_attn.weight' has shape (48, 16), config.json implies (16, 48)")
+    _refused(shapes, tmp_path, capsys, "'h.0.attn.c_attn.weight' has shape (48, 16), config.json implies (16, 48)")
     save_file({**state, "transformer.h.0.attn.bias": torch.ones(1, 1, 48, 48)}, shapes / "model.safetensors")
     _refused(shapes, tmp_path, capsys, "is not the causal mask of 48 positions")
     odd = _copy(folder, tmp_path / "odd")

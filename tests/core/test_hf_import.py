@@ -170,7 +170,7 @@ def test_a_pickle_that_would_run_code_is_refused_and_runs_nothing(marian_dir, tm
     "change, message",
     [
         (dict(encoder_ffn_dim=48, decoder_ffn_dim=48), "has shape"),
-        (dict(architectures=["BertForMaskedLM"], model_type="bert"), "architecture 'BertForMaskedLM' is not supported"),
+        (dict(architectures=["XLNetLMHeadModel"], model_type="xlnet"), "architecture 'XLNetLMHeadModel' is not supported"),
         (dict(activation_function="tanh"), "activation 'tanh' is not supported"),
         (dict(encoder_attention_heads=2), "differ"),
     ],

@@ -403,15 +403,21 @@ class Example:
 def encode_pairs(pairs: Sequence[Pair], src_tok, tgt_tok, max_len: int | None = None, report: DataReport | None = None) -> list[Example]:
     """Token ids of ``pairs``. With ``max_len``, pairs whose source is longer than ``max_len`` or whose
     target + EOS is are left out and counted in ``report.notes`` (when given)."""
-    out, too_long = [], 0
-    for i, p in enumerate(pairs):
-        s, t = tuple(src_tok.encode(p.src)), tuple(tgt_tok.encode(p.tgt))
-        if max_len is not None and (len(s) > max_len or len(t) + 1 > max_len or not s):
-            too_long += 1
-            continue
-        out.append(Example(s, t, i))
+    out = fitting_examples(((src_tok.encode(p.src), tgt_tok.encode(p.tgt)) for p in pairs), max_len)
+    too_long = len(pairs) - len(out)
     if too_long and report is not None:
         report.notes.append(too_long_note(too_long, max_len))
+    return out
+
+
+def fitting_examples(ids: Iterable[tuple[Sequence[int], Sequence[int]]], max_len: int | None = None) -> list[Example]:
+    """``Example``s of (source ids, target ids) in order (``index``: the position), leaving out with
+    ``max_len`` those whose source is empty or longer than ``max_len``, or whose target + EOS is."""
+    out = []
+    for i, (src, tgt) in enumerate(ids):
+        s, t = tuple(src), tuple(tgt)
+        if max_len is None or (s and len(s) <= max_len and len(t) + 1 <= max_len):
+            out.append(Example(s, t, i))
     return out
 
 

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import json
 import os
 import random
 from collections.abc import Iterable, Iterator
@@ -46,7 +45,7 @@ from attnviz.core.data.corpora import (
     Example,
     LineProblem,
     Pair,
-    encode_pairs,
+    fitting_examples,
     make_batches,
     mostly_unspaced,
     open_regular,
@@ -91,22 +90,22 @@ class TsvStream:
             lines = fh if pool is None else itertools.islice(fh, POOL_LINES)
             yield from _numbered(lines, start)
 
-    def train_pairs(self, pool: Pool | None = None) -> Iterator[Pair]:
-        """The training pairs of ``pool`` (of the whole file when ``None``), in file order."""
-        for n, _, raw in self.lines(pool):
+    def train_pairs(self, pool: Pool | None = None) -> Iterator[tuple[str, str]]:
+        """The (source, target) training pairs of ``pool`` (of the whole file when ``None``), in file order."""
+        for _, _, raw in self.lines(pool):
             parsed = parse_tsv_line(raw)
             if not isinstance(parsed, str) and split_of(parsed[0]) == "train":
-                yield Pair(*parsed, f"{self.path.name}:{n}")
+                yield parsed
 
 
 class TrainTexts:
     """One side of a streamed training split: each iteration reads the file again."""
 
     def __init__(self, stream: TsvStream, side: str):
-        self.stream, self.side = stream, side
+        self.stream, self.side = stream, ("src", "tgt").index(side)
 
     def __iter__(self) -> Iterator[str]:
-        return (getattr(p, self.side) for p in self.stream.train_pairs())
+        return (pair[self.side] for pair in self.stream.train_pairs())
 
 
 @dataclass
@@ -160,7 +159,9 @@ class StreamBatches:
     def _examples(self, pool: Pool) -> tuple[list[Example], int]:
         """The pool's training pairs as token ids, and how many were left out (too long)."""
         pairs = list(self.stream.train_pairs(pool))
-        examples = encode_pairs(pairs, *self.tokenizers, self.max_len)
+        src_tok, tgt_tok = self.tokenizers
+        ids = zip(src_tok.encode_many([p[0] for p in pairs]), tgt_tok.encode_many([p[1] for p in pairs]))
+        examples = fitting_examples(ids, self.max_len)
         return examples, len(pairs) - len(examples)
 
     def epoch(self, epoch: int, start: int = 0) -> Iterator[list[Example]]:
@@ -193,7 +194,7 @@ class _Scan:
     """What the pass over the file keeps (see the module docstring)."""
 
     def __init__(self, path: Path):
-        self.path = path
+        self.path, self.name = path, path.name
         self.report = DataReport(path.name)
         self.pools: list[Pool] = []
         self.kept: dict[str, list[Pair]] = {s: [] for s in SPLITS}
@@ -208,28 +209,30 @@ class _Scan:
         self.report.lines_read = n
         parsed = parse_tsv_line(raw)
         if isinstance(parsed, str):
-            self.report.add_problem(LineProblem(self.path.name, n, parsed), PROBLEM_LIMIT)
+            self.report.add_problem(LineProblem(self.name, n, parsed), PROBLEM_LIMIT)
             return
-        pair = Pair(*parsed, f"{self.path.name}:{n}")
-        split = split_of(pair.src)
-        self.split_hash.update(json.dumps([split, pair.id, pair.src, pair.tgt], ensure_ascii=False).encode() + b"\n")
+        split = split_of(parsed[0])
+        line = b"%d\t%s\n" % (n, raw)  # the pair's id is its line number
+        self.split_hash.update(split.encode() + b"\t" + line)
         if split == "train":
-            self.train_hash.update(json.dumps([pair.id, pair.src, pair.tgt], ensure_ascii=False).encode() + b"\n")
+            self.train_hash.update(line)
         if len(self.first_sources) < UNSPACED_PROBE:
-            self.first_sources.append(pair.src)
-        self._keep(split, pair)
+            self.first_sources.append(parsed[0])
+        self._keep(split, n, parsed)
 
-    def _keep(self, split: str, pair: Pair) -> None:
+    def _keep(self, split: str, n: int, parsed: tuple[str, str]) -> None:
         """Held-out pairs up to ``HELD_OUT_LIMIT``; training pairs by reservoir sampling."""
         seen, kept = self.counts[split], self.kept[split]
         self.counts[split] += 1
-        if split != "train":
-            if seen < HELD_OUT_LIMIT:
-                kept.append(pair)
-        elif seen < TRAIN_SAMPLE:
+        limit = TRAIN_SAMPLE if split == "train" else HELD_OUT_LIMIT
+        slot = seen if seen < limit or split != "train" else self.rng.randrange(seen + 1)
+        if slot >= limit:
+            return
+        pair = Pair(*parsed, f"{self.name}:{n}")
+        if slot == len(kept):
             kept.append(pair)
-        elif (j := self.rng.randrange(seen + 1)) < TRAIN_SAMPLE:
-            kept[j] = pair
+        else:
+            kept[slot] = pair
 
     def dataset(self, stamp: tuple[int, int]) -> StreamedDataset:
         report, total = self.report, sum(self.counts.values())

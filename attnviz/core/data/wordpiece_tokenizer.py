@@ -92,6 +92,7 @@ class WordPieceTokenizer:
         self.special_labels = {pad_id: "PAD", unk_id: "UNK", bos_id: "SOS", eos_id: "EOS"}
         specials = [p for p in SPECIALS if p in self.vocab]
         self._specials = re.compile("(" + "|".join(re.escape(p) for p in specials) + ")") if specials else None
+        self.piece_of_unk = self._by_id[unk_id]  # "[UNK]": the piece of a word the vocabulary cannot spell
         self.sp = _PieceSplitter(self)  # what source_map aligns with the text
 
     # -- storage --------------------------------------------------------------------------------
@@ -163,23 +164,26 @@ class WordPieceTokenizer:
 
     def split(self, text: str) -> list[str]:
         """The WordPiece pieces of ``text`` ("[UNK]" for a word it cannot spell); special tokens typed whole stay whole."""
+        return [piece for _, pieces in self.words(text) for piece in pieces]
+
+    def words(self, text: str) -> list[tuple[str, list[str]]]:
+        """Each word of ``text`` (as the basic tokenization leaves it) with its pieces (``TokenizerError`` for unreadable text)."""
         problem = unreadable_text(text)
         if problem:
             raise TokenizerError(problem)
         parts = self._specials.split(text) if self._specials is not None else [text]
-        out: list[str] = []
+        out: list[tuple[str, list[str]]] = []
         for i, part in enumerate(parts):
             if i % 2:  # a special token, as typed
-                out.append(part)
+                out.append((part, [part]))
                 continue
-            for word in basic_words(part, self.lowercase):
-                out += self._word_pieces(word)
+            out += [(word, self._word_pieces(word)) for word in basic_words(part, self.lowercase)]
         return out
 
     def _word_pieces(self, word: str) -> list[str]:
         """``word`` cut greedily into the longest pieces of the vocabulary, or ``["[UNK]"]``."""
         if len(word) > MAX_WORD:
-            return [self._by_id[self.unk_id]]
+            return [self.piece_of_unk]
         pieces, start = [], 0
         while start < len(word):
             end = len(word)
@@ -189,7 +193,7 @@ class WordPieceTokenizer:
                     break
                 end -= 1
             if end == start:
-                return [self._by_id[self.unk_id]]
+                return [self.piece_of_unk]
             pieces.append(piece)
             start = end
         return pieces
@@ -203,7 +207,11 @@ class _PieceSplitter:
         self.tokenizer = tokenizer
 
     def encode(self, text: str, out_type: type = str) -> list[str]:
-        return [p[len(CONTINUATION):] if p.startswith(CONTINUATION) else SP_WORD_START + p for p in self.tokenizer.split(text)]
+        out = []
+        for word, pieces in self.tokenizer.words(text):
+            unknown = pieces == [self.tokenizer.piece_of_unk]
+            out += [SP_WORD_START + word] if unknown else [p[len(CONTINUATION):] if p.startswith(CONTINUATION) else SP_WORD_START + p for p in pieces]
+        return out
 
 
 def read_vocab_txt(data: bytes) -> list[str]:

@@ -1,7 +1,9 @@
 """Head detail: one attention matrix large, with the token pieces on its axes.
 
 Modes: one head (A_i of a layer), the mean over a layer's heads, or the attention rollout
-through all layers (when the data carries one). Rows are queries, columns are keys.
+through all layers (when the data carries one). Rows are queries, columns are keys. A matrix
+whose cells would be under a few pixels (a long input) is shown as an overview with a region on
+it, and that region large beside it (:mod:`attnviz.qt.widgets.overview`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from attnviz.qt.views.base import (
 from attnviz.qt.views.spec import ATTENTION_SELECTORS, CROSS_FIRST, HEAD_MODES, ViewSpec, attention_frame, encoder_side
 from attnviz.qt.widgets.colormaps import Theme
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo
+from attnviz.qt.widgets.overview import ZoomedHeatmap
 
 MODES: dict[str, str] = {  # shown as translate("head_detail", text)
     "head": QT_TRANSLATE_NOOP("head_detail", "One head"),
@@ -73,9 +76,11 @@ class QtHeadDetailView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
         self.head_combo.currentIndexChanged.connect(self._on_controls_changed)
 
         self.plot = HeatmapPlot(self.theme, colormap=self.colormap(), colorbar_label=translate("head_detail", "attention weight"))
-        self.canvas.addItem(self.plot, row=1, col=0)
+        body = self.canvas.ci.addLayout(row=1, col=0)  # the plot, and beside it the overview of a long input
+        body.layout.setContentsMargins(0, 0, 0, 0)
+        self.zoom = ZoomedHeatmap(self.plot, body, self.theme)
         self.canvas.ci.layout.setRowStretchFactor(1, 1)
-        self.plot.sigHovered.connect(self._on_hovered)
+        self.zoom.sigHovered.connect(self._on_hovered)
         self._update_controls()
         self._set_title()
 
@@ -203,7 +208,7 @@ class QtHeadDetailView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
             return
         rows, cols = AXIS_TITLES[d.kind]
         self.plot.set_axis_titles(translate("base", rows), translate("base", cols))
-        self.plot.set_matrix(self.current_matrix(), d.query_labels, d.key_labels, d.highlight, levels=(0.0, 1.0))
+        self.zoom.set_matrix(self.current_matrix(), d.query_labels, d.key_labels, d.highlight, levels=(0.0, 1.0))
         self._set_legend(d)
 
     def _set_legend(self, d: AttentionData) -> None:
@@ -212,7 +217,7 @@ class QtHeadDetailView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
 
     def show_linked_query(self, axis: str, row: int) -> None:
         """Outline query ``row`` (dashed) when this view's rows are ``axis`` pieces."""
-        self.plot.set_linked_row(row if row >= 0 and query_axis(self._kind) == axis else None)
+        self.zoom.set_linked_row(row if row >= 0 and query_axis(self._kind) == axis else None)
 
     def _what(self) -> tuple[str, str]:
         d = self.data()
@@ -242,15 +247,15 @@ class QtHeadDetailView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
         self.queryHovered.emit(self._kind or "", -1 if info is None else info.row)
 
     def _on_theme_changed(self) -> None:
-        self.plot.apply_theme(self.theme)
+        self.zoom.apply_theme(self.theme)
         if self._colormap is None:
-            self.plot.set_colormap(self.theme.colormap)
+            self.zoom.set_colormap(self.theme.colormap)
         self._set_title()
         if self.data() is not None:
             self._set_legend(self.data())
 
     def _on_colormap_changed(self) -> None:
-        self.plot.set_colormap(self.colormap())
+        self.zoom.set_colormap(self.colormap())
 
     # figure protocol ---------------------------------------------------------------
     def figure_title(self) -> str:

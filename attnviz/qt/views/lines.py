@@ -44,6 +44,10 @@ _COLUMN_HEADERS = {
 }
 
 
+ALL_LINES_UP_TO = 32  # tokens: a longer input draws each query's k strongest lines only (the "Top" control)
+DEFAULT_TOP_K = 3
+
+
 def column_headers(kind: str) -> tuple[tuple[str, str], tuple[str, str]]:
     """The two columns' headers for ``kind``, in the interface's language."""
     query, key = ((translate("lines", title), translate("lines", what)) for title, what in _COLUMN_HEADERS[kind])
@@ -89,6 +93,11 @@ class QtLinesView(AttentionSetsMixin, FigureViewBase):
         self.all_button.setToolTip(translate("lines", "Select all heads"))
         self.all_button.clicked.connect(self._on_all_heads)
         self.controls.addWidget(self.all_button)
+        self.top_k_spin = QtWidgets.QSpinBox(objectName="lineTopK", minimum=1, maximum=20, value=DEFAULT_TOP_K)
+        self.top_k_spin.setToolTip(translate("lines", "With more than {n} tokens, each query draws only its k strongest lines "
+                                                      "(per head): k·n lines, not n²; hover a token for all of its lines").format(n=ALL_LINES_UP_TO))
+        self._add_control(translate("lines", "Top"), self.top_k_spin)
+        self.top_k_spin.valueChanged.connect(self._on_top_k_changed)
         self.controls.addStretch(1)
         self.kind_combo.currentIndexChanged.connect(self._on_kind_combo)
         self.layer_combo.currentIndexChanged.connect(self._on_layer_combo)
@@ -194,9 +203,22 @@ class QtLinesView(AttentionSetsMixin, FigureViewBase):
         return out
 
     # internals --------------------------------------------------------------------------
+    def top_k(self) -> int | None:
+        """How many lines each query token draws (its strongest), or ``None``: all of them (at most
+        ``ALL_LINES_UP_TO`` tokens)."""
+        d = self.data()
+        if d is None or max(len(d.query_labels), len(d.key_labels)) <= ALL_LINES_UP_TO:
+            return None
+        return self.top_k_spin.value()
+
+    def _on_top_k_changed(self) -> None:
+        self._sync_lines()
+        self._set_title()
+
     def _sync_lines(self) -> None:
-        """Hand the drawn heads and the focused token to the line item."""
-        self.lines.set_selection(self.selected_heads(), self.focus_token())
+        """Hand the drawn heads, the focused token and the lines per query to the line item."""
+        self.top_k_spin.setEnabled(self.top_k() is not None)
+        self.lines.set_selection(self.selected_heads(), self.focus_token(), self.top_k())
 
     def _set_hover(self, token: tuple[str, int] | None) -> None:
         if token == self._hover:
@@ -342,10 +364,13 @@ class QtLinesView(AttentionSetsMixin, FigureViewBase):
             which = (translate("lines", "head {heads}") if len(heads) == 1 else translate("lines", "heads {heads}")).format(heads=numbers)
         else:
             which = translate("lines", "no head")
+        formula = translate("lines", "opacity = A_i[query, key],  {formula};  one colour per head i").format(
+            formula=kind_formula(d.kind).replace("A =", "A_i =", 1).split(",")[0])
+        if self.top_k() is not None:
+            formula += translate("lines", ";  each query's {k} strongest").format(k=self.top_k())
         self.title.set_title(
             translate("lines", "{kind} · layer {layer} · {which}").format(kind=kind_title(d.kind), layer=self._layer + 1, which=which),
-            translate("lines", "opacity = A_i[query, key],  {formula};  one colour per head i").format(
-                formula=kind_formula(d.kind).replace("A =", "A_i =", 1).split(",")[0]),
+            formula,
         )
         current = (("▸", self.theme.highlight, translate("base", CURRENT_ROW_LEGEND)),) if d.highlight is not None else ()
         self.title.set_legend((*current, *word_start_legend(d.query_labels, d.key_labels)))

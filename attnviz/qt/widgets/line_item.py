@@ -20,6 +20,7 @@ from attnviz.core.data.pieces import display_piece
 from attnviz.qt.i18n import translate
 from attnviz.qt.widgets.colormaps import Theme, ui_font
 from attnviz.qt.widgets.figures import is_vector_painter
+from attnviz.qt.widgets.token_axis import labels_every, thinned
 from attnviz.qt.workers import FunctionWorker
 
 _ALPHA_LEVELS = 32
@@ -31,11 +32,21 @@ _CACHE_SIZE = 4  # line layers kept (e.g. all lines while a hovered token shows 
 LineGroups = list[tuple[tuple[int, int, int, int], np.ndarray]]
 
 
-def select_lines(weights: np.ndarray, heads: Iterable[int], focus: tuple[str, int] | None):
+def top_k_mask(w: np.ndarray, k: int) -> np.ndarray:
+    """``[query, key]`` True at each query's ``k`` largest weights."""
+    if k >= w.shape[1]:
+        return np.ones(w.shape, bool)
+    mask = np.zeros(w.shape, bool)
+    np.put_along_axis(mask, np.argpartition(-w, k - 1, axis=1)[:, :k], True, axis=1)
+    return mask
+
+
+def select_lines(weights: np.ndarray, heads: Iterable[int], focus: tuple[str, int] | None, top_k: int | None = None):
     """Per selected head: (head, query indices, key indices, weights) of the lines to draw.
 
     ``weights`` is one layer's ``[head, query, key]``; lines below ``_MIN_WEIGHT`` are left
-    out; with a ``focus`` token ("query"/"key", index) only that token's lines remain.
+    out; with a ``focus`` token ("query"/"key", index) only that token's lines remain; else,
+    with ``top_k``, only each query's ``top_k`` largest (k·n lines, not n²: a long input).
     """
     for head in heads:
         w = weights[head]
@@ -48,14 +59,16 @@ def select_lines(weights: np.ndarray, heads: Iterable[int], focus: tuple[str, in
             elif side == "key" and idx < w.shape[1]:
                 keep[:, idx] = True
             mask &= keep
+        elif top_k is not None:
+            mask &= top_k_mask(w, top_k)
         q, k = np.nonzero(mask)
         yield head, q, k, w[q, k]
 
 
-def line_groups(weights, heads, focus, colours: dict[int, tuple[int, int, int]], x0, x1, top, pitch) -> LineGroups:
+def line_groups(weights, heads, focus, top_k, colours: dict[int, tuple[int, int, int]], x0, x1, top, pitch) -> LineGroups:
     """The lines grouped by head colour and opacity level (opacity = weight); numpy only."""
     groups: LineGroups = []
-    for head, q_idx, k_idx, w in select_lines(weights, heads, focus):
+    for head, q_idx, k_idx, w in select_lines(weights, heads, focus, top_k):
         levels = np.minimum((w * _ALPHA_LEVELS).astype(np.int32), _ALPHA_LEVELS - 1)
         segs = np.empty((len(w), 4), dtype=np.float64)
         segs[:, 0] = x0
@@ -69,8 +82,8 @@ def line_groups(weights, heads, focus, colours: dict[int, tuple[int, int, int]],
     return groups
 
 
-def count_lines(weights, heads, focus) -> int:
-    return sum(len(w) for _, _, _, w in select_lines(weights, heads, focus))
+def count_lines(weights, heads, focus, top_k=None) -> int:
+    return sum(len(w) for _, _, _, w in select_lines(weights, heads, focus, top_k))
 
 
 def paint_line_groups(p: QtGui.QPainter, groups: LineGroups, width: float, cosmetic: bool) -> None:
@@ -154,12 +167,14 @@ class LinesItem(pg.GraphicsWidget):
         self._highlight: int | None = None
         self._heads: tuple[int, ...] = ()
         self._focus: tuple[str, int] | None = None
+        self._top_k: int | None = None  # each query's k strongest lines only (a long input); None: all
         self._cache: OrderedDict = OrderedDict()
         self._job: FunctionWorker | None = None
         self._job_key = None
         self._wanted = None
         self._last_drawn: QtGui.QImage | None = None
         self._elided: dict[tuple[str, float], str] = {}
+        self._widest: float | None = None  # the widest token label (layout_geometry)
         self._font = ui_font(10)
         self._bold = ui_font(10, bold=True)
         self._small = ui_font(8.5)
@@ -173,17 +188,21 @@ class LinesItem(pg.GraphicsWidget):
         ``((title, subtitle), (title, subtitle))`` and the highlighted query; ``key`` names the
         weights (the same key: the same lines)."""
         self._weights = weights
-        self._query_labels = tuple(display_piece(str(x)) for x in query_labels)
-        self._key_labels = tuple(display_piece(str(x)) for x in key_labels)
+        query_labels = tuple(display_piece(str(x)) for x in query_labels)
+        key_labels = tuple(display_piece(str(x)) for x in key_labels)
+        if (query_labels, key_labels) != (self._query_labels, self._key_labels):
+            self._query_labels, self._key_labels, self._widest = query_labels, key_labels, None
         self._axes = axes
         self._highlight = highlight
         self._layer_key = key
         self.update()
 
-    def set_selection(self, heads: Iterable[int], focus: tuple[str, int] | None) -> None:
-        """The heads drawn and the token whose lines are isolated (``None``: every line)."""
+    def set_selection(self, heads: Iterable[int], focus: tuple[str, int] | None, top_k: int | None = None) -> None:
+        """The heads drawn, the token whose lines are isolated (``None``: every line) and, with
+        none isolated, how many lines each query draws (``None``: all)."""
         self._heads = tuple(heads)
         self._focus = focus
+        self._top_k = top_k
         self.update()
 
     def set_theme(self, theme: Theme) -> None:
@@ -200,7 +219,7 @@ class LinesItem(pg.GraphicsWidget):
         """Per drawn head: (head, query indices, key indices, weights) of its lines."""
         if self._weights is None:
             return iter(())
-        return select_lines(self._weights, self._heads, self._focus)
+        return select_lines(self._weights, self._heads, self._focus, self._top_k)
 
     def connected(self, side: str) -> set[int]:
         """Indices on ``side`` that have a drawn line to the focused token."""
@@ -211,7 +230,7 @@ class LinesItem(pg.GraphicsWidget):
 
     def _state_key(self) -> tuple:
         """Everything the drawn lines depend on, apart from the geometry."""
-        return (self._layer_key, self._heads, self._focus, self.theme.name)
+        return (self._layer_key, self._heads, self._focus, self._top_k, self.theme.name)
 
     # geometry -------------------------------------------------------------------
     def layout_geometry(self):
@@ -221,11 +240,12 @@ class LinesItem(pg.GraphicsWidget):
         labels = list(self._query_labels) + list(self._key_labels)
         sub = QtGui.QFontMetricsF(self._small)
         headers = max(sub.horizontalAdvance(self._axes[0][1]), sub.horizontalAdvance(self._axes[1][1]))
-        text_w = max((fm.horizontalAdvance(s) for s in labels), default=20.0) + 6
-        text_w = min(max(text_w, headers + 4), rect.width() * 0.3)
+        if self._widest is None:  # measured once per layer's labels
+            self._widest = max((fm.horizontalAdvance(s) for s in labels), default=20.0)
+        text_w = min(max(self._widest + 6, headers + 4), rect.width() * 0.3)
         n = max(len(self._query_labels), len(self._key_labels), 1)
         header = fm.height() * 2.6
-        pitch = max(6.0, min(28.0, (rect.height() - header - 4) / n))
+        pitch = min(28.0, max((rect.height() - header - 4) / n, 0.1))  # a long input: rows under a pixel, every k-th label
         gap = min(max(rect.width() - 2 * text_w - 24, 60.0), 420.0)
         total = 2 * text_w + gap
         left = rect.left() + max(8.0, (rect.width() - total) / 2)
@@ -301,7 +321,7 @@ class LinesItem(pg.GraphicsWidget):
     def line_spec(self, x0: float, x1: float, top: float, pitch: float) -> tuple:
         """The arguments of :func:`line_groups` for the lines to draw now (plain data)."""
         colours = {h: self.theme.head_color(h).getRgb()[:3] for h in self._heads}
-        return (self._weights, self._heads, self._focus, colours, x0, x1, top, pitch)
+        return (self._weights, self._heads, self._focus, self._top_k, colours, x0, x1, top, pitch)
 
     def _paint_lines(self, p: QtGui.QPainter, x0: float, x1: float, top: float, pitch: float) -> None:
         if not isinstance(p.device(), QtWidgets.QWidget) or is_vector_painter(p):
@@ -316,7 +336,7 @@ class LinesItem(pg.GraphicsWidget):
         if image is None:
             spec = self.line_spec(x0, x1, top, pitch)
             args = (key, (area[2], area[3]), (area[0], area[1]), dpr, spec)
-            if count_lines(*spec[:3]) <= _SYNC_LINES:
+            if count_lines(*spec[:4]) <= _SYNC_LINES:
                 image = self._store(*render_line_layer(*args))
             else:
                 self._request(args)
@@ -370,12 +390,39 @@ class LinesItem(pg.GraphicsWidget):
         """True while a line layer is being drawn off the GUI thread."""
         return self._job is not None or self._wanted is not None
 
+    def shown_labels(self, side: str, pitch: float) -> list[int]:
+        """The rows of ``side``'s column ("query"/"key") whose labels are drawn: all of them, or every
+        k-th when the rows are shorter than a line (the current step and a focused token kept)."""
+        labels = self._query_labels if side == "query" else self._key_labels
+        keep = [i for i in (self._highlight if side == "query" else None,
+                            self._focus[1] if self._focus is not None and self._focus[0] == side else None) if i is not None]
+        return thinned(len(labels), labels_every(pitch, QtGui.QFontMetricsF(self._bold).height()), keep)
+
+    def label_boxes(self) -> list[tuple[str, QtCore.QRectF]]:
+        """Each token label drawn now and its box (scene coordinates): what a layout check compares."""
+        if self._weights is None:
+            return []
+        xl, xr, top, pitch, text_w = self.layout_geometry()
+        line_h = QtGui.QFontMetricsF(self._bold).height()
+        out = []
+        for side, labels, x, align in (("query", self._query_labels, xl - text_w, "right"), ("key", self._key_labels, xr, "left")):
+            fm = QtGui.QFontMetricsF(self._font)
+            for i in self.shown_labels(side, pitch):
+                text = fm.elidedText(labels[i], QtCore.Qt.TextElideMode.ElideRight, text_w - 2)
+                width = QtGui.QFontMetricsF(self._bold).horizontalAdvance(text)
+                left = x + text_w - width if align == "right" else x
+                box = QtCore.QRectF(left, top + (i + 0.5) * pitch - line_h / 2, width, line_h)
+                out.append((text, self.mapRectToScene(box)))
+        return out
+
     def _paint_column(self, p, labels, side, x, w, top, pitch, focus, align, highlight):
         theme = self.theme
         fm = QtGui.QFontMetricsF(self._font)
         connected = self.connected(side) if focus is not None and focus[0] != side else None
-        for i, label in enumerate(labels):
-            rect = QtCore.QRectF(x, top + i * pitch, w, pitch)
+        height = max(pitch, QtGui.QFontMetricsF(self._bold).height())
+        for i in self.shown_labels(side, pitch):
+            label = labels[i]
+            rect = QtCore.QRectF(x, top + (i + 0.5) * pitch - height / 2, w, height)
             is_focus = focus == (side, i)
             if is_focus:
                 bg = QtGui.QColor(theme.selection)

@@ -1,7 +1,9 @@
 """An axis whose ticks are token pieces (used by the heatmaps and the attention grid).
 
 Labels never overlap: elided on the left, vertical on the top or bottom when the cells are
-narrow; the current step's label is drawn bold in the theme's highlight colour. Pieces are shown
+narrow, and only every k-th drawn when the cells are narrower than a line of text (a long input;
+the read-outs under the mouse name every piece); the current step's label is drawn bold in the
+theme's highlight colour, in place of its neighbours less than k away. Pieces are shown
 with :func:`attnviz.core.data.pieces.display_piece` (the word-start mark as ``␣``), and the pieces
 of one word are joined by a light bracket between the ticks and the labels.
 """
@@ -19,10 +21,26 @@ from attnviz.core.data.pieces import display_pieces, word_spans
 from attnviz.qt.widgets.colormaps import Theme, ui_font
 
 _ALIGN = QtCore.Qt.AlignmentFlag
-_RIGHT_VCENTER = int(_ALIGN.AlignRight | _ALIGN.AlignVCenter)
-_LEFT_VCENTER = int(_ALIGN.AlignLeft | _ALIGN.AlignVCenter)
-_HCENTER_BOTTOM = int(_ALIGN.AlignHCenter | _ALIGN.AlignBottom)
-_HCENTER_TOP = int(_ALIGN.AlignHCenter | _ALIGN.AlignTop)
+_CENTER = int(_ALIGN.AlignCenter)
+
+
+def labels_every(pitch: float, line_h: float) -> int:
+    """Every how many rows ``pitch`` pixels apart a label ``line_h`` tall can be drawn (its box's
+    leading may touch the next one's: 0.9 of a line apart)."""
+    need = 0.9 * line_h
+    if not math.isfinite(pitch) or pitch <= 0 or pitch >= need:
+        return 1
+    return int(math.ceil(need / pitch))
+
+
+def thinned(n: int, step: int, keep: Sequence[int] = ()) -> list[int]:
+    """The indices of ``n`` labels drawn when only every ``step``-th fits: those, and the ones in
+    ``keep`` (the current step, a focused token) in place of the others less than a step from them."""
+    if step <= 1:
+        return list(range(n))
+    keep = sorted({i for i in keep if 0 <= i < n})
+    out = [i for i in range(0, n, step) if all(abs(i - j) >= step for j in keep)]
+    return sorted(out + keep)
 
 
 # ---------------------------------------------------------------------------
@@ -54,6 +72,7 @@ class TokenAxis(pg.AxisItem):
         self._show_labels = True
         self._show_line = True
         self._elided: dict[tuple[str, bool], str] = {}
+        self._extent: float | None = None  # the widest label's width (_label_extent)
         self.setStyle(tickLength=-4, tickTextOffset=3, autoExpandTextSpace=False, showValues=True)
         self.setStyle(tickFont=self._font)
         self.enableAutoSIPrefix(False)  # token positions have no units; avoids relabelling on every range change
@@ -95,6 +114,7 @@ class TokenAxis(pg.AxisItem):
         self._words = word_spans(labels)
         self._highlight = highlight
         if changed:
+            self._extent = None
             if len(self._elided) > 2048:
                 self._elided.clear()
             self.setTicks([[(float(i), "") for i in range(len(labels))], []])
@@ -133,10 +153,13 @@ class TokenAxis(pg.AxisItem):
         return self.orientation in ("top", "bottom")
 
     def _label_extent(self) -> float:
+        """The widest label's width, up to ``MAX_EXTENT`` (measured once per set of labels)."""
         if not self._labels or not self._show_labels:
             return 0.0
-        fm = QtGui.QFontMetricsF(self._bold)
-        return min(max(fm.horizontalAdvance(s) for s in self._shown), self.MAX_EXTENT)
+        if self._extent is None:
+            fm = QtGui.QFontMetricsF(self._bold)
+            self._extent = min(max(fm.horizontalAdvance(s) for s in self._shown), self.MAX_EXTENT)
+        return self._extent
 
     def _title_extent(self) -> float:
         if self.label is None or not self.label.isVisible():
@@ -169,11 +192,7 @@ class TokenAxis(pg.AxisItem):
         """Draw every n-th label when the cells are shorter than a line of text."""
         if self._horizontal() and not self._rotated:
             return 1
-        pitch = self._pitch()
-        line_h = QtGui.QFontMetricsF(self._bold).height() * 0.9
-        if not math.isfinite(pitch) or pitch <= 0 or pitch >= line_h:
-            return 1
-        return int(math.ceil(line_h / pitch))
+        return labels_every(self._pitch(), QtGui.QFontMetricsF(self._bold).height())
 
     def _fit(self) -> None:
         extent = self._label_extent()
@@ -264,64 +283,77 @@ class TokenAxis(pg.AxisItem):
         p.restore()
 
     def _draw_labels(self, p) -> None:
-        vb = self.linkedView()
-        if vb is None or not self._labels or not self._show_labels:
+        places = self._placements()
+        if not places:
             return
         p.save()
         p.setRenderHint(QtGui.QPainter.RenderHint.TextAntialiasing, True)
-        fm = QtGui.QFontMetricsF(self._bold)
-        line_h = fm.height()
-        offset = 4.0 + 5.0
-        bounds = self.boundingRect()
         text_pen = QtGui.QPen(QtGui.QColor(self._theme.foreground))
         hi_pen = QtGui.QPen(QtGui.QColor(self._theme.highlight))
-        step = self.label_step()
-        positions = self._positions().tolist()
-        for i, label in enumerate(self._shown):
-            if i % step and i != self._highlight:
-                continue
-            pos = QtCore.QPointF(positions[i], positions[i])
-            bold = i == self._highlight
+        top = self.orientation == "top"
+        for text, bold, box in places:
             p.setFont(self._bold if bold else self._font)
             p.setPen(hi_pen if bold else text_pen)
-            text = self._elided.get((label, bold))
-            if text is None:
-                fm_label = QtGui.QFontMetricsF(self._bold if bold else self._font)
-                text = self._elided[(label, bold)] = fm_label.elidedText(label, QtCore.Qt.TextElideMode.ElideRight, self.MAX_EXTENT)
-            if self.orientation == "left":
-                y = pos.y()
-                if y < bounds.top() - 1 or y > bounds.bottom() + 1:
-                    continue
-                right = bounds.right() - offset
-                rect = QtCore.QRectF(right - self.MAX_EXTENT, y - line_h / 2, self.MAX_EXTENT, line_h)
-                p.drawText(rect, _RIGHT_VCENTER, text)
-            elif self.orientation == "right":
-                y = pos.y()
-                if y < bounds.top() - 1 or y > bounds.bottom() + 1:
-                    continue
-                rect = QtCore.QRectF(bounds.left() + offset, y - line_h / 2, self.MAX_EXTENT, line_h)
-                p.drawText(rect, _LEFT_VCENTER, text)
-            else:
-                x = pos.x()
-                if x < bounds.left() - 1 or x > bounds.right() + 1:
-                    continue
-                top = self.orientation == "top"
-                edge = bounds.bottom() - offset if top else bounds.top() + offset
-                if self._rotated:
-                    p.save()
-                    p.translate(x, edge)
-                    p.rotate(-90)
-                    if top:  # text runs upwards from just above the axis
-                        rect = QtCore.QRectF(0, -line_h / 2, self.MAX_EXTENT, line_h)
-                        flags = _LEFT_VCENTER
-                    else:  # text ends just below the axis
-                        rect = QtCore.QRectF(-self.MAX_EXTENT, -line_h / 2, self.MAX_EXTENT, line_h)
-                        flags = _RIGHT_VCENTER
-                    p.drawText(rect, flags, text)
-                    p.restore()
-                else:
-                    w = self.MAX_EXTENT
-                    y = edge - line_h if top else edge
-                    flags = _HCENTER_BOTTOM if top else _HCENTER_TOP
-                    p.drawText(QtCore.QRectF(x - w / 2, y, w, line_h), flags, text)
+            if not self._rotated or not self._horizontal():
+                p.drawText(box, _CENTER, text)
+                continue
+            p.save()  # text runs upwards, from just above a top axis or ending just below a bottom one
+            p.translate(box.center().x(), box.bottom() if top else box.top())
+            p.rotate(-90)
+            length, line_h = box.height(), box.width()
+            p.drawText(QtCore.QRectF(0 if top else -length, -line_h / 2, length, line_h), _CENTER, text)
+            p.restore()
         p.restore()
+
+    # which labels, where ----------------------------------------------------------
+    def shown_indices(self) -> list[int]:
+        """The labels drawn when every one does not fit: every ``label_step()``-th, and the
+        highlighted one in place of those less than a step from it (so none overlaps it)."""
+        return thinned(len(self._shown), self.label_step(), () if self._highlight is None else (self._highlight,))
+
+    def _text(self, index: int, bold: bool) -> str:
+        """Label ``index`` as drawn: elided to ``MAX_EXTENT``."""
+        label = self._shown[index]
+        text = self._elided.get((label, bold))
+        if text is None:
+            fm = QtGui.QFontMetricsF(self._bold if bold else self._font)
+            text = self._elided[(label, bold)] = fm.elidedText(label, QtCore.Qt.TextElideMode.ElideRight, self.MAX_EXTENT)
+        return text
+
+    def _placements(self) -> list[tuple[str, bool, QtCore.QRectF]]:
+        """(text, bold, box in this item's coordinates) of each label drawn; a rotated label's box
+        is the rotated text's. Labels outside the axis (a zoomed view) are left out."""
+        positions = self._positions() if self._show_labels and self.linkedView() is not None else None
+        if positions is None:
+            return []
+        bounds = self.boundingRect()
+        line_h = QtGui.QFontMetricsF(self._bold).height()
+        out = []
+        for i in self.shown_indices():
+            bold = i == self._highlight
+            text = self._text(i, bold)
+            width = QtGui.QFontMetricsF(self._bold if bold else self._font).horizontalAdvance(text)
+            box = self._label_box(float(positions[i]), width, line_h, bounds)
+            if box is not None:
+                out.append((text, bold, box))
+        return out
+
+    def _label_box(self, pos: float, width: float, line_h: float, bounds: QtCore.QRectF) -> QtCore.QRectF | None:
+        """The box of a label ``width`` wide centred on ``pos`` along the axis, 9 px from the plot."""
+        offset = 4.0 + 5.0
+        if not self._horizontal():
+            if pos < bounds.top() - 1 or pos > bounds.bottom() + 1:
+                return None
+            x = bounds.right() - offset - width if self.orientation == "left" else bounds.left() + offset
+            return QtCore.QRectF(x, pos - line_h / 2, width, line_h)
+        if pos < bounds.left() - 1 or pos > bounds.right() + 1:
+            return None
+        top = self.orientation == "top"
+        edge = bounds.bottom() - offset if top else bounds.top() + offset
+        if self._rotated:
+            return QtCore.QRectF(pos - line_h / 2, edge - width if top else edge, line_h, width)
+        return QtCore.QRectF(pos - width / 2, edge - line_h if top else edge, width, line_h)
+
+    def label_boxes(self) -> list[tuple[str, QtCore.QRectF]]:
+        """Each label drawn now and its box in scene coordinates (what a layout check compares)."""
+        return [(text, self.mapRectToScene(box)) for text, _bold, box in self._placements()]
