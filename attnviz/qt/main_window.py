@@ -11,7 +11,7 @@ from attnviz.core.analysis.ablation import HeadSet
 from attnviz.core.analysis.norms import placement_formula
 from attnviz.core.bundle import Bundle
 from attnviz.core.decoding.strategies import BeamSearch
-from attnviz.core.model.config import TransformerConfig
+from attnviz.core.model.config import NORM_NAMES, TransformerConfig
 from attnviz.paths import default_model
 from attnviz.qt.core_text import ablation_name, heads_text, strategy_text
 from attnviz.qt.decode_panel import QtInputBar, QtStepBar, QtTokenChips, QtTopKPanel
@@ -43,8 +43,8 @@ def placement_text(placement: str) -> str:
 
 def norm_formula(config: TransformerConfig) -> str:
     """Where the model normalizes, as a formula: pre-norm x + Sublayer(LN(x)) or post-norm
-    LN(x + Sublayer(x)); BN for BatchNorm."""
-    name = "LayerNorm" if config.norm == "layer" else "BatchNorm"
+    LN(x + Sublayer(x)); BN for BatchNorm, RMS for RMSNorm."""
+    name = NORM_NAMES[config.norm]
     return translate("main_window", "{norm}, {placement}: {formula}").format(
         norm=name, placement=placement_text(config.norm_placement), formula=placement_formula(config.norm, config.norm_placement))
 
@@ -54,7 +54,7 @@ def config_text(c: TransformerConfig) -> str:
     return translate("main_window", "d_model {d_model}, {heads} heads, {encoder}+{decoder} layers, d_ff {d_ff}, {norm} ({placement}), "
                                     "vocab {source}/{target}").format(
         d_model=c.d_model, heads=c.n_heads, encoder=c.n_encoder_layers, decoder=c.n_decoder_layers, d_ff=c.d_ff,
-        norm="LayerNorm" if c.norm == "layer" else "BatchNorm", placement=placement_text(c.norm_placement),
+        norm=NORM_NAMES[c.norm], placement=placement_text(c.norm_placement),
         source=c.src_vocab_size, target=c.tgt_vocab_size)
 
 

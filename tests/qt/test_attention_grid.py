@@ -11,7 +11,7 @@ from attnviz.core.analysis.figure_data import AttentionFrame
 from attnviz.core.data.pieces import WORD_START_LEGEND, display_piece
 from attnviz.qt.sample_data import SOURCE, TARGET, pieces, sample_attention, sample_attention_sets
 from attnviz.qt.selection import ViewChoice
-from attnviz.qt.views.attention_grid import QtAttentionGridView, tile_image
+from attnviz.qt.views.attention_grid import MAX_TILE_PIXELS, QtAttentionGridView, tile_image
 from attnviz.qt.views.base import CURRENT_ROW_LEGEND
 
 
@@ -161,3 +161,21 @@ def test_a_frame_gives_every_kind_and_what_each_row_predicted(grid, qtbot):
     Q, K = grid.data().weights.shape[2:]
     grid.image.sigHovered.emit((Q - 1, 0))  # the mouse over layer 1, head 1, the last target row
     assert "→ predicted “EOS”" in grid.readout.text()
+
+
+def test_a_long_input_is_pooled_to_the_largest_weight_of_each_block(grid):
+    src, tgt = pieces(512, first="我"), pieces(301, first="SOS")
+    grid.set_data(sample_attention("cross", n_layers=2, n_heads=3, source=src, target=tgt, step=300))
+    w = grid.data().weights
+    fq, fk = grid.pool()
+    assert (fq, fk) == (-(-301 // MAX_TILE_PIXELS), -(-512 // MAX_TILE_PIXELS)) == (3, 4)
+    pq, pk = -(-301 // fq), -(-512 // fk)
+    gap = 2
+    assert grid.tiled_image().shape == (2 * (pq + gap) - gap, 3 * (pk + gap) - gap) and (pq, pk) == (101, 128)
+    for layer, head, r, c in ((1, 2, 40, 17), (0, 1, 100, 127)):  # the last row of blocks holds one query (301 = 3·100 + 1)
+        pixel = grid.tiled_image()[layer * (pq + gap) + r, head * (pk + gap) + c]
+        block = w[layer, head, r * fq : (r + 1) * fq, c * fk : (c + 1) * fk]
+        assert pixel == block.max()
+        q, k = np.unravel_index(np.argmax(block), block.shape)
+        assert grid.tile_of_pixel(layer * (pq + gap) + r, head * (pk + gap) + c) == (layer, head, r * fq + q, c * fk + k)
+    assert grid.step_rows.path().boundingRect().top() == pytest.approx(300 // fq)  # the current step's pixel row

@@ -5,11 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from PySide6 import QtCore
+from window_helpers import TextBox, check_texts
 
 from attnviz.core.data.pieces import display_piece
-from attnviz.qt.sample_data import SOURCE, TARGET, sample_attention_sets
+from attnviz.qt.sample_data import SOURCE, TARGET, pieces, sample_attention, sample_attention_sets
 from attnviz.qt.selection import ViewChoice
-from attnviz.qt.views.lines import QtLinesView
+from attnviz.qt.views.lines import ALL_LINES_UP_TO, DEFAULT_TOP_K, QtLinesView
 
 
 def shown(pieces):
@@ -152,3 +153,25 @@ def test_pinning_a_query_token_chooses_its_row(lines, qtbot):
     with qtbot.waitSignal(lines.chose, timeout=1000) as blocker:
         lines.lines.tokenClicked.emit(("query", 2))  # what a click on the third query token sends
     assert blocker.args == [{"query": 2}] and lines.pinned_token() == ("query", 2)
+
+
+# -- a long input: each query's k strongest lines, every few labels ------------------------------
+def test_a_long_input_draws_each_querys_k_strongest_lines(make_view, qtbot):
+    n = 512
+    view = make_view(QtLinesView, (640, 560), sample_attention("encoder", n_layers=2, n_heads=4, source=pieces(n)), shown=True)
+    view.set_heads([2])
+    assert view.top_k() == DEFAULT_TOP_K == view.top_k_spin.value() and view.top_k_spin.isEnabled()
+    w = view.data().weights[0, 2]
+    for k in (DEFAULT_TOP_K, 5):
+        view.top_k_spin.setValue(k)
+        drawn = view.visible_lines()
+        assert len(drawn) <= k * n
+        strongest = {(q, int(key)) for q in range(n) for key in np.argsort(-w[q])[:k] if w[q, key] >= 0.01}
+        assert {(s.query, s.key) for s in drawn} == strongest
+    view.set_hover("query", 7)  # a hovered token shows all of its lines
+    assert {s.key for s in view.visible_lines()} == set(np.nonzero(w[7] >= 0.01)[0].tolist())
+    view.set_hover(None)
+    labels = [TextBox("lines", t, r) for t, r in view.lines.label_boxes()]
+    assert 16 < len(labels) < n and not check_texts(labels, QtCore.QRectF(-1e5, -1e5, 2e5, 2e5))
+    short = make_view(QtLinesView, (640, 560), sample_attention("encoder", source=pieces(ALL_LINES_UP_TO)), shown=True)
+    assert short.top_k() is None and not short.top_k_spin.isEnabled()

@@ -30,7 +30,8 @@ def test_the_table_and_the_bars_say_what_the_model_is(make_view, default):
     table = view.findChild(QtWidgets.QTableWidget, "modelInfoTable")
     shown_rows = {table.item(r, 0).text(): table.item(r, 1).text() for r in range(table.rowCount())}
     cfg = default.config
-    assert shown_rows["d_k = d_v = d_model / h"] == str(cfg.d_model // cfg.n_heads) == str(cfg.d_k)
+    assert shown_rows["d_k = d_v"] == f"{cfg.d_model // cfg.n_heads} (d_model / h)" and cfg.d_k == cfg.d_model // cfg.n_heads
+    assert shown_rows["scores"] == "softmax(QKᵀ/√d_k + M)" and shown_rows["positions"] == "sinusoidal PE(pos, 2i) added to the embeddings"
     assert shown_rows["kind"] == "encoder-decoder" and shown_rows["heads h"] == str(cfg.n_heads)
     assert shown_rows["parameters"] == f"{sum(p.numel() for p in default.model.parameters()):,}"
     assert shown_rows["licence"] == default.meta["data"]["licence"]

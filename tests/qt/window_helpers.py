@@ -161,7 +161,8 @@ def _item_text(item: QtWidgets.QGraphicsItem) -> tuple[str, QtCore.QRectF] | Non
 
 def scene_texts(view: QtWidgets.QGraphicsView, window: QtWidgets.QWidget) -> list[TextBox]:
     """Every visible text of ``view``'s scene (text items, pyqtgraph's TextItem and LabelItem, axis
-    labels, axis tick labels) with its box in window coordinates."""
+    labels, axis tick labels, the token labels an item paints itself and lists in ``label_boxes``)
+    with its box in window coordinates."""
     import pyqtgraph as pg
 
     boxes: list[tuple[str, QtCore.QRectF]] = []
@@ -174,6 +175,8 @@ def scene_texts(view: QtWidgets.QGraphicsView, window: QtWidgets.QWidget) -> lis
             found = _item_text(item)
             if found is not None:
                 boxes.append((found[0], item.mapRectToScene(found[1])))
+            elif hasattr(item, "label_boxes"):  # token axes and the line view paint their labels
+                boxes.extend(item.label_boxes())
             elif isinstance(item, pg.AxisItem) and item.style.get("showValues", True):
                 for rect, _flags, text in item.generateDrawSpecs(painter)[2]:
                     if str(text).strip():

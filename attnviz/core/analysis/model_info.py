@@ -8,9 +8,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from attnviz.core.analysis.figure_data import FigureData
+from attnviz.core.model.config import NORM_NAMES
 
 if TYPE_CHECKING:
     from attnviz.core.bundle import Bundle
+    from attnviz.core.model.config import TransformerConfig
     from attnviz.core.model.transformer import Transformer
 
 PARTS = ("source embedding", "encoder layers", "target embedding", "decoder layers", "output layer")
@@ -78,9 +80,12 @@ def model_info(bundle: Bundle) -> ModelInfo:
         InfoRow("layers", "{encoder} encoder + {decoder} decoder", {"encoder": cfg.n_encoder_layers, "decoder": cfg.n_decoder_layers}),
         InfoRow("heads h", "{value}", {"value": cfg.n_heads}),
         InfoRow("d_model", "{value}", {"value": cfg.d_model}),
-        InfoRow("d_k = d_v = d_model / h", "{value}", {"value": cfg.d_k}),
+        _head_width(cfg),
         InfoRow("d_ff", "{value}", {"value": cfg.d_ff}),
-        InfoRow("normalization", placement, {"norm": "LayerNorm" if cfg.norm == "layer" else "BatchNorm"}),
+        InfoRow("normalization", placement, {"norm": NORM_NAMES[cfg.norm]}),
+        _positions(cfg),
+        InfoRow("scores", "softmax(QKᵀ/√d_k + M)" if cfg.scale_scores else "softmax(QKᵀ + M): no ÷√d_k (folded into the weights)", {}),
+        InfoRow("FFN", "act(x W₁ + b₁) W₂ + b₂" if cfg.ffn == "plain" else "gated: (act(x W₁) ⊙ x W_up) W₂", {}),
         InfoRow("FFN activation", "{value}", {"value": cfg.activation}),
         InfoRow("vocabularies", "{source:,} source, {target:,} target pieces", {"source": cfg.src_vocab_size, "target": cfg.tgt_vocab_size}),
         InfoRow("longest input", "{n} tokens", {"n": cfg.max_len}),
@@ -90,6 +95,22 @@ def model_info(bundle: Bundle) -> ModelInfo:
         _recorded("attribution", data.get("attribution") or meta.get("attribution")),
     )
     return ModelInfo(bundle.name, kind, rows, parameters, sum(parameters.values()))
+
+
+def _head_width(cfg: TransformerConfig) -> InfoRow:
+    """d_k = d_v: d_model / h, or a head width of its own (mT5's ``head_dim``)."""
+    if cfg.head_dim is None:
+        return InfoRow("d_k = d_v", "{value} (d_model / h)", {"value": cfg.d_k})
+    return InfoRow("d_k = d_v", "{value} (its own, not d_model / h; h·d_k = {inner})", {"value": cfg.d_k, "inner": cfg.n_heads * cfg.d_k})
+
+
+def _positions(cfg: TransformerConfig) -> InfoRow:
+    """How the model knows positions: a sinusoidal PE, a learned table, or a bias B on the scores."""
+    if cfg.positional == "relative":
+        return InfoRow("positions", "relative: a bias B on the scores per head, {buckets} distance buckets", {"buckets": cfg.relative_buckets})
+    if cfg.positional == "learned":
+        return InfoRow("positions", "a learned table of {n} positions added to the embeddings", {"n": cfg.max_len})
+    return InfoRow("positions", "sinusoidal PE(pos, 2i) added to the embeddings", {})
 
 
 def _recorded(key: str, value: object) -> InfoRow:

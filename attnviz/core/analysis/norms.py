@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from attnviz.core.model.config import NORM_NAMES, NORM_SYMBOLS
 from attnviz.core.model.sites import stack_kinds
 
 HIST_BINS = 40
@@ -72,6 +73,12 @@ class NormSiteData:
         return row_stats(np.asarray(self.comparison.layer_output))
 
     @property
+    def normalized(self) -> np.ndarray:
+        """``[token, d_model]`` RMSNorm's output before its learned γ: each row of ``x_in`` divided by
+        its root mean square (``stats.rms``, with the model's ε inside)."""
+        return self.x_in / np.asarray(self.stats.rms, np.float32)[:, None]
+
+    @property
     def index(self) -> int:
         m = _SITE.match(self.site)
         return int(m.group(3)) if m and m.group(3) else 0
@@ -83,7 +90,7 @@ class NormSites:
     normalization-statistics view draws.
 
     sites      the :class:`NormSiteData` of each normalization of the pass (any order)
-    norm       the model's normalization, ``"layer"`` or ``"batch"`` (``TransformerConfig.norm``)
+    norm       the model's normalization, ``"layer"``, ``"batch"`` or ``"rms"`` (``TransformerConfig.norm``)
     placement  ``"pre"`` or ``"post"`` (``TransformerConfig.norm_placement``)
     """
 
@@ -123,17 +130,22 @@ def row_stats(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return a.mean(-1), a.std(-1)
 
 
+def row_rms(a: np.ndarray) -> np.ndarray:
+    """The root mean square of each row of ``[token, feature]`` activations: what RMSNorm divides by."""
+    return np.sqrt(np.square(np.asarray(a, np.float64)).mean(-1))
+
+
 def placement_formula(norm: str, placement: str) -> str:
     """Which formula the model's sublayers follow: ``x + Sublayer(LN(x))`` (pre-norm) or
-    ``LN(x + Sublayer(x))`` (post-norm, the tutorial's); BN for a BatchNorm model."""
-    n = "LN" if norm == "layer" else "BN"
+    ``LN(x + Sublayer(x))`` (post-norm, the tutorial's); BN for a BatchNorm model, RMS for an RMSNorm one."""
+    n = NORM_SYMBOLS[norm]
     return f"x + Sublayer({n}(x))" if placement == "pre" else f"{n}(x + Sublayer(x))"
 
 
 def tutorial_formula(norm: str, placement: str) -> str:
     """The same in the tutorial's notation, where Sublayer is the whole residual block:
     post-norm ``Sublayer(x) = LayerNorm(x + SublayerModule(x))``."""
-    n = "LayerNorm" if norm == "layer" else "BatchNorm"
+    n = NORM_NAMES[norm]
     return f"Sublayer(x) = x + SublayerModule({n}(x))" if placement == "pre" else f"Sublayer(x) = {n}(x + SublayerModule(x))"
 
 
@@ -152,7 +164,7 @@ def site_formula(site: NormSiteData, placement: str) -> str:
     """What a site computes: ``LN(x + SelfAttn(x))`` (post-norm), ``x + SelfAttn(LN(x))``
     (pre-norm); ``LN(x)`` for a stack's final norm (after its last layer)."""
     stack, layer = site.group
-    norm = "LN" if site.kind == "layer" else "BN"
+    norm = NORM_SYMBOLS[site.kind]
     if layer < 0:
         return f"{norm}(x)"
     f = _SUBLAYER_FORMULA.get(sublayer_kind(stack, site.index), "Sublayer")

@@ -114,11 +114,13 @@ def compare_scaling(scores: np.ndarray, mask: np.ndarray | None, d_k: int) -> Sc
 
 
 def site_scaling(result: DecodingResult, site: AttentionSite) -> ScalingComparison:
-    """Every head of one attention site of a decoding result: ``[head, query, key]``."""
+    """Every head of one attention site of a decoding result: ``[head, query, key]``. A model with a
+    relative position bias B adds it after the scaling, with the mask: softmax(QKᵀ/c + B + M)."""
     scores = result.accumulated(site.name("scores"))  # [head, query, key]  QKᵀ before ÷√d_k
     mask = result.accumulated(site.name("mask"))  # [query, key]
-    d_k = result.config.d_model // result.config.n_heads
-    return compare_scaling(scores, mask, d_k)
+    if result.config.positional == "relative":
+        mask = mask + result.accumulated(site.name("position_bias"))  # [head, query, key]  B + M
+    return compare_scaling(scores, mask, result.config.d_k)
 
 
 def result_scaling(result: DecodingResult) -> dict[str, tuple[ScalingComparison, ...]]:
@@ -224,3 +226,5 @@ class ScalingFrame:
     sites: Mapping[str, Sequence[ScalingComparison]]
     labels: Mapping[str, tuple[Sequence[str], Sequence[str]]]
     highlight: int | None = None
+    scales: bool = True  # the model divides by √d_k (``config.scale_scores``); false: its weights are the ÷1 ones (T5)
+    biased: bool = False  # a relative position bias B is in the scores: softmax(QKᵀ/c + B + M)

@@ -85,7 +85,8 @@ class NormStats:
     are per token over the features, ``[pos]``. BatchNorm (``kind == "batch"``): they are per
     feature over the tokens, ``[d_model]``, and ``batch_mean``/``batch_var`` (the tokens' own
     statistics) and ``running_mean``/``running_var`` (what the model normalizes with in
-    evaluation) are ``[d_model]``. Standard deviations are biased (divide by n), as the norms use.
+    evaluation) are ``[d_model]``. RMSNorm (``kind == "rms"``): per token, as LayerNorm, and
+    ``rms`` ``[pos]``, what it divides by. Standard deviations are biased (divide by n), as the norms use.
     """
 
     site: str
@@ -98,13 +99,14 @@ class NormStats:
     batch_var: np.ndarray | None = None
     running_mean: np.ndarray | None = None
     running_var: np.ndarray | None = None
+    rms: np.ndarray | None = None  # RMSNorm (``kind == "rms"``): per token sqrt(mean_square), what it divides by, [pos]
 
 
 def norm_sites(trace: Mapping[str, np.ndarray]) -> list[str]:
     """The normalization prefixes present in ``trace`` (in trace order)."""
     out = []
     for name in trace:
-        if name.endswith((".mean", ".running_mean")) and (".norm" in name or ".final_norm" in name):
+        if name.endswith((".mean", ".running_mean", ".mean_square")) and (".norm" in name or ".final_norm" in name):
             site = name.rsplit(".", 1)[0]
             if site not in out and f"{site}.input" in trace:
                 out.append(site)
@@ -122,6 +124,9 @@ def norm_statistics(trace: Mapping[str, np.ndarray], site: str) -> NormStats:
             site, "batch", x.mean(0), x.std(0), y.mean(0), y.std(0),
             np.asarray(bm), np.asarray(bv), np.asarray(trace[f"{site}.running_mean"]), np.asarray(trace[f"{site}.running_var"]),
         )
+    if f"{site}.mean_square" in trace:  # RMSNorm: x / sqrt(mean(x²) + eps), no mean taken away
+        rms = np.sqrt(np.asarray(trace[f"{site}.mean_square"], dtype=np.float64))
+        return NormStats(site, "rms", x.mean(-1), x.std(-1), y.mean(-1), y.std(-1), rms=rms)
     return NormStats(site, "layer", x.mean(-1), x.std(-1), y.mean(-1), y.std(-1))
 
 

@@ -164,7 +164,7 @@ def tokenizer_from_bytes(data: bytes) -> Tokenizer | VocabTokenizer | BPETokeniz
     name); ``TokenizerError`` for anything else."""
     if data.lstrip()[:1] != b"{":
         return Tokenizer(data)
-    kind = next((k for k in (BPETokenizer, WordPieceTokenizer) if f'"format": "{_FORMATS[k]}"'.encode() in data[:64]), None)
+    kind = next((k for k, name in _FORMATS.items() if f'"format": "{name}"'.encode() in data[:64]), None)
     if kind is None:
         return VocabTokenizer.from_bytes(data)
     try:

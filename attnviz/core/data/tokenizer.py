@@ -10,7 +10,8 @@ from __future__ import annotations
 import io
 import itertools
 import os
-from collections.abc import Iterable, Sequence
+import random
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 import sentencepiece as spm
@@ -21,7 +22,20 @@ from attnviz.errors import AttnvizError
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
 PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<s>", "</s>"
 SPECIAL_LABELS = {PAD_ID: "PAD", UNK_ID: "UNK", BOS_ID: "SOS", EOS_ID: "EOS"}
-SAMPLE_SEED = 0  # sentencepiece's random generator when it samples its input (``input_sentence_size``)
+SAMPLE_SEED = "tokenizer-sample"  # the random draw of ``sample_texts``
+
+
+def sample_texts(texts: Iterable[str], n: int) -> list[str]:
+    """``n`` of ``texts`` drawn at random (reservoir sampling, seeded: the same texts give the same
+    sample), all of them when there are fewer; ``texts`` is read once."""
+    rng = random.Random(SAMPLE_SEED)
+    kept: list[str] = []
+    for seen, text in enumerate(texts):
+        if seen < n:
+            kept.append(text)
+        elif (slot := rng.randrange(seen + 1)) < n:
+            kept[slot] = text
+    return kept
 
 
 class TokenizerError(AttnvizError, ValueError):
@@ -70,24 +84,24 @@ class Tokenizer:
         input_sentence_size: int = 0,
     ) -> "Tokenizer":
         """Train a sentencepiece model on ``sentences`` (``model_type``: ``unigram`` or ``bpe``).
-        ``sentences`` is read once, as an iterator: with ``input_sentence_size`` N > 0 sentencepiece
-        keeps a random sample of N of them (seeded, so the same text gives the same model) and the
-        text is never held whole; 0 keeps them all."""
+        ``sentences`` is read once, as an iterator: with ``input_sentence_size`` N > 0 the model is
+        trained on a random sample of N of them and the text is never held whole; 0 takes them all.
+        The sample is drawn here (``sample_texts``, seeded): sentencepiece's own sampling
+        (``input_sentence_size`` with ``shuffle_input_sentence``) draws a new sample in every
+        process even after ``set_random_generator_seed``, and processes training together must
+        train the same tokenizer."""
         if model_type not in ("unigram", "bpe", "char", "word"):
             raise TokenizerError(f"unknown tokenizer type {model_type!r}")
-        texts = (s for s in sentences if s.strip())
+        texts: Iterator[str] = (s for s in sentences if s.strip())
+        if input_sentence_size > 0:
+            texts = iter(sample_texts(texts, input_sentence_size))
         first = next(texts, None)
         if first is None:
             raise TokenizerError("cannot train a tokenizer on no text")
-        sample = {}
-        if input_sentence_size > 0:
-            spm.set_random_generator_seed(SAMPLE_SEED)
-            sample = dict(input_sentence_size=input_sentence_size, shuffle_input_sentence=True)
         buf = io.BytesIO()
         spm.SentencePieceTrainer.train(
             sentence_iterator=itertools.chain([first], texts),
             model_writer=buf,
-            **sample,
             vocab_size=vocab_size,
             model_type=model_type,
             pad_id=PAD_ID,
@@ -143,7 +157,7 @@ class Tokenizer:
         """``encode`` of each text, in one call to sentencepiece (on one thread)."""
         for text in texts:
             self._check_text(text)
-        return [list(ids) for ids in self.sp.encode(list(texts), out_type=int, num_threads=1)]
+        return self.sp.encode(list(texts), out_type=int, num_threads=1)
 
     def encode_pieces(self, text: str) -> list[str]:
         self._check_text(text)

@@ -118,6 +118,7 @@ FIELDS: dict[str, Rule] = {
 
 
 NORM_NAMES = {"layer": "LayerNorm", "batch": "BatchNorm", "rms": "RMSNorm"}  # config.norm -> its name on screen
+NORM_SYMBOLS = {"layer": "LN", "batch": "BN", "rms": "RMS"}  # config.norm -> its symbol in a formula: LN(x + Sublayer(x))
 KIND_NOTES = {  # config.kind -> what ``describe`` adds: what a model of one stack has not
     "encoder-decoder": "",
     "decoder-only": "; decoder-only: no encoder, no cross-attention (continues a prompt)",

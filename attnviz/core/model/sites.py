@@ -71,6 +71,12 @@ def n_layers(config: TransformerConfig, kind: str) -> int:
     return int(getattr(config, _LAYERS_FIELD[kind]))
 
 
+def position_biased(config: TransformerConfig, kind: str) -> bool:
+    """Whether attention of ``kind`` adds a relative position bias B to its scores, recorded as
+    ``<site>.position_bias`` (T5's self-attention: softmax(QKᵀ + B + M); cross-attention has none)."""
+    return config.positional == "relative" and check_kind(kind) != "cross"
+
+
 def attention_sites(config: TransformerConfig, kind: str | None = None) -> tuple[AttentionSite, ...]:
     """Every attention site of a model with ``config`` (of one ``kind``, if given), in model order."""
     kinds = KINDS if kind is None else (check_kind(kind),)

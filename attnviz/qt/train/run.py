@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 from PySide6.QtCore import QT_TRANSLATE_NOOP
 
+from attnviz.core.model.config import NORM_NAMES
 from attnviz.qt.i18n import translate
 
 #: Model sizes offered in the panel (TransformerConfig fields); ``size_label`` names them.
@@ -134,7 +135,7 @@ class TrainRequest:
         return f"{self.data} + {augment_label}" if self.augment else self.data
 
     def _norm_name(self) -> str:
-        return "LayerNorm" if self.norm == "layer" else "BatchNorm"
+        return NORM_NAMES[self.norm]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -2,7 +2,9 @@
 
 A line's opacity is the attention weight; each head has its colour and the selected heads
 are drawn on top of each other. Hovering a token shows only its lines (a query's weights
-over the keys, or what attends to a key); clicking a token pins that isolation.
+over the keys, or what attends to a key); clicking a token pins that isolation. A long input
+(more than ``ALL_LINES_UP_TO`` tokens) draws each query's k strongest lines ("Top" k), k·n lines
+instead of n², and labels every few rows.
 
 The line layers and the graphics item that draws them are in :mod:`attnviz.qt.widgets.line_item`.
 """

@@ -44,6 +44,13 @@ CORE_TEXTS = (
     QT_TRANSLATE_NOOP("model_info", "{norm}, x + Sublayer(Norm(x)) (pre-norm)"),
     QT_TRANSLATE_NOOP("model_info", "{source:,} source, {target:,} target pieces"),
     QT_TRANSLATE_NOOP("model_info", "{n} tokens"), QT_TRANSLATE_NOOP("model_info", "not recorded"),
+    QT_TRANSLATE_NOOP("model_info", "positions"), QT_TRANSLATE_NOOP("model_info", "scores"), QT_TRANSLATE_NOOP("model_info", "FFN"),
+    QT_TRANSLATE_NOOP("model_info", "{value} (d_model / h)"), QT_TRANSLATE_NOOP("model_info", "{value} (its own, not d_model / h; h·d_k = {inner})"),
+    QT_TRANSLATE_NOOP("model_info", "relative: a bias B on the scores per head, {buckets} distance buckets"),
+    QT_TRANSLATE_NOOP("model_info", "a learned table of {n} positions added to the embeddings"),
+    QT_TRANSLATE_NOOP("model_info", "sinusoidal PE(pos, 2i) added to the embeddings"),
+    QT_TRANSLATE_NOOP("model_info", "softmax(QKᵀ + M): no ÷√d_k (folded into the weights)"),
+    QT_TRANSLATE_NOOP("model_info", "gated: (act(x W₁) ⊙ x W_up) W₂"),
 )
 
 

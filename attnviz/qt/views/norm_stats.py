@@ -42,11 +42,13 @@ from attnviz.core.analysis.norms import (
     histogram,
     norm_site_data_for,
     placement_formula,
+    row_rms,
     site_formula,
     sublayer_kind,
     tutorial_formula,
 )
 from attnviz.core.data.pieces import WORD_START, display_piece
+from attnviz.core.model.config import NORM_NAMES
 from attnviz.qt.core_text import kind_name
 from attnviz.qt.i18n import translate
 from attnviz.qt.selection import ViewChoice
@@ -153,7 +155,7 @@ class SiteColumn:
         if kind == self._axis_kind:
             return
         for attr, plot in (("mean_axis", self.mean_plot), ("std_axis", self.std_plot)):
-            if kind == "layer":
+            if kind != "batch":  # LayerNorm, RMSNorm: per token
                 axis: pg.AxisItem = TokenAxis("bottom", theme, 8.0)
             else:
                 axis = pg.AxisItem("bottom")
@@ -180,19 +182,26 @@ class SiteColumn:
         title, formula = site_title(site, placement)
         self.title.set_title(title, formula)
         self._use_axes(site.kind, theme)
-        if site.kind == "layer":
+        if site.kind != "batch":
             x = np.arange(len(site.pieces), dtype=float)
             self.mean_a.setData(x, np.asarray(st.input_mean, float))
             self.mean_b.setData(x, np.asarray(st.output_mean, float))
-            self.std_a.setData(x, np.asarray(st.input_std, float))
-            self.std_b.setData(x, np.asarray(st.output_std, float))
             n_mean, n_std = site.normalized_stats
             self.mean_n.setData(x, n_mean)
-            self.std_n.setData(x, n_std)
             self.mean_axis.set_labels(site.pieces)
             self.std_axis.set_labels(site.pieces)
             self._titled(self.mean_plot, translate("norm_stats", "per-token mean"), theme)
-            self._titled(self.std_plot, translate("norm_stats", "per-token std"), theme)
+            if site.kind == "rms":  # what RMSNorm divides by: each token's root mean square
+                self.std_a.setData(x, np.asarray(st.rms, float))
+                self.std_b.setData(x, row_rms(site.x_out))
+                self.std_n.setData(x, row_rms(site.normalized))
+                self.mean_n.setData(x, site.normalized.mean(-1))
+                self._titled(self.std_plot, translate("norm_stats", "per-token RMS"), theme)
+            else:
+                self.std_a.setData(x, np.asarray(st.input_std, float))
+                self.std_b.setData(x, np.asarray(st.output_std, float))
+                self.std_n.setData(x, n_std)
+                self._titled(self.std_plot, translate("norm_stats", "per-token std"), theme)
             for p in (self.mean_plot, self.std_plot):
                 p.getAxis("bottom").setLabel(None)
             self.mean_plot.setXRange(-0.5, len(x) - 0.5, padding=0)
@@ -406,7 +415,7 @@ class QtNormStatsView(FigureViewBase):
 
     def _refresh(self) -> None:
         sites = self.group_sites()
-        norm_name = "LayerNorm" if self._norm == "layer" else "BatchNorm"
+        norm_name = NORM_NAMES[self._norm]
         if not sites:
             self.title.set_title(translate("norm_stats", "Normalization statistics"),
                                  translate("norm_stats", "LayerNorm normalizes the features of one token; BatchNorm one feature over the batch"))
@@ -415,8 +424,9 @@ class QtNormStatsView(FigureViewBase):
             self._set_comparison_visible(False)
             return
         self._set_comparison_visible(True)
-        what = (translate("norm_stats", "per token: its features' mean and std before, normalized, after γ, β")
-                if self._norm == "layer" else translate("norm_stats", "per feature: this batch's statistics beside the running ones"))
+        what = {"layer": translate("norm_stats", "per token: its features' mean and std before, normalized, after γ, β"),
+                "rms": translate("norm_stats", "per token: x / RMS(x) · γ, RMS(x) = √(mean(x²) + ε), no mean taken away (no β)"),
+                }.get(self._norm, translate("norm_stats", "per feature: this batch's statistics beside the running ones"))
         placement = translate("norm_stats", "pre-norm") if self._placement == "pre" else translate("norm_stats", "post-norm")
         title = translate("norm_stats", "{layer} · {norm} · {placement}: every sublayer is {formula} · {n} tokens").format(
             layer=group_title(self._group), norm=norm_name, placement=placement, formula=placement_formula(self._norm, self._placement),
@@ -439,8 +449,9 @@ class QtNormStatsView(FigureViewBase):
     def _legend(self) -> tuple[tuple[str, str, str], ...]:
         """The series' marks in their colours (every site's plots), and the word-start mark."""
         th = self.theme
-        names = ((translate("norm_stats", "x before"), translate("norm_stats", "after γ, β (output)"), translate("norm_stats", NORMALIZED))
-                 if self._norm == "layer" else (translate("norm_stats", "batch"), translate("norm_stats", "running")))
+        names = {"layer": (translate("norm_stats", "x before"), translate("norm_stats", "after γ, β (output)"), translate("norm_stats", NORMALIZED)),
+                 "rms": (translate("norm_stats", "x before"), translate("norm_stats", "after γ (output)"), translate("norm_stats", "x / RMS(x) before γ")),
+                 }.get(self._norm, (translate("norm_stats", "batch"), translate("norm_stats", "running")))
         series = tuple((mark, th.head_color(i).name(), name) for i, (mark, name) in enumerate(zip(("●", "■", "▲"), names)))
         return series + ((WORD_START, th.muted, translate("norm_stats", "= start of a word")),)
 
@@ -463,7 +474,7 @@ class QtNormStatsView(FigureViewBase):
             m = m_x if key == "x" else m_n
             p.set_matrix(mats[key], site.pieces, cols, levels=(-m, m))
         title, formula = site_title(site, self._placement)
-        uses = "LayerNorm" if site.kind == "layer" else "BatchNorm"
+        uses = NORM_NAMES[site.kind]
         self.cmp_title.set_title(
             translate("norm_stats", "LN vs BN on the same activations · {site} · this model uses {norm}").format(site=title, norm=uses),
             translate("norm_stats", "LayerNorm: each token (row) → mean 0, std 1 over its {d} features · BatchNorm: each feature (column) "

@@ -194,6 +194,10 @@ class CellTextItem(pg.GraphicsObject):
         fm = QtGui.QFontMetricsF(self._font)
         return cell.width() >= self._max_text_w + 4 and cell.height() >= fm.height() + 1
 
+    def shown(self) -> bool:
+        """The values are written in the cells now: there are some, and a cell holds the widest."""
+        return bool(self._values.size) and self.fits(self.sceneTransform())
+
     def _scene_painting(self, p: QtGui.QPainter) -> QtGui.QTransform:
         """Switch ``p`` to scene coordinates (text keeps its on-screen size in any export);
         returns the item → scene transform."""

@@ -1,0 +1,79 @@
+"""TokenAxis: at 512 tokens the labels thin out to every k-th (the current step's kept, its
+neighbours within k left out), none overlaps another, and the read-out names every piece."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+import pytest
+from PySide6 import QtCore
+from window_helpers import TextBox, check_texts, scene_texts
+
+from attnviz.core.data.pieces import display_piece
+from attnviz.qt.sample_data import pieces, sample_attention
+from attnviz.qt.views.head_detail import QtHeadDetailView
+from attnviz.qt.widgets.colormaps import get_theme
+from attnviz.qt.widgets.heatmap import HeatmapPlot
+from attnviz.qt.widgets.token_axis import thinned
+
+N = 512
+LABELS = pieces(N, prefix="▁word")
+
+
+@pytest.fixture
+def plot(qtbot):
+    canvas = pg.GraphicsLayoutWidget()
+    qtbot.addWidget(canvas)
+    canvas.resize(760, 640)
+    heatmap = HeatmapPlot(get_theme("light"))
+    canvas.addItem(heatmap)
+    m = np.random.default_rng(0).random((N, N)).astype(np.float32)
+    heatmap.set_matrix(m / m.sum(1, keepdims=True), LABELS, LABELS, highlight_row=301)
+    canvas.show()
+    qtbot.waitExposed(canvas)
+    qtbot.waitUntil(lambda: heatmap.getViewBox().width() > 100, timeout=2000)
+    return canvas, heatmap
+
+
+def boxes(*axes) -> list[TextBox]:
+    return [TextBox("axis", text, rect) for axis in axes for text, rect in axis.label_boxes()]
+
+
+def test_labels_thin_out_and_never_overlap(plot):
+    canvas, heatmap = plot
+    rows, cols = heatmap.row_axis, heatmap.col_axis
+    drawn = boxes(rows, cols)
+    assert not check_texts(drawn, QtCore.QRectF(-1e5, -1e5, 2e5, 2e5))
+    step = rows.label_step()
+    assert step > 1 and cols.rotated and cols.label_step() > 1
+    shown = rows.shown_indices()
+    assert 301 in shown and all(i % step == 0 or i == 301 for i in shown)
+    assert all(abs(i - 301) >= step for i in shown if i != 301)  # the current step's label in place of its neighbours
+    assert len(shown) == len(rows.label_boxes()) and len(shown) < N // 4
+    bold = [text for text, rect in rows.label_boxes() if text == display_piece(LABELS[301])]
+    assert bold  # the current step's piece is on the axis
+
+
+def test_the_readout_names_a_piece_whose_label_is_not_drawn(plot):
+    _, heatmap = plot
+    hidden = next(i for i in range(N) if i not in heatmap.row_axis.shown_indices())
+    info = heatmap.hover_cell(hidden, 5)
+    assert info.row_label == display_piece(LABELS[hidden]) and info.col_label == display_piece(LABELS[5])
+
+
+def test_thinned_keeps_the_given_indices_apart_from_the_rest():
+    assert thinned(10, 1) == list(range(10))
+    assert thinned(20, 4) == [0, 4, 8, 12, 16]
+    assert thinned(20, 4, [9]) == [0, 4, 9, 16]  # 8 and 12 are within 4 of 9
+
+
+def test_no_text_of_the_head_detail_overlaps_at_512_tokens(make_view, qtbot):
+    data = {"cross": sample_attention("cross", source=pieces(N, prefix="▁源"), target=pieces(40, first="SOS"))}
+    view = make_view(QtHeadDetailView, (700, 560), data, shown=True)
+    qtbot.waitUntil(view.zoom.zoomed, timeout=3000)
+    for region in (((24, 40), (0, 16)), ((0, 40), (100, 400))):  # the first region, then one whose cells are 1 px wide
+        view.zoom.set_region(*region)
+        qtbot.wait(30)
+        texts = scene_texts(view.canvas, view)
+        assert sum(t.text.startswith(display_piece("▁源")) for t in texts) >= 8
+        assert not check_texts(texts, QtCore.QRectF(view.rect()))
