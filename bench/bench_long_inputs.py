@@ -11,8 +11,9 @@ data and drawing. Each figure is the median over ``--steps`` steps, early in the
 ``DEEP`` steps (the cross-attention then has that many rows). Target: ≤ 50 ms per step at 512 tokens;
 the ratio to the 20-token figure of the same run is printed beside it.
 
-Then the head detail of the 512-token source's encoder self-attention (512×512) is exported as PNG,
-SVG and PDF: the file sizes, and whether the SVG's labels are text.
+Then the grid, the head detail and the lines of the 512-token source's encoder self-attention
+(512×512) are exported as PNG, SVG and PDF: the file sizes, and how many texts the SVG holds as
+text (its labels stay text, never outlines).
 
     python bench/bench_long_inputs.py [--steps N]
 """
@@ -121,25 +122,33 @@ def measure(bundle, n: int, steps: int) -> dict[str, object]:
     return out
 
 
-def export_sizes(bundle, n: int) -> dict[str, int]:
-    """Bytes of the PNG, SVG and PDF of the head detail of an ``n``-token encoder self-attention."""
+EXPORTED = ("grid", "head", "lines")  # the attention views, on the encoder self-attention of the long source
+
+
+def export_sizes(bundle, n: int) -> dict[str, dict[str, int]]:
+    """Per view of ``EXPORTED``: bytes of its PNG, SVG and PDF for an ``n``-token encoder
+    self-attention (as on screen, at the window's default size), and whether the SVG holds text."""
     from attnviz.qt.export.files import render_view_to_bytes
     from attnviz.qt.selection import ViewChoice
     from attnviz.qt.session import Session
-    from attnviz.qt.views.head_detail import QtHeadDetailView
-    from attnviz.qt.views.registry import feed_now, view_spec
+    from attnviz.qt.views.registry import build_view, feed_now, view_spec
 
     session = Session()
     session.decode_as_you_type = False
     session.set_bundle(bundle, source=source_of(bundle.src_tokenizer, n))
-    view = QtHeadDetailView()
-    view.resize(*SIZES["head"])
-    feed_now(view_spec("head"), view, session, ViewChoice(kind="encoder", layer=0, head=0, mode="head"))
-    view.show()
-    _app().processEvents()
-    sizes = {fmt: render_view_to_bytes(view, fmt) for fmt in ("png", "svg", "pdf")}
-    view.close()
-    return {fmt: len(data) for fmt, data in sizes.items()} | {"svg_text": int(b"<text" in sizes["svg"])}
+    out = {}
+    for name in EXPORTED:
+        spec = view_spec(name)
+        view = build_view(spec)
+        view.resize(*SIZES.get(name, SIZES["head"]))
+        feed_now(spec, view, session, ViewChoice(kind="encoder", layer=0, head=0, mode="head" if name == "head" else None))
+        view.show()
+        _app().processEvents()
+        files = {fmt: render_view_to_bytes(view, fmt) for fmt in ("png", "svg", "pdf")}
+        out[name] = {fmt: len(data) for fmt, data in files.items()} | {"svg_text": files["svg"].count(b"<text")}
+        view.close()
+    session.deleteLater()
+    return out
 
 
 def run(report=print) -> dict:
@@ -165,9 +174,10 @@ def run(report=print) -> dict:
                    f"  ×{wall / short[what][0]:5.2f} the {LENGTHS[0]}-token figure;  model step alone CPU {model:6.2f} ms,"
                    f" the views CPU {cpu - model:6.2f} ms   (target ≤ {TARGET_MS:.0f} ms: {verdict})")
     sizes = export_sizes(bundle, LENGTHS[-1])
-    report(f"head detail of {LENGTHS[-1]}×{LENGTHS[-1]} encoder self-attention exported: "
-           f"PNG {sizes['png'] / 1024:.0f} KiB, SVG {sizes['svg'] / 1024:.0f} KiB, PDF {sizes['pdf'] / 1024:.0f} KiB"
-           f"; SVG labels as text: {'yes' if sizes['svg_text'] else 'no'}")
+    report(f"figures of the {LENGTHS[-1]}-token source's encoder self-attention, exported as on screen:")
+    for name, size in sizes.items():
+        report(f"  {name:<6} PNG {size['png'] / 1024:6.0f} KiB   SVG {size['svg'] / 1024:6.0f} KiB"
+               f" ({size['svg_text']} texts as text)   PDF {size['pdf'] / 1024:6.0f} KiB")
     return {"steps": results, "export": sizes}
 
 

@@ -1,6 +1,6 @@
 """``make bench``: every benchmark prints figures as ratios to a reference measured in the same run.
 
-Usage: python bench/run.py [core|decoding|interventions|training|views|window|ui|faults|hf|random_gui ...] [--threads N]
+Usage: python bench/run.py [core|decoding|interventions|training|views|long_inputs|window|ui|faults|hf|random_gui ...] [--threads N]
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-SUITES = ["core", "decoding", "interventions", "training", "views", "window", "ui", "faults", "hf", "random_gui"]
+SUITES = ["core", "decoding", "interventions", "training", "views", "long_inputs", "window", "ui", "faults", "hf", "random_gui"]
 
 
 def main() -> int:

@@ -188,6 +188,7 @@ def _decoded_session(args: argparse.Namespace) -> Session:
     session.set_bundle(bundle)
     _ablate(session, args)
     session.set_inputs(args.src, args.tgt or "")
+    session.finish_prediction()  # an encoder-only model's pass runs in a worker
     if session.current is None:
         raise CommandError(session.error or "nothing to draw")
     decoding = session.decoding

@@ -20,6 +20,7 @@ from attnviz.qt.widgets.plain_text import plain_label, tooltip_text
 from attnviz.qt.workers import FunctionWorker, while_alive
 
 STRATEGIES = ("greedy", "beam", "sample")  # the strategy combo's keys (its itemData), in its order
+MAX_INPUT_CHARS = 20_000  # a typed or pasted sentence at most: the model's position table decides how many tokens are kept
 
 
 def strategy_name(key: str) -> str:
@@ -82,13 +83,13 @@ class QtInputBar(QtWidgets.QWidget):
         self.source_edit = QtWidgets.QLineEdit(objectName="sourceEdit")
         self.source_edit.setPlaceholderText(translate("decode_panel", "Source sentence (中文), e.g. 我喜欢吃鱼。"))
         self.source_edit.setToolTip(self.source_tip())
-        self.source_edit.setMaxLength(2000)
+        self.source_edit.setMaxLength(MAX_INPUT_CHARS)
         self.target_edit = QtWidgets.QLineEdit(objectName="targetEdit")
         self.target_edit.setPlaceholderText(translate("decode_panel", "Optional target (a translation): teacher-forced mode, SOS + y in, y + EOS out"))
         self.target_edit.setToolTip(translate("decode_panel", "Type a translation to see, for every position, what the model predicts "
                                                               "with the right prefix (teacher forcing)."))
         self.target_edit.setClearButtonEnabled(True)
-        self.target_edit.setMaxLength(2000)
+        self.target_edit.setMaxLength(MAX_INPUT_CHARS)
         self.example_combo = QtWidgets.QComboBox(objectName="exampleCombo")
         self.example_combo.setToolTip(translate("decode_panel", "Example sentences: some were seen in training, some are held out"))
         self.example_combo.setSizeAdjustPolicy(QtWidgets.QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
@@ -96,13 +97,15 @@ class QtInputBar(QtWidgets.QWidget):
         self.source_edit.setMinimumWidth(140)
         form = QtWidgets.QGridLayout(self)
         form.setContentsMargins(6, 6, 6, 2)
-        form.addWidget(QtWidgets.QLabel(translate("decode_panel", "Source")), 0, 0)
+        self.source_label = QtWidgets.QLabel(translate("decode_panel", "Source"), objectName="sourceLabel")
+        form.addWidget(self.source_label, 0, 0)
         form.addWidget(self.source_edit, 0, 1)
         form.addWidget(self.example_combo, 0, 2, 1, 2)
         self.reference_button = QtWidgets.QToolButton(objectName="useReferenceButton", text=translate("decode_panel", "Use the reference"))
         self.reference_button.setToolTip(translate("decode_panel", "The open example has a reference translation: feed it to the decoder (teacher forcing)"))
         self.reference_button.clicked.connect(self.use_reference)
-        form.addWidget(QtWidgets.QLabel(translate("decode_panel", "Target")), 1, 0)
+        self.target_label = QtWidgets.QLabel(translate("decode_panel", "Target"), objectName="targetLabel")
+        form.addWidget(self.target_label, 1, 0)
         form.addWidget(self.target_edit, 1, 1, 1, 2)
         form.addWidget(self.reference_button, 1, 3)
         self.source_info = QtSourceInfo(session)
@@ -179,10 +182,21 @@ class QtInputBar(QtWidgets.QWidget):
         self._update_source_tooltip(self.source_edit.text())
         if bundle is None:
             return
+        self._fit_kind(bundle.config.kind)
         worker = FunctionWorker(hints_for, dict(bundle.meta), bundle.path, inference=False)
         worker.returned.connect(while_alive(self, lambda hints, b=bundle: self._apply_hints(b, hints)))
         self._hints_worker = worker
         worker.start()
+
+    def _fit_kind(self, kind: str) -> None:
+        """The fields of a model of ``kind``: a decoder-only model continues a prompt; an
+        encoder-only one reads a sentence with [MASK] and has no target (it does not decode)."""
+        names = {"decoder-only": translate("decode_panel", "Prompt"), "encoder-only": translate("decode_panel", "Sentence")}
+        self.source_label.setText(names.get(kind, translate("decode_panel", "Source")))
+        for w in (self.target_label, self.target_edit, self.reference_button):
+            w.setVisible(kind != "encoder-only")
+        if kind == "encoder-only":
+            self.source_edit.setPlaceholderText(translate("decode_panel", "A sentence with [MASK] where a token is hidden, e.g. the cat [MASK] on the mat."))
 
     def _apply_hints(self, bundle, hints: InputHints) -> None:
         """Show ``hints`` if ``bundle`` is still the open model. A source that was an example of the
@@ -191,7 +205,7 @@ class QtInputBar(QtWidgets.QWidget):
             return
         previous = {e.source for e in self._examples}
         self.set_examples(list(hints.examples))
-        placeholder = placeholder_text(hints)
+        placeholder = placeholder_text(hints) if bundle.config.kind != "encoder-only" else self.source_edit.placeholderText()
         self.source_edit.setPlaceholderText(placeholder)
         self.source_info.set_placeholder(placeholder)
         src = self.source_edit.text().strip()
@@ -277,6 +291,7 @@ class QtStepBar(QtWidgets.QWidget):
         self.strategy_combo.currentIndexChanged.connect(self._on_changed)
         for w in (self.beam_spin, self.temperature_spin, self.topk_spin, self.topp_spin, self.seed_spin):
             w.valueChanged.connect(self._on_changed)
+        session.modelChanged.connect(lambda bundle: bundle is not None and self.setEnabled(bundle.config.kind != "encoder-only"))  # no decoding
         self._update_visibility()
 
     def _params_area(self) -> QtWidgets.QScrollArea:

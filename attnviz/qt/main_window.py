@@ -6,12 +6,13 @@ import time
 from pathlib import Path
 
 from PySide6 import QtCore, QtGui, QtWidgets
+from PySide6.QtCore import QT_TRANSLATE_NOOP
 
 from attnviz.core.analysis.ablation import HeadSet
 from attnviz.core.analysis.norms import placement_formula
 from attnviz.core.bundle import Bundle
 from attnviz.core.decoding.strategies import BeamSearch
-from attnviz.core.model.config import NORM_NAMES, TransformerConfig
+from attnviz.core.model.config import KIND_NOTES, NORM_NAMES, TransformerConfig
 from attnviz.paths import default_model
 from attnviz.qt.core_text import ablation_name, heads_text, strategy_text
 from attnviz.qt.decode_panel import QtInputBar, QtStepBar, QtTokenChips, QtTopKPanel
@@ -56,6 +57,17 @@ def config_text(c: TransformerConfig) -> str:
         d_model=c.d_model, heads=c.n_heads, encoder=c.n_encoder_layers, decoder=c.n_decoder_layers, d_ff=c.d_ff,
         norm=NORM_NAMES[c.norm], placement=placement_text(c.norm_placement),
         source=c.src_vocab_size, target=c.tgt_vocab_size)
+
+
+KIND_NOTE_TEXTS = (  # the core's KIND_NOTES, marked for the translators
+    QT_TRANSLATE_NOOP("main_window", "; decoder-only: no encoder, no cross-attention (continues a prompt)"),
+    QT_TRANSLATE_NOOP("main_window", "; encoder-only: no decoder, no decoding (predicts masked tokens)"),
+)
+
+
+def kind_note(kind: str) -> str:
+    """What the status bar adds for a model of one stack (``config.kind``): what it has not."""
+    return translate("main_window", KIND_NOTES[kind]) if KIND_NOTES[kind] else ""
 
 
 def theme_name_text(name: str) -> str:
@@ -245,6 +257,7 @@ class MainWindow(QtWidgets.QMainWindow):
         """The top-k list on the left; the registry's views, tabbed, on the right (full height) and
         at the bottom (under the grid and the top-k list), however many there are."""
         self.docks: dict[str, QtWidgets.QDockWidget] = {}
+        self._unfit_docks: set[str] = set()  # docks hidden because their view does not apply to the open model
         self.setCorner(QtCore.Qt.Corner.TopRightCorner, AREA.RightDockWidgetArea)
         self.setCorner(QtCore.Qt.Corner.BottomRightCorner, AREA.RightDockWidgetArea)
         self.setCorner(QtCore.Qt.Corner.BottomLeftCorner, AREA.BottomDockWidgetArea)
@@ -311,7 +324,7 @@ class MainWindow(QtWidgets.QMainWindow):
             self.theme_group.addAction(a)
         self.theme_group.triggered.connect(lambda a: self.set_theme(a.data()))
         self._create_language_menu()
-        decode = mb.addMenu(translate("main_window", "&Decode"))
+        decode = self.decode_menu = mb.addMenu(translate("main_window", "&Decode"))
         for a in (self.step_act, self.back_act, self.run_act, self.reset_act):
             decode.addAction(a)
         decode.addSeparator()
@@ -442,11 +455,32 @@ class MainWindow(QtWidgets.QMainWindow):
             self._add_recent(bundle.path)
         self.setWindowTitle(one_line(f"attnviz — {bundle.name}"))
         c = bundle.config
-        self.model_label.set_full_text(one_line(f"{bundle.name}: {config_text(c)}"), tip=str(bundle.path or ""))
+        self.model_label.set_full_text(one_line(f"{bundle.name}: {config_text(c)}{kind_note(c.kind)}"), tip=str(bundle.path or ""))
         self.norm_label.setText(norm_formula(c))
+        self._fit_to_model(c)
         if self._pending_run:  # the first sentence is decoded once the session has rebuilt
             self._pending_run = False
             QtCore.QTimer.singleShot(0, self.session.decode_to_end)
+
+    def _fit_to_model(self, config: TransformerConfig) -> None:
+        """Show what applies to the open model: the dock of a view that does not
+        (:meth:`~attnviz.qt.views.spec.ViewSpec.applies`) is hidden, its View-menu entry disabled,
+        and it comes back with a model it applies to; an encoder-only model has no decoding (no
+        top-k list, token chips or Decode menu)."""
+        decodes = config.kind != "encoder-only"
+        fits = {spec.dock_name: spec.applies(config) for spec in self.views.specs.values() if spec.dock_name}
+        fits[self.topk_dock.objectName()] = decodes
+        for name, applies in fits.items():
+            dock = self.docks[name]
+            if not applies and not dock.isHidden():
+                self._unfit_docks.add(name)
+                dock.hide()
+            elif applies and name in self._unfit_docks:
+                self._unfit_docks.discard(name)
+                dock.show()
+            dock.toggleViewAction().setEnabled(applies)
+        self.chips.setVisible(decodes)
+        self.decode_menu.menuAction().setEnabled(decodes)
 
     def _load_examples(self) -> list:
         from attnviz.core.data.examples import load_examples

@@ -28,12 +28,13 @@ from attnviz.core.analysis.ablation import HeadSet
 from attnviz.core.analysis.figure_data import AttentionData, MaskData
 from attnviz.core.analysis.rollout import decoder_rollout, rollout
 from attnviz.core.bundle import Bundle, load_bundle
+from attnviz.core.decoding.masked import MaskedPrediction, masked_prediction_from_bundle
 from attnviz.core.decoding.result import DecodingResult, TopK
 from attnviz.core.decoding.session import DecodeStep, DecodingSession
 from attnviz.core.decoding.strategies import BeamSearch, DecodingError, Greedy, Sampling
 from attnviz.core.decoding.teacher_forcing import TeacherForced, teacher_forced_from_bundle
 from attnviz.core.model.interventions import InterventionError
-from attnviz.core.model.sites import attention_sites, n_layers
+from attnviz.core.model.sites import attention_sites, n_layers, position_biased
 from attnviz.errors import AttnvizError
 from attnviz.qt.analyses import Analyses
 from attnviz.qt.i18n import translate
@@ -84,6 +85,8 @@ class Session(QtCore.QObject):
         self.bundle: Bundle | None = None
         self.decoding: DecodingSession | None = None
         self.forced: TeacherForced | None = None
+        self.masked: MaskedPrediction | None = None  # an encoder-only model's result: one masked-token prediction of the source
+        self._masked_worker = None  # the FunctionWorker of the prediction whose result will be shown
         self.forced_cursor = 0
         self.source = ""
         self.target = ""
@@ -174,6 +177,7 @@ class Session(QtCore.QObject):
         self.bundle = bundle
         self.decoding = None
         self.forced = None
+        self.masked, self._masked_worker = None, None
         self.modelChanged.emit(bundle)
         if source is not None:
             self.source = source
@@ -275,6 +279,7 @@ class Session(QtCore.QObject):
         self.stop_run()
         self.decoding = None
         self.forced = None
+        self.masked, self._masked_worker = None, None
         self.error = None
         if self.bundle is None:
             self.decodingChanged.emit()
@@ -282,7 +287,10 @@ class Session(QtCore.QObject):
         self._fit_ablation(self.bundle)
         try:
             plan = self._interventions()
-            if self.target.strip():
+            if self.bundle.config.kind == "encoder-only":  # no decoder: a masked-token prediction instead
+                self._predict_masked(plan)
+                notices = ()
+            elif self.target.strip():
                 self.forced = teacher_forced_from_bundle(self.bundle, self.source, self.target, interventions=plan)
                 self.forced_cursor = len(self.forced.steps) - 1
                 notices = self.forced.notices
@@ -297,6 +305,46 @@ class Session(QtCore.QObject):
         for n in notices:
             self.message.emit("info", n)
         self.decodingChanged.emit()
+
+    def _predict_masked(self, plan: list) -> None:
+        """An encoder-only model's one pass over the source (the user types [MASK] where a token is
+        hidden), in a worker: ``masked`` and ``decodingChanged`` when it returns; only the latest counts."""
+        from attnviz.qt.workers import FunctionWorker
+
+        worker = FunctionWorker(masked_prediction_from_bundle, self.bundle, self.source, interventions=plan, pool=self._pool)
+        self._masked_worker = worker
+        self._workers.append(worker)
+
+        def done(result: MaskedPrediction) -> None:
+            if worker is self._masked_worker:
+                self.masked, self._masked_worker = result, None
+                for n in result.notices:
+                    self.message.emit("info", n)
+                self.decodingChanged.emit()
+
+        def failed(exc: BaseException) -> None:
+            if worker is self._masked_worker:
+                self._masked_worker = None
+                self.error = one_line(str(exc) if isinstance(exc, AttnvizError) else f"{type(exc).__name__}: {exc}")
+                self.message.emit("warning", self.error)
+                self.decodingChanged.emit()
+
+        worker.returned.connect(done)
+        worker.errored.connect(failed)
+        worker.finished.connect(lambda: worker in self._workers and self._workers.remove(worker))
+        worker.start()
+
+    def finish_prediction(self, msecs: int = 60000) -> None:
+        """Wait for the masked-token prediction under way and take its result (no event loop to
+        wait in: ``attnviz export``)."""
+        if self._masked_worker is not None:
+            self._pool.waitForDone(msecs)
+            QtCore.QCoreApplication.sendPostedEvents()
+
+    @property
+    def predicting(self) -> bool:
+        """A masked-token prediction is running (its result will be shown)."""
+        return self._masked_worker is not None
 
     # -- stepping ---------------------------------------------------------------------------
     def can_step(self) -> bool:
@@ -398,8 +446,11 @@ class Session(QtCore.QObject):
     # -- what the views render --------------------------------------------------------------
     @property
     def current(self) -> DecodingResult | None:
-        """The result the views show: the teacher-forced pass, or the decoding session."""
-        return self.forced if self.forced is not None else self.decoding
+        """The result the views show: the teacher-forced pass, the decoding session, or (an
+        encoder-only model) the masked-token prediction."""
+        if self.forced is not None:
+            return self.forced
+        return self.decoding if self.decoding is not None else self.masked
 
     def n_rows(self) -> int:
         """Decoder rows (fed tokens) available now."""
@@ -500,7 +551,7 @@ class Session(QtCore.QObject):
         if cur is None or self.n_layers(kind) == 0:  # a model without layers of this kind has nothing to show
             return None
         if kind == "encoder":  # the encoder ran once for the sentence: its data is built once, not at every step
-            return self.per_source("attention:encoder", lambda: self._attention_data(cur, kind))
+            return self.per_source("encoder attention", lambda: self._attention_data(cur, kind))
         return self._attention_data(cur, kind)
 
     def _attention_data(self, cur: DecodingResult, kind: str) -> AttentionData:
@@ -525,14 +576,16 @@ class Session(QtCore.QObject):
         scaled = np.stack([cur.accumulated(site.name("scaled_scores")) for site in sites])
         masked = np.stack([cur.accumulated(site.name("masked_scores")) for site in sites])
         weights = np.stack([cur.accumulated(site.name("weights")) for site in sites])
+        bias = np.stack([cur.accumulated(site.name("position_bias")) for site in sites]) if position_biased(cur.config, "decoder") else None
         mask = cur.accumulated(sites[0].name("mask"))
         look_ahead = cur.accumulated("masks.look_ahead")
         tgt_pad = cur.accumulated("masks.tgt_padding")
-        src_pad = cur.accumulated("masks.src_padding")
+        src_pad = cur.accumulated("masks.src_padding") if cur.config.cross_attention else None  # a decoder-only model reads no source
         tgt = self.input_pieces()
         return MaskData(
             tgt, tgt, look_ahead, scaled, weights, masked_scores=masked, mask=mask, tgt_padding=tgt_pad,
-            src_padding=src_pad, src_labels=self.src_pieces(), step=self.current_row(),
+            src_padding=src_pad, src_labels=self.src_pieces() if src_pad is not None else (), step=self.current_row(),
+            position_bias=bias, scaled=cur.config.scale_scores,
         )
 
     def current_step(self) -> DecodeStep | None:
@@ -552,6 +605,8 @@ class Session(QtCore.QObject):
             return ()
         if self.forced is not None:
             return self.forced.steps[self.forced_cursor].topk
+        if self.decoding is None:  # a masked-token prediction: no next token
+            return ()
         if not self.decoding.can_step:
             return cur.steps[-1].topk if cur.steps else ()
         try:

@@ -1057,6 +1057,18 @@
         <translation>选择一个带参考译文的示例，即可用它做教师强制</translation>
     </message>
     <message>
+        <source>Prompt</source>
+        <translation>提示</translation>
+    </message>
+    <message>
+        <source>Sentence</source>
+        <translation>句子</translation>
+    </message>
+    <message>
+        <source>A sentence with [MASK] where a token is hidden, e.g. the cat [MASK] on the mat.</source>
+        <translation>在要遮住的词元处写 [MASK] 的句子，例如 the cat [MASK] on the mat.</translation>
+    </message>
+    <message>
         <source>… and {n} more</source>
         <translation>……另有 {n} 个</translation>
     </message>
@@ -1855,6 +1867,14 @@ Tatoeba (tatoeba.org), licensed CC-BY 2.0 FR and read through the PyPI package &
         <translation>选中所有头</translation>
     </message>
     <message>
+        <source>With more than {n} tokens, each query draws only its k strongest lines (per head): k·n lines, not n²; hover a token for all of its lines</source>
+        <translation type="unfinished" />
+    </message>
+    <message>
+        <source>Top</source>
+        <translation type="unfinished" />
+    </message>
+    <message>
         <source>{query} attends most to: {parts}  ({heads})</source>
         <translation>{query} 最关注：{parts}  （{heads}）</translation>
     </message>
@@ -1893,6 +1913,10 @@ Tatoeba (tatoeba.org), licensed CC-BY 2.0 FR and read through the PyPI package &
     <message>
         <source>no head</source>
         <translation>没有头</translation>
+    </message>
+    <message>
+        <source>;  each query's {k} strongest</source>
+        <translation type="unfinished" />
     </message>
     <message>
         <source>{kind} · layer {layer} · {which}</source>
@@ -1975,6 +1999,14 @@ Tatoeba (tatoeba.org), licensed CC-BY 2.0 FR and read through the PyPI package &
     <message>
         <source>d_model {d_model}, {heads} heads, {encoder}+{decoder} layers, d_ff {d_ff}, {norm} ({placement}), vocab {source}/{target}</source>
         <translation>d_model {d_model}，{heads} 个头，{encoder}+{decoder} 层，d_ff {d_ff}，{norm}（{placement}），词表 {source}/{target}</translation>
+    </message>
+    <message>
+        <source>; decoder-only: no encoder, no cross-attention (continues a prompt)</source>
+        <translation>；仅解码器：没有编码器，没有交叉注意力（续写提示）</translation>
+    </message>
+    <message>
+        <source>; encoder-only: no decoder, no decoding (predicts masked tokens)</source>
+        <translation>；仅编码器：没有解码器，不解码（预测被掩码的词元）</translation>
     </message>
     <message>
         <source>Light</source>
@@ -2278,10 +2310,56 @@ Tatoeba (tatoeba.org), licensed CC-BY 2.0 FR and read through the PyPI package &
     </message>
 </context>
 <context>
+    <name>masked_prediction</name>
+    <message>
+        <source>position {position}: … {around} …</source>
+        <translation>位置 {position}：… {around} …</translation>
+    </message>
+    <message>
+        <source>Position</source>
+        <translation>位置</translation>
+    </message>
+    <message>
+        <source>Which [MASK] the bars show</source>
+        <translation>柱状图显示哪个 [MASK]</translation>
+    </message>
+    <message>
+        <source>position</source>
+        <translation>位置</translation>
+    </message>
+    <message>
+        <source>rank</source>
+        <translation>排名</translation>
+    </message>
+    <message>
+        <source>token</source>
+        <translation>词元</translation>
+    </message>
+    <message>
+        <source>probability</source>
+        <translation>概率</translation>
+    </message>
+    <message>
+        <source>Masked tokens</source>
+        <translation>掩码词元</translation>
+    </message>
+    <message>
+        <source>no {mask} in the sentence: type {mask} where a token is hidden</source>
+        <translation>句中没有 {mask}：在要遮住的词元处输入 {mask}</translation>
+    </message>
+    <message>
+        <source>Masked tokens · {position}</source>
+        <translation>掩码词元 · {position}</translation>
+    </message>
+    <message>
+        <source>P(token at {mask} | the sentence) = softmax(logits)</source>
+        <translation>P({mask} 处的词元 | 句子) = softmax(logits)</translation>
+    </message>
+</context>
+<context>
     <name>masks</name>
     <message>
         <source>M: 0 on and below the diagonal, −∞ above (the future); adding −∞ before the softmax makes those weights exactly 0</source>
-        <extracomment>The same titles for narrow panels, in terms of the panels before.</extracomment>
         <translation>M：对角线及以下为 0，以上为 −∞（未来位置）；在 softmax 之前加上 −∞，使这些权重恰好为 0</translation>
     </message>
     <message>
@@ -2514,6 +2592,46 @@ Tatoeba (tatoeba.org), licensed CC-BY 2.0 FR and read through the PyPI package &
     <message>
         <source>not recorded</source>
         <translation>未记录</translation>
+    </message>
+    <message>
+        <source>positions</source>
+        <translation>位置</translation>
+    </message>
+    <message>
+        <source>scores</source>
+        <translation>注意力分数</translation>
+    </message>
+    <message>
+        <source>FFN</source>
+        <translation>前馈网络 FFN</translation>
+    </message>
+    <message>
+        <source>{value} (d_model / h)</source>
+        <translation>{value}（d_model / h）</translation>
+    </message>
+    <message>
+        <source>{value} (its own, not d_model / h; h·d_k = {inner})</source>
+        <translation>{value}（单独设定，不是 d_model / h；h·d_k = {inner}）</translation>
+    </message>
+    <message>
+        <source>relative: a bias B on the scores per head, {buckets} distance buckets</source>
+        <translation>相对位置：每个头在注意力分数上加偏置 B，共 {buckets} 个距离桶</translation>
+    </message>
+    <message>
+        <source>a learned table of {n} positions added to the embeddings</source>
+        <translation>可学习的位置表（{n} 个位置），加到词嵌入上</translation>
+    </message>
+    <message>
+        <source>sinusoidal PE(pos, 2i) added to the embeddings</source>
+        <translation>正弦位置编码 PE(pos, 2i)，加到词嵌入上</translation>
+    </message>
+    <message>
+        <source>softmax(QKᵀ + M): no ÷√d_k (folded into the weights)</source>
+        <translation>softmax(QKᵀ + M)：不除以 √d_k（缩放已并入权重）</translation>
+    </message>
+    <message>
+        <source>gated: (act(x W₁) ⊙ x W_up) W₂</source>
+        <translation>门控：(act(x W₁) ⊙ x W_up) W₂</translation>
     </message>
     <message>
         <source>property</source>
@@ -2830,6 +2948,10 @@ Tatoeba (tatoeba.org), licensed CC-BY 2.0 FR and read through the PyPI package &
         <translation>每个词元的均值</translation>
     </message>
     <message>
+        <source>per-token RMS</source>
+        <translation>每个词元的均方根 RMS</translation>
+    </message>
+    <message>
         <source>per-token std</source>
         <translation>每个词元的标准差</translation>
     </message>
@@ -2890,6 +3012,10 @@ Tatoeba (tatoeba.org), licensed CC-BY 2.0 FR and read through the PyPI package &
         <translation>每个词元：其特征在归一化前、归一化后、γ、β 之后的均值和标准差</translation>
     </message>
     <message>
+        <source>per token: x / RMS(x) · γ, RMS(x) = √(mean(x²) + ε), no mean taken away (no β)</source>
+        <translation>每个词元：x / RMS(x) · γ，RMS(x) = √(mean(x²) + ε)，不减去均值（没有 β）</translation>
+    </message>
+    <message>
         <source>per feature: this batch's statistics beside the running ones</source>
         <translation>每个特征：本批次的统计量与滑动统计量并列</translation>
     </message>
@@ -2912,6 +3038,14 @@ Tatoeba (tatoeba.org), licensed CC-BY 2.0 FR and read through the PyPI package &
     <message>
         <source>after γ, β (output)</source>
         <translation>γ、β 之后（输出）</translation>
+    </message>
+    <message>
+        <source>after γ (output)</source>
+        <translation>乘 γ 之后（输出）</translation>
+    </message>
+    <message>
+        <source>x / RMS(x) before γ</source>
+        <translation>乘 γ 之前的 x / RMS(x)</translation>
     </message>
     <message>
         <source>batch</source>
@@ -3039,6 +3173,13 @@ Tatoeba (tatoeba.org), licensed CC-BY 2.0 FR and read through the PyPI package &
     <message>
         <source>Output distribution · teacher forcing ({n} positions)</source>
         <translation>输出分布 · 教师强制（{n} 个位置）</translation>
+    </message>
+</context>
+<context>
+    <name>overview</name>
+    <message>
+        <source>whole matrix · drag the box</source>
+        <translation type="unfinished" />
     </message>
 </context>
 <context>
@@ -3354,6 +3495,18 @@ The bundle stays until the new run's first checkpoint is saved.</source>
         <translation>词元嵌入与 PE</translation>
     </message>
     <message>
+        <source>No positional encoding: this model adds a relative position bias B to the attention scores</source>
+        <translation>没有位置编码：该模型在注意力分数上加相对位置偏置 B</translation>
+    </message>
+    <message>
+        <source>softmax(QKᵀ + B + M): B is learned per head for each bucketed key − query distance; the walkthrough and the mask view show it</source>
+        <translation>softmax(QKᵀ + B + M)：B 按头学习，每个分桶的键 − 查询距离一个值；单头逐步演示和掩码视图会显示它</translation>
+    </message>
+    <message>
+        <source>a learned table: row pos is added to the embedding of the token at pos (no sin/cos formula)</source>
+        <translation>可学习的位置表：第 pos 行加到位置 pos 的词元嵌入上（没有 sin/cos 公式）</translation>
+    </message>
+    <message>
         <source>Positional encoding · {n} positions × d_model {d}</source>
         <translation>位置编码 · {n} 个位置 × d_model {d}</translation>
     </message>
@@ -3626,6 +3779,14 @@ The bundle stays until the new run's first checkpoint is saved.</source>
     <message>
         <source>keys (columns)</source>
         <translation>键（列）</translation>
+    </message>
+    <message>
+        <source>for comparison</source>
+        <translation>作对比</translation>
+    </message>
+    <message>
+        <source>this model does not divide by √d_k: its weights are {formula} (the ÷1 panel)</source>
+        <translation>该模型不除以 √d_k：它的权重是 {formula}（÷1 那一栏）</translation>
     </message>
     <message>
         <source>key</source>
@@ -4231,6 +4392,10 @@ The bundle stays until the new run's first checkpoint is saved.</source>
         <source>LN vs BN side by side</source>
         <translation>LN 与 BN 并排对比</translation>
     </message>
+    <message>
+        <source>Masked tokens</source>
+        <translation>掩码词元</translation>
+    </message>
 </context>
 <context>
     <name>walkthrough</name>
@@ -4308,6 +4473,10 @@ The bundle stays until the new run's first checkpoint is saved.</source>
         <translation>{kind} · 第 {layer} 层 · 第 {head} 个头（共 {heads} 个）· 查询“{query}”（第 {row} 行）</translation>
     </message>
     <message>
+        <source>no ÷√d_k</source>
+        <translation>不除以 √d_k</translation>
+    </message>
+    <message>
         <source>Z_{i} fills columns {first}–{last} of Concat(Z_1..Z_h)</source>
         <translation>Z_{i} 占 Concat(Z_1..Z_h) 的第 {first}–{last} 列</translation>
     </message>
@@ -4382,6 +4551,15 @@ The bundle stays until the new run's first checkpoint is saved.</source>
     <message>
         <source>X·C&lt;sub&gt;encoder&lt;/sub&gt;&lt;sup&gt;T&lt;/sup&gt; (no projection)</source>
         <translation>X·C&lt;sub&gt;编码器&lt;/sub&gt;&lt;sup&gt;T&lt;/sup&gt;（不做投影）</translation>
+    </message>
+    <message>
+        <source>Q&lt;sub&gt;i&lt;/sub&gt;K&lt;sub&gt;i&lt;/sub&gt;&lt;sup&gt;T&lt;/sup&gt; (no ÷√d&lt;sub&gt;k&lt;/sub&gt;)</source>
+        <extracomment>The steps as a model computes them that does not divide by √d_k, or adds a position bias B (T5).</extracomment>
+        <translation>Q&lt;sub&gt;i&lt;/sub&gt;K&lt;sub&gt;i&lt;/sub&gt;&lt;sup&gt;T&lt;/sup&gt;（不除以 √d&lt;sub&gt;k&lt;/sub&gt;）</translation>
+    </message>
+    <message>
+        <source>Scores and weights</source>
+        <translation>注意力分数与权重</translation>
     </message>
     <message>
         <source>1 · Projections: Q&lt;sub&gt;i&lt;/sub&gt; = XW&lt;sub&gt;i&lt;/sub&gt;&lt;sup&gt;Q&lt;/sup&gt; + b&lt;sub&gt;i&lt;/sub&gt;&lt;sup&gt;Q&lt;/sup&gt;, K&lt;sub&gt;i&lt;/sub&gt; = C&lt;sub&gt;encoder&lt;/sub&gt;W&lt;sub&gt;i&lt;/sub&gt;&lt;sup&gt;K&lt;/sup&gt; + b&lt;sub&gt;i&lt;/sub&gt;&lt;sup&gt;K&lt;/sup&gt;, V&lt;sub&gt;i&lt;/sub&gt; = C&lt;sub&gt;encoder&lt;/sub&gt;W&lt;sub&gt;i&lt;/sub&gt;&lt;sup&gt;V&lt;/sup&gt; + b&lt;sub&gt;i&lt;/sub&gt;&lt;sup&gt;V&lt;/sup&gt;</source>

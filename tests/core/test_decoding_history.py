@@ -45,3 +45,23 @@ def test_arrays_read_at_every_step_equal_a_full_recompute(strategy):
     a = s.all_attention("decoder")
     upper = np.triu(np.ones(a.shape[-2:], bool), 1)
     assert (a[..., upper] == 0).all()
+
+
+@pytest.mark.parametrize("strategy", [Greedy(), BeamSearch(3)], ids=["greedy", "beam"])
+def test_every_layers_attention_stacked_step_by_step_equals_the_layers_one_by_one(strategy):
+    model = random_model(seed=6)
+    src, tgt = tokenizers()
+    s = DecodingSession(model, src, tgt, "他去学校了。", strategy=strategy, max_len=8)
+    for n in range(7):
+        if n == 4:
+            s.back()
+            s.back()
+        s.step()
+        frozen = s.frozen()
+        for kind in ("decoder", "cross"):
+            stacked = s.all_attention(kind)
+            assert not stacked.flags.writeable
+            layers = np.stack([s.attention(kind, i) for i in range(model.config.n_decoder_layers)])
+            assert np.array_equal(stacked, layers) and np.array_equal(frozen.all_attention(kind), layers), (n, kind)
+    reference = full_pass(model, s)
+    assert same(s.all_attention("decoder")[1], reference["decoder.layers.1.self_attn.weights"])

@@ -102,3 +102,16 @@ def test_a_short_input_is_shown_whole_and_a_large_canvas_leaves_the_zoom(make_vi
     qtbot.waitUntil(lambda: not view.zoom.zoomed(), timeout=3000)
     assert view.plot.matrix().shape == (n, n) and not view.zoom.overview.isVisible()
     assert view.plot.getViewBox().width() / n >= MIN_CELL_PX
+
+
+def test_a_region_cut_by_a_short_matrix_grows_back_as_decoding_goes_on(make_view, qtbot):
+    def frame(rows: int):
+        return {"cross": sample_attention("cross", source=LONG, target=pieces(rows, first="SOS"), seed=rows)}
+
+    view = make_view(QtHeadDetailView, (640, 520), frame(1), shown=True)
+    qtbot.waitUntil(view.zoom.zoomed, timeout=3000)
+    assert view.zoom.region() == (0, 1, 0, ZOOM_CELLS)  # the first step: one row
+    for rows in range(2, 31):
+        view.set_data(frame(rows))
+    assert view.zoom.region() == (30 - ZOOM_CELLS, 30, 0, ZOOM_CELLS)  # back to its size, ending at the current row
+    np.testing.assert_array_equal(view.plot.matrix(), whole(view)[30 - ZOOM_CELLS:, :ZOOM_CELLS])

@@ -44,7 +44,7 @@ def test_encoder_data_is_built_once_per_sentence_and_rollouts_when_asked(qtbot):
     encoder, cross = s.attention_data("encoder"), s.attention_data("cross")
     assert encoder.has_rollout and callable(encoder.rollout) and callable(cross.rollout)  # not computed yet
     s.step()
-    assert s.attention_data("encoder") is encoder and s.builds["attention:encoder"] == 1
+    assert s.attention_data("encoder") is encoder and s.builds["encoder attention"] == 1
     cross2 = s.attention_data("cross")
     enc_roll = rollout(encoder.weights)
     np.testing.assert_allclose(encoder.rollout_matrix(), enc_roll, rtol=1e-5, atol=1e-7)
@@ -53,5 +53,5 @@ def test_encoder_data_is_built_once_per_sentence_and_rollouts_when_asked(qtbot):
     assert cross.rollout_matrix().shape == (1, len(s.src_pieces()))  # the earlier frame's rows, computed now
     s.set_inputs(UNIT * 3, "")
     s.step()
-    assert s.attention_data("encoder") is not encoder and s.builds["attention:encoder"] == 2
+    assert s.attention_data("encoder") is not encoder and s.builds["encoder attention"] == 2
     s.deleteLater()

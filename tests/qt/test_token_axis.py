@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 import pytest
-from PySide6 import QtCore
+from PySide6 import QtCore, QtWidgets
 from window_helpers import TextBox, check_texts, scene_texts
 
 from attnviz.core.data.pieces import display_piece
@@ -14,7 +14,7 @@ from attnviz.qt.sample_data import pieces, sample_attention
 from attnviz.qt.views.head_detail import QtHeadDetailView
 from attnviz.qt.widgets.colormaps import get_theme
 from attnviz.qt.widgets.heatmap import HeatmapPlot
-from attnviz.qt.widgets.token_axis import thinned
+from attnviz.qt.widgets.token_axis import UNROTATE_ROOM, labels_rotated, thinned
 
 N = 512
 LABELS = pieces(N, prefix="▁word")
@@ -77,3 +77,45 @@ def test_no_text_of_the_head_detail_overlaps_at_512_tokens(make_view, qtbot):
         texts = scene_texts(view.canvas, view)
         assert sum(t.text.startswith(display_piece("▁源")) for t in texts) >= 8
         assert not check_texts(texts, QtCore.QRectF(view.rect()))
+
+
+def test_labels_turned_vertical_turn_back_only_with_room_to_spare():
+    assert labels_rotated(False, 12.0, 11.0) and not labels_rotated(False, 12.0, 13.0)
+    assert labels_rotated(True, 12.0, 13.0)  # vertical labels stay so where they would just fit
+    assert not labels_rotated(True, 12.0, 12.0 * UNROTATE_ROOM + 0.1)
+
+
+def test_square_cells_whose_labels_just_fit_are_painted_once_not_forever(qtbot):
+    """Turning the top labels makes the axis taller, which in a plot of square cells makes the
+    cells narrower: at the height where one threshold flipped them on every layout, the canvas
+    settles (it painted forever before)."""
+    canvas = pg.GraphicsLayoutWidget()
+    qtbot.addWidget(canvas)
+    plot = HeatmapPlot(get_theme("light"), aspect_locked=True, colorbar=False, annotate=False)
+    canvas.addItem(plot)
+    labels = [str(i) for i in range(7)]
+    plot.set_axis_titles("position", "position")
+    plot.set_matrix(np.eye(7), labels, labels)
+    paints = []
+    canvas.viewport().installEventFilter(_PaintCounter(paints, canvas))
+    canvas.show()
+    qtbot.waitExposed(canvas)
+    for height in range(130, 170, 2):
+        canvas.resize(500, height)
+        for _ in range(3):
+            QtWidgets.QApplication.processEvents()
+        paints.clear()
+        for _ in range(10):
+            QtWidgets.QApplication.processEvents()
+        assert len(paints) <= 2, height
+
+
+class _PaintCounter(QtCore.QObject):
+    def __init__(self, paints: list, parent: QtCore.QObject):
+        super().__init__(parent)
+        self.paints = paints
+
+    def eventFilter(self, obj, event):  # noqa: N802 - Qt API
+        if event.type() == QtCore.QEvent.Type.Paint:
+            self.paints.append(obj)
+        return False

@@ -148,6 +148,8 @@ def test_every_table_hovers_and_scrolls_for_every_choice(make_view, decoded):
             for bar in view.scrollbars.values():
                 bar.setValue(bar.maximum())
             for name, table in view.tables.items():
+                if getattr(view.data(), table.spec.name) is None:  # B: this model adds no position bias
+                    continue
                 shape = table.raw_matrix().shape
                 table.hover_cell(shape[0] - 1, shape[1] - 1)
                 text = view.readout.text()

@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from attnviz.core.decoding.result import model_device
 from attnviz.core.decoding.session import DecodingSession
 from attnviz.core.model.interventions import InterventionError
-from attnviz.core.model.sites import n_layers, stack_kinds
+from attnviz.core.model.sites import ffn_sublayer, n_layers
 
 ACTIVATION_NAMES = {"relu": "ReLU", "gelu": "GELU", "silu": "SiLU"}
 STACKS = ("encoder", "decoder")
@@ -45,7 +45,7 @@ def output_name(stack: str, layer: int) -> str:
 def input_name(config, stack: str, layer: int) -> str:
     """The trace name of the x a layer's FFN reads: the output of the norm before it (post-norm:
     the previous sublayer's Norm(x + Sublayer(x)); pre-norm: its own Norm(x))."""
-    j = len(stack_kinds(stack)) + 1  # the FFN is the layer's last sublayer
+    j = ffn_sublayer(config, stack)
     return f"{stack}.layers.{layer}.norm{j - 1 if config.norm_placement == 'post' else j}.output"
 
 

@@ -181,12 +181,14 @@ class MaskData:
     look_ahead     ``[query, key]`` M: 0 on and below the diagonal, −inf above
     scaled_scores  ``[layer, head, query, key]`` QKᵀ/√d_k
     weights        ``[layer, head, query, key]`` softmax(QKᵀ/√d_k + M), exact 0 above the diagonal
-    masked_scores  ``[layer, head, query, key]`` QKᵀ/√d_k + M (``None``: scaled_scores + mask)
+    masked_scores  ``[layer, head, query, key]`` QKᵀ/√d_k (+ B) + M (``None``: scaled_scores (+ position_bias) + mask)
     mask           ``[query, key]`` the M actually added (look-ahead and padding); ``None``: look_ahead
     tgt_padding    ``[key]`` 1.0 where a target key is PAD (``None``: no padding)
     src_padding    ``[src]`` 1.0 where a source token is PAD (``None``: no padding)
     src_labels     source pieces, one per ``src_padding`` entry
     step           the current step's query row, or ``None``
+    position_bias  ``[layer, head, query, key]`` B, a relative position bias added to the scores (T5); ``None``: none
+    scaled         the scores are divided by √d_k (false: ``scaled_scores`` is QKᵀ itself, as T5 computes it)
     """
 
     query_labels: tuple[str, ...]
@@ -200,6 +202,8 @@ class MaskData:
     src_padding: np.ndarray | None = None
     src_labels: tuple[str, ...] = field(default=())
     step: int | None = None
+    position_bias: np.ndarray | None = None
+    scaled: bool = True
 
     def __post_init__(self) -> None:
         s = frozen_float32(self.scaled_scores, 4, "scaled_scores [layer, head, query, key]")
@@ -213,8 +217,13 @@ class MaskData:
         mask = la if self.mask is None else frozen_float32(self.mask, 2, "mask [query, key]")
         if mask.shape != (nq, nk):
             raise ValueError(f"mask shape {mask.shape} does not match [query, key] = {(nq, nk)}")
+        if self.position_bias is not None:
+            b = frozen_float32(self.position_bias, 4, "position_bias [layer, head, query, key]")
+            if b.shape != s.shape:
+                raise ValueError(f"position_bias {b.shape} and scaled_scores {s.shape} differ in shape")
+            object.__setattr__(self, "position_bias", b)
         if self.masked_scores is None:
-            ms = s + mask[None, None]
+            ms = s + mask[None, None] if self.position_bias is None else s + self.position_bias + mask[None, None]
             ms.flags.writeable = False
         else:
             ms = frozen_float32(self.masked_scores, 4, "masked_scores [layer, head, query, key]")

@@ -14,13 +14,13 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from attnviz.core.model.sites import n_layers, stack_kinds
+from attnviz.core.model.sites import ffn_sublayer, n_layers
 
 
 def layer_output_name(config, layer: int) -> str:
     """The trace name of decoder layer ``layer``'s output: its last residual sum (pre-norm) or
     the norm after it (post-norm)."""
-    last = len(stack_kinds("decoder")) + 1
+    last = ffn_sublayer(config, "decoder")
     prefix = f"decoder.layers.{layer}"
     return f"{prefix}.norm{last}.output" if config.norm_placement == "post" else f"{prefix}.residual{last}"
 

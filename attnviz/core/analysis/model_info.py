@@ -56,9 +56,14 @@ def model_kind(n_encoder_layers: int, n_decoder_layers: int) -> str:
 
 def parameters_per_part(model: Transformer) -> dict[str, int]:
     """Parameters of each of :data:`PARTS`, a tensor shared by two parts counted in the first."""
+    def embed(stack) -> list:
+        return [stack.embed] if stack is not None else []  # a stack the model has not (GPT-2's encoder, BERT's decoder): none
+
+    def layers(stack) -> list:
+        return [m for n, m in stack.named_children() if n != "embed"] if stack is not None else []
+
     enc, dec = model.encoder, model.decoder
-    modules = {"source embedding": [enc.embed], "encoder layers": [m for n, m in enc.named_children() if n != "embed"],
-               "target embedding": [dec.embed], "decoder layers": [m for n, m in dec.named_children() if n != "embed"],
+    modules = {"source embedding": embed(enc), "encoder layers": layers(enc), "target embedding": embed(dec), "decoder layers": layers(dec),
                "output layer": [model.generator]}
     seen: set[int] = set()
     out = {}

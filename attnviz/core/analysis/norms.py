@@ -119,7 +119,7 @@ def norm_site_data_for(current, config) -> list[NormSiteData]:
     out = []
     for site in A.norm_sites(arrays):
         x = arrays[f"{site}.input"]
-        pieces = src if site.startswith("encoder") else tgt
+        pieces = src if site.startswith("encoder") or config.kind == "encoder-only" else tgt  # BERT's masked-token head reads the encoder's positions
         out.append(NormSiteData(site, A.norm_statistics(arrays, site), x, arrays[f"{site}.output"], A.compare_norms(x), pieces))
     return out
 

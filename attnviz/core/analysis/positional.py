@@ -65,12 +65,16 @@ class PositionalData:
     embeddings  the current tokens' embedding / PE / sum (source and/or target)
     layout      the model's ``positional_layout``: ``interleaved`` (sin in column 2i, cos in 2i+1)
                 or ``halves`` (the sines first, then the cosines)
+    kind        the model's ``positional``: ``sinusoidal`` (PE as above), ``learned`` (``pe`` holds the
+                model's own table rows, as its first stack added them) or ``relative`` (no table: a
+                bias B on the scores instead; ``pe`` and ``embeddings`` are empty)
     """
 
     pe: np.ndarray
     similarity: np.ndarray
     embeddings: tuple[TokenEmbeddingData, ...] = ()
     layout: str = "interleaved"
+    kind: str = "sinusoidal"
 
     def __post_init__(self) -> None:
         pe = frozen_float32(self.pe, 2, "pe [pos, d_model]")
@@ -116,6 +120,10 @@ def positional_data_for(current) -> PositionalData:
     from attnviz.core.analysis import stats as A
     from attnviz.core.model.modules import sinusoidal_encoding
 
+    cfg = current.config
+    if cfg.positional == "relative":  # nothing is added to the embeddings: B sits in the attention scores
+        return PositionalData(np.zeros((0, cfg.d_model)), np.zeros((0, 0)), (), cfg.positional_layout, "relative")
+
     def side(name: str, stack: str, pieces) -> TokenEmbeddingData:
         t = current.accumulated(f"{stack}.embed.tokens")
         p = current.accumulated(f"{stack}.embed.positional")
@@ -123,12 +131,15 @@ def positional_data_for(current) -> PositionalData:
         return TokenEmbeddingData(name, pieces, t, p, current.accumulated(f"{stack}.embed.sum"), r["token_norm"], r["positional_norm"])
 
     src, tgt = tuple(current.src_pieces), tuple(current.input_pieces)
-    sides = [side("source", "encoder", src)]
+    sides = [side("source", "encoder", src)] if current.config.kind != "decoder-only" else []  # GPT-2's prompt is the decoder's
     if tgt:
         sides.append(side("target", "decoder", tgt))
     layout = current.config.positional_layout
-    pe = sinusoidal_encoding(max(len(src), len(tgt)), sides[0].tokens.shape[1], torch.float64, layout).numpy()  # [pos, d_model]
-    return PositionalData(pe, A.positional_similarity(pe), tuple(sides), layout)
+    if cfg.positional == "learned":  # the model's own table: the rows its first stack (the encoder's, where it has one) added
+        pe = sides[0].positional.astype(np.float64)  # [pos, d_model]
+    else:
+        pe = sinusoidal_encoding(max(len(src), len(tgt)), current.config.d_model, torch.float64, layout).numpy()  # [pos, d_model]
+    return PositionalData(pe, A.positional_similarity(pe), tuple(sides), layout, cfg.positional)
 
 
 def column_pair(column: int, d_model: int, layout: str = "interleaved") -> tuple[int, bool]:

@@ -65,7 +65,7 @@ class ResidualStack:
 
 def stack_sublayers(config, stack: str) -> tuple[Sublayer, ...]:
     """The sublayers of ``stack`` in model order: each layer's attention blocks, then its FFN."""
-    kinds = (*stack_kinds(stack), "ffn")
+    kinds = (*(k for k in stack_kinds(stack) if n_layers(config, k)), "ffn")  # GPT-2's decoder has no cross-attention
     return tuple(Sublayer(stack, i, j, k) for i in range(n_layers(config, stack)) for j, k in enumerate(kinds, 1))
 
 
@@ -93,7 +93,7 @@ def residual_stack(current, config, stack: str) -> ResidualStack:
 
 def residual_data_for(current, config) -> tuple[ResidualStack, ...]:
     """The encoder's stream, and the decoder's once a row has been fed."""
-    stacks = [residual_stack(current, config, "encoder")]
+    stacks = [residual_stack(current, config, "encoder")] if config.kind != "decoder-only" else []
     if current.input_pieces and n_layers(config, "decoder"):
         stacks.append(residual_stack(current, config, "decoder"))
     return tuple(stacks)

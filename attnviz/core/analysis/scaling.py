@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from attnviz.core.decoding.result import DecodingResult
-from attnviz.core.model.sites import KINDS, AttentionSite, n_layers
+from attnviz.core.model.sites import KINDS, AttentionSite, n_layers, position_biased
 
 EXPERIMENT_DIMS: tuple[int, ...] = (4, 8, 16, 32, 64, 128, 256, 512)  # d_k of the random experiment
 SCALINGS: tuple[str, ...] = ("÷1", "÷√d_k", "÷d_k")  # what the scores are divided by, in this order everywhere
@@ -118,7 +118,7 @@ def site_scaling(result: DecodingResult, site: AttentionSite) -> ScalingComparis
     relative position bias B adds it after the scaling, with the mask: softmax(QKᵀ/c + B + M)."""
     scores = result.accumulated(site.name("scores"))  # [head, query, key]  QKᵀ before ÷√d_k
     mask = result.accumulated(site.name("mask"))  # [query, key]
-    if result.config.positional == "relative":
+    if position_biased(result.config, site.kind):
         mask = mask + result.accumulated(site.name("position_bias"))  # [head, query, key]  B + M
     return compare_scaling(scores, mask, result.config.d_k)
 
@@ -227,4 +227,4 @@ class ScalingFrame:
     labels: Mapping[str, tuple[Sequence[str], Sequence[str]]]
     highlight: int | None = None
     scales: bool = True  # the model divides by √d_k (``config.scale_scores``); false: its weights are the ÷1 ones (T5)
-    biased: bool = False  # a relative position bias B is in the scores: softmax(QKᵀ/c + B + M)
+    biased: tuple[str, ...] = ()  # the kinds whose scores hold a relative position bias B: softmax(QKᵀ/c + B + M)

@@ -53,6 +53,7 @@ STAGES: tuple[tuple[str, str], ...] = (
     ("v", "V_i = XW_i^V"),
     ("scores", "Q_iK_iᵀ"),
     ("scaled_scores", "Q_iK_iᵀ ÷ √d_k"),
+    ("position_bias", "B"),
     ("mask", "M"),
     ("masked_scores", "Q_iK_iᵀ/√d_k + M"),
     ("weights", "A_i = softmax(…)"),
@@ -87,7 +88,7 @@ def _numpy(t: Any) -> np.ndarray:
 
 def attention_parameters(model: Any, kind: str, layer: int) -> dict[str, np.ndarray]:
     """The attention block's weights in the tutorial's orientation (``x W``):
-    ``w_q``/``w_k``/``w_v``/``w_o`` ``[d_model, d_model]`` and biases ``[d_model]`` (zeros when absent)."""
+    ``w_q``/``w_k``/``w_v`` ``[d_model, h·d_k]``, ``w_o`` ``[h·d_k, d_model]`` (square unless ``head_dim`` is set) and biases (zeros when absent)."""
     site = _site(kind, layer)
     try:
         attn = site.module(model)
@@ -181,7 +182,7 @@ class HeadWalkthrough:
     scores: np.ndarray  # [query, key]  Q_i K_iᵀ
     scaled_scores: np.ndarray  # [query, key]  ÷ √d_k
     mask: np.ndarray  # [query, key]  M: 0 allowed, −∞ masked
-    masked_scores: np.ndarray  # [query, key]  + M
+    masked_scores: np.ndarray  # [query, key]  + (B +) M
     weights: np.ndarray  # [query, key]  A_i (rows sum to 1)
     z: np.ndarray  # [query, d_k]  Z_i = A_i V_i
     concat: np.ndarray  # [query, d_model]  Concat(Z_1..Z_h); head i's columns are ``head_columns``
@@ -191,6 +192,8 @@ class HeadWalkthrough:
     head_output: np.ndarray  # [query, d_model]  Z_i W^O_i: this head's share of the output
     output: np.ndarray  # [query, d_model]  Concat(Z_1..Z_h) W^O + b^O
     errors: Mapping[str, float] = field(default_factory=dict)  # step -> relative max |recomputed − recorded|
+    position_bias: np.ndarray | None = None  # [query, key]  B of head i, the model's relative position bias (None: it has none)
+    scaled: bool = True  # the scores are divided by √d_k (False: T5, whose weights fold the scale in)
 
     @property
     def head_columns(self) -> tuple[int, int]:
@@ -211,8 +214,17 @@ class HeadWalkthrough:
         return getattr(self, name)
 
     def stages(self) -> list[tuple[str, str, np.ndarray]]:
-        """``(name, notation, array)`` for every step, in order."""
-        return [(n, t, getattr(self, n)) for n, t in STAGES]
+        """``(name, notation, array)`` for every step the model has, in order (B only with a position bias)."""
+        return [(n, self.notation(n), getattr(self, n)) for n, _ in STAGES if getattr(self, n) is not None]
+
+    def notation(self, name: str) -> str:
+        """A step in the tutorial's notation, as this model computes it: no ÷√d_k when it does not
+        scale, B where it adds a position bias."""
+        if name == "scaled_scores" and not self.scaled:
+            return "Q_iK_iᵀ (no ÷√d_k)"
+        if name == "masked_scores":
+            return f"Q_iK_iᵀ{'/√d_k' if self.scaled else ''}{' + B' if self.position_bias is not None else ''} + M"
+        return dict(STAGES)[name]
 
     def verify(self, tolerance: float = 1e-4) -> None:
         """Raise ``WalkthroughError`` naming the first step whose recomputation differs from the trace."""
@@ -255,7 +267,9 @@ def head_walkthrough(
     n_heads, n_keys, d_k = rec["k"].shape
     n_query, d_model = rec["x"].shape
     query = _check_request(params, head, n_heads, n_query - 1 if query is None else query, n_query, d_model)
-    mine = _recompute(params, rec["x"], rec["x_kv"], rec["mask"], head, n_heads, d_k)
+    scaled = bool(getattr(getattr(model, "config", None), "scale_scores", True))
+    bias = rec.get("position_bias")  # [head, query, key] or None
+    mine = _recompute(params, rec["x"], rec["x_kv"], _Additive(rec["mask"], bias, scaled), head, n_heads, d_k)
     errors = {name: _difference(mine[name], rec[name][head] if name not in ("concat", "output") else rec[name]) for name in CHECKED}
     ql = _labels(query_labels, n_query)
     kl = _labels(key_labels, n_keys)
@@ -264,6 +278,7 @@ def head_walkthrough(
     return HeadWalkthrough(
         kind=kind, layer=int(layer), head=int(head), query=int(query), n_heads=int(n_heads), d_model=int(d_model), d_k=int(d_k),
         query_labels=ql, key_labels=kl, errors=errors, **_head_arrays(params, mine, head * d_k, (head + 1) * d_k),
+        position_bias=None if bias is None else _f32(bias[head]), scaled=scaled,
     )
 
 
@@ -279,6 +294,10 @@ def _parameters(model: Any, site: AttentionSite) -> dict[str, np.ndarray]:
 def _recorded(get, site: AttentionSite) -> dict[str, np.ndarray]:
     """The block's ``RECORDED`` fields, plus its query-side input ``x`` and key-side input ``x_kv``."""
     rec = {f: get(site.name(f)) for f in RECORDED}
+    try:
+        rec["position_bias"] = np.asarray(get(site.name("position_bias")), np.float64)  # [head, query, key]  B
+    except (KeyError, WalkthroughError):
+        pass  # no relative position bias: softmax(QKᵀ/√d_k + M)
     x = np.asarray(rec["input"], np.float32)
     if x.ndim != 2:
         raise WalkthroughError(f"{site.path}.input has shape {x.shape}; expected [query, d_model] (record with batch_index=0)")
@@ -299,7 +318,7 @@ def _check_request(params: dict[str, np.ndarray], head: int, n_heads: int, query
         raise WalkthroughError(f"head {head} does not exist (the block has {n_heads})")
     if not 0 <= query < n_query:
         raise WalkthroughError(f"query row {query} outside 0..{n_query - 1}")
-    if params["w_q"].shape != (d_model, d_model):
+    if params["w_q"].shape[0] != d_model:
         raise WalkthroughError(f"W^Q has shape {params['w_q'].shape}, the trace's d_model is {d_model}")
     return query
 
@@ -312,22 +331,39 @@ def _head_qkv(p: dict[str, np.ndarray], X: np.ndarray, Xkv: np.ndarray, lo: int,
     return q, k, v
 
 
-def _recompute(p: dict[str, np.ndarray], x: np.ndarray, x_kv: np.ndarray, mask: np.ndarray, head: int, n_heads: int, d_k: int) -> dict[str, np.ndarray]:
+@dataclass(frozen=True)
+class _Additive:
+    """What turns a head's scores QKᵀ into the softmax's input: ÷√d_k (unless ``scaled`` is
+    false), then + B (``bias`` ``[head, query, key]``, None: none), then + M (``mask`` ``[query, key]``)."""
+
+    mask: np.ndarray
+    bias: np.ndarray | None
+    scaled: bool
+
+    def scale(self, scores: np.ndarray, d_k: int) -> np.ndarray:
+        return scores / math.sqrt(d_k) if self.scaled else scores
+
+    def masked(self, scaled: np.ndarray, head: int) -> np.ndarray:
+        m = np.asarray(self.mask, np.float64)
+        return scaled + m if self.bias is None else scaled + self.bias[head] + m
+
+
+def _recompute(p: dict[str, np.ndarray], x: np.ndarray, x_kv: np.ndarray, add: _Additive, head: int, n_heads: int, d_k: int) -> dict[str, np.ndarray]:
     """Every step of head ``head`` in float64, from the block's inputs and weights."""
-    X, Xkv, M = np.asarray(x, np.float64), np.asarray(x_kv, np.float64), np.asarray(mask, np.float64)
+    X, Xkv = np.asarray(x, np.float64), np.asarray(x_kv, np.float64)
     lo, hi = head * d_k, (head + 1) * d_k
     q, k, v = _head_qkv(p, X, Xkv, lo, hi)  # [query, d_k], [key, d_k] x2
     scores = q @ k.T  # [query, key]
-    scaled = scores / math.sqrt(d_k)
-    masked = scaled + M
+    scaled = add.scale(scores, d_k)
+    masked = add.masked(scaled, head)
     weights = _softmax(masked)
     z = weights @ v  # [query, d_k]
-    concat = _concat(p, X, Xkv, M, n_heads, d_k, head, z)  # [query, d_model]
-    return dict(x=X, x_kv=Xkv, q=q, k=k, v=v, scores=scores, scaled_scores=scaled, mask=M, masked_scores=masked, weights=weights,
-                z=z, concat=concat, output=concat @ p["w_o"] + p["b_o"], head_output=z @ p["w_o"][lo:hi, :])
+    concat = _concat(p, X, Xkv, add, n_heads, d_k, head, z)  # [query, h·d_k]
+    return dict(x=X, x_kv=Xkv, q=q, k=k, v=v, scores=scores, scaled_scores=scaled, mask=np.asarray(add.mask, np.float64), masked_scores=masked,
+                weights=weights, z=z, concat=concat, output=concat @ p["w_o"] + p["b_o"], head_output=z @ p["w_o"][lo:hi, :])
 
 
-def _concat(p, X, Xkv, M, n_heads: int, d_k: int, head: int, z: np.ndarray) -> np.ndarray:
+def _concat(p, X, Xkv, add: _Additive, n_heads: int, d_k: int, head: int, z: np.ndarray) -> np.ndarray:
     """Concat(Z_1..Z_h): the other heads' Z_j recomputed the same way, head i's columns from ``z``."""
     concat = np.empty((X.shape[0], n_heads * d_k))
     for j in range(n_heads):
@@ -336,7 +372,7 @@ def _concat(p, X, Xkv, M, n_heads: int, d_k: int, head: int, z: np.ndarray) -> n
             concat[:, a:b] = z
             continue
         qj, kj, vj = _head_qkv(p, X, Xkv, a, b)
-        concat[:, a:b] = _softmax(qj @ kj.T / math.sqrt(d_k) + M) @ vj
+        concat[:, a:b] = _softmax(add.masked(add.scale(qj @ kj.T, d_k), j)) @ vj
     return concat
 
 

@@ -413,12 +413,13 @@ def encode_pairs(pairs: Sequence[Pair], src_tok, tgt_tok, max_len: int | None = 
 def fitting_examples(ids: Iterable[tuple[Sequence[int], Sequence[int]]], max_len: int | None = None) -> list[Example]:
     """``Example``s of (source ids, target ids) in order (``index``: the position), leaving out with
     ``max_len`` those whose source is empty or longer than ``max_len``, or whose target + EOS is."""
-    out = []
-    for i, (src, tgt) in enumerate(ids):
-        s, t = tuple(src), tuple(tgt)
-        if max_len is None or (s and len(s) <= max_len and len(t) + 1 <= max_len):
-            out.append(Example(s, t, i))
-    return out
+    return [Example(tuple(s), tuple(t), i) for i, (s, t) in enumerate(ids) if fits(len(s), len(t), max_len)]
+
+
+def fits(src_len: int, tgt_len: int, max_len: int | None) -> bool:
+    """Whether a pair of these token lengths is trained on: a source of 1 to ``max_len`` tokens
+    and a target of at most ``max_len`` - 1 (its EOS makes ``max_len``); any without ``max_len``."""
+    return max_len is None or (0 < src_len <= max_len and tgt_len + 1 <= max_len)
 
 
 def too_long_note(n: int, max_len: int | None) -> str:
@@ -439,20 +440,34 @@ def make_batches(examples: Sequence[Example], batch_tokens: int, seed: int = 0, 
     if shuffle:
         rng.shuffle(order)
     order.sort(key=lambda i: (len(examples[i].src), len(examples[i].tgt)))  # stable: shuffled ties
+    batches = _cut(order, [max(len(examples[i].src), len(examples[i].tgt) + 1) for i in order], batch_tokens)
+    if shuffle:
+        rng.shuffle(batches)
+    return batches
+
+
+def count_batches(lengths: Iterable[tuple[int, int]], batch_tokens: int) -> int:
+    """How many batches ``make_batches`` cuts from examples of these (source, target) token
+    lengths, for every seed and epoch: the cut depends only on the lengths in sorted order."""
+    ordered = sorted(lengths)
+    return len(_cut(range(len(ordered)), [max(s, t + 1) for s, t in ordered], batch_tokens))
+
+
+def _cut(order: Sequence[int], widths: Sequence[int], batch_tokens: int) -> list[list[int]]:
+    """``order`` cut into consecutive batches whose rows x widest row (``widths``: each row's,
+    in ``order``) stays within ``batch_tokens``; a single wider row gets a batch alone."""
     batches: list[list[int]] = []
     cur: list[int] = []
     width = 0
-    for i in order:
-        w = max(width, len(examples[i].src), len(examples[i].tgt) + 1)
+    for i, row_width in zip(order, widths):
+        w = max(width, row_width)
         if cur and (len(cur) + 1) * w > batch_tokens:
             batches.append(cur)
-            cur, w = [], max(len(examples[i].src), len(examples[i].tgt) + 1)
+            cur, w = [], row_width
         cur.append(i)
         width = w
     if cur:
         batches.append(cur)
-    if shuffle:
-        rng.shuffle(batches)
     return batches
 
 

@@ -45,6 +45,8 @@ from attnviz.core.data.corpora import (
     Example,
     LineProblem,
     Pair,
+    count_batches,
+    fits,
     fitting_examples,
     make_batches,
     mostly_unspaced,
@@ -148,21 +150,20 @@ class StreamBatches:
         self.counts: list[int] = []  # batches of each pool
         self.n_examples = left_out = 0
         for pool in stream.pools:
-            examples, dropped = self._examples(pool)
-            self.counts.append(len(make_batches(examples, batch_tokens, seed, 0)))
-            self.n_examples += len(examples)
-            left_out += dropped
+            lengths = [(len(s), len(t)) for s, t in self._ids(pool)]
+            kept = [(s, t) for s, t in lengths if fits(s, t, max_len)]
+            self.counts.append(count_batches(kept, batch_tokens))
+            self.n_examples += len(kept)
+            left_out += len(lengths) - len(kept)
         if left_out:
             report.notes.append(too_long_note(left_out, max_len))
         self.steps_per_epoch = sum(self.counts)
 
-    def _examples(self, pool: Pool) -> tuple[list[Example], int]:
-        """The pool's training pairs as token ids, and how many were left out (too long)."""
+    def _ids(self, pool: Pool) -> zip:
+        """(source ids, target ids) of the pool's training pairs."""
         pairs = list(self.stream.train_pairs(pool))
         src_tok, tgt_tok = self.tokenizers
-        ids = zip(src_tok.encode_many([p[0] for p in pairs]), tgt_tok.encode_many([p[1] for p in pairs]))
-        examples = fitting_examples(ids, self.max_len)
-        return examples, len(pairs) - len(examples)
+        return zip(src_tok.encode_many([p[0] for p in pairs]), tgt_tok.encode_many([p[1] for p in pairs]))
 
     def epoch(self, epoch: int, start: int = 0) -> Iterator[list[Example]]:
         """The batches of ``epoch`` (0-based) from its ``start``-th on; pools before it are not read."""
@@ -172,7 +173,7 @@ class StreamBatches:
             if start >= self.counts[p]:
                 start -= self.counts[p]
                 continue
-            examples, _ = self._examples(self.stream.pools[p])
+            examples = fitting_examples(self._ids(self.stream.pools[p]), self.max_len)
             for rows in make_batches(examples, self.batch_tokens, self.seed, epoch * len(order) + p)[start:]:
                 yield [examples[i] for i in rows]
             start = 0

@@ -25,10 +25,10 @@ from attnviz.core.model.trace import Trace, is_batchless, trace_names
 if TYPE_CHECKING:
     from attnviz.core.model.config import TransformerConfig
 
-_PER_HEAD = frozenset({"q", "z", "scores", "scaled_scores", "masked_scores", "weights"})  # [head, query, ...]
+_PER_HEAD = frozenset({"q", "z", "scores", "scaled_scores", "position_bias", "masked_scores", "weights"})  # [head, query, ...]
 _ALL_KEYS = frozenset({"k", "v", "memory", "running_mean", "running_var"})  # the last step holds them all
 _BATCH_STATS = frozenset({"batch_mean", "batch_var"})  # recomputed over the stacked input
-_GROWING = frozenset({"scores", "scaled_scores", "masked_scores", "weights", "mask"})  # decoder self-attention: keys 0..step
+_GROWING = frozenset({"scores", "scaled_scores", "position_bias", "masked_scores", "weights", "mask"})  # decoder self-attention: keys 0..step
 
 Origin = Sequence[tuple[int, bool]]  # per step: (row of that step's model call, forced)
 
@@ -101,7 +101,8 @@ class StepHistory:
         * keys a cached step could not see (the future) are filled as the look-ahead mask makes
           them: weight 0, mask and masked scores -inf. Raw ``scores``/``scaled_scores`` there,
           which a cached step never computes, are filled in as ``q_i . k_j`` from the stacked
-          ``q`` and the last step's ``k`` (what the tutorial's full ``QKᵀ`` shows);
+          ``q`` and the last step's ``k`` (what the tutorial's full ``QKᵀ`` shows), and a relative
+          ``position_bias`` there as a full pass computes it (the distance-0 bucket's value);
         * ``k``/``v``/``memory``/running statistics are the last step's (they hold all keys);
         * BatchNorm ``batch_mean``/``batch_var`` are computed over the stacked ``input`` (the
           tokens of this hypothesis), as a full pass would.
@@ -114,6 +115,25 @@ class StepHistory:
         hit = self._acc.get(key)
         if hit is None:
             hit = self._assemble(name, origin)
+            hit.flags.writeable = False
+            self._acc[key] = hit
+        return hit
+
+    def stacked(self, names: tuple[str, ...], origin: Origin) -> np.ndarray:
+        """``accumulated`` of each of ``names`` (arrays of one shape: e.g. every layer's attention
+        weights), stacked ``[len(names), ...]`` and cached; attention weights are assembled as one
+        array, a step's from the step before's with its rows appended (one copy per step, not one
+        per layer and one more to stack them)."""
+        key = (names, tuple(origin))
+        hit = self._acc.get(key)
+        if hit is None:
+            before = self._prev.get((names, tuple(origin[:-1]))) if len(origin) > 1 else None
+            if before is not None and all(n.endswith(".weights") for n in names):
+                rows = np.stack([self._last_row(n, origin) for n in names])  # [layer, head, 1, key]
+                growing = names[0].rpartition(".")[0] in self._self_attn
+                hit = _appended(before, rows, before.ndim - 2, 0.0 if growing else None)
+            else:
+                hit = np.stack([self.accumulated(n, origin) for n in names])
             hit.flags.writeable = False
             self._acc[key] = hit
         return hit
@@ -153,6 +173,10 @@ class StepHistory:
             return out
         if field_name in ("scores", "scaled_scores"):
             self._fill_future_scores(out, prefix, field_name, origin)
+        elif field_name == "position_bias":  # a causal bias puts every later key in the distance-0 bucket (T5)
+            n = out.shape[-1]
+            upper = np.triu(np.ones((n, n), bool), 1)
+            out[:, upper] = np.broadcast_to(np.diagonal(out, axis1=1, axis2=2)[:, :, None], out.shape)[:, upper]
         return out
 
     def _fill_future_scores(self, out: np.ndarray, prefix: str, field_name: str, origin: Origin) -> None:
@@ -161,7 +185,7 @@ class StepHistory:
         q = self.accumulated(prefix + ".q", origin)  # [head, steps, d_k]
         k = self._last_row(prefix + ".k", origin)  # [head, steps, d_k]
         full = (q @ np.swapaxes(k, -1, -2)).astype(np.float32)
-        if field_name == "scaled_scores":
+        if field_name == "scaled_scores" and self.config.scale_scores:
             full = full * np.float32(1.0 / math.sqrt(self.config.d_k))
         upper = np.triu(np.ones((n, n), bool), 1)
         out[:, upper] = full[:, upper]
@@ -169,19 +193,14 @@ class StepHistory:
 
 def _appended(before: np.ndarray, row: np.ndarray, axis: int, fill: float | None) -> np.ndarray:
     """``before`` with ``row`` (one query) appended along the query ``axis``; ``fill`` (growing
-    keys: decoder self-attention) pads ``before``'s rows to the new key and is ``None`` otherwise."""
+    keys: decoder self-attention, whose query axis is the one before the keys) pads ``before``'s
+    rows to the new key and is ``None`` otherwise."""
     if fill is None:
         return np.concatenate([before, row], axis=axis)
-    n = before.shape[axis] + 1
-    shape = list(row.shape)
-    shape[axis] = n
-    out = np.full(shape, fill, dtype=row.dtype)
-    if axis == 0:
-        out[: n - 1, : n - 1] = before
-        out[n - 1] = row[0]
-    else:
-        out[:, : n - 1, : n - 1] = before
-        out[:, n - 1] = row[:, 0]
+    n = before.shape[-2] + 1
+    out = np.full(row.shape[:-2] + (n, n), fill, dtype=row.dtype)
+    out[..., : n - 1, : n - 1] = before
+    out[..., n - 1, :] = row[..., 0, :]
     return out
 
 

@@ -83,6 +83,10 @@ class DecodingResult:
     def accumulated(self, name: str) -> np.ndarray:
         raise NotImplementedError
 
+    def accumulated_stack(self, names: Sequence[str]) -> np.ndarray:
+        """``[len(names), ...]``: ``accumulated`` of each of ``names`` (arrays of one shape), stacked."""
+        return np.stack([self.accumulated(n) for n in names])
+
     def frozen(self) -> DecodingResult:
         """This result as it stands now, safe to read from another thread while the app goes
         on (a stepped session answers with a :class:`FrozenDecoding` snapshot; a teacher-forced
@@ -117,7 +121,9 @@ class DecodingResult:
         count = self.n_layers(kind)
         if not count:
             return np.zeros((0, self.config.n_heads, 0, 0), np.float32)
-        return np.stack([self.attention(kind, i) for i in range(count)])
+        if kind != "encoder" and not self.steps:
+            return np.stack([self.attention(kind, i) for i in range(count)])
+        return self.accumulated_stack([AttentionSite(kind, i).name("weights") for i in range(count)])
 
 
 def prepare_source(tokenizer: Tokenizer, text: str, config: TransformerConfig) -> PreparedSource:

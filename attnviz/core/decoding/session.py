@@ -310,6 +310,11 @@ class DecodingSession(DecodingResult):
             return self.encoder_trace[name]
         return self._history.accumulated(name, self._hyp.origin)
 
+    def accumulated_stack(self, names: Sequence[str]) -> np.ndarray:
+        if not names or names[0] in self.encoder_trace:
+            return super().accumulated_stack(names)
+        return self._history.stacked(tuple(names), self._hyp.origin)
+
     # -- actions ---------------------------------------------------------------------------------
     def reset(self) -> None:
         """Back to SOS (the encoder result is kept), or to the end of a decoder-only model's prompt."""
@@ -551,6 +556,11 @@ class FrozenDecoding(DecodingResult):
         if name in self.encoder_trace:
             return self.encoder_trace[name]
         return self.history.accumulated(name, self.origin)
+
+    def accumulated_stack(self, names: Sequence[str]) -> np.ndarray:
+        if not names or names[0] in self.encoder_trace:
+            return super().accumulated_stack(names)
+        return self.history.stacked(tuple(names), self.origin)
 
 
 def translate(bundle: Bundle, text: str, strategy: Strategy | None = None, max_len: int | None = None) -> tuple[str, tuple[DecodeStep, ...]]:

@@ -71,6 +71,12 @@ def n_layers(config: TransformerConfig, kind: str) -> int:
     return int(getattr(config, _LAYERS_FIELD[kind]))
 
 
+def ffn_sublayer(config: TransformerConfig, stack: str) -> int:
+    """The FFN's sublayer number (1-based: ``residual<j>``, ``norm<j>``) in a layer of ``stack``:
+    after the attention kinds the model has (GPT-2's decoder has no cross-attention: 2, not 3)."""
+    return sum(1 for kind in stack_kinds(stack) if n_layers(config, kind)) + 1
+
+
 def position_biased(config: TransformerConfig, kind: str) -> bool:
     """Whether attention of ``kind`` adds a relative position bias B to its scores, recorded as
     ``<site>.position_bias`` (T5's self-attention: softmax(QKᵀ + B + M); cross-attention has none)."""

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 import torch
 
-from attnviz.core.model.sites import AttentionSite, attention_sites
+from attnviz.core.model.sites import AttentionSite, attention_sites, position_biased
 
 if TYPE_CHECKING:
     from attnviz.core.model.config import TransformerConfig
@@ -90,9 +90,9 @@ def is_batchless(name: str) -> bool:
     return _BATCHLESS.search(name) is not None
 
 
-def _attention(prefix: str, cross: bool, relative: bool = False) -> list[tuple[str, str, str]]:
+def _attention(prefix: str, cross: bool, biased: bool = False) -> list[tuple[str, str, str]]:
     rows = [(f"{prefix}.{f}", s, d) for f, s, d in ATTENTION_FIELDS if cross or f != "memory"]
-    if relative and not cross:
+    if biased:
         at = next(i for i, row in enumerate(rows) if row[0].endswith(".scaled_scores")) + 1
         f, s, d = POSITION_BIAS_FIELD
         rows.insert(at, (f"{prefix}.{f}", s, d))
@@ -169,11 +169,11 @@ def _stack_rows(config: "TransformerConfig", stack: str) -> list[tuple[str, str,
     for site in attention_sites(config):
         if site.stack == stack:
             layers.setdefault(site.layer_path, []).append(site)
-    post, relative = config.norm_placement == "post", config.positional == "relative"
+    post = config.norm_placement == "post"
     rows: list[tuple[str, str, str]] = []
     for path, sites in layers.items():
         for j, site in enumerate(sites, 1):
-            rows += _sublayer(path, j, _attention(site.path, site.kind == "cross", relative), post, config.norm)
+            rows += _sublayer(path, j, _attention(site.path, site.kind == "cross", position_biased(config, site.kind)), post, config.norm)
         rows += _sublayer(path, len(sites) + 1, _ffn(f"{path}.ffn", config.ffn), post, config.norm)
     if config.final_norm:
         rows += _norm(f"{stack}.final_norm", config.norm)

@@ -175,4 +175,4 @@ def ablation_data(session: Session, choice: ViewChoice) -> Analysis | None:
 
 
 SPEC = ViewSpec("ablation", QtAblationView, QT_TRANSLATE_NOOP("views", "Ablation"), "bottom", ATTENTION_SELECTORS, data=ablation_data, kinds=KINDS,
-                empty="nothing ablated: turn on Ablate in the grid and click heads (attnviz export --ablate HEADS)")
+                empty="nothing ablated: turn on Ablate in the grid and click heads (attnviz export --ablate HEADS)", needs=("decoder",))

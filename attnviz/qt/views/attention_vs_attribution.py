@@ -173,5 +173,5 @@ def attribution_data(session: Session, choice: ViewChoice) -> Analysis | None:
 
 
 SPEC = ViewSpec("attribution", QtAttentionVsAttributionView, QT_TRANSLATE_NOOP("views", "Attention vs attribution"), "bottom", ("query",),
-                data=attribution_data, from_choice=True, query_rows="target",
+                data=attribution_data, from_choice=True, query_rows="target", needs=("cross",),
                 empty="nothing to attribute: decode a token first (a model with no cross layers has no source to attribute to)")

@@ -370,5 +370,5 @@ def beam_tree_data(session: Session, choice: ViewChoice, options: dict) -> Analy
                                       tuple(decoding.interventions), strategy_text(decoding.strategy)))
 
 
-SPEC = ViewSpec("beam-tree", QtBeamTreeView, QT_TRANSLATE_NOOP("views", "Beam tree"), "bottom", (), data=beam_tree_data, reads_options=True,
+SPEC = ViewSpec("beam-tree", QtBeamTreeView, QT_TRANSLATE_NOOP("views", "Beam tree"), "bottom", (), data=beam_tree_data, reads_options=True, needs=("decoder",),
                 empty="no beam tree: decode a sentence without a typed target (choose Beam in the strategy box; greedy shows one path)")

@@ -286,5 +286,5 @@ def checkpoints_data(session: Session, choice: ViewChoice, options: dict) -> Ana
 
 
 SPEC = ViewSpec("checkpoints", QtCheckpointsView, QT_TRANSLATE_NOOP("views", "Compare checkpoints"), "bottom", ("kind", "layer", "head"), data=checkpoints_data,
-                reads_options=True, kinds=KINDS,
+                reads_options=True, kinds=KINDS, needs=("decoder",),
                 empty="nothing to compare: choose another bundle of the same architecture in the view (attnviz export --other-model DIR)")

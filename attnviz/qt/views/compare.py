@@ -309,4 +309,4 @@ def compare_data(session: Session, choice: ViewChoice, options: dict[str, object
 
 
 SPEC = ViewSpec("compare", QtCompareView, QT_TRANSLATE_NOOP("views", "Word order (compare)"), "bottom", ATTENTION_SELECTORS, data=compare_data,
-                reads_options=True, kinds=("encoder",), empty="nothing to compare: type a source sentence", depends_on=("source",))
+                reads_options=True, kinds=("encoder",), needs=("decoder",), empty="nothing to compare: type a source sentence", depends_on=("source",))

@@ -200,5 +200,5 @@ def head_importance_data(session: Session, choice: ViewChoice, options: dict) ->
     return Analysis(head_importance_for, (frozen, bundle.model, bundle.src_tokenizer, bundle.tgt_tokenizer, kind))
 
 
-SPEC = ViewSpec("importance", QtHeadImportanceView, QT_TRANSLATE_NOOP("views", "Head importance"), "bottom", (), data=head_importance_data, reads_options=True,
+SPEC = ViewSpec("importance", QtHeadImportanceView, QT_TRANSLATE_NOOP("views", "Head importance"), "bottom", (), data=head_importance_data, reads_options=True, needs=("decoder",),
                 empty="nothing for head importance: decode a step first (a model with no attention layers has no heads)")

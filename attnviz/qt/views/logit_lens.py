@@ -198,5 +198,5 @@ def logit_lens_data(session: Session, choice: ViewChoice) -> Analysis | None:
     return Analysis(logit_lens_for, (frozen, bundle.model, bundle.tgt_tokenizer))
 
 
-SPEC = ViewSpec("logit-lens", QtLogitLensView, QT_TRANSLATE_NOOP("views", "Logit lens"), "bottom", ("query",), data=logit_lens_data,
+SPEC = ViewSpec("logit-lens", QtLogitLensView, QT_TRANSLATE_NOOP("views", "Logit lens"), "bottom", ("query",), data=logit_lens_data, needs=("decoder",),
                 empty="nothing for the logit lens: the model has no decoder layers, or no step is decoded yet", query_rows="target")

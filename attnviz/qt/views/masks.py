@@ -43,19 +43,23 @@ from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo, format_mask, form
 if TYPE_CHECKING:
     from attnviz.qt.session import Session
 
-PANELS: dict[str, str] = {
-    "scaled_scores": "① QKᵀ/√d_k",
-    "mask": "② M",
-    "masked_scores": "③ QKᵀ/√d_k + M",
-    "weights": "④ softmax(QKᵀ/√d_k + M)",
-}
-#: The same titles for narrow panels, in terms of the panels before.
-SHORT_PANELS: dict[str, str] = {
-    "scaled_scores": "① QKᵀ/√d_k",
-    "mask": "② M",
-    "masked_scores": "③ = ① + ②",
-    "weights": "④ softmax(③)",
-}
+NUMBERS = "①②③④⑤"
+
+
+def panel_titles(short: bool, scaled: bool = True, biased: bool = False) -> dict[str, str]:
+    """The panels' titles in the tutorial's order: ① QKᵀ/√d_k, (② B,) M, their sum, its softmax;
+    QKᵀ for a model that does not divide by √d_k; ``short``: the sum and the softmax in terms of
+    the panels before (③ = ① + ②), for narrow panels."""
+    scores = "QKᵀ/√d_k" if scaled else "QKᵀ"
+    parts = [("scaled_scores", scores), ("position_bias", "B"), ("mask", "M")] if biased else [("scaled_scores", scores), ("mask", "M")]
+    n = len(parts)
+    titles = {name: f"{NUMBERS[i]} {text}" for i, (name, text) in enumerate(parts)}
+    total = " + ".join(text for _, text in parts)
+    titles["masked_scores"] = f"{NUMBERS[n]} " + (" = " + " + ".join(NUMBERS[:n]) if short else total).lstrip()
+    titles["weights"] = f"{NUMBERS[n + 1]} softmax({NUMBERS[n] if short else total})"
+    return titles
+
+
 NARROW_PANEL = 300.0  # px: a panel narrower than this gets its short title
 NARROW_PADDING = 190.0  # px: a padding panel narrower than this says "src"/"tgt"
 MIN_CANVAS_HEIGHT = 290  # px: below this the view scrolls (in the window) rather than drop row labels
@@ -106,6 +110,7 @@ class QtMasksView(PredictedRowsMixin, FigureViewBase):
 
         t = self.theme
         self._arrangement = ""
+        self._placed_bias = False
         score = translate("masks", "score")
         self.panels: dict[str, HeatmapPlot] = {
             "scaled_scores": HeatmapPlot(t, colormap=DIVERGING_COLORMAP, value_format=format_score, colorbar_label=score),
@@ -113,9 +118,11 @@ class QtMasksView(PredictedRowsMixin, FigureViewBase):
             "masked_scores": HeatmapPlot(t, colormap=DIVERGING_COLORMAP, value_format=format_score, colorbar_label=score),
             "weights": HeatmapPlot(t, colormap=self.colormap(), value_format=format_weight, colorbar_label=translate("masks", "weight"), mark_zeros=True),
         }
+        # B, a relative position bias: a panel (in ``panels``, after ①) only for a model with one
+        self.bias_panel = HeatmapPlot(t, colormap=DIVERGING_COLORMAP, value_format=format_score, colorbar_label=score)
         # M has only 0 and −∞: its colour bar keeps the columns aligned but is not drawn.
         self.panels["mask"].colorbar.setOpacity(0.0)
-        for plot in self.panels.values():
+        for plot in (*self.panels.values(), self.bias_panel):
             plot.sigHovered.connect(self._on_plot_hovered)
             plot.sigCellClicked.connect(self._on_cell_clicked)
         self.padding: dict[str, HeatmapPlot] = {
@@ -141,17 +148,23 @@ class QtMasksView(PredictedRowsMixin, FigureViewBase):
     def _arrange(self, how: str) -> None:
         """Place the panels. Rows are labelled in the left column only and keys in the top row
         only (the panels share them), so every label has room."""
-        if how == self._arrangement:
+        biased = self._biased()
+        if (how, biased) == (self._arrangement, self._placed_bias):
             return
-        self._arrangement = how
+        self._arrangement, self._placed_bias = how, biased
         ci = self.canvas.ci
-        for item in (self.title, *self.panels.values(), *self.padding.values()):
+        for item in (self.title, *self.panels.values(), self.bias_panel, *self.padding.values()):
             if item in ci.items:
                 ci.removeItem(item)
+        panels = {n: p for n, p in self.panels.items() if n != "position_bias"}
+        self.panels = dict(scaled_scores=panels.pop("scaled_scores"), **({"position_bias": self.bias_panel} if biased else {}), **panels)
         grid = how == "grid"
-        places = ((1, 0), (1, 1), (2, 0), (2, 1)) if grid else ((1, 0), (1, 1), (1, 2), (1, 3))
-        ci.addItem(self.title, row=0, col=0, colspan=2 if grid else 4)
-        for plot, (row, col) in zip(self.panels.values(), places):
+        shown = tuple(self.panels)
+        top = 3 if biased else 2  # a grid's first row: the terms of the sum
+        places = [(1, i) if i < top else (2, i - top) for i in range(len(shown))] if grid else [(1, i) for i in range(len(shown))]
+        ci.addItem(self.title, row=0, col=0, colspan=top if grid else len(shown))
+        self.bias_panel.setVisible(biased)
+        for plot, (row, col) in zip((self.panels[n] for n in shown), places):
             ci.addItem(plot, row=row, col=col)
             plot.set_row_labels_visible(col == 0)
             plot.set_col_labels_visible(row == 1)
@@ -172,14 +185,29 @@ class QtMasksView(PredictedRowsMixin, FigureViewBase):
         w, h = self.canvas.width(), self.canvas.height()
         how = "row" if h < 430 and w > 1.6 * h else "grid"
         self._arrange(how)
-        self._set_panel_titles(w / (2 if how == "grid" else 4))
+        self._set_panel_titles(w / self._columns())
+
+    def _biased(self) -> bool:
+        """The data holds a relative position bias B (T5): a panel of its own."""
+        return self._data is not None and self._data.position_bias is not None
+
+    def _columns(self) -> int:
+        n = len(self.panels)
+        return (n + 1) // 2 if self._arrangement == "grid" else n
+
+    def full_titles(self) -> dict[str, str]:
+        """Each panel's full title, as this model computes the weights."""
+        d = self._data
+        return panel_titles(False, d is None or d.scaled, self._biased())
 
     def _set_panel_titles(self, panel_width: float) -> None:
         """Full titles where they fit, short ones (③ = ① + ②) in narrow panels."""
-        titles = PANELS if panel_width >= NARROW_PANEL else SHORT_PANELS
         d = self._data
+        titles = panel_titles(panel_width < NARROW_PANEL, d is None or d.scaled, self._biased())
         only_look_ahead = d is None or np.array_equal(d.mask, d.look_ahead)
         for name, plot in self.panels.items():
+            if name not in titles:
+                continue
             text = titles[name]
             if name == "mask" and panel_width >= NARROW_PANEL:
                 text += translate("masks", "  (look-ahead)") if only_look_ahead else translate("masks", "  (+ padding)")
@@ -209,6 +237,7 @@ class QtMasksView(PredictedRowsMixin, FigureViewBase):
         self._data = rows.frame.masks
         self.set_predictions(rows.frame.predicted)
         self._fit_choice()
+        self._arrange(self._arrangement)  # B's panel comes or goes with the model
         self._refresh()
 
     def has_data(self) -> bool:
@@ -236,13 +265,15 @@ class QtMasksView(PredictedRowsMixin, FigureViewBase):
         return self.layer_head.head
 
     def matrices(self) -> dict[str, np.ndarray]:
-        """The four ``[query, key]`` matrices shown, by panel name (−∞ kept)."""
+        """The ``[query, key]`` matrices shown, by panel name (−∞ kept): four, five with a position bias B."""
         d = self._data
         if d is None:
             return {}
         lh = self.layer_head.index
+        bias = {} if d.position_bias is None else {"position_bias": d.position_bias[lh]}
         return {
             "scaled_scores": d.scaled_scores[lh],
+            **bias,
             "mask": d.mask,
             "masked_scores": d.masked_scores[lh],
             "weights": d.weights[lh],
@@ -271,12 +302,14 @@ class QtMasksView(PredictedRowsMixin, FigureViewBase):
         if d is None:
             return
         m = self.matrices()
-        finite = np.concatenate([m["scaled_scores"][np.isfinite(m["scaled_scores"])], m["masked_scores"][np.isfinite(m["masked_scores"])]])
+        scores = [m[n] for n in ("scaled_scores", "position_bias", "masked_scores") if n in m]  # one diverging scale for all of them
+        finite = np.concatenate([a[np.isfinite(a)] for a in scores])
         bound = float(np.abs(finite).max()) if finite.size else 1.0
         bound = bound if bound > 0 else 1.0
         q, k = d.query_labels, d.key_labels
-        self.panels["scaled_scores"].set_matrix(m["scaled_scores"], q, k, d.step, levels=(-bound, bound))
-        self.panels["masked_scores"].set_matrix(m["masked_scores"], q, k, d.step, levels=(-bound, bound))
+        for name in ("scaled_scores", "position_bias", "masked_scores"):
+            if name in m:
+                self.panels[name].set_matrix(m[name], q, k, d.step, levels=(-bound, bound))
         self.panels["weights"].set_matrix(m["weights"], q, k, d.step, levels=(0.0, 1.0))
 
     def _refresh_static(self) -> None:
@@ -286,7 +319,7 @@ class QtMasksView(PredictedRowsMixin, FigureViewBase):
             return
         q, k = d.query_labels, d.key_labels
         self.panels["mask"].set_matrix(d.mask, q, k, d.step, levels=(0.0, 1.0))
-        self._set_panel_titles(self.canvas.width() / (2 if self._arrangement == "grid" else 4))
+        self._set_panel_titles(self.canvas.width() / self._columns())
         if self._arrangement != "grid":
             return
         tgt = _padding_row(d.tgt_padding, len(k))
@@ -345,7 +378,8 @@ class QtMasksView(PredictedRowsMixin, FigureViewBase):
         if info is None or d is None:
             self.readout.setText(" ")
         else:
-            label = PANELS[panel] if panel in PANELS else translate("masks", PADDING_NAMES.get(panel, panel))
+            titles = self.full_titles()
+            label = titles[panel] if panel in titles else translate("masks", PADDING_NAMES.get(panel, panel))
             value = format_score(info.value) if panel != "weights" else f"{info.value:.4g}"
             keys = d.src_labels if panel == "src_padding" else d.key_labels
             where = translate("masks", "key {piece}").format(piece=piece_text(keys, info.col))
@@ -367,7 +401,7 @@ class QtMasksView(PredictedRowsMixin, FigureViewBase):
             plot.set_linked_row(linked)
 
     def _on_theme_changed(self) -> None:
-        for plot in list(self.panels.values()) + list(self.padding.values()):
+        for plot in {*self.panels.values(), self.bias_panel, *self.padding.values()}:
             plot.apply_theme(self.theme)
         for plot in [self.panels["mask"], *self.padding.values()]:
             plot.set_colormap(f"solid:{self.theme.allowed}")

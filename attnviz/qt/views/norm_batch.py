@@ -594,5 +594,5 @@ def norm_batch_data(session: Session, choice: ViewChoice, options: dict) -> Anal
 
 
 SPEC = ViewSpec("norm-batch", QtNormBatchView, QT_TRANSLATE_NOOP("views", "LN vs BN side by side"), "bottom", ("kind", "layer"), data=norm_batch_data,
-                reads_options=True, kinds=("encoder", "decoder"), stack_view=True,
+                reads_options=True, kinds=("encoder", "decoder"), stack_view=True, needs=("decoder",),
                 empty="no normalization to show: the model has no encoder layers, no decoder layers and no final norm")

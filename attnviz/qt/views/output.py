@@ -515,4 +515,4 @@ def output_frame(session: Session, choice: ViewChoice) -> OutputFrame:
     return OutputFrame(session.current_step(), forced, session.forced_cursor if forced is not None else None)
 
 
-SPEC = ViewSpec("output", QtOutputView, QT_TRANSLATE_NOOP("views", "Output distribution"), "bottom", (), data=output_frame)
+SPEC = ViewSpec("output", QtOutputView, QT_TRANSLATE_NOOP("views", "Output distribution"), "bottom", (), data=output_frame, needs=("decoder",))

@@ -209,6 +209,6 @@ def patching_data(session: Session, choice: ViewChoice, options: dict) -> Analys
     return Analysis(map_and_patch, (bundle, this, other, position, parse_cell(options.get(CELL))))
 
 
-SPEC = ViewSpec("patching", QtPatchingMapView, QT_TRANSLATE_NOOP("views", "Activation patching"), "bottom", (), data=patching_data, reads_options=True,
+SPEC = ViewSpec("patching", QtPatchingMapView, QT_TRANSLATE_NOOP("views", "Activation patching"), "bottom", (), data=patching_data, reads_options=True, needs=("cross",),
                 empty="nothing to patch: type a source sentence (and another of the same number of tokens)", depends_on=("source",))
 

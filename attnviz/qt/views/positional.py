@@ -295,8 +295,8 @@ class QtPositionalView(FigureViewBase):
     def _refresh(self) -> None:
         d = self._data
         self._set_titles()
-        self._set_content_visible(d is not None)
-        if d is None:
+        self._set_content_visible(d is not None and d.kind != "relative")
+        if d is None or d.kind == "relative":
             return
         n, dm = d.pe.shape
         pos_labels = [str(i + 1) for i in range(n)]  # positions 1-based, as on screen everywhere
@@ -383,8 +383,16 @@ class QtPositionalView(FigureViewBase):
             self.title.set_title(translate("positional", "Positional encoding"), formula)
             self.emb_title.set_title(translate("positional", "Token embeddings and PE"), "")
             return
+        if d.kind == "relative":
+            self.title.set_title(translate("positional", "No positional encoding: this model adds a relative position bias B to the attention scores"),
+                                 translate("positional", "softmax(QKᵀ + B + M): B is learned per head for each bucketed key − query distance; "
+                                                         "the walkthrough and the mask view show it"))
+            self.title.set_legend(())
+            return
+        if d.kind == "learned":
+            formula = translate("positional", "a learned table: row pos is added to the embedding of the token at pos (no sin/cos formula)")
         self.title.set_title(translate("positional", "Positional encoding · {n} positions × d_model {d}").format(n=d.n_positions, d=d.d_model), formula)
-        self.title.set_legend((("", "", translate("positional", NOTE)),))
+        self.title.set_legend((("", "", translate("positional", NOTE)),) if d.kind == "sinusoidal" else ())
 
     def _apply_theme_to_items(self) -> None:
         th = self.theme

@@ -34,6 +34,7 @@ from attnviz.qt.views import (
     head_importance,
     lines,
     logit_lens,
+    masked_prediction,
     masks,
     model_info,
     norm_batch,
@@ -51,7 +52,7 @@ from attnviz.qt.views.head_detail import QtHeadDetailView
 from attnviz.qt.views.spec import ViewSpec
 
 VIEWS: tuple[ViewSpec, ...] = tuple(m.SPEC for m in (
-    attention_grid, head_detail, lines, masks, output, positional, norm_stats, walkthrough, compare, scaling, teacher_vs_free, norm_batch, ffn, residual, logit_lens, head_importance, ablation, attention_vs_attribution, patching_map,
+    attention_grid, head_detail, masked_prediction, lines, masks, output, positional, norm_stats, walkthrough, compare, scaling, teacher_vs_free, norm_batch, ffn, residual, logit_lens, head_importance, ablation, attention_vs_attribution, patching_map,
     checkpoints, beam_tree, model_info,
 ))  # the docks' order
 VIEW_NAMES: tuple[str, ...] = tuple(spec.name for spec in VIEWS)
@@ -288,9 +289,14 @@ class ViewSet(QtCore.QObject):
         return key is not None and self.session.current is not None and not self.data_key(name, self.followed(name)).same(key)
 
     def _on_model_changed(self, _bundle: object) -> None:
-        """Another model: no view's data is of it (and none keeps the old model alive)."""
+        """Another model: no view's data is of it (and none keeps the old model alive); a selected
+        kind the model has not (cross-attention in GPT-2) becomes one it has."""
         self._keys.clear()
         self._drawn.clear()
+        if _bundle is not None and self.session.n_layers(self.selection.value().kind) == 0:
+            kind = next((k for k in ("cross", "decoder", "encoder") if self.session.n_layers(k)), None)
+            if kind is not None:
+                self.selection.update(kind=kind)
 
     def _feed(self, name: str, choice: ViewChoice) -> None:
         """Give view ``name`` its data for ``choice``: at once, or when its analysis returns."""

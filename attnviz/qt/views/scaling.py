@@ -30,7 +30,7 @@ from attnviz.core.analysis.scaling import (
     softmax_jacobian,
 )
 from attnviz.core.data.pieces import display_piece
-from attnviz.core.model.sites import KINDS
+from attnviz.core.model.sites import KINDS, position_biased
 from attnviz.qt.core_text import kind_title
 from attnviz.qt.i18n import translate
 from attnviz.qt.selection import ViewChoice
@@ -127,6 +127,7 @@ class QtScalingView(FigureViewBase):
         self._sites: dict[str, tuple[ScalingComparison, ...]] = {}
         self._labels: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
         self._highlight: int | None = None
+        self._scales, self._biased = True, ()  # the model divides by √d_k; the kinds with a position bias B in their scores
         self._kind, self._layer, self._head = "encoder", 0, 0
         self._query: int | None = None  # the row picked; None: the current step's
         self.experiment: RandomScaling = random_scaling()
@@ -155,13 +156,36 @@ class QtScalingView(FigureViewBase):
         self.heat_unscaled = HeatmapPlot(t, colormap=self.colormap(), colorbar=False)
         self.heat_scaled = HeatmapPlot(t, colormap=self.colormap(), colorbar=False)
         self.heat_over_dk = HeatmapPlot(t, colormap=self.colormap(), colorbar_label=translate("scaling", "weight"))
-        for col, (name, plot) in enumerate(self.heatmaps().items()):
-            plot.set_panel_title(f"{FORMULAS[name]} · {translate('scaling', NOTES[name])}", size="9pt")
+        for col, plot in enumerate(self.heatmaps().values()):
             plot.set_row_labels_visible(col == 0)
             plot.sigHovered.connect(self._on_plot_hovered)
             plot.sigCellClicked.connect(self._on_cell_clicked)
             self.canvas.addItem(plot, row=1, col=col)
         self.heat_unscaled.set_axis_titles(translate("scaling", "queries (rows)"), translate("scaling", "keys (columns)"))
+        self._title_panels()
+
+    def formula(self, name: str) -> str:
+        """The softmax of one scaling, with the model's B where it has one: softmax(QKᵀ + B + M)."""
+        return FORMULAS[name].replace(" + M)", " + B + M)") if self._kind in self._biased else FORMULAS[name]
+
+    def note(self, name: str) -> str:
+        """What a panel is: the model's, or why not (a model that does not scale uses ÷1)."""
+        if not self._scales and name == UNSCALED:
+            return translate("scaling", NOTES[SCALED])
+        if not self._scales and name == SCALED:
+            return translate("scaling", "for comparison")
+        return translate("scaling", NOTES[name])
+
+    def scaling_note(self) -> str:
+        """What the model itself does, when it is not the tutorial's ÷√d_k (``""`` when it is)."""
+        if self._scales:
+            return ""
+        return translate("scaling", "this model does not divide by √d_k: its weights are {formula} (the ÷1 panel)").format(
+            formula=self.formula(UNSCALED))
+
+    def _title_panels(self) -> None:
+        for name, plot in self.heatmaps().items():
+            plot.set_panel_title(f"{self.formula(name)} · {self.note(name)}", size="9pt")
 
     def _build_curves(self) -> None:
         t = self.theme
@@ -206,6 +230,7 @@ class QtScalingView(FigureViewBase):
         self._sites = {k: tuple(v) for k, v in frame.sites.items() if v}
         self._labels = {k: (tuple(map(display_piece, q)), tuple(map(display_piece, c))) for k, (q, c) in frame.labels.items()}
         self._highlight = frame.highlight
+        self._scales, self._biased = frame.scales, frame.biased
         self._clamp()
         self._update_controls()
         self._refresh()
@@ -295,6 +320,7 @@ class QtScalingView(FigureViewBase):
 
     def _refresh(self) -> None:
         self._set_title()
+        self._title_panels()  # the kind may have changed: B or not
         c = self.comparison()
         if c is None:
             return
@@ -374,7 +400,8 @@ class QtScalingView(FigureViewBase):
                                  translate("scaling", "Var(q·k) = d_k for unit-variance q, k; ÷√d_k brings it back to 1"))
             self.title.set_legend(())
             return
-        self.title.set_title(f"{self.figure_title()} · d_k = {c.d_k}", self.summary())
+        note = self.scaling_note()
+        self.title.set_title(f"{self.figure_title()} · d_k = {c.d_k}", f"{note} · {self.summary()}" if note else self.summary())
         self.title.set_legend((("", "", self.experiment_text()),))
 
     def _on_plot_hovered(self, info: HoverInfo | None) -> None:
@@ -384,7 +411,7 @@ class QtScalingView(FigureViewBase):
         else:
             self.readout.setText(translate("scaling", "{formula}:  query “{query}” (position {q})  →  key “{key}” (position {k})     "
                                                       "weight = {weight:.4g}").format(
-                formula=FORMULAS[which], query=info.row_label, q=info.row + 1, key=info.col_label, k=info.col + 1, weight=info.value))
+                formula=self.formula(which), query=info.row_label, q=info.row + 1, key=info.col_label, k=info.col + 1, weight=info.value))
 
     def _on_theme_changed(self) -> None:
         for plot in self.heatmaps().values():
@@ -444,7 +471,10 @@ def scaling_data(session: Session, choice: ViewChoice) -> ScalingFrame | None:
     if cur is None:
         return None
     src, tgt = session.src_pieces(), session.input_pieces()
-    return ScalingFrame(result_scaling(cur), {"encoder": (src, src), "decoder": (tgt, tgt), "cross": (tgt, src)}, session.current_row())
+    cfg = cur.config
+    labels = {"encoder": (src, src), "decoder": (tgt, tgt), "cross": (tgt, src)}
+    return ScalingFrame(result_scaling(cur), labels, session.current_row(), scales=cfg.scale_scores,
+                        biased=tuple(k for k in KINDS if position_biased(cfg, k)))
 
 
 SPEC = ViewSpec("scaling", QtScalingView, QT_TRANSLATE_NOOP("views", "Why ÷√d_k"), "bottom", SELECTORS, data=scaling_data, kinds=KINDS,

@@ -11,16 +11,18 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from attnviz.core.analysis.figure_data import AttentionFrame, MaskFrame
-from attnviz.core.model.sites import KINDS
+from attnviz.core.model.sites import KINDS, n_layers
 from attnviz.qt.selection import Selection, ViewChoice, query_axis
 from attnviz.qt.session import FRAME_PARTS
 from attnviz.qt.views.base import FigureViewBase
 from attnviz.qt.views.naming import dock_object_name, module_stem
 
 if TYPE_CHECKING:
+    from attnviz.core.model.config import TransformerConfig
     from attnviz.qt.session import Session
 
 SELECTORS: tuple[str, ...] = ("kind", "layer", "head", "query")
+NEEDS: tuple[str, ...] = ("encoder", "decoder", "cross", "masked")  # what a view may need of the model: layers of an attention kind, or a masked-token head
 HEAD_MODES: tuple[str, ...] = ("mean", "rollout", "all")  # what --head takes besides a number
 
 
@@ -68,6 +70,7 @@ class ViewSpec:
     stack_view: bool = False  # shows a stack (encoder/decoder): a cross selection shows the decoder's
     query_rows: str | None = None  # the rows its query takes ("target"), when not every kind's
     depends_on: Depends = FRAME_PARTS  # what its data changes with: on a frame where none changed, the view is not fed again
+    needs: tuple[str, ...] = ()  # of NEEDS: what the model must have for the view to apply ("decoder": it decodes)
 
     @property
     def stem(self) -> str:
@@ -83,6 +86,13 @@ class ViewSpec:
     def parts(self, choice: ViewChoice) -> tuple[str, ...]:
         """The frame parts (of :data:`~attnviz.qt.session.FRAME_PARTS`) its data for ``choice`` changes with."""
         return self.depends_on(choice) if callable(self.depends_on) else self.depends_on
+
+    def applies(self, config: TransformerConfig) -> bool:
+        """The view has something to show for a model of ``config``: the model has everything the
+        view ``needs`` and, for a view of attention kinds, layers of at least one of its kinds (a
+        view that does not apply is hidden in the window)."""
+        has = {need: (config.kind == "encoder-only" if need == "masked" else n_layers(config, need) > 0) for need in NEEDS}
+        return all(has[need] for need in self.needs) and (not self.kinds or any(has[kind] for kind in self.kinds))
 
     def takes(self, selector: str) -> bool:
         return selector in self.selectors

@@ -47,11 +47,15 @@ from attnviz.qt.views.spec import SELECTORS, ViewSpec
 from attnviz.qt.views.walkthrough_tables import (
     CROSS_SECTION_1,
     CROSS_TITLES,
+    SCORES_AND_WEIGHTS,
+    SECTION_2,
     SECTIONS,
+    UNSCALED_TITLE,
     StageSpec,
     StageTable,
     format_value,
     plain,
+    softmax_input,
     title_text,
 )
 from attnviz.qt.widgets.colormaps import Theme
@@ -224,6 +228,7 @@ class QtWalkthroughView(FigureViewBase):
         self._operators: list[pg.LabelItem] = []
         self._lines: list[pg.GraphicsLayout] = []
         self._sections: list[pg.GraphicsLayout] = []
+        self._bias_items: list[pg.GraphicsObject] = []  # B and its "+": shown only for a model with a position bias
         row = 1
         for title, rows in SECTIONS:
             self._add_section_label(row, title)
@@ -236,9 +241,12 @@ class QtWalkthroughView(FigureViewBase):
                 for col, item in enumerate(items):
                     if isinstance(item, StageSpec):
                         key = item.name if item.name not in self.tables else f"{item.name}@{row}.{r}"
-                        line.addItem(self._make_table(item, key), row=0, col=col)
+                        widget = self._make_table(item, key)
                     else:
-                        line.addItem(self._make_operator(item), row=0, col=col)
+                        widget = self._make_operator(item)
+                    line.addItem(widget, row=0, col=col)
+                    if _is_bias(item) or (col and _is_bias(items[col - 1])):
+                        self._bias_items.append(widget)
                 line.layout.addItem(QtWidgets.QGraphicsWidget(), 0, len(items))  # absorbs spare width
                 line.layout.setColumnStretchFactor(len(items), 1)
             row += 2
@@ -329,6 +337,9 @@ class QtWalkthroughView(FigureViewBase):
             return (0.0, 1.0)
         if spec.scale == "mask":
             return (-1.0, 1.0)
+        w = self._walk
+        if spec.name in ("scaled_scores", "position_bias") and w.position_bias is not None:  # B on the scores' scale
+            full = np.concatenate([np.ravel(w.scaled_scores), np.ravel(w.position_bias)])
         finite = np.asarray(full)[np.isfinite(full)]
         m = float(np.max(np.abs(finite))) if finite.size else 1.0
         return (-m, m) if m > 0 else (-1.0, 1.0)
@@ -344,8 +355,11 @@ class QtWalkthroughView(FigureViewBase):
         if w is None:
             self._fit_canvas()
             return
+        self._show_bias(w.position_bias is not None)
         for table in self.tables.values():
             spec = table.spec
+            if getattr(w, spec.name) is None:
+                continue
             full = np.asarray(getattr(w, spec.name))
             if full.ndim == 1:  # a bias: one row
                 full = full[None, :]
@@ -357,16 +371,34 @@ class QtWalkthroughView(FigureViewBase):
             titles = (AxisWindows.title(spec.rows, full.shape[0], rows), AxisWindows.title(spec.cols, full.shape[1], cols))
             table.show_window(full, rows, cols, self._labels(spec.rows, full.shape[0]), self._labels(spec.cols, full.shape[1]),
                               highlight, self._levels(spec, full), titles)
-            title = spec.title
+            title = self._stage_title(spec)
             if w.kind == "cross" and spec.name in CROSS_TITLES and spec.title != "V<sub>i</sub>":  # not section 3's plain V_i
                 title = CROSS_TITLES[spec.name]
             table.set_title(title_text(title) + ("  ⋯" if table.elided() else ""), self.theme.foreground)
         section_1 = title_text(CROSS_SECTION_1 if w.kind == "cross" else SECTIONS[0][0])
-        if self._section_labels[0].text != section_1:
-            self._section_labels[0].setText(section_1, color=self.theme.muted)
+        section_2 = SECTION_2.format(scores=translate("walkthrough_tables", SCORES_AND_WEIGHTS),
+                                     softmax=softmax_input(w.scaled, w.position_bias is not None))
+        for label, text in ((self._section_labels[0], section_1), (self._section_labels[1], section_2)):
+            if label.text != text:
+                label.setText(text, color=self.theme.muted)
         self._place_head_marks()
         self._update_scroll_labels()
         self._fit_canvas()
+
+    def _show_bias(self, shown: bool) -> None:
+        """The B table and its "+" take room only for a model with a position bias."""
+        for item in self._bias_items:
+            item.setVisible(shown)
+            item.setMaximumWidth(16777215 if shown else 0)
+
+    def _stage_title(self, spec: StageSpec) -> str:
+        """A table's title as this model computes the step: no ÷√d_k, + B."""
+        w = self._walk
+        if spec.name == "scaled_scores" and not w.scaled:
+            return translate("walkthrough_tables", UNSCALED_TITLE)
+        if spec.name == "masked_scores":
+            return softmax_input(w.scaled, w.position_bias is not None).replace(" / ", "/")
+        return spec.title
 
     def _place_head_marks(self) -> None:
         w = self._walk
@@ -416,8 +448,11 @@ class QtWalkthroughView(FigureViewBase):
         title = translate("walkthrough", "{kind} · layer {layer} · head {head} of {heads} · query “{query}” (row {row})").format(
             kind=kind_title(w.kind), layer=w.layer + 1, head=w.head + 1, heads=w.n_heads, query=q, row=w.query + 1)
         i = w.head + 1
-        formula = (f"Z_{i} = softmax(Q_{i}K_{i}ᵀ / √d_k + M) V_{i}  ·  d_model = {w.d_model}, h = {w.n_heads}, d_k = d_model / h = {w.d_k}, "
-                   f"√d_k = {math.sqrt(w.d_k):.3g}  ·  ")
+        scores = f"Q_{i}K_{i}ᵀ / √d_k" if w.scaled else f"Q_{i}K_{i}ᵀ"
+        bias = " + B" if w.position_bias is not None else ""
+        d_k = f"d_k = d_model / h = {w.d_k}" if w.d_k * w.n_heads == w.d_model else f"d_k = {w.d_k}"
+        root = f"√d_k = {math.sqrt(w.d_k):.3g}" if w.scaled else translate("walkthrough", "no ÷√d_k")
+        formula = f"Z_{i} = softmax({scores}{bias} + M) V_{i}  ·  d_model = {w.d_model}, h = {w.n_heads}, {d_k}, {root}  ·  "
         formula += translate("walkthrough", "Z_{i} fills columns {first}–{last} of Concat(Z_1..Z_h)").format(
             i=i, first=w.head * w.d_k, last=(w.head + 1) * w.d_k - 1)
         return title, formula
@@ -583,7 +618,8 @@ class QtWalkthroughView(FigureViewBase):
         w = self._walk
         if w is None:
             raise ValueError("the view shows no data yet")
-        values = {n: np.asarray(getattr(w, n)) for n in ("xx_t", "scores", "scaled_scores", "mask", "masked_scores", "weights")}
+        values = {n: np.asarray(getattr(w, n)) for n in ("xx_t", "scores", "scaled_scores", "position_bias", "mask", "masked_scores", "weights")
+                  if getattr(w, n) is not None}
         extras = {n: np.asarray(getattr(w, n)) for n in ("x", "x_kv", "w_q", "w_k", "w_v", "b_q", "b_k", "b_v", "q", "k", "v", "z", "concat",
                                                          "w_o", "b_o", "w_o_head", "head_output", "output")}
         extras["chosen"] = np.array([w.layer, w.head, w.query])
@@ -591,6 +627,10 @@ class QtWalkthroughView(FigureViewBase):
 
     def transient_items(self):
         return [t.hover_marker for t in self.tables.values()]
+
+
+def _is_bias(item: StageSpec | str) -> bool:
+    return isinstance(item, StageSpec) and item.name == "position_bias"
 
 
 def walkthrough_data(session: Session, choice: ViewChoice) -> Analysis | None:

@@ -80,7 +80,8 @@ SECTIONS: tuple[tuple[str, tuple[tuple[StageSpec | str, ...], ...]], ...] = (
         (StageSpec("xx_t", QT_TRANSLATE_NOOP("walkthrough_tables", "X·X<sup>T</sup> (no projection)"), "query", "key"), "",
          StageSpec("scores", "Q<sub>i</sub>K<sub>i</sub><sup>T</sup>", "query", "key"), "→",
          StageSpec("scaled_scores", "Q<sub>i</sub>K<sub>i</sub><sup>T</sup> ÷ √d<sub>k</sub>", "query", "key")),
-        (StageSpec("mask", "M", "query", "key", scale="mask", highlight=False), "→",
+        (StageSpec("position_bias", "B", "query", "key"), "+",  # a relative position bias (T5's); hidden when the model has none
+         StageSpec("mask", "M", "query", "key", scale="mask", highlight=False), "→",
          StageSpec("masked_scores", "Q<sub>i</sub>K<sub>i</sub><sup>T</sup>/√d<sub>k</sub> + M", "query", "key"), "→",
          StageSpec("weights", "A<sub>i</sub> = softmax(…)", "query", "key", scale="weights")),
     )),
@@ -103,6 +104,18 @@ CROSS_TITLES: dict[str, str] = {
     "v": QT_TRANSLATE_NOOP("walkthrough_tables", "V<sub>i</sub> = C<sub>encoder</sub>W<sub>i</sub><sup>V</sup> + b<sub>i</sub><sup>V</sup>"),
     "xx_t": QT_TRANSLATE_NOOP("walkthrough_tables", "X·C<sub>encoder</sub><sup>T</sup> (no projection)"),
 }
+#: The steps as a model computes them that does not divide by √d_k, or adds a position bias B (T5).
+UNSCALED_TITLE = QT_TRANSLATE_NOOP("walkthrough_tables", "Q<sub>i</sub>K<sub>i</sub><sup>T</sup> (no ÷√d<sub>k</sub>)")
+SECTION_2 = "2 · {scores}: A<sub>i</sub> = softmax({softmax})"
+SCORES_AND_WEIGHTS = QT_TRANSLATE_NOOP("walkthrough_tables", "Scores and weights")
+
+
+def softmax_input(scaled: bool, biased: bool) -> str:
+    """What softmax takes, in HTML: Q_iK_iᵀ/√d_k (+ B) + M."""
+    scores = "Q<sub>i</sub>K<sub>i</sub><sup>T</sup>" + (" / √d<sub>k</sub>" if scaled else "")
+    return scores + (" + B" if biased else "") + " + M"
+
+
 CROSS_SECTION_1 = QT_TRANSLATE_NOOP("walkthrough_tables", "1 · Projections: Q<sub>i</sub> = XW<sub>i</sub><sup>Q</sup> + b<sub>i</sub><sup>Q</sup>, "
                                                   "K<sub>i</sub> = C<sub>encoder</sub>W<sub>i</sub><sup>K</sup> + b<sub>i</sub><sup>K</sup>, "
                                                   "V<sub>i</sub> = C<sub>encoder</sub>W<sub>i</sub><sup>V</sup> + b<sub>i</sub><sup>V</sup>")

@@ -206,6 +206,7 @@ class HeatmapPlot(pg.PlotItem):
         self._col_labels: tuple[str, ...] = ()
         self._highlight: int | None = None
         self._raw: np.ndarray | None = None
+        self._shown: tuple = ()  # the labels, highlight and levels of the matrix shown (``_raw``)
         self._masked = masked
 
         self.image = MatrixImageItem(theme.masked if masked else None)
@@ -343,10 +344,17 @@ class HeatmapPlot(pg.PlotItem):
             raise ValueError(f"{len(row_labels)}×{len(col_labels)} labels for a {rows}×{cols} matrix")
         if levels is not None:
             lo, hi = float(levels[0]), float(levels[1])
-            self._levels = (lo, hi if hi > lo else lo + 1e-6)
+            levels = (lo, hi if hi > lo else lo + 1e-6)
+        raw = np.array(m, dtype=np.float32)
+        shown = (tuple(row_labels), tuple(col_labels), highlight_row, levels or self._levels)
+        if shown == self._shown and self._raw is not None and raw.shape == self._raw.shape and np.array_equal(raw, self._raw, equal_nan=True):
+            return  # the same picture: nothing to lay out or paint again
+        self._shown = shown
+        if levels is not None:
+            self._levels = levels
             if self.colorbar is not None:
                 self.colorbar.setLevels(self._levels)
-        self._raw = np.array(m, dtype=np.float32)
+        self._raw = raw
         self.image.set_matrix(self._raw, self._levels)
         shape_changed = (rows, cols) != self._shape
         self._shape = (rows, cols)

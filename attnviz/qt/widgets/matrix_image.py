@@ -167,7 +167,7 @@ class CellTextItem(pg.GraphicsObject):
         if values.size == 0:
             return 0.0
         finite = values[np.isfinite(values)]
-        probes = [float(np.min(finite)), float(np.max(finite)), float(np.median(finite))] if finite.size else []
+        probes = [float(finite.min()), float(finite.max()), float(finite[finite.size // 2])] if finite.size else []  # the extremes and one typical value
         probes += [float(v) for v in values[~np.isfinite(values)][:1]]
         if np.any(values == 0):
             probes.append(0.0)

@@ -63,6 +63,7 @@ class MatrixOverview(pg.PlotItem):
         self.setMaximumWidth(OVERVIEW_WIDTH)
         self._shape = (0, 0)
         self._region: Region = (0, 0, 0, 0)
+        self._wanted = (ZOOM_CELLS, ZOOM_CELLS)  # rows, columns the region was given: it grows back to them with the matrix
         self.roi.sigRegionChanged.connect(self._on_roi_changed)
         self.image.sigClicked.connect(self._on_clicked)
         self.apply_theme(theme)
@@ -85,14 +86,19 @@ class MatrixOverview(pg.PlotItem):
             self._shape = shape
             self.getViewBox().setRange(xRange=(0, shape[1]), yRange=(0, shape[0]), padding=0.0)
             self.roi.maxBounds = QtCore.QRectF(0, 0, shape[1], shape[0])
-            r0, r1, c0, c1 = self._region
-            self.set_region((r0, r1), (c0, c1))
+            r0, _, c0, _ = self._region
+            self._place((r0, r0 + self._wanted[0]), (c0, c0 + self._wanted[1]))
 
     def region(self) -> Region:
         return self._region
 
     def set_region(self, rows: tuple[int, int], cols: tuple[int, int]) -> None:
-        """Put the region over ``rows`` × ``cols`` (half-open; moved and cut to fit the matrix)."""
+        """Put the region over ``rows`` × ``cols`` (half-open; moved and cut to fit the matrix, and
+        grown back to that size when the matrix grows, a step at a time)."""
+        self._wanted = (max(int(rows[1]) - int(rows[0]), 1), max(int(cols[1]) - int(cols[0]), 1))
+        self._place(rows, cols)
+
+    def _place(self, rows: tuple[int, int], cols: tuple[int, int]) -> None:
         if not all(self._shape):
             return
         r0, r1, c0, c1 = clamped(rows, cols, self._shape)
@@ -101,12 +107,17 @@ class MatrixOverview(pg.PlotItem):
         self.roi.setSize((c1 - c0, r1 - r0), update=False)
         self.roi.stateChanged(finish=True)
         self.roi.blockSignals(blocked)
-        self._on_roi_changed()
+        self._set((r0, r1, c0, c1))
 
     def _on_roi_changed(self, *_args) -> None:
+        """The user dragged or resized the box: its cells, and the size it keeps."""
         pos, size = self.roi.pos(), self.roi.size()
         c0, r0 = round(pos.x()), round(pos.y())
-        region = clamped((r0, r0 + round(size.y())), (c0, c0 + round(size.x())), self._shape) if all(self._shape) else (0, 0, 0, 0)
+        self._wanted = (max(round(size.y()), 1), max(round(size.x()), 1))
+        if all(self._shape):
+            self._set(clamped((r0, r0 + self._wanted[0]), (c0, c0 + self._wanted[1]), self._shape))
+
+    def _set(self, region: Region) -> None:
         if region != self._region:
             self._region = region
             self.regionChanged.emit(region)

@@ -43,6 +43,17 @@ def thinned(n: int, step: int, keep: Sequence[int] = ()) -> list[int]:
     return sorted(out + keep)
 
 
+UNROTATE_ROOM = 1.5  # vertical labels turn back only where the ticks are this many times as far apart as a label needs
+
+
+def labels_rotated(rotated: bool, need: float, pitch: float) -> bool:
+    """Whether labels that need ``need`` px each along the axis are drawn vertically, ``pitch``
+    px apart, when they are ``rotated`` now. Vertical labels turn back only with room to spare:
+    turning them changes the axis's height, and in a plot of square cells the pitch with it, so
+    one threshold would flip them on every layout (a paint that never ends)."""
+    return need > pitch if not rotated else need * UNROTATE_ROOM > pitch
+
+
 # ---------------------------------------------------------------------------
 # Axis with token pieces
 # ---------------------------------------------------------------------------
@@ -199,7 +210,7 @@ class TokenAxis(pg.AxisItem):
         ticks = 4.0 + 5.0
         if self._horizontal():
             fm = QtGui.QFontMetricsF(self._bold)
-            rotated = self._show_labels and extent + self._GAP > self._pitch()
+            rotated = self._show_labels and labels_rotated(self._rotated, extent + self._GAP, self._pitch())
             self._rotated = bool(rotated)
             text = (extent if rotated else fm.height()) if self._show_labels and self._labels else 0.0
             h = math.ceil(text + ticks + self._title_extent() + 2)
