@@ -43,7 +43,7 @@ from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
 from attnviz.qt.views.small_plots import apply_plot_theme, legend_title, series, set_ticks, small_plot
 from attnviz.qt.views.spec import ViewSpec
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo
-from attnviz.qt.widgets.plots import pen
+from attnviz.qt.widgets.plots import curve, pen
 
 if TYPE_CHECKING:
     from attnviz.qt.selection import ViewChoice
@@ -122,7 +122,7 @@ class QtFfnView(FigureViewBase):
         self.unit_plot = small_plot(translate("ffn", "token"), translate("ffn", "activation"))
         self.unit_bars = pg.BarGraphItem(x=[], height=[], width=0.6)
         self.unit_plot.addItem(self.unit_bars)
-        self.unit_pre = self.unit_plot.plot([], [])
+        self.unit_pre = curve(self.unit_plot)
         self.unit_plot.addItem(pg.InfiniteLine(angle=0, pos=0.0, movable=False, pen=pen("#888888", 1.0)), ignoreBounds=True)
         self.removal_plot = small_plot(translate("ffn", "FFN removed"), translate("ffn", "probability"))
         self.removal_bars = pg.BarGraphItem(x=[], height=[], width=0.6)

@@ -21,7 +21,9 @@ normalization, in each side's column:
   with its batch's statistics, so a deep site's input comes from layers normalized as in training
   (dropout off, the running statistics neither used nor updated, the model left as it is). A
   button measures the teacher-forced token accuracy this costs on training pairs (batch vs
-  running statistics, and batch size 1) in a worker.
+  running statistics, and batch size 1) in a worker. A BatchNorm model trained on several
+  processes (``attnviz train --nproc N``) learned with per-process batch statistics: each process
+  normalized over its own rows of the batch (plain DDP), and the running statistics are rank 0's.
 
 The view renders :class:`attnviz.core.analysis.norm_pair.NormBatchFrame`, built in a worker by
 :func:`~attnviz.core.analysis.norm_pair.norm_pair_frame` (each model's builder keeps what a step

@@ -56,7 +56,7 @@ from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
 from attnviz.qt.views.spec import ViewSpec, encoder_side
 from attnviz.qt.widgets.colormaps import DIVERGING_COLORMAP, Theme, ui_font
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo
-from attnviz.qt.widgets.plots import pen, quiet_plot
+from attnviz.qt.widgets.plots import curve, pen, quiet_plot
 from attnviz.qt.widgets.title_item import TitleItem
 from attnviz.qt.widgets.token_axis import TokenAxis
 
@@ -132,19 +132,19 @@ class SiteColumn:
         for r, p in enumerate((self.mean_plot, self.std_plot, self.hist_plot), start=1):
             layout.addItem(p, row=r, col=col)
         c0, c1 = th.head_color(0), th.head_color(1)
-        self.mean_a = self.mean_plot.plot([], [], pen=pen(c0), symbol="o", symbolSize=4, symbolBrush=c0, symbolPen=None, name="a")
-        self.mean_b = self.mean_plot.plot([], [], pen=pen(c1, 1.6, QtCore.Qt.PenStyle.DashLine), symbol="s", symbolSize=4,
+        self.mean_a = curve(self.mean_plot, pen=pen(c0), symbol="o", symbolSize=4, symbolBrush=c0, symbolPen=None, name="a")
+        self.mean_b = curve(self.mean_plot, pen=pen(c1, 1.6, QtCore.Qt.PenStyle.DashLine), symbol="s", symbolSize=4,
                                           symbolBrush=c1, symbolPen=None, name="b")
-        self.std_a = self.std_plot.plot([], [], pen=pen(c0), symbol="o", symbolSize=4, symbolBrush=c0, symbolPen=None, name="a")
-        self.std_b = self.std_plot.plot([], [], pen=pen(c1, 1.6, QtCore.Qt.PenStyle.DashLine), symbol="s", symbolSize=4,
+        self.std_a = curve(self.std_plot, pen=pen(c0), symbol="o", symbolSize=4, symbolBrush=c0, symbolPen=None, name="a")
+        self.std_b = curve(self.std_plot, pen=pen(c1, 1.6, QtCore.Qt.PenStyle.DashLine), symbol="s", symbolSize=4,
                                         symbolBrush=c1, symbolPen=None, name="b")
         c2 = th.head_color(2)  # LayerNorm only: normalized, before the learned γ, β
-        self.mean_n = self.mean_plot.plot([], [], pen=pen(c2, 1.4, QtCore.Qt.PenStyle.DotLine), symbol="t", symbolSize=5,
+        self.mean_n = curve(self.mean_plot, pen=pen(c2, 1.4, QtCore.Qt.PenStyle.DotLine), symbol="t", symbolSize=5,
                                           symbolBrush=c2, symbolPen=None, name="n")
-        self.std_n = self.std_plot.plot([], [], pen=pen(c2, 1.4, QtCore.Qt.PenStyle.DotLine), symbol="t", symbolSize=5,
+        self.std_n = curve(self.std_plot, pen=pen(c2, 1.4, QtCore.Qt.PenStyle.DotLine), symbol="t", symbolSize=5,
                                         symbolBrush=c2, symbolPen=None, name="n")
-        self.hist_before = self.hist_plot.plot([], [], stepMode="center", fillLevel=0, pen=pen(c0), brush=_translucent(c0), name="before")
-        self.hist_after = self.hist_plot.plot([], [], stepMode="center", fillLevel=0, pen=pen(c1), brush=_translucent(c1), name="after")
+        self.hist_before = curve(self.hist_plot, stepMode="center", fillLevel=0, pen=pen(c0), brush=_translucent(c0), name="before")
+        self.hist_after = curve(self.hist_plot, stepMode="center", fillLevel=0, pen=pen(c1), brush=_translucent(c1), name="after")
         self.hist_plot.setLabel("bottom", translate("norm_stats", "activation value"))
         self.items = (self.title, self.mean_plot, self.std_plot, self.hist_plot)
         self.site: NormSiteData | None = None

@@ -46,6 +46,7 @@ from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
 from attnviz.qt.views.spec import ViewSpec
 from attnviz.qt.widgets.colormaps import DIVERGING_COLORMAP, Theme, ui_font
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo
+from attnviz.qt.widgets.plots import curve
 from attnviz.qt.widgets.title_item import TitleItem
 from attnviz.qt.widgets.token_axis import TokenAxis
 
@@ -312,8 +313,7 @@ class QtPositionalView(FigureViewBase):
         dims = self.dimensions()
         n = d.n_positions
         while len(self.curves) < len(dims):
-            c = pg.PlotDataItem([], [], symbol="o", symbolSize=5)
-            self.curve_plot.addItem(c)
+            c = curve(self.curve_plot, symbol="o", symbolSize=5)
             self.curves.append(c)
         x = np.arange(n, dtype=float)
         legend_key = (tuple(dims), d.d_model, d.layout, self.theme.name)

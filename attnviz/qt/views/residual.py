@@ -25,7 +25,7 @@ from attnviz.qt.i18n import translate
 from attnviz.qt.views.base import FigureViewBase
 from attnviz.qt.views.small_plots import apply_plot_theme, legend_title, series, set_ticks, small_plot
 from attnviz.qt.views.spec import ViewSpec
-from attnviz.qt.widgets.plots import pen
+from attnviz.qt.widgets.plots import curve, pen
 
 if TYPE_CHECKING:
     from attnviz.qt.selection import ViewChoice
@@ -42,7 +42,7 @@ class StackPlot:
         layout.addItem(self.plot, row=1, col=col)
         self.stream = series(self.plot, theme, 0, "‖x‖")
         self.added = series(self.plot, theme, 1, "‖Sublayer(x)‖", dashed=True, symbol="s")
-        self.token = self.plot.plot([], [], pen=pen(theme.muted, 1.2, QtCore.Qt.PenStyle.DotLine))
+        self.token = curve(self.plot, pen=pen(theme.muted, 1.2, QtCore.Qt.PenStyle.DotLine))
         self.marker = pg.ScatterPlotItem(size=16, symbol="o", brush=None)
         self.marker.setZValue(20)
         self.plot.addItem(self.marker)

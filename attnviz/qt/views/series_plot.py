@@ -12,7 +12,7 @@ from PySide6 import QtCore
 
 from attnviz.qt.widgets.colormaps import Theme, ui_font
 from attnviz.qt.widgets.heatmap import quiet_axes
-from attnviz.qt.widgets.plots import make_quiet, pen
+from attnviz.qt.widgets.plots import curve, make_quiet, pen
 
 
 class SeriesPlot(pg.PlotItem):
@@ -29,7 +29,7 @@ class SeriesPlot(pg.PlotItem):
         self._names = tuple(names)
         self._series_labels = tuple(labels) if labels is not None else self._names
         self._labels = (x_label, y_label)
-        self.curves = {name: self.plot([], [], name=name) for name in self._names}
+        self.curves = {name: curve(self, name=name) for name in self._names}
         self.apply_theme(theme)
 
     def apply_theme(self, theme: Theme) -> None:

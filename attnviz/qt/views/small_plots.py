@@ -9,7 +9,7 @@ from PySide6 import QtCore, QtGui
 
 from attnviz.qt.widgets.colormaps import Theme, ui_font
 from attnviz.qt.widgets.heatmap import HeatmapPlot
-from attnviz.qt.widgets.plots import pen, quiet_plot
+from attnviz.qt.widgets.plots import curve, pen, quiet_plot
 
 
 class LabelAxis(pg.AxisItem):
@@ -65,7 +65,7 @@ def series(plot: pg.PlotItem, theme: Theme, index: int, name: str, dashed: bool 
     """An empty line with markers in head colour ``index`` (filled later with ``setData``)."""
     c = theme.head_color(index)
     style = QtCore.Qt.PenStyle.DashLine if dashed else QtCore.Qt.PenStyle.SolidLine
-    return plot.plot([], [], pen=pen(c, 1.8, style), symbol=symbol, symbolSize=6, symbolBrush=c, symbolPen=None, name=name)
+    return curve(plot, pen=pen(c, 1.8, style), symbol=symbol, symbolSize=6, symbolBrush=c, symbolPen=None, name=name)
 
 
 def legend_title(plot: pg.PlotItem, text: str, names: list[tuple[int, str]], theme: Theme) -> None:

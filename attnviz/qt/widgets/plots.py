@@ -38,3 +38,10 @@ def make_quiet(plot: pg.PlotItem, tick_pt: float = 8.0, min_height: int | None =
 def quiet_plot(axes: dict[str, pg.AxisItem] | None = None, tick_pt: float = 8.0, min_height: int | None = 110) -> pg.PlotItem:
     """A new quiet plot (see :func:`make_quiet`) with ``axes``."""
     return make_quiet(pg.PlotItem(axisItems=axes or {}, enableMenu=False), tick_pt, min_height)
+
+
+def curve(plot: pg.PlotItem, **opts: Any) -> pg.PlotDataItem:
+    """A new empty curve of ``plot`` (``opts``: pyqtgraph's ``pen``, ``symbol``, ``name``…), drawn
+    again only when its data is set: with pyqtgraph's default ``dynamicRangeLimit`` every change of
+    the plot's range re-plots it and rebuilds its symbols."""
+    return plot.plot([], [], dynamicRangeLimit=None, **opts)

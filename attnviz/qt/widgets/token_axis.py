@@ -25,9 +25,9 @@ _CENTER = int(_ALIGN.AlignCenter)
 
 
 def labels_every(pitch: float, line_h: float) -> int:
-    """Every how many rows ``pitch`` pixels apart a label ``line_h`` tall can be drawn (its box's
-    leading may touch the next one's: 0.9 of a line apart)."""
-    need = 0.9 * line_h
+    """Every how many rows ``pitch`` pixels apart a label ``line_h`` tall can be drawn (labels 0.95
+    of a line apart: the boxes' edges may touch, their letters do not)."""
+    need = 0.95 * line_h
     if not math.isfinite(pitch) or pitch <= 0 or pitch >= need:
         return 1
     return int(math.ceil(need / pitch))
@@ -333,7 +333,9 @@ class TokenAxis(pg.AxisItem):
 
     def _placements(self) -> list[tuple[str, bool, QtCore.QRectF]]:
         """(text, bold, box in this item's coordinates) of each label drawn; a rotated label's box
-        is the rotated text's. Labels outside the axis (a zoomed view) are left out."""
+        is the rotated text's. Labels outside the axis (a zoomed view) are left out, and so are
+        those that would stick out past its ends into a neighbour's (the current step's is moved in
+        instead, and the labels it then covers are left out)."""
         positions = self._positions() if self._show_labels and self.linkedView() is not None else None
         if positions is None:
             return []
@@ -345,9 +347,22 @@ class TokenAxis(pg.AxisItem):
             text = self._text(i, bold)
             width = QtGui.QFontMetricsF(self._bold if bold else self._font).horizontalAdvance(text)
             box = self._label_box(float(positions[i]), width, line_h, bounds)
+            box = box if box is None else self._inside(box, bounds, line_h / 4, move=bold)
             if box is not None:
                 out.append((text, bold, box))
-        return out
+        kept = [box for _, bold, box in out if bold]
+        return [(t, bold, box) for t, bold, box in out if bold or not any(box.intersects(k.adjusted(1, 1, -1, -1)) for k in kept)]
+
+    def _inside(self, box: QtCore.QRectF, bounds: QtCore.QRectF, room: float, move: bool) -> QtCore.QRectF | None:
+        """``box`` if it sticks out past the axis's ends by at most ``room``; else moved in (``move``) or ``None``."""
+        lo, hi = (bounds.left(), bounds.right()) if self._horizontal() else (bounds.top(), bounds.bottom())
+        start, end = (box.left(), box.right()) if self._horizontal() else (box.top(), box.bottom())
+        shift = max(lo - room - start, 0.0) + min(hi + room - end, 0.0)
+        if not shift:
+            return box
+        if not move:
+            return None
+        return box.translated(shift, 0.0) if self._horizontal() else box.translated(0.0, shift)
 
     def _label_box(self, pos: float, width: float, line_h: float, bounds: QtCore.QRectF) -> QtCore.QRectF | None:
         """The box of a label ``width`` wide centred on ``pos`` along the axis, 9 px from the plot."""
