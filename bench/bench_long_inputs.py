@@ -1,5 +1,5 @@
 """Long inputs stay interactive: a step and the refresh of the views on screen, at 512 source tokens
-beside 20, and the size of a 512-token head figure's files.
+beside 20, and the size of 512-token figures' files.
 
 A BASE model (d_model 512, 8 heads, 6+6 layers, random weights, a position table of 1024) decodes
 a source of 20 and one of 512 tokens in the app's :class:`~attnviz.qt.session.Session`, the window's
@@ -8,8 +8,9 @@ window opens). A step is ``Session.force`` of a fixed token (a random model woul
 with the refreshes it causes, timed until the event loop has painted them, on the UI thread: the
 model's step (measured alone on the core ``DecodingSession``), then building the frame's attention
 data and drawing. Each figure is the median over ``--steps`` steps, early in the decoding and after
-``DEEP`` steps (the cross-attention then has that many rows). Target: ≤ 50 ms per step at 512 tokens;
-the ratio to the 20-token figure of the same run is printed beside it.
+``DEEP`` steps (the cross-attention then has that many rows), in wall time and in this process's
+CPU time (which other load on a shared machine does not inflate). Target: ≤ 50 ms per step at 512
+tokens; the ratio to the 20-token figure of the same run is printed beside it.
 
 Then the grid, the head detail and the lines of the 512-token source's encoder self-attention
 (512×512) are exported as PNG, SVG and PDF: the file sizes, and how many texts the SVG holds as

@@ -23,6 +23,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections import defaultdict
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -67,16 +68,60 @@ def _step_ms(app, window, steps: int) -> float:
     return _step_times(app, window, steps)[0]
 
 
-def _step_times(app, window, steps: int) -> tuple[float, float, float]:
+class ViewTimes:
+    """The UI thread's CPU milliseconds each view takes while :attr:`on`: computing its data
+    (``data``), drawing it (``draw``: ``set_data``, ``apply``, ``settle``) and painting its canvas
+    (``paint``). Wraps the window's views; for this bench only."""
+
+    PARTS = ("data", "draw", "paint")
+
+    def __init__(self, window):
+        from attnviz.qt.views import registry
+
+        self.on = False
+        self.ms: dict[str, dict[str, float]] = defaultdict(lambda: dict.fromkeys(self.PARTS, 0.0))
+        for name, view in window.views.views.items():
+            for method in ("set_data", "apply", "settle"):
+                setattr(view, method, self._timed(name, "draw", getattr(view, method)))
+            view.canvas.paintEvent = self._timed(name, "paint", view.canvas.paintEvent)
+        data = registry.view_data
+        registry.view_data = lambda spec, view, *args: self._timed(spec.name, "data", data)(spec, view, *args)
+
+    def _timed(self, name: str, part: str, fn):
+        def timed(*args, **kwargs):
+            if not self.on:
+                return fn(*args, **kwargs)
+            start = time.thread_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.ms[name][part] += (time.thread_time() - start) * 1000
+
+        return timed
+
+    def top(self, n: int, steps: int) -> list[str]:
+        """The ``n`` costliest views, a line each: ms per step in all and by part."""
+        total = {name: sum(parts.values()) for name, parts in self.ms.items()}
+        lines = []
+        for name in sorted(total, key=total.get, reverse=True)[:n]:
+            parts = "  ".join(f"{part} {self.ms[name][part] / steps:5.1f}" for part in self.PARTS)
+            lines.append(f"    {name:16s} {total[name] / steps:6.1f} ms  ({parts})")
+        return lines
+
+
+def _step_times(app, window, steps: int, times: ViewTimes | None = None) -> tuple[float, float, float]:
     """Medians over ``steps`` of back + step until every view on screen is drawn, the analyses
     computed in workers included: (ms on the UI thread before the analyses, ms until everything
-    is drawn, CPU ms the UI thread spent in all: its own work, not the workers')."""
+    is drawn, CPU ms the UI thread spent in all: its own work, not the workers'). ``times``
+    counts each view's share of the steps (not of the backs)."""
     s = window.session
     first, whole, ui = [], [], []
     for _ in range(steps):
         s.back()
         app.processEvents()
         s.analyses.wait(60)
+        if times is not None:
+            times.on = True
         t0, c0 = time.perf_counter(), time.thread_time()
         s.step()
         app.processEvents()
@@ -85,6 +130,8 @@ def _step_times(app, window, steps: int) -> tuple[float, float, float]:
         app.processEvents()
         whole.append((time.perf_counter() - t0) * 1000)
         ui.append((time.thread_time() - c0) * 1000)
+        if times is not None:
+            times.on = False
     return statistics.median(first), statistics.median(whole), statistics.median(ui)
 
 
@@ -126,12 +173,17 @@ def main(argv: list[str] | None = None) -> int:
     _settle(app, 200)
     tabbed = min(tabbed, _step_ms(app, window, args.steps))  # measured twice, around the reference: the machine's noise
     _float_every_dock(app, window)
-    every, every_drawn, every_ui = _step_times(app, window, args.steps)
+    times = ViewTimes(window)
+    every, every_drawn, every_ui = _step_times(app, window, args.steps, times)
     counts = sum(window.views.refreshes.values())
     print(f"  grid + head detail, other docks closed (reference): {reference:7.1f} ms")
     print(f"  default layout, every dock open in tabs:           {tabbed:7.1f} ms  = {tabbed / reference:.2f}× (target ≤ {TARGET_TABBED}×)")
     print(f"  every view on screen (docks floating):             {every:7.1f} ms on the UI thread before the workers' results (target ≤ {TARGET_ALL_MS:.0f} ms)")
     print(f"    until every view is drawn, analyses included:    {every_drawn:7.1f} ms  (UI thread busy {every_ui:.1f} ms of it, CPU time)")
+    print("    the costliest views on that step (UI-thread CPU ms a step: its data, drawing it, painting it):")
+    print("\n".join(times.top(8, args.steps)))
+    fed = {n: c for n, c in window.views.skips.items() if c}
+    print(f"    views whose data a step left as it was, not drawn again (times): {fed or 'none'}")
     print(f"  analyses: {dict(window.session.analyses.counts)}")
     print(f"  views drawn on a step in the default layout: {', '.join(sorted(drawn))} (the others wait in their tabs)")
     print(f"  attention data built per kind and frame: {dict(window.session.builds)} over {counts} view refreshes")

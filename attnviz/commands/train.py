@@ -202,7 +202,8 @@ def run(args: argparse.Namespace) -> int:
     from attnviz.errors import CommandError
 
     env = distributed.environment()
-    if _check_nproc(args.nproc, env):
+    if _starts_processes(args.nproc, env):
+        _check_before_launch(args)
         return distributed.launch(args.nproc, _words(args, leave_out=("nproc",)))  # torchrun's own flags take --nproc
     distributed.claim_gpu(env)
     command, main = _command(args), env is None or env.rank == 0
@@ -221,7 +222,24 @@ def run(args: argparse.Namespace) -> int:
     return 0 if result.status == "finished" else 130
 
 
-def _check_nproc(nproc: int | None, env) -> bool:
+def _check_before_launch(args: argparse.Namespace) -> None:
+    """What a new run checks before any work (flags, model shape, ``--out``), checked once here
+    rather than by every process torchrun starts."""
+    from attnviz.core.model.config import ConfigError
+    from attnviz.core.training.trainer import TrainingError
+    from attnviz.errors import CommandError
+
+    try:
+        _check_flags(args)
+        if not args.resume:
+            _check_out(Path(args.out), args.force)
+            _model_config(args)
+            _train_options(args)
+    except (ConfigError, TrainingError) as exc:
+        raise CommandError(str(exc)) from None
+
+
+def _starts_processes(nproc: int | None, env) -> bool:
     """Whether ``--nproc`` asks for processes to be started (outside torchrun); ``CommandError``
     when it contradicts torchrun's count of processes on this machine."""
     from attnviz.core.training.trainer import TrainingError, check_number

@@ -14,10 +14,8 @@ What the views render is asked of ``current``, the ``DecodingResult`` of either 
 
 from __future__ import annotations
 
-import operator
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
@@ -37,28 +35,10 @@ from attnviz.core.model.interventions import InterventionError
 from attnviz.core.model.sites import attention_sites, n_layers, position_biased
 from attnviz.errors import AttnvizError
 from attnviz.qt.analyses import Analyses
+from attnviz.qt.frame_key import FRAME_PARTS, FrameKey
 from attnviz.qt.i18n import translate
 
 MAX_MESSAGE = 500  # characters of a message shown in the window
-FRAME_PARTS: tuple[str, ...] = ("source", "step")  # what a view's data can change with besides the model and its ablation
-
-
-@dataclass(frozen=True, eq=False)
-class FrameKey:
-    """What a view's data was computed from (:meth:`Session.frame_key`): ``objects`` (the bundle,
-    the decoding result, its last step) compared by identity, ``values`` (the ablation, counts, a
-    choice, options) by equality. Two keys that are :meth:`same` give the same data."""
-
-    objects: tuple = ()
-    values: tuple = ()
-
-    def same(self, other: FrameKey | None) -> bool:
-        return (other is not None and len(self.objects) == len(other.objects)
-                and all(map(operator.is_, self.objects, other.objects)) and self.values == other.values)
-
-    def plus(self, *values: object) -> FrameKey:
-        """This key with ``values`` added (a view's choice, its options)."""
-        return FrameKey(self.objects, self.values + values)
 
 
 def one_line(text: str, limit: int = MAX_MESSAGE) -> str:

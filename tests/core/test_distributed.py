@@ -71,6 +71,8 @@ def test_nproc_is_checked_before_anything_starts(tmp_path, monkeypatch, capsys):
         monkeypatch.delenv(name, raising=False)
     assert main(["train", "--data", "copy", "--out", str(tmp_path / "m"), "--nproc", "0"]) == 1
     assert "--nproc must be an integer from 1 to 1024, not 0" in capsys.readouterr().err
+    assert main(["train", "--data", "copy", "--out", str(tmp_path / "m"), "--nproc", "2", "--d-model", "30", "--heads", "4"]) == 1
+    assert "divisible" in capsys.readouterr().err  # checked once, before torchrun starts
     monkeypatch.setenv("WORLD_SIZE", "2")
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
     assert main(["train", "--data", "copy", "--out", str(tmp_path / "m"), "--nproc", "3"]) == 1

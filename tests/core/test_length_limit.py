@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import pytest
+import torch
 
+from attnviz.core import Transformer, TransformerConfig
 from attnviz.core.decoding.session import DecodingSession
 from attnviz.core.decoding.teacher_forcing import teacher_forced
 
@@ -58,3 +60,15 @@ def test_a_longer_target_is_cut_and_says_so():
     forced = teacher_forced(random_model(max_len=40), src, tgt, UNIT, target)
     assert len(forced.input_ids) == 40
     assert f"target truncated to 39 of {n} tokens (SOS takes a position): the model's position table holds 40 positions" in forced.notices
+
+
+def test_a_decoder_only_prompt_leaves_a_position_for_sos():
+    src, _ = tokenizers()
+    vocab = src.vocab_size
+    torch.manual_seed(0)
+    cfg = TransformerConfig(src_vocab_size=vocab, tgt_vocab_size=vocab, d_model=16, n_heads=2, n_encoder_layers=0,
+                            n_decoder_layers=2, d_ff=32, dropout=0.0, max_len=40, kind="decoder-only")
+    text, n = long_source(41)
+    s = DecodingSession(Transformer(cfg).eval(), src, src, text)
+    assert len(s.src_ids) == 39 and len(s.tgt_ids) == 40  # SOS and the 39 prompt tokens fill the table
+    assert f"source truncated to 39 of {n} tokens (SOS takes a position): the model's position table holds 40 positions" in s.notices

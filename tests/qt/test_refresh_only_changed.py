@@ -9,10 +9,11 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from PySide6 import QtWidgets
+from PySide6 import QtCore, QtWidgets
 
+from attnviz.qt.frame_key import FrameKey
 from attnviz.qt.selection import ViewChoice
-from attnviz.qt.session import FrameKey, Session
+from attnviz.qt.session import Session
 from attnviz.qt.views.registry import ViewSet, view_spec
 from attnviz.qt.views.spec import encoder_side
 
@@ -21,19 +22,25 @@ from inside_fixtures import bundle, session
 SHOWN = ("grid", "norm", "pe", "model-info")
 
 
-@pytest.fixture
-def views(qtbot):
+def _shown(qtbot, names: tuple[str, ...]) -> ViewSet:
+    """The views ``names`` of a session two steps into a sentence, each shown in its frame."""
     s = Session()
     s.decode_as_you_type = False  # a new sentence waits for a step, as the test says
     s.bundle = bundle()
     s.decoding = session(steps=2)
-    vs = ViewSet(s, only=SHOWN)
-    for name in SHOWN:
+    vs = ViewSet(s, only=names)
+    for name in names:
         frame = vs.frames[name]
         qtbot.addWidget(frame)
         frame.resize(640, 480)
         frame.show()
         qtbot.waitExposed(frame)
+    return vs
+
+
+@pytest.fixture
+def views(qtbot):
+    vs = _shown(qtbot, SHOWN)
     vs.selection.update(kind="encoder", layer=0)
     for name in SHOWN:
         vs.refresh(vs[name])
@@ -130,3 +137,37 @@ def test_views_of_one_kind_at_a_time_keep_an_encoder_choice_over_steps():
     assert view_spec("model-info").parts(ViewChoice()) == ()
     assert view_spec("compare").parts(ViewChoice("encoder")) == ("source",)
     assert view_spec("norm").parts(ViewChoice("decoder")) == ("source", "step")
+
+
+class _PaintCounter(QtCore.QObject):
+    def __init__(self, paints: Counter, name: str, parent: QtCore.QObject):
+        super().__init__(parent)
+        self.paints, self.name = paints, name
+
+    def eventFilter(self, obj, event):  # noqa: N802 - Qt API
+        if event.type() == QtCore.QEvent.Type.Paint:
+            self.paints[self.name] += 1
+        return False
+
+
+def test_a_view_fed_on_a_step_is_painted_once(qtbot):
+    """The registry settles a view's plots and layouts after feeding it: one paint per frame,
+    not one per pass of a layout that the paint itself set off (these views painted two or
+    three times a frame)."""
+    names = ("scaling", "output", "residual")
+    views = _shown(qtbot, names)
+    s = views.session
+    views.selection.update(kind="decoder", layer=0)
+    for name in names:
+        views.refresh(views[name])
+    for _ in range(5):
+        QtWidgets.QApplication.processEvents()
+    paints: Counter = Counter()
+    for name in names:
+        canvas = views[name].canvas
+        canvas.viewport().installEventFilter(_PaintCounter(paints, name, canvas))
+    for _ in range(3):
+        s.step() if len(s.decoding.steps) % 2 else s.back()
+        for _ in range(5):
+            QtWidgets.QApplication.processEvents()
+    assert paints == Counter(dict.fromkeys(names, 3)), paints

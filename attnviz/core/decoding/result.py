@@ -126,10 +126,11 @@ class DecodingResult:
         return self.accumulated_stack([AttentionSite(kind, i).name("weights") for i in range(count)])
 
 
-def prepare_source(tokenizer: Tokenizer, text: str, config: TransformerConfig) -> PreparedSource:
+def prepare_source(tokenizer: Tokenizer, text: str, config: TransformerConfig, reserved: int = 0) -> PreparedSource:
     """Tokenize ``text`` for the encoder (no SOS/EOS, as in training): an empty source is a
-    ``DecodingError``; a longer one than the model's ``max_len`` is truncated; unknown characters
-    become UNK. Each of the last two adds a one-line notice (the first says where the limit comes from)."""
+    ``DecodingError``; a longer one than the model's ``max_len`` (less ``reserved`` positions: a
+    decoder-only model's SOS before its prompt) is truncated; unknown characters become UNK. Each
+    of the last two adds a one-line notice (the first says where the limit comes from)."""
     if not isinstance(text, str) or not text.strip():
         raise DecodingError("the source sentence is empty")
     problem = unreadable_text(text)
@@ -143,9 +144,11 @@ def prepare_source(tokenizer: Tokenizer, text: str, config: TransformerConfig) -
     unknown = tokenizer.unknown_characters(text)
     if unknown:
         notices.append(f"unknown character(s) {' '.join(unknown)} shown as UNK")
-    if len(ids) > config.max_len:
-        notices.append(f"source truncated to {config.max_len} of {len(ids)} tokens: {config.length_limit()}")
-        ids = ids[: config.max_len]
+    keep = config.max_len - reserved
+    if len(ids) > keep:
+        sos = " (SOS takes a position)" if reserved else ""
+        notices.append(f"source truncated to {keep} of {len(ids)} tokens{sos}: {config.length_limit()}")
+        ids = ids[:keep]
     return PreparedSource(text, tuple(ids), tuple(tokenizer.pieces(ids)), tuple(notices))
 
 

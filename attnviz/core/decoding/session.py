@@ -172,8 +172,9 @@ class DecodingSession(DecodingResult):
         self._capture = capture is not False
         self.interventions = checked_interventions(interventions, model.config)
         self._device = model_device(model)
-        self.source = prepare_source(src_tokenizer, source, self.config)
-        self._prompt = self.source.ids if self.config.kind == "decoder-only" else ()  # fed first, as forced steps
+        prompted = self.config.kind == "decoder-only"  # the source is a prompt fed after SOS, as forced steps
+        self.source = prepare_source(src_tokenizer, source, self.config, reserved=1 if prompted else 0)
+        self._prompt = self.source.ids if prompted else ()
         default = min(self.config.max_len, 2 * len(self.source.ids) + 10)
         if max_len is not None and (not isinstance(max_len, int) or max_len < 1):
             raise DecodingError(f"maximum length must be a positive integer, not {max_len!r}")

@@ -19,7 +19,9 @@ one-process run's. Each process's loss is its rows' token sum divided by the glo
 times ``world`` (DDP averages gradients over the processes), so the averaged gradient is that of
 the one-process loss of the whole batch: ``--batch-tokens`` is the global batch, and N processes
 take the steps one process takes, up to the order of floating-point sums. A process left without a
-row (a batch of fewer rows than processes) takes part with a stand-in row of weight 0.
+row (a batch of fewer rows than processes) takes part with a stand-in row of weight 0. A stop
+(Ctrl-C, or SIGTERM under torchrun) is agreed on before each step (``Ranks.any``), so every process
+stops after the same one.
 
 BatchNorm: each process normalises with its own rows' batch statistics (plain DDP; DDP copies
 rank 0's running statistics to every process at each forward). SyncBatchNorm is not used: it does
@@ -51,7 +53,6 @@ from attnviz.errors import AttnvizError
 
 T = TypeVar("T")
 TIMEOUT = timedelta(hours=2)  # a collective waits this long (rank 0 evaluates while the others wait for the next step)
-MAX_PROCESSES = 1024
 
 
 class DistributedError(AttnvizError, RuntimeError):
@@ -150,7 +151,7 @@ def environment() -> Environment | None:
     except ValueError:
         names = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE")
         raise DistributedError(f"torchrun's environment is not numbers: {', '.join(f'{n}={env.get(n)}' for n in names)}"[:200]) from None
-    if not (0 <= rank < world <= MAX_PROCESSES and 0 <= local < local_world <= world):
+    if not (0 <= rank < world and 0 <= local < local_world <= world):
         raise DistributedError(f"torchrun's environment does not add up: RANK {rank}, WORLD_SIZE {world}, LOCAL_RANK {local}")
     return Environment(rank, world, local, local_world)
 

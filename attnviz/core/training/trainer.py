@@ -58,7 +58,8 @@ the loop checks them between steps. ``stop()`` saves a checkpoint at the current
 Data: an epoch's batches come from ``dataset.training_batches`` (``corpora.ExampleBatches`` for a
 split held in memory, ``stream.StreamBatches`` for a TSV file read pool by pool). Several
 processes: ``distribute(ranks)`` after construction, then ``fit()`` in every process; each takes
-its rows of every global batch, rank 0 alone evaluates, writes and reports (``distributed``).
+its rows of every global batch, rank 0 alone evaluates, writes and reports, and meta.json's
+``distributed`` records the processes and their parameters' digests (``distributed``).
 """
 
 from __future__ import annotations
@@ -553,7 +554,8 @@ class Trainer:
         digest: tokenizers, data, position, options and weights); the model is wrapped in DDP. The
         wrapper is dropped on leaving, before the process group is (one that outlives its group
         can hang the process as it exits)."""
-        ranks.check_same(self._run_digest(), "their data, tokenizers, checkpoint or options")
+        if ranks.world > 1:
+            ranks.check_same(self._run_digest(), "their data, tokenizers, checkpoint or options")
         self.ranks, self._net = ranks, ranks.wrap(self.model)
         try:
             yield

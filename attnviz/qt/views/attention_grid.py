@@ -74,19 +74,28 @@ def pooled(weights: np.ndarray, fq: int, fk: int) -> np.ndarray:
 
 
 def _max_every(a: np.ndarray, f: int, axis: int) -> np.ndarray:
-    """The largest of each ``f`` neighbours along ``axis`` (the last group may be shorter): ``f``
-    element-wise passes over strided views, much faster than a reduction over a short inner axis."""
+    """The largest of each ``f`` neighbours along ``axis`` (the last group may be shorter): element-
+    wise maxima of strided views written into the result, much faster than a reduction over a
+    short inner axis."""
     if f == 1:
         return a
-    pick = [slice(None)] * a.ndim
-    pick[axis] = slice(0, None, f)
-    out = np.array(a[tuple(pick)], dtype=np.float32)
-    for j in range(1, f):
-        pick[axis] = slice(j, None, f)
-        part = a[tuple(pick)]
-        head = [slice(None)] * a.ndim
-        head[axis] = slice(0, part.shape[axis])
-        np.maximum(out[tuple(head)], part, out=out[tuple(head)])
+
+    def along(x: np.ndarray, s: slice) -> np.ndarray:
+        pick = [slice(None)] * x.ndim
+        pick[axis] = s
+        return x[tuple(pick)]
+
+    n = a.shape[axis]
+    full, rest = divmod(n, f)
+    shape = list(a.shape)
+    shape[axis] = full + (1 if rest else 0)
+    out = np.empty(shape, np.float32)
+    head = along(out, slice(0, full))
+    np.maximum(along(a, slice(0, full * f, f)), along(a, slice(1, full * f, f)), out=head)
+    for j in range(2, f):
+        np.maximum(head, along(a, slice(j, full * f, f)), out=head)
+    if rest:
+        along(out, slice(full, full + 1))[...] = along(a, slice(full * f, n)).max(axis=axis, keepdims=True)
     return out
 
 

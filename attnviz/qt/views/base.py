@@ -28,6 +28,7 @@ from attnviz.qt.widgets.scroll_canvas import scroll_vertically, set_scroll_backg
 from attnviz.qt.widgets.title_item import TitleItem
 
 MAX_OPTION_TEXT = 1000  # characters of a line edit's text restored from a session file
+SETTLE_PASSES = 3  # plots' ranges, then the layouts they change, then what those change: settled before a paint
 
 
 def control_value(w: QtWidgets.QWidget) -> object | None:
@@ -264,6 +265,15 @@ class FigureViewBase(QtWidgets.QWidget):
         """Draw ``data``: what the view's spec computes for a frame (one object; ``show`` is
         QWidget's, hence the name)."""
         raise NotImplementedError(f"{type(self).__name__} does not draw data yet")
+
+    def settle(self) -> None:
+        """Lay the figure out now: its plots' ranges (pyqtgraph leaves them to the paint) and the
+        layouts those change, so that new data or a new choice is painted once, not once per
+        pass of a layout that a paint set off."""
+        scene = self.canvas.scene()
+        for _ in range(SETTLE_PASSES):
+            scene.prepareForPaint()
+            QtWidgets.QApplication.sendPostedEvents(None, QtCore.QEvent.Type.LayoutRequest)
 
     def apply(self, choice: ViewChoice) -> None:
         """Take the selectors of ``choice`` that the view has (``None`` fields: keep what it shows)."""

@@ -18,9 +18,10 @@ from PySide6 import QtCore, QtWidgets
 from attnviz.errors import CommandError
 from attnviz.qt.analyses import Analysis
 from attnviz.qt.export.files import session_metadata
+from attnviz.qt.frame_key import FrameKey
 from attnviz.qt.i18n import translate
 from attnviz.qt.selection import LinkedSelection, Selection, ViewChoice, query_axis
-from attnviz.qt.session import FrameKey, Session
+from attnviz.qt.session import Session
 from attnviz.qt.view_frame import ViewFrame, empty_state
 from attnviz.qt.views import (
     ablation,
@@ -328,6 +329,7 @@ class ViewSet(QtCore.QObject):
         elif name not in self._applied and spec.opening is not None:
             view.apply(spec.opening)
             self._applied[name] = spec.opening
+        view.settle()
         self._update_caption(name)
 
     def _on_analysis_failed(self, name: str, message: str) -> None:
@@ -423,6 +425,7 @@ class ViewSet(QtCore.QObject):
             return
         if not spec.from_choice and view.has_data():
             view.apply(choice)
+            view.settle()
         elif spec.from_choice and self.session.current is not None:
             self._feed(name, choice)
         else:

@@ -34,15 +34,15 @@ class SeriesPlot(pg.PlotItem):
 
     def apply_theme(self, theme: Theme) -> None:
         self.theme = theme
-        for i, curve in enumerate(self.curves.values()):
+        for i, item in enumerate(self.curves.values()):
             color = theme.head_color(i)
             style = QtCore.Qt.PenStyle.SolidLine if i % 2 == 0 else QtCore.Qt.PenStyle.DashLine
             line = pen(color, width=1.8, style=style)
-            curve.setPen(line)
-            curve.setSymbol("o" if i % 2 == 0 else "s")
-            curve.setSymbolSize(5)
-            curve.setSymbolBrush(color)
-            curve.setSymbolPen(None)
+            item.setPen(line)
+            item.setSymbol("o" if i % 2 == 0 else "s")
+            item.setSymbolSize(5)
+            item.setSymbolBrush(color)
+            item.setSymbolPen(None)
         for name, label in zip(("bottom", "left"), self._labels):
             ax = self.getAxis(name)
             ax.setPen(pg.mkPen(theme.muted))

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 
 from attnviz.core.analysis.figure_data import AttentionFrame, MaskFrame
 from attnviz.core.model.sites import KINDS, n_layers
+from attnviz.qt.frame_key import FRAME_PARTS
 from attnviz.qt.selection import Selection, ViewChoice, query_axis
-from attnviz.qt.session import FRAME_PARTS
 from attnviz.qt.views.base import FigureViewBase
 from attnviz.qt.views.naming import dock_object_name, module_stem
 
@@ -84,7 +84,7 @@ class ViewSpec:
         return "" if self.area == "central" else dock_object_name(self.stem)
 
     def parts(self, choice: ViewChoice) -> tuple[str, ...]:
-        """The frame parts (of :data:`~attnviz.qt.session.FRAME_PARTS`) its data for ``choice`` changes with."""
+        """The frame parts (of :data:`~attnviz.qt.frame_key.FRAME_PARTS`) its data for ``choice`` changes with."""
         return self.depends_on(choice) if callable(self.depends_on) else self.depends_on
 
     def applies(self, config: TransformerConfig) -> bool:
