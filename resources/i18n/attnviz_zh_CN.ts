@@ -1868,11 +1868,11 @@ Tatoeba (tatoeba.org), licensed CC-BY 2.0 FR and read through the PyPI package &
     </message>
     <message>
         <source>With more than {n} tokens, each query draws only its k strongest lines (per head): k·n lines, not n²; hover a token for all of its lines</source>
-        <translation type="unfinished" />
+        <translation>超过 {n} 个词元时，每个查询只画出它最强的 k 条线（每个头）：k·n 条线，而不是 n²；把鼠标移到一个词元上可看到它的全部线</translation>
     </message>
     <message>
         <source>Top</source>
-        <translation type="unfinished" />
+        <translation>前</translation>
     </message>
     <message>
         <source>{query} attends most to: {parts}  ({heads})</source>
@@ -1916,7 +1916,7 @@ Tatoeba (tatoeba.org), licensed CC-BY 2.0 FR and read through the PyPI package &
     </message>
     <message>
         <source>;  each query's {k} strongest</source>
-        <translation type="unfinished" />
+        <translation>；  每个查询最强的 {k} 条</translation>
     </message>
     <message>
         <source>{kind} · layer {layer} · {which}</source>
@@ -3179,7 +3179,7 @@ Tatoeba (tatoeba.org), licensed CC-BY 2.0 FR and read through the PyPI package &
     <name>overview</name>
     <message>
         <source>whole matrix · drag the box</source>
-        <translation type="unfinished" />
+        <translation>整个矩阵 · 拖动方框</translation>
     </message>
 </context>
 <context>
