@@ -171,15 +171,17 @@ def _check_ranges(choice: ViewChoice, session: Session) -> None:
             raise CommandError(f"--query must be between 1 and {rows} for {choice.kind} attention", 2)
 
 
-def _decoded_session(args: argparse.Namespace) -> Session:
+def _decoded_session(args: argparse.Namespace, spec: ViewSpec) -> Session:
     """A session on ``--model`` with ``--src`` decoded (``--steps`` steps, or to the end), or
-    teacher-forced on ``--tgt``."""
+    teacher-forced on ``--tgt``; a view that does not apply to the model is refused first."""
     from attnviz.core.bundle import load_bundle
     from attnviz.core.decoding.strategies import DecodingError, parse_strategy
     from attnviz.paths import default_model
     from attnviz.qt.session import Session
 
     bundle = load_bundle(args.model or default_model())
+    if not spec.applies(bundle.config):
+        raise CommandError(f"the {spec.name} view does not apply to {bundle.name} ({bundle.config.kind} model)", 2)
     session = Session()
     try:
         session.strategy = parse_strategy(args.strategy, seed=args.seed)
@@ -302,7 +304,7 @@ def run(args: argparse.Namespace) -> int:
     choice = _request(args, spec)
     quiet_qt_messages()
     app = make_app()  # noqa: F841 - the views need a QApplication
-    session = _decoded_session(args)
+    session = _decoded_session(args, spec)
     try:
         _check_ranges(choice, session)
         out = Path(args.out)

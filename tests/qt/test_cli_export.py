@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -14,6 +15,7 @@ from attnviz.cli import main
 from attnviz.commands import export as export_command
 from attnviz.core.bundle import load_bundle, save_bundle
 from attnviz.core.decoding.session import DecodingSession
+from attnviz.core.model.config import TransformerConfig
 from attnviz.core.model.sites import KINDS
 from attnviz.paths import default_model
 from attnviz.qt.views.registry import VIEW_NAMES, VIEWS
@@ -191,8 +193,15 @@ def test_head_all_writes_every_head_as_data(qapp, tmp_path, fmt):
 
 
 @pytest.mark.parametrize("spec,kind", [(s, k) for s in VIEWS for k in (s.kinds or (None,))], ids=lambda v: getattr(v, "name", v))
-def test_every_view_exports_every_kind_it_shows(qapp, tmp_path, tiny_model_dir, spec, kind):
+def test_every_view_exports_every_kind_it_shows(qapp, tmp_path, capsys, tiny_model_dir, spec, kind):
     kind_args = ["--kind", kind] if kind else []
+    config = TransformerConfig.from_dict(json.loads((tiny_model_dir / "config.json").read_text(encoding="utf-8")))
+    if not spec.applies(config):  # e.g. the masked-token view on an encoder-decoder model: refused in one line
+        assert main(["export", "--model", str(tiny_model_dir), "--src", "我喜欢吃苹果。", "--view", spec.name, "--out", str(tmp_path / "o")]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("attnviz: error: ") and err.count("\n") == 1 and "does not apply" in err
+        assert not (tmp_path / "o").exists()
+        return
     target = {"teacher-vs-free": ["--tgt", "I like eating apples."],  # it compares with a reference
               "ablation": ["--ablate", "decoder:1:2"],  # it compares with the model as trained
               "checkpoints": ["--other-model", str(tiny_model_dir)]}.get(spec.name, [])  # it compares two models
