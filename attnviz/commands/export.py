@@ -19,6 +19,7 @@ from attnviz.core.model.sites import KINDS
 from attnviz.errors import CommandError
 
 if TYPE_CHECKING:
+    from attnviz.core.model.config import TransformerConfig
     from attnviz.qt.selection import ViewChoice
     from attnviz.qt.session import Session
     from attnviz.qt.views.spec import ViewSpec
@@ -171,6 +172,15 @@ def _check_ranges(choice: ViewChoice, session: Session) -> None:
             raise CommandError(f"--query must be between 1 and {rows} for {choice.kind} attention", 2)
 
 
+def _why_not(spec: ViewSpec, config: TransformerConfig) -> str:
+    from attnviz.core.model.sites import n_layers
+
+    if "masked" in spec.needs:
+        return f"it needs an encoder-only model with a masked-token head, not an {config.kind} one"
+    lacking = [part for part in spec.needs if n_layers(config, part) == 0] or list(spec.kinds)
+    return f"the model has no {' or '.join(lacking)} layers"
+
+
 def _decoded_session(args: argparse.Namespace, spec: ViewSpec) -> Session:
     """A session on ``--model`` with ``--src`` decoded (``--steps`` steps, or to the end), or
     teacher-forced on ``--tgt``; a view that does not apply to the model is refused first."""
@@ -181,7 +191,7 @@ def _decoded_session(args: argparse.Namespace, spec: ViewSpec) -> Session:
 
     bundle = load_bundle(args.model or default_model())
     if not spec.applies(bundle.config):
-        raise CommandError(f"the {spec.name} view does not apply to {bundle.name} ({bundle.config.kind} model)", 2)
+        raise CommandError(f"the {spec.name} view does not apply to {bundle.name}: {_why_not(spec, bundle.config)}", 2)
     session = Session()
     try:
         session.strategy = parse_strategy(args.strategy, seed=args.seed)

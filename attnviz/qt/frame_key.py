@@ -24,7 +24,3 @@ class FrameKey:
     def same(self, other: FrameKey | None) -> bool:
         return (other is not None and len(self.objects) == len(other.objects)
                 and all(map(operator.is_, self.objects, other.objects)) and self.values == other.values)
-
-    def plus(self, *values: object) -> FrameKey:
-        """This key with ``values`` added (a view's choice, its options)."""
-        return FrameKey(self.objects, self.values + values)

@@ -126,7 +126,7 @@ KEPT = {
     "QK", "KV", "Dropout", "mean", "var", "std", "ms", "px", "nats", "logit", "logits", "Ctrl", "Alt", "Shift", "Esc", "Enter",
     "Home", "End", "Left", "Right", "Up", "Down", "PgUp", "PgDown", "Space", "Tab", "Del", "Backspace", "GPU", "CPU", "IG", "top",
     "post", "pre", "dk", "dv", "ff", "model", "viridis", "magma", "inferno", "plasma", "cividis", "gray", "turbo", "blues", "greys",
-    "BLEU", "chrF", "xW", "hW", "Logit",
+    "BLEU", "chrF", "xW", "hW", "Logit", "MASK", "CLS", "SEP",
 }
 # The tutorial's symbols with their subscripts and superscripts run together in plain text
 # (Q_i → "Qi", W_i^Q → "WiQ", b^O → "bO"): a word with a capital after its first letter, or a

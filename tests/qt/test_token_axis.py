@@ -14,7 +14,7 @@ from attnviz.qt.sample_data import pieces, sample_attention
 from attnviz.qt.views.head_detail import QtHeadDetailView
 from attnviz.qt.widgets.colormaps import get_theme
 from attnviz.qt.widgets.heatmap import HeatmapPlot
-from attnviz.qt.widgets.token_axis import UNROTATE_ROOM, labels_rotated, thinned
+from attnviz.qt.widgets.token_axis import MIN_TICK_GAP, UNROTATE_ROOM, labels_rotated, thinned, ticks_every
 
 N = 512
 LABELS = pieces(N, prefix="▁word")
@@ -119,3 +119,20 @@ class _PaintCounter(QtCore.QObject):
         if event.type() == QtCore.QEvent.Type.Paint:
             self.paints.append(obj)
         return False
+
+
+def test_ticks_closer_than_a_few_pixels_are_thinned_out(qtbot):
+    assert ticks_every(12.0) == 1 and ticks_every(1.0) == 3 and ticks_every(0.25) == 12
+    assert ticks_every(float("inf")) == ticks_every(0.0) == 1
+    canvas = pg.GraphicsLayoutWidget()
+    qtbot.addWidget(canvas)
+    canvas.resize(400, 200)
+    plot = HeatmapPlot(get_theme("light"), colorbar=False, annotate=False)
+    canvas.addItem(plot)
+    plot.set_matrix(np.zeros((2, 1200), dtype=np.float32), ["a", "b"], [str(i) for i in range(1200)])
+    canvas.show()
+    qtbot.waitExposed(canvas)
+    _, ticks, _ = plot.col_axis.generateDrawSpecs(None)
+    assert 0 < len(ticks) < 1200 / 2
+    xs = [t[1].x() for t in ticks]
+    assert min(b - a for a, b in zip(xs, xs[1:])) >= MIN_TICK_GAP - 1e-6  # no two drawn closer than the gap

@@ -222,7 +222,7 @@ class QtAttentionGridView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBas
             self.chose.emit({"kind": kind})
 
     def apply(self, choice: ViewChoice) -> None:
-        if choice.kind is not None:
+        if self.given_kind(choice) is not None:
             self.set_kind(choice.kind)
         if choice.layer is not None or choice.head is not None:
             layer, head = self.selected()

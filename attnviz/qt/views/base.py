@@ -415,6 +415,11 @@ class AttentionSetsMixin(PredictedRowsMixin):
     def kind(self) -> str | None:
         return self._kind
 
+    def given_kind(self, choice: ViewChoice) -> str | None:
+        """The choice's kind when this view was given it (a selection may name a kind the open
+        model has not, e.g. encoder attention of a decoder-only model: the view keeps its own)."""
+        return choice.kind if choice.kind in self._datasets else None
+
     def _require_kind(self, kind: str) -> None:
         """Raise ``ValueError`` unless ``kind`` was given to this view."""
         if kind not in self._datasets:

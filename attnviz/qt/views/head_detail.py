@@ -136,7 +136,7 @@ class QtHeadDetailView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
         self._refresh()
 
     def apply(self, choice: ViewChoice) -> None:
-        self.select(layer=choice.layer, head=choice.head, mode=choice.mode, kind=choice.kind)
+        self.select(layer=choice.layer, head=choice.head, mode=choice.mode, kind=self.given_kind(choice))
 
     def mode(self) -> str:
         return self._mode

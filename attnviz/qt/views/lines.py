@@ -160,7 +160,7 @@ class QtLinesView(AttentionSetsMixin, FigureViewBase):
     def apply(self, choice: ViewChoice) -> None:
         """The choice's kind and layer; its head alone, or every head for the heads' mean."""
         heads = None if choice.mode == "mean" else ([choice.head] if choice.head is not None else "keep")
-        self.select(kind=choice.kind, layer=choice.layer, heads=heads)
+        self.select(kind=self.given_kind(choice), layer=choice.layer, heads=heads)
 
     def set_focus(self, side: str | None, index: int = -1) -> None:
         """Pin a token's lines (``side`` "query" or "key"); ``None`` clears."""

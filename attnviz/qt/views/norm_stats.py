@@ -56,7 +56,7 @@ from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
 from attnviz.qt.views.spec import ViewSpec, encoder_side
 from attnviz.qt.widgets.colormaps import DIVERGING_COLORMAP, Theme, ui_font
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo
-from attnviz.qt.widgets.plots import curve, pen, quiet_plot
+from attnviz.qt.widgets.plots import curve, pen, quiet_plot, set_title
 from attnviz.qt.widgets.title_item import TitleItem
 from attnviz.qt.widgets.token_axis import TokenAxis
 
@@ -174,7 +174,7 @@ class SiteColumn:
     @staticmethod
     def _titled(plot: pg.PlotItem, text: str, theme: Theme) -> None:
         """A short plot title; the series' colours are explained once, in the view's legend line."""
-        plot.setTitle(text, size="8.5pt", color=theme.foreground)
+        set_title(plot, text, size="8.5pt", color=theme.foreground)
 
     def show(self, site: NormSiteData, placement: str, theme: Theme) -> None:
         self.site = site

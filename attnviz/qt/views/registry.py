@@ -169,6 +169,7 @@ class ViewSet(QtCore.QObject):
         self.refreshes: dict[str, int] = dict.fromkeys(self.views, 0)  # how often each view was drawn anew
         self.skips: dict[str, int] = dict.fromkeys(self.views, 0)  # refreshes that found its data's key unchanged
         self._keys: dict[str, FrameKey] = {}  # what the data each view holds (or computes) is of
+        self._parts: dict[str, FrameKey] = {}  # the same, of the session's frame parts alone
         self._drawn: dict[str, object] = {}  # the data object each view drew last
         self.selection = LinkedSelection()
         self._own: dict[str, Selection] = {}  # an unlinked view's own selection
@@ -276,23 +277,25 @@ class ViewSet(QtCore.QObject):
 
     def data_key(self, name: str, choice: ViewChoice) -> FrameKey:
         """What view ``name``'s data for ``choice`` is of now: the session's frame parts its spec
-        depends on, the choice when its data is computed from it, its options when it reads them."""
+        depends on, the function that computes it, the choice when its data is computed from it
+        and its options when it reads them."""
         spec = self.specs[name]
         key = self.session.frame_key(spec.parts(choice))
-        if spec.from_choice:
-            key = key.plus(choice)
-        return key.plus(self.views[name].options()) if spec.reads_options else key
+        values = ((choice,) if spec.from_choice else ()) + ((self.views[name].options(),) if spec.reads_options else ())
+        return FrameKey(key.objects + (spec.data,), key.values + values)
 
     def _outdated(self, name: str) -> bool:
-        """View ``name`` holds data that its choice now needs anew (a view of the encoder's side,
-        kept over decoder steps, turned to the decoder)."""
-        key = self._keys.get(name)
-        return key is not None and self.session.current is not None and not self.data_key(name, self.followed(name)).same(key)
+        """View ``name`` holds data of other parts of the frame than its choice now needs (a view
+        of the encoder's side, kept over decoder steps, turned to the decoder)."""
+        held = self._parts.get(name)
+        parts = self.specs[name].parts(self.followed(name))
+        return held is not None and self.session.current is not None and not self.session.frame_key(parts).same(held)
 
     def _on_model_changed(self, _bundle: object) -> None:
         """Another model: no view's data is of it (and none keeps the old model alive); a selected
         kind the model has not (cross-attention in GPT-2) becomes one it has."""
         self._keys.clear()
+        self._parts.clear()
         self._drawn.clear()
         if _bundle is not None and self.session.n_layers(self.selection.value().kind) == 0:
             kind = next((k for k in ("cross", "decoder", "encoder") if self.session.n_layers(k)), None)
@@ -303,6 +306,7 @@ class ViewSet(QtCore.QObject):
         """Give view ``name`` its data for ``choice``: at once, or when its analysis returns."""
         spec, view = self.specs[name], self.views[name]
         self._keys[name] = self.data_key(name, choice)
+        self._parts[name] = self.session.frame_key(spec.parts(choice))
         if spec.from_choice:  # what it will show: a later choice equal to this one needs no new feed, another does
             self._applied[name] = choice
         data = view_data(spec, view, self.session, choice)
@@ -410,8 +414,11 @@ class ViewSet(QtCore.QObject):
             self.selection.update(**changes)
         else:
             self._own[name] = replace(self._own[name], **{k: v for k, v in changes.items() if v is not None})
-        if self._outdated(name):  # drawn from the choice, or its data of the old choice does not hold the new one's
-            self.refresh(self.views[name])
+            if spec.from_choice:  # the view is drawn from the choice: draw it again
+                self.refresh(self.views[name])
+        if not spec.from_choice and self._outdated(name):  # its data of the old choice does not hold the new one's
+            self.stale.add(name)
+            self.catch_up(name)
         self._update_caption(name)
 
     def _apply(self, name: str) -> None:
@@ -420,8 +427,9 @@ class ViewSet(QtCore.QObject):
         choice = self.followed(name)
         if self._applied.get(name) == choice:
             return
-        if not spec.from_choice and self._outdated(name):  # its data is of the old choice's parts: fed anew, then applied
-            self.refresh(view)
+        if not spec.from_choice and self._outdated(name):  # its data is of the old choice's parts: fed anew (on screen), then applied
+            self.stale.add(name)
+            self.catch_up(name)
             return
         if not spec.from_choice and view.has_data():
             view.apply(choice)

@@ -51,8 +51,8 @@ class ViewSpec:
     ``depends_on`` says what the data changes with (:meth:`parts`): a view whose parts of the
     frame stay as they were (a decoder step, for a view of the source alone) keeps the data it
     has and is not drawn again; the key of a view's data is the session's
-    :meth:`~attnviz.qt.session.Session.frame_key` of those parts, its choice (``from_choice``)
-    and its options (``reads_options``).
+    :meth:`~attnviz.qt.session.Session.frame_key` of those parts, ``data`` itself, its choice
+    (``from_choice``) and its options (``reads_options``).
     """
 
     name: str  # the --view name of ``attnviz export``

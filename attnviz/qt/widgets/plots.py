@@ -45,3 +45,12 @@ def curve(plot: pg.PlotItem, **opts: Any) -> pg.PlotDataItem:
     again only when its data is set: with pyqtgraph's default ``dynamicRangeLimit`` every change of
     the plot's range re-plots it and rebuilds its symbols."""
     return plot.plot([], [], dynamicRangeLimit=None, **opts)
+
+
+def set_title(plot: pg.PlotItem, text: str, *, size: str, color: str) -> None:
+    """``plot.setTitle(text, size=size, color=color)``, unless the plot shows that title already:
+    pyqtgraph lays a title's HTML out anew on every call, and views set theirs on every frame."""
+    label = plot.titleLabel
+    same = label.text == text and label.opts.get("size") == size and label.opts.get("color") == color
+    if not (same and label.isVisibleTo(plot)):
+        plot.setTitle(text, size=size, color=color)

@@ -43,6 +43,15 @@ def thinned(n: int, step: int, keep: Sequence[int] = ()) -> list[int]:
     return sorted(out + keep)
 
 
+MIN_TICK_GAP = 3.0  # px between the tick marks drawn (the ticks of narrower cells are thinned out)
+
+
+def ticks_every(pitch: float) -> int:
+    """Draw every n-th tick of ticks ``pitch`` px apart: ticks closer than :data:`MIN_TICK_GAP`
+    read as one bar and cost a line each (an FFN's thousands of units)."""
+    return max(1, math.ceil(MIN_TICK_GAP / pitch)) if pitch > 0 and math.isfinite(pitch) else 1
+
+
 UNROTATE_ROOM = 1.5  # vertical labels turn back only where the ticks are this many times as far apart as a label needs
 
 
@@ -251,6 +260,7 @@ class TokenAxis(pg.AxisItem):
         ticks = []
         positions = self._positions() if self._show_line else None
         if positions is not None:
+            positions = positions[::ticks_every(self._pitch())]
             if self._horizontal():
                 lo, hi = bounds.left() - 0.5, bounds.right() + 0.5
                 ticks = [(pen, pg.Point(x, edge), pg.Point(x, edge + out)) for x in positions.tolist() if lo <= x <= hi]
