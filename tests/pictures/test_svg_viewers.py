@@ -12,8 +12,8 @@ import pytest
 from PySide6 import QtGui
 
 from attnviz.cli import main as cli_main
-from attnviz.paths import default_model
 from attnviz.core.bundle import load_bundle
+from attnviz.paths import default_model
 from attnviz.qt.views.registry import VIEWS
 
 SIZE = "900x640"
