@@ -1,5 +1,6 @@
 """``attnviz animate``: a GIF (or MP4) with one frame per decoding step, drawn by the window's
-views side by side."""
+views side by side — or, with ``--snapshots``, one frame per training snapshot of a probe
+sentence, drawn by the Train panel's probe figure."""
 
 from __future__ import annotations
 
@@ -8,11 +9,16 @@ import os
 
 from attnviz.commands.replay import add_replay_arguments, check_ranges, offscreen_unless_a_display, replay_strategy, view_panels
 
-HELP = "an animated GIF or MP4 of a sentence's decoding, one frame per step, drawn by the app's views"
+HELP = "an animated GIF or MP4 of a sentence's decoding (or of a probe sentence over training), one frame per step"
+_DECODING_ONLY = ("src", "tgt", "view", "kind", "layer", "head")  # what --snapshots refuses
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    add_replay_arguments(p, "grid", "each view's size in logical pixels, WxH (default 900x640)")
+    add_replay_arguments(p, "grid", "each view's size in logical pixels, WxH (default 900x640)", src_required=False)
+    p.set_defaults(view=None)  # "grid" unless --snapshots (which refuses a --view)
+    p.add_argument("--snapshots", action="store_true",
+                   help="one frame per training snapshot in the bundle's meta.json: the probe sentence's cross-attention then")
+    p.add_argument("--probe", type=int, default=1, metavar="N", help="with --snapshots: the probe sentence, 1-based (default 1)")
     p.add_argument("--fps", type=float, default=2.0, help="frames per second (default 2)")
     p.add_argument("--out", required=True, metavar="FILE", help="FILE.gif, or FILE.mp4 with the optional imageio-ffmpeg")
 
@@ -26,6 +32,11 @@ def _checked(args: argparse.Namespace) -> tuple[int, int]:
         raise CommandError(f"--out must end in .gif or .mp4, not {os.path.basename(args.out)!r}", 2)
     if not FPS_RANGE[0] <= args.fps <= FPS_RANGE[1]:
         raise CommandError(f"--fps must be from {FPS_RANGE[0]:g} to {FPS_RANGE[1]:g}, not {args.fps:g}", 2)
+    given = [f"--{name}" for name in _DECODING_ONLY if getattr(args, name) is not None]
+    if args.snapshots and given:
+        raise CommandError(f"--snapshots animates the stored probe sentence: it takes no {', '.join(given)}", 2)
+    if not args.snapshots and args.src is None:
+        raise CommandError("--src is required (or --snapshots, for a probe sentence over training)", 2)
     return parse_size(args.size)
 
 
@@ -35,16 +46,39 @@ def run(args: argparse.Namespace) -> int:
     from attnviz.core.bundle import load_bundle
     from attnviz.paths import default_model
     from attnviz.qt.app import make_app
-    from attnviz.qt.export.animation import animation_frames, write_animation
+    from attnviz.qt.export.animation import write_animation
 
     size = _checked(args)
-    panels = view_panels(args)
-    strategy = replay_strategy(args)
     quiet_qt_messages()
     app = make_app()  # noqa: F841 - the views need a QApplication
-    bundle = load_bundle(args.model or default_model())
-    check_ranges(panels, bundle.config)
-    frames = animation_frames(bundle, args.src, args.tgt or "", panels, size, args.theme, strategy)
+    if args.snapshots:
+        frames = _snapshot_frames(load_bundle(args.model or default_model()).meta, args.probe, size, args.theme)
+    else:
+        frames = _decoding_frames(args, size)
     path = write_animation(frames, args.out, args.fps)
     print(f"{path} ({len(frames)} frames)")
     return 0
+
+
+def _decoding_frames(args: argparse.Namespace, size: tuple[int, int]) -> list:
+    from attnviz.core.bundle import load_bundle
+    from attnviz.paths import default_model
+    from attnviz.qt.export.animation import animation_frames
+
+    args.view = args.view or "grid"
+    panels = view_panels(args)
+    strategy = replay_strategy(args)
+    bundle = load_bundle(args.model or default_model())
+    check_ranges(panels, bundle.config)
+    return animation_frames(bundle, args.src, args.tgt or "", panels, size, args.theme, strategy)
+
+
+def _snapshot_frames(meta: dict, probe: int, size: tuple[int, int], theme: str) -> list:
+    """Every snapshot's frame; a bundle without snapshots or no probe ``probe`` (1-based): one line, exit code 2."""
+    from attnviz.errors import CommandError
+    from attnviz.qt.export.animation import AnimationError, snapshot_frames
+
+    try:
+        return list(snapshot_frames(meta, probe - 1, size, theme))
+    except AnimationError as exc:
+        raise CommandError(f"--snapshots: {exc}", 2) from None

@@ -4,6 +4,10 @@ readable offline in any browser.
 
 The page is written as ``index.html`` in the folder ``--out`` (created when missing). An
 ``index.html`` there is replaced only when attnviz wrote it; any other file is left alone.
+
+``--tour STOP[,STOP…]`` puts those stops of the guided tour under the figures, each its title and
+its text with the numbers the tour quotes, explained by the tour itself in a window that is never
+shown (:mod:`attnviz.qt.export.tour_offscreen`), on the stop's own sentence.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import argparse
 
 from attnviz.commands.replay import add_replay_arguments, check_ranges, offscreen_unless_a_display, replay_strategy, view_panels
+from attnviz.core.tour_data import LANGUAGES
 
 HELP = "a self-contained web page (one HTML file) of a sentence's decoding: step slider, the views' figures, numbers on hover"
 
@@ -18,6 +23,8 @@ HELP = "a self-contained web page (one HTML file) of a sentence's decoding: step
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_replay_arguments(p, "grid,head", "each figure's size in logical pixels, WxH (default 900x640)")
     p.add_argument("--note", action="append", default=[], metavar="TEXT", help="a paragraph of text under the figures (repeatable)")
+    p.add_argument("--tour", metavar="STOP[,STOP]", help="the guided tour's stops whose titles and texts go under the figures, by id")
+    p.add_argument("--language", choices=LANGUAGES, default="en", help="the language of the tour's texts (default en)")
     p.add_argument("--out", required=True, metavar="DIR", help="output folder: the page is DIR/index.html")
 
 
@@ -32,12 +39,34 @@ def run(args: argparse.Namespace) -> int:
     size = parse_size(args.size)
     panels = view_panels(args)
     strategy = replay_strategy(args)
+    tour = tour_stops(args.tour, args.language)
     check_page_folder(args.out)  # before any work
     quiet_qt_messages()
     app = make_app()  # noqa: F841 - the views need a QApplication
     bundle = load_bundle(args.model or default_model())
     check_ranges(panels, bundle.config)
-    page = build_page(bundle, args.src, args.tgt or "", panels, size, args.theme, strategy, args.note)
+    notes = list(args.note)
+    if tour is not None:
+        from attnviz.qt.export.tour_offscreen import explained_stops
+
+        notes += explained_stops(bundle.path or args.model or default_model(), *tour)
+    page = build_page(bundle, args.src, args.tgt or "", panels, size, args.theme, strategy, notes)
     path = write_web_page(page_html(page), args.out)
     print(f"{path} ({len(page.steps)} steps)")
     return 0
+
+
+def tour_stops(ids: str | None, language: str):
+    """``(tour, stop indices)`` for ``--tour`` (``None`` without it): the tour of ``language`` and
+    the stops named; an unknown id is refused in one line (exit code 2)."""
+    if ids is None:
+        return None
+    from attnviz.core.tour_data import load_tour
+    from attnviz.errors import CommandError
+
+    tour = load_tour(language)
+    names = list(dict.fromkeys(i.strip() for i in ids.split(",") if i.strip()))
+    unknown = [i for i in names if i not in tour.ids()] or ([] if names else [ids])
+    if unknown:
+        raise CommandError(f"--tour: no stop {unknown[0]!r} in the tour (one of {', '.join(tour.ids())})", 2)
+    return tour, [tour.index(i) for i in names]

@@ -8,10 +8,11 @@ import argparse
 import os
 
 
-def add_replay_arguments(p: argparse.ArgumentParser, views: str, size_help: str) -> None:
-    """The model, sentences, views, selectors, strategy, size and theme (``views``: the default ``--view``)."""
+def add_replay_arguments(p: argparse.ArgumentParser, views: str, size_help: str, src_required: bool = True) -> None:
+    """The model, sentences, views, selectors, strategy, size and theme (``views``: the default
+    ``--view``; ``src_required=False`` for a command that checks ``--src`` itself)."""
     p.add_argument("--model", metavar="DIR", help="model bundle (default: the bundled models/hsk-zh-en)")
-    p.add_argument("--src", required=True, metavar="TEXT", help="source sentence")
+    p.add_argument("--src", required=src_required, metavar="TEXT", help="source sentence")
     p.add_argument("--tgt", metavar="TEXT", help="target sentence: one step per position of it (teacher forcing) instead of decoding")
     p.add_argument("--view", default=views, metavar="NAME[,NAME]", help=f"the views, side by side, by their export names (default {views})")
     p.add_argument("--kind", choices=("encoder", "decoder", "cross"), help="attention kind, for the views that take one")

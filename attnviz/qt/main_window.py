@@ -22,7 +22,7 @@ from attnviz.qt.session import Session, one_line
 from attnviz.qt.session_file import SessionFiles, capture
 from attnviz.qt.state import SUFFIX, AppState
 from attnviz.qt.theme import THEMES, apply_theme
-from attnviz.qt.tour import other_tour, other_tour_words, start_tour, tour_for
+from attnviz.qt.tour import TourPanel, other_tour, other_tour_words, start_tour, tour_for
 from attnviz.qt.train.panel import TrainPanel
 from attnviz.qt.views.registry import ViewSet, head_figure
 from attnviz.qt.widgets.colormaps import SEQUENTIAL_COLORMAPS
@@ -640,9 +640,11 @@ class MainWindow(QtWidgets.QMainWindow):
             self.show_message("info", translate("main_window", "Animation saved to {path}").format(path=path))
 
     def export_web_page(self) -> None:
-        """Export → Web Page: the grid and the view in front, every step of the sentence on screen."""
+        """Export → Web Page: the grid and the view in front, every step of the sentence on screen,
+        and, while the tour is open, the text of each stop it has explained."""
         from attnviz.errors import AttnvizError
         from attnviz.qt.export.animation import Panel
+        from attnviz.qt.export.tour_notes import panel_notes
         from attnviz.qt.export.web_page import web_page_dialog
 
         s, name = self.session, self.views.name_of(self.active_view())
@@ -652,7 +654,8 @@ class MainWindow(QtWidgets.QMainWindow):
         names = ["grid"] + ([name] if name not in (None, "grid") else [])
         panels = [Panel(self.views.specs[n], self.views.followed(n)) for n in names]
         try:
-            path = web_page_dialog(self, s.bundle, s.source, s.target, panels, self.theme_name, s.strategy)
+            notes = panel_notes(self.findChild(TourPanel, "tourPanel"))
+            path = web_page_dialog(self, s.bundle, s.source, s.target, panels, self.theme_name, s.strategy, notes)
         except AttnvizError as exc:
             self.show_message("error", str(exc))
             return

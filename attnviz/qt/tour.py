@@ -546,7 +546,8 @@ class TourPanel(QtWidgets.QDockWidget):
     ``go(i)`` sets stop ``i``'s state and, once its view has drawn, shows its text and outline
     (``stopShown(i)``; ``ready`` is then True and ``values`` holds the measures quoted). While a
     stop is shown, a change in the window (another step, another head) explains it again.
-    ``leave()`` hides the panel and the outline and leaves the window as it is; ``resume()`` goes
+    ``visited_stops()`` gives each stop explained since the panel opened, as last explained
+    (File → Export Web Page puts them on the page). ``leave()`` hides the panel and the outline and leaves the window as it is; ``resume()`` goes
     back to the stop that was left.
     """
 
@@ -560,6 +561,7 @@ class TourPanel(QtWidgets.QDockWidget):
         self.tour = tour
         self.index = 0
         self.values: dict[str, Any] = {}
+        self._visited: dict[int, tuple[dict[str, Any], str]] = {}  # stop index → its measures and the source they were read on
         self.active = False
         self.ready = False
         self._needs_apply = False
@@ -669,6 +671,13 @@ class TourPanel(QtWidgets.QDockWidget):
     def text(self) -> str:
         return self.text_label.text()
 
+    def visited_stops(self) -> list[tuple[Stop, str, str]]:
+        """Each stop explained since the panel opened, in the tour's order: the stop (in the
+        tour's language now), its text as the panel showed it when last explained (the same
+        measures filled in), and the source sentence those measures were read on."""
+        return [(self.tour.stops[i], fill(self.tour.stops[i].text, values), source)
+                for i, (values, source) in sorted(self._visited.items())]
+
     # -- waiting for the view, then explaining ----------------------------------------------
     def _wait(self) -> None:
         self.ready = False
@@ -706,6 +715,7 @@ class TourPanel(QtWidgets.QDockWidget):
     def _explain(self) -> None:
         ctx = Context(self.main, self.stop())
         self.values = measure_values(ctx)
+        self._visited[self.index] = (self.values, self.main.session.source)
         self.text_label.setText(fill(self.stop().text, self.values))
         self.highlight.follow(partial(region_of, ctx))  # scrolled into view while the view settles
         self.ready = True

@@ -47,6 +47,14 @@
         <translation>没有可制作动画的内容：请输入源句</translation>
     </message>
     <message>
+        <source>this model has no training snapshots (its meta.json lists none)</source>
+        <translation>该模型没有训练快照（其 meta.json 中没有记录）</translation>
+    </message>
+    <message>
+        <source>probe {probe} is not there: the model has probe sentences 1 to {count}</source>
+        <translation>没有第 {probe} 个探针句：该模型的探针句为第 1 到第 {count} 个</translation>
+    </message>
+    <message>
         <source>MP4 needs the optional imageio-ffmpeg (pip install 'attnviz[mp4]'; it bundles a GPL-licensed ffmpeg); GIF needs nothing more</source>
         <translation>MP4 需要可选的 imageio-ffmpeg（pip install 'attnviz[mp4]'；它自带一个 GPL 许可的 ffmpeg）；GIF 无需其他依赖</translation>
     </message>
@@ -1747,6 +1755,10 @@ Tatoeba (tatoeba.org), licensed CC-BY 2.0 FR and read through the PyPI package &
     <message>
         <source>{stack} layer {layer} · {norm}</source>
         <translation>{stack}第 {layer} 层 · {norm}</translation>
+    </message>
+    <message>
+        <source>Probe · epoch {epoch} · step {step}</source>
+        <translation>探针句 · 第 {epoch} 轮 · 第 {step} 步</translation>
     </message>
     <message>
         <source>std of a token</source>
@@ -3983,6 +3995,17 @@ The bundle stays until the new run's first checkpoint is saved.</source>
     </message>
 </context>
 <context>
+    <name>snapshot_figure</name>
+    <message>
+        <source>no snapshot shown</source>
+        <translation>尚未显示快照</translation>
+    </message>
+    <message>
+        <source>Probe sentence over training</source>
+        <translation>训练过程中的探针句</translation>
+    </message>
+</context>
+<context>
     <name>source_info</name>
     <message>
         <source>For real translations: File → Open Model Bundle… → a Marian opus-mt folder (see the README).</source>
@@ -4735,6 +4758,10 @@ The bundle stays until the new run's first checkpoint is saved.</source>
     <message>
         <source>Notes</source>
         <translation>说明</translation>
+    </message>
+    <message>
+        <source>Numbers measured on: {source}</source>
+        <translation>数值取自句子：{source}</translation>
     </message>
     <message>
         <source>{folder} is not a folder: the page is written as {name} in the folder given</source>

@@ -354,5 +354,19 @@ def probe_records(snapshots: Sequence[ProbeSnapshot]) -> list[dict[str, Any]]:
     ]
 
 
+def stored_probe_snapshots(meta: dict[str, Any], probe: int) -> list[tuple[int, int, ProbeSnapshot]]:
+    """Probe sentence ``probe`` (0-based) of every snapshot in a bundle's ``meta.json``, as
+    ``(epoch, step, snapshot)``; each layer's cross-attention is ``[1, out, src]`` (the stored
+    mean over heads, see :func:`probe_records`). ``IndexError`` when there is no such probe."""
+    info = meta.get("probes", [])[probe]
+    out = []
+    for snap in meta.get("snapshots", []):
+        rec = snap["probes"][probe]
+        att = {layer: np.asarray(a, dtype=np.float32)[None] for layer, a in enumerate(rec["cross_attention"])}  # [1, out, src]
+        out.append((int(snap["epoch"]), int(snap["step"]), ProbeSnapshot(
+            info["source"], info.get("reference", ""), rec["hypothesis"], tuple(info["src_pieces"]), tuple(rec["out_pieces"]), att)))
+    return out
+
+
 def _round(a: np.ndarray, digits: int = 3) -> list:
     return np.round(a.astype(np.float64), digits).tolist()

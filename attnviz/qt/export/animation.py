@@ -13,7 +13,7 @@ from __future__ import annotations
 import io
 import os
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -118,6 +118,38 @@ def _advance(session: Session) -> None:
     elif session.decoding.can_step:
         session.decoding.step()
     session.decodingChanged.emit()
+
+
+def snapshot_frames(meta: dict, probe: int, size: tuple[int, int], theme: str = "light") -> Iterator[QtGui.QImage]:
+    """One image per training snapshot in a bundle's ``meta``: probe sentence ``probe``'s
+    (0-based) cross-attention then, drawn by the Train panel's probe cell, ``size`` logical pixels.
+    ``AnimationError`` (one line, before any frame) for a bundle without snapshots or no such
+    probe. The caller cancels by no longer asking for frames."""
+    from attnviz.qt.train.snapshot_figure import SnapshotFigure
+    from attnviz.qt.widgets.figures import render_qimage
+
+    snapshots = _stored_snapshots(meta, probe)
+    figure = SnapshotFigure(theme=theme)
+    figure.resize(*size)
+    try:
+        for epoch, step, snapshot in snapshots:
+            figure.show_snapshot(epoch, step, snapshot)
+            yield render_qimage(figure)
+    finally:
+        figure.close()
+        figure.deleteLater()
+
+
+def _stored_snapshots(meta: dict, probe: int) -> list:
+    from attnviz.core.training.evaluation import stored_probe_snapshots
+
+    if not meta.get("snapshots"):
+        raise AnimationError(translate("animation", "this model has no training snapshots (its meta.json lists none)"))
+    count = len(meta.get("probes", []))
+    if not 0 <= probe < count:
+        raise AnimationError(translate("animation", "probe {probe} is not there: the model has probe sentences 1 to {count}").format(
+            probe=probe + 1, count=count))
+    return stored_probe_snapshots(meta, probe)
 
 
 def side_by_side(images: Sequence[QtGui.QImage]) -> QtGui.QImage:

@@ -16,7 +16,8 @@ number shown is always the number drawn.
 
 The page opens on ``#step=N`` when the address ends so (steps count from 1). Every text from the
 model or the user is escaped. ``notes`` is an optional list of text blocks shown under the
-figures (for the tour's text, once there is a tour).
+figures (:class:`PageNote`): a paragraph, or a tour stop's title and text in the tour's
+language, with the sentence its numbers were measured on when that is not the page's.
 
 Where it is written: the page is always ``index.html`` in the folder asked for (created when
 missing). An ``index.html`` already there is replaced only when it is a page written by attnviz;
@@ -83,6 +84,16 @@ class PageStep:
 
 
 @dataclass(frozen=True)
+class PageNote:
+    """A text block under the figures: a paragraph, or a tour stop's title and its text."""
+
+    text: str
+    title: str = ""
+    language: str = ""  # the title's and text's language ("zh_CN"); "": the page's
+    measured_on: str = ""  # the source sentence the text's numbers were read from; "": the page's
+
+
+@dataclass(frozen=True)
 class WebPage:
     """Everything the page shows; :func:`page_html` writes it."""
 
@@ -93,14 +104,14 @@ class WebPage:
     source_pieces: tuple[str, ...]
     steps: tuple[PageStep, ...]
     theme: str = "light"
-    notes: tuple[str, ...] = field(default_factory=tuple)  # text blocks under the figures (the tour's, when there is one)
+    notes: tuple[PageNote, ...] = field(default_factory=tuple)  # text blocks under the figures (the tour's, when there is one)
 
 
 # ---------------------------------------------------------------------------
 # The replay
 # ---------------------------------------------------------------------------
 def build_page(bundle: Bundle, source: str, target: str, panels: Sequence[Panel], size: tuple[int, int],
-               theme: str = "light", strategy=None, notes: Sequence[str] = (),
+               theme: str = "light", strategy=None, notes: Sequence[PageNote | str] = (),
                progress: Callable[[int, int], bool] | None = None) -> WebPage | None:
     """The page of ``source``'s decoding (or of ``target``, teacher-forced): one step per frame
     of :func:`animation_frames`, ``panels`` drawn at ``size`` each. ``None`` when ``progress``
@@ -126,7 +137,7 @@ def build_page(bundle: Bundle, source: str, target: str, panels: Sequence[Panel]
     else:
         how = translate("web_page", "{strategy} decoding").format(strategy=strategy_text(session.strategy))
     return WebPage(bundle.name, source, target if session.forced is not None else "", how, tuple(session.src_pieces()),
-                   steps, theme, tuple(str(n) for n in notes))
+                   steps, theme, tuple(n if isinstance(n, PageNote) else PageNote(str(n)) for n in notes))
 
 
 def _frame_record(session, views: list) -> tuple[tuple[str, ...], list[dict]]:
@@ -301,6 +312,8 @@ figure { margin: 0; max-width: 100%; }
 .readout { min-height: 1.5em; margin: .3rem 0 0; color: var(--fg); font-variant-numeric: tabular-nums; }
 figcaption.hint { color: var(--muted); font-size: .85rem; }
 #notes p { max-width: 60rem; white-space: pre-wrap; }
+#notes .note { margin: 1rem 0 0; }
+#notes .measured-on { color: var(--muted); font-size: .9rem; margin: 0; }
 footer { margin-top: 2rem; color: var(--muted); font-size: .85rem; }
 """.replace("FONTS", CSS_FONT_FAMILY)
 
@@ -445,7 +458,7 @@ def page_html(page: WebPage) -> str:
         _controls(n),
         _tokens(page),
         _figures_html(page),
-        _notes(page.notes),
+        _notes(page),
         "</main>",
         f"<footer>{_e(footer)}</footer>",
         f'<script type="application/json" id="page-data">{_json_for_script(_page_data(page))}</script>',
@@ -553,11 +566,25 @@ def _img(figure: PageFigure, step: int) -> str:
             f'data-step-item="{step}"{hidden}>')
 
 
-def _notes(notes: Sequence[str]) -> str:
-    if not notes:
+def _notes(page: WebPage) -> str:
+    if not page.notes:
         return ""
     label = _e(translate("web_page", "Notes"))
-    return f'<section id="notes" aria-label="{label}">\n' + "\n".join(f"<p>{_e(n)}</p>" for n in notes) + "\n</section>"
+    return f'<section id="notes" aria-label="{label}">\n' + "\n".join(_note(n, page.source) for n in page.notes) + "\n</section>"
+
+
+def _note(note: PageNote, source: str) -> str:
+    """A paragraph; a titled note (a tour stop) as an article: its title, the sentence its
+    numbers were read from (when not the page's), its text; all plain text, escaped."""
+    lang = f' lang="{_e(note.language.replace("_", "-"))}"' if note.language else ""
+    if not note.title:
+        return f"<p{lang}>{_e(note.text)}</p>"
+    parts = ['<article class="note">', f"<h2{lang}>{_e(note.title)}</h2>"]
+    if note.measured_on and note.measured_on != source:
+        about = translate("web_page", "Numbers measured on: {source}").format(source=note.measured_on)
+        parts.append(f'<p class="measured-on">{_e(about)}</p>')
+    parts += [f"<p{lang}>{_e(note.text)}</p>", "</article>"]
+    return "".join(parts)
 
 
 def _page_data(page: WebPage) -> dict:
@@ -623,7 +650,7 @@ def write_web_page(text: str, folder: str | os.PathLike) -> Path:
 # The window's File → Export Web Page
 # ---------------------------------------------------------------------------
 def web_page_dialog(parent, bundle: Bundle, source: str, target: str, panels: Sequence[Panel], theme: str, strategy,
-                    notes: Sequence[str] = (), size: tuple[int, int] = (900, 640)) -> Path | None:
+                    notes: Sequence[PageNote | str] = (), size: tuple[int, int] = (900, 640)) -> Path | None:
     """File → Export Web Page: asks for a folder (the page is its ``index.html``; one already there
     is replaced after asking), draws the steps with a cancellable progress dialog and writes the
     page. ``None`` when cancelled; ``WebPageError`` (one line) when it cannot."""

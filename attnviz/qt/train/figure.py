@@ -23,6 +23,34 @@ from attnviz.qt.widgets.plots import pen
 from attnviz.qt.widgets.title_item import TitleItem, relaxed_update_min
 
 
+class ProbeCell(pg.GraphicsLayout):
+    """The probe sentence's cross-attention (a heatmap, rows: output pieces, columns: source
+    pieces) under its title: a cell of the Train panel's figure, and the frame of a snapshot
+    animation (:class:`~attnviz.qt.train.snapshot_figure.SnapshotFigure`)."""
+
+    MIN = (230, 150)  # px: the probe (heatmap, axis titles, colour bar) under its title
+
+    def __init__(self, theme: Theme, colormap: str):
+        super().__init__()
+        self.title = TitleItem(theme)
+        self.heatmap = HeatmapPlot(theme, colormap=colormap, colorbar_label=translate("figure", "weight"), annotate=False, aspect_locked=False,
+                                   label_point_size=8.5)
+        self.heatmap.set_axis_titles(translate("figure", "output (rows)"), translate("figure", "source (columns)"))
+        self.addItem(self.title, row=0, col=0)
+        self.addItem(self.heatmap, row=1, col=0)
+        self.layout.setRowStretchFactor(1, 1)
+        self.setMinimumWidth(self.MIN[0])
+        self.heatmap.setMinimumHeight(self.MIN[1])  # the heatmap keeps its height under a title of any length
+
+    def show_matrix(self, matrix: np.ndarray, rows: tuple[str, ...], cols: tuple[str, ...]) -> None:
+        """Cross-attention weights ``[out, src]`` on the fixed scale 0–1 (snapshots compare)."""
+        self.heatmap.set_matrix(matrix, rows, cols, levels=(0.0, 1.0))
+
+    def apply_theme(self, theme: Theme) -> None:
+        self.heatmap.apply_theme(theme)
+        self.title.apply_theme(theme)
+
+
 class TrainingFigure(FigureViewBase):
     """The Train panel's plots (one canvas, exportable like every view).
 
@@ -31,7 +59,6 @@ class TrainingFigure(FigureViewBase):
     narrow or short dock scrolls the panel instead of cutting a label off."""
 
     PLOT_MIN = (190, 165)  # px: a curve plot with its title, ticks and axis label readable
-    PROBE_MIN = (230, 150)  # px: the probe (heatmap, axis titles, colour bar) under its title
     MAX_COLUMNS = 3
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme: Theme | str | None = None):
@@ -67,16 +94,8 @@ class TrainingFigure(FigureViewBase):
         self.lr_plot.getAxis("left").enableAutoSIPrefix(False)
         for plot in (self.loss_plot, self.acc_plot, self.bleu_plot, self.lr_plot, self.norm_plot):  # the widest tick text ("0.00002") fits
             plot.getAxis("left").setWidth(math.ceil(QtGui.QFontMetricsF(ui_font(8)).horizontalAdvance("0.00000")) + 10)
-        self.probe_title = TitleItem(self.theme)
-        self.probe = HeatmapPlot(self.theme, colormap=self.colormap(), colorbar_label=translate("figure", "weight"), annotate=False, aspect_locked=False,
-                                 label_point_size=8.5)
-        self.probe.set_axis_titles(translate("figure", "output (rows)"), translate("figure", "source (columns)"))
-        self.probe_box = pg.GraphicsLayout()
-        self.probe_box.addItem(self.probe_title, row=0, col=0)
-        self.probe_box.addItem(self.probe, row=1, col=0)
-        self.probe_box.layout.setRowStretchFactor(1, 1)
-        self.probe_box.setMinimumWidth(self.PROBE_MIN[0])
-        self.probe.setMinimumHeight(self.PROBE_MIN[1])  # the heatmap keeps its height under a title of any length
+        self.probe_box = ProbeCell(self.theme, self.colormap())
+        self.probe, self.probe_title = self.probe_box.heatmap, self.probe_box.title
         self._cells = (self.loss_plot, self.acc_plot, self.bleu_plot, self.lr_plot, self.norm_plot, self.probe_box)
         self._columns = 0
         self.arrange(self.MAX_COLUMNS)
@@ -171,8 +190,7 @@ class TrainingFigure(FigureViewBase):
                 p.legend.setLabelTextColor(th.foreground)
                 for _sample, label in p.legend.items:
                     label.setText(label.text, color=th.foreground)
-        self.probe.apply_theme(th)
-        self.probe_title.apply_theme(th)
+        self.probe_box.apply_theme(th)
 
     def _on_theme_changed(self) -> None:
         self._apply_theme()
@@ -250,7 +268,7 @@ class TrainingFigure(FigureViewBase):
             return
         self._probe_matrix = np.asarray(matrix)
         self._probe_labels = (rows, cols)
-        self.probe.set_matrix(matrix, rows, cols, levels=(0.0, 1.0))
+        self.probe_box.show_matrix(matrix, rows, cols)
 
     def clear(self) -> None:
         self._yranges.clear()

@@ -26,6 +26,17 @@ def site_label(site: str) -> str:
     return " · ".join(kind_name(p) for p in parts).replace("_", " ")
 
 
+def probe_caption(epoch: int, layer: int, source: str, hypothesis: str, step: int | None = None) -> tuple[str, str]:
+    """The probe figure's title and subtitle for a snapshot: its epoch (and ``step``, when given),
+    the decoder ``layer`` (0-based) shown, the source and the model's output then."""
+    if step is None:
+        title = translate("history", "Probe · epoch {epoch}").format(epoch=epoch)
+    else:
+        title = translate("history", "Probe · epoch {epoch} · step {step}").format(epoch=epoch, step=step)
+    output = hypothesis or translate("history", "(nothing yet)")
+    return title, translate("history", "cross-attn layer {layer}: {source} → {output}").format(layer=layer + 1, source=source, output=output)
+
+
 class TrainHistory:
     """What one run has reported so far (the panel appends to it on the GUI thread)."""
 
@@ -165,9 +176,7 @@ class SnapshotBar(QtWidgets.QWidget):
         layer = self.probe_layer.currentData()
         shown = layer if layer is not None else max(p.cross_attention)
         self.figure.show_probe(self.history.probe_matrix(index, layer), tuple(p.out_pieces), tuple(p.src_pieces),
-                               translate("history", "Probe · epoch {epoch}").format(epoch=snap["epoch"]),
-                               translate("history", "cross-attn layer {layer}: {source} → {output}").format(
-                                   layer=shown + 1, source=p.source, output=p.hypothesis or translate("history", "(nothing yet)")))
+                               *probe_caption(snap["epoch"], shown, p.source, p.hypothesis))
 
     def _update_norm_sites(self) -> None:
         sites = self.history.norm_sites()
