@@ -12,6 +12,12 @@ data and drawing. Each figure is the median over ``--steps`` steps, early in the
 CPU time (which other load on a shared machine does not inflate). Target: ≤ 50 ms per step at 512
 tokens; the ratio to the 20-token figure of the same run is printed beside it.
 
+A BASE-size random decoder-only model (GPT-2's choices: learned positions, pre-norm, no encoder) then
+continues a prompt of 20 and one of 512 tokens the same way (its views show the decoder
+self-attention, the prompt's rows first): the prompt's feed (``Session.set_bundle``, on the UI
+thread: one decoder pass over SOS and the prompt), beside feeding the 512-token prompt one cached
+step per token as the session did before, and the step + refresh figures after it.
+
 Then the grid, the head detail and the lines of the 512-token source's encoder self-attention
 (512×512) are exported as PNG, SVG and PDF: the file sizes, and how many texts the SVG holds as
 text (its labels stay text, never outlines).
@@ -37,18 +43,23 @@ DEEP = 200  # steps decoded before the "deep" figure
 SIZES = {"grid": (760, 560), "head": (640, 560)}  # the window's default: the grid beside the head detail
 
 
-def base_bundle():
-    """A BASE-size random model whose position table holds 1024 positions, and a BPE tokenizer of its vocabulary."""
+DECODER_ONLY = dict(kind="decoder-only", n_encoder_layers=0, positional="learned", norm_placement="pre", final_norm=True,
+                    activation="gelu_tanh", tie_embeddings=True)  # GPT-2's choices
+
+
+def base_bundle(tok=None, **choices):
+    """A BASE-size random model whose position table holds 1024 positions (``choices``: config
+    fields, e.g. ``DECODER_ONLY``), and a BPE tokenizer of its vocabulary (``tok``, or one trained here)."""
     import torch
     from bench_decoding import _base_tokenizers
 
     from attnviz.core import Transformer, TransformerConfig
     from attnviz.core.bundle import Bundle
 
-    tok, _line = _base_tokenizers(8000)
+    tok = tok if tok is not None else _base_tokenizers(8000)[0]
     torch.manual_seed(0)
-    cfg = TransformerConfig(src_vocab_size=tok.vocab_size, tgt_vocab_size=tok.vocab_size, d_model=512, n_heads=8,
-                            n_encoder_layers=6, n_decoder_layers=6, d_ff=2048, dropout=0.0, max_len=1024)
+    cfg = TransformerConfig(**{**dict(src_vocab_size=tok.vocab_size, tgt_vocab_size=tok.vocab_size, d_model=512, n_heads=8,
+                                      n_encoder_layers=6, n_decoder_layers=6, d_ff=2048, dropout=0.0, max_len=1024), **choices})
     return Bundle(Transformer(cfg).eval(), tok, tok)
 
 
@@ -95,22 +106,29 @@ def _tokens(bundle, count: int) -> list[int]:
 
 def measure(bundle, n: int, steps: int) -> dict[str, object]:
     """(wall, CPU) milliseconds per step (median) at source length ``n``: the core step alone, and
-    the app's step with its refreshes, early and after up to ``DEEP`` steps."""
+    the app's step with its refreshes, early and after up to ``DEEP`` steps; and of opening the
+    sentence (``open``: encoding it, or feeding a decoder-only model's prompt) and drawing it first."""
     from attnviz.qt.session import Session
     from attnviz.qt.views.registry import ViewSet
 
     session = Session()
     session.decode_as_you_type = False
-    session.set_bundle(bundle, source=source_of(bundle.src_tokenizer, n))
+    source = source_of(bundle.src_tokenizer, n)
+    t0, c0 = time.perf_counter(), time.process_time()
+    session.set_bundle(bundle, source=source)  # a decoder-only model's prompt is fed here, on the UI thread
+    opened = ((time.perf_counter() - t0) * 1000, (time.process_time() - c0) * 1000)
     assert len(session.decoding.src_ids) == n
+    t0, c0 = time.perf_counter(), time.process_time()
     views = ViewSet(session, only=tuple(SIZES))
     for name, size in SIZES.items():
         views.frames[name].resize(*size)
         views.frames[name].show()
     _app().processEvents()
-    deep = min(DEEP, session.decoding.max_len - steps - 1)  # a short source's decoding ends sooner
+    drawn = ((time.perf_counter() - t0) * 1000, (time.process_time() - c0) * 1000)
+    room = session.decoding.max_len - session.decoding.n_steps  # a decoder-only model's prompt steps count in max_len
+    deep = min(DEEP, room - steps - 1)  # a short source's decoding ends sooner
     tokens = _tokens(bundle, deep + steps)
-    out = {"early": _median_ms(lambda i: session.force(tokens[i]), steps), "deep_steps": deep}
+    out = {"open": opened, "first_draw": drawn, "early": _median_ms(lambda i: session.force(tokens[i]), steps), "deep_steps": deep}
     for t in tokens[steps:deep]:  # on to ``deep`` steps without drawing (the core session, no signal)
         session.decoding.force(t)
     out["deep"] = _median_ms(lambda i: session.force(tokens[deep + i]), steps)
@@ -121,6 +139,19 @@ def measure(bundle, n: int, steps: int) -> dict[str, object]:
         frame.close()
     session.deleteLater()
     return out
+
+
+def feed_token_by_token(bundle, n: int) -> tuple[float, float]:
+    """(wall, CPU) ms of feeding an ``n``-token prompt one cached step per token, as the session did
+    before its one pass: a session of a one-token prompt, then ``force`` of ``n - 1`` more tokens."""
+    from attnviz.core.decoding.session import DecodingSession
+
+    session = DecodingSession.from_bundle(bundle, source_of(bundle.src_tokenizer, 1), max_len=n)
+    tokens = _tokens(bundle, n - 1)
+    t0, c0 = time.perf_counter(), time.process_time()
+    for t in tokens:
+        session.force(t)
+    return (time.perf_counter() - t0) * 1000, (time.process_time() - c0) * 1000
 
 
 EXPORTED = ("grid", "head", "lines")  # the attention views, on the encoder self-attention of the long source
@@ -165,21 +196,37 @@ def run(report=print) -> dict:
     bundle = base_bundle()
     report(f"== long inputs: {bundle.config.describe()}; grid + head detail on screen, on cross-attention ==")
     results = {n: measure(bundle, n, args.steps) for n in LENGTHS}
+    _report_steps(report, results, "source tokens")
+    gpt = base_bundle(bundle.src_tokenizer, **DECODER_ONLY)
+    report(f"== long prompts: {gpt.config.describe()}; grid + head detail on screen, on decoder self-attention ==")
+    prompts = {n: measure(gpt, n, args.steps) for n in LENGTHS}
+    by_token = feed_token_by_token(gpt, LENGTHS[-1])
+    for n, r in prompts.items():
+        (wall, cpu), first = r["open"], r["first_draw"]
+        before = f";  token by token {by_token[0]:8.1f} ms (CPU {by_token[1]:8.1f} ms): ×{by_token[0] / wall:5.1f}" if n == LENGTHS[-1] else ""
+        report(f"{n:4d}-token prompt fed in one pass {wall:7.1f} ms (CPU {cpu:7.1f} ms)"
+               f"  ×{wall / prompts[LENGTHS[0]]['open'][0]:5.2f} the {LENGTHS[0]}-token figure{before};"
+               f"  first draw of the views {first[0]:7.1f} ms (CPU {first[1]:7.1f} ms)")
+    _report_steps(report, prompts, "prompt tokens")
+    sizes = export_sizes(bundle, LENGTHS[-1])
+    report(f"figures of the {LENGTHS[-1]}-token source's encoder self-attention, exported as on screen:")
+    for name, size in sizes.items():
+        report(f"  {name:<6} PNG {size['png'] / 1024:6.0f} KiB   SVG {size['svg'] / 1024:6.0f} KiB"
+               f" ({size['svg_text']} texts as text)   PDF {size['pdf'] / 1024:6.0f} KiB")
+    return {"steps": results, "prompts": prompts, "prompt_token_by_token": by_token, "export": sizes}
+
+
+def _report_steps(report, results: dict, what_tokens: str) -> None:
+    """One line per input length and depth: step + refresh, its ratio to the shortest input's, the model's share."""
     short = results[LENGTHS[0]]
     for n, r in results.items():
         for what in ("early", "deep"):
             (wall, cpu), model = r[what], r["core"][1]
             verdict = "ok" if wall <= TARGET_MS else ("ok in CPU time" if cpu <= TARGET_MS else "over target")
             where = "first steps" if what == "early" else f"after {r['deep_steps']} steps"
-            report(f"{n:4d} source tokens, {where:<16} step + refresh {wall:7.2f} ms (CPU {cpu:6.2f} ms)"
+            report(f"{n:4d} {what_tokens}, {where:<16} step + refresh {wall:7.2f} ms (CPU {cpu:6.2f} ms)"
                    f"  ×{wall / short[what][0]:5.2f} the {LENGTHS[0]}-token figure;  model step alone CPU {model:6.2f} ms,"
                    f" the views CPU {cpu - model:6.2f} ms   (target ≤ {TARGET_MS:.0f} ms: {verdict})")
-    sizes = export_sizes(bundle, LENGTHS[-1])
-    report(f"figures of the {LENGTHS[-1]}-token source's encoder self-attention, exported as on screen:")
-    for name, size in sizes.items():
-        report(f"  {name:<6} PNG {size['png'] / 1024:6.0f} KiB   SVG {size['svg'] / 1024:6.0f} KiB"
-               f" ({size['svg_text']} texts as text)   PDF {size['pdf'] / 1024:6.0f} KiB")
-    return {"steps": results, "export": sizes}
 
 
 if __name__ == "__main__":

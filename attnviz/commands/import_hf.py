@@ -18,8 +18,10 @@ HELP = "convert a local Hugging Face model folder (Marian, BART, mBART, T5, mT5;
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("folder", metavar="DIR", help="the Hugging Face folder: config.json, model.safetensors or pytorch_model.bin, and the tokenizer files "
-                                               "(Marian: source.spm, target.spm, vocab.json; BART: vocab.json, merges.txt; T5: spiece.model)")
+                                               "(Marian: source.spm, target.spm, vocab.json; BART: vocab.json, merges.txt; mBART: sentencepiece.bpe.model; T5: spiece.model)")
     p.add_argument("--out", required=True, metavar="DIR", help="the bundle folder to write (e.g. models/opus-mt-zh-en): a new or empty folder")
+    p.add_argument("--src-lang", metavar="CODE", help="the source language of a multilingual model (mBART: e.g. zh_CN; default: the folder's tokenizer_config.json)")
+    p.add_argument("--tgt-lang", metavar="CODE", help="the target language, forced as the first generated token (mBART: e.g. en_XX)")
     p.add_argument("--force", action="store_true", help="replace the attnviz bundle --out holds (a folder holding anything else is never replaced)")
 
 
@@ -48,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     src, out = Path(args.folder), Path(args.out)
     with output_lock(out, "import-hf"):
         check_out(out, args.force)
-        imported = read_hf_folder(src)
+        imported = read_hf_folder(src, src_lang=args.src_lang, tgt_lang=args.tgt_lang)
         check_out(out, args.force)  # again: a user may have added a file while the weights were read
         save_bundle(out, imported.model, imported.src_tokenizer, imported.tgt_tokenizer, imported.meta)
     print(f"saved {out} ({imported.meta['architecture']}: {imported.model.config.describe()})")

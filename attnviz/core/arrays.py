@@ -8,8 +8,10 @@ import numpy as np
 
 
 def frozen_float32(a: np.ndarray | Sequence, ndim: int, what: str) -> np.ndarray:
-    """``a`` as a read-only, C-contiguous float32 array of ``ndim`` dimensions (``ValueError`` naming ``what``)."""
-    arr = np.ascontiguousarray(a, dtype=np.float32)
+    """``a`` as a read-only float32 array of ``ndim`` dimensions (``ValueError`` naming ``what``).
+    A float32 array is kept as it is, strided or not (a decoding's attention is a view of a
+    buffer that grows row by row: copying it would cost a step as much as every row before it)."""
+    arr = np.asarray(a, dtype=np.float32)
     if arr.ndim != ndim:
         raise ValueError(f"{what}: expected {ndim} dimensions, got shape {arr.shape}")
     arr.flags.writeable = False

@@ -163,6 +163,9 @@ class MainWindow(QtWidgets.QMainWindow):
                                    translate("main_window", "Export the data behind the current view (CSV or NPZ)"), "exportDataAction")
         self.export_anim_act = act(translate("main_window", "Export A&nimation…"), self.export_animation, None,
                                    translate("main_window", "The current view, one frame per decoding step, as a GIF (or MP4)"), "exportAnimationAction")
+        self.export_training_act = act(translate("main_window", "Export &Training Animation…"), self.export_training_animation, None,
+                                       translate("main_window", "The open model's probe sentence, one frame per training snapshot, as a GIF (or MP4)"),
+                                       "exportTrainingAnimationAction")
         self.export_page_act = act(translate("main_window", "Export &Web Page…"), self.export_web_page, None,
                                    translate("main_window", "One HTML file to hand out: the sentence, a step slider and the views, readable offline"),
                                    "exportWebPageAction")
@@ -298,6 +301,7 @@ class MainWindow(QtWidgets.QMainWindow):
         file_menu.addAction(self.export_data_act)
         file_menu.addAction(self.export_all_act)
         file_menu.addAction(self.export_anim_act)
+        file_menu.addAction(self.export_training_act)
         file_menu.addAction(self.export_page_act)
         file_menu.addSeparator()
         file_menu.addAction(self.quit_act)
@@ -511,6 +515,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.export_data_act.setEnabled(has)
         self.export_all_act.setEnabled(has)
         self.export_anim_act.setEnabled(has)
+        self.export_training_act.setEnabled(s.bundle is not None and bool(s.bundle.meta.get("snapshots")))
         self.export_page_act.setEnabled(has)
         self.step_label.setText(self._step_text())
 
@@ -633,6 +638,21 @@ class MainWindow(QtWidgets.QMainWindow):
         panel = Panel(self.views.specs[name], self.views.followed(name))
         try:
             path = animation_dialog(self, s.bundle, s.source, s.target, panel, self.theme_name, s.strategy)
+        except AnimationError as exc:
+            self.show_message("error", str(exc))
+            return
+        if path is not None:
+            self.show_message("info", translate("main_window", "Animation saved to {path}").format(path=path))
+
+    def export_training_animation(self) -> None:
+        """Export → Training Animation: the open model's first probe sentence at every training snapshot."""
+        from attnviz.qt.export.animation import AnimationError, snapshot_animation_dialog
+
+        bundle = self.session.bundle
+        if bundle is None:
+            return
+        try:
+            path = snapshot_animation_dialog(self, bundle.meta, bundle.name, self.theme_name)
         except AnimationError as exc:
             self.show_message("error", str(exc))
             return

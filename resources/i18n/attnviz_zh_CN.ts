@@ -90,6 +90,10 @@
         <source>Drawing the frames…</source>
         <translation>正在绘制各帧…</translation>
     </message>
+    <message>
+        <source>Export training animation</source>
+        <translation>导出训练动画</translation>
+    </message>
 </context>
 <context>
     <name>app</name>
@@ -2059,6 +2063,14 @@ Tatoeba (tatoeba.org), licensed CC-BY 2.0 FR and read through the PyPI package &
     <message>
         <source>The current view, one frame per decoding step, as a GIF (or MP4)</source>
         <translation>当前视图，每个解码步一帧，导出为 GIF（或 MP4）</translation>
+    </message>
+    <message>
+        <source>Export &amp;Training Animation…</source>
+        <translation>导出训练动画(&amp;T)…</translation>
+    </message>
+    <message>
+        <source>The open model's probe sentence, one frame per training snapshot, as a GIF (or MP4)</source>
+        <translation>已打开模型的探针句子，每个训练快照一帧，导出为 GIF（或 MP4）</translation>
     </message>
     <message>
         <source>Export &amp;Web Page…</source>

@@ -1,7 +1,8 @@
 """GPT-2 folders from Hugging Face: a tiny random ``GPT2LMHeadModel`` saved by ``transformers`` (no
 network) opens as a decoder-only ``Transformer`` (no encoder, no cross-attention; Conv1D weights
 transposed, Q/K/V split) with the same logits and attention weights; a decoding session continues
-a prompt as ``generate()`` does (greedy and beam); the byte-level BPE gives ``GPT2Tokenizer``'s ids;
+a prompt as ``generate()`` does (greedy and beam), its prompt fed in one decoder pass that equals
+feeding it a step per token (traces, logits, continuations, with interventions); the byte-level BPE gives ``GPT2Tokenizer``'s ids;
 hostile folders give one line."""
 
 from __future__ import annotations
@@ -21,9 +22,14 @@ from attnviz.cli import main
 from attnviz.core.decoding.session import DecodingSession
 from attnviz.core.decoding.strategies import BeamSearch, DecodingError, Greedy
 from attnviz.core.decoding.teacher_forcing import teacher_forced
+from attnviz.core.model.config import TransformerConfig
 from attnviz.core.model.hf_import import read_hf_folder
-from attnviz.core.model.sites import attention_sites
-from attnviz.core.model.trace import trace_names
+from attnviz.core.model.interventions import Patch, ZeroHeads
+from attnviz.core.model.sites import AttentionSite, attention_sites
+from attnviz.core.model.trace import Recorder, trace_names
+from attnviz.core.model.transformer import Transformer
+
+from tiny_models import tokenizers
 
 transformers = pytest.importorskip("transformers", reason="transformers is not installed (pip install 'attnviz[hf]')")
 
@@ -157,6 +163,126 @@ def test_tokenizer_equals_gpt2_tokenizer(family):
 def test_import_hf_writes_a_bundle_of_the_same_model(family, tmp_path):
     folder, ours, _ = family
     check_bundle_round_trip(ours, folder, tmp_path / "bundle", SOURCES[0])
+
+
+# -- a long prompt in one pass ----------------------------------------------------------------------
+LONG_PROMPT = "the cat sat on the mat and the dog runs in the park at night"
+
+
+def _same(a, b) -> bool:
+    """Equal within 1e-5, infinities in the same places."""
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    inf = np.isinf(a)
+    return a.shape == b.shape and np.array_equal(inf, np.isinf(b)) and np.array_equal(a[inf], b[inf]) and np.allclose(a[~inf], b[~inf], atol=1e-5, rtol=0)
+
+
+def _steps_one_by_one(model, fed: list[int], interventions=()) -> list:
+    """(trace, logits) of each cached decoder step over ``fed``, one position at a time: how the prompt used to be fed."""
+    cache = model.start_decoding(model.encode(torch.zeros(1, 0, dtype=torch.long)))
+    out = []
+    with torch.no_grad():
+        for token in fed:
+            rec = Recorder(None, 0, interventions)
+            logits, cache = model.decode_step(torch.tensor([token]), cache, rec)
+            out.append((rec.trace(), logits[0]))
+    return out
+
+
+def _fed_token_by_token(ours, prompt: list[int], max_len: int, **kw) -> DecodingSession:
+    """A session whose prompt (but its first token) is fed by ``force``, one step per token."""
+    first = ours.src_tokenizer.decode(prompt[1:2])
+    assert ours.src_tokenizer.encode(first) == prompt[1:2]
+    session = DecodingSession(ours.model, ours.src_tokenizer, ours.tgt_tokenizer, first, max_len=max_len + len(prompt) - 2, **kw)
+    for token in prompt[2:]:
+        session.force(token)
+    return session
+
+
+def _patch_of_a_longer_run(ours) -> Patch:
+    """Layer 0's self-attention Z_i from a full pass over 40 other positions."""
+    other = _prompt(ours, "we read books at night " * 8)[:40]
+    with torch.no_grad():
+        trace = ours.model.run_with_trace(torch.zeros(1, 0, dtype=torch.long), torch.tensor([other]), names=["*.z"])[1]
+    return Patch.from_trace(trace, "decoder.layers.0.self_attn.z")[0]
+
+
+@pytest.mark.parametrize("change", ["none", "zero heads", "patch"])
+def test_a_long_prompt_in_one_pass_equals_feeding_it_step_by_step(family, change):
+    _, ours, theirs = family
+    prompt = _prompt(ours, LONG_PROMPT)
+    assert 25 <= len(prompt) <= 35
+    changes = {"none": (), "zero heads": (ZeroHeads(AttentionSite("decoder", 1), (0, 2)),), "patch": (_patch_of_a_longer_run(ours),)}[change]
+    session = DecodingSession(ours.model, ours.src_tokenizer, ours.tgt_tokenizer, LONG_PROMPT, max_len=8, interventions=changes)
+    reference = _steps_one_by_one(ours.model, prompt[:-1], changes)
+    assert session.n_steps == len(reference) == len(prompt) - 1 and [s.forced for s in session.steps] == [True] * len(reference)
+    for step, (trace, logits) in zip(session.steps, reference):
+        assert list(step.trace) == list(trace) == trace_names(ours.model.config, encoder=False)
+        for name in trace:
+            assert _same(step.trace[name], trace[name]), (step.index, name)
+        assert abs(step.prob - float(torch.softmax(logits, -1)[step.token_id])) < 1e-5
+    old = _fed_token_by_token(ours, prompt, 8, interventions=changes)
+    session.run()
+    old.run()
+    assert session.tgt_ids == old.tgt_ids
+    for name in trace_names(ours.model.config, encoder=False):
+        assert _same(session.accumulated(name), old.accumulated(name)), name
+    if not changes:
+        assert list(session.tgt_ids) == _generate(theirs, prompt, session.max_len - (len(prompt) - 1), 1)
+
+
+def test_a_beam_search_after_a_long_prompt_equals_feeding_it_step_by_step_and_generate(family):
+    _, ours, theirs = family
+    prompt = _prompt(ours, LONG_PROMPT)
+    beam = BeamSearch(width=3, length_penalty=0.0)
+    session = DecodingSession(ours.model, ours.src_tokenizer, ours.tgt_tokenizer, LONG_PROMPT, max_len=8, strategy=beam)
+    old = _fed_token_by_token(ours, prompt, 8, strategy=beam)
+    session.run()
+    old.run()
+    assert session.tgt_ids == old.tgt_ids and [b.token_ids for b in session.beams()] == [b.token_ids for b in old.beams()]
+    assert np.allclose([b.score for b in session.beams()], [b.score for b in old.beams()], atol=1e-5, rtol=0)
+    assert _same(session.all_attention("decoder"), old.all_attention("decoder"))
+    assert list(session.tgt_ids) == _generate(theirs, prompt, session.max_len - (len(prompt) - 1), 3)
+
+
+def test_a_long_prompt_costs_one_decoder_pass_and_back_and_reset_stop_at_its_end(family, monkeypatch):
+    _, ours, _ = family
+    decoder, passes = ours.model.decoder, []
+    forward = decoder.forward
+
+    def counted(tgt, *args, **kw):
+        passes.append(tgt.shape[1])  # positions fed
+        return forward(tgt, *args, **kw)
+
+    monkeypatch.setattr(decoder, "forward", counted)
+    prompt = _prompt(ours, LONG_PROMPT)
+    session = DecodingSession(ours.model, ours.src_tokenizer, ours.tgt_tokenizer, LONG_PROMPT, max_len=4)
+    assert passes == [len(prompt) - 1]  # SOS and the prompt but its last token, which the first step feeds
+    assert list(session.tgt_ids) == prompt and not session.can_back and session.attention("decoder", 0).shape[1] == len(prompt) - 1
+    with pytest.raises(DecodingError, match="nothing to undo"):
+        session.back()
+    session.step()
+    session.step()
+    assert passes[1:] == [1, 1]  # each later step feeds one position
+    session.back()
+    session.back()
+    assert list(session.tgt_ids) == prompt and not session.can_back
+    session.run()
+    session.reset()
+    session.set_strategy(BeamSearch(width=2))
+    assert list(session.tgt_ids) == prompt and session.n_steps == len(prompt) - 1 and not session.can_back
+    assert passes[0] == len(prompt) - 1 and passes[1:] == [1] * (len(passes) - 1)  # reset() and a new strategy keep the prompt's pass
+
+
+def test_a_decoder_only_model_with_batchnorm_feeds_its_prompt_step_by_step(monkeypatch):
+    src, _ = tokenizers()
+    torch.manual_seed(0)
+    cfg = TransformerConfig(src_vocab_size=src.vocab_size, tgt_vocab_size=src.vocab_size, d_model=16, n_heads=2, n_encoder_layers=0,
+                            n_decoder_layers=2, d_ff=32, dropout=0.0, max_len=40, kind="decoder-only", norm="batch")
+    model, passes = Transformer(cfg).eval(), []
+    forward = model.decoder.forward
+    monkeypatch.setattr(model.decoder, "forward", lambda tgt, *a, **kw: passes.append(tgt.shape[1]) or forward(tgt, *a, **kw))
+    session = DecodingSession(model, src, src, "我是学生。")
+    assert passes == [1] * session.n_steps and session.n_steps == len(session.src_ids) > 1  # a step's batch statistics are over its one token
 
 
 # -- hostile folders ------------------------------------------------------------------------------

@@ -34,3 +34,19 @@ def test_export_animation_writes_the_active_view_and_leaves_the_window_alone(qtb
         assert len(w.session.decoding.steps) == steps_before
     finally:
         close_window(w)
+
+
+def test_export_training_animation_draws_one_frame_per_snapshot(qtbot, tmp_path, monkeypatch):
+    """File → Export Training Animation: the bundled model's first probe sentence at each of the
+    training snapshots its meta.json keeps, one GIF frame each."""
+    w = open_window(qtbot, tmp_path)
+    try:
+        out = tmp_path / "training.gif"
+        monkeypatch.setattr(QtWidgets.QFileDialog, "getSaveFileName", lambda *a, **k: (str(out), ""))
+        action = w.findChild(QtGui.QAction, "exportTrainingAnimationAction")
+        assert action is not None and action.isEnabled()
+        action.trigger()
+        assert Image.open(out).n_frames == len(w.session.bundle.meta["snapshots"])
+        assert str(out) in w.message_bar.text()
+    finally:
+        close_window(w)

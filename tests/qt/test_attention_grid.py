@@ -7,7 +7,7 @@ import pyqtgraph as pg
 import pytest
 from PySide6 import QtCore
 
-from attnviz.core.analysis.figure_data import AttentionFrame
+from attnviz.core.analysis.figure_data import AttentionData, AttentionFrame
 from attnviz.core.data.pieces import WORD_START_LEGEND, display_piece
 from attnviz.qt.sample_data import SOURCE, TARGET, pieces, sample_attention, sample_attention_sets
 from attnviz.qt.selection import ViewChoice
@@ -179,3 +179,47 @@ def test_a_long_input_is_pooled_to_the_largest_weight_of_each_block(grid):
         q, k = np.unravel_index(np.argmax(block), block.shape)
         assert grid.tile_of_pixel(layer * (pq + gap) + r, head * (pk + gap) + c) == (layer, head, r * fq + q, c * fk + k)
     assert grid.step_rows.path().boundingRect().top() == pytest.approx(300 // fq)  # the current step's pixel row
+
+
+def _expected_image(w: np.ndarray) -> np.ndarray:
+    """The tiled image of ``w`` [layer, head, query, key] as the grid documents it, written out here:
+    blocks of ⌈n/128⌉ cells pooled to their largest weight, tiles apart by one or two NaN cells."""
+    n_layers, n_heads, n, k = w.shape
+    fq, fk = -(-n // MAX_TILE_PIXELS), -(-k // MAX_TILE_PIXELS)
+    pq, pk = -(-n // fq), -(-k // fk)
+    padded = np.full((n_layers, n_heads, pq * fq, pk * fk), -np.inf, np.float32)
+    padded[:, :, :n, :k] = w
+    tiles = padded.reshape(n_layers, n_heads, pq, fq, pk, fk).max(axis=(3, 5))
+    gap = 1 if max(pq, pk) <= 24 else 2
+    out = np.full((n_layers * (pq + gap) - gap, n_heads * (pk + gap) - gap), np.nan, np.float32)
+    for layer in range(n_layers):
+        for head in range(n_heads):
+            out[layer * (pq + gap) : layer * (pq + gap) + pq, head * (pk + gap) : head * (pk + gap) + pk] = tiles[layer, head]
+    return out
+
+
+def _rows_of(kind: str, buffer: np.ndarray, n: int) -> AttentionData:
+    """The first ``n`` query rows of ``buffer`` as a decoding hands them out: a read-only view (the
+    decoder's keys grow with its rows)."""
+    view = buffer[:, :, :n, :n] if kind == "decoder" else buffer[:, :, :n]
+    view.flags.writeable = False
+    return AttentionData(kind, view, tuple(map(str, range(n))), tuple(map(str, range(view.shape[3]))), highlight=n - 1)
+
+
+@pytest.mark.parametrize("kind", ["cross", "decoder"])
+def test_rows_added_step_by_step_draw_as_the_whole_matrix_drawn_at_once(make_view, kind):
+    rng = np.random.default_rng(3)
+    keys = 300 if kind == "decoder" else 512
+    buffer = rng.random((2, 3, 300, keys)).astype(np.float32)
+    if kind == "decoder":
+        buffer *= np.tril(np.ones((300, 300), np.float32))
+    other = buffer.copy()
+    other[:, :, 100:] = rng.random(other[:, :, 100:].shape) * (np.tril(np.ones((300, 300)))[100:] if kind == "decoder" else 1)
+    grid = make_view(QtAttentionGridView, (720, 540), _rows_of(kind, buffer, 3))
+    lengths = [*range(4, 30), 120, *range(125, 140), 250, *range(254, 262), 200, 201, 130]  # pools change at 129 and 257; back to fewer rows
+    for n in lengths:
+        grid.set_data(_rows_of(kind, buffer, n))
+        np.testing.assert_array_equal(grid.tiled_image(), _expected_image(grid.data().weights), err_msg=f"{n} rows")
+    for n in (131, 132):  # other rows in other memory after the first 100: a new decoding's
+        grid.set_data(_rows_of(kind, other, n))
+        np.testing.assert_array_equal(grid.tiled_image(), _expected_image(grid.data().weights), err_msg=f"{n} other rows")

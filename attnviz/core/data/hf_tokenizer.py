@@ -19,6 +19,8 @@ from typing import Any
 
 from attnviz.core.data.bpe_tokenizer import FORMAT as BPE_FORMAT
 from attnviz.core.data.bpe_tokenizer import BPETokenizer
+from attnviz.core.data.fairseq_tokenizer import FORMAT as FAIRSEQ_FORMAT
+from attnviz.core.data.fairseq_tokenizer import FairseqTokenizer
 from attnviz.core.data.source_map import unknown_parts
 from attnviz.core.data.tokenizer import Tokenizer, TokenizerError, load_sentencepiece, unreadable_text
 from attnviz.core.data.wordpiece_tokenizer import FORMAT as WORDPIECE_FORMAT
@@ -155,12 +157,12 @@ def _checked_vocab(vocab: Any) -> dict[str, int]:
     return dict(vocab)
 
 
-_FORMATS = {BPETokenizer: BPE_FORMAT, WordPieceTokenizer: WORDPIECE_FORMAT}  # the JSON documents' "format", by class
+_FORMATS = {BPETokenizer: BPE_FORMAT, WordPieceTokenizer: WORDPIECE_FORMAT, FairseqTokenizer: FAIRSEQ_FORMAT}  # the JSON documents' "format", by class
 
 
-def tokenizer_from_bytes(data: bytes) -> Tokenizer | VocabTokenizer | BPETokenizer | WordPieceTokenizer:
-    """A bundle's tokenizer file content: a sentencepiece model (``Tokenizer``), a ``BPETokenizer``
-    or ``WordPieceTokenizer`` document or a ``VocabTokenizer`` document (JSON, told apart by the ``format`` their first bytes
+def tokenizer_from_bytes(data: bytes) -> Tokenizer | VocabTokenizer | BPETokenizer | WordPieceTokenizer | FairseqTokenizer:
+    """A bundle's tokenizer file content: a sentencepiece model (``Tokenizer``), a ``BPETokenizer``,
+    ``WordPieceTokenizer`` or ``FairseqTokenizer`` document or a ``VocabTokenizer`` document (JSON, told apart by the ``format`` their first bytes
     name); ``TokenizerError`` for anything else."""
     if data.lstrip()[:1] != b"{":
         return Tokenizer(data)
@@ -174,7 +176,7 @@ def tokenizer_from_bytes(data: bytes) -> Tokenizer | VocabTokenizer | BPETokeniz
     return kind.from_doc(doc)
 
 
-def load_tokenizer(path: str | os.PathLike) -> Tokenizer | VocabTokenizer | BPETokenizer | WordPieceTokenizer:
+def load_tokenizer(path: str | os.PathLike) -> Tokenizer | VocabTokenizer | BPETokenizer | WordPieceTokenizer | FairseqTokenizer:
     """``tokenizer_from_bytes`` of a file; its ``TokenizerError`` reads ``NAME: problem``."""
     try:
         return tokenizer_from_bytes(Path(path).read_bytes())

@@ -11,13 +11,14 @@ decoder self-attention grows by one per step.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
+from attnviz.core.decoding.row_buffer import RowBuffer
 from attnviz.core.decoding.strategies import DecodingError
 from attnviz.core.model.sites import attention_sites
 from attnviz.core.model.trace import Trace, is_batchless, trace_names
@@ -53,11 +54,56 @@ class ModelCall:
         return self.rows[row]
 
 
+def calls_of_pass(config: TransformerConfig, trace: Trace, logits: torch.Tensor) -> list[ModelCall]:
+    """The model calls of the cached steps that one pass over their positions stands for
+    (``Transformer.prefill``; ``trace`` without a batch axis, ``logits`` ``[n, V]``): call i holds
+    row i of the pass, over the keys step i sees (0..i), laid out as ``decode_step`` records it.
+    Its arrays are cut from the pass's when first read. Not for BatchNorm statistics (a step's
+    are over its one token): ``ValueError``."""
+    self_attn = frozenset(site.path for site in attention_sites(config, "decoder"))
+    cuts = {name: _row_cut(name, self_attn) for name in trace}
+    logits = logits.float()
+    probs = torch.softmax(logits, -1)
+    return [
+        ModelCall(Trace.lazy({name: _RowOfPass(trace, name, cut(i)) for name, cut in cuts.items()}), False, logits[i : i + 1], probs[i : i + 1])
+        for i in range(logits.shape[0])
+    ]
+
+
+def _row_cut(name: str, self_attn: frozenset[str]) -> Callable[[int], tuple]:
+    """``i -> index``: what of a full pass's array ``name`` step i records (the inverse of ``StepHistory._assemble``)."""
+    prefix, _, field_name = name.rpartition(".")
+    if field_name in _BATCH_STATS:
+        raise ValueError(f"{name}: a cached step's batch statistics are over its one token, not a row of a full pass")
+    if field_name in ("k", "v") and prefix in self_attn:  # [head, key, d_k]: the keys so far
+        return lambda i: (slice(None), slice(0, i + 1))
+    if field_name in _ALL_KEYS:
+        return lambda i: ()
+    lead = (slice(None),) if field_name in _PER_HEAD else ()  # the query axis is 1 for per-head arrays
+    if name == "masks.look_ahead" or (prefix in self_attn and field_name in _GROWING):
+        return lambda i: (*lead, slice(i, i + 1), slice(0, i + 1))
+    return lambda i: (*lead, slice(i, i + 1))
+
+
+class _RowOfPass:
+    """Computes one step's array of ``name`` from a full pass's trace (``calls_of_pass``)."""
+
+    __slots__ = ("trace", "name", "index")
+
+    def __init__(self, trace: Trace, name: str, index: tuple):
+        self.trace, self.name, self.index = trace, name, index
+
+    def __call__(self) -> np.ndarray:
+        return self.trace[self.name][self.index]
+
+
 class StepHistory:
     """The model calls of a session, one per ``step``/``force`` kept, and the arrays assembled
     from them (cached until the history changes). The arrays of the step before are kept one step
     longer: a step's array is the previous one with its row appended (a long decoding assembles
-    one row per step, not all of them)."""
+    one row per step, not all of them). Attention weights go further: each name (or stack of
+    names) keeps its rows in a ``RowBuffer`` and a step returns a read-only view of it, having
+    written its one row (its cost does not grow with the rows before it)."""
 
     def __init__(self, config: TransformerConfig):
         self.config = config
@@ -66,6 +112,7 @@ class StepHistory:
         self._calls: list[ModelCall] = []
         self._acc: dict[tuple, np.ndarray] = {}
         self._prev: dict[tuple, np.ndarray] = {}  # the arrays assembled before the last push
+        self._buffers: dict[tuple[str, ...], RowBuffer] = {}  # attention weights: names stacked -> their rows
 
     def __len__(self) -> int:
         return len(self._calls)
@@ -81,11 +128,14 @@ class StepHistory:
         self._calls.pop()
         self._acc.clear()
         self._prev.clear()
+        for buffer in self._buffers.values():  # the popped call's rows are gone (the next call at its place differs)
+            buffer.truncate(len(self._calls))
 
     def clear(self) -> None:
         self._calls.clear()
         self._acc.clear()
         self._prev.clear()
+        self._buffers.clear()
 
     def snapshot(self, n_calls: int) -> StepHistory:
         """A history of the first ``n_calls`` calls that later pushes and pops leave as it is."""
@@ -114,29 +164,43 @@ class StepHistory:
         key = (name, tuple(origin))
         hit = self._acc.get(key)
         if hit is None:
-            hit = self._assemble(name, origin)
+            hit = self._buffered((name,), origin)[0] if name.endswith(".weights") else self._assemble(name, origin)
             hit.flags.writeable = False
             self._acc[key] = hit
         return hit
 
     def stacked(self, names: tuple[str, ...], origin: Origin) -> np.ndarray:
         """``accumulated`` of each of ``names`` (arrays of one shape: e.g. every layer's attention
-        weights), stacked ``[len(names), ...]`` and cached; attention weights are assembled as one
-        array, a step's from the step before's with its rows appended (one copy per step, not one
-        per layer and one more to stack them)."""
+        weights), stacked ``[len(names), ...]`` and cached; attention weights are one read-only
+        view of their ``RowBuffer``, a step writing only its own rows (not a copy of every row per
+        layer and one more to stack them)."""
         key = (names, tuple(origin))
         hit = self._acc.get(key)
         if hit is None:
-            before = self._prev.get((names, tuple(origin[:-1]))) if len(origin) > 1 else None
-            if before is not None and all(n.endswith(".weights") for n in names):
-                rows = np.stack([self._last_row(n, origin) for n in names])  # [layer, head, 1, key]
-                growing = names[0].rpartition(".")[0] in self._self_attn
-                hit = _appended(before, rows, before.ndim - 2, 0.0 if growing else None)
+            if origin and names[0] in self._names and all(n.endswith(".weights") for n in names):
+                hit = self._buffered(names, origin)
             else:
                 hit = np.stack([self.accumulated(n, origin) for n in names])
             hit.flags.writeable = False
             self._acc[key] = hit
         return hit
+
+    def _buffered(self, names: tuple[str, ...], origin: Origin) -> np.ndarray:
+        """Attention weights of ``names`` (one kind, same shape) stacked ``[len(names), head, steps, key]``:
+        a view of their ``RowBuffer``, whose rows are each step's (``[head, 1, key]`` per name)."""
+        buffer = self._buffers.get(names)
+        if buffer is None:
+            growing = names[0].rpartition(".")[0] in self._self_attn  # decoder self-attention: keys 0..step, 0 after
+            buffer = self._buffers[names] = RowBuffer(0.0 if growing else None, self.config.max_len)
+
+        def row_of(i: int) -> np.ndarray:
+            trace = self._calls[i].row_trace(origin[i][0])
+            try:
+                return np.stack([trace[n] for n in names])
+            except KeyError:
+                raise KeyError(f"{names[0]!r} was not captured in this session") from None
+
+        return buffer.view(origin, row_of)
 
     def _rows(self, name: str, origin: Origin) -> list[np.ndarray]:
         try:

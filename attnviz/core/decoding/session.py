@@ -59,7 +59,7 @@ import numpy as np
 import torch
 
 from attnviz.core.data.tokenizer import Tokenizer
-from attnviz.core.decoding.history import ModelCall, StepHistory
+from attnviz.core.decoding.history import ModelCall, StepHistory, calls_of_pass
 from attnviz.core.decoding.result import (
     DecodingResult,
     PreparedSource,
@@ -153,15 +153,19 @@ class DecodingSession(DecodingResult):
         top_k: int = 10,
         capture: bool | Iterable[str] = True,
         interventions: Iterable[Change] = (),
+        forced_first_token: int | None = None,
     ):
         """``max_len``: most target tokens to generate (default ``min(model max_len, 2 x source
         tokens + 10)``; never more than the model's ``max_len``). A decoder-only model (GPT-2) has
         no encoder: ``source`` is its prompt, fed to the decoder after SOS as forced steps that
-        ``back()`` and ``reset()`` keep, and ``max_len`` counts the tokens after it. ``top_k``: how many entries each
+        ``back()`` and ``reset()`` keep (made in one decoder pass: later steps cost one position
+        each), and ``max_len`` counts the tokens after it. ``top_k``: how many entries each
         step's top-k list has. ``capture``: record every trace name (True), none (False: faster,
         empty traces) or the names matching the given glob patterns. ``interventions``
         (``model/interventions.py``) change the encoder pass (hence the memory every step reads)
-        and every decoder step where they act."""
+        and every decoder step where they act. ``forced_first_token``: a token the first step always
+        appends (mBART's target-language code; ``transformers``' ``forced_bos_token_id``), a forced
+        step that ``back()`` and ``reset()`` keep, counted in ``max_len``; ``None`` (the default): none."""
         check_eval_mode(model)
         self.model = model
         self.config = model.config
@@ -175,6 +179,7 @@ class DecodingSession(DecodingResult):
         prompted = self.config.kind == "decoder-only"  # the source is a prompt fed after SOS, as forced steps
         self.source = prepare_source(src_tokenizer, source, self.config, reserved=1 if prompted else 0)
         self._prompt = self.source.ids if prompted else ()
+        self._forced_first = () if forced_first_token is None else (forced_first_token,)
         default = min(self.config.max_len, 2 * len(self.source.ids) + 10)
         if max_len is not None and (not isinstance(max_len, int) or max_len < 1):
             raise DecodingError(f"maximum length must be a positive integer, not {max_len!r}")
@@ -188,10 +193,13 @@ class DecodingSession(DecodingResult):
         self.encoder_trace: Trace = rec.trace() if rec is not None else Trace()
         self._strategy: Strategy = strategy if strategy is not None else Greedy()
         self._history = StepHistory(self.config)
+        self._prompt_pass: tuple[list[ModelCall], DecoderCache] | None = None  # made once, kept by reset()
         self.reset()
 
     @classmethod
     def from_bundle(cls, bundle: Bundle, source: str, **kw) -> DecodingSession:
+        """A session of ``bundle``'s model, forcing the first token its target tokenizer asks for (mBART's language code)."""
+        kw.setdefault("forced_first_token", getattr(bundle.tgt_tokenizer, "forced_first_token", None))
         return cls(bundle.model, bundle.src_tokenizer, bundle.tgt_tokenizer, source, **kw)
 
     # -- state --------------------------------------------------------------------------------
@@ -318,7 +326,8 @@ class DecodingSession(DecodingResult):
 
     # -- actions ---------------------------------------------------------------------------------
     def reset(self) -> None:
-        """Back to SOS (the encoder result is kept), or to the end of a decoder-only model's prompt."""
+        """Back to SOS (the encoder result is kept), or to the end of a decoder-only model's prompt
+        and the forced first token."""
         rng = None
         if isinstance(self._strategy, Sampling):
             rng = torch.Generator().manual_seed(int(self._strategy.seed)).get_state()
@@ -329,11 +338,12 @@ class DecodingSession(DecodingResult):
         self._beam_objects: dict[int, tuple[Beam, ...]] = {}
         self._steps_cache: tuple | None = None
         self._peeked: tuple[_State, ModelCall, DecoderCache] | None = None
-        for token in self._prompt:
+        self._feed_prompt()
+        for token in self._forced_first:
             if self.finished:
                 break
             self.force(token)
-        self._floor = len(self._states)  # the states back() never pops: SOS and the prompt
+        self._floor = len(self._states)  # the states back() never pops: SOS, the prompt and the forced first token
 
     def set_strategy(self, strategy: Strategy, keep_tokens: bool = False) -> None:
         """Use ``strategy`` from now on. The session restarts from SOS; with ``keep_tokens`` the
@@ -425,6 +435,46 @@ class DecodingSession(DecodingResult):
         return token_id
 
     # -- internals --------------------------------------------------------------------------------
+    def _feed_prompt(self) -> None:
+        """A decoder-only model's prompt as the forced steps that feeding it token by token makes,
+        from one decoder pass over SOS and the prompt (made once per session); a model with BatchNorm
+        is fed step by step (a cached step's batch statistics are over its one token)."""
+        tokens = self._prompt_tokens()
+        if not tokens or self.config.norm == "batch":
+            for token in tokens:
+                self.force(token)
+            return
+        calls, cache = self._prompt_calls(tokens)
+        hyp = self._hyp
+        for i, (call, token) in enumerate(zip(calls, tokens)):
+            logp = torch.log_softmax(call.logits.double(), -1)  # as force() scores its token
+            hyp = hyp.extend(token, float(logp[0, token]), 0, True, self.config.eos_id)
+            live, fin = ((), (hyp,)) if hyp.finished else ((hyp,), ())
+            self._push(call, cache if i == len(tokens) - 1 else None, live, fin, self._state.rng_state)  # back() never returns to the others
+
+    def _prompt_tokens(self) -> tuple[int, ...]:
+        """The prompt's tokens that forced steps append: each checked as ``force`` checks it, up to
+        the first EOS or the maximum length (either ends the decoding)."""
+        tokens = []
+        for token in self._prompt[: max(self.max_len, 0)]:
+            tokens.append(self.token_id(token))
+            if tokens[-1] == self.config.eos_id:
+                break
+        return tuple(tokens)
+
+    def _prompt_calls(self, tokens: tuple[int, ...]) -> tuple[list[ModelCall], DecoderCache]:
+        """The model calls of the prompt's forced steps and the cache after them, from one
+        ``Transformer.prefill`` over the tokens they feed (SOS and the prompt but its last token)."""
+        if self._prompt_pass is None:
+            fed = torch.tensor([[self.config.bos_id, *tokens[:-1]]], dtype=torch.long, device=self._device)
+            rec = self._recorder(0)
+            with torch.inference_mode():
+                logits, cache = self.model.prefill(fed, self._start_cache, rec)
+                logits = logits[0].float().cpu()  # [n, V]
+            check_finite(logits, "over the prompt")
+            self._prompt_pass = (calls_of_pass(self.config, rec.trace() if rec is not None else Trace(), logits), cache)
+        return self._prompt_pass
+
     def _check_can_extend(self) -> None:
         if self._state.done:
             why = "EOS was chosen" if self._hyp.finished else f"the maximum length ({self.max_len} tokens) was reached"
@@ -487,7 +537,7 @@ class DecodingSession(DecodingResult):
             notice = f"stopped at the maximum length ({self.max_len} tokens) before EOS"
         if done:
             cache = None
-        elif len(live) and [h.origin[-1][0] for h in live] != list(range(cache.encoded.memory.shape[0])):
+        elif cache is not None and len(live) and [h.origin[-1][0] for h in live] != list(range(cache.encoded.memory.shape[0])):
             cache = cache.select(torch.tensor([h.origin[-1][0] for h in live], device=self._device))
         self._history.push(call)
         self._states.append(_State(live, fin, ranked, cache, rng_state, done, notice))

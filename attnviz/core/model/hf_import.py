@@ -24,6 +24,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load as st_load
 
+from attnviz.core.data.tokenizer import TokenizerError
 from attnviz.core.files import read_capped, read_json_capped, read_safetensors_header, regular_size
 from attnviz.core.model.config import TransformerConfig
 from attnviz.core.model.families import bart, bert, gpt2, marian, t5
@@ -74,8 +75,12 @@ def family_of(hf: Any, file: Path) -> Family:
     raise HFImportError(file, f"architecture {architecture(hf)!r} is not supported (attnviz opens {known})")
 
 
-def read_hf_folder(path: str | os.PathLike, device: str | torch.device = "cpu") -> ImportedModel:
-    """The model and tokenizers of a local Hugging Face folder of a family attnviz opens, in eval mode on ``device``."""
+def read_hf_folder(
+    path: str | os.PathLike, device: str | torch.device = "cpu", src_lang: str | None = None, tgt_lang: str | None = None
+) -> ImportedModel:
+    """The model and tokenizers of a local Hugging Face folder of a family attnviz opens, in eval mode on ``device``.
+    ``src_lang``/``tgt_lang``: the languages of a multilingual model's tokenizers (mBART's ``zh_CN``,
+    ``en_XX``; by default the folder's own); ``HFImportError`` for a model without language codes."""
     folder = Path(path)
     if not folder.is_dir():
         raise HFImportError(folder, "not a folder (a Hugging Face model folder holds config.json and the weights)")
@@ -84,6 +89,7 @@ def read_hf_folder(path: str | os.PathLike, device: str | torch.device = "cpu") 
     config = family.config(hf, folder)
     state = family.state_dict(_read_weights(folder, weights_limit(config)), config, folder)
     src_tok, tgt_tok = family.tokenizers(folder, config)
+    src_tok, tgt_tok = _in_language(src_tok, src_lang, folder, "--src-lang"), _in_language(tgt_tok, tgt_lang, folder, "--tgt-lang")
     model = Transformer(config)
     model.load_state_dict(state, strict=False)  # strict=False: a tied generator.weight is not in ``state``
     model.eval()
@@ -93,6 +99,18 @@ def read_hf_folder(path: str | os.PathLike, device: str | torch.device = "cpu") 
     model.to(device)
     meta = {"imported_from": str(folder), "architecture": architecture(hf), "family": family.name, "hf_config": hf}
     return ImportedModel(model, src_tok, tgt_tok, meta)
+
+
+def _in_language(tokenizer: Any, language: str | None, folder: Path, option: str) -> Any:
+    """``tokenizer`` for ``language`` (itself for ``None``); ``HFImportError`` where it has no such language code."""
+    if language is None:
+        return tokenizer
+    if not hasattr(tokenizer, "with_language"):
+        raise HFImportError(folder, f"{option} {language!r}: this model's tokenizer has no language codes (mBART's has)")
+    try:
+        return tokenizer.with_language(language)
+    except TokenizerError as exc:
+        raise HFImportError(folder, f"{option}: {exc}") from None
 
 
 # -- weights ------------------------------------------------------------------------------------

@@ -232,6 +232,11 @@ class Trace(Mapping[str, np.ndarray]):
                 self._arrays[k] = None
                 self._pending[k] = fn
 
+    @classmethod
+    def lazy(cls, computes: Mapping[str, Callable[[], np.ndarray]]) -> "Trace":
+        """A trace whose array ``name`` is ``computes[name]()``, computed on its first read."""
+        return cls((), _pending=computes)
+
     def __getitem__(self, name: str) -> np.ndarray:
         try:
             a = self._arrays[name]

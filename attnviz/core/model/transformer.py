@@ -354,6 +354,23 @@ class Transformer(nn.Module):
         logits = self.project(x, rec)[:, 0]  # [B, V]
         return logits, DecoderCache(cache.encoded, cache.cross_kv, self_kv, cache.length + 1)
 
+    def prefill(self, tgt: torch.Tensor, cache: DecoderCache, rec: Recorder | None = None) -> tuple[torch.Tensor, DecoderCache]:
+        """Process the first target positions ``tgt`` ``[B, Lt]`` (no PAD after the start token) in one
+        pass from a cache that has processed none (``start_decoding``): -> (logits ``[B, Lt, V]``, the
+        cache after them).
+
+        Equals ``Lt`` ``decode_step`` calls, one per position: row i of the logits is step i's, and of
+        each traced array (laid out as a full ``decode`` lays it out, with the look-ahead mask) row i
+        over keys 0..i is what step i records. A patch intervention gives its first ``Lt`` positions,
+        as the steps would take them one by one."""
+        if cache.length:
+            raise ValueError(f"prefill starts from a cache that has processed no position, not {cache.length}")
+        if rec is not None:
+            rec.offset = 0
+        self_mask, valid = self.masks.target(tgt, rec)  # [B, 1, Lt, Lt], [B, Lt]
+        x, self_kv = self.decoder(tgt, cache.encoded, self_mask, valid, rec, cache)  # [B, Lt, d]
+        return self.project(x, rec), DecoderCache(cache.encoded, cache.cross_kv, self_kv, tgt.shape[1])
+
     def _check_decoder(self) -> None:
         if self.decoder is None:
             raise ValueError("an encoder-only model has no decoder: it predicts masked tokens (predict_masked), it does not decode")

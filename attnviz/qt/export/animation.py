@@ -274,3 +274,29 @@ def animation_dialog(parent, bundle: Bundle, source: str, target: str, panel: Pa
     finally:
         progress.close()
     return None if frames is None else write_animation(frames, path)
+
+
+def snapshot_animation_dialog(parent, meta: dict, name: str, theme: str, probe: int = 0,
+                              size: tuple[int, int] = (900, 640)) -> Path | None:
+    """Export → Training Animation: asks for a file, draws probe ``probe``'s frame at every
+    training snapshot with a cancellable progress dialog and writes them; ``None`` when cancelled.
+    ``AnimationError`` (one line) for a model without snapshots."""
+    from PySide6 import QtWidgets
+
+    total = len(meta.get("snapshots") or ())
+    if not total:
+        raise AnimationError(translate("animation", "this model has no training snapshots (its meta.json lists none)"))
+    path, _ = QtWidgets.QFileDialog.getSaveFileName(parent, translate("animation", "Export training animation"), f"{name}-training.gif",
+                                                    translate("animation", "GIF animation (*.gif);;MP4 video (*.mp4)"))
+    if not path:
+        return None
+    progress, tick = progress_dialog(parent, translate("animation", "Drawing the frames…"), "animationProgress")
+    frames: list[QtGui.QImage] = []
+    try:
+        for frame in snapshot_frames(meta, probe, size, theme):
+            frames.append(frame)
+            if not tick(len(frames), total):
+                return None
+    finally:
+        progress.close()
+    return write_animation(frames, path)

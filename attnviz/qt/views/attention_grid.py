@@ -73,6 +73,32 @@ def pooled(weights: np.ndarray, fq: int, fk: int) -> np.ndarray:
     return _max_every(_max_every(weights, fq, 2), fk, 3)  # the rows first: whole rows at a time, and fewer left for the keys
 
 
+def extends(old: np.ndarray, new: np.ndarray) -> bool:
+    """Whether read-only ``new`` [layer, head, query, key] holds read-only ``old`` as its first rows
+    and keys, in the very same memory (a decoding's next step: a longer view of the buffer its rows
+    grow in). Read-only memory that is not written again is then ``old``'s values, unread."""
+    if old.ndim != 4 or new.ndim != 4 or old.shape[:2] != new.shape[:2] or old.strides != new.strides:
+        return False
+    if new.shape[2] < old.shape[2] or new.shape[3] < old.shape[3] or old.flags.writeable or new.flags.writeable:
+        return False
+    return old.__array_interface__["data"][0] == new.__array_interface__["data"][0]
+
+
+def pool_into(store: np.ndarray, weights: np.ndarray, pool: tuple[int, int], done: tuple[int, int] = (0, 0)) -> np.ndarray:
+    """:func:`pooled` of ``weights`` by ``pool``, written into ``store`` [layer, head, ≥ its rows,
+    ≥ its keys] and returned as the view of ``store`` that holds it. ``store`` already holds the
+    pooling of ``weights``' first ``done`` (rows, keys): only the blocks holding a cell outside
+    those are pooled again, so a decoding's next row costs its own block, not every row before it."""
+    fq, fk = pool
+    nq, nk = weights.shape[2:]
+    out = store[:, :, : -(-nq // fq), : -(-nk // fk)]
+    bq, bk = -(-done[0] // fq), -(-done[1] // fk)  # blocks wholly inside the rows and keys done
+    out[:, :, bq:] = pooled(weights[:, :, bq * fq :], fq, fk)
+    if bq and bk < out.shape[3]:
+        out[:, :, :bq, bk:] = pooled(weights[:, :, : bq * fq, bk * fk :], fq, fk)
+    return out
+
+
 def _max_every(a: np.ndarray, f: int, axis: int) -> np.ndarray:
     """The largest of each ``f`` neighbours along ``axis`` (the last group may be shorter): element-
     wise maxima of strided views written into the result, much faster than a reduction over a
@@ -103,17 +129,22 @@ def tile_image(weights: np.ndarray, gap: int, out: np.ndarray | None = None) -> 
     """Lay ``weights`` [layer, head, query, key] out as one image, NaN in the gaps.
 
     Tile (l, h) occupies rows ``l*(query+gap) … +query`` and columns ``h*(key+gap) … +key``.
-    ``out`` (a previous result for the same shape of weights and gap) is reused.
+    ``out`` is reused when it has the image's width and at least its rows (a previous result, or
+    a store with spare rows: the image is its first rows); its gaps are made NaN again.
     """
     n_layers, n_heads, nq, nk = weights.shape
     shape = (n_layers * (nq + gap) - gap, n_heads * (nk + gap) - gap)
-    if out is None or out.shape != shape:
+    if out is None or out.shape[1] != shape[1] or out.shape[0] < shape[0]:
         out = np.full(shape, np.nan, dtype=np.float32)
+    elif out.shape[0] != shape[0]:
+        out = out[: shape[0]]
     for layer in range(n_layers):
         r0 = layer * (nq + gap)
+        out[r0 + nq : r0 + nq + gap] = np.nan
         for head in range(n_heads):
             c0 = head * (nk + gap)
             out[r0 : r0 + nq, c0 : c0 + nk] = weights[layer, head]
+            out[r0 : r0 + nq, c0 + nk : c0 + nk + gap] = np.nan
     return out
 
 
@@ -150,6 +181,7 @@ class QtAttentionGridView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBas
         self._geometry = (0, 0, 0, 0, 1)  # layers, heads, query, key (pixels of a tile), gap
         self._pool = (1, 1)  # cells per pixel along the query and the key axis (pool_factor)
         self._pooled: tuple[AttentionData | None, np.ndarray | None] = (None, None)  # the data pooled last, and its tiles
+        self._tile_store: np.ndarray | None = None  # [layer, head, MAX_TILE_PIXELS, MAX_TILE_PIXELS]: the tiles live in its corner
         self._buffer: np.ndarray | None = None
         self._ablated: frozenset[tuple[str, int, int]] = frozenset()
 
@@ -320,8 +352,7 @@ class QtAttentionGridView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBas
         nq, nk = tiles.shape[2:]
         gap = tile_layout(nq, nk)
         geometry = (n_layers, n_heads, nq, nk, gap)
-        self._buffer = tile_image(tiles, gap, self._buffer if geometry == self._geometry else None)
-        self.image.set_matrix(self._buffer, (0.0, 1.0))
+        self.image.set_matrix(tile_image(tiles, gap, self._canvas(n_layers, n_heads * (nk + gap) - gap)), (0.0, 1.0))
         if geometry != self._geometry:
             self._geometry = geometry
             # image pixels → view units where tile (l, h) is centred on (h, l)
@@ -339,11 +370,28 @@ class QtAttentionGridView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBas
         self._update_ablated_marks()
 
     def _tiles(self, d: AttentionData) -> np.ndarray:
-        """``d``'s weights as the tiles show them: pooled when long (:func:`pooled`), once per data."""
-        if self._pooled[0] is not d:
-            self._pool = (pool_factor(d.weights.shape[2]), pool_factor(d.weights.shape[3]))
-            self._pooled = (d, pooled(d.weights, *self._pool))
-        return self._pooled[1]
+        """``d``'s weights as the tiles show them: pooled when long (:func:`pooled`), once per data,
+        into one store kept from data to data; weights that extend the ones pooled last
+        (:func:`extends`: the next step of a decoding) pool only their new blocks (:func:`pool_into`)."""
+        last, tiles = self._pooled
+        if last is d:
+            return tiles
+        w = d.weights
+        pool = (pool_factor(w.shape[2]), pool_factor(w.shape[3]))
+        if self._tile_store is None or self._tile_store.shape[:2] != w.shape[:2]:
+            self._tile_store, last = np.empty(w.shape[:2] + (MAX_TILE_PIXELS, MAX_TILE_PIXELS), np.float32), None
+        done = last.weights.shape[2:] if last is not None and pool == self._pool and extends(last.weights, w) else (0, 0)
+        tiles = pool_into(self._tile_store, w, pool, done)
+        self._pool, self._pooled = pool, (d, tiles)
+        return tiles
+
+    def _canvas(self, n_layers: int, width: int) -> np.ndarray:
+        """The store the tiled image is laid out in, kept from step to step: ``width`` columns and
+        rows for the tallest tiles (``MAX_TILE_PIXELS``); the image is its first rows."""
+        rows = n_layers * (MAX_TILE_PIXELS + 2)
+        if self._buffer is None or self._buffer.shape != (rows, width):
+            self._buffer = np.full((rows, width), np.nan, np.float32)
+        return self._buffer
 
     def _fit_range(self) -> None:
         """Square cells, tiles at the top under their head labels (spare height goes below)."""

@@ -47,8 +47,9 @@ class MatrixImageItem(pg.ImageItem):
 
     def set_matrix(self, matrix: np.ndarray, levels: tuple[float, float]) -> None:
         a = np.asarray(matrix, dtype=np.float32)
-        if not np.isfinite(a).all():
-            a = np.where(np.isfinite(a), a, np.float32(np.nan))
+        infinite = np.isinf(a)  # NaN is shown masked as it is: only ±inf is replaced (a copy)
+        if infinite.any():
+            a = np.where(infinite, np.float32(np.nan), a)
         a = np.ascontiguousarray(a)
         self._values = a
         self.setImage(a, autoLevels=False, levels=levels)

@@ -5,10 +5,15 @@ unscaled unless ``scale_embedding``, biases everywhere and ``final_logits_bias``
 mBART pre-norm with a LayerNorm ending each stack. The decoder starts from
 ``decoder_start_token_id`` (EOS). Layers are named as Marian's (``marian.LAYER_NAMES``).
 Tokenizer: GPT-2's byte-level BPE (``vocab.json``, ``merges.txt``); each sentence starts with
-``<s>`` and a source ends with ``</s>``, as ``BartTokenizer`` writes them."""
+``<s>`` and a source ends with ``</s>``, as ``BartTokenizer`` writes them. A folder holding
+``sentencepiece.bpe.model`` (mBART's) gets fairseq's layout with language codes instead
+(``data.fairseq_tokenizer``): the languages are ``tokenizer_config.json``'s ``src_lang`` and
+``tgt_lang`` (``en_XX``, and the target the source's, where it names none, as ``transformers``
+does); ``hf_import.read_hf_folder`` can choose others."""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -16,11 +21,14 @@ from typing import Any
 import torch
 
 from attnviz.core.data.bpe_tokenizer import BPETokenizer
-from attnviz.core.data.tokenizer import TokenizerError
+from attnviz.core.data.fairseq_tokenizer import FAIRSEQ_OFFSET, LANGUAGE_CODES, SPECIALS, FairseqTokenizer
+from attnviz.core.data.tokenizer import TokenizerError, load_sentencepiece
 from attnviz.core.files import read_capped, read_json_capped
 from attnviz.core.model.config import TransformerConfig
 from attnviz.core.model.families.common import (
     CONFIG,
+    CONFIG_LIMIT,
+    SPM_LIMIT,
     VOCAB_LIMIT,
     HFImportError,
     activation,
@@ -34,6 +42,8 @@ from attnviz.core.model.families.common import (
 from attnviz.core.model.families.marian import EMBEDDING_NAMES, LAYER_NAMES, embeddings
 
 VOCAB, MERGES = "vocab.json", "merges.txt"
+SPM, TOKENIZER_CONFIG = "sentencepiece.bpe.model", "tokenizer_config.json"  # mBART's tokenizer files
+DEFAULT_LANGUAGE = "en_XX"  # transformers' source language where tokenizer_config.json names none
 POSITION_OFFSET = 2  # BART's learned position table holds two rows before position 0
 _STACK_NAMES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"(encoder|decoder)\.layernorm_embedding\.(weight|bias)"), r"\1.embed.norm.\2"),
@@ -48,7 +58,7 @@ class Bart:
     name = "BART"
     architectures = ("BartForConditionalGeneration", "MBartForConditionalGeneration")
     model_types = ("bart", "mbart")
-    files = (VOCAB, MERGES)
+    files = (VOCAB, MERGES, SPM)
 
     def config(self, hf: dict[str, Any], folder: Path) -> TransformerConfig:
         file = folder / CONFIG
@@ -61,7 +71,7 @@ class Bart:
             n_encoder_layers=field(hf, file, "encoder_layers"), n_decoder_layers=field(hf, file, "decoder_layers"),
             d_ff=field(hf, file, "encoder_ffn_dim"), dropout=hf.get("dropout", 0.1), max_len=field(hf, file, "max_position_embeddings"),
             norm="layer", norm_placement="pre" if pre else "post", final_norm=pre, tie_embeddings=hf.get("tie_word_embeddings", True),
-            norm_eps=1e-5, pad_id=field(hf, file, "pad_token_id"), unk_id=_read_vocab(folder)["<unk>"],
+            norm_eps=1e-5, pad_id=field(hf, file, "pad_token_id"), unk_id=_unk_id(folder),
             bos_id=hf.get("decoder_start_token_id", eos), eos_id=eos, activation=activation(hf.get("activation_function", "gelu"), file),
             positional="learned", scale_embedding=hf.get("scale_embedding", False), layernorm_embedding=True,
         ))
@@ -83,8 +93,10 @@ class Bart:
         check_shapes(ours, config, where)
         return ours
 
-    def tokenizers(self, folder: Path, config: TransformerConfig) -> tuple[BPETokenizer, BPETokenizer]:
-        """Source (``<s>`` ... ``</s>``) and target (``<s>`` ...) byte-level BPE tokenizers."""
+    def tokenizers(self, folder: Path, config: TransformerConfig) -> tuple[BPETokenizer, BPETokenizer] | tuple[FairseqTokenizer, FairseqTokenizer]:
+        """Source (``<s>`` ... ``</s>``) and target (``<s>`` ...) byte-level BPE tokenizers, or mBART's (see the module docstring)."""
+        if _is_mbart_folder(folder):
+            return _mbart_tokenizers(folder, config)
         vocab = _read_vocab(folder)
         file = folder / MERGES
         if not file.exists() and not file.is_symlink():
@@ -103,6 +115,51 @@ class Bart:
 
 
 FAMILY = Bart()
+
+
+def _is_mbart_folder(folder: Path) -> bool:
+    return os.path.lexists(folder / SPM)
+
+
+def _unk_id(folder: Path) -> int:
+    return SPECIALS.index("<unk>") if _is_mbart_folder(folder) else _read_vocab(folder)["<unk>"]
+
+
+def _mbart_tokenizers(folder: Path, config: TransformerConfig) -> tuple[FairseqTokenizer, FairseqTokenizer]:
+    """mBART's source and target tokenizers, in the languages ``tokenizer_config.json`` names."""
+    file = folder / SPM
+    proto = read_capped(file, SPM_LIMIT, HFImportError)
+    settings = _tokenizer_settings(folder)
+    src = settings.get("src_lang") or DEFAULT_LANGUAGE
+    try:
+        pieces = load_sentencepiece(proto).get_piece_size()
+    except TokenizerError as exc:
+        raise HFImportError(file, str(exc)) from None
+    n_codes = config.src_vocab_size - pieces - FAIRSEQ_OFFSET - 1  # the ids after the pieces: codes, then <mask>
+    if not 0 < n_codes <= len(LANGUAGE_CODES):
+        raise HFImportError(file, f"holds {pieces} pieces; config.json's vocab_size {config.src_vocab_size} leaves room for {n_codes} "
+                                  f"language codes, not 1 to {len(LANGUAGE_CODES)}")
+    cls = str(settings.get("tokenizer_class") or "")
+    layout = "mbart50" if cls.startswith("MBart50") or (not cls.startswith("MBart") and n_codes != 25) else "mbart"
+    try:
+        sides = [FairseqTokenizer(proto, n_codes=n_codes, language=lang, side=side, layout=layout, bos_id=config.bos_id)
+                 for lang, side in ((src, "source"), (settings.get("tgt_lang") or src, "target"))]
+    except TokenizerError as exc:
+        raise HFImportError(folder / TOKENIZER_CONFIG if "language" in str(exc) else file, str(exc)) from None
+    if (config.pad_id, config.eos_id) != (sides[0].pad_id, sides[0].eos_id):
+        raise HFImportError(folder / CONFIG, f"pad/eos ids {config.pad_id}/{config.eos_id} are not fairseq's 1/2")
+    return sides[0], sides[1]
+
+
+def _tokenizer_settings(folder: Path) -> dict[str, Any]:
+    """``tokenizer_config.json`` (``{}`` where there is none)."""
+    file = folder / TOKENIZER_CONFIG
+    if not os.path.lexists(file):
+        return {}
+    settings = read_json_capped(file, CONFIG_LIMIT, HFImportError)
+    if not isinstance(settings, dict):
+        raise HFImportError(file, "is not a JSON object")
+    return settings
 
 
 def _read_vocab(folder: Path) -> dict[str, int]:
