@@ -19,7 +19,7 @@ import torch
 
 from attnviz.core.analysis.ablation import HeadSet
 from attnviz.core.decoding.result import DecodingResult, model_device
-from attnviz.core.decoding.session import DecodingSession
+from attnviz.core.decoding.session import DecodingSession, forced_first_of
 from attnviz.core.model.interventions import checked
 from attnviz.core.model.sites import KINDS, attention_sites
 
@@ -73,7 +73,7 @@ def ablation_effect(result: DecodingResult, row: int, model: Transformer, src_to
 
 
 def _greedy(model: Transformer, src_tok: Tokenizer, tgt_tok: Tokenizer, source: str, plan: list[Change] | tuple) -> DecodingSession:
-    run = DecodingSession(model, src_tok, tgt_tok, source, capture=False, interventions=plan)
+    run = DecodingSession(model, src_tok, tgt_tok, source, capture=False, interventions=plan, forced_first_token=forced_first_of(tgt_tok))
     run.run()
     return run
 

@@ -156,13 +156,14 @@ def translations_with_and_without_pe(model: Transformer, src_tokenizer: Tokenize
     (``NoPositional``): word order all the way to the output. Without PE the encoder's outputs are
     a permutation of each other and cross-attention sums over them in any order, so A and B of the
     same tokens get the same translation."""
-    from attnviz.core.decoding.session import DecodingSession
+    from attnviz.core.decoding.session import DecodingSession, forced_first_of
     from attnviz.core.model.interventions import NoPositional
 
     out = {}
     for label, text in (("A", text_a), ("B", text_b)):
         for pe in (True, False):
-            run = DecodingSession(model, src_tokenizer, tgt_tokenizer, text, capture=False, interventions=() if pe else (NoPositional(),))
+            run = DecodingSession(model, src_tokenizer, tgt_tokenizer, text, capture=False, interventions=() if pe else (NoPositional(),),
+                                  forced_first_token=forced_first_of(tgt_tokenizer))
             run.run()
             out[(label, pe)] = run.translation()
     return out

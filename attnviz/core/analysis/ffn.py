@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 
 from attnviz.core.decoding.result import model_device
-from attnviz.core.decoding.session import DecodingSession
+from attnviz.core.decoding.session import DecodingSession, forced_first_of
 from attnviz.core.model.interventions import InterventionError
 from attnviz.core.model.sites import ffn_sublayer, n_layers
 
@@ -215,7 +215,8 @@ def _prediction(model, tokenizer, src: torch.Tensor, tgt: torch.Tensor, changes:
 def _greedy(model, src_tokenizer, tgt_tokenizer, text: str, changes: tuple) -> str:
     """The greedy translation of ``text`` with ``changes`` applied (no trace recorded)."""
     with torch.inference_mode():
-        run = DecodingSession(model, src_tokenizer, tgt_tokenizer, text, capture=False, interventions=changes)
+        run = DecodingSession(model, src_tokenizer, tgt_tokenizer, text, capture=False, interventions=changes,
+                              forced_first_token=forced_first_of(tgt_tokenizer))
         run.run()
     return run.translation()
 

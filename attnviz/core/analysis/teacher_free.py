@@ -14,7 +14,7 @@ import numpy as np
 
 from attnviz.core.data.tokenizer import Tokenizer
 from attnviz.core.decoding.result import DecodingResult
-from attnviz.core.decoding.session import DecodingSession
+from attnviz.core.decoding.session import DecodingSession, forced_first_of
 from attnviz.core.decoding.strategies import Greedy
 from attnviz.core.decoding.teacher_forcing import TeacherForced
 from attnviz.core.model.config import TransformerConfig
@@ -85,7 +85,7 @@ def teacher_vs_free(model: Transformer, src_tokenizer: Tokenizer, tgt_tokenizer:
     """Greedy decoding of ``forced``'s source with ``model`` (to EOS or the maximum length),
     next to the teacher-forced pass ``forced``."""
     loop = DecodingSession(model, src_tokenizer, tgt_tokenizer, forced.source.text, strategy=Greedy(),
-                           capture=["decoder.layers.*.cross_attn.weights"])
+                           capture=["decoder.layers.*.cross_attn.weights"], forced_first_token=forced_first_of(tgt_tokenizer))
     loop.run()
     teacher = Run(tuple(forced.input_ids), tuple(forced.input_pieces), forced.predicted_ids,
                   tuple(p.predicted_piece for p in forced.steps), _cross(forced, model.config))

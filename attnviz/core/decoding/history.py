@@ -62,12 +62,10 @@ def calls_of_pass(config: TransformerConfig, trace: Trace, logits: torch.Tensor)
     are over its one token): ``ValueError``."""
     self_attn = frozenset(site.path for site in attention_sites(config, "decoder"))
     cuts = {name: _row_cut(name, self_attn) for name in trace}
+    names = tuple(trace)
     logits = logits.float()
     probs = torch.softmax(logits, -1)
-    return [
-        ModelCall(Trace.lazy({name: _RowOfPass(trace, name, cut(i)) for name, cut in cuts.items()}), False, logits[i : i + 1], probs[i : i + 1])
-        for i in range(logits.shape[0])
-    ]
+    return [ModelCall(Trace.lazy(names, _RowOfPass(trace, cuts, i)), False, logits[i : i + 1], probs[i : i + 1]) for i in range(logits.shape[0])]
 
 
 def _row_cut(name: str, self_attn: frozenset[str]) -> Callable[[int], tuple]:
@@ -86,15 +84,15 @@ def _row_cut(name: str, self_attn: frozenset[str]) -> Callable[[int], tuple]:
 
 
 class _RowOfPass:
-    """Computes one step's array of ``name`` from a full pass's trace (``calls_of_pass``)."""
+    """Step ``row``'s array of a name, cut from a full pass's ``trace`` (``calls_of_pass``)."""
 
-    __slots__ = ("trace", "name", "index")
+    __slots__ = ("trace", "cuts", "row")
 
-    def __init__(self, trace: Trace, name: str, index: tuple):
-        self.trace, self.name, self.index = trace, name, index
+    def __init__(self, trace: Trace, cuts: dict[str, Callable[[int], tuple]], row: int):
+        self.trace, self.cuts, self.row = trace, cuts, row
 
-    def __call__(self) -> np.ndarray:
-        return self.trace[self.name][self.index]
+    def __call__(self, name: str) -> np.ndarray:
+        return self.trace[name][self.cuts[name](self.row)]
 
 
 class StepHistory:

@@ -138,6 +138,11 @@ class _State:
     notice: str | None = None
 
 
+def forced_first_of(tgt_tokenizer) -> int | None:
+    """The token a target tokenizer asks decoding to start with (mBART's language code), if any."""
+    return getattr(tgt_tokenizer, "forced_first_token", None)
+
+
 class DecodingSession(DecodingResult):
     """The whole state of decoding one source sentence with one model. Not thread-safe: use it
     from one thread at a time (the app's decoding worker)."""
@@ -199,7 +204,7 @@ class DecodingSession(DecodingResult):
     @classmethod
     def from_bundle(cls, bundle: Bundle, source: str, **kw) -> DecodingSession:
         """A session of ``bundle``'s model, forcing the first token its target tokenizer asks for (mBART's language code)."""
-        kw.setdefault("forced_first_token", getattr(bundle.tgt_tokenizer, "forced_first_token", None))
+        kw.setdefault("forced_first_token", forced_first_of(bundle.tgt_tokenizer))
         return cls(bundle.model, bundle.src_tokenizer, bundle.tgt_tokenizer, source, **kw)
 
     # -- state --------------------------------------------------------------------------------

@@ -233,9 +233,13 @@ class Trace(Mapping[str, np.ndarray]):
                 self._pending[k] = fn
 
     @classmethod
-    def lazy(cls, computes: Mapping[str, Callable[[], np.ndarray]]) -> "Trace":
-        """A trace whose array ``name`` is ``computes[name]()``, computed on its first read."""
-        return cls((), _pending=computes)
+    def lazy(cls, names: Iterable[str], compute: Callable[[str], np.ndarray]) -> "Trace":
+        """A trace of ``names`` whose array ``name`` is ``compute(name)``, computed on its first read
+        (costs one dictionary, however many names)."""
+        trace = cls()
+        trace._arrays = dict.fromkeys(names)
+        trace._pending = _ComputedByName(compute)
+        return trace
 
     def __getitem__(self, name: str) -> np.ndarray:
         try:
@@ -265,6 +269,18 @@ class Trace(Mapping[str, np.ndarray]):
 
     def nbytes(self) -> int:
         return sum(self[k].nbytes for k in self._arrays)
+
+
+class _ComputedByName:
+    """``Trace._pending`` of a lazy trace: ``[name]`` is the call that computes that array."""
+
+    __slots__ = ("compute",)
+
+    def __init__(self, compute: Callable[[str], np.ndarray]):
+        self.compute = compute
+
+    def __getitem__(self, name: str) -> Callable[[], np.ndarray]:
+        return lambda: self.compute(name)
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:

@@ -92,7 +92,7 @@ def pool_into(store: np.ndarray, weights: np.ndarray, pool: tuple[int, int], don
     fq, fk = pool
     nq, nk = weights.shape[2:]
     out = store[:, :, : -(-nq // fq), : -(-nk // fk)]
-    bq, bk = -(-done[0] // fq), -(-done[1] // fk)  # blocks wholly inside the rows and keys done
+    bq, bk = done[0] // fq, done[1] // fk  # blocks wholly inside the rows and keys done
     out[:, :, bq:] = pooled(weights[:, :, bq * fq :], fq, fk)
     if bq and bk < out.shape[3]:
         out[:, :, :bq, bk:] = pooled(weights[:, :, : bq * fq, bk * fk :], fq, fk)
