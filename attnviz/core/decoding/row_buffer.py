@@ -85,16 +85,17 @@ class RowBuffer:
         return row.shape[:-2] == self._buf.shape[:-2] and same_keys and row.dtype == self._buf.dtype
 
     def _renew(self, keep: int, need: int, row: np.ndarray) -> None:
-        """A new buffer of at least ``need`` rows (the old capacity, doubled as often as it takes),
-        the first ``keep`` rows copied over."""
+        """A new buffer for at least ``need`` rows, the first ``keep`` rows copied over: of the old
+        capacity when it holds them (copy on write), else of twice that, or a quarter more than
+        ``need`` when many rows come at once (a prompt read in one go)."""
         old = self._buf
         if old is None or not self._holds(row):
             old, keep = None, 0
-        cap = max(INITIAL_ROWS, self.capacity)
-        while cap < need:
-            cap *= 2
-        if self._limit is not None:
-            cap = max(need, min(cap, self._limit))
+        cap = self.capacity
+        if need > cap:
+            cap = max(INITIAL_ROWS, 2 * cap, need + need // 4)
+            if self._limit is not None:
+                cap = max(need, min(cap, self._limit))
         keys = cap if self._fill is not None else row.shape[-1]
         shape = row.shape[:-2] + (cap, keys)
         if self._fill is None:
