@@ -23,6 +23,8 @@ transformers = pytest.importorskip("transformers", reason="transformers is not i
 
 from tiny_families import SOURCES, build_bart  # noqa: E402  (needs transformers)
 
+pytestmark = pytest.mark.slow  # tiny transformers models built and compared: make test runs them, the fast loop does not
+
 KINDS = {"bart": transformers.BartForConditionalGeneration, "mbart": transformers.MBartForConditionalGeneration}
 
 

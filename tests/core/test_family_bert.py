@@ -29,6 +29,8 @@ transformers = pytest.importorskip("transformers", reason="transformers is not i
 
 from tiny_families import build_bert  # noqa: E402  (needs transformers)
 
+pytestmark = pytest.mark.slow  # tiny transformers models built and compared: make test runs them, the fast loop does not
+
 TEXTS = ["The cats [MASK] on the mat!", "a dog runs in the park", "Sat, ran: the DOGS' mat.", "猫 sitting"]
 
 

@@ -35,6 +35,8 @@ transformers = pytest.importorskip("transformers", reason="transformers is not i
 
 from tiny_families import SOURCES, build_gpt2  # noqa: E402  (needs transformers)
 
+pytestmark = pytest.mark.slow  # tiny transformers models built and compared: make test runs them, the fast loop does not
+
 
 @pytest.fixture(scope="module")
 def family(tmp_path_factory):

@@ -27,6 +27,8 @@ from attnviz.core.decoding.session import DecodingSession
 from attnviz.core.decoding.strategies import BeamSearch, Greedy
 from attnviz.core.model.hf_import import read_hf_folder
 
+pytestmark = pytest.mark.slow  # tiny transformers models built and compared: make test runs them, the fast loop does not
+
 transformers = pytest.importorskip("transformers", reason="transformers is not installed (pip install 'attnviz[hf]')")
 
 LINES = ["the cat sat on the mat", "a dog runs in the park", "i like green tea", "we read books at night", "猫 坐 在 垫子 上", "我 喜欢 绿茶"]

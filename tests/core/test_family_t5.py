@@ -27,6 +27,8 @@ transformers = pytest.importorskip("transformers", reason="transformers is not i
 
 from tiny_families import SOURCES, build_t5  # noqa: E402  (needs transformers)
 
+pytestmark = pytest.mark.slow  # tiny transformers models built and compared: make test runs them, the fast loop does not
+
 KINDS = {
     "t5-v1.0": (dict(), transformers.T5ForConditionalGeneration),
     "t5-v1.1": (dict(v1_1=True, seed=1), transformers.T5ForConditionalGeneration),  # seed 1: its outputs end at different lengths
