@@ -20,8 +20,8 @@ from functools import cache
 from pathlib import Path
 
 from attnviz.core.data.pieces import SP_WORD_START
-from attnviz.core.data.source_map import unknown_parts
 from attnviz.core.data.tokenizer import TokenizerError, unreadable_text
+from attnviz.core.data.vocab_lookup import VocabLookup
 
 FORMAT = "attnviz-bpe-tokenizer"
 FORMAT_VERSION = 1
@@ -63,7 +63,7 @@ def _ranges(codes: list[int]) -> str:
     return "".join(parts)
 
 
-class BPETokenizer:
+class BPETokenizer(VocabLookup):
     """Text <-> ids <-> pieces for one side of a model with a byte-level BPE vocabulary.
 
     ``prefix`` ids start every encoded sentence (BART's ``<s>``); ``append_eos`` ends it with EOS (a source side)."""
@@ -141,26 +141,6 @@ class BPETokenizer:
         chars = "".join(self._by_id[int(i)] for i in ids if int(i) not in dropped and 0 <= int(i) < self.vocab_size)
         back = {c: b for b, c in byte_characters().items()}
         return bytes(back[c] for c in chars if c in back).decode("utf-8", errors="replace")
-
-    def piece(self, token_id: int) -> str:
-        token_id = int(token_id)
-        if token_id in self.special_labels:
-            return self.special_labels[token_id]
-        if not 0 <= token_id < self.vocab_size:
-            raise TokenizerError(f"token id {token_id} is outside the vocabulary (size {self.vocab_size})")
-        return self._by_id[token_id]
-
-    def pieces(self, ids: Sequence[int]) -> list[str]:
-        return [self.piece(i) for i in ids]
-
-    def piece_to_id(self, piece: str) -> int:
-        for token_id, label in self.special_labels.items():
-            if piece == label:
-                return token_id
-        return self.vocab.get(piece, self.unk_id)
-
-    def unknown_characters(self, text: str) -> list[str]:
-        return unknown_parts(self, text)
 
     def split(self, text: str) -> list[str]:
         """The BPE pieces of ``text`` (``TokenizerError`` for text that is not valid Unicode)."""

@@ -21,8 +21,8 @@ from attnviz.core.data.bpe_tokenizer import FORMAT as BPE_FORMAT
 from attnviz.core.data.bpe_tokenizer import BPETokenizer
 from attnviz.core.data.fairseq_tokenizer import FORMAT as FAIRSEQ_FORMAT
 from attnviz.core.data.fairseq_tokenizer import FairseqTokenizer
-from attnviz.core.data.source_map import unknown_parts
 from attnviz.core.data.tokenizer import Tokenizer, TokenizerError, load_sentencepiece, unreadable_text
+from attnviz.core.data.vocab_lookup import VocabLookup
 from attnviz.core.data.wordpiece_tokenizer import FORMAT as WORDPIECE_FORMAT
 from attnviz.core.data.wordpiece_tokenizer import WordPieceTokenizer
 
@@ -31,7 +31,7 @@ FORMAT_VERSION = 1
 _LANGUAGE_CODE = (">>", "<<")  # a leading ">>xx<<" picks a target language in multilingual Marian models
 
 
-class VocabTokenizer:
+class VocabTokenizer(VocabLookup):
     """Text <-> ids <-> pieces for one side of a model with a piece -> id vocabulary."""
 
     def __init__(
@@ -110,29 +110,6 @@ class VocabTokenizer:
         dropped = (self.pad_id, self.bos_id, self.eos_id)
         pieces = [self._by_id[int(i)] for i in ids if int(i) not in dropped and 0 <= int(i) < self.vocab_size]
         return self.sp.decode_pieces(pieces)
-
-    def piece(self, token_id: int) -> str:
-        """A token's label as the UI shows it: SOS/EOS/PAD/UNK by name, otherwise its piece."""
-        token_id = int(token_id)
-        if token_id in self.special_labels:
-            return self.special_labels[token_id]
-        if not 0 <= token_id < self.vocab_size:
-            raise TokenizerError(f"token id {token_id} is outside the vocabulary (size {self.vocab_size})")
-        return self._by_id[token_id]
-
-    def pieces(self, ids: Sequence[int]) -> list[str]:
-        return [self.piece(i) for i in ids]
-
-    def piece_to_id(self, piece: str) -> int:
-        """Id of a piece (or of SOS/EOS/PAD/UNK by name); UNK for an unknown piece."""
-        for token_id, label in self.special_labels.items():
-            if piece == label:
-                return token_id
-        return self.vocab.get(piece, self.unk_id)
-
-    def unknown_characters(self, text: str) -> list[str]:
-        """The parts of ``text`` read as UNK, to tell the user (see ``unknown_parts``)."""
-        return unknown_parts(self, text)
 
     def _split(self, text: str) -> list[str]:
         """Sentencepiece pieces of ``text``; a leading language code ``>>xx<<`` stays one piece."""

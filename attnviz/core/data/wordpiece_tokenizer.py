@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from attnviz.core.data.pieces import SP_WORD_START
-from attnviz.core.data.source_map import unknown_parts
 from attnviz.core.data.tokenizer import TokenizerError, unreadable_text
+from attnviz.core.data.vocab_lookup import VocabLookup
 
 FORMAT = "attnviz-wordpiece-tokenizer"
 FORMAT_VERSION = 1
@@ -76,7 +76,7 @@ def basic_words(text: str, lowercase: bool = True) -> list[str]:
     return words
 
 
-class WordPieceTokenizer:
+class WordPieceTokenizer(VocabLookup):
     """Text <-> ids <-> pieces for a model with a WordPiece vocabulary: ``[CLS]`` (``bos_id``) starts
     and ``[SEP]`` (``eos_id``) ends every sentence."""
 
@@ -141,26 +141,6 @@ class WordPieceTokenizer:
         dropped = {self.pad_id, self.bos_id, self.eos_id}
         words = [self._by_id[int(i)] for i in ids if int(i) not in dropped and 0 <= int(i) < self.vocab_size]
         return " ".join(words).replace(" " + CONTINUATION, "")
-
-    def piece(self, token_id: int) -> str:
-        token_id = int(token_id)
-        if token_id in self.special_labels:
-            return self.special_labels[token_id]
-        if not 0 <= token_id < self.vocab_size:
-            raise TokenizerError(f"token id {token_id} is outside the vocabulary (size {self.vocab_size})")
-        return self._by_id[token_id]
-
-    def pieces(self, ids: Sequence[int]) -> list[str]:
-        return [self.piece(i) for i in ids]
-
-    def piece_to_id(self, piece: str) -> int:
-        for token_id, label in self.special_labels.items():
-            if piece == label:
-                return token_id
-        return self.vocab.get(piece, self.unk_id)
-
-    def unknown_characters(self, text: str) -> list[str]:
-        return unknown_parts(self, text)
 
     def split(self, text: str) -> list[str]:
         """The WordPiece pieces of ``text`` ("[UNK]" for a word it cannot spell); special tokens typed whole stay whole."""
