@@ -199,6 +199,7 @@ class DecodingSession(DecodingResult):
         self._strategy: Strategy = strategy if strategy is not None else Greedy()
         self._history = StepHistory(self.config)
         self._prompt_pass: tuple[list[ModelCall], DecoderCache] | None = None  # made once, kept by reset()
+        self._pieces_of: tuple[tuple[int, ...], tuple[str, ...]] = ((), ())  # tgt_pieces' last ids and their pieces
         self.reset()
 
     @classmethod
@@ -227,7 +228,15 @@ class DecodingSession(DecodingResult):
 
     @property
     def tgt_pieces(self) -> tuple[str, ...]:
-        return tuple(self.tgt_tokenizer.pieces(self.tgt_ids))
+        """The current hypothesis's pieces; the last ones asked for are kept, and a longer
+        hypothesis that starts with them looks up only its new tokens (a step reads them several times)."""
+        ids = self.tgt_ids
+        known_ids, known = self._pieces_of
+        if ids != known_ids:
+            common = len(known_ids) if ids[: len(known_ids)] == known_ids else 0
+            known = known[:common] + tuple(self.tgt_tokenizer.pieces(ids[common:]))
+            self._pieces_of = (ids, known)
+        return known
 
     @property
     def input_ids(self) -> tuple[int, ...]:

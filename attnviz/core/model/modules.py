@@ -13,6 +13,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from attnviz.core.model.config import TransformerConfig
+from attnviz.core.model.kv_cache import CachedKV
 from attnviz.core.model.trace import Recorder, taps
 
 NEG_INF = float("-inf")
@@ -121,17 +122,24 @@ class MultiHeadAttention(Traced):
         kv: torch.Tensor | None,  # [B, Lk, d]; None when ``static_kv`` is given
         mask: torch.Tensor | None,  # additive, broadcastable to [B, 1, Lq, Lk]
         rec: Recorder | None = None,
-        past_kv: tuple[torch.Tensor, torch.Tensor] | None = None,  # self-attention cache [B, h, t, dk] x2
+        past_kv: CachedKV | None = None,  # self-attention cache: K, V of the earlier positions [B, h, t, dk] x2
         static_kv: tuple[torch.Tensor, torch.Tensor] | None = None,  # cross-attention K, V computed once
         cross: bool = False,
         position_bias: torch.Tensor | None = None,  # B, added to the scaled scores  [1, h, Lq, Lk]
-    ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
-        """Every field of ``trace.ATTENTION_FIELDS`` passes a tap, in its order; -> (output, (K, V))."""
+    ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor] | CachedKV]:
+        """Every field of ``trace.ATTENTION_FIELDS`` passes a tap, in its order; -> (output, (K, V)),
+        K, V as a ``CachedKV`` after this call's positions when ``past_kv`` is given."""
         tap = taps(rec, self.trace_name)
         b, lq, _ = x.shape
         x, kv = self._tap_inputs(tap, x, kv, cross)
-        q, k, v = self._queries_keys_values(x, kv, past_kv, static_kv)  # [B, h, Lq, dk], [B, h, Lk, dk] x2
-        q, k, v = tap("q", q), tap("k", k), tap("v", v)
+        q, k, v = self._queries_keys_values(x, kv, static_kv)  # [B, h, Lq, dk], [B, h, Lk, dk] x2
+        if past_kv is not None:
+            past_kv = past_kv.extended(k, v)
+            k, v = past_kv.k, past_kv.v  # [B, h, t+Lq, dk]
+        q, tapped_k, tapped_v = tap("q", q), tap("k", k), tap("v", v)
+        if past_kv is not None and (tapped_k is not k or tapped_v is not v):  # an intervention replaced K or V: cache what was used
+            past_kv = CachedKV.empty().extended(tapped_k, tapped_v)
+        k, v = tapped_k, tapped_v
         scores = tap("scores", q @ k.transpose(-2, -1))  # [B, h, Lq, Lk]
         scaled = tap("scaled_scores", scores * self.scale)  # [B, h, Lq, Lk]
         if position_bias is not None:
@@ -143,7 +151,7 @@ class MultiHeadAttention(Traced):
         z = tap("z", (self.dropout(weights) if self.training else weights) @ v)  # [B, h, Lq, dk]
         concat = tap("concat", z.transpose(1, 2).reshape(b, lq, self.n_heads * self.d_k))  # [B, Lq, h*dk] (d unless d_k is set apart)
         out = tap("output", F.linear(concat, self.w_o.weight, self.w_o.bias))  # [B, Lq, d]
-        return out, (k, v)
+        return out, ((k, v) if past_kv is None else past_kv)
 
     @staticmethod
     def _tap_inputs(tap, x: torch.Tensor, kv: torch.Tensor | None, cross: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -153,7 +161,7 @@ class MultiHeadAttention(Traced):
             return tapped, tap("memory", kv)
         return tapped, tapped if kv is x else kv
 
-    def _queries_keys_values(self, x, kv, past_kv, static_kv) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def _queries_keys_values(self, x, kv, static_kv) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         if static_kv is not None:
             return (self.project(x, self.w_q), *static_kv)  # [B, h, Lq, dk]; K, V [B, h, Lk, dk]
         assert kv is not None
@@ -163,9 +171,6 @@ class MultiHeadAttention(Traced):
             q = self.project(x, self.w_q)  # [B, h, Lq, dk]
             k = self.project(kv, self.w_k)  # [B, h, Lk, dk]
             v = self.project(kv, self.w_v)
-        if past_kv is not None:
-            k = torch.cat([past_kv[0], k], dim=2)  # [B, h, t+Lq, dk]
-            v = torch.cat([past_kv[1], v], dim=2)
         return q, k, v
 
 

@@ -16,6 +16,7 @@ from torch import nn
 
 from attnviz.core.model.config import TransformerConfig
 from attnviz.core.model.interventions import NoPositional, checked
+from attnviz.core.model.kv_cache import CachedKV
 from attnviz.core.model.modules import (
     InputEmbedding,
     Masks,
@@ -30,7 +31,7 @@ from attnviz.core.model.modules import (
 )
 from attnviz.core.model.trace import Change, Recorder, Trace
 
-KV = tuple[torch.Tensor, torch.Tensor]
+KV = tuple[torch.Tensor, torch.Tensor]  # K, V [B, h, L, dk] x2
 
 
 def _norm(config: TransformerConfig) -> nn.Module:
@@ -134,11 +135,11 @@ class DecoderLayer(Traced):
         cross_mask: torch.Tensor,  # [B, 1, 1, Ls]
         valid: torch.Tensor,  # [B, Lt]
         rec: Recorder | None = None,
-        past_kv: KV | None = None,
+        past_kv: CachedKV | None = None,
         cross_kv: KV | None = None,
         position_bias: torch.Tensor | None = None,  # B of the self-attention  [1, h, Lt, t+Lt]
-    ) -> tuple[torch.Tensor, KV]:
-        def attend(h: torch.Tensor) -> tuple[torch.Tensor, KV]:
+    ) -> tuple[torch.Tensor, KV | CachedKV]:
+        def attend(h: torch.Tensor) -> tuple[torch.Tensor, KV | CachedKV]:
             return self.self_attn(h, h, self_mask, rec, past_kv=past_kv, position_bias=position_bias)
 
         def attend_memory(h: torch.Tensor) -> tuple[torch.Tensor, KV]:
@@ -171,7 +172,7 @@ class DecoderCache:
 
     encoded: Encoded
     cross_kv: tuple[KV, ...]  # per layer: K, V of the memory  [B, h, Ls, dk] x2
-    self_kv: tuple[KV, ...]  # per layer: K, V of the target positions so far  [B, h, t, dk] x2
+    self_kv: tuple[CachedKV, ...]  # per layer: K, V of the target positions so far  [B, h, t, dk] x2
     length: int  # t: target positions already processed
 
     def select(self, index: torch.Tensor) -> "DecoderCache":
@@ -180,7 +181,7 @@ class DecoderCache:
         return DecoderCache(
             enc,
             tuple((k[index], v[index]) for k, v in self.cross_kv),
-            tuple((k[index], v[index]) for k, v in self.self_kv),
+            tuple(kv.select(index) for kv in self.self_kv),
             self.length,
         )
 
@@ -228,15 +229,16 @@ class Decoder(Traced):
         valid: torch.Tensor,  # [B, Lt]
         rec: Recorder | None = None,
         cache: DecoderCache | None = None,  # earlier positions' K, V and the memory's (a cached step)
-    ) -> tuple[torch.Tensor, tuple[KV, ...]]:
-        """-> (the last hidden states ``[B, Lt, d]``, each layer's self-attention K, V so far)."""
+    ) -> tuple[torch.Tensor, tuple[KV | CachedKV, ...]]:
+        """-> (the last hidden states ``[B, Lt, d]``, each layer's self-attention K, V so far: a
+        ``CachedKV`` when ``cache`` is given)."""
         offset = 0 if cache is None else cache.length
         x = self.embed(tgt, offset, rec)  # [B, Lt, d]
         n = tgt.shape[1]
         bias = None if self.position_bias is None else self.position_bias(n, offset + n, offset)  # [1, h, Lt, t+Lt]
         self_kv = []
         for i, layer in enumerate(self.layers):
-            past = cache.self_kv[i] if offset else None
+            past = None if cache is None else cache.self_kv[i] if offset else CachedKV.empty()
             cross = cache.cross_kv[i] if cache is not None and cache.cross_kv else None  # a decoder-only model has none
             x, kv = layer(x, encoded.memory, self_mask, encoded.mask, valid, rec, past_kv=past, cross_kv=cross, position_bias=bias)
             self_kv.append(kv)
