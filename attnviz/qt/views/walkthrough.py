@@ -172,6 +172,7 @@ class QtWalkthroughView(FigureViewBase):
         super().__init__(parent, theme=theme)
         self._walk: Any = None
         self._layers: dict[str, int] = {}
+        self._fitted: tuple | None = None  # what the canvas was last sized to (see _refresh)
         self.windows = AxisWindows()
         self._build_controls()
         self._build_scroll_area()
@@ -353,9 +354,11 @@ class QtWalkthroughView(FigureViewBase):
         self._set_title()
         self._set_content_visible(w is not None)
         if w is None:
+            self._fitted = None
             self._fit_canvas()
             return
         self._show_bias(w.position_bias is not None)
+        shape = [w.position_bias is not None]  # what the layout depends on: each table's window, labels and titles
         for table in self.tables.values():
             spec = table.spec
             if getattr(w, spec.name) is None:
@@ -369,12 +372,16 @@ class QtWalkthroughView(FigureViewBase):
             if spec.highlight and spec.rows == "query" and rows.start <= w.query < rows.stop:
                 highlight = w.query - rows.start
             titles = (AxisWindows.title(spec.rows, full.shape[0], rows), AxisWindows.title(spec.cols, full.shape[1], cols))
+            labels = (self._labels(spec.rows, full.shape[0])[rows], self._labels(spec.cols, full.shape[1])[cols])
             table.show_window(full, rows, cols, self._labels(spec.rows, full.shape[0]), self._labels(spec.cols, full.shape[1]),
                               highlight, self._levels(spec, full), titles)
+            shape.append((rows.stop - rows.start, cols.stop - cols.start, titles, tuple(map(tuple, labels))))
             title = self._stage_title(spec)
             if w.kind == "cross" and spec.name in CROSS_TITLES and spec.title != "V<sub>i</sub>":  # not section 3's plain V_i
                 title = CROSS_TITLES[spec.name]
-            table.set_title(title_text(title) + ("  ⋯" if table.elided() else ""), self.theme.foreground)
+            text = title_text(title) + ("  ⋯" if table.elided() else "")
+            table.set_title(text, self.theme.foreground)
+            shape.append(text)
         section_1 = title_text(CROSS_SECTION_1 if w.kind == "cross" else SECTIONS[0][0])
         section_2 = SECTION_2.format(scores=translate("walkthrough_tables", SCORES_AND_WEIGHTS),
                                      softmax=softmax_input(w.scaled, w.position_bias is not None))
@@ -383,7 +390,10 @@ class QtWalkthroughView(FigureViewBase):
                 label.setText(text, color=self.theme.muted)
         self._place_head_marks()
         self._update_scroll_labels()
-        self._fit_canvas()
+        shape.append((section_1, section_2))
+        if tuple(shape) != self._fitted:  # a step that changes no table's shape or text keeps the layout as it is
+            self._fitted = tuple(shape)
+            self._fit_canvas()
 
     def _show_bias(self, shown: bool) -> None:
         """The B table and its "+" take room only for a model with a position bias."""
