@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QT_TRANSLATE_NOOP
 
-from attnviz.core.analysis.figure_data import KIND_FORMULAS, KIND_TITLES
+from attnviz.core.analysis.figure_data import KIND_TITLES, ScoreForm, attention_formula
 from attnviz.core.data.pieces import WORD_START
 from attnviz.qt.i18n import translate
 
@@ -27,8 +27,8 @@ MARKED_KIND_TITLES = (
     QT_TRANSLATE_NOOP("core_text", "Decoder masked self-attention"),
     QT_TRANSLATE_NOOP("core_text", "Cross-attention"),
 )
-#: The core's formulas of the kinds that hold words (KIND_FORMULAS' values), for lupdate.
-MARKED_KIND_FORMULAS = (QT_TRANSLATE_NOOP("core_text", "A = softmax(QKᵀ/√d_k),  Q from C_decoder,  K, V from C_encoder"),)
+#: The words of cross-attention's formula (the core's CROSS_SOURCES), for lupdate.
+MARKED_CROSS_SOURCES = QT_TRANSLATE_NOOP("core_text", "Q from C_decoder,  K, V from C_encoder")
 #: A kind (or a stack) in one word, as in a head's label (``cross:2:3``).
 _KIND_NAMES = {
     "encoder": QT_TRANSLATE_NOOP("core_text", "encoder"),
@@ -48,9 +48,10 @@ def kind_title(kind: str) -> str:
     return translate("core_text", KIND_TITLES[kind])
 
 
-def kind_formula(kind: str) -> str:
-    """``A = softmax(QKᵀ/√d_k + M)``: the formula a kind's weights come from."""
-    return translate("core_text", KIND_FORMULAS[kind])
+def kind_formula(kind: str, form: ScoreForm = ScoreForm()) -> str:
+    """``A = softmax(QKᵀ/√d_k + M)``: the formula a kind's weights come from in a model whose
+    scores take ``form`` (the core's ``attention_formula``, its words translated)."""
+    return attention_formula(kind, form, lambda text: translate("core_text", text))
 
 
 def kind_name(kind: str) -> str:

@@ -23,7 +23,7 @@ import numpy as np
 from PySide6 import QtCore
 
 from attnviz.core.analysis.ablation import HeadSet
-from attnviz.core.analysis.figure_data import AttentionData, MaskData
+from attnviz.core.analysis.figure_data import AttentionData, MaskData, ScoreForm
 from attnviz.core.analysis.rollout import decoder_rollout, rollout
 from attnviz.core.bundle import Bundle, load_bundle
 from attnviz.core.decoding.masked import MaskedPrediction, masked_prediction_from_bundle
@@ -540,13 +540,14 @@ class Session(QtCore.QObject):
         src, tgt = self.src_pieces(), self.input_pieces()
         rows, cols = (src if kind == "encoder" else tgt), (tgt if kind == "decoder" else src)
         highlight = None if kind == "encoder" else self.current_row()
+        form = ScoreForm.of(cur.config, kind)
         if weights.shape[2] == 0:
-            return AttentionData(kind, weights, rows, cols, highlight=None)
+            return AttentionData(kind, weights, rows, cols, highlight=None, form=form)
         if kind == "cross":  # this frame's rows (the session steps on) through the encoder's rollout, computed once per sentence
             lazy = partial(_rollout, _cross_rollout, self.attention_data("decoder"), weights, self._build_attention_data("encoder"))
         else:
             lazy = partial(_rollout, rollout, weights)
-        return AttentionData(kind, weights, rows, cols, highlight=highlight, rollout=lazy)
+        return AttentionData(kind, weights, rows, cols, highlight=highlight, rollout=lazy, form=form)
 
     def _build_mask_data(self) -> MaskData | None:
         cur = self.current

@@ -891,9 +891,9 @@
         <translation>交叉注意力</translation>
     </message>
     <message>
-        <source>A = softmax(QKᵀ/√d_k),  Q from C_decoder,  K, V from C_encoder</source>
-        <extracomment>The core's formulas of the kinds that hold words (KIND_FORMULAS' values), for lupdate.</extracomment>
-        <translation>A = softmax(QKᵀ/√d_k),  Q 来自 C_decoder,  K、V 来自 C_encoder</translation>
+        <source>Q from C_decoder,  K, V from C_encoder</source>
+        <extracomment>The words of cross-attention's formula (the core's CROSS_SOURCES), for lupdate.</extracomment>
+        <translation>Q 来自 C_decoder,  K、V 来自 C_encoder</translation>
     </message>
     <message>
         <source>encoder</source>
@@ -1271,8 +1271,8 @@
         <translation>全部</translation>
     </message>
     <message>
-        <source>ReLU sparsity: share of exact zeros in max(0, xW₁ + b₁)</source>
-        <translation>ReLU 稀疏度：max(0, xW₁ + b₁) 中恰为零的比例</translation>
+        <source>ReLU sparsity: share of exact zeros in {gate}</source>
+        <translation>ReLU 稀疏度：{gate} 中恰为零的比例</translation>
     </message>
     <message>
         <source>share of units ≤ 0 after {activation} (it has no exact zeros)</source>
@@ -1305,6 +1305,10 @@
     <message>
         <source>activation</source>
         <translation>激活值</translation>
+    </message>
+    <message>
+        <source>gate</source>
+        <translation>门控</translation>
     </message>
     <message>
         <source>token</source>
@@ -1343,16 +1347,28 @@
         <translation>FFN(x) = max(0, xW₁ + b₁)W₂ + b₂，分别作用于每个词元</translation>
     </message>
     <message>
-        <source> · one W₁, b₁, W₂, b₂ for every position: FFN(x_i) alone = output row i (max |Δ| = {error:.1e})</source>
-        <translation> · 所有位置共用同一组 W₁、b₁、W₂、b₂：单独计算的 FFN(x_i) = 输出第 i 行（max |Δ| = {error:.1e}）</translation>
+        <source>hidden units {hidden}</source>
+        <translation>隐藏单元 {hidden}</translation>
+    </message>
+    <message>
+        <source>gate {gate}</source>
+        <translation>门控 {gate}</translation>
+    </message>
+    <message>
+        <source> · the same weights at every position: FFN(x_i) alone = output row i (max |Δ| = {error:.1e})</source>
+        <translation> · 所有位置共用同一组权重：单独计算的 FFN(x_i) = 输出第 i 行（max |Δ| = {error:.1e}）</translation>
+    </message>
+    <message>
+        <source>{formula}, per token{alone} · {off}: {share:.1%} in this layer</source>
+        <translation>{formula}，逐词元计算{alone} · {off}：本层为 {share:.1%}</translation>
+    </message>
+    <message>
+        <source>unit {unit} at every position: {hidden}, one {weights}{dashed}</source>
+        <translation>单元 {unit} 在每个位置：{hidden}，同一组 {weights}{dashed}</translation>
     </message>
     <message>
         <source>FFN · {layer} · {name} · {tokens} tokens × {units} units</source>
         <translation>FFN · {layer} · {name} · {tokens} 个词元 × {units} 个单元</translation>
-    </message>
-    <message>
-        <source>FFN(x) = {name}W₂ + b₂, per token{alone} · {off}: {share:.1%} in this layer</source>
-        <translation>FFN(x) = {name}W₂ + b₂，逐词元计算{alone} · {off}：本层为 {share:.1%}</translation>
     </message>
     <message>
         <source>without this FFN: next token at decoder row {row} (“{fed}” fed) “{piece}” {prob:.2f} (with it “{intact}” {intact_prob:.2f}); greedy “{translation}” → “{without}”; without every FFN: “{without_all}”</source>
@@ -1369,10 +1385,6 @@
     <message>
         <source>share of units ≤ 0</source>
         <translation>≤ 0 的单元比例</translation>
-    </message>
-    <message>
-        <source>unit {unit} at every position: {hidden}, one w₁, b₁{dashed}</source>
-        <translation>单元 {unit} 在每个位置：{hidden}，同一组 w₁、b₁{dashed}</translation>
     </message>
     <message>
         <source>decoder row {row}: P(“{piece}”) with each FFN removed (line: {prob:.2f} with all)</source>
@@ -3387,6 +3399,10 @@ The bundle stays until the new run's first checkpoint is saved.</source>
         <translation>2i+1，i = {i}</translation>
     </message>
     <message>
+        <source>column {column}</source>
+        <translation>第 {column} 列</translation>
+    </message>
+    <message>
         <source>PE(pos, 2i) = sin(pos/10000^(2i/d_model)),  PE(pos, 2i+1) = cos(pos/10000^(2i/d_model)):  i numbers the sin/cos pairs</source>
         <translation>PE(pos, 2i) = sin(pos/10000^(2i/d_model))，PE(pos, 2i+1) = cos(pos/10000^(2i/d_model))：i 是 sin/cos 对的编号</translation>
     </message>
@@ -3507,6 +3523,10 @@ The bundle stays until the new run's first checkpoint is saved.</source>
         <translation>源句词元：嵌入 + PE = 第一层读入的内容</translation>
     </message>
     <message>
+        <source>‖PE‖ differs from row to row of the learned table; on average ‖PE‖ / ‖embedding‖ = {ratio:.2f}</source>
+        <translation>可学习的位置表每行的 ‖PE‖ 各不相同；平均 ‖PE‖ / ‖嵌入‖ = {ratio:.2f}</translation>
+    </message>
+    <message>
         <source>‖PE‖ = √(d_model/2) = {norm:.2f} at every position; on average ‖PE‖ / ‖embedding‖ = {ratio:.2f}</source>
         <translation>每个位置的 ‖PE‖ = √(d_model/2) = {norm:.2f}；平均 ‖PE‖ / ‖嵌入‖ = {ratio:.2f}</translation>
     </message>
@@ -3537,6 +3557,10 @@ The bundle stays until the new run's first checkpoint is saved.</source>
     <message>
         <source>emb.</source>
         <translation>嵌入</translation>
+    </message>
+    <message>
+        <source>position {position}, column {column}: row {pos} of the learned table = {value:.4f}</source>
+        <translation>位置 {position}，第 {column} 列：可学习位置表第 {pos} 行 = {value:.4f}</translation>
     </message>
     <message>
         <source>position {position}, column {column} = {role}:  PE(pos {pos}, {column}) = {formula} = {value:.4f}   (pos = position − 1)</source>

@@ -12,16 +12,38 @@ from inside_fixtures import bundle
 from story_helpers import APPLES
 
 
+@pytest.fixture(scope="session")
+def tiny_family(tmp_path_factory):
+    """``tiny_family(name)``: the bundle of a tiny random Hugging Face model, ``bart``, ``t5`` (v1.0),
+    ``t5-v1.1`` or ``gpt2`` (``tests/tiny_families.py``), built once per session; the test is
+    skipped without transformers."""
+    pytest.importorskip("transformers", reason="transformers is not installed (pip install 'attnviz[hf]')")
+    from tiny_families import build_bart, build_gpt2, build_t5
+
+    from attnviz.core.bundle import load_bundle
+
+    builders = {"bart": build_bart, "t5": build_t5, "t5-v1.1": lambda folder: build_t5(folder, v1_1=True, seed=1), "gpt2": build_gpt2}
+    built = {}
+
+    def get(name: str):
+        if name not in built:
+            built[name] = load_bundle(builders[name](tmp_path_factory.mktemp(name) / f"tiny-{name}"))
+        return built[name]
+
+    return get
+
+
 @pytest.fixture
 def loaded(qtbot):
-    """``loaded(name, target="")``: the registry's view ``name`` fed from a session on the tiny model."""
+    """``loaded(name, target="", model=None, source=APPLES)``: the registry's view ``name`` fed from
+    a session on ``model`` (a bundle; None: the tiny model) with ``source`` decoded."""
     sessions = []
 
-    def make(name: str, target: str = ""):
+    def make(name: str, target: str = "", model=None, source: str = APPLES):
         session = Session()
         sessions.append(session)
-        session.set_bundle(bundle())
-        session.set_inputs(APPLES, target)
+        session.set_bundle(bundle() if model is None else model)
+        session.set_inputs(source, target)
         if session.decoding is not None:
             session.decoding.run()
         spec = view_spec(name)

@@ -13,10 +13,11 @@ from PySide6 import QtWidgets
 
 from attnviz.core.analysis.ablation import HeadSet
 from attnviz.core.analysis.attention_vs_attribution import ATTENTION_MEASURES, ATTRIBUTION_MEASURES, Importance, finding
-from attnviz.core.analysis.figure_data import KIND_FORMULAS, KIND_TITLES, AttentionFrame
+from attnviz.core.analysis.figure_data import KIND_TITLES, AttentionFrame, ScoreForm, attention_formula
 from attnviz.core.analysis.head_importance import head_label
 from attnviz.core.data.pieces import WORD_START_LEGEND
 from attnviz.core.decoding.strategies import BeamSearch, Greedy, Sampling
+from attnviz.core.model.config import TransformerConfig
 from attnviz.core.model.interventions import ABLATION_KINDS
 from attnviz.qt.core_text import ablation_name, head_text, heads_text, kind_formula, kind_name, kind_title, strategy_text, word_start_legend
 from attnviz.qt.i18n import install
@@ -61,7 +62,7 @@ def test_in_english_the_words_are_the_cores(qapp):
     for s in STRATEGIES:
         assert strategy_text(s) == s.describe()
     assert word_start_legend() == WORD_START_LEGEND
-    assert all(kind_title(k) == t for k, t in KIND_TITLES.items()) and all(kind_formula(k) == f for k, f in KIND_FORMULAS.items())
+    assert all(kind_title(k) == t for k, t in KIND_TITLES.items()) and all(kind_formula(k) == attention_formula(k) for k in KIND_TITLES)
     assert head_text("cross", 2, 1) == head_label("cross", 2, 1) == "cross:3:2"
     heads = HeadSet.parse("cross:3:2,encoder:1:1,decoder:2:4", "mean")
     assert heads_text(heads).replace(", ", ",") == heads.text()
@@ -74,7 +75,7 @@ def test_in_chinese_the_cores_names_are_translated(chinese):
     for kind in KIND_TITLES:
         assert not WORD.search(kind_title(kind)) and not WORD.search(kind_name(kind))
     assert kind_formula("cross").startswith("A = softmax(QKᵀ/√d_k)") and "来自" in kind_formula("cross")
-    assert kind_formula("decoder") == KIND_FORMULAS["decoder"]  # a formula without words stays
+    assert kind_formula("decoder") == attention_formula("decoder")  # a formula without words stays
     assert head_text("encoder", 0, 1) == "编码器:1:2"
     assert all(not WORD.search(ablation_name(k)) for k in ABLATION_KINDS)
     for s in STRATEGIES:
@@ -82,6 +83,43 @@ def test_in_chinese_the_cores_names_are_translated(chinese):
     assert word_start_legend() == "␣ = 词首"
     r = sample_importance()
     assert english_words(finding_text(r)) == set() and f"{r.mean_rho(ATTENTION_MEASURES, ATTRIBUTION_MEASURES):+.2f}" in finding_text(r)
+
+
+# the softmax each kind's weights come from, by model: the paper's (and BART's: learned positions
+# change nothing in the scores), T5's (B in its self-attentions only, no ÷√d_k anywhere)
+SOFTMAXES = {
+    "default": {"encoder": "softmax(QKᵀ/√d_k)", "decoder": "softmax(QKᵀ/√d_k + M)", "cross": "softmax(QKᵀ/√d_k)"},
+    "t5": {"encoder": "softmax(QKᵀ + B)", "decoder": "softmax(QKᵀ + B + M)", "cross": "softmax(QKᵀ)"},
+}
+SOFTMAXES["bart"] = SOFTMAXES["default"]
+CONFIGS = {"default": {}, "t5": {"positional": "relative", "scale_scores": False}, "bart": {"positional": "learned"}}
+
+
+@pytest.mark.parametrize("model", sorted(CONFIGS))
+def test_the_formula_is_the_models(model):
+    config = TransformerConfig(**CONFIGS[model])
+    for kind, softmax in SOFTMAXES[model].items():
+        form = ScoreForm.of(config, kind)
+        words = ",  Q from C_decoder,  K, V from C_encoder" if kind == "cross" else ""
+        assert attention_formula(kind, form) == f"A = {softmax}{words}"
+        assert kind_formula(kind, form) == attention_formula(kind, form)  # in English, the core's own text
+    relative_scaled = TransformerConfig(positional="relative")
+    assert attention_formula("decoder", ScoreForm.of(relative_scaled, "decoder")) == "A = softmax(QKᵀ/√d_k + B + M)"
+    assert attention_formula("cross", ScoreForm.of(TransformerConfig(scale_scores=False), "cross"), str.upper).endswith("K, V FROM C_ENCODER")
+
+
+@pytest.mark.parametrize("model", ["default", pytest.param("t5", marks=pytest.mark.slow), pytest.param("bart", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("name", ["grid", "head", "lines"])
+def test_the_attention_views_write_the_models_formula(loaded, tiny_family, model, name):
+    """The caption of each kind, as the registry feeds the view from a session on the model."""
+    bundle = None if model == "default" else tiny_family(model)
+    spec, view, session, ok = loaded(name, model=bundle, **({} if model == "default" else {"source": "the cat sat on the mat"}))
+    assert ok
+    for kind, softmax in SOFTMAXES[model].items():
+        view.apply(ViewChoice(kind=kind, layer=0, head=0, mode="head"))
+        text = view.title.plain_text()
+        assert f"= {softmax}" in text and (model != "t5" or "√d_k" not in text), (kind, text)
+        assert (" + B" in text) == (model == "t5" and kind != "cross"), (kind, text)
 
 
 def shown_texts(view) -> list[str]:

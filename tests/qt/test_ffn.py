@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from attnviz.core.analysis.ffn import ffn_data_for
+from attnviz.core.analysis.ffn import FfnForm, ffn_data_for
+from attnviz.core.model.config import TransformerConfig
 from attnviz.qt.views.ffn import QtFfnView
 
 from inside_fixtures import session
@@ -25,6 +26,8 @@ def test_ffn_view_shows_the_hidden_activations_and_their_sparsity(make_view, qtb
     assert view.heatmap.highlight_row() == 2
     assert view.off_share() == pytest.approx(float(np.mean(hidden == 0.0)))
     assert "ReLU sparsity" in view.title.plain_text() and f"{np.mean(hidden == 0.0):.1%}" in view.title.plain_text()
+    assert "FFN(x) = max(0, xW₁ + b₁)W₂ + b₂, per token" in view.title.plain_text()  # the paper's model: ReLU, biases
+    assert view.gate_heatmap.scene() is None  # a plain FFN has no gate to show
     heights = view.top_bars.opts["height"]
     np.testing.assert_allclose(heights, np.sort(hidden[2])[::-1][: len(heights)], atol=1e-6)
     with qtbot.waitSignal(view.chose, timeout=3000) as sig:
@@ -49,6 +52,47 @@ def test_ffn_view_of_a_gelu_model_says_what_it_counts(make_view):
     text = view.title.plain_text()
     assert "≤ 0 after GELU" in text and "exact zeros in" not in text
     assert view.off_share() == pytest.approx(float(np.mean(s.accumulated("encoder.layers.0.ffn.hidden") <= 0)))
+
+
+@pytest.mark.parametrize("fields,formula", [
+    ({}, "FFN(x) = max(0, xW₁ + b₁)W₂ + b₂"),  # the paper's
+    ({"activation": "gelu"}, "FFN(x) = GELU(xW₁ + b₁)W₂ + b₂"),  # BART
+    ({"activation": "gelu_tanh"}, "FFN(x) = GELU(xW₁ + b₁)W₂ + b₂"),  # GPT-2
+    ({"bias": False}, "FFN(x) = max(0, xW₁)W₂"),  # T5 v1.0
+    ({"ffn": "gated", "activation": "gelu_tanh", "bias": False}, "FFN(x) = (GELU(xW₁) ⊙ xW_up)W₂"),  # T5 v1.1
+    ({"ffn": "gated", "activation": "silu"}, "FFN(x) = (SiLU(xW₁ + b₁) ⊙ (xW_up + b_up))W₂ + b₂"),
+])
+def test_the_formula_is_the_models_ffn(fields, formula):
+    assert FfnForm.of(TransformerConfig(**fields)).formula == formula
+
+
+def _gelu_tanh(x: np.ndarray) -> np.ndarray:
+    """GELU's tanh approximation, written out (T5 v1.1's gated-gelu)."""
+    return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x**3)))
+
+
+@pytest.mark.slow  # a tiny transformers model built
+@pytest.mark.parametrize("stack,layer", [("encoder", 1), ("decoder", 0)])
+def test_a_gated_ffn_shows_its_gate_beside_the_hidden_units(loaded, tiny_family, stack, layer):
+    """T5 v1.1: FFN(x) = (GELU(xW₁) ⊙ xW_up)W₂; the gate drawn is GELU(xW₁) of the FFN's own input and weights."""
+    spec, view, session, ok = loaded("ffn", model=tiny_family("t5-v1.1"), source="the cat sat on the mat")
+    assert ok
+    view.select(stack, layer, 1)
+    model, cur = session.bundle.model, session.current
+    path = f"{stack}.layers.{layer}.ffn"
+    (x, out), = _calls_of(model, path, torch.tensor([cur.src_ids]), torch.tensor([cur.input_ids]))[0]  # the FFN's input in one full pass
+    ffn = model.get_submodule(path)
+    x = x[0].double().numpy()  # [token, d_model]
+    w1, w_up = ffn.linear1.weight.detach().double().numpy(), ffn.linear_up.weight.detach().double().numpy()
+    gate = _gelu_tanh(x @ w1.T)  # [token, d_ff]
+    assert ffn.linear1.bias is None and gate.shape == view.gate_heatmap.matrix().shape
+    np.testing.assert_allclose(view.gate_heatmap.matrix(), gate, atol=1e-5)
+    np.testing.assert_allclose(view.heatmap.matrix(), gate * (x @ w_up.T), atol=1e-5)
+    assert view.gate_heatmap.scene() is view.heatmap.scene() is not None and view.gate_heatmap.highlight_row() == 1
+    text = view.title.plain_text()
+    assert "FFN(x) = (GELU(xW₁) ⊙ xW_up)W₂, per token" in text and "max(0" not in text and "b₂" not in text
+    assert "≤ 0 after GELU" in text and view.off_share() == pytest.approx(float(np.mean(gate <= 0.0)), abs=1e-6)
+    np.testing.assert_allclose(view.figure_data().extras["gate"], gate, atol=1e-5)
 
 
 # -- the FFN's role: position-wise, and the model without it ----------------------------------------------

@@ -128,3 +128,33 @@ def test_updates_in_place_and_exports(make_view, data, tmp_path):
     np.testing.assert_array_equal(fd.values["pe"], longer.astype(np.float32))
     with pytest.raises(ValueError, match="pieces"):
         TokenEmbeddingData("source", ("a",), np.zeros((2, 4)), np.zeros((2, 4)), np.zeros((2, 4)))
+
+
+@pytest.mark.slow  # a tiny transformers model built
+def test_gpt2s_learned_table_is_shown_as_its_own_rows(loaded, tiny_family):
+    """GPT-2 (decoder-only, learned positions): the PE drawn, its curves and the data handed on are
+    the rows of the checkpoint's own table ``wpe``, named by column, never sin/cos."""
+    from safetensors.numpy import load_file
+
+    bundle = tiny_family("gpt2")
+    spec, view, session, ok = loaded("pe", model=bundle, source="the cat sat")
+    assert ok and session.current.config.kind == "decoder-only"
+    weights = load_file(bundle.path / "model.safetensors")
+    wpe = next(w for name, w in weights.items() if name.endswith("wpe.weight")).astype(np.float64)  # [n_positions, d_model]
+    n = len(session.current.input_pieces)  # the prompt after <|endoftext|>, then what was decoded
+    d = view.data()
+    assert d.kind == "learned" and d.n_positions == n
+    np.testing.assert_allclose(view.pe_plot.matrix(), wpe[:n], atol=1e-6)
+    np.testing.assert_allclose(d.side("target").positional, wpe[:n], atol=1e-6)
+    dims = view.dimensions()
+    np.testing.assert_allclose(view.curve_data(), wpe[:n, dims].T, atol=1e-6)
+    low, high = view.curve_plot.getViewBox().viewRange()[1]
+    assert low <= wpe[:n].min() and high >= wpe[:n].max()  # no curve cut at ±1
+    assert view.pe_plot.levels() == pytest.approx((-np.abs(wpe[:n]).max(), np.abs(wpe[:n]).max()), rel=1e-5)
+    legend = [label.text for _, label in view.curve_legend.items]
+    assert legend == [f"column {c}" for c in dims]
+    texts = " ".join([view.title.plain_text(), view.emb_title.plain_text(), *legend])
+    assert "learned table" in texts and "sin(" not in texts and "cos(" not in texts and "√(d_model/2)" not in texts
+    data = view.figure_data()
+    np.testing.assert_allclose(data.values["pe"], wpe[:n], atol=1e-6)
+    assert data.coords["column"] == tuple(str(c) for c in range(wpe.shape[1]))

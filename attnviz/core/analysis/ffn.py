@@ -3,7 +3,10 @@
 For every layer of both stacks, the hidden activations ``max(0, x W1 + b1)`` ``[token, d_ff]``
 recorded by the model (``<stack>.layers.<i>.ffn.hidden``), how many units are off, and the units
 most active for one token. Models whose activation is GELU or SiLU (Marian) have no exact zeros:
-for them a unit counts as off when its activation is ≤ 0, and the labels say so.
+for them a unit counts as off when its activation is ≤ 0, and the labels say so. The model's FFN
+form (:class:`FfnForm`: plain or gated, its activation, biases or none) writes the formula; a
+gated FFN (T5 v1.1: (act(x W1) ⊙ x W_up) W2) also records its gate act(x W1) (``ffn.gate``),
+and its units are off where the gate is.
 
 The FFN's role (:func:`ffn_roles_for`, which runs the model: a worker's job): attention's output
 is a weighted sum of value rows; the FFN is the non-linear part, and one set of weights acts on
@@ -28,13 +31,18 @@ from attnviz.core.decoding.session import DecodingSession, forced_first_of
 from attnviz.core.model.interventions import InterventionError
 from attnviz.core.model.sites import ffn_sublayer, n_layers
 
-ACTIVATION_NAMES = {"relu": "ReLU", "gelu": "GELU", "silu": "SiLU"}
+ACTIVATION_NAMES = {"relu": "ReLU", "gelu": "GELU", "gelu_tanh": "GELU", "silu": "SiLU"}  # gelu_tanh: GELU's tanh approximation
 STACKS = ("encoder", "decoder")
 
 
 def hidden_name(stack: str, layer: int) -> str:
     """The trace name of a layer's FFN hidden activations, e.g. ``encoder.layers.0.ffn.hidden``."""
     return f"{stack}.layers.{layer}.ffn.hidden"
+
+
+def gate_name(stack: str, layer: int) -> str:
+    """The trace name of a gated FFN's gate act(x W1), e.g. ``decoder.layers.0.ffn.gate``."""
+    return f"{stack}.layers.{layer}.ffn.gate"
 
 
 def output_name(stack: str, layer: int) -> str:
@@ -63,10 +71,10 @@ def off_share(hidden: np.ndarray, activation: str) -> float:
     return float(np.mean(off))
 
 
-def off_label(activation: str) -> str:
-    """What :func:`off_share` counts, in words."""
+def off_label(activation: str, gate: str = "max(0, xW₁ + b₁)") -> str:
+    """What :func:`off_share` counts, in words (``gate``: what the activation makes, :attr:`FfnForm.gate_text`)."""
     if activation == "relu":
-        return "ReLU sparsity: share of exact zeros in max(0, xW₁ + b₁)"
+        return f"ReLU sparsity: share of exact zeros in {gate}"
     return f"share of units ≤ 0 after {ACTIVATION_NAMES.get(activation, activation)} (it has no exact zeros)"
 
 
@@ -77,12 +85,46 @@ def top_units(row: np.ndarray, k: int = 10) -> tuple[np.ndarray, np.ndarray]:
     return order, r[order]
 
 
+@dataclass(frozen=True)
+class FfnForm:
+    """The form of a model's FFN (``config.ffn``, ``activation``, ``bias``): plain act(x W1 + b1) W2 + b2
+    or gated (act(x W1) ⊙ x W_up) W2, and whether b1, b2 (b_up) are added."""
+
+    gated: bool = False  # (act(x W1) ⊙ x W_up) W2 (T5 v1.1); false: act(x W1) W2
+    activation: str = "relu"  # "relu" | "gelu" | "gelu_tanh" | "silu"
+    bias: bool = True  # false: no biases (T5)
+
+    @classmethod
+    def of(cls, config) -> FfnForm:
+        return cls(config.ffn == "gated", config.activation, config.bias)
+
+    @property
+    def gate_text(self) -> str:
+        """What the activation makes: ``max(0, xW₁ + b₁)``, ``GELU(xW₁)``."""
+        pre = "xW₁ + b₁" if self.bias else "xW₁"
+        return f"max(0, {pre})" if self.activation == "relu" else f"{ACTIVATION_NAMES.get(self.activation, self.activation)}({pre})"
+
+    @property
+    def hidden_text(self) -> str:
+        """The hidden units: the gate text, times ``xW_up`` when gated (``GELU(xW₁) ⊙ xW_up``)."""
+        if not self.gated:
+            return self.gate_text
+        return f"{self.gate_text} ⊙ {'(xW_up + b_up)' if self.bias else 'xW_up'}"
+
+    @property
+    def formula(self) -> str:
+        """``FFN(x) = max(0, xW₁ + b₁)W₂ + b₂``; T5 v1.1: ``FFN(x) = (GELU(xW₁) ⊙ xW_up)W₂``."""
+        hidden = f"({self.hidden_text})" if self.gated else self.hidden_text
+        return f"FFN(x) = {hidden}W₂{' + b₂' if self.bias else ''}"
+
+
 @dataclass(frozen=True, eq=False)
 class FfnLayer:
     stack: str  # "encoder" | "decoder"
     layer: int  # 0-based
-    hidden: np.ndarray  # [token, d_ff] max(0, x W1 + b1)
+    hidden: np.ndarray  # [token, d_ff] max(0, x W1 + b1); gated: act(x W1) * (x W_up)
     pieces: tuple[str, ...]  # one per token
+    gate: np.ndarray | None = None  # [token, d_ff] act(x W1) of a gated FFN (None: a plain one)
     pre: np.ndarray | None = None  # [token, d_ff] x W1 + b1, before the activation (None: not computed)
     output: np.ndarray | None = None  # [token, d_model] the layer's FFN output as the model's pass recorded it
     alone: np.ndarray | None = None  # [token, d_model] FFN(x_i) computed for each position on its own
@@ -94,10 +136,16 @@ class FfnLayer:
             return float("nan")
         return float(np.max(np.abs(self.alone - self.output)))
 
+    @property
+    def activated(self) -> np.ndarray:
+        """[token, d_ff] what the activation made: the gate of a gated FFN, else the hidden units."""
+        return self.hidden if self.gate is None else self.gate
+
     def off_per_token(self, activation: str) -> np.ndarray:
         """[token] share of units off for each token."""
-        off = self.hidden == 0.0 if activation == "relu" else self.hidden <= 0.0
-        return off.mean(axis=1) if self.hidden.size else np.zeros(len(self.pieces))
+        a = self.activated
+        off = a == 0.0 if activation == "relu" else a <= 0.0
+        return off.mean(axis=1) if a.size else np.zeros(len(self.pieces))
 
 
 @dataclass(frozen=True)
@@ -137,9 +185,13 @@ class FfnRemoval:
 class FfnData:
     """Every FFN of the current pass (model order: encoder layers, then decoder layers)."""
 
-    activation: str  # "relu" | "gelu" | "silu"
+    form: FfnForm
     layers: tuple[FfnLayer, ...]
     removal: FfnRemoval | None = None  # None: not computed (no model call), or no decoder row
+
+    @property
+    def activation(self) -> str:
+        return self.form.activation
 
     def get(self, stack: str, layer: int) -> FfnLayer | None:
         return next((f for f in self.layers if f.stack == stack and f.layer == layer), None)
@@ -149,12 +201,13 @@ class FfnData:
 
     def off_shares(self, stack: str) -> np.ndarray:
         """[layer] the share of units off in each layer of ``stack``."""
-        return np.array([off_share(f.hidden, self.activation) for f in self.layers if f.stack == stack])
+        return np.array([off_share(f.activated, self.activation) for f in self.layers if f.stack == stack])
 
 
 def ffn_data_for(current, config) -> FfnData:
     """The FFN activations of the current decoding (a ``DecodingResult``) of a model with ``config``;
     the decoder's only once a row has been fed."""
+    form = FfnForm.of(config)
     layers = []
     for stack in STACKS:
         pieces = tuple(current.src_pieces) if stack == "encoder" else tuple(current.input_pieces)
@@ -162,8 +215,9 @@ def ffn_data_for(current, config) -> FfnData:
             continue
         for i in range(n_layers(config, stack)):
             hidden = np.asarray(current.accumulated(hidden_name(stack, i)), np.float32)
-            layers.append(FfnLayer(stack, i, hidden, pieces))
-    return FfnData(config.activation, tuple(layers))
+            gate = np.asarray(current.accumulated(gate_name(stack, i)), np.float32) if form.gated else None
+            layers.append(FfnLayer(stack, i, hidden, pieces, gate))
+    return FfnData(form, tuple(layers))
 
 
 # -- the FFN's role: runs the model (a worker's job) ----------------------------------------------
@@ -247,4 +301,4 @@ def ffn_roles_for(current, model, src_tokenizer, tgt_tokenizer, row: int | None)
     layers = tuple(with_roles(f, current, model) for f in data.layers)
     has_row = row is not None and n_layers(model.config, "decoder") and 0 <= row < len(current.input_ids)
     removal = ffn_removal(current, model, src_tokenizer, tgt_tokenizer, row) if has_row else None
-    return FfnData(data.activation, layers, removal)
+    return FfnData(data.form, layers, removal)

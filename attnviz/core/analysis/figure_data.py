@@ -23,11 +23,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from attnviz.core.arrays import frozen_float32
-from attnviz.core.model.sites import KINDS
+from attnviz.core.model.sites import KINDS, position_biased
 
 if TYPE_CHECKING:  # importing the decoding would import torch
     from attnviz.core.decoding.session import DecodeStep
     from attnviz.core.decoding.teacher_forcing import TeacherForced
+    from attnviz.core.model.config import TransformerConfig
 
 #: Title of each kind, in the tutorial's notation.
 KIND_TITLES: dict[str, str] = {
@@ -35,12 +36,33 @@ KIND_TITLES: dict[str, str] = {
     "decoder": "Decoder masked self-attention",
     "cross": "Cross-attention",
 }
-#: The formula each kind's weights come from.
-KIND_FORMULAS: dict[str, str] = {
-    "encoder": "A = softmax(QKᵀ/√d_k)",
-    "decoder": "A = softmax(QKᵀ/√d_k + M)",
-    "cross": "A = softmax(QKᵀ/√d_k),  Q from C_decoder,  K, V from C_encoder",
-}
+#: What cross-attention's formula says in words: where its Q and its K, V come from.
+CROSS_SOURCES = "Q from C_decoder,  K, V from C_encoder"
+
+
+@dataclass(frozen=True)
+class ScoreForm:
+    """What one kind of attention of a model adds to QKᵀ before the softmax, besides the mask."""
+
+    scaled: bool = True  # ÷√d_k (false: T5, whose weights fold the scale in: ``config.scale_scores``)
+    biased: bool = False  # + B, a relative position bias (T5's self-attention; never cross-attention)
+
+    @classmethod
+    def of(cls, config: TransformerConfig, kind: str) -> ScoreForm:
+        """The form of ``kind``'s scores in a model of ``config``."""
+        return cls(config.scale_scores, position_biased(config, kind))
+
+
+def attention_formula(kind: str, form: ScoreForm = ScoreForm(), words: Callable[[str], str] | None = None) -> str:
+    """The formula ``kind``'s weights come from: ``A = softmax(QKᵀ/√d_k + M)`` (the decoder of the
+    paper's model), ``A = softmax(QKᵀ + B + M)`` (T5's decoder), ``A = softmax(QKᵀ)`` (T5's
+    cross-attention). The decoder's self-attention adds the look-ahead mask M; cross-attention's
+    formula ends with :data:`CROSS_SOURCES`, passed through ``words`` (a translation) when given."""
+    terms = ("QKᵀ/√d_k" if form.scaled else "QKᵀ", "B" if form.biased else "", "M" if kind == "decoder" else "")
+    formula = f"A = softmax({' + '.join(t for t in terms if t)})"
+    if kind != "cross":
+        return formula
+    return f"{formula},  {CROSS_SOURCES if words is None else words(CROSS_SOURCES)}"
 
 
 def _labels(seq: Sequence[str], n: int, what: str) -> tuple[str, ...]:
@@ -62,6 +84,7 @@ class AttentionData:
     rollout       ``[query, key]`` attention rollout through all layers, or ``None`` (mode disabled);
                   or a function that computes it, called on first use (:meth:`rollout_matrix`): a
                   long input's rollout costs more than a step, and is only wanted when shown
+    form          what the model adds to QKᵀ before the softmax (÷√d_k, B): :func:`attention_formula`'s
     """
 
     kind: str
@@ -71,6 +94,7 @@ class AttentionData:
     highlight: int | None = None
     head_mean: np.ndarray | None = None
     rollout: np.ndarray | Callable[[], np.ndarray | None] | None = None
+    form: ScoreForm = ScoreForm()
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:

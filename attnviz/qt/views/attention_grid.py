@@ -455,7 +455,7 @@ class QtAttentionGridView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBas
         if d is None:
             self.title.set_title(translate("attention_grid", "No attention to show yet"))
             return
-        formula = kind_formula(d.kind).replace("A =", "A_i =", 1)
+        formula = kind_formula(d.kind, d.form).replace("A =", "A_i =", 1)
         self.title.set_title(self._what(d), formula)
         self._set_legend(d)
 

@@ -1,7 +1,9 @@
 """The FFN of one layer: FFN(x) = max(0, x W₁ + b₁) W₂ + b₂, applied to each token on its own.
 
 Top: the hidden activations max(0, x W₁ + b₁) of the chosen layer as a heatmap (tokens × d_ff
-units; the selected token's row outlined). Below: the units most active for the selected token,
+units; the selected token's row outlined); for a gated FFN (T5 v1.1: (GELU(xW₁) ⊙ xW_up)W₂) the
+hidden units GELU(xW₁) ⊙ xW_up beside the gate GELU(xW₁), and the caption writes the model's own
+form (:class:`attnviz.core.analysis.ffn.FfnForm`). Below: the units most active for the selected token,
 and the share of units that are off in every layer of both stacks (ReLU: exact zeros; a GELU or
 SiLU model has none, so there it is the share ≤ 0, and the labels say so). Then the FFN's role:
 one unit's response at every position (the same w₁, b₁ for each; its pre-activation cut at 0 by
@@ -64,10 +66,10 @@ def _short(key: str) -> str:
     return translate("ffn", SHORT_STACKS[stack]).format(layer=int(layer) + 1)
 
 
-def off_text(activation: str) -> str:
+def off_text(activation: str, gate: str = "max(0, xW₁ + b₁)") -> str:
     """What :func:`~attnviz.core.analysis.ffn.off_share` counts, in words (the core's ``off_label``)."""
     if activation == "relu":
-        return translate("ffn", "ReLU sparsity: share of exact zeros in max(0, xW₁ + b₁)")
+        return translate("ffn", "ReLU sparsity: share of exact zeros in {gate}").format(gate=gate)
     return translate("ffn", "share of units ≤ 0 after {activation} (it has no exact zeros)").format(
         activation=ACTIVATION_NAMES.get(activation, activation))
 
@@ -105,12 +107,18 @@ class QtFfnView(FigureViewBase):
         self._refresh()
 
     def _build_heatmap(self) -> None:
-        self.heatmap = HeatmapPlot(self.theme, colorbar=True, colorbar_label=translate("ffn", "activation"), annotate=False, masked=False,
-                                   label_point_size=8.5)
-        self.heatmap.set_axis_titles(translate("ffn", "token"), translate("ffn", "hidden unit (d_ff)"))
-        self.heatmap.sigCellClicked.connect(self._on_cell_clicked)
-        self.heatmap.sigHovered.connect(self._on_hovered)
-        self.canvas.ci.addItem(self.heatmap, row=1, col=0, colspan=2)
+        """The hidden units and (shown beside them for a gated FFN only) the gate."""
+        self.maps = self.canvas.ci.addLayout(row=1, col=0, colspan=2)
+        self.heatmap = self._unit_map(translate("ffn", "activation"))
+        self.gate_heatmap = self._unit_map(translate("ffn", "gate"))
+        self.maps.addItem(self.heatmap, row=0, col=0)
+
+    def _unit_map(self, label: str) -> HeatmapPlot:
+        plot = HeatmapPlot(self.theme, colorbar=True, colorbar_label=label, annotate=False, masked=False, label_point_size=8.5)
+        plot.set_axis_titles(translate("ffn", "token"), translate("ffn", "hidden unit (d_ff)"))
+        plot.sigCellClicked.connect(self._on_cell_clicked)
+        plot.sigHovered.connect(self._on_hovered)
+        return plot
 
     def _build_plots(self) -> None:
         ci = self.canvas.ci
@@ -186,7 +194,7 @@ class QtFfnView(FigureViewBase):
 
     def off_share(self) -> float:
         f = self.current()
-        return off_share(f.hidden, self._data.activation) if f is not None else float("nan")
+        return off_share(f.activated, self._data.activation) if f is not None else float("nan")
 
     # drawing ------------------------------------------------------------------------------------
     def _update_controls(self) -> None:
@@ -201,36 +209,55 @@ class QtFfnView(FigureViewBase):
         f = self.current()
         for item in (self.heatmap, self.top_plot, self.off_plot, self.unit_plot, self.removal_plot):
             item.setVisible(f is not None)
+        self._show_gate(f is not None and f.gate is not None)
         if f is None:
             self.title.set_title("FFN", translate("ffn", "FFN(x) = max(0, xW₁ + b₁)W₂ + b₂, applied to each token on its own"))
             self.title.set_legend(())
             return
         self._set_title(f)
-        d_ff = f.hidden.shape[1]
-        cols = [str(i) if i % UNIT_TICK_EVERY == 0 else "" for i in range(d_ff)]
-        m = float(np.max(np.abs(f.hidden))) if f.hidden.size else 1.0
-        lo = 0.0 if self._data.activation == "relu" else -m
-        self.heatmap.set_matrix(f.hidden, f.pieces, cols, highlight_row=self.query(), levels=(lo, m or 1.0))
+        form = self._data.form
+        self._draw_map(self.heatmap, f.hidden, f.pieces, nonnegative=form.activation == "relu" and not form.gated)
+        if f.gate is not None:
+            self._draw_map(self.gate_heatmap, f.gate, f.pieces, nonnegative=form.activation == "relu")
+            self.heatmap.set_panel_title(translate("ffn", "hidden units {hidden}").format(hidden=form.hidden_text), size="9pt")
+            self.gate_heatmap.set_panel_title(translate("ffn", "gate {gate}").format(gate=form.gate_text), size="9pt")
         self._draw_top(f)
         self._draw_off()
         self._draw_unit(f)
         self._draw_removal()
 
+    def _draw_map(self, plot: HeatmapPlot, values: np.ndarray, pieces: tuple[str, ...], nonnegative: bool) -> None:
+        """Tokens × units, the selected token's row outlined; levels from 0 (``nonnegative``) or ±max."""
+        cols = [str(i) if i % UNIT_TICK_EVERY == 0 else "" for i in range(values.shape[1])]
+        m = float(np.max(np.abs(values))) if values.size else 1.0
+        plot.set_matrix(values, pieces, cols, highlight_row=self.query(), levels=(0.0 if nonnegative else -m, m or 1.0))
+
+    def _show_gate(self, shown: bool) -> None:
+        """The gate's heatmap beside the hidden units' (a gated FFN), or out of the layout; the
+        hidden units' title says which is which only when both are shown."""
+        if shown == (self.gate_heatmap.scene() is not None):
+            return
+        if shown:
+            self.maps.addItem(self.gate_heatmap, row=0, col=1)
+        else:
+            self.maps.removeItem(self.gate_heatmap)
+            self.heatmap.set_panel_title("")
+
     def _hidden_name(self) -> str:
-        act = self._data.activation
-        return "max(0, xW₁ + b₁)" if act == "relu" else f"{ACTIVATION_NAMES.get(act, act)}(xW₁ + b₁)"
+        return self._data.form.hidden_text
 
     def _set_title(self, f: FfnLayer) -> None:
         name = self._hidden_name()
+        form = self._data.form
         alone = ""
         if f.alone is not None:
-            alone = translate("ffn", " · one W₁, b₁, W₂, b₂ for every position: FFN(x_i) alone = output row i (max |Δ| = {error:.1e})").format(
+            alone = translate("ffn", " · the same weights at every position: FFN(x_i) alone = output row i (max |Δ| = {error:.1e})").format(
                 error=f.positionwise_error)
         self.title.set_title(
             translate("ffn", "FFN · {layer} · {name} · {tokens} tokens × {units} units").format(
                 layer=stack_layer_text(f.stack, f.layer), name=name, tokens=len(f.pieces), units=f.hidden.shape[1]),
-            translate("ffn", "FFN(x) = {name}W₂ + b₂, per token{alone} · {off}: {share:.1%} in this layer").format(
-                name=name, alone=alone, off=off_text(self._data.activation), share=self.off_share()),
+            translate("ffn", "{formula}, per token{alone} · {off}: {share:.1%} in this layer").format(
+                formula=form.formula, alone=alone, off=off_text(form.activation, form.gate_text), share=self.off_share()),
         )
         self.title.set_legend((("", "", self.removal_text()),) if self.removal() is not None else ())
 
@@ -281,9 +308,10 @@ class QtFfnView(FigureViewBase):
         set_ticks(self.unit_plot, [display_piece(p) for p in f.pieces])
         self.unit_plot.setXRange(-0.6, max(len(x), 1) - 0.4, padding=0)
         self.unit_plot.enableAutoRange(axis="y")
-        dashed = f" · <span style='color:{self.theme.head_color(1).name()}'>■</span> x·w₁ + b₁" if f.pre is not None else ""
-        self.unit_plot.setTitle(translate("ffn", "unit {unit} at every position: {hidden}, one w₁, b₁{dashed}").format(
-            unit=u, hidden=self._hidden_name().replace('xW₁', 'x·w₁'), dashed=dashed), size="8.5pt", color=self.theme.foreground)
+        weights = "w₁, b₁" if self._data.form.bias else "w₁"
+        dashed = f" · <span style='color:{self.theme.head_color(1).name()}'>■</span> x·{weights.replace(', ', ' + ')}" if f.pre is not None else ""
+        self.unit_plot.setTitle(translate("ffn", "unit {unit} at every position: {hidden}, one {weights}{dashed}").format(
+            unit=u, hidden=self._hidden_name().replace('xW', 'x·w'), weights=weights, dashed=dashed), size="8.5pt", color=self.theme.foreground)
 
     def _draw_removal(self) -> None:
         r = self.removal()
@@ -319,7 +347,8 @@ class QtFfnView(FigureViewBase):
                 text.setPos(float(i), p.intact_prob)
 
     def _apply_theme(self) -> None:
-        self.heatmap.apply_theme(self.theme)
+        for plot in (self.heatmap, self.gate_heatmap):
+            plot.apply_theme(self.theme)
         for p in (self.top_plot, self.off_plot, self.unit_plot, self.removal_plot):
             apply_plot_theme(p, self.theme)
         for i, line in enumerate(self.off_lines.values()):
@@ -339,7 +368,8 @@ class QtFfnView(FigureViewBase):
         self._refresh()
 
     def _on_colormap_changed(self) -> None:
-        self.heatmap.set_colormap(self.colormap())
+        for plot in (self.heatmap, self.gate_heatmap):
+            plot.set_colormap(self.colormap())
 
     def _on_layer_changed(self) -> None:
         key = self.layer_combo.currentData()
@@ -373,6 +403,8 @@ class QtFfnView(FigureViewBase):
         extras = {f"off_share_{s}": self._data.off_shares(s) for s in self._data.stacks()}
         extras.update(top_units=units, top_activations=values, off_share_per_token=f.off_per_token(self._data.activation))
         extras.update(unit=np.array(self.unit()), unit_activation=f.hidden[:, self.unit()])
+        if f.gate is not None:
+            extras.update(gate=f.gate, unit_gate=f.gate[:, self.unit()])
         extras.update(self._role_extras(f))
         return FigureData(self.figure_title(), ("token", "unit"), {"hidden": f.hidden}, {"token": f.pieces}, extras)
 
@@ -394,7 +426,7 @@ class QtFfnView(FigureViewBase):
         return out
 
     def transient_items(self):
-        return [self.heatmap.hover_marker]
+        return [self.heatmap.hover_marker, self.gate_heatmap.hover_marker]
 
 
 # -- the registry's entry ----------------------------------------------------------------------

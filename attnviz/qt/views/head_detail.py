@@ -231,7 +231,7 @@ class QtHeadDetailView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
             return (translate("head_detail", "{kind} · rollout through {layers} layers").format(kind=title, layers=d.n_layers),
                     translate("head_detail", "the layers' mean attention multiplied through, residual included"))
         return (translate("head_detail", "{kind} · layer {layer} · head {head}").format(kind=title, layer=self._layer + 1, head=self._head + 1),
-                kind_formula(d.kind).replace("A =", f"A_{self._head + 1} =", 1))
+                kind_formula(d.kind, d.form).replace("A =", f"A_{self._head + 1} =", 1))
 
     def _set_title(self) -> None:
         self.title.set_title(*self._what())

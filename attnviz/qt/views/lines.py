@@ -367,7 +367,7 @@ class QtLinesView(AttentionSetsMixin, FigureViewBase):
         else:
             which = translate("lines", "no head")
         formula = translate("lines", "opacity = A_i[query, key],  {formula};  one colour per head i").format(
-            formula=kind_formula(d.kind).replace("A =", "A_i =", 1).split(",")[0])
+            formula=kind_formula(d.kind, d.form).replace("A =", "A_i =", 1).split(",")[0])
         if self.top_k() is not None:
             formula += translate("lines", ";  each query's {k} strongest").format(k=self.top_k())
         self.title.set_title(

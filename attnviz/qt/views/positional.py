@@ -17,6 +17,10 @@ The view renders :class:`PositionalData` built from ``attnviz.core.analysis.stat
 trace's ``<stack>.embed.tokens / positional / sum``; it computes nothing but a row norm when one
 is not given.
 
+A model with a learned table (BART, GPT-2's ``wpe``) shows its own rows: the PE matrix and the
+curves are the table's values, named by column only (no sin/cos pair, no formula), and the
+colour and curve scales follow them rather than ±1.
+
 The tutorial's ``i`` is the index of a sin/cos *pair*: column ``2i`` holds the sine and column
 ``2i+1`` the cosine of the same frequency. Axes, legend and read-outs name a column by its index
 and say which of the two it is and what its ``i`` is (column 5 = 2i+1 with i = 2). Positions are
@@ -129,10 +133,32 @@ def column_formula(column: int, d_model: int, layout: str = "interleaved", pos: 
     return f"{'sin' if sine else 'cos'}({pos}/10000^({2 * i}/{d_model}))"
 
 
-# shown as translate("positional", FORMULA), translate("positional", NOTE)
+def pe_extent(d: PositionalData) -> float:
+    """The largest |PE value| the PE matrix and the curves span: 1 for sin/cos, a learned table's own."""
+    if d.kind != "learned" or not d.pe.size:
+        return 1.0
+    return float(np.max(np.abs(d.pe))) or 1.0
+
+
+def curve_label(column: int, d: PositionalData) -> str:
+    """A curve's legend: ``column 5`` of a learned table; of sin/cos, its pair and formula on two lines
+    (the legend column stays narrow beside the curves)."""
+    if d.kind == "learned":
+        return translate("positional", "column {column}").format(column=column)
+    return translate("positional", "column {column} = {role}:<br>{formula}").format(
+        column=column, role=column_role(column, d.d_model, d.layout, full=False), formula=column_formula(column, d.d_model, d.layout))
+
+
+def column_name(column: int, d: PositionalData) -> str:
+    """A column as data files name it (English): its index in a learned table, else its sin/cos role."""
+    return str(column) if d.kind == "learned" else column_role(column, d.d_model, d.layout, full=False, translated=False)
+
+
+# shown as translate("positional", FORMULA), translate("positional", NOTE), translate("positional", COLUMN_AXIS)
 FORMULA = QT_TRANSLATE_NOOP("positional", "PE(pos, 2i) = sin(pos/10000^(2i/d_model)),  PE(pos, 2i+1) = cos(pos/10000^(2i/d_model)):  "
                                           "i numbers the sin/cos pairs")
 NOTE = QT_TRANSLATE_NOOP("positional", "low columns turn fast, high ones slowly; PE·PEᵀ depends on the distance between positions")
+COLUMN_AXIS = QT_TRANSLATE_NOOP("positional", "column 2i (sin) · 2i+1 (cos)")
 SIDES = {"source": QT_TRANSLATE_NOOP("positional", "Source"), "target": QT_TRANSLATE_NOOP("positional", "Target")}  # the Tokens combo
 MATRICES = {"tokens": QT_TRANSLATE_NOOP("positional", "embedding"), "positional": QT_TRANSLATE_NOOP("positional", "PE"),
             "summed": QT_TRANSLATE_NOOP("positional", "sum")}  # the embedding panels, in the read-out
@@ -188,7 +214,7 @@ class QtPositionalView(FigureViewBase):
         self.pe_plot = HeatmapPlot(self.theme, colormap=DIVERGING_COLORMAP, levels=(-1.0, 1.0), colorbar_label=translate("positional", "PE value"),
                                    annotate=False, aspect_locked=False, masked=False, label_point_size=8.0)
         self.pe_plot.setTitle(translate("positional", "PE(pos, column)"), size="9.5pt")
-        self.pe_plot.set_axis_titles(translate("positional", "position = pos + 1"), translate("positional", "column 2i (sin) · 2i+1 (cos)"))
+        self.pe_plot.set_axis_titles(translate("positional", "position = pos + 1"), translate("positional", COLUMN_AXIS))
         self.sim_plot = HeatmapPlot(self.theme, colormap=self.colormap(), colorbar_label="PE·PEᵀ", annotate=False, aspect_locked=True,
                                     masked=False, label_point_size=8.0)
         self.sim_plot.setTitle(translate("positional", "PE·PEᵀ: similarity"), size="9.5pt")
@@ -301,7 +327,9 @@ class QtPositionalView(FigureViewBase):
             return
         n, dm = d.pe.shape
         pos_labels = [str(i + 1) for i in range(n)]  # positions 1-based, as on screen everywhere
-        self.pe_plot.set_matrix(d.pe, pos_labels, _dim_labels(dm), levels=(-1.0, 1.0))
+        top = pe_extent(d)
+        self.pe_plot.set_matrix(d.pe, pos_labels, _dim_labels(dm), levels=(-top, top))
+        self.pe_plot.set_axis_titles(None, translate("positional", "column") if d.kind == "learned" else translate("positional", COLUMN_AXIS))
         sim = d.similarity
         self.sim_plot.set_matrix(sim, pos_labels, pos_labels, levels=(float(np.min(sim)), float(np.max(sim))))
         self._refresh_curves()
@@ -316,7 +344,7 @@ class QtPositionalView(FigureViewBase):
             c = curve(self.curve_plot, symbol="o", symbolSize=5)
             self.curves.append(c)
         x = np.arange(n, dtype=float)
-        legend_key = (tuple(dims), d.d_model, d.layout, self.theme.name)
+        legend_key = (tuple(dims), d.d_model, d.layout, d.kind, self.theme.name)
         relabel = legend_key != self._legend_key  # the legend is rebuilt only when its entries change
         if relabel:
             self.curve_legend.clear()
@@ -325,7 +353,7 @@ class QtPositionalView(FigureViewBase):
             if i < len(dims):
                 dim = dims[i]
                 color = self.theme.head_color(i)
-                sine = d.column_pair(dim)[1]
+                sine = d.kind == "learned" or d.column_pair(dim)[1]  # a learned table's columns are no sin/cos pairs: all solid
                 pen = pg.mkPen(color, width=1.8, style=QtCore.Qt.PenStyle.SolidLine if sine else QtCore.Qt.PenStyle.DashLine)
                 pen.setCosmetic(True)
                 c.setData(x + 1.0, d.pe[:, dim].astype(float))  # at positions 1…n
@@ -334,14 +362,13 @@ class QtPositionalView(FigureViewBase):
                 c.setSymbolPen(None)
                 c.setVisible(True)
                 if relabel:
-                    role = column_role(dim, d.d_model, d.layout, full=False)
-                    # two lines: the legend column stays narrow beside the curves
-                    self.curve_legend.addItem(c, translate("positional", "column {column} = {role}:<br>{formula}").format(
-                        column=dim, role=role, formula=column_formula(dim, d.d_model, d.layout)))
+                    self.curve_legend.addItem(c, curve_label(dim, d))
             else:
                 c.setData([], [])
                 c.setVisible(False)
         self.curve_plot.setXRange(0.7, max(2, n) + 0.3, padding=0)
+        top = pe_extent(d)
+        self.curve_plot.setYRange(-1.1 * top, 1.1 * top, padding=0)
         step = max(1, int(np.ceil(n / 12)))
         self.curve_plot.getAxis("bottom").setTickSpacing(major=step, minor=step)
 
@@ -372,9 +399,11 @@ class QtPositionalView(FigureViewBase):
         self.emb_title.set_legend(((WORD_START, self.theme.muted, translate("positional", "= start of a word")),))
         title = (translate("positional", "Target tokens: embedding + PE = what the first layer reads") if self._side == "target" else
                  translate("positional", "Source tokens: embedding + PE = what the first layer reads"))
-        self.emb_title.set_title(title, translate(
-            "positional", "‖PE‖ = √(d_model/2) = {norm:.2f} at every position; on average ‖PE‖ / ‖embedding‖ = {ratio:.2f}").format(
-            norm=np.sqrt(dm / 2), ratio=ratio))
+        if self._data.kind == "learned":
+            norms = translate("positional", "‖PE‖ differs from row to row of the learned table; on average ‖PE‖ / ‖embedding‖ = {ratio:.2f}")
+        else:
+            norms = translate("positional", "‖PE‖ = √(d_model/2) = {norm:.2f} at every position; on average ‖PE‖ / ‖embedding‖ = {ratio:.2f}")
+        self.emb_title.set_title(title, norms.format(norm=np.sqrt(dm / 2), ratio=ratio))
 
     def _set_titles(self) -> None:
         d = self._data
@@ -453,7 +482,10 @@ class QtPositionalView(FigureViewBase):
         if info is None:
             self.readout.setText(" ")
             return
-        if plot is self.pe_plot:
+        if plot is self.pe_plot and self._data.kind == "learned":
+            self.readout.setText(translate("positional", "position {position}, column {column}: row {pos} of the learned table = {value:.4f}").format(
+                position=info.row + 1, column=info.col, pos=info.row, value=info.value))
+        elif plot is self.pe_plot:
             c, d = info.col, self._data
             self.readout.setText(translate("positional", "position {position}, column {column} = {role}:  PE(pos {pos}, {column}) = "
                                                          "{formula} = {value:.4f}   (pos = position − 1)").format(
@@ -484,7 +516,7 @@ class QtPositionalView(FigureViewBase):
                 extras[f"{e.side}_{key}"] = np.asarray(getattr(e, key))
         return FigureData(self.figure_title(), ("position", "column"), {"pe": d.pe},
                           {"position": tuple(str(i + 1) for i in range(d.n_positions)),
-                           "column": tuple(column_role(c, d.d_model, d.layout, full=False, translated=False) for c in range(d.d_model))}, extras)
+                           "column": tuple(column_name(c, d) for c in range(d.d_model))}, extras)
 
     def transient_items(self):
         return [p.hover_marker for p in (self.pe_plot, self.sim_plot, *self.emb_plots.values())]
