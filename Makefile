@@ -18,12 +18,17 @@ $(STAMP): pyproject.toml setup.py
 run: $(STAMP)
 	$(PY) -m attnviz $(ARGS)
 
+# The tests run in one process per core (pytest-xdist), each test file in one process (its module
+# fixtures, a window say, built once); WORKERS=0 runs them in this process.
+WORKERS ?= auto
+PYTEST := QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -n $(WORKERS) --dist loadfile
+
 test: $(STAMP)
-	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q
+	$(PYTEST)
 
 # The quick loop: everything but the tests marked slow (the whole window, trainings, subprocesses).
 test-fast: $(STAMP)
-	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -m "not slow"
+	$(PYTEST) -m "not slow"
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check attnviz tests bench main.py setup.py
@@ -74,4 +79,5 @@ clean:
 # (existing translations kept, vanished strings dropped), then build the .qm the app loads.
 translations: $(STAMP)
 	$(VENV)/bin/pyside6-lupdate -silent -locations none -no-obsolete $$(find attnviz/qt -name '*.py' | sort) -ts resources/i18n/attnviz_zh_CN.ts
+	sed -i "s/&apos;/'/g; s/&quot;/\"/g" resources/i18n/attnviz_zh_CN.ts  # quotes in text need no escape: keep the file's diffs to what changed
 	$(VENV)/bin/pyside6-lrelease -silent resources/i18n/attnviz_zh_CN.ts -qm resources/i18n/attnviz_zh_CN.qm

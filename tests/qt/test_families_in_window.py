@@ -155,4 +155,5 @@ def test_positions_norms_and_model_info_name_the_family(opened):
     assert site.kind == "rms"
     np.testing.assert_allclose(site.stats.rms, np.sqrt(np.mean(site.x_in.astype(np.float64) ** 2, -1)), rtol=1e-4)
     assert "RMSNorm" in window.norm_label.text() and "RMSNorm" in rows["normalization"]
-    assert rows["scores"].startswith("softmax(QKᵀ + M): no ÷√d_k") and rows["positions"].startswith("relative")
+    assert rows["scores"].startswith("softmax(QKᵀ + B + M): no ÷√d_k") and rows["scores"].endswith("B in the self-attentions only")
+    assert rows["positions"].startswith("relative")

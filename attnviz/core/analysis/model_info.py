@@ -89,7 +89,7 @@ def model_info(bundle: Bundle) -> ModelInfo:
         InfoRow("d_ff", "{value}", {"value": cfg.d_ff}),
         InfoRow("normalization", placement, {"norm": NORM_NAMES[cfg.norm]}),
         _positions(cfg),
-        InfoRow("scores", "softmax(QKᵀ/√d_k + M)" if cfg.scale_scores else "softmax(QKᵀ + M): no ÷√d_k (folded into the weights)", {}),
+        _scores(cfg),
         InfoRow("FFN", "act(x W₁ + b₁) W₂ + b₂" if cfg.ffn == "plain" else "gated: (act(x W₁) ⊙ x W_up) W₂", {}),
         InfoRow("FFN activation", "{value}", {"value": cfg.activation}),
         InfoRow("vocabularies", "{source:,} source, {target:,} target pieces", {"source": cfg.src_vocab_size, "target": cfg.tgt_vocab_size}),
@@ -116,6 +116,14 @@ def _positions(cfg: TransformerConfig) -> InfoRow:
     if cfg.positional == "learned":
         return InfoRow("positions", "a learned table of {n} positions added to the embeddings", {"n": cfg.max_len})
     return InfoRow("positions", "sinusoidal PE(pos, 2i) added to the embeddings", {})
+
+
+def _scores(cfg: TransformerConfig) -> InfoRow:
+    """What the softmax is taken of: ÷√d_k or not, + B where positions are a bias on the scores."""
+    if cfg.positional == "relative":
+        return InfoRow("scores", ("softmax(QKᵀ/√d_k + B + M)" if cfg.scale_scores else "softmax(QKᵀ + B + M): no ÷√d_k (folded into the weights)")
+                       + "; B in the self-attentions only", {})
+    return InfoRow("scores", "softmax(QKᵀ/√d_k + M)" if cfg.scale_scores else "softmax(QKᵀ + M): no ÷√d_k (folded into the weights)", {})
 
 
 def _recorded(key: str, value: object) -> InfoRow:
