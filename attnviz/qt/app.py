@@ -8,6 +8,7 @@ from pathlib import Path
 from PySide6 import QtCore, QtWidgets
 
 from attnviz.qt.i18n import translate
+from attnviz.qt.interpreter import set_up
 
 ORG, APP = "attnviz", "attnviz"
 
@@ -18,12 +19,7 @@ def make_app(argv: list[str] | None = None) -> QtWidgets.QApplication:
         app = QtWidgets.QApplication(argv if argv is not None else sys.argv[:1])
     app.setOrganizationName(ORG)
     app.setApplicationName(APP)
-    if not hasattr(app, "_attnviz_gc"):
-        # Collect cyclic garbage only in the GUI thread, on a timer: a collection that happens
-        # to run in a worker thread and frees a Qt object there crashes Qt.
-        from pyqtgraph.util.garbage_collector import GarbageCollector
-
-        app._attnviz_gc = GarbageCollector(interval=1.0)
+    set_up(app)
     return app
 
 

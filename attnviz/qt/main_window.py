@@ -18,6 +18,7 @@ from attnviz.qt.core_text import ablation_name, heads_text, strategy_text
 from attnviz.qt.decode_panel import QtInputBar, QtStepBar, QtTokenChips, QtTopKPanel
 from attnviz.qt.help import show_about, show_shortcuts
 from attnviz.qt.i18n import LANGUAGES, SETTING, current_language, install, translate
+from attnviz.qt.interpreter import freeze_survivors
 from attnviz.qt.session import Session, one_line
 from attnviz.qt.session_file import SessionFiles, capture
 from attnviz.qt.state import SUFFIX, AppState
@@ -112,6 +113,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.create_tool_bar()
         self.create_status_bar()
         self.session.modelChanged.connect(self._on_model_changed)
+        self.session.modelChanged.connect(freeze_survivors)
         self.session.decodingChanged.connect(self._on_decoding_changed)
         self.session.busyChanged.connect(self._on_busy)
         self.session.message.connect(self.show_message)
@@ -560,16 +562,19 @@ class MainWindow(QtWidgets.QMainWindow):
         text = one_line(text)
         colors = {"error": ("#fdecea", "#8c1d18"), "warning": ("#fff4e5", "#7a4a00"), "info": ("#e8f1fd", "#174ea6")}
         bg, fg = colors.get(level, colors["info"])
-        self.message_bar.setStyleSheet(f"QLabel#messageBar {{ background: {bg}; color: {fg}; }}")
-        self.message_bar.setText(text)
+        if self.message_bar.property("level") != level:  # a new style sheet lays the window out again: only for another colour
+            self.message_bar.setStyleSheet(f"QLabel#messageBar {{ background: {bg}; color: {fg}; }}")
+        if self.message_bar.text() != text:
+            self.message_bar.setText(text)
         self.message_bar.setProperty("level", level)
         self.message_bar.show()
         self.statusBar().showMessage(text, 8000)
 
     def clear_message(self) -> None:
         """The message belongs to the input or action that caused it: the next one clears it."""
-        if self.message_bar.isVisibleTo(self) or self.message_bar.text():
-            self.statusBar().clearMessage()
+        if not (self.message_bar.isVisibleTo(self) or self.message_bar.text()):
+            return
+        self.statusBar().clearMessage()
         self.message_bar.hide()
         self.message_bar.setText("")
         self.message_bar.setProperty("level", None)

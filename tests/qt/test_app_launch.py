@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from PySide6 import QtCore
+from PySide6 import QtCore, QtWidgets
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -37,6 +37,7 @@ def test_unexpected_errors_become_window_messages(qtbot, tmp_path, monkeypatch):
     w = MainWindow(settings=QtCore.QSettings(str(tmp_path / "s.ini"), QtCore.QSettings.Format.IniFormat))
     qtbot.addWidget(w)
     qtbot.waitUntil(lambda: w.session.bundle is not None, timeout=30000)
+    monkeypatch.setattr(QtWidgets.QApplication.instance(), "_attnviz_window", w, raising=False)  # as run_app sets it (another test's window may be there)
     install_error_hook(w)
     try:
         raise RuntimeError("boom in a slot")

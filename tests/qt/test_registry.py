@@ -154,3 +154,41 @@ def test_a_view_set_of_some_views_builds_only_those_and_links_them(qtbot):
         views.refresh(views[name])
     views["grid"].chose.emit({"layer": 1, "head": 2, "mode": "head"})
     assert (views["head"].layer(), views["head"].head()) == (1, 2)
+
+
+def test_with_many_views_on_screen_a_step_draws_some_now_and_the_others_on_the_next_turns(qtbot, monkeypatch):
+    """The first ``DRAWN_AT_ONCE`` views on screen are drawn with the step; the others when the
+    event loop turns again (after a paint and the keyboard), and a step taken meanwhile makes them
+    draw the newer frame only."""
+    from attnviz.qt.session import Session
+    from attnviz.qt.views import registry
+
+    from inside_fixtures import bundle, session
+
+    monkeypatch.setattr(registry, "TURN_BUDGET_S", 0.0)  # nothing beyond the first ones within a turn
+    names = ("grid", "head", "lines", "mask", "output", "pe")
+    s = Session()
+    s.decode_as_you_type = False
+    s.bundle = bundle()
+    s.decoding = session(steps=2)
+    views = registry.ViewSet(s, only=names)
+    views.selection.update(kind="decoder", layer=0, head=0)
+    for name in names:
+        qtbot.addWidget(views.frames[name])
+        views.frames[name].resize(420, 320)
+        views.frames[name].show()
+        qtbot.waitExposed(views.frames[name])
+    qtbot.waitUntil(lambda: not views.drawing() and not views.stale & set(names))
+    fed = Counter()
+    for name, view in views.views.items():
+        view.set_data = (lambda n, f: lambda data: (fed.update([n]), f(data))[1])(name, view.set_data)
+    first = [n for n in registry.VIEW_NAMES if n in names][: registry.DRAWN_AT_ONCE]
+    s.step()
+    assert set(fed) == set(first) and views.drawing()
+    s.step()  # before the event loop turned: the others have not drawn the step between
+    assert set(fed) == set(first) and all(fed[n] == 2 for n in first)
+    qtbot.waitUntil(lambda: not views.drawing())
+    later = set(names) - set(first)
+    assert later and all(fed[n] == 1 for n in later)
+    assert views["pe"].data().embeddings[1].pieces == s.input_pieces()  # the newest frame's
+    np.testing.assert_array_equal(views["grid"].data().weights, s.decoding.all_attention("decoder"))

@@ -15,6 +15,7 @@ both are deterministic for a seed.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib.metadata
 import random
 import re
@@ -72,8 +73,10 @@ def clean_sense(text: str) -> Sense | None:
     return Sense(word, kind)
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def gloss_senses(gloss: str) -> tuple[Sense, ...]:
-    """Every clean one-word sense of a gloss ("to eat; to consume" → eat, consume), in order, once each."""
+    """Every clean one-word sense of a gloss ("to eat; to consume" → eat, consume), in order, once each
+    (kept for the next ask: a corpus's glosses repeat)."""
     out: list[Sense] = []
     for part in re.split(r"[;/]", gloss or ""):
         sense = clean_sense(part)
@@ -157,13 +160,26 @@ def _occurs_once(needle: str, haystack: str) -> bool:
     return haystack.count(needle) == 1
 
 
+@functools.cache
+def _whole_word(word: str) -> re.Pattern[str]:
+    """``word`` as a whole word, any case (compiled once per word: ``re``'s own cache holds 512
+    patterns, and a corpus asks for tens of thousands of words)."""
+    return re.compile(rf"\b{re.escape(word)}\b", re.I)
+
+
+@functools.cache
+def _word_in_context(word: str) -> re.Pattern[str]:
+    """``word`` with the word before it and what follows it (see ``_neighbours``)."""
+    return re.compile(rf"(?:([\w']+)\W+)?\b{re.escape(word)}\b\s*([\w']+|[^\w\s])?", re.I)
+
+
 def _english_count(word: str, text: str) -> int:
-    return len(re.findall(rf"\b{re.escape(word)}\b", text, flags=re.I))
+    return len(_whole_word(word).findall(text))
 
 
 def _neighbours(word: str, text: str) -> tuple[str, str]:
     """The English word before ``word`` in ``text`` and what follows it (a word, a punctuation mark or ""), lowercase."""
-    m = re.search(rf"(?:([\w']+)\W+)?\b{re.escape(word)}\b\s*([\w']+|[^\w\s])?", text, flags=re.I)
+    m = _word_in_context(word).search(text)
     return ((m.group(1) or "").lower(), (m.group(2) or "").lower()) if m else ("", "")
 
 

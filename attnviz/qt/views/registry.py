@@ -10,6 +10,7 @@ selected the same way on screen and in a file.
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 from functools import partial
 
@@ -131,6 +132,10 @@ def choice_metadata(session: Session, choice: ViewChoice) -> dict[str, object]:
     return session_metadata(session, choice.kind, None if choice.mode == "all" else choice.layer, head)
 
 
+DRAWN_AT_ONCE = 4  # views on screen a step always redraws before the event loop runs again (the default layout shows 2-3)
+TURN_BUDGET_S = 0.03  # then more while a turn has taken less than this; the rest on the next turns
+
+
 def on_screen(widget: QtWidgets.QWidget) -> bool:
     """``widget`` shows some pixels now: shown, and not a background tab or a collapsed dock
     (a tabbed dock's view stays ``isVisible()`` while its visible region is empty)."""
@@ -175,6 +180,8 @@ class ViewSet(QtCore.QObject):
         self._own: dict[str, Selection] = {}  # an unlinked view's own selection
         self._applied: dict[str, ViewChoice] = {}  # the choice each view shows now
         self._hover_source: str | None = None
+        self._next_turn = QtCore.QTimer(self, singleShot=True, interval=0)  # the stale views on screen not drawn yet
+        self._next_turn.timeout.connect(self._refresh_on_screen)
         for spec in self.specs.values():
             self._connect(spec)
         for name, view in self.views.items():
@@ -222,9 +229,24 @@ class ViewSet(QtCore.QObject):
         for frame in self.frames.values():
             frame.set_empty(empty)
         self.stale = set(self.views)
-        for name, view in self.views.items():
-            if on_screen(view):
-                self._guarded_refresh(name)
+        self._refresh_on_screen()
+
+    def _refresh_on_screen(self) -> None:
+        """Refresh the stale views on screen, in the docks' order: the first ``DRAWN_AT_ONCE`` now,
+        more while this turn of the event loop is within ``TURN_BUDGET_S``, the others on the next
+        turn, after these were painted and the keyboard was read. A step taken meanwhile makes
+        them stale again: they draw the newer frame, and the one in between is never drawn."""
+        start = time.perf_counter()
+        waiting = [name for name, view in self.views.items() if name in self.stale and on_screen(view)]
+        for i, name in enumerate(waiting):
+            if i >= DRAWN_AT_ONCE and time.perf_counter() - start > TURN_BUDGET_S:
+                self._next_turn.start()
+                return
+            self._guarded_refresh(name)
+
+    def drawing(self) -> bool:
+        """Whether views on screen wait for a next turn of the event loop to draw the current frame."""
+        return self._next_turn.isActive()
 
     def eventFilter(self, obj: QtCore.QObject, event: QtCore.QEvent) -> bool:  # noqa: N802 - Qt API
         """A stale view about to be painted (its tab raised, its dock shown) catches up first."""
