@@ -1,31 +1,26 @@
-"""How the app's Python interpreter runs beside Qt: when garbage is collected, and how often
-threads take turns holding the GIL."""
+"""How the app's Python interpreter runs beside Qt: when garbage is collected, and what later
+collections leave out.
+
+The GIL's switch interval stays Python's 5 ms. 0.5 ms made the launch faster while the corpus
+look-up ran in a worker (5.4 s against 7.0 s to the first decoded view), but while training it
+gave no clearer UI (p99 timer lateness 44-50 ms against 36-54 ms, two runs each) and 7 % fewer
+training steps a second (``bench/bench_ui.py``)."""
 
 from __future__ import annotations
 
 import gc
-import sys
 
 from PySide6 import QtWidgets
 
-SWITCH_INTERVAL_S = 0.0005  # sys.setswitchinterval (default 0.005): see set_up
-
 
 def set_up(app: QtWidgets.QApplication) -> None:
-    """Once per app:
-
-    - Cyclic garbage is collected only in the GUI thread, on a timer: a collection that happens to
-      run in a worker thread and frees a Qt object there crashes Qt.
-    - A worker busy in Python (the corpus look-up, a training run) holds the GIL for up to the
-      switch interval each time the UI thread's torch call or paint gives it up: at the default
-      5 ms a launch's first step waited ~10 ms per tensor operation; 0.5 ms keeps the UI's turns short.
-    """
+    """Once per app: cyclic garbage is collected only in the GUI thread, on a timer (a collection
+    that happens to run in a worker thread and frees a Qt object there crashes Qt)."""
     if hasattr(app, "_attnviz_gc"):
         return
     from pyqtgraph.util.garbage_collector import GarbageCollector
 
     app._attnviz_gc = GarbageCollector(interval=1.0)
-    sys.setswitchinterval(SWITCH_INTERVAL_S)
 
 
 def freeze_survivors(*_args: object) -> None:
