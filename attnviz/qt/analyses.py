@@ -50,11 +50,18 @@ def _same(a: object, b: object) -> bool:
     return a is b or (type(a) is type(b) and isinstance(a, (str, int, float, bool, tuple)) and a == b)
 
 
+TURN_BUDGET_S = 0.03  # results handed over in one turn of the event loop: one, then more while within this
+
+
 class Analyses(QtCore.QObject):
     """One worker per key (a view's name): a new submission supersedes the running one, whose
     result is dropped when it arrives. The last result of each key is kept: the same work
     submitted again (a new step that leaves its inputs as they were) is answered at once.
-    ``counts`` says how many were submitted, reused, shown, dropped and failed."""
+    ``counts`` says how many were submitted, reused, shown, dropped and failed.
+
+    Results that arrive together are handed to their views over several turns of the event loop
+    (one, then more within ``TURN_BUDGET_S``), so that the views drawing them do not hold the
+    keyboard and the paint up all at once."""
 
     failed = QtCore.Signal(str, str)  # key, one-line message
 
@@ -62,6 +69,9 @@ class Analyses(QtCore.QObject):
         super().__init__(parent)
         self._latest: dict[object, FunctionWorker] = {}
         self._kept: dict[object, tuple[Analysis, Any]] = {}  # each key's last work and its result
+        self._arrived: dict[object, Callable[[], None]] = {}  # results not handed over yet, in arrival order
+        self._next_turn = QtCore.QTimer(self, singleShot=True, interval=0)  # a timer, not a queued call: the keyboard and other timers go between
+        self._next_turn.timeout.connect(self._hand_over)
         self.counts: Counter[str] = Counter()
 
     def submit(self, key: object, analysis: Analysis, done: Callable[[Any], None]) -> FunctionWorker | None:
@@ -70,6 +80,8 @@ class Analyses(QtCore.QObject):
         old = self._latest.pop(key, None)
         if old is not None:
             old.quit()
+        if self._arrived.pop(key, None) is not None:  # an older result not handed over yet: superseded too
+            self.counts["dropped"] += 1
         self.counts["submitted"] += 1
         kept = self._kept.get(key)
         if kept is not None and kept[0].same_work(analysis):
@@ -94,7 +106,18 @@ class Analyses(QtCore.QObject):
         if self._current(key, worker):
             self.counts["shown"] += 1
             self._kept[key] = (analysis, result)
-            done(analysis.done(result))
+            self._arrived[key] = lambda: done(analysis.done(result))
+            self._next_turn.start()
+
+    def _hand_over(self) -> None:
+        """Hand the arrived results to their views: one, then more while this turn is within budget."""
+        start = time.perf_counter()
+        while self._arrived:
+            key = next(iter(self._arrived))
+            self._arrived.pop(key)()
+            if self._arrived and time.perf_counter() - start > TURN_BUDGET_S:
+                self._next_turn.start()
+                return
 
     def _errored(self, key: object, worker: FunctionWorker, exc: BaseException) -> None:
         if self._current(key, worker):
@@ -108,21 +131,22 @@ class Analyses(QtCore.QObject):
 
     def pending(self) -> bool:
         """An analysis is still running or its result is not shown yet."""
-        return bool(self._latest)
+        return bool(self._latest or self._arrived)
 
     def cancel(self) -> None:
         """Drop every running analysis's result and every kept one (a new model, a closing window)."""
         for worker in self._latest.values():
             worker.quit()
         self._kept.clear()
+        self._arrived.clear()
 
     def wait(self, timeout_s: float = 60.0) -> bool:
         """Run the event loop until every result is shown (True) or ``timeout_s`` passed (False):
         for tests, exports and scripted screenshots."""
         deadline = time.monotonic() + timeout_s
         app = QtCore.QCoreApplication.instance()
-        while self._latest and time.monotonic() < deadline:
+        while self.pending() and time.monotonic() < deadline:
             for worker in list(self._latest.values()):
                 worker.wait(0.005)
             app.processEvents()
-        return not self._latest
+        return not self.pending()

@@ -52,6 +52,30 @@ def test_the_same_work_is_answered_from_the_kept_result_and_finish_runs_each_tim
     assert runner.wait(5) and len(calls) == 3
 
 
+def test_results_that_arrive_together_are_handed_over_one_turn_at_a_time(qapp, monkeypatch):
+    """Three results in at once: with no budget beyond the first, each turn of the event loop hands
+    one to its view; a result not handed over yet is superseded by a newer submission of its key."""
+    from attnviz.qt import analyses
+
+    monkeypatch.setattr(analyses, "TURN_BUDGET_S", 0.0)
+    runner, shown = Analyses(), []
+    for key in ("a", "b", "c"):
+        runner.submit(key, Analysis(_slow, (key,)), lambda r: (shown.append(r), time.sleep(0.002)))
+    while runner._latest:  # every worker has returned; nothing handed over yet
+        for worker in list(runner._latest.values()):
+            worker.wait(0.005)
+        QtWidgets.QApplication.sendPostedEvents()
+    assert shown == [] and runner.pending()
+    runner.submit("c", Analysis(_slow, ("c2",)), shown.append)  # c's result is superseded before it is shown
+    turns = 0
+    while runner.pending():
+        before = len(shown)
+        QtWidgets.QApplication.processEvents()
+        turns += len(shown) > before
+    assert sorted(shown) == ["a", "b", "c2"] and turns == 3
+    assert runner.counts["dropped"] == 1
+
+
 def test_a_failing_analysis_says_so_in_one_line(qapp, qtbot):
     runner = Analyses()
 

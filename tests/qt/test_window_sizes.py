@@ -30,6 +30,7 @@ def set_mode(qtbot, window, mode: str) -> None:
         bar.target_edit.setText(TARGET)
         bar.target_edit.returnPressed.emit()
         qtbot.waitUntil(lambda: window.session.forced is not None, timeout=TIMEOUT_MS)
+        wait_idle(qtbot, window)  # the views' analyses of the forced target drawn too
         return
     if window.session.forced is not None:
         bar.target_edit.clear()
@@ -61,6 +62,8 @@ def check_every_dock(qtbot, window, where: str) -> dict[str, list[str]]:
         if dock.isHidden() and not window.tabifiedDockWidgets(dock):
             continue
         dock.raise_()
+        settle(qtbot)
+        assert window.session.analyses.wait(TIMEOUT_MS / 1000)  # a raised view's analysis, drawn (in a later turn)
         settle(qtbot)
         for owner, problems in layout_problems(window).items():
             found.setdefault(f"{where} · {owner}", [])

@@ -180,8 +180,8 @@ class ViewSet(QtCore.QObject):
         self._own: dict[str, Selection] = {}  # an unlinked view's own selection
         self._applied: dict[str, ViewChoice] = {}  # the choice each view shows now
         self._hover_source: str | None = None
-        self._next_turn = QtCore.QTimer(self, singleShot=True, interval=0)  # the stale views on screen not drawn yet
-        self._next_turn.timeout.connect(self._refresh_on_screen)
+        self._next_turn = QtCore.QTimer(self, singleShot=True, interval=0)  # the stale views on screen not drawn yet (a timer:
+        self._next_turn.timeout.connect(self._refresh_on_screen)  # the keyboard and other timers go before it, a queued call would not let them)
         for spec in self.specs.values():
             self._connect(spec)
         for name, view in self.views.items():
