@@ -130,7 +130,8 @@ def test_a_model_with_fewer_encoder_than_decoder_layers_writes_nan_past_its_last
 
     from attnviz.core.analysis.head_importance import figure_data, importance_of
     from attnviz.core.model.transformer import Transformer
-    from tests.tiny_models import random_model, tokenizers
+
+    from tiny_models import random_model, tokenizers
 
     src, tgt = tokenizers()
     model = Transformer(dataclasses.replace(random_model().config, n_encoder_layers=1, n_decoder_layers=2)).eval()

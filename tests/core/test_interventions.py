@@ -29,7 +29,8 @@ from attnviz.core.model.interventions import (
 from attnviz.core.model.sites import AttentionSite, attention_sites
 from attnviz.core.model.trace import Recorder, is_tapped, trace_names
 from attnviz.paths import default_model
-from tests.tiny_models import random_model
+
+from tiny_models import random_model
 
 SITES = [AttentionSite("encoder", 1), AttentionSite("decoder", 0), AttentionSite("cross", 1)]
 VARIANTS = [dict(norm="layer", placement="post"), dict(norm="layer", placement="pre"), dict(norm="batch", placement="post")]

@@ -5,7 +5,8 @@ from __future__ import annotations
 import torch
 
 from attnviz.core.model.kv_cache import INITIAL_POSITIONS, CachedKV
-from tests.tiny_models import random_model
+
+from tiny_models import random_model
 
 
 def _kv(b: int, n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -23,7 +23,8 @@ from attnviz.core.model.interventions import InterventionError, Patch, PatchWher
 from attnviz.core.model.sites import AttentionSite
 from attnviz.core.model.trace import is_tapped, trace_names
 from attnviz.paths import default_model
-from tests.tiny_models import random_model
+
+from tiny_models import random_model
 
 CAT, FISH = "猫吃鱼。", "鱼吃猫。"  # the cat eats the fish / the fish eats the cat: 4 tokens each
 VARIANTS = [dict(norm="layer", placement="post"), dict(norm="layer", placement="pre"), dict(norm="batch", placement="post")]
