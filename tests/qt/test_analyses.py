@@ -55,9 +55,9 @@ def test_the_same_work_is_answered_from_the_kept_result_and_finish_runs_each_tim
 def test_results_that_arrive_together_are_handed_over_one_turn_at_a_time(qapp, monkeypatch):
     """Three results in at once: with no budget beyond the first, each turn of the event loop hands
     one to its view; a result not handed over yet is superseded by a newer submission of its key."""
-    from attnviz.qt import analyses
+    from attnviz.qt import turns
 
-    monkeypatch.setattr(analyses, "TURN_BUDGET_S", 0.0)
+    monkeypatch.setattr(turns, "TURN_BUDGET_S", 0.0)
     runner, shown = Analyses(), []
     for key in ("a", "b", "c"):
         runner.submit(key, Analysis(_slow, (key,)), lambda r: (shown.append(r), time.sleep(0.002)))

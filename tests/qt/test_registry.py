@@ -160,12 +160,13 @@ def test_with_many_views_on_screen_a_step_draws_some_now_and_the_others_on_the_n
     """The first ``DRAWN_AT_ONCE`` views on screen are drawn with the step; the others when the
     event loop turns again (after a paint and the keyboard), and a step taken meanwhile makes them
     draw the newer frame only."""
+    from attnviz.qt import turns
     from attnviz.qt.session import Session
     from attnviz.qt.views import registry
 
     from inside_fixtures import bundle, session
 
-    monkeypatch.setattr(registry, "TURN_BUDGET_S", 0.0)  # nothing beyond the first ones within a turn
+    monkeypatch.setattr(turns, "TURN_BUDGET_S", 0.0)  # nothing beyond the first ones within a turn
     names = ("grid", "head", "lines", "mask", "output", "pe")
     s = Session()
     s.decode_as_you_type = False

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from attnviz.core.analysis.figure_data import FigureData
+from attnviz.core.analysis.figure_data import FigureData, ScoreForm, attention_formula
 from attnviz.core.model.config import NORM_NAMES
 
 if TYPE_CHECKING:
@@ -118,12 +118,21 @@ def _positions(cfg: TransformerConfig) -> InfoRow:
     return InfoRow("positions", "sinusoidal PE(pos, 2i) added to the embeddings", {})
 
 
+#: The "scores" row's templates by (divides by √d_k, adds B): a note beside the formula.
+SCORE_TEMPLATES = {
+    (True, False): "{formula}",
+    (False, False): "{formula}: no ÷√d_k (folded into the weights)",
+    (True, True): "{formula}; B in the self-attentions only",
+    (False, True): "{formula}: no ÷√d_k (folded into the weights); B in the self-attentions only",
+}
+
+
 def _scores(cfg: TransformerConfig) -> InfoRow:
-    """What the softmax is taken of: ÷√d_k or not, + B where positions are a bias on the scores."""
-    if cfg.positional == "relative":
-        return InfoRow("scores", ("softmax(QKᵀ/√d_k + B + M)" if cfg.scale_scores else "softmax(QKᵀ + B + M): no ÷√d_k (folded into the weights)")
-                       + "; B in the self-attentions only", {})
-    return InfoRow("scores", "softmax(QKᵀ/√d_k + M)" if cfg.scale_scores else "softmax(QKᵀ + M): no ÷√d_k (folded into the weights)", {})
+    """What the softmax is taken of (a self-attention's, with its mask M): the views' own formula
+    (``attention_formula``), and a note where the model does not divide by √d_k or adds B."""
+    form = ScoreForm.of(cfg, "decoder")
+    formula = attention_formula("decoder", form).removeprefix("A = ")
+    return InfoRow("scores", SCORE_TEMPLATES[form.scaled, form.biased], {"formula": formula})
 
 
 def _recorded(key: str, value: object) -> InfoRow:

@@ -49,9 +49,9 @@ CORE_TEXTS = (
     QT_TRANSLATE_NOOP("model_info", "relative: a bias B on the scores per head, {buckets} distance buckets"),
     QT_TRANSLATE_NOOP("model_info", "a learned table of {n} positions added to the embeddings"),
     QT_TRANSLATE_NOOP("model_info", "sinusoidal PE(pos, 2i) added to the embeddings"),
-    QT_TRANSLATE_NOOP("model_info", "softmax(QKᵀ + M): no ÷√d_k (folded into the weights)"),
-    QT_TRANSLATE_NOOP("model_info", "softmax(QKᵀ + B + M): no ÷√d_k (folded into the weights); B in the self-attentions only"),
-    QT_TRANSLATE_NOOP("model_info", "softmax(QKᵀ/√d_k + B + M); B in the self-attentions only"),
+    QT_TRANSLATE_NOOP("model_info", "{formula}: no ÷√d_k (folded into the weights)"),
+    QT_TRANSLATE_NOOP("model_info", "{formula}; B in the self-attentions only"),
+    QT_TRANSLATE_NOOP("model_info", "{formula}: no ÷√d_k (folded into the weights); B in the self-attentions only"),
     QT_TRANSLATE_NOOP("model_info", "gated: (act(x W₁) ⊙ x W_up) W₂"),
 )
 

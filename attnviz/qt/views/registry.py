@@ -10,7 +10,6 @@ selected the same way on screen and in a file.
 
 from __future__ import annotations
 
-import time
 from dataclasses import replace
 from functools import partial
 
@@ -23,6 +22,7 @@ from attnviz.qt.frame_key import FrameKey
 from attnviz.qt.i18n import translate
 from attnviz.qt.selection import LinkedSelection, Selection, ViewChoice, query_axis
 from attnviz.qt.session import Session
+from attnviz.qt.turns import Turns
 from attnviz.qt.view_frame import ViewFrame, empty_state
 from attnviz.qt.views import (
     ablation,
@@ -133,7 +133,6 @@ def choice_metadata(session: Session, choice: ViewChoice) -> dict[str, object]:
 
 
 DRAWN_AT_ONCE = 4  # views on screen a step always redraws before the event loop runs again (the default layout shows 2-3)
-TURN_BUDGET_S = 0.03  # then more while a turn has taken less than this; the rest on the next turns
 
 
 def on_screen(widget: QtWidgets.QWidget) -> bool:
@@ -180,8 +179,7 @@ class ViewSet(QtCore.QObject):
         self._own: dict[str, Selection] = {}  # an unlinked view's own selection
         self._applied: dict[str, ViewChoice] = {}  # the choice each view shows now
         self._hover_source: str | None = None
-        self._next_turn = QtCore.QTimer(self, singleShot=True, interval=0)  # the stale views on screen not drawn yet (a timer:
-        self._next_turn.timeout.connect(self._refresh_on_screen)  # the keyboard and other timers go before it, a queued call would not let them)
+        self._turns = Turns(self, self._refresh_on_screen)  # the stale views on screen not drawn yet
         for spec in self.specs.values():
             self._connect(spec)
         for name, view in self.views.items():
@@ -233,20 +231,20 @@ class ViewSet(QtCore.QObject):
 
     def _refresh_on_screen(self) -> None:
         """Refresh the stale views on screen, in the docks' order: the first ``DRAWN_AT_ONCE`` now,
-        more while this turn of the event loop is within ``TURN_BUDGET_S``, the others on the next
-        turn, after these were painted and the keyboard was read. A step taken meanwhile makes
-        them stale again: they draw the newer frame, and the one in between is never drawn."""
-        start = time.perf_counter()
+        more while this turn of the event loop is within its budget (:class:`~attnviz.qt.turns.Turns`),
+        the others on the next turn, after these were painted and the keyboard was read. A step
+        taken meanwhile makes them stale again: they draw the newer frame, and the one in between is never drawn."""
+        self._turns.begin()
         waiting = [name for name, view in self.views.items() if name in self.stale and on_screen(view)]
         for i, name in enumerate(waiting):
-            if i >= DRAWN_AT_ONCE and time.perf_counter() - start > TURN_BUDGET_S:
-                self._next_turn.start()
+            if i >= DRAWN_AT_ONCE and self._turns.spent():
+                self._turns.later()
                 return
             self._guarded_refresh(name)
 
     def drawing(self) -> bool:
         """Whether views on screen wait for a next turn of the event loop to draw the current frame."""
-        return self._next_turn.isActive()
+        return self._turns.pending()
 
     def eventFilter(self, obj: QtCore.QObject, event: QtCore.QEvent) -> bool:  # noqa: N802 - Qt API
         """A stale view about to be painted (its tab raised, its dock shown) catches up first."""

@@ -372,10 +372,9 @@ class QtWalkthroughView(FigureViewBase):
             if spec.highlight and spec.rows == "query" and rows.start <= w.query < rows.stop:
                 highlight = w.query - rows.start
             titles = (AxisWindows.title(spec.rows, full.shape[0], rows), AxisWindows.title(spec.cols, full.shape[1], cols))
-            labels = (self._labels(spec.rows, full.shape[0])[rows], self._labels(spec.cols, full.shape[1])[cols])
-            table.show_window(full, rows, cols, self._labels(spec.rows, full.shape[0]), self._labels(spec.cols, full.shape[1]),
-                              highlight, self._levels(spec, full), titles)
-            shape.append((rows.stop - rows.start, cols.stop - cols.start, titles, tuple(map(tuple, labels))))
+            row_labels, col_labels = self._labels(spec.rows, full.shape[0]), self._labels(spec.cols, full.shape[1])
+            table.show_window(full, rows, cols, row_labels, col_labels, highlight, self._levels(spec, full), titles)
+            shape.append((rows.stop - rows.start, cols.stop - cols.start, titles, tuple(row_labels[rows]), tuple(col_labels[cols])))
             title = self._stage_title(spec)
             if w.kind == "cross" and spec.name in CROSS_TITLES and spec.title != "V<sub>i</sub>":  # not section 3's plain V_i
                 title = CROSS_TITLES[spec.name]
