@@ -5,7 +5,7 @@ TORCH_VERSION ?= 2.13.0
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(TORCH_VERSION)
 
-.PHONY: run test test-fast lint bench venv clean screenshot figures wheel-smoke translations
+.PHONY: run test test-fast lint bench bench-smoke venv clean screenshot figures wheel-smoke translations
 
 venv: $(STAMP)
 
@@ -32,6 +32,7 @@ test-fast: $(STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check attnviz tests bench main.py setup.py
+	$(VENV)/bin/lint-imports
 
 # Build the wheel, install it (not editable) into a scratch venv and run it once.
 wheel-smoke: $(STAMP)
@@ -39,6 +40,11 @@ wheel-smoke: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) bench/run.py $(ARGS)
+
+# Every suite at its smallest size (bench/smoke.py), one process each: each still runs, or this
+# fails; its figures are no measurements. Well under 2 minutes; .ci/run runs it.
+bench-smoke: $(STAMP)
+	QT_QPA_PLATFORM=offscreen $(PY) bench/run.py --smoke $(ARGS)
 
 screenshot: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(PY) -m attnviz.qt.screenshot
@@ -51,12 +57,12 @@ figures: $(STAMP)
 	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
 	$(EXPORT) --view compare --src 猫吃鱼。 --size 1400x820 --out "$$tmp/compare" && \
 	$(EXPORT) --view scaling --src 猫吃鱼。 --size 1400x1170 --out "$$tmp/scaling" && \
-	$(EXPORT) --view norm-batch --src 我喜欢吃鱼。 --model models/hsk-zh-en-batchnorm --size 1100x760 --out "$$tmp/norm-batch" && \
+	$(EXPORT) --view norm-batch --src 我喜欢吃鱼。 --model models/zh-en-batchnorm --size 1100x760 --out "$$tmp/norm-batch" && \
 	cp "$$tmp"/compare/*.png $(FIGURES)/compare.png && \
 	cp "$$tmp"/scaling/*.png $(FIGURES)/scaling.png && \
-	$(EXPORT) --view head --kind cross --layer 2 --head 1 --model models/hsk-zh-en-guided --src 猫吃鱼。 \
+	$(EXPORT) --view head --kind cross --layer 2 --head 1 --model models/zh-en-guided --src 猫吃鱼。 \
 	    --tgt "The cat eats fish." --size 520x420 --out "$$tmp/word-order-1" && \
-	$(EXPORT) --view head --kind cross --layer 2 --head 1 --model models/hsk-zh-en-guided --src 鱼吃猫。 \
+	$(EXPORT) --view head --kind cross --layer 2 --head 1 --model models/zh-en-guided --src 鱼吃猫。 \
 	    --tgt "The fish eats the cat." --size 520x420 --out "$$tmp/word-order-2" && \
 	cp "$$tmp"/norm-batch/*.png $(FIGURES)/norm-batch.png && \
 	cp "$$tmp"/word-order-1/*.png $(FIGURES)/word-order-guided-1.png && \
@@ -65,12 +71,13 @@ figures: $(STAMP)
 	$(VIEW) --view patching --src 猫吃鱼。 --size 1100x640 --out "$$tmp/patching" && \
 	$(VIEW) --view attribution --src 尽管今天下了雨，但我因为拿到了梦寐以求的工作offer而感到非常开心和兴奋。 \
 	    --tgt "Although it rained today, I felt very happy and excited because I got my dream job offer." \
-	    --query 15 --size 1300x620 --out "$$tmp/attribution" && \
+	    --query 9 --size 1300x620 --out "$$tmp/attribution" && \
 	cp "$$tmp"/importance/*.png $(FIGURES)/head-importance.png && \
 	cp "$$tmp"/patching/*.png $(FIGURES)/patching.png && \
 	cp "$$tmp"/attribution/*.png $(FIGURES)/attribution.png && \
 	QT_QPA_PLATFORM=offscreen $(PY) -m attnviz animate --src 猫吃鱼。 --view head,output --kind cross --layer 3 --head 2 \
-	    --size 600x440 --fps 1.5 --out $(FIGURES)/decoding.gif
+	    --size 600x440 --fps 1.5 --out "$$tmp/decoding.gif" && \
+	cp "$$tmp/decoding.gif" $(FIGURES)/decoding.gif
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -1,4 +1,4 @@
-"""The command line: ``attnviz`` opens the app; ``attnviz train|translate|trace|ablate|head-importance|patch|attribute|export|import-hf`` work headless.
+"""The command line: ``attnviz`` opens the app; ``attnviz train|translate|evaluate|trace|ablate|head-importance|patch|attribute|export|import-hf`` work headless.
 
 Each subcommand lives in ``attnviz/commands/<name>.py`` with ``HELP``, ``add_arguments(parser)``
 and ``run(args) -> int``; this module only wires them and turns expected errors into one line.
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from attnviz.errors import AttnvizError
 
-COMMANDS = ("gui", "train", "translate", "trace", "ablate", "head-importance", "patch", "attribute", "export", "animate", "page", "import-hf")  # module: the name with "_" for "-"
+COMMANDS = ("gui", "train", "translate", "evaluate", "trace", "ablate", "head-importance", "patch", "attribute", "export", "animate", "page", "import-hf")  # module: the name with "_" for "-"
 
 
 def _available() -> dict[str, object]:

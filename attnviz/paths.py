@@ -27,8 +27,32 @@ def resources_dir() -> Path:
     return _find("resources")
 
 
+DEFAULT_MODEL = "zh-en"  # the bundle the app and every command open when none is named
+# Bundled folders that were renamed or retired, and the bundled folder that took each one's place.
+RENAMED_BUNDLES = {
+    "hsk-zh-en": DEFAULT_MODEL,  # the HSK-only default before the Tatoeba-trained one
+    "hsk-tatoeba-zh-en": DEFAULT_MODEL,
+    "hsk-zh-en-hsk-only": "hsk-only-zh-en",
+    "hsk-augmented-zh-en": DEFAULT_MODEL,  # the HSK-augmented default, retired with its variants
+    "hsk-zh-en-guided": "zh-en-guided",  # the variants, trained again on the default's data
+    "hsk-zh-en-postnorm": "zh-en-postnorm",
+    "hsk-zh-en-batchnorm": "zh-en-batchnorm",
+}
+
+
 def default_model() -> Path:
-    return models_dir() / "hsk-zh-en"
+    return models_dir() / DEFAULT_MODEL
+
+
+def bundled_replacement(path: str | Path) -> Path | None:
+    """The bundled folder that replaced ``path`` when ``path`` is a bundled folder's old name that
+    no longer exists (a stored setting or session file written before a rename), else ``None``."""
+    path = Path(path)
+    new = RENAMED_BUNDLES.get(path.name)
+    if new is None or path.exists() or path.parent.name != "models":
+        return None
+    replacement = models_dir() / new
+    return replacement if replacement.is_dir() else None
 
 
 def resource(*parts: str) -> Path:

@@ -10,6 +10,7 @@ import statistics
 import time
 import warnings
 
+import smoke
 import torch
 from torch import nn
 
@@ -22,7 +23,9 @@ SIZES = {
 
 
 def timeit(fn, repeat: int = 7, number: int = 1, warmup: int = 2) -> float:
-    """Median seconds per call."""
+    """Median seconds per call (smoke mode: one call)."""
+    if smoke.on():
+        repeat, number, warmup = 1, 1, 0
     for _ in range(warmup):
         fn()
     times = []
@@ -75,7 +78,7 @@ def run(report=print, threads: int = 1) -> dict:
     warnings.filterwarnings("ignore")
     results = {}
     report(f"== core (torch {torch.__version__}, {threads} thread{'s' if threads > 1 else ''}) ==")
-    for name, size in SIZES.items():
+    for name, size in smoke.first(SIZES).items():
         tr, es, et, gen, model = build(size)
         pe = sinusoidal_encoding(256, size["d_model"])
         g = torch.Generator().manual_seed(1)
@@ -88,7 +91,7 @@ def run(report=print, threads: int = 1) -> dict:
             t_full = timeit(lambda: model(src, tgt, Recorder(batch_index=None)))
             # decoding 20 target tokens of one sentence
             s1 = src[:1]
-            steps = 20
+            steps = smoke.pick(20, 2)
             toks = torch.randint(4, size["tgt_vocab"], (1, steps), generator=g)
             toks[0, 0] = model.config.bos_id
 

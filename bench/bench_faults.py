@@ -1,4 +1,4 @@
-"""Fault benchmark, three kinds of trials (counts by environment variable):
+"""Fault benchmark, three kinds of trials (counts by environment variable; one of each in smoke mode):
 
 * training subprocesses killed with SIGKILL during checkpoint saves (``ATTNVIZ_KILL_TRIALS``, 20),
   each followed by loading the bundle and ``--resume``;
@@ -9,7 +9,8 @@
   afterwards the previous bundle or the new one opens, and the stale lock is taken over by the
   next import.
 
-Prints how many trials held, where they were when they died, and the seconds per trial.
+Prints how many trials held, where they were when they died, and the seconds per trial; the exit
+status is 1 when a trial did not hold.
 """
 
 from __future__ import annotations
@@ -26,17 +27,25 @@ from pathlib import Path
 TESTS = Path(__file__).resolve().parents[1] / "tests"
 sys.path[:0] = [str(TESTS / "core"), str(TESTS)]
 
+import smoke  # noqa: E402
 from run_faults import MOMENTS, concurrent_trains, kill_during_import  # noqa: E402
 from train_faults import kill_during_save  # noqa: E402
 
 
-def run(out=print) -> None:
-    kill_trials(out, int(os.environ.get("ATTNVIZ_KILL_TRIALS", "20")))
-    concurrent_trials(out, int(os.environ.get("ATTNVIZ_CONCURRENT_TRIALS", "6")))
-    import_kill_trials(out, int(os.environ.get("ATTNVIZ_IMPORT_KILL_TRIALS", "12")))
+def run(out=print) -> int:
+    """Every kind of trial; the exit status is 1 when a trial did not hold."""
+    failed = kill_trials(out, _trials("ATTNVIZ_KILL_TRIALS", 20))
+    failed += concurrent_trials(out, _trials("ATTNVIZ_CONCURRENT_TRIALS", 6))
+    failed += import_kill_trials(out, _trials("ATTNVIZ_IMPORT_KILL_TRIALS", 12))
+    return 1 if failed else 0
 
 
-def kill_trials(out, trials: int) -> None:
+def _trials(variable: str, default: int) -> int:
+    """The number of trials ``variable`` asks for: ``default``, one in smoke mode."""
+    return int(os.environ.get(variable, smoke.pick(default, 1)))
+
+
+def kill_trials(out, trials: int) -> int:
     rng = random.Random(2024)
     moments: collections.Counter[str] = collections.Counter()
     failures: list[str] = []
@@ -57,11 +66,10 @@ def kill_trials(out, trials: int) -> None:
     out(f"kill -9 during checkpoint saves: {trials - len(failures)}/{trials} held (bundle loads, --resume finishes the next epoch)")
     out("  killed while: " + ", ".join(f"{k} {v}" for k, v in sorted(moments.items())) + f"; {leftovers} .NAME.saving-* folder(s) left behind")
     out(f"  {seconds:.1f} s per trial (train, kill, load, resume)")
-    for line in failures:
-        out("  FAILED " + line)
+    return _failed(out, failures)
 
 
-def concurrent_trials(out, trials: int) -> None:
+def concurrent_trials(out, trials: int) -> int:
     rng = random.Random(25)
     held = by_lock = 0
     failures: list[str] = []
@@ -80,16 +88,15 @@ def concurrent_trials(out, trials: int) -> None:
     seconds = (time.perf_counter() - t0) / max(1, trials)
     out(f"two trains at once on one --out: {held}/{trials} held (one ran, the other refused in one line, one complete run left)")
     out(f"  refused by the lock {by_lock}, by the folder check {held - by_lock}; {seconds:.1f} s per trial")
-    for line in failures:
-        out("  FAILED " + line)
+    return _failed(out, failures)
 
 
-def import_kill_trials(out, trials: int) -> None:
+def import_kill_trials(out, trials: int) -> int:
     try:
         from tiny_marian import build_marian  # needs transformers (the hf extra)
     except ImportError as exc:
         out(f"kill -9 during import-hf: not run ({exc.name} is not installed: pip install 'attnviz[hf]')")
-        return
+        return 0
     from hostile_bundles import valid_bundle
 
     rng = random.Random(26)
@@ -114,8 +121,14 @@ def import_kill_trials(out, trials: int) -> None:
     out("  killed while: " + ", ".join(f"{k} {v}" for k, v in sorted(moments.items())) + "; opened: "
         + ", ".join(f"{k} {v}" for k, v in sorted(opened.items())) + f"; {stale} stale lock(s) taken over")
     out(f"  {seconds:.1f} s per trial (import, kill, open, import again)")
+    return _failed(out, failures)
+
+
+def _failed(out, failures: list[str]) -> int:
+    """Print each failed trial; how many there were."""
     for line in failures:
         out("  FAILED " + line)
+    return len(failures)
 
 
 def _one_import_kill(folder: Path, src: Path, previous: Path, moment: str, rng: random.Random):

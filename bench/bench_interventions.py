@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import warnings
 
+import smoke
 import torch
 from bench_core import SIZES, build, timeit
 
@@ -40,6 +41,8 @@ def run(report=print, threads: int = 1) -> None:
     src = bundle.src_tokenizer.encode("我昨天在学校看见了我的老师和他的朋友。")[:11] + [bundle.config.eos_id]
     tgt = bundle.tgt_tokenizer.encode("Yesterday I saw my teacher and his friend at school.")[:11] + [bundle.config.eos_id]
     _measure(report, f"default model {bundle.name}", bundle.model, src, tgt, "target <= 1 s on one thread")
+    if smoke.on():
+        return  # the default model is the smallest size
     size = SIZES["BASE"]
     model = build(size)[-1]
     g = torch.Generator().manual_seed(1)

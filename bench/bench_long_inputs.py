@@ -37,9 +37,11 @@ from pathlib import Path
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import smoke  # noqa: E402
+
 TARGET_MS = 50.0
-LENGTHS = (20, 512)
-DEEP = 200  # steps decoded before the "deep" figure
+LENGTHS = smoke.pick((20, 512), (20,))
+DEEP = smoke.pick(200, 3)  # steps decoded before the "deep" figure
 SIZES = {"grid": (760, 560), "head": (640, 560)}  # the window's default: the grid beside the head detail
 
 
@@ -189,7 +191,7 @@ def run(report=print) -> dict:
     from attnviz.qt.app import make_app
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=12)
+    parser.add_argument("--steps", type=int, default=smoke.pick(12, 1))
     args = parser.parse_args(sys.argv[1:] if __name__ == "__main__" else [])
     torch.set_num_threads(1)
     make_app()

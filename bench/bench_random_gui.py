@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "qt"))  # the random user shared with the tests
 
+import smoke  # noqa: E402
 from PySide6 import QtCore, QtWidgets  # noqa: E402
 
 
@@ -37,6 +38,7 @@ def run(out=print, actions: int = 10000, seed: int = 0) -> int:
     from attnviz.qt.app import make_app
     from attnviz.qt.main_window import MainWindow
 
+    actions = smoke.pick(actions, 40)
     app = make_app()  # noqa: F841 - the window needs it
     with tempfile.TemporaryDirectory() as tmp:
         tmp_path = Path(tmp)

@@ -1,14 +1,24 @@
 """Training throughput: target tokens per second of ``attnviz train``'s step (teacher-forced
 loss with label smoothing, backward, clipping, Adam) against a plain ``torch.nn.Transformer``
 training loop of the same size on the same batches, in the same process and thread count.
-The ratio is what counts (target ≥ 0.8×); the machine's speed cancels out."""
+The ratio is what counts (target ≥ 0.8×); the machine's speed cancels out.
+
+The precision case: the same step under ``precision="bf16"`` (bfloat16 autocast around the forward
+pass and loss) against float32, on copies of the same weights and the same batches, timed in
+alternating rounds so a load that comes and goes falls on both. bf16 is worth adopting at ≥ 1.3×
+(and a valid loss within 1 % after 2 epochs, which this timing does not measure).
+
+``python bench/bench_training.py [throughput] [precision]`` runs the cases named (default both)."""
 
 from __future__ import annotations
 
+import copy
 import math
 import statistics
+import sys
 import time
 
+import smoke
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -19,6 +29,8 @@ from attnviz.core.model.modules import sinusoidal_encoding
 from attnviz.core.training.trainer import Trainer, TrainOptions
 
 TARGET_RATIO = 0.8
+BF16_TARGET = 1.3  # bf16 step speed-up over float32 worth adopting
+CASES = ("throughput", "precision")
 CONFIG = dict(d_model=128, n_heads=4, d_ff=512, n_encoder_layers=3, n_decoder_layers=3, norm_placement="pre", final_norm=True)
 
 
@@ -62,7 +74,7 @@ def _ours_step(trainer: Trainer, batch: D.Batch) -> None:
 def _tokens_per_s(step, batches: list[D.Batch], rounds: int = 3) -> float:
     step(batches[0])  # warm-up
     rates = []
-    for _ in range(rounds):
+    for _ in range(smoke.pick(rounds, 1)):
         t0 = time.perf_counter()
         for b in batches:
             step(b)
@@ -70,14 +82,31 @@ def _tokens_per_s(step, batches: list[D.Batch], rounds: int = 3) -> float:
     return statistics.median(rates)
 
 
-def run(report=print, threads: int = 1) -> dict:
-    torch.set_num_threads(threads)
+def _setup(n_batches: int = 12) -> tuple[Trainer, list[D.Batch]]:
+    """A float32 trainer of the default's size on HSK (batches of ~2,000 target tokens) and the
+    first ``n_batches`` batches of its first epoch."""
     options = TrainOptions(batch_tokens=2000, seed=0)
     trainer = Trainer.create(load_data("hsk-zh-en"), CONFIG, options, src_vocab=1800, tgt_vocab=2000)
     trainer.model.train()
     cfg = trainer.model.config
-    order = D.make_batches(trainer.train_examples, options.batch_tokens, 0, 0)[:12]
-    batches = [D.collate([trainer.train_examples[i] for i in ix], cfg.pad_id, cfg.bos_id, cfg.eos_id) for ix in order]
+    order = D.make_batches(trainer.train_examples, options.batch_tokens, 0, 0)[: smoke.pick(n_batches, 1)]
+    return trainer, [D.collate([trainer.train_examples[i] for i in ix], cfg.pad_id, cfg.bos_id, cfg.eos_id) for ix in order]
+
+
+def run(report=print, threads: int = 1, cases: tuple[str, ...] = CASES) -> dict:
+    torch.set_num_threads(threads)
+    trainer, batches = _setup()
+    results = {}
+    if "throughput" in cases:
+        results.update(_throughput(report, threads, trainer, batches))
+    if "precision" in cases:
+        results["precision"] = _precision(report, threads, trainer, batches[:4])
+    return results
+
+
+def _throughput(report, threads: int, trainer: Trainer, batches: list[D.Batch]) -> dict:
+    """The trainer's step against the ``nn.Transformer`` reference loop."""
+    options, cfg = trainer.options, trainer.model.config
     torch.manual_seed(0)
     ref = Reference(cfg.src_vocab_size, cfg.tgt_vocab_size, cfg.pad_id).train()
     ref_opt = torch.optim.Adam(ref.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
@@ -93,5 +122,32 @@ def run(report=print, threads: int = 1) -> dict:
     return {"ours": ours_rate, "reference": ref_rate, "ratio": ours_rate / ref_rate}
 
 
+def _precision(report, threads: int, trainer: Trainer, batches: list[D.Batch], rounds: int = 3) -> dict:
+    """Milliseconds per training step, float32 and bf16, each on its own copy of ``trainer``'s
+    weights, in alternating rounds over ``batches``; the median round of each."""
+    rounds = smoke.pick(rounds, 1)
+    bf16_options = TrainOptions(**{**trainer.options.to_dict(), "precision": "bf16"})
+    steppers = {}
+    for name, options in (("float32", trainer.options), ("bf16", bf16_options)):
+        t = Trainer(copy.deepcopy(trainer.model), trainer.src_tok, trainer.tgt_tok, trainer.dataset, options)
+        t.model.train()
+        steppers[name] = lambda b, t=t: _ours_step(t, b)
+        steppers[name](batches[0])  # warm-up
+    ms: dict[str, list[float]] = {name: [] for name in steppers}
+    for _ in range(rounds):
+        for name, step in steppers.items():
+            t0 = time.perf_counter()
+            for b in batches:
+                step(b)
+            ms[name].append((time.perf_counter() - t0) * 1000 / len(batches))
+    f32, bf16 = statistics.median(ms["float32"]), statistics.median(ms["bf16"])
+    tokens = sum(b.n_tokens for b in batches) / len(batches)
+    report(f"Training step precision ({len(batches)} batches of ~{tokens:.0f} target tokens x {rounds} rounds, d_model {CONFIG['d_model']}, "
+           f"3+3 layers, {threads} thread(s); bf16 = bfloat16 autocast around forward + loss; CPU kernels {torch.backends.cpu.get_cpu_capability()})")
+    report(f"  float32: {f32:7.1f} ms/step   1.00×")
+    report(f"  bf16:    {bf16:7.1f} ms/step   {f32 / bf16:.2f}× (worth adopting at ≥ {BF16_TARGET}×)")
+    return {"float32_ms": f32, "bf16_ms": bf16, "ratio": f32 / bf16}
+
+
 if __name__ == "__main__":
-    run()
+    run(cases=tuple(sys.argv[1:]) or CASES)

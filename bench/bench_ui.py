@@ -22,6 +22,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numpy as np  # noqa: E402
+import smoke  # noqa: E402
 from PySide6 import QtCore, QtWidgets  # noqa: E402
 
 TARGET_P99_MS = 50.0
@@ -60,6 +61,7 @@ def _pct(a: np.ndarray, q: float) -> float:
 
 def run(report=print, threads: int = 1, seconds: float = 6.0, size: str = "small") -> dict[str, float]:
     app = QtWidgets.QApplication.instance() or QtWidgets.QApplication(sys.argv[:1])
+    seconds, size = smoke.pick((seconds, size), (0.5, "tiny"))
 
     from attnviz.qt.train.panel import TrainPanel
     from attnviz.qt.train.run import TrainRequest
@@ -72,7 +74,7 @@ def run(report=print, threads: int = 1, seconds: float = 6.0, size: str = "small
     reference = measure_lateness(app, seconds)
 
     out = tempfile.mkdtemp(prefix="attnviz-bench-ui-")
-    req = TrainRequest(data="reverse", n_examples=4000, size=size, epochs=50, lr=1e-3, warmup=100, batch_tokens=500,
+    req = TrainRequest(data="reverse", n_examples=smoke.pick(4000, 400), size=size, epochs=50, lr=1e-3, warmup=100, batch_tokens=500,
                        threads=threads, out_dir=os.path.join(out, "run"))
     steps_at: list[tuple[float, int]] = []
     panel.progressed.connect(lambda step, total: steps_at.append((time.perf_counter(), step)))

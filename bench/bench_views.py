@@ -22,6 +22,7 @@ import os
 import statistics
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 if "QT_QPA_PLATFORM" not in os.environ and not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
@@ -30,11 +31,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 import pyqtgraph as pg  # noqa: E402
-from PySide6 import QtCore, QtWidgets  # noqa: E402
+import smoke  # noqa: E402
+from PySide6 import QtWidgets  # noqa: E402
 
 from attnviz.core.model.sites import KINDS  # noqa: E402
 from attnviz.qt.app import make_app  # noqa: E402
 from attnviz.qt.sample_data import pieces, sample_attention, sample_masks  # noqa: E402
+from attnviz.qt.session import Session  # noqa: E402
 from attnviz.qt.views.attention_grid import QtAttentionGridView  # noqa: E402
 from attnviz.qt.views.head_detail import QtHeadDetailView  # noqa: E402
 from attnviz.qt.views.lines import QtLinesView  # noqa: E402
@@ -85,29 +88,46 @@ def _time_both(update, repeats: int) -> tuple[float, float]:
     return statistics.median(wall), statistics.median(cpu)
 
 
-class _SampleSession(QtCore.QObject):
-    """What the :class:`ViewSet` asks of a session, answered from the sample data of one step."""
+@dataclass(frozen=True, eq=False)
+class _SampleResult:
+    """One step of the sample data as the session's current result: what the session reads of a
+    :class:`~attnviz.core.decoding.result.DecodingResult` besides its attention (one record per row)."""
 
-    decodingChanged = QtCore.Signal()
+    steps: tuple[int, ...]
+    src_pieces: tuple[str, ...]
+    input_pieces: tuple[str, ...]
+    output_pieces: tuple[str, ...] = ()  # no predictions: the views draw the attention alone
+
+
+class _SampleSession(Session):
+    """The app's :class:`Session` (its signals, analyses, frame keys and per-frame cache, as the
+    :class:`ViewSet` uses them) with the sample data of one step, ``steps[index]``, as its current
+    frame in place of a model's decoding."""
 
     def __init__(self, steps):
         super().__init__()
         self.steps = steps
         self.index = 0
-        self.current = True  # something is decoded
+        self._results = [_sample_result(step) for step in steps]
+
+    @property
+    def current(self) -> _SampleResult:
+        return self._results[self.index]
 
     def attention_data(self, kind):
-        return self.steps[self.index]["head"][kind]
+        return self.derived(("attention", kind), lambda: self.steps[self.index]["head"][kind])
 
     def mask_data(self):
-        return self.steps[self.index]["mask"]
+        return self.derived("mask", lambda: self.steps[self.index]["mask"])
 
     def n_layers(self, kind):
-        data = self.attention_data(kind)
+        data = self.steps[self.index]["head"][kind]
         return 0 if data is None else data.n_layers
 
-    def output_pieces(self):
-        return ()
+
+def _sample_result(step) -> _SampleResult:
+    cross = step["head"]["cross"]
+    return _SampleResult(tuple(range(len(cross.query_labels))), cross.key_labels, cross.query_labels)
 
 
 LINKED = ("grid", "head", "lines", "mask")
@@ -184,12 +204,12 @@ def _reference(repeats: int) -> float:
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; ``argv`` as on the command line (``None``: the defaults, as ``make bench`` calls it)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=40)
+    parser.add_argument("--repeats", type=int, default=smoke.pick(40, 1))
     args = parser.parse_args([] if argv is None else argv)
     make_app()
     ref = _reference(args.repeats)
     print(f"reference: one 20×20 ImageItem update + repaint = {ref:.2f} ms")
-    for title, (n_layers, n_heads, n_tokens) in SIZES.items():
+    for title, (n_layers, n_heads, n_tokens) in smoke.first(SIZES).items():
         steps = _steps(n_layers, n_heads, n_tokens)
         views = {"grid": QtAttentionGridView(), "head": QtHeadDetailView(), "lines": QtLinesView(), "mask": QtMasksView()}
         sizes = {"grid": (760, 560), "head": (640, 560), "lines": (640, 560), "mask": (900, 760)}
@@ -213,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
             per_view[name] = ms
             print(f"  {name:<6} {ms:7.2f} ms   ×{ms / ref:5.1f} reference")
             if name == "lines":
-                lag = _line_layer_latency(view, steps, max(5, args.repeats // 4))
+                lag = _line_layer_latency(view, steps, max(smoke.pick(5, 1), args.repeats // 4))
                 print(f"         {lag:7.2f} ms   until all lines are drawn off the GUI thread (not in the total)")
         verdict = "ok" if total <= TARGET_MS else "over target"
         print(f"  {'all':<6} {total:7.2f} ms   ×{total / ref:5.1f} reference   (target ≤ {TARGET_MS:.0f} ms: {verdict})")

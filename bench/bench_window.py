@@ -29,6 +29,7 @@ from collections import defaultdict
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+import smoke  # noqa: E402
 from PySide6 import QtCore, QtWidgets  # noqa: E402
 
 TARGET_TABBED = 1.2
@@ -171,7 +172,7 @@ def _float_every_dock(app, window) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--steps", type=int, default=smoke.pick(10, 1))
     p.add_argument("--threads", type=int, default=1)
     args = p.parse_args(argv)
     import torch

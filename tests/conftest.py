@@ -79,20 +79,20 @@ def make_view(qtbot):
 
 @pytest.fixture(scope="session")
 def augmented():
-    """``augmented(spec)``: the HSK data augmented as a bundle's meta.json ``spec`` says, built
-    once per spec for the whole test session (a build takes seconds; several modules need it)."""
+    """``augmented(spec)``: a bundle's training data, its corpora loaded and augmented as its
+    meta.json ``spec`` says, built once per spec for the whole test session (a build takes seconds;
+    several modules need it)."""
     import json
 
     from attnviz.core.data.augment import augment_as
-    from attnviz.core.data.corpora import load_hsk
+    from attnviz.core.data.sources import load_data
 
     cache: dict[str, object] = {}
-    hsk = load_hsk()
 
     def build(spec: dict):
         key = json.dumps(spec, sort_keys=True)
         if key not in cache:
-            cache[key] = augment_as(hsk, spec)
+            cache[key] = augment_as(load_data(spec), spec)
         return cache[key]
 
     return build

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from attnviz.cli import main
-from attnviz.core.bundle import load_bundle, stored_tensor
+from attnviz.core.bundle import load_bundle
 from attnviz.core.decoding.session import DecodingSession
 from attnviz.core.decoding.strategies import BeamSearch, Greedy
 from attnviz.core.model.sites import attention_sites
@@ -84,11 +84,28 @@ def check_trace_names(ours, source: str) -> None:
 
 
 def check_bundle_round_trip(ours, folder, out, source: str) -> None:
-    """``attnviz import-hf`` writes a bundle that opens as the same model and tokenizers."""
+    """``attnviz import-hf`` writes a bundle that opens as the same model (its float32 weights kept
+exactly, as the checkpoint holds them) and tokenizers."""
     assert main(["import-hf", str(folder), "--out", str(out)]) == 0
     bundle = load_bundle(out)
-    assert bundle.config == ours.model.config
+    assert bundle.config == ours.model.config and bundle.meta["weights_precision"] == "float32"
     for name, tensor in ours.model.state_dict().items():
-        assert torch.equal(bundle.model.state_dict()[name], stored_tensor(tensor).float()), name
+        assert torch.equal(bundle.model.state_dict()[name], tensor), name
     assert bundle.src_tokenizer.to_bytes() == ours.src_tokenizer.to_bytes()
     assert bundle.src_tokenizer.encode(source) == ours.src_tokenizer.encode(source)
+
+
+def run_cli(capsys, *argv) -> tuple[int, str, str]:
+    """(exit code, stdout, stderr) of ``attnviz ARGV``; stderr is at most one line and never a traceback."""
+    capsys.readouterr()  # not what the fixtures printed
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    assert err.count("\n") <= 1 and "Traceback" not in err, err
+    return code, out, err
+
+
+def refused_cli(capsys, *argv) -> tuple[int, str]:
+    """(exit code, stderr) of ``attnviz ARGV``, which must refuse in one line and print nothing else."""
+    code, out, err = run_cli(capsys, *argv)
+    assert code != 0 and err.startswith("attnviz: error: ") and err.endswith("\n") and not out, (code, err)
+    return code, err

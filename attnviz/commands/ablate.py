@@ -10,7 +10,7 @@ HELP = "ablate attention heads on one sentence: the translation before and after
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", metavar="DIR", help="model bundle folder (default: the bundled models/hsk-zh-en)")
+    p.add_argument("--model", metavar="DIR", help="model bundle folder (default: the bundled models/zh-en)")
     p.add_argument("--src", metavar="TEXT", required=True, help="source sentence")
     p.add_argument("--tgt", metavar="TEXT", help="target sentence whose log P is measured (default: the greedy translation)")
     p.add_argument("--heads", metavar="LIST", required=True,

@@ -1,13 +1,18 @@
 """``attnviz animate``: a GIF (or MP4) with one frame per decoding step, drawn by the window's
 views side by side — or, with ``--snapshots``, one frame per training snapshot of a probe
-sentence, drawn by the Train panel's probe figure."""
+sentence, drawn by the Train panel's probe figure.
+
+``--out`` is written only where nothing is, or over an animation attnviz wrote and nobody changed
+since; any other file, and a symbolic link, is left alone and refused in one line before any work.
+The frames' memory (frames × views × width × height × ``FRAME_BYTES_PER_PIXEL``) is estimated
+before any is drawn and refused in one line above :data:`attnviz.core.outputs.FRAMES_BUDGET`."""
 
 from __future__ import annotations
 
 import argparse
 import os
 
-from attnviz.commands.replay import add_replay_arguments, check_ranges, offscreen_unless_a_display, replay_strategy, view_panels
+from attnviz.commands.replay import add_replay_arguments, model_panels, offscreen_unless_a_display, replay_strategy, view_panels
 
 HELP = "an animated GIF or MP4 of a sentence's decoding (or of a probe sentence over training), one frame per step"
 _DECODING_ONLY = ("src", "tgt", "view", "kind", "layer", "head")  # what --snapshots refuses
@@ -25,8 +30,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _checked(args: argparse.Namespace) -> tuple[int, int]:
     from attnviz.commands.export import parse_size
+    from attnviz.core.outputs import check_output
     from attnviz.errors import CommandError
-    from attnviz.qt.export.animation import FORMATS, FPS_RANGE
+    from attnviz.qt.publish.animation import FORMATS, FPS_RANGE
 
     if not args.out.lower().endswith(tuple(f".{f}" for f in FORMATS)):
         raise CommandError(f"--out must end in .gif or .mp4, not {os.path.basename(args.out)!r}", 2)
@@ -37,7 +43,9 @@ def _checked(args: argparse.Namespace) -> tuple[int, int]:
         raise CommandError(f"--snapshots animates the stored probe sentence: it takes no {', '.join(given)}", 2)
     if not args.snapshots and args.src is None:
         raise CommandError("--src is required (or --snapshots, for a probe sentence over training)", 2)
-    return parse_size(args.size)
+    size = parse_size(args.size)
+    check_output(args.out)  # before any work
+    return size
 
 
 def run(args: argparse.Namespace) -> int:
@@ -46,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     from attnviz.core.bundle import load_bundle
     from attnviz.paths import default_model
     from attnviz.qt.app import make_app
-    from attnviz.qt.export.animation import write_animation
+    from attnviz.qt.publish.animation import write_animation
 
     size = _checked(args)
     quiet_qt_messages()
@@ -63,20 +71,20 @@ def run(args: argparse.Namespace) -> int:
 def _decoding_frames(args: argparse.Namespace, size: tuple[int, int]) -> list:
     from attnviz.core.bundle import load_bundle
     from attnviz.paths import default_model
-    from attnviz.qt.export.animation import animation_frames
+    from attnviz.qt.publish.animation import animation_frames
 
     args.view = args.view or "grid"
     panels = view_panels(args)
     strategy = replay_strategy(args)
     bundle = load_bundle(args.model or default_model())
-    check_ranges(panels, bundle.config)
+    panels = model_panels(panels, bundle.config, args.kind, "animate")
     return animation_frames(bundle, args.src, args.tgt or "", panels, size, args.theme, strategy)
 
 
 def _snapshot_frames(meta: dict, probe: int, size: tuple[int, int], theme: str) -> list:
     """Every snapshot's frame; a bundle without snapshots or no probe ``probe`` (1-based): one line, exit code 2."""
     from attnviz.errors import CommandError
-    from attnviz.qt.export.animation import AnimationError, snapshot_frames
+    from attnviz.qt.publish.animation import AnimationError, snapshot_frames
 
     try:
         return list(snapshot_frames(meta, probe - 1, size, theme))

@@ -11,10 +11,11 @@ import unicodedata
 
 HELP = "attribute one output token's log P to the source tokens (gradient x input, integrated gradients, occlusion)"
 METHOD_CHOICES = ("grad", "ig", "occlusion", "all")
+MAX_STEPS = 10_000  # integrated gradients' steps at most: 50 times the default, one row of a batched pass each
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", metavar="DIR", help="model bundle folder (default: the bundled models/hsk-zh-en)")
+    p.add_argument("--model", metavar="DIR", help="model bundle folder (default: the bundled models/zh-en)")
     p.add_argument("--src", metavar="TEXT", required=True, help="source sentence")
     p.add_argument("--tgt", metavar="TEXT", help="target sentence, teacher-forced (default: the greedy translation)")
     p.add_argument("--method", default="ig", choices=METHOD_CHOICES,
@@ -25,7 +26,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--contrast", metavar="TOKEN",
                    help="attribute log P(token) - log P(TOKEN): a target piece (the leading ▁ may be left out), SOS/EOS/PAD/UNK, or an id")
     p.add_argument("--steps", type=int, metavar="N",
-                   help="integrated gradients' steps along the path (default: enough to keep the printed completeness gap under 1%% nearly always)")
+                   help=f"integrated gradients' steps along the path, 1 to {MAX_STEPS:,} "
+                        "(default: enough to keep the printed completeness gap under 1%% nearly always)")
     p.add_argument("--max-len", type=int, metavar="N", help="most target tokens to generate")
     p.add_argument("--out", metavar="FILE", help="write the scores to FILE (.csv or .npz; the data's metadata lines included)")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
@@ -53,6 +55,8 @@ def _checked(args: argparse.Namespace):
     for flag, value in (("--position", args.position), ("--steps", args.steps), ("--max-len", args.max_len)):
         if value is not None and value < 1:
             raise CommandError(f"{flag} must be at least 1, not {value}", code=2)
+    if args.steps is not None and args.steps > MAX_STEPS:
+        raise CommandError(f"--steps must be from 1 to {MAX_STEPS:,}, not {str(args.steps)[:40]}", code=2)
     out = Path(args.out) if args.out else None
     if out is not None and out.suffix.lower() not in (".csv", ".npz"):
         raise CommandError(f"--out: {out} must end in .csv or .npz", code=2)

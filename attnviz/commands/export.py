@@ -7,6 +7,11 @@ applied; one it does not take, or a kind it does not show, is refused.
 Data files start with what they are of (model, source, target, step, kind, layer, head: commented
 lines in a CSV, ``metadata`` in an NPZ). Qt's own chatter about the off-screen platform is kept
 out of stderr, which is left to our messages.
+
+Every file carries attnviz's mark (:mod:`attnviz.core.outputs`) and is written only where nothing
+is, or over a file attnviz wrote and nobody changed since: any other file, and a symbolic link, is
+left alone and refused in one line naming it, before any drawing (before the model is loaded, where
+the file's name does not depend on it).
 """
 
 from __future__ import annotations
@@ -30,11 +35,13 @@ FORMATS = (*FIGURE_FORMATS, "csv", "npz")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", metavar="DIR", help="model bundle (default: the bundled models/hsk-zh-en)")
+    p.add_argument("--model", metavar="DIR", help="model bundle (default: the bundled models/zh-en)")
     p.add_argument("--src", required=True, metavar="TEXT", help="source sentence")
     p.add_argument("--tgt", metavar="TEXT", help="target sentence: teacher-forced mode instead of decoding")
     p.add_argument("--other", metavar="TEXT", help="compare view: the second source (default: --src with its first and "
                    "last word, or character, swapped: 猫吃鱼。 → 鱼吃猫。)")
+    p.add_argument("--no-pe", action="store_true", help="compare view: both sources without positional encoding, "
+                   "as the view's \"PE off\" toggle draws them (its data still carries the translations with and without PE)")
     p.add_argument("--strategy", default="greedy", help="greedy | beam:K | sample:T (default greedy)")
     p.add_argument("--seed", type=int, default=0, help="seed for sampling")
     p.add_argument("--steps", type=int, metavar="N", help="decode only N steps (default: to EOS)")
@@ -129,8 +136,9 @@ def _other_model_option(name: str) -> str | None:
 
 def _refuse_unused_selectors(args: argparse.Namespace, spec: ViewSpec) -> None:
     """A selector the view does not take, or a kind it does not show, is an error, not ignored."""
-    if getattr(args, "other", None) is not None and spec.name != "compare":
-        raise CommandError(f"--other does not apply to the {spec.name} view (only to compare)", 2)
+    for option in ("other", "no_pe"):
+        if getattr(args, option, None) not in (None, False) and spec.name != "compare":
+            raise CommandError(f"--{option.replace('_', '-')} does not apply to the {spec.name} view (only to compare)", 2)
     if getattr(args, "other_model", None) is not None and _other_model_option(spec.name) is None:
         raise CommandError(f"--other-model does not apply to the {spec.name} view (only to checkpoints and norm-batch)", 2)
     for selector in ("kind", "layer", "head", "query"):
@@ -145,14 +153,29 @@ def _request(args: argparse.Namespace, spec: ViewSpec) -> ViewChoice:
     from attnviz.qt.selection import ViewChoice
 
     _refuse_unused_selectors(args, spec)
+    if args.layer is not None and args.layer < 1:
+        raise CommandError(f"--layer is 1-based: at least 1, not {args.layer}", 2)
     mode, head = _parse_head(args.head, spec)
     return ViewChoice(
         kind=(args.kind or spec.default_kind) if spec.takes("kind") else None,
-        layer=(args.layer or 1) - 1 if spec.takes("layer") else None,
+        layer=(1 if args.layer is None else args.layer) - 1 if spec.takes("layer") else None,
         head=head if spec.takes("head") else None,
         mode=mode if spec.takes("head") else None,
         query=None if args.query is None else args.query - 1,
     )
+
+
+def _fitted_kind(choice: ViewChoice, spec: ViewSpec, session: Session, asked: str | None) -> ViewChoice:
+    """A kind not asked for that the model has no layers of (cross-attention on GPT-2 or BERT)
+    becomes the first of cross, decoder and encoder that the view shows and the model has."""
+    from dataclasses import replace
+
+    from attnviz.core.model.sites import first_kind
+
+    if asked is not None or choice.kind is None or session.n_layers(choice.kind):
+        return choice
+    kind = first_kind(spec.kinds, session.bundle.config)
+    return replace(choice, kind=kind) if kind else choice
 
 
 def _check_ranges(choice: ViewChoice, session: Session) -> None:
@@ -194,26 +217,19 @@ def _decoded_session(args: argparse.Namespace, spec: ViewSpec) -> Session:
         raise CommandError(f"the {spec.name} view does not apply to {bundle.name}: {_why_not(spec, bundle.config)}", 2)
     session = Session()
     try:
-        session.strategy = parse_strategy(args.strategy, seed=args.seed)
+        session.set_strategy(parse_strategy(args.strategy, seed=args.seed))
     except DecodingError as exc:
         raise CommandError(str(exc), 2) from None
     session.set_bundle(bundle)
     _ablate(session, args)
-    session.set_inputs(args.src, args.tgt or "")
+    session.set_inputs(args.src, args.tgt or "", to_end=False)
     session.finish_prediction()  # an encoder-only model's pass runs in a worker
     if session.current is None:
         raise CommandError(session.error or "nothing to draw")
-    decoding = session.decoding
-    try:
-        if decoding is not None and args.steps is None:
-            decoding.run()
-        elif decoding is not None:
-            for _ in range(max(0, args.steps)):
-                if not decoding.can_step:
-                    break
-                decoding.step()
-    except DecodingError as exc:
-        raise CommandError(str(exc)) from None
+    if session.decoding is not None:
+        error = session.go_to(None if args.steps is None else max(0, args.steps))
+        if error:
+            raise CommandError(error)
     return session
 
 
@@ -227,7 +243,7 @@ def _ablate(session: Session, args: argparse.Namespace) -> None:
         heads.check(session.bundle.config)
     except InterventionError as exc:
         raise CommandError(f"--ablate: {exc}", 2) from None
-    session.ablation = heads
+    session.set_ablation(heads)
 
 
 def _make_folder(out: Path) -> None:
@@ -237,47 +253,113 @@ def _make_folder(out: Path) -> None:
         raise CommandError(f"cannot create the output folder {out}: {exc.strerror or exc}") from None
 
 
-def _export_all_heads(args: argparse.Namespace, session: Session, choice: ViewChoice, size: tuple[int, int], out: Path) -> list[Path]:
+def _planned_file(args: argparse.Namespace, spec: ViewSpec, choice: ViewChoice) -> Path | None:
+    """The one file the export writes; ``None`` for ``--head all`` figures (one per layer and head,
+    named once the model is loaded)."""
+    from attnviz.qt.views.registry import file_stem
+
+    if choice.mode != "all":
+        return Path(args.out) / f"{file_stem(spec, choice)}.{args.fmt}"
+    return None if args.fmt in FIGURE_FORMATS else Path(args.out) / f"{args.view}_{choice.kind}_all_heads.{args.fmt}"
+
+
+def _write(path: Path, data: bytes) -> Path:
+    """``data`` written to ``path`` with attnviz's mark; a file attnviz did not write, or a link, is
+    refused in one line (``OutputError``), and so is a failed write."""
+    from attnviz.core.outputs import write_output
+
+    try:
+        return write_output(path, data)
+    except OSError as exc:
+        raise CommandError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _export_all_heads(args: argparse.Namespace, session: Session, spec: ViewSpec, choice: ViewChoice, size: tuple[int, int],
+                      out: Path) -> list[Path]:
     """Figures: one head-detail figure per layer and head of the chosen kind. Data: one file
     with every layer's and head's weights."""
     from attnviz.core.data_files import data_to_bytes
-    from attnviz.qt.export.files import all_heads_data, atomic_write_bytes, export_all_heads
-    from attnviz.qt.views.registry import choice_metadata, head_figure
+    from attnviz.qt.export.files import all_heads_data
+    from attnviz.qt.views.registry import choice_metadata
 
     data = session.attention_data(choice.kind)
-    if args.fmt not in FIGURE_FORMATS:
-        path = out / f"{args.view}_{choice.kind}_all_heads.{args.fmt}"
-        return [atomic_write_bytes(path, data_to_bytes(all_heads_data(data), args.fmt, choice_metadata(session, choice)))]
-    return export_all_heads(head_figure(), data, out, args.fmt, width=args.width,
-                            dpi=args.dpi, size=size, theme=args.theme, colormap=args.colormap)
+    if args.fmt in FIGURE_FORMATS:
+        return _write_head_figures(args, data, size, out)
+    return [_write(_planned_file(args, spec, choice), data_to_bytes(all_heads_data(data), args.fmt, choice_metadata(session, choice)))]
+
+
+def _write_head_figures(args: argparse.Namespace, data, size: tuple[int, int], out: Path) -> list[Path]:
+    """Every layer's and head's figure, drawn by ``iter_export_all_heads`` into a temporary folder
+    and written into ``out`` with attnviz's mark, one at a time; every name is checked before any
+    figure is drawn."""
+    import tempfile
+
+    from attnviz.core.outputs import check_output
+    from attnviz.qt.export.files import head_file_name, iter_export_all_heads
+    from attnviz.qt.views.registry import head_figure
+
+    for layer in range(data.n_layers):
+        for head in range(data.n_heads):
+            check_output(out / head_file_name(data.kind, layer, head, args.fmt))
+    with tempfile.TemporaryDirectory(prefix="attnviz-heads-") as staging:
+        drawn = iter_export_all_heads(head_figure(), data, staging, args.fmt, width=args.width, dpi=args.dpi,
+                                      size=size, theme=args.theme, colormap=args.colormap)
+        try:
+            return [_write(out / path.name, _taken(path)) for path in drawn]
+        finally:
+            drawn.close()
+
+
+def _taken(path: Path) -> bytes:
+    """The bytes of ``path`` (a temporary file of ours), which is removed."""
+    data = path.read_bytes()
+    path.unlink()
+    return data
 
 
 def _export_view(args: argparse.Namespace, session: Session, spec: ViewSpec, choice: ViewChoice, size: tuple[int, int], out: Path) -> Path:
     """Build the view the app shows, give it the session's data and the choice, and write it."""
     from attnviz.core.data_files import data_to_bytes
-    from attnviz.qt.export.files import atomic_write_bytes, render_view_to_file
-    from attnviz.qt.views.registry import build_view, choice_metadata, file_stem, show_in_view
+    from attnviz.qt.export.files import render_view_to_bytes
+    from attnviz.qt.views.registry import build_view, show_in_view
 
     view = build_view(spec, theme=args.theme)
     try:
         try:
-            if getattr(args, "other", None) is not None:
-                view.set_other(args.other)  # the compare view's second source, before it is fed
-            if getattr(args, "other_model", None) is not None:
-                view.set_options({_other_model_option(spec.name): args.other_model})  # the view's second model
+            _set_view_options(args, spec, view)
             show_in_view(spec, view, session, choice)
         except ValueError as exc:  # data the view cannot draw (an unusual model): one line, no traceback
             raise CommandError(f"cannot draw the {spec.name} view for this model: {exc}") from None
         view.resize(*size)
         if args.colormap:
             view.set_colormap(args.colormap)
-        path = out / f"{file_stem(spec, choice)}.{args.fmt}"
+        path = _planned_file(args, spec, choice)
         if args.fmt in FIGURE_FORMATS:
-            return render_view_to_file(view, path, args.fmt, width=args.width, dpi=args.dpi)
-        return atomic_write_bytes(path, data_to_bytes(view.figure_data(), args.fmt, choice_metadata(session, choice)))
+            return _write(path, render_view_to_bytes(view, args.fmt, width=args.width, dpi=args.dpi))
+        return _write(path, data_to_bytes(view.figure_data(), args.fmt, _data_metadata(view, session, choice)))
     finally:  # Qt objects are destroyed here, in this thread, not by a later garbage collection
         view.close()
         view.deleteLater()
+
+
+def _set_view_options(args: argparse.Namespace, spec: ViewSpec, view) -> None:
+    """The view's own options, set before it is fed: the compare view's second source and its PE
+    toggle, the second model of the views that draw one."""
+    if getattr(args, "other", None) is not None:
+        view.set_other(args.other)
+    if getattr(args, "no_pe", False):
+        view.set_positional(False)
+    if getattr(args, "other_model", None) is not None:
+        view.set_options({_other_model_option(spec.name): args.other_model})
+
+
+def _data_metadata(view, session: Session, choice: ViewChoice) -> dict[str, object]:
+    """What a data file is of (as the window's files say) and, from the compare view, the
+    translations its legend shows, with PE and without."""
+    from attnviz.qt.views.compare import QtCompareView
+    from attnviz.qt.views.registry import choice_metadata
+
+    return {**choice_metadata(session, choice), **(view.translation_fields() if isinstance(view, QtCompareView) else {})}
 
 
 QUIET_QT_MESSAGES = ("propagateSizeHints",)  # the off-screen platform's notes, not ours to show
@@ -303,6 +385,7 @@ def run(args: argparse.Namespace) -> int:
     offscreen_unless_a_display()
     from PySide6 import QtCore, QtWidgets
 
+    from attnviz.core.outputs import check_output
     from attnviz.qt.app import make_app
     from attnviz.qt.export.files import ExportError
     from attnviz.qt.views.registry import view_spec
@@ -312,15 +395,18 @@ def run(args: argparse.Namespace) -> int:
     _check_png_pixels(args, size)
     spec = view_spec(args.view)
     choice = _request(args, spec)
+    if (planned := _planned_file(args, spec, choice)) is not None:
+        check_output(planned)  # before any work
     quiet_qt_messages()
     app = make_app()  # noqa: F841 - the views need a QApplication
     session = _decoded_session(args, spec)
     try:
+        choice = _fitted_kind(choice, spec, session, args.kind)
         _check_ranges(choice, session)
         out = Path(args.out)
         _make_folder(out)
         if choice.mode == "all":
-            written = _export_all_heads(args, session, choice, size, out)
+            written = _export_all_heads(args, session, spec, choice, size, out)
         else:
             written = [_export_view(args, session, spec, choice, size, out)]
         for path in written:

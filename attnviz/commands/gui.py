@@ -10,7 +10,7 @@ HELP = "open the desktop app (the default when no command is given)"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", metavar="DIR", help="model bundle folder to open (default: the bundled models/hsk-zh-en)")
+    p.add_argument("--model", metavar="DIR", help="model bundle folder to open (default: the bundled models/zh-en)")
     p.add_argument("--src", metavar="TEXT", help="source sentence to decode at start")
     p.add_argument("--tgt", metavar="TEXT", help="target sentence (teacher-forced mode)")
     p.add_argument("--session", metavar="FILE", help="open a session file (.attnviz): the window as it was saved")
@@ -35,12 +35,16 @@ def run(args: argparse.Namespace) -> int:
         )
     session = getattr(args, "session", None)
     if session:
+        from attnviz.qt.session_file import is_model_folder
         from attnviz.qt.state import SessionFileError, load_state
 
         try:
-            load_state(session)  # a file that cannot be restored is refused before the window opens
+            state = load_state(session)  # a file that cannot be restored is refused before the window opens
         except SessionFileError as exc:
             raise CommandError(str(exc), code=2) from None
+        folder = state.model_path
+        if folder and os.path.isdir(folder) and not is_model_folder(folder):
+            raise CommandError(f"{session}: the session's model folder {folder} is not a model folder (it holds no config.json)", code=2)
     from attnviz.qt.app import run_app
 
     return run_app(model=getattr(args, "model", None), src=getattr(args, "src", None), tgt=getattr(args, "tgt", None), session=session)

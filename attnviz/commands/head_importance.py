@@ -10,7 +10,7 @@ HELP = "ablate each attention head alone on one sentence: the change in log P of
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", metavar="DIR", help="model bundle folder (default: the bundled models/hsk-zh-en)")
+    p.add_argument("--model", metavar="DIR", help="model bundle folder (default: the bundled models/zh-en)")
     p.add_argument("--src", metavar="TEXT", required=True, help="source sentence")
     p.add_argument("--tgt", metavar="TEXT", help="target sentence whose log P is measured (default: the greedy translation)")
     p.add_argument("--kind", default="zero", choices=("zero", "mean", "uniform"),

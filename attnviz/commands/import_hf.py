@@ -1,5 +1,5 @@
 """``attnviz import-hf DIR --out models/NAME``: a local Hugging Face model folder of a family attnviz
-opens (Marian, BART, mBART, T5, mT5: ``core/model/families/``; e.g. Helsinki-NLP's opus-mt-zh-en)
+opens (Marian, BART, mBART, T5, mT5, GPT-2, BERT: ``core/model/families/``; e.g. Helsinki-NLP's opus-mt-zh-en)
 converted into an attnviz model bundle. Nothing is downloaded.
 
 ``--out`` follows the rule of every command that writes a model folder: a new or empty folder,
@@ -13,12 +13,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-HELP = "convert a local Hugging Face model folder (Marian, BART, mBART, T5, mT5; e.g. opus-mt-zh-en) into a model bundle"
+HELP = "convert a local Hugging Face model folder (Marian, BART, mBART, T5, mT5, GPT-2, BERT; e.g. opus-mt-zh-en) into a model bundle"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("folder", metavar="DIR", help="the Hugging Face folder: config.json, model.safetensors or pytorch_model.bin, and the tokenizer files "
-                                               "(Marian: source.spm, target.spm, vocab.json; BART: vocab.json, merges.txt; mBART: sentencepiece.bpe.model; T5: spiece.model)")
+                                               "(Marian: source.spm, target.spm, vocab.json; BART: vocab.json, merges.txt; mBART: sentencepiece.bpe.model; T5: spiece.model; "
+                                               "GPT-2: vocab.json, merges.txt; BERT: vocab.txt)")
     p.add_argument("--out", required=True, metavar="DIR", help="the bundle folder to write (e.g. models/opus-mt-zh-en): a new or empty folder")
     p.add_argument("--src-lang", metavar="CODE", help="the source language of a multilingual model (mBART: e.g. zh_CN; default: the folder's tokenizer_config.json)")
     p.add_argument("--tgt-lang", metavar="CODE", help="the target language, forced as the first generated token (mBART: e.g. en_XX)")

@@ -3,18 +3,24 @@ the tokens of each step, a step slider and the chosen views' figures with their 
 readable offline in any browser.
 
 The page is written as ``index.html`` in the folder ``--out`` (created when missing). An
-``index.html`` there is replaced only when attnviz wrote it; any other file is left alone.
+``index.html`` there is replaced only when attnviz wrote it and nobody changed it since; any other
+file, a link or a pipe is left alone (and never opened). The frames' memory (steps × views × width
+× height × ``FRAME_BYTES_PER_PIXEL``) is estimated before any is drawn and refused in one line above
+:data:`attnviz.core.outputs.FRAMES_BUDGET`.
 
 ``--tour STOP[,STOP…]`` puts those stops of the guided tour under the figures, each its title and
 its text with the numbers the tour quotes, explained by the tour itself in a window that is never
-shown (:mod:`attnviz.qt.export.tour_offscreen`), on the stop's own sentence.
+shown (:mod:`attnviz.qt.tour_offscreen`), on the stop's own sentence. A stop that does not
+apply to the model (attention of a kind it has no layers of; positional encoding explained as
+sin/cos on a model with learned positions or relative position biases) is refused in one line
+before the window opens.
 """
 
 from __future__ import annotations
 
 import argparse
 
-from attnviz.commands.replay import add_replay_arguments, check_ranges, offscreen_unless_a_display, replay_strategy, view_panels
+from attnviz.commands.replay import add_replay_arguments, model_panels, offscreen_unless_a_display, replay_strategy, view_panels
 from attnviz.core.tour_data import LANGUAGES
 
 HELP = "a self-contained web page (one HTML file) of a sentence's decoding: step slider, the views' figures, numbers on hover"
@@ -34,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     from attnviz.core.bundle import load_bundle
     from attnviz.paths import default_model
     from attnviz.qt.app import make_app
-    from attnviz.qt.export.web_page import build_page, check_page_folder, page_html, write_web_page
+    from attnviz.qt.publish.web_page import build_page, check_page_folder, page_html, write_web_page
 
     size = parse_size(args.size)
     panels = view_panels(args)
@@ -44,11 +50,12 @@ def run(args: argparse.Namespace) -> int:
     quiet_qt_messages()
     app = make_app()  # noqa: F841 - the views need a QApplication
     bundle = load_bundle(args.model or default_model())
-    check_ranges(panels, bundle.config)
+    panels = model_panels(panels, bundle.config, args.kind, "put on a page")
     notes = list(args.note)
     if tour is not None:
-        from attnviz.qt.export.tour_offscreen import explained_stops
+        from attnviz.qt.tour_offscreen import explained_stops
 
+        check_tour_applies(*tour, bundle.config)
         notes += explained_stops(bundle.path or args.model or default_model(), *tour)
     page = build_page(bundle, args.src, args.tgt or "", panels, size, args.theme, strategy, notes)
     path = write_web_page(page_html(page), args.out)
@@ -70,3 +77,15 @@ def tour_stops(ids: str | None, language: str):
     if unknown:
         raise CommandError(f"--tour: no stop {unknown[0]!r} in the tour (one of {', '.join(tour.ids())})", 2)
     return tour, [tour.index(i) for i in names]
+
+
+def check_tour_applies(tour, indices, config) -> None:
+    """The first of the stops ``indices`` of ``tour`` that does not apply to a model of ``config``,
+    refused in one line (exit code 2): see :func:`attnviz.core.tour_data.stop_mismatch`."""
+    from attnviz.core.tour_data import stop_mismatch
+    from attnviz.errors import CommandError
+
+    for i in indices:
+        why = stop_mismatch(tour.stops[i], config)
+        if why is not None:
+            raise CommandError(f"--tour: {why}", 2)

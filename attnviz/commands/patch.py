@@ -13,7 +13,7 @@ HELP = "patch one sentence's run with another's value at a site (or --map every 
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", metavar="DIR", help="model bundle folder (default: the bundled models/hsk-zh-en)")
+    p.add_argument("--model", metavar="DIR", help="model bundle folder (default: the bundled models/zh-en)")
     p.add_argument("--src", metavar="TEXT", required=True, help="the sentence whose run is patched (with --map: the clean sentence)")
     p.add_argument("--other", metavar="TEXT", required=True, help="the sentence the patched value comes from (with --map: the corrupt run)")
     p.add_argument("--site", metavar="SITE", help="encoder:LAYER or decoder:LAYER (a layer's output, 1-based; 0: the embeddings), "
@@ -155,8 +155,8 @@ def map_summary(result) -> dict:
         "log_prob_clean": result.log_prob_clean, "log_prob_corrupt": result.log_prob_corrupt,
         "encoder": {"layers": list(result.layer_labels()[: len(result.encoder)]), "log_prob": _numbers(result.encoder),
                     "recovery": _numbers(result.recovery(result.encoder))},
-        "decoder": {"layers": list(result.layer_labels()[len(result.encoder):]), "log_prob": _numbers(result.decoder),
-                    "recovery": _numbers(result.recovery(result.decoder))},
+        "decoder": {"layers": list(result.layer_labels()[len(result.encoder):]), "pieces": list(result.decoder_pieces),
+                    "log_prob": _numbers(result.decoder), "recovery": _numbers(result.recovery(result.decoder))},
         "notices": list(result.notices),
     }
 
@@ -166,7 +166,10 @@ def map_text(result) -> str:
     lines = [f"recovery of log P({piece}) at target position {result.target_position + 1} "
              f"(clean {result.log_prob_clean:.4f}, corrupt {result.log_prob_corrupt:.4f} nats): 0 = no effect, 1 = clean"]
     labels = result.layer_labels()
-    for name, values, pieces in (("source", result.encoder, result.clean_pieces), ("target", result.decoder, result.target_pieces)):
+    target = "prompt + target" if result.decoder_only else "target"  # a decoder-only model's decoder reads its prompt too
+    for name, values, pieces in (("source", result.encoder, result.clean_pieces), (target, result.decoder, result.decoder_pieces)):
+        if not len(values):  # a decoder-only model has no encoder rows
+            continue
         rows = labels[: len(result.encoder)] if name == "source" else labels[len(result.encoder):]
         lines.append(f"  {name + ' position':<20}" + "".join(f"{p[:8]:>9}" for p in pieces))
         lines += [f"  {label:<20}" + "".join(f"{v:9.2f}" for v in result.recovery(row)) for label, row in zip(rows, values)]

@@ -11,7 +11,7 @@ import os
 def add_replay_arguments(p: argparse.ArgumentParser, views: str, size_help: str, src_required: bool = True) -> None:
     """The model, sentences, views, selectors, strategy, size and theme (``views``: the default
     ``--view``; ``src_required=False`` for a command that checks ``--src`` itself)."""
-    p.add_argument("--model", metavar="DIR", help="model bundle (default: the bundled models/hsk-zh-en)")
+    p.add_argument("--model", metavar="DIR", help="model bundle (default: the bundled models/zh-en)")
     p.add_argument("--src", required=src_required, metavar="TEXT", help="source sentence")
     p.add_argument("--tgt", metavar="TEXT", help="target sentence: one step per position of it (teacher forcing) instead of decoding")
     p.add_argument("--view", default=views, metavar="NAME[,NAME]", help=f"the views, side by side, by their export names (default {views})")
@@ -35,7 +35,7 @@ def view_panels(args: argparse.Namespace) -> list:
     when it shows it (else its own default). Unknown names, no name or a selector below 1: one
     line, exit code 2."""
     from attnviz.errors import CommandError
-    from attnviz.qt.export.animation import Panel
+    from attnviz.qt.publish.animation import Panel
     from attnviz.qt.selection import ViewChoice
     from attnviz.qt.views.registry import view_spec
 
@@ -57,7 +57,44 @@ def view_panels(args: argparse.Namespace) -> list:
     return panels
 
 
-def check_ranges(panels: list, config) -> None:
+def model_panels(panels: list, config, kind: str | None, purpose: str) -> list:
+    """``panels`` fitted to the loaded model, or one line (exit code 2): an encoder-only model has
+    no decoding to replay (``purpose``: what the command would do with it, "animate"); a view whose
+    kind was not asked for (``kind`` ``None``) shows one the model has (GPT-2 has no cross-attention:
+    its decoder's); a view the model has nothing for, a kind it has no layers of, or a ``--layer``
+    or ``--head`` past the model's, is refused."""
+    from dataclasses import replace
+
+    from attnviz.errors import CommandError
+
+    if config.kind == "encoder-only":
+        raise CommandError(f"an encoder-only model (BERT) has no decoding to {purpose}: it predicts masked tokens in one pass "
+                           "(attnviz trace --src shows it; attnviz export --view masked draws it)", 2)
+    fitted = []
+    for panel in panels:
+        if not panel.spec.applies(config):
+            raise CommandError(f"the {panel.spec.name} view does not apply to this {config.kind} model", 2)
+        fitted.append(replace(panel, choice=replace(panel.choice, kind=_kind(panel, config, kind))))
+    _check_ranges(fitted, config)
+    return fitted
+
+
+def _kind(panel, config, asked: str | None) -> str | None:
+    """The kind ``panel`` shows on a model of ``config``: the one asked for, else its own where the
+    model has layers of it, else the first of cross, decoder and encoder that it shows and the model has."""
+    from attnviz.core.model.sites import first_kind, n_layers
+    from attnviz.errors import CommandError
+
+    kind = panel.choice.kind
+    if kind is None or n_layers(config, kind):
+        return kind
+    if kind == asked:
+        has = [k for k in ("cross", "decoder", "encoder") if n_layers(config, k)]
+        raise CommandError(f"--kind {asked}: this {config.kind} model has no {asked} attention (choose --kind {' or '.join(has)})", 2)
+    return first_kind(panel.spec.kinds, config)
+
+
+def _check_ranges(panels: list, config) -> None:
     """``--layer`` and ``--head`` within the model, for each view that takes them (exit code 2)."""
     from attnviz.core.model.sites import attention_sites
     from attnviz.errors import CommandError

@@ -16,6 +16,10 @@ Layout of the file (``numpy.load(path)``; no pickled objects):
   ``predicted_ids``, ``match``, ``target_prob``, ``loss``.
 * ``beams.*`` (decoding only): the final beams, best first: ``token_ids`` ``[beam, len]`` padded
   with -1, ``scores``, ``log_probs``, ``finished``.
+* An encoder-only model (BERT) does not decode: ``--src`` gets its one masked-token pass (type
+  ``[MASK]`` where a token is hidden), with the encoder's and the masked-token head's names
+  (``generator.logits`` ``[src, vocab]``...), ``tokens.src_*``, empty ``tokens.input_*``/``output_*``
+  and ``steps.*``, and in the JSON summary the top-k at each ``[MASK]`` (``masked``).
 * ``analysis.*``: ``analysis.{encoder,decoder,cross}.{entropy,distance,max_weight}`` ``[layer, head]``;
   ``analysis.cross.alignment`` ``[layer, head, steps]`` and ``analysis.cross.alignment_mean``
   ``[layer, steps]`` (argmax source position); ``analysis.encoder.rollout`` ``[src, src]``;
@@ -44,7 +48,7 @@ HELP = "decode one sentence headless and write every captured array (.npz) with 
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", metavar="DIR", help="model bundle folder (default: the bundled models/hsk-zh-en)")
+    p.add_argument("--model", metavar="DIR", help="model bundle folder (default: the bundled models/zh-en)")
     p.add_argument("--src", metavar="TEXT", help="source sentence")
     p.add_argument("--tgt", metavar="TEXT", help="target sentence: teacher-forced mode (SOS + target in, target + EOS out)")
     p.add_argument("--strategy", default="greedy", metavar="S", help="greedy (default), beam:K or sample:T")
@@ -213,7 +217,9 @@ def _strs(items) -> np.ndarray:
 def collect(bundle, args: argparse.Namespace) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """Decode (or teacher-force) and gather the arrays and the JSON summary."""
     summary: dict[str, Any] = {"model": bundle.name, "config": bundle.config.describe()}
-    if args.tgt is not None:
+    if bundle.config.kind == "encoder-only":
+        result, arrays, steps = _masked(bundle, args, summary)
+    elif args.tgt is not None:
         result, arrays, steps = _teacher_forced(bundle, args, summary)
     else:
         result, arrays, steps = _decoded(bundle, args, summary)
@@ -227,6 +233,23 @@ def collect(bundle, args: argparse.Namespace) -> tuple[dict[str, np.ndarray], di
         heads=analyses(arrays, result),
     )
     return arrays, summary
+
+
+def _masked(bundle, args: argparse.Namespace, summary: dict[str, Any]):
+    """An encoder-only model's one masked-token pass (it does not decode: ``--tgt``, ``--strategy`` and
+    ``--max-len`` are refused); the top-k at each ``[MASK]`` goes to ``summary``."""
+    from attnviz.core.decoding.masked import masked_prediction_from_bundle
+    from attnviz.errors import CommandError
+
+    asked = [flag for flag, given in (("--tgt", args.tgt is not None), ("--strategy", args.strategy.strip().lower() != "greedy"),
+                                      ("--max-len", args.max_len is not None)) if given]
+    if asked:
+        raise CommandError(f"{asked[0]}: an encoder-only model ({bundle.name}) does not decode; trace shows its one masked-token pass "
+                           "over --src (type [MASK] where a token is hidden)", code=2)
+    result = masked_prediction_from_bundle(bundle, args.src, top_k=args.top_k)
+    summary.update(mode="masked", source=result.source.text, translation=result.filled(),
+                   masked=[{"index": p.index, "entropy": round(p.entropy, 6), "topk": _topk_json(p.topk)} for p in result.positions])
+    return result, {}, []
 
 
 def _teacher_forced(bundle, args: argparse.Namespace, summary: dict[str, Any]):

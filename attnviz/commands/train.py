@@ -31,7 +31,7 @@ FLAG_RANGES: dict[str, tuple[type, float, float]] = {
 }
 TRAIN_DEFAULTS = dict(
     epochs=30, lr=1e-3, warmup=400, schedule="inverse-sqrt", batch_tokens=500, label_smoothing=0.1, clip=1.0, seed=0, threads=1, device="auto", average_last=0,
-    guided_alignment=None, guided_weight=0.05,
+    guided_alignment=None, guided_weight=0.05, precision="float32",
 )
 
 
@@ -54,9 +54,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--augment",
         metavar="KINDS",
         help="add training pairs (training split only; the HSK sentences, alone or in hsk-zh-en,tatoeba-zh-en): cedict (CC-CEDICT word pairs), "
-        "substitution (aligned word substitution), or both: cedict,substitution",
+        "substitution (aligned word substitution), roles (subject/object role swaps of simple sentences with two people or animals: "
+        "up to twice --augment-per-pair per sentence), or several: cedict,substitution,roles",
     )
-    p.add_argument("--augment-per-pair", type=int, help="substitution: new sentences made from each training sentence (default 2)")
+    p.add_argument("--augment-per-pair", type=int, help="substitution, roles: new sentences made from each training sentence (default 2)")
     p.add_argument(
         "--augment-pronouns",
         action="store_true",
@@ -98,6 +99,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "(guided alignment, Garg et al. 2019; needs glossed data: hsk-zh-en)",
     )
     t.add_argument("--guided-weight", type=float, help=f"weight of the guided alignment term in the loss (default {TRAIN_DEFAULTS['guided_weight']})")
+    t.add_argument("--precision", metavar="{float32,bf16}", help="bf16: each step's forward pass and loss under bfloat16 autocast; it pays only where the processor "
+                   "computes bfloat16 natively (default float32)")
     t.add_argument("--clip", type=float, help="gradient clipping norm, 0 for none (default 1.0)")
     t.add_argument("--seed", type=int, help="random seed for weights, dropout and batches (default 0)")
     t.add_argument("--threads", type=int, help="torch CPU threads (default 1)")
@@ -274,7 +277,7 @@ def _check_flags(args: argparse.Namespace) -> None:
     elif args.augment_per_pair is not None or args.augment_pronouns:
         from attnviz.errors import CommandError
 
-        raise CommandError("--augment-per-pair and --augment-pronouns need --augment substitution")
+        raise CommandError("--augment-per-pair and --augment-pronouns need --augment substitution (or roles, for --augment-per-pair)")
     if args.guided_weight is not None and args.guided_alignment is None:
         from attnviz.errors import CommandError
 
@@ -285,7 +288,7 @@ def _resumed_trainer(args: argparse.Namespace, command: str, speak: bool = True)
     """``--resume``: the run saved in ``--out``, on ``--data`` when given (read as a new run reads
     it, ``--n-examples`` included), else on the built-in data set it names. ``speak``: report the
     data's problems on stderr (rank 0 of several processes)."""
-    from attnviz.core.training.checkpoint import folder_stamp
+    from attnviz.core.bundle import folder_stamp
     from attnviz.core.training.trainer import Trainer, TrainOptions, resolve_device
 
     _check_flags(args)
@@ -304,9 +307,9 @@ def _resumed_trainer(args: argparse.Namespace, command: str, speak: bool = True)
 def _new_trainer(args: argparse.Namespace, command: str, speak: bool = True):
     """A new run in ``--out`` (new, empty, or with ``--force`` an attnviz bundle): options and model
     shape checked first, then data and tokenizers (``speak``: as ``_resumed_trainer``)."""
+    from attnviz.core.bundle import folder_stamp
     from attnviz.core.data import corpora as D
     from attnviz.core.model.config import ConfigError
-    from attnviz.core.training.checkpoint import folder_stamp
     from attnviz.core.training.trainer import Trainer, resolve_device
     from attnviz.errors import CommandError
 

@@ -1,4 +1,6 @@
-"""``attnviz translate``: greedy translations from a model bundle, one line per input, in order."""
+"""``attnviz translate``: greedy translations from a model bundle, one line per input, in order. A
+decoder-only model (GPT-2) continues each input: its line is the prompt and the continuation, as in
+the window; an encoder-only model (BERT) does not decode and is refused in one line."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ HELP = "translate sentences with a model bundle (greedy, beam search or sampling
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("text", nargs="*", metavar="TEXT", help="sentences to translate (default: one per line from stdin)")
-    p.add_argument("--model", metavar="DIR", help="model bundle folder (default: the bundled models/hsk-zh-en)")
+    p.add_argument("--model", metavar="DIR", help="model bundle folder (default: the bundled models/zh-en)")
     p.add_argument("--json", action="store_true", help="one JSON object per line: translation, tokens, ids, per-step top-k probabilities")
     p.add_argument("--candidates", type=int, default=5, help="with --json: how many top-k candidates per step to list (default 5)")
     g = p.add_argument_group("strategy (default: greedy)")
@@ -39,7 +41,8 @@ def run(args: argparse.Namespace) -> int:
     torch.set_num_threads(args.threads)
     bundle = load_bundle(args.model or default_model())
     src_tok, tgt_tok, model = bundle.src_tokenizer, bundle.tgt_tokenizer, bundle.model
-    sources = _encode(texts, src_tok, model.config.max_len, args.json)
+    _check_model(model)
+    sources = _encode(texts, src_tok, model.config, args.json)
     try:
         if strategy is None:
             with torch.inference_mode():
@@ -67,8 +70,22 @@ def _check_options(args: argparse.Namespace) -> None:
         raise CommandError("choose one strategy: --beam or --sample", 2)
     if args.max_len is not None and args.max_len < 1:
         raise CommandError(f"--max-len must be at least 1 (the most target tokens per translation), not {args.max_len}", 2)
-    if not 1 <= args.threads <= 1024:
-        raise CommandError(f"--threads must be from 1 to 1024, not {args.threads}", 2)
+    from attnviz.core.limits import MAX_THREADS
+
+    if not 1 <= args.threads <= MAX_THREADS:
+        raise CommandError(f"--threads must be from 1 to {MAX_THREADS}, not {str(args.threads)[:40]}", 2)
+
+
+def _check_model(model) -> None:
+    """``CommandError`` for a model that cannot decode (encoder-only: BERT), in the words every way of decoding uses."""
+    from attnviz.core.decoding.result import check_eval_mode
+    from attnviz.core.decoding.strategies import DecodingError
+    from attnviz.errors import CommandError
+
+    try:
+        check_eval_mode(model)
+    except DecodingError as exc:
+        raise CommandError(f"{exc} (attnviz translate needs one; attnviz trace --src shows its masked-token pass)") from None
 
 
 def _read_texts(args: argparse.Namespace) -> list[str]:
@@ -103,16 +120,20 @@ def _stdin_lines() -> list[str]:
     return text.splitlines()
 
 
-def _encode(texts: list[str], src_tok, max_len: int, as_json: bool) -> list[list[int]]:
-    """The source ids of every text; ``CommandError`` for one the model cannot read."""
+def _encode(texts: list[str], src_tok, config, as_json: bool) -> list[list[int]]:
+    """The source ids of every text; ``CommandError`` for one the model cannot read (a decoder-only
+    model's prompt follows SOS, which takes one of its positions)."""
     from attnviz.errors import CommandError
 
+    prompted = config.kind == "decoder-only"
+    max_len = config.max_len - 1 if prompted else config.max_len
     sources = [src_tok.encode(t.strip()) for t in texts]
     for i, (t, s) in enumerate(zip(texts, sources), 1):
         if not s:
             raise CommandError(f"input {i} has no tokens the model can read")
         if len(s) > max_len:
-            raise CommandError(f"input {i} is {len(s)} tokens long; this model reads at most {max_len}")
+            sos = " after SOS" if prompted else ""
+            raise CommandError(f"input {i} is {len(s)} tokens long; this model reads at most {max_len}{sos}")
         unknown = src_tok.unknown_characters(t)
         if unknown and not as_json:
             print(f"attnviz: note: input {i}: unknown character(s) {' '.join(unknown)} read as UNK", file=sys.stderr)

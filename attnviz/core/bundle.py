@@ -37,7 +37,7 @@ from attnviz.core.data.hf_tokenizer import VocabTokenizer, tokenizer_from_bytes
 from attnviz.core.data.tokenizer import Tokenizer, TokenizerError
 from attnviz.core.files import read_capped, read_json_capped
 from attnviz.core.model.config import ConfigError, TransformerConfig, shown
-from attnviz.core.model.hf_import import is_hf_folder, read_hf_folder
+from attnviz.core.model.hf_import import PRECISIONS, WEIGHTS_PRECISION, is_hf_folder, read_hf_folder
 from attnviz.core.model.overflow import overflow_problem
 from attnviz.core.model.transformer import Transformer
 from attnviz.errors import AttnvizError
@@ -94,6 +94,21 @@ def previous_path(path: Path) -> Path:
     return path.parent / f".{path.name}.previous"
 
 
+def folder_stamp(out_dir: Path) -> tuple:
+    """What identifies the checkpoint ``out_dir`` holds now, to tell later whether another run saved
+    there meanwhile: the identity of its ``meta.json`` and of the one under ``.NAME.previous``
+    (``None`` where there is none). Every save writes a new ``meta.json``, so every save changes it."""
+    stamps = []
+    for folder in (out_dir, previous_path(out_dir)):
+        try:
+            st = os.stat(folder / META)
+        except OSError:
+            stamps.append(None)
+            continue
+        stamps.append((st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size))
+    return tuple(stamps)
+
+
 def _fsync_dir(path: Path) -> None:
     try:
         fd = os.open(path, os.O_RDONLY)
@@ -114,13 +129,19 @@ def state_for_saving(model: Transformer) -> dict[str, torch.Tensor]:
     return {k: v.detach().cpu().contiguous() for k, v in sd.items()}
 
 
-def stored_tensor(t: torch.Tensor) -> torch.Tensor:
-    """How a tensor is stored in ``model.safetensors``: float32 as float16 (half the size) when every
-    value stays finite, anything else as it is."""
-    if t.dtype != torch.float32:
+def stored_tensor(t: torch.Tensor, dtype: torch.dtype = STORAGE_DTYPE) -> torch.Tensor:
+    """How a tensor is stored in ``model.safetensors``: float32 as ``dtype`` (float16: half the size)
+    when every value stays finite, anything else as it is."""
+    if t.dtype != torch.float32 or dtype == torch.float32:
         return t
-    half = t.to(STORAGE_DTYPE)
-    return half if bool(torch.isfinite(half).all()) or not bool(torch.isfinite(t).all()) else t
+    low = t.to(dtype)
+    return low if bool(torch.isfinite(low).all()) or not bool(torch.isfinite(t).all()) else t
+
+
+def storage_dtype(meta: dict[str, Any]) -> torch.dtype:
+    """How a bundle with ``meta`` stores its float32 weights: as its ``weights_precision`` says (an
+    imported model keeps its checkpoint's), else float16 (our own bundles, for their size)."""
+    return PRECISIONS.get(str(meta.get(WEIGHTS_PRECISION)), STORAGE_DTYPE)
 
 
 def round_as_stored(model: torch.nn.Module) -> None:
@@ -204,11 +225,13 @@ def _bundle_files(
     model: Transformer, src_tokenizer: Tokenizer, tgt_tokenizer: Tokenizer, meta: dict[str, Any], extra_files: dict[str, bytes]
 ) -> dict[str, bytes]:
     """File name -> content of every file of the bundle (``ValueError`` for a bad extra file name)."""
+    dtype = storage_dtype(meta)
+    stored_as = "float32" if dtype == torch.float32 else f"{str(dtype).removeprefix('torch.')} (float32 when loaded)"
     files = {
         CONFIG: model.config.to_json().encode(),
         WEIGHTS: st_save(
-            {k: stored_tensor(v) for k, v in state_for_saving(model).items()},
-            metadata={"format": FORMAT, "format_version": str(FORMAT_VERSION), "stored_as": "float16 (float32 when loaded)"},
+            {k: stored_tensor(v, dtype) for k, v in state_for_saving(model).items()},
+            metadata={"format": FORMAT, "format_version": str(FORMAT_VERSION), "stored_as": stored_as},
         ),
         SRC_TOK: src_tokenizer.to_bytes(),
         TGT_TOK: tgt_tokenizer.to_bytes(),
@@ -381,7 +404,7 @@ def _check_weights(file: Path, state: dict[str, torch.Tensor], expected: dict[st
     if extra_keys:
         raise BundleError(file, f"{len(extra_keys)} unexpected tensor(s), e.g. {extra_keys[0]!r} (foreign model?)")
     for k, v in expected.items():
-        stored_ok = state[k].dtype == v.dtype or (v.dtype == torch.float32 and state[k].dtype == STORAGE_DTYPE)
+        stored_ok = state[k].dtype == v.dtype or (v.dtype == torch.float32 and state[k].dtype in (torch.float16, torch.bfloat16))
         if state[k].shape != v.shape or not stored_ok:
             raise BundleError(file, f"tensor {k!r} has shape {tuple(state[k].shape)} {state[k].dtype}, expected {tuple(v.shape)} {v.dtype}")
         if not torch.isfinite(state[k]).all():

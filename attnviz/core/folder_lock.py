@@ -199,10 +199,22 @@ def _take_over(path: Path) -> None:
 
 
 def _refusal(folder: Path) -> str:
-    info = owner(folder) or {}
+    info = _owner_once_written(folder)
     who = f"attnviz {info.get('what', 'run')} (pid {info['pid']}" if isinstance(info.get("pid"), int) else "attnviz run (pid unknown"
     since = f", since {info['since']})" if isinstance(info.get("since"), str) else ")"
     return f"{folder} is in use by another {who}{since}; wait for it to finish, or choose another folder"
+
+
+def _owner_once_written(folder: Path, tries: int = 5, pause_s: float = 0.02) -> dict:
+    """The lock's owner info; an owner that has just taken the lock may not have written its pid
+    yet, so a missing pid is read again a few times (at most ``tries * pause_s`` seconds)."""
+    info: dict = {}
+    for _ in range(tries):
+        info = owner(folder) or {}
+        if isinstance(info.get("pid"), int):
+            break
+        time.sleep(pause_s)
+    return info
 
 
 def _release(path: Path, fd: int) -> None:

@@ -19,13 +19,18 @@ A stop::
                "selection": {"kind": "decoder", "layer": 1, "head": 1, "query": null},
                "focus": ["开心", "兴奋"]},         # optional: source words some measures rank
      "highlight": "mask-upper-triangle",         # one of REGIONS, in the stop's view
-     "text": "… exactly {mask_upper_max:g} …"}    # placeholders: MEASURES of the stop's view, format specs
+     "text": "… exactly {mask_upper_max:g} …",    # placeholders: MEASURES of the stop's view, format specs
+     "positional": ["sinusoidal"]}               # optional: the positional schemes the text describes (POSITIONALS)
 
 Layers, heads and query rows are counted from 1 in the file, as on screen (``query`` null: the
 current step's row); :class:`StopState` holds them 0-based. The text is plain text with named
 placeholders only; every number it quotes comes from a measure of the live window, so a literal
 decimal number in a text is refused. A file that breaks any rule is refused with one line naming
 the file and the stop (:class:`TourError`).
+
+A stop explains what a model has: :func:`stop_mismatch` says why one does not apply to a model (it
+shows attention of a kind the model has no layers of, or its text describes a positional scheme
+other than the model's), so that it is refused at once instead of explained with nothing to show.
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from attnviz.core.model.config import POSITIONALS, TransformerConfig
+from attnviz.core.model.sites import n_layers
 from attnviz.errors import AttnvizError
 
 FORMAT = "attnviz-tour"
@@ -95,6 +102,9 @@ MEASURES: dict[str, Measure] = {
     "attr_attention_top": _m("attribution", "text", "the three pieces cross-attention ranks first"),
     "attr_ig_top": _m("attribution", "text", "the three pieces integrated gradients rank first"),
     "attr_rho": _m("attribution", "number", "mean Spearman ρ between attention and attribution measures"),
+    "attr_known": _m("attribution", "number", "typed target tokens the model predicts, teacher-forced"),
+    "attr_targets": _m("attribution", "number", "tokens of the typed target, EOS included"),
+    "attr_accuracy": _m("attribution", "number", "teacher-forced token accuracy on the typed target"),
     # the one-head walkthrough: its query row
     "walk_query": _m("walkthrough", "text", "the query's piece"),
     "walk_top_key": _m("walkthrough", "text", "the key with the largest score (and weight)"),
@@ -220,6 +230,7 @@ class Stop:
     state: StopState
     highlight: str
     text: str
+    positional: tuple[str, ...] = POSITIONALS  # the positional schemes of the models the text describes
 
     def placeholders(self) -> tuple[str, ...]:
         """The measures its text quotes, in order of first use."""
@@ -317,13 +328,14 @@ def parse_stop(raw: Any, where: str) -> Stop:
     if not isinstance(stop_id, str) or not _ID.match(stop_id):
         raise TourError(f"{where}: 'id' must be lower-case letters, digits and '-' (at most 40)")
     where = f"{where.rsplit(': stop', 1)[0]}: stop {stop_id!r}"
-    _keys(obj, {"id", "title", "view", "state", "highlight", "text"}, {"id", "title", "view", "state", "highlight", "text"}, where)
+    required = {"id", "title", "view", "state", "highlight", "text"}
+    _keys(obj, required | {"positional"}, required, where)
     view = _choice(obj, "view", VIEWS, where)
     highlight = _choice(obj, "highlight", tuple(REGIONS), where)
     if REGIONS[highlight] not in (None, view):
         raise TourError(f"{where}: the region {highlight!r} lies in the {REGIONS[highlight]} view, not in {view}")
     stop = Stop(stop_id, _string(obj, "title", where, MAX_TITLE), view, _state(obj["state"], where), highlight,
-                _string(obj, "text", where, MAX_TEXT))
+                _string(obj, "text", where, MAX_TEXT), _positional(obj, where))
     check_text(stop, where)
     return stop
 
@@ -341,6 +353,16 @@ def _state(raw: Any, where: str) -> StopState:
     kind, layer, head, query = _selection(obj["selection"], where)
     return StopState(_string(obj, "source", f"{where}: state", 2000), target, None if steps == "end" else steps,
                      kind, layer, head, query, tuple(focus))
+
+
+def _positional(obj: dict, where: str) -> tuple[str, ...]:
+    """The stop's ``positional`` schemes (all of them where the key is absent)."""
+    if "positional" not in obj:
+        return POSITIONALS
+    value = obj["positional"]
+    if not isinstance(value, list) or not value or not all(v in POSITIONALS for v in value):
+        raise TourError(f"{where}: 'positional' must be a non-empty list of {', '.join(POSITIONALS)}")
+    return tuple(dict.fromkeys(value))
 
 
 def _selection(raw: Any, where: str) -> tuple[str, int, int, int | None]:
@@ -419,11 +441,33 @@ def check_same_tour(first: Tour, other: Tour) -> None:
         what = f"lacks {missing}" if missing else f"has {extra} too" if extra else "has them in another order"
         raise TourError(f"{where}: its stops differ from {first.path.name}'s: it {what}")
     for a, b in zip(first.stops, other.stops):
-        for name in ("view", "state", "highlight"):
+        for name in ("view", "state", "highlight", "positional"):
             if getattr(a, name) != getattr(b, name):
                 raise TourError(f"{where}: stop {b.id!r}: its {name} differs from {first.path.name}'s")
         if set(a.placeholders()) != set(b.placeholders()):
             raise TourError(f"{where}: stop {b.id!r}: it quotes {sorted(b.placeholders())}, {first.path.name} {sorted(a.placeholders())}")
+
+
+# -- the model a stop explains -------------------------------------------------------------------
+#: Each positional scheme (``TransformerConfig.positional``) in a sentence's words.
+POSITIONAL_WORDS = {
+    "sinusoidal": "sinusoidal positional encoding added to its embeddings",
+    "learned": "learned positions (a table of position vectors added to its embeddings)",
+    "relative": "relative position biases on its attention scores (nothing added to its embeddings)",
+}
+
+
+def stop_mismatch(stop: Stop, config: TransformerConfig) -> str | None:
+    """Why ``stop`` does not apply to a model of ``config``, in one line (``None``: it does): the
+    stop shows attention of a kind the model has no layers of, or its text describes another
+    positional scheme than the model's."""
+    kind = stop.state.kind
+    if not n_layers(config, kind):
+        return f"the stop {stop.id!r} shows {kind} attention, and this {config.kind} model has no {kind} layers"
+    if config.positional not in stop.positional:
+        described = " or ".join(POSITIONAL_WORDS[p] for p in stop.positional)
+        return f"the stop {stop.id!r} explains {described}; this model has {POSITIONAL_WORDS[config.positional]}"
+    return None
 
 
 # -- small checks ---------------------------------------------------------------------------------

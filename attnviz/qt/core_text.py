@@ -93,3 +93,8 @@ def strategy_text(strategy: Strategy) -> str:
         return translate("core_text", "sampling (temperature {temperature:g}{extra}, seed {seed})").format(
             temperature=strategy.temperature, extra=extra, seed=strategy.seed)
     return translate("core_text", "greedy")
+
+
+def empty_source_text() -> str:
+    """What the panels and the views say while no source sentence is typed."""
+    return translate("decode_panel", "Type a source sentence or choose an example")

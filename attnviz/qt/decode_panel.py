@@ -10,11 +10,12 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from attnviz.core.data.examples import ExampleSentence, InputHints, hints_for
 from attnviz.core.data.pieces import display_piece
 from attnviz.core.data.source_map import map_source
-from attnviz.core.decoding.strategies import BeamSearch, Greedy, Sampling
-from attnviz.qt.core_text import word_start_legend
+from attnviz.core.decoding.strategies import BEAM_WIDTH, SEED, TEMPERATURE, TOP_K, TOP_P, BeamSearch, Greedy, Sampling
+from attnviz.qt.core_text import empty_source_text, word_start_legend
 from attnviz.qt.i18n import translate
 from attnviz.qt.session import Session
 from attnviz.qt.source_info import QtSourceInfo
+from attnviz.qt.state import QT_INT_MAX
 from attnviz.qt.widgets.colormaps import ui_font
 from attnviz.qt.widgets.plain_text import plain_label, tooltip_text
 from attnviz.qt.workers import FunctionWorker, while_alive
@@ -31,11 +32,6 @@ def strategy_name(key: str) -> str:
 
 def topk_title() -> str:
     return translate("decode_panel", "Top-k at step t: P(y_t | y_<t, x)")
-
-
-def empty_source_text() -> str:
-    """What the panels and the views say while no source sentence is typed."""
-    return translate("decode_panel", "Type a source sentence or choose an example")
 
 
 def examples_placeholder() -> str:
@@ -259,11 +255,11 @@ class QtStepBar(QtWidgets.QWidget):
         for key in STRATEGIES:
             self.strategy_combo.addItem(strategy_name(key), key)
         self.strategy_combo.setToolTip(translate("decode_panel", "Strategy: how the next token is chosen"))
-        self.beam_spin = self._spin(QtWidgets.QSpinBox(objectName="beamWidthSpin"), 1, 16, 4, translate("decode_panel", "Beam width k"))
-        self.temperature_spin = self._dspin("temperatureSpin", 0.05, 5.0, 1.0, 0.1, translate("decode_panel", "Temperature T: softmax(logits / T)"))
-        self.topk_spin = self._spin(QtWidgets.QSpinBox(objectName="topKSpin"), 0, 1000, 0, translate("decode_panel", "Top-k (0: off)"))
-        self.topp_spin = self._dspin("topPSpin", 0.05, 1.0, 1.0, 0.05, translate("decode_panel", "Top-p / nucleus (1: off)"))
-        self.seed_spin = self._spin(QtWidgets.QSpinBox(objectName="seedSpin"), 0, 2**31 - 1, 0,
+        self.beam_spin = self._spin(QtWidgets.QSpinBox(objectName="beamWidthSpin"), BEAM_WIDTH.low, BEAM_WIDTH.high, 4, translate("decode_panel", "Beam width k"))
+        self.temperature_spin = self._dspin("temperatureSpin", TEMPERATURE.low, TEMPERATURE.high, 1.0, 0.1, translate("decode_panel", "Temperature T: softmax(logits / T)"))
+        self.topk_spin = self._spin(QtWidgets.QSpinBox(objectName="topKSpin"), TOP_K.low, TOP_K.high, 0, translate("decode_panel", "Top-k (0: off)"))
+        self.topp_spin = self._dspin("topPSpin", 0.05, TOP_P.high, 1.0, 0.05, translate("decode_panel", "Top-p / nucleus (1: off)"))  # its step: TOP_P excludes 0
+        self.seed_spin = self._spin(QtWidgets.QSpinBox(objectName="seedSpin"), SEED.low, min(SEED.high, QT_INT_MAX), 0,
                                     translate("decode_panel", "Random seed (sampling is reproducible)"))
         self.seed_spin.setMaximumWidth(110)
         self.beam_row = self._param_row("beamRow", ((translate("decode_panel", "width k"), self.beam_spin),))
@@ -368,7 +364,7 @@ class QtStepBar(QtWidgets.QWidget):
             self.temperature_spin.setValue(strategy.temperature)
             self.topk_spin.setValue(strategy.top_k)
             self.topp_spin.setValue(strategy.top_p)
-            self.seed_spin.setValue(strategy.seed)
+            self.seed_spin.setValue(min(strategy.seed, QT_INT_MAX))  # a larger one (only a session file holds one) shows as the limit
         del blockers
         self._update_visibility()
 
@@ -556,7 +552,7 @@ class QtTopKPanel(QtWidgets.QWidget):
         if session.forced is not None:
             pos = session.forced.steps[session.forced_cursor]
             cap = translate("decode_panel", "Top-k at position {position}: input {input} → target {target}; "
-                                            "P(target) = {prob:.3f}, loss {loss:.3f}").format(
+                                            "P(target) = {prob:.3f}, loss here {loss:.3f}").format(
                 position=pos.index + 1, input=display_piece(pos.input_piece), target=display_piece(pos.piece), prob=pos.prob, loss=pos.loss)
             self.set_topk(topk, chosen=pos.predicted_id, forcing_allowed=False, caption=cap)
             self.set_beams(())

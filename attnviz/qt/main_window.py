@@ -123,7 +123,7 @@ class MainWindow(QtWidgets.QMainWindow):
         examples = self._load_examples()
         first = src if src is not None else (examples[0].source if examples else "我喜欢吃鱼。")
         self.input_bar.set_texts(first, tgt or "")
-        self.session.source, self.session.target = first, tgt or ""
+        self.session.keep_inputs(first, tgt or "")
         self.session.actionStarted.connect(self.clear_message)
         self._pending_run = src is None or not tgt  # decode the first sentence to the end once loaded
         self.model_path: Path | None = None  # the open model's folder: set when a load has succeeded
@@ -525,7 +525,7 @@ class MainWindow(QtWidgets.QMainWindow):
         """The status bar's step: where decoding is, with which strategy, and whether it is done."""
         s = self.session
         if s.forced is not None:
-            return translate("main_window", "teacher-forced · position {position}/{n} · loss {loss:.3f} · accuracy {accuracy:.0%}").format(
+            return translate("main_window", "teacher-forced · position {position}/{n} · mean loss {loss:.3f} · accuracy {accuracy:.0%}").format(
                 position=s.forced_cursor + 1, n=len(s.forced.steps), loss=s.forced.loss, accuracy=s.forced.accuracy)
         d = s.decoding
         if d is None:
@@ -616,7 +616,7 @@ class MainWindow(QtWidgets.QMainWindow):
             v.set_theme(name)
 
     def set_decode_as_you_type(self, on: bool) -> None:
-        self.session.decode_as_you_type = bool(on)
+        self.session.set_decode_as_you_type(on)
         with QtCore.QSignalBlocker(self.as_you_type_act):
             self.as_you_type_act.setChecked(bool(on))
 
@@ -634,7 +634,7 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def export_animation(self) -> None:
         """Export → Animation: the active view over every step of the sentence on screen."""
-        from attnviz.qt.export.animation import AnimationError, Panel, animation_dialog
+        from attnviz.qt.publish.animation import AnimationError, Panel, animation_dialog
 
         s, name = self.session, self.views.name_of(self.active_view())
         if s.bundle is None or s.current is None or name is None:
@@ -651,7 +651,7 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def export_training_animation(self) -> None:
         """Export → Training Animation: the open model's first probe sentence at every training snapshot."""
-        from attnviz.qt.export.animation import AnimationError, snapshot_animation_dialog
+        from attnviz.qt.publish.animation import AnimationError, snapshot_animation_dialog
 
         bundle = self.session.bundle
         if bundle is None:
@@ -668,9 +668,9 @@ class MainWindow(QtWidgets.QMainWindow):
         """Export → Web Page: the grid and the view in front, every step of the sentence on screen,
         and, while the tour is open, the text of each stop it has explained."""
         from attnviz.errors import AttnvizError
-        from attnviz.qt.export.animation import Panel
-        from attnviz.qt.export.tour_notes import panel_notes
-        from attnviz.qt.export.web_page import web_page_dialog
+        from attnviz.qt.publish.animation import Panel
+        from attnviz.qt.publish.tour_notes import panel_notes
+        from attnviz.qt.publish.web_page import web_page_dialog
 
         s, name = self.session, self.views.name_of(self.active_view())
         if s.bundle is None or s.current is None:

@@ -15,7 +15,7 @@ What the views render is asked of ``current``, the ``DecodingResult`` of either 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from functools import partial
 from pathlib import Path
 
@@ -26,6 +26,7 @@ from attnviz.core.analysis.ablation import HeadSet
 from attnviz.core.analysis.figure_data import AttentionData, MaskData, ScoreForm
 from attnviz.core.analysis.rollout import decoder_rollout, rollout
 from attnviz.core.bundle import Bundle, load_bundle
+from attnviz.core.data.pieces import display_piece
 from attnviz.core.decoding.masked import MaskedPrediction, masked_prediction_from_bundle
 from attnviz.core.decoding.result import DecodingResult, TopK
 from attnviz.core.decoding.session import DecodeStep, DecodingSession
@@ -34,11 +35,20 @@ from attnviz.core.decoding.teacher_forcing import TeacherForced, teacher_forced_
 from attnviz.core.model.interventions import InterventionError
 from attnviz.core.model.sites import attention_sites, n_layers, position_biased
 from attnviz.errors import AttnvizError
+from attnviz.paths import bundled_replacement
 from attnviz.qt.analyses import Analyses
 from attnviz.qt.frame_key import FRAME_PARTS, FrameKey
 from attnviz.qt.i18n import translate
 
 MAX_MESSAGE = 500  # characters of a message shown in the window
+
+
+def _positioned(decoding: DecodingSession, steps: int | None) -> bool:
+    """Whether ``decoding`` is already ``steps`` free steps from SOS (``None``: finished)."""
+    if any(step.forced for step in decoding.steps):
+        return False
+    n = len(decoding.steps)
+    return decoding.finished if steps is None else n == steps or (decoding.finished and n < steps)
 
 
 def one_line(text: str, limit: int = MAX_MESSAGE) -> str:
@@ -88,8 +98,9 @@ class Session(QtCore.QObject):
         self.ablation = HeadSet()  # heads ablated in every run the views show (none: the model as trained)
 
     # -- model ------------------------------------------------------------------------------
-    def open_model(self, path: str | Path, source: str | None = None, target: str | None = None) -> None:
-        """Load a bundle in a worker thread; ``modelChanged`` (or an error message) follows.
+    def open_model(self, path: str | Path, source: str | None = None, target: str | None = None, **inputs) -> None:
+        """Load a bundle in a worker thread; ``modelChanged`` (or an error message) follows. Given,
+        ``source``, ``target`` and ``inputs`` (``strategy``, ``ablation``) are what it runs first.
 
         Only the latest request counts: a load still running when another begins (or when
         :meth:`cancel_load` is called) is dropped, so its bundle never reaches the views.
@@ -97,7 +108,8 @@ class Session(QtCore.QObject):
         from attnviz.qt.workers import FunctionWorker
 
         self.cancel_load(quiet=True)
-        path = Path(path)
+        path, asked = Path(path), Path(path)
+        path = bundled_replacement(asked) or asked
         worker = FunctionWorker(load_bundle, path, pool=self._pool, inference=False)  # parameters must stay normal tensors
         self._load, self.loading_path = worker, path
         self._workers.append(worker)
@@ -105,7 +117,9 @@ class Session(QtCore.QObject):
 
         def done(bundle: Bundle) -> None:
             if self._end_load(worker):
-                self.set_bundle(bundle, source=source, target=target)
+                self.set_bundle(bundle, source=source, target=target, **inputs)
+                if path != asked:
+                    self.message.emit("info", translate("session", "{old} is no longer bundled: opened {new} instead").format(old=asked, new=path))
 
         def failed(exc: BaseException) -> None:
             if self._end_load(worker):
@@ -151,7 +165,10 @@ class Session(QtCore.QObject):
                 w.quit()
         return self._pool.waitForDone(msecs)
 
-    def set_bundle(self, bundle: Bundle, source: str | None = None, target: str | None = None) -> None:
+    def set_bundle(self, bundle: Bundle, source: str | None = None, target: str | None = None, *,
+                   strategy: Greedy | Sampling | BeamSearch | None = None, ablation: HeadSet | None = None) -> None:
+        """Show ``bundle``; given, the sentences, strategy and ablation it runs (an ablation of heads
+        the model has not is cleared, said in one line)."""
         self.stop_run()
         self.analyses.cancel()  # results of the previous model are not shown
         self.bundle = bundle
@@ -159,10 +176,7 @@ class Session(QtCore.QObject):
         self.forced = None
         self.masked, self._masked_worker = None, None
         self.modelChanged.emit(bundle)
-        if source is not None:
-            self.source = source
-        if target is not None:
-            self.target = target
+        self._take(source, target, strategy, ablation)
         if self.source:
             self._rebuild()
             if self.decode_as_you_type and self.decoding is not None:
@@ -183,7 +197,7 @@ class Session(QtCore.QObject):
         quiet = not heads and not self.ablation  # no head before or after: nothing runs again
         self.ablation = heads
         self.ablationChanged.emit()
-        if quiet:
+        if quiet or not self.source:  # no sentence yet: the next one runs with it
             return
         self.actionStarted.emit()
         self._rebuild()
@@ -233,24 +247,48 @@ class Session(QtCore.QObject):
         return n_layers(self.bundle.config, kind)
 
     # -- inputs -----------------------------------------------------------------------------
-    def set_inputs(self, source: str, target: str) -> None:
-        """New sentences: re-encode, and (``decode_as_you_type``) decode to the end at once."""
+    def set_inputs(self, source: str, target: str, *, strategy: Greedy | Sampling | BeamSearch | None = None,
+                   ablation: HeadSet | None = None, to_end: bool | None = None) -> None:
+        """New sentences (and, given, a strategy and an ablation): re-encode, and decode to the end
+        at once when ``to_end`` (default: ``decode_as_you_type``)."""
         self.actionStarted.emit()
-        self.source, self.target = source, target
+        self._take(source, target, strategy, ablation)
         self._rebuild()
-        if self.decode_as_you_type and self.decoding is not None:
+        if (self.decode_as_you_type if to_end is None else to_end) and self.decoding is not None:
             self.decode_to_end()
 
+    def _take(self, source: str | None, target: str | None, strategy, ablation: HeadSet | None) -> None:
+        """The inputs given (``None``: kept) in place, before the next rebuild runs them."""
+        self.source = self.source if source is None else source
+        self.target = self.target if target is None else target
+        self.strategy = self.strategy if strategy is None else strategy
+        if ablation is not None and ablation != self.ablation:
+            self.ablation = ablation
+            self.ablationChanged.emit()
+
+    def keep_inputs(self, source: str, target: str) -> None:
+        """The sentences the next model opened runs (nothing runs now)."""
+        self.source, self.target = source, target
+
+    def set_decode_as_you_type(self, on: bool) -> None:
+        """Whether a new sentence, model or strategy is decoded to the end at once."""
+        self.decode_as_you_type = bool(on)
+
     def set_strategy(self, strategy: Greedy | Sampling | BeamSearch) -> None:
-        """A new strategy (or new parameters): decoding restarts from SOS; with
-        ``decode_as_you_type`` the kept sentence is decoded to the end at once."""
+        """A new strategy (or new parameters): decoding restarts from SOS, and the tokens the user
+        forced are dropped, said in one line; with ``decode_as_you_type`` the kept sentence is
+        decoded to the end at once."""
         self.actionStarted.emit()
         self.strategy = strategy
         if self.decoding is None:
             return
         self.stop_run()
-        self.decoding.set_strategy(strategy)
+        dropped = self.decoding.set_strategy(strategy)
         self.decodingChanged.emit()
+        if dropped:
+            pieces = " ".join(display_piece(s.piece) for s in dropped)
+            self.message.emit("info", one_line(translate("session", "Decoding restarts with the new strategy, without the tokens you forced ({pieces})")
+                                               .format(pieces=pieces)))
         if self.decode_as_you_type:
             self.decode_to_end()
 
@@ -340,9 +378,7 @@ class Session(QtCore.QObject):
     def step(self) -> DecodeStep | None:
         self.actionStarted.emit()
         if self.forced is not None:
-            if self.can_step():
-                self.forced_cursor += 1
-                self.decodingChanged.emit()
+            self.set_cursor(self.forced_cursor + 1)  # at the last position: no move, no signal
             return None
         if self.decoding is None or not self.decoding.can_step:
             return None
@@ -352,9 +388,7 @@ class Session(QtCore.QObject):
         self.actionStarted.emit()
         self.stop_run()
         if self.forced is not None:
-            if self.can_back():
-                self.forced_cursor -= 1
-                self.decodingChanged.emit()
+            self.set_cursor(self.forced_cursor - 1)  # at the first position: no move, no signal
             return
         if self.decoding is not None and self.decoding.can_back:
             self._guard(self.decoding.back)
@@ -368,6 +402,53 @@ class Session(QtCore.QObject):
             self.message.emit("warning", translate("session", "Decoding has finished: go back a step before forcing a token"))
             return None
         return self._guard(lambda: self.decoding.force(token))
+
+    def set_cursor(self, position: int) -> None:
+        """Teacher-forced: the highlighted position ``position`` (0-based, clamped to the target);
+        one ``decodingChanged`` when it moves."""
+        if self.forced is None:
+            return
+        cursor = max(0, min(position, len(self.forced.steps) - 1))
+        if cursor != self.forced_cursor:
+            self.forced_cursor = cursor
+            self.decodingChanged.emit()
+
+    def go_to(self, steps: int | None) -> str | None:
+        """``steps`` tokens decoded from SOS (``None``: to the end); teacher-forced, the cursor at
+        position ``steps`` (1-based). One ``decodingChanged`` for the whole move, none where it is
+        already there; a decoding error is said in one line and returned."""
+        self.stop_run()
+        if self.forced is not None:
+            n = len(self.forced.steps)
+            self.set_cursor(n - 1 if steps is None else min(steps, n) - 1)
+            return None
+        d = self.decoding
+        if d is None or _positioned(d, steps):
+            return None
+        return self._move(lambda: d.go_to(steps))
+
+    def replay(self, tokens: Sequence[int], forced: Iterable[int] = (), cursor: int | None = None) -> str | None:
+        """A saved position again: teacher-forced, the cursor at ``cursor`` (0-based); otherwise
+        ``tokens`` decoded again, forced at the indices in ``forced``. One ``decodingChanged``."""
+        if self.forced is not None and cursor is not None:
+            self.forced_cursor = max(0, min(cursor, len(self.forced.steps) - 1))
+        elif self.decoding is not None and tokens:
+            d = self.decoding
+            return self._move(lambda: d.replay(list(tokens), forced), translate(
+                "session_file", "The session's tokens could not all be decoded again: {error}"))
+        self.decodingChanged.emit()
+        return None
+
+    def _move(self, fn, wording: str = "{error}") -> str | None:
+        """``fn()`` on the decoding, then one ``decodingChanged``; its error said (in ``wording``) and returned."""
+        error = None
+        try:
+            fn()
+        except DecodingError as exc:
+            error = wording.format(error=exc)
+            self.message.emit("warning", error)
+        self.decodingChanged.emit()
+        return error
 
     def reset(self) -> None:
         self.actionStarted.emit()

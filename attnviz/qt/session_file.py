@@ -1,44 +1,41 @@
 """Session files in the window: File → Save Session… / Open Session…, ``attnviz --session FILE``
 and a dropped ``.attnviz`` file. :func:`capture` reads the window into an :class:`AppState`;
 :class:`SessionFiles` writes it, and restores one: the model is opened when it is not open
-already (a missing folder is asked for, a changed one is named), the tokens are decoded again in
-one go, then the options, the selections, the layout and the theme are applied."""
+already (a missing folder, or one that is not a model folder, is asked for; a changed one is
+named), the tokens are decoded again in one go, then the options, the selections, the layout and
+the theme are applied."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict
 from pathlib import Path
 
 from PySide6 import QtCore, QtWidgets
 
 from attnviz.core.analysis.ablation import HeadSet
-from attnviz.core.decoding.strategies import BeamSearch, DecodingError, Greedy, Sampling
+from attnviz.core.bundle import CONFIG
 from attnviz.core.model.interventions import InterventionError
+from attnviz.paths import bundled_replacement
 from attnviz.qt.i18n import current_language, translate
 from attnviz.qt.selection import Selection
-from attnviz.qt.state import SUFFIX, AppState, SessionFileError, decode_bytes, encode_bytes, load_state, model_hash, save_state
+from attnviz.qt.state import (
+    SUFFIX,
+    AppState,
+    SessionFileError,
+    decode_bytes,
+    encode_bytes,
+    load_state,
+    model_hash,
+    save_state,
+    strategy_from_dict,
+    strategy_to_dict,
+)
 
 
 def file_filter() -> str:
     """The file dialogs' filter: attnviz session files."""
     return translate("session_file", "attnviz sessions (*{suffix})").format(suffix=SUFFIX)
-
-
-def strategy_to_dict(strategy: Greedy | Sampling | BeamSearch) -> dict:
-    name = "beam" if isinstance(strategy, BeamSearch) else "sample" if isinstance(strategy, Sampling) else "greedy"
-    return {"name": name, **asdict(strategy)}
-
-
-def strategy_from_dict(d: dict) -> Greedy | Sampling | BeamSearch:
-    """The strategy ``d`` describes; :class:`SessionFileError` for an unknown one or bad parameters."""
-    cls = {"greedy": Greedy, "beam": BeamSearch, "sample": Sampling}.get(d.get("name"))
-    if cls is None:
-        raise SessionFileError(translate("session_file", "unknown decoding strategy {name} in the session file").format(name=repr(d.get("name"))))
-    try:
-        return cls(**{k: v for k, v in d.items() if k != "name"})
-    except (TypeError, ValueError, DecodingError) as exc:
-        raise SessionFileError(translate("session_file", "bad parameters of the {name} strategy in the session file: {error}").format(
-            name=d["name"], error=exc)) from None
 
 
 def capture(window: QtWidgets.QMainWindow) -> AppState:
@@ -59,6 +56,12 @@ def capture(window: QtWidgets.QMainWindow) -> AppState:
         theme=window.theme_name, colormap=window.colormap_name, language=current_language(),
         ablation={"heads": s.ablation.text(), "kind": s.ablation.kind},
     )
+
+
+def is_model_folder(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a folder a model can be opened from: one with a ``config.json`` (an
+    attnviz bundle's or a Hugging Face model's); what a session names may be any folder (``/dev``)."""
+    return Path(path).is_dir() and os.path.lexists(Path(path) / CONFIG)
 
 
 def ablation_from_dict(d: dict) -> HeadSet:
@@ -105,7 +108,6 @@ class SessionFiles(QtCore.QObject):
         """Read ``path`` and restore it; a file that cannot be read changes nothing (one line says why)."""
         try:
             state = load_state(path)
-            strategy_from_dict(state.strategy)
             ablation_from_dict(state.ablation)
         except SessionFileError as exc:
             self.window.show_message("error", str(exc))
@@ -120,33 +122,40 @@ class SessionFiles(QtCore.QObject):
         folder, same_weights = found
         w, s = self.window, self.window.session
         w.apply_look(state.theme, state.colormap, decode_bytes(state.layout), decode_bytes(state.geometry))
-        s.decode_as_you_type = False  # the tokens are replayed, not decoded anew
+        s.set_decode_as_you_type(False)  # the tokens are replayed, not decoded anew
         w.input_bar.set_texts(state.source, state.target)
-        s.strategy = strategy_from_dict(state.strategy)
-        w.step_bar.show_strategy(s.strategy)
-        s.ablation = ablation_from_dict(state.ablation)  # in place before the sentence is run again
-        s.ablationChanged.emit()
+        strategy = strategy_from_dict(state.strategy)
+        w.step_bar.show_strategy(strategy)
         open_now = s.bundle is not None and s.bundle.path is not None and Path(s.bundle.path).resolve() == folder.resolve()
+        inputs = dict(strategy=strategy, ablation=ablation_from_dict(state.ablation))
         if open_now and same_weights:
-            s.set_inputs(state.source, state.target)
+            s.set_inputs(state.source, state.target, **inputs)
             self._finish(state)
         else:
             self._pending = state
-            s.open_model(folder, source=state.source, target=state.target)
+            s.open_model(folder, source=state.source, target=state.target, **inputs)
         return True
 
     def _model_folder(self, state: AppState) -> tuple[Path, bool] | None:
         """The session's model folder and whether its weights are the saved ones (their hash is
         read once); a missing folder is asked for (``None``: none was given)."""
         w = self.window
-        if state.model_path and Path(state.model_path).is_dir():
+        renamed = bundled_replacement(state.model_path) if state.model_path else None
+        if renamed is not None:
+            w.show_message("info", translate("session", "{old} is no longer bundled: opened {new} instead").format(old=state.model_path, new=renamed))
+            return renamed, model_hash(renamed) == state.model_hash
+        if state.model_path and is_model_folder(state.model_path):
             same = model_hash(state.model_path) == state.model_hash
             if state.model_hash and not same:
                 w.show_message("warning", translate("session_file", "The model in {folder} has changed since the session was saved: "
                                                                     "its decoding may differ from the saved one").format(folder=state.model_path))
             return Path(state.model_path), same
-        folder = state.model_path or translate("session_file", "none recorded")
-        w.show_message("warning", translate("session_file", "The session's model folder is missing ({folder}): choose it").format(folder=folder))
+        if state.model_path and Path(state.model_path).is_dir():
+            w.show_message("warning", translate("session_file", "The session's model folder {folder} is not a model folder "
+                                                                "(it holds no config.json): choose it").format(folder=state.model_path))
+        else:
+            folder = state.model_path or translate("session_file", "none recorded")
+            w.show_message("warning", translate("session_file", "The session's model folder is missing ({folder}): choose it").format(folder=folder))
         chosen = w.ask_model_folder()
         return (Path(chosen), model_hash(chosen) == state.model_hash) if chosen else None
 
@@ -156,27 +165,15 @@ class SessionFiles(QtCore.QObject):
             QtCore.QTimer.singleShot(0, self, lambda: self._finish(state))  # after the session has rebuilt
 
     def _finish(self, state: AppState) -> None:
-        s, w = self.window.session, self.window
+        w = self.window
         self._replay(state)
-        s.decode_as_you_type = state.decode_as_you_type
         w.set_decode_as_you_type(state.decode_as_you_type)
         self._apply_choices(state)
         self.restored.emit()
 
     def _replay(self, state: AppState) -> None:
         """Decode the saved tokens again (forced where they were forced), as one change."""
-        s = self.window.session
-        if s.forced is not None and state.cursor is not None:
-            s.forced_cursor = max(0, min(state.cursor, len(s.forced.steps) - 1))
-        elif s.decoding is not None and state.tokens:
-            blocked = s.blockSignals(True)
-            try:
-                _decode_tokens(s.decoding, state.tokens, set(state.forced))
-            except DecodingError as exc:
-                s.message.emit("warning", translate("session_file", "The session's tokens could not all be decoded again: {error}").format(error=exc))
-            finally:
-                s.blockSignals(blocked)
-        s.decodingChanged.emit()
+        self.window.session.replay(state.tokens, state.forced, state.cursor)
 
     def _apply_choices(self, state: AppState) -> None:
         """Each view's options, then the selections (which win where they overlap)."""
@@ -191,18 +188,3 @@ class SessionFiles(QtCore.QObject):
                     views.set_own_selection(name, Selection(**sel))
         except (TypeError, ValueError) as exc:
             self.window.show_message("warning", translate("session_file", "The session's selection was not applied: {error}").format(error=exc))
-
-
-def _decode_tokens(decoding, tokens: list[int], forced: set[int]) -> None:
-    """Step ``decoding`` through ``tokens``: a forced step is forced again; a free step takes the
-    strategy's choice, forced to the saved token where it differs (the model changed)."""
-    for i, token in enumerate(tokens):
-        if decoding.finished:
-            break
-        if i in forced:
-            decoding.force(token)
-            continue
-        decoding.step()
-        if decoding.tgt_ids[-1] != token:
-            decoding.back()
-            decoding.force(token)

@@ -17,11 +17,12 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from attnviz.core.analysis.confidence import Confidence, assess
-from attnviz.core.data.examples import data_spec, where_seen
+from attnviz.core.data.examples import better_bundled, data_spec, where_seen
 from attnviz.core.data.source_map import SourceMap, map_source, shown_text
 from attnviz.qt.i18n import translate
 from attnviz.qt.session import Session, one_line
@@ -103,6 +104,12 @@ class QtSourceInfo(QtWidgets.QWidget):
             label.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
             label.hide()
             layout.addWidget(label)
+        self.better_model: Path | None = None  # the bundled model the unsure note names first
+        self.better_button = QtWidgets.QPushButton(self)
+        self.better_button.setObjectName("openBetterModelButton")
+        self.better_button.clicked.connect(self.open_better_model)
+        self.better_button.hide()
+        layout.addWidget(self.better_button, 0, QtCore.Qt.AlignmentFlag.AlignLeft)
         session.modelChanged.connect(lambda _b: self.refresh())
         session.decodingChanged.connect(self.refresh)
 
@@ -153,15 +160,32 @@ class QtSourceInfo(QtWidgets.QWidget):
         self.confidence_label.setText(one_line(line.format(summary=confidence_summary(self.confidence))))
         self.confidence_label.show()
         reasons = [reason_text(code, value) for code, value in self.confidence.reason_codes()]
+        self._show_unsure(reasons)
+
+    def _show_unsure(self, reasons: list[str]) -> None:
+        """The unsure note: the better bundled model first (with a button that opens it), then
+        real pretrained models; hidden when the model is sure."""
+        bundle = self.session.bundle
+        self.better_model = better_bundled(bundle.meta, bundle.path) if reasons else None
+        self.better_button.setVisible(self.better_model is not None)
         if not reasons:
             self.unsure_note.hide()
             return
         note = translate("source_info", "⚠ Unsure ({reasons}): this attention is that of a model that does not know this sentence.").format(
             reasons=translate("source_info", "; ").join(reasons))
-        if not is_imported(self.session.bundle.meta):
+        if self.better_model is not None:
+            name = self.better_model.name
+            note += translate("source_info", " The bundled model {name} knows far more sentences: try it first.").format(name=name)
+            self.better_button.setText(translate("source_info", "Open {name}").format(name=name))
+        if not is_imported(bundle.meta):
             note += translate("source_info", " {hint}").format(hint=pretrained_hint())
         self.unsure_note.setText(one_line(note, 600))
         self.unsure_note.show()
+
+    def open_better_model(self) -> None:
+        """Open the bundled model the unsure note names (the sentence typed stays)."""
+        if self.better_model is not None:
+            self.session.open_model(self.better_model)
 
     # -- where the corpus has the source (worker thread: the first lookup loads the corpus) --------------
     def _key(self) -> tuple[str, str]:

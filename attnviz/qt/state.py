@@ -7,8 +7,10 @@ views' own ones, each view's options, the dock layout, theme, colormap and langu
 restores the window: the model is opened (when it is not open already), the tokens are decoded
 again, and the selections and options are applied to the views.
 
-Reading is strict: a damaged file, one of a later format version, or one whose fields have the
-wrong types is refused with one line, before anything in the window changes.
+Reading is strict: a damaged file, one of a later format version, one whose fields have the
+wrong types, or one whose numbers are out of range (a strategy's parameters outside
+``decoding.strategies``' ranges, a view's option or selection no Qt control holds) is refused with
+one line, before anything in the window changes.
 """
 
 from __future__ import annotations
@@ -16,12 +18,16 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import math
 import os
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from attnviz.core.atomic import atomic_write_bytes
+from attnviz.core.bundle import CONFIG, CONFIG_LIMIT, WEIGHTS, WEIGHTS_SLACK
+from attnviz.core.decoding.strategies import BeamSearch, DecodingError, Greedy, Sampling
+from attnviz.core.model.config import MAX_PARAMETERS, shown
 from attnviz.errors import AttnvizError
 from attnviz.qt.i18n import translate
 
@@ -29,7 +35,12 @@ FORMAT = "attnviz-session"
 VERSION = 1
 SUFFIX = ".attnviz"
 MAX_BYTES = 4 * 1024 * 1024  # a session file is small: a larger one is not one of ours
-HASHED_FILES = ("config.json", "model.safetensors")  # what "the same model" means
+# What "the same model" means: these files, each hashed only when it is no larger than the bundle
+# loader ever reads (its config cap; float32 weights of the parameter budget): a larger file is no
+# model it opens, and is not read on the window's thread (it has no hash, as a missing file).
+HASHED_FILES = {CONFIG: CONFIG_LIMIT, WEIGHTS: 4 * MAX_PARAMETERS + WEIGHTS_SLACK}
+QT_INT_MAX = 2**31 - 1  # the largest number a Qt control holds (a C int): a view's option or selection is at most this
+STRATEGIES = {"greedy": Greedy, "beam": BeamSearch, "sample": Sampling}  # a session file's strategy names
 
 
 class SessionFileError(AttnvizError):
@@ -71,6 +82,8 @@ class AppState:
             raw = json.loads(text)
         except (json.JSONDecodeError, RecursionError) as exc:
             raise SessionFileError(translate("state", "{file}: not a session file (damaged JSON: {error})").format(file=where, error=exc)) from None
+        except ValueError:  # an integer of more digits than Python reads (4,300)
+            raise SessionFileError(translate("state", "{file}: damaged session file (a number too long to read)").format(file=where)) from None
         if not isinstance(raw, dict) or raw.get("format") != FORMAT:
             raise SessionFileError(translate("state", "{file}: not an attnviz session file").format(file=where))
         version = raw.get("version")
@@ -79,7 +92,10 @@ class AppState:
         if version > VERSION:
             raise SessionFileError(translate("state", "{file}: written by a newer attnviz (session format {version}; this one reads up to {readable})")
                                    .format(file=where, version=version, readable=VERSION))
-        return cls(**{f.name: _checked(f.name, raw[f.name], where) for f in fields(cls) if f.name in raw})
+        state = cls(**{f.name: _checked(f.name, raw[f.name], where) for f in fields(cls) if f.name in raw})
+        strategy_from_dict(state.strategy)
+        _check_controls(state, where)
+        return state
 
 
 _TYPES: dict[str, tuple[type, ...]] = {
@@ -96,21 +112,66 @@ def _checked(name: str, value: Any, where: str) -> Any:
     return value
 
 
+def _check_controls(state: AppState, where: str) -> None:
+    """:class:`SessionFileError` for a number of a view's options or selections that no Qt control
+    holds (an integer past a C int, an infinite or NaN number)."""
+    groups = {"selection": state.selection, **{f"own.{n}": d for n, d in state.own.items()}, **{f"options.{n}": d for n, d in state.options.items()}}
+    for group, values in groups.items():
+        for key, value in values.items() if isinstance(values, dict) else ():
+            if not _fits_a_control(value):
+                raise SessionFileError(translate("state", "{file}: damaged session file ({field} holds {value}, out of range)").format(
+                    file=where, field=f"{group}.{key}", value=shown(value)))
+
+
+def _fits_a_control(value: Any) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return not isinstance(value, int) or -QT_INT_MAX - 1 <= value <= QT_INT_MAX
+
+
+def strategy_to_dict(strategy: Greedy | Sampling | BeamSearch) -> dict:
+    name = next(name for name, cls in STRATEGIES.items() if isinstance(strategy, cls))
+    return {"name": name, **asdict(strategy)}
+
+
+def strategy_from_dict(d: dict) -> Greedy | Sampling | BeamSearch:
+    """The strategy ``d`` describes; :class:`SessionFileError` for an unknown one or parameters out of their range."""
+    name = d.get("name")
+    cls = STRATEGIES.get(name) if isinstance(name, str) else None
+    if cls is None:
+        raise SessionFileError(translate("state", "unknown decoding strategy {name} in the session file").format(name=shown(name)))
+    try:
+        return cls(**{k: v for k, v in d.items() if k != "name"})
+    except (TypeError, ValueError, DecodingError) as exc:
+        raise SessionFileError(translate("state", "bad parameters of the {name} strategy in the session file: {error}").format(
+            name=name, error=exc)) from None
+
+
 def model_hash(folder: str | os.PathLike) -> str | None:
-    """sha256 over the model's config and weights (``None`` when a file is missing or unreadable)."""
+    """sha256 over the model's config and weights (``None`` when a file is missing, unreadable, or
+    larger than the loader reads: no file is read past its :data:`HASHED_FILES` size)."""
     digest = hashlib.sha256()
     try:
-        for name in HASHED_FILES:
+        for name, limit in HASHED_FILES.items():
             path = Path(folder) / name
-            if not path.is_file():
+            if not path.is_file() or path.stat().st_size > limit:
                 return None
             digest.update(name.encode())
-            with open(path, "rb") as fh:
-                for chunk in iter(lambda: fh.read(1 << 20), b""):
-                    digest.update(chunk)
+            if not _hash_file(digest, path, limit):
+                return None
     except OSError:
         return None
     return digest.hexdigest()
+
+
+def _hash_file(digest, path: Path, limit: int) -> bool:
+    """Feed ``path`` into ``digest``, at most ``limit`` bytes (``False``: it held more, having grown)."""
+    left = limit + 1
+    with open(path, "rb") as fh:
+        while chunk := fh.read(min(1 << 20, left)):
+            digest.update(chunk)
+            left -= len(chunk)
+    return left > 0
 
 
 def encode_bytes(data: bytes) -> str:

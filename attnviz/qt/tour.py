@@ -29,8 +29,8 @@ from attnviz.core.analysis.attention_vs_attribution import ATTENTION_MEASURES, A
 from attnviz.core.analysis.norms import placement_formula
 from attnviz.core.analysis.scaling import SCALED, UNSCALED
 from attnviz.core.data.pieces import SP_WORD_START, display_piece, display_pieces
-from attnviz.core.decoding.strategies import DecodingError, Greedy
-from attnviz.core.tour_data import LANGUAGES, Stop, Tour, TourError, fill, load_tour
+from attnviz.core.decoding.strategies import Greedy
+from attnviz.core.tour_data import LANGUAGES, Stop, Tour, TourError, fill, load_tour, stop_mismatch
 from attnviz.qt.i18n import translate
 from attnviz.qt.widgets.plain_text import plain_label
 
@@ -118,7 +118,15 @@ def attribution_measures(ctx: Context) -> dict[str, Any]:
     return {"attr_token": display_piece(r.question.token_piece), "attr_position": r.question.position + 1,
             "attr_sources": len(pieces), "attr_focus_ranks": focus_ranks(pieces, att, ctx.stop.state.focus),
             "attr_attention_top": top_pieces(pieces, att), "attr_ig_top": top_pieces(pieces, ig),
-            "attr_rho": r.mean_rho(ATTENTION_MEASURES, ATTRIBUTION_MEASURES)}
+            "attr_rho": r.mean_rho(ATTENTION_MEASURES, ATTRIBUTION_MEASURES), **known_measures(ctx.session.forced)}
+
+
+def known_measures(forced) -> dict[str, Any]:
+    """How well the model knows the typed translation: teacher-forced, how many of its tokens it
+    predicts (``None`` each without a typed target)."""
+    if forced is None or not forced.steps:
+        return {"attr_known": None, "attr_targets": None, "attr_accuracy": None}
+    return {"attr_known": sum(p.match for p in forced.steps), "attr_targets": len(forced.steps), "attr_accuracy": forced.accuracy}
 
 
 def walkthrough_measures(ctx: Context) -> dict[str, Any]:
@@ -466,60 +474,21 @@ def apply_stop(window: QtWidgets.QMainWindow, stop: Stop) -> None:
     views.set_linked(stop.view, True)
     views.selection.update(kind=st.kind, layer=st.layer, head=st.head, mode="head", query=st.query)
     set_inputs(window, st.source, st.target)
-    set_position(window.session, st.steps)
+    window.session.go_to(st.steps)
     views.bring_up_to_date(views.frames[stop.view])
 
 
 def set_inputs(window: QtWidgets.QMainWindow, source: str, target: str) -> None:
-    """The sentences (and greedy decoding): re-encoded only when they change."""
+    """The sentences (and greedy decoding): re-encoded only when they change; the stop says how far
+    to decode."""
     s = window.session
     greedy = type(s.strategy) is Greedy
     if (s.source, s.target) == (source, target) and s.current is not None and greedy:
         return
     window.input_bar.set_texts(source, target)
-    keep, s.decode_as_you_type = s.decode_as_you_type, False  # the stop says how far to decode
-    try:
-        if not greedy:
-            s.strategy = Greedy()
-            window.step_bar.show_strategy(s.strategy)
-        s.set_inputs(source, target)
-    finally:
-        s.decode_as_you_type = keep
-
-
-def _positioned(decoding, steps: int | None) -> bool:
-    if any(step.forced for step in decoding.steps):
-        return False
-    n = len(decoding.steps)
-    return decoding.finished if steps is None else n == steps or (decoding.finished and n < steps)
-
-
-def set_position(session, steps: int | None) -> None:
-    """``steps`` tokens decoded (``None``: to the end); teacher-forced: the cursor at position
-    ``steps`` (1-based). One ``decodingChanged`` for the whole move."""
-    session.stop_run()
-    if session.forced is not None:
-        n = len(session.forced.steps)
-        cursor = n - 1 if steps is None else max(0, min(steps, n) - 1)
-        if cursor != session.forced_cursor:
-            session.forced_cursor = cursor
-            session.decodingChanged.emit()
-        return
-    d = session.decoding
-    if d is None or _positioned(d, steps):
-        return
-    error, blocked = None, session.blockSignals(True)
-    try:
-        d.reset()
-        while d.can_step and (steps is None or len(d.steps) < steps):
-            d.step()
-    except DecodingError as exc:
-        error = str(exc)
-    finally:
-        session.blockSignals(blocked)
-    if error:
-        session.message.emit("warning", error)
-    session.decodingChanged.emit()
+    if not greedy:
+        window.step_bar.show_strategy(Greedy())
+    s.set_inputs(source, target, strategy=None if greedy else Greedy(), to_end=False)
 
 
 def raise_view(window: QtWidgets.QMainWindow, name: str) -> None:
@@ -690,6 +659,8 @@ class TourPanel(QtWidgets.QDockWidget):
 
     def _tick(self) -> None:
         late = time.monotonic() - self._started > READY_TIMEOUT_S
+        if self._explain_mismatch():
+            return
         if self._needs_apply and not self._apply():
             if late:  # no model opened in all that time: the panel waits for the next Back, Next or resume
                 self._poll.stop()
@@ -699,6 +670,20 @@ class TourPanel(QtWidgets.QDockWidget):
             return
         self._poll.stop()
         self._explain()
+
+    def _explain_mismatch(self) -> bool:
+        """Say at once, in one line, that the stop does not apply to the open model (its kind of
+        attention or its positional scheme is not the model's): no waiting for a view that cannot
+        show it. True when it did."""
+        s = self.main.session
+        why = None if s.bundle is None or s.loading else stop_mismatch(self.stop(), s.bundle.config)
+        if why is None:
+            return False
+        self._poll.stop()
+        self._needs_apply = False
+        self.text_label.setText(translate("tour", "This stop does not apply to the open model: {why}").format(why=why))
+        self.ready = True
+        return True
 
     def _apply(self) -> bool:
         """Set the stop's state once a model is open (False: none is yet)."""

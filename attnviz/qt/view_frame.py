@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from PySide6 import QtCore, QtWidgets
 
-from attnviz.qt.decode_panel import empty_source_text
+from attnviz.qt.core_text import empty_source_text
 from attnviz.qt.i18n import translate
 from attnviz.qt.session import Session
 from attnviz.qt.widgets.plain_text import plain_label
@@ -21,7 +21,7 @@ def empty_state(session: Session) -> str | None:
             return empty_source_text()
         why = session.error or translate("view_frame", "the sentence could not be decoded")
         return translate("view_frame", "Nothing to show: {why}").format(why=why)
-    if session.n_rows() == 0:
+    if session.n_rows() == 0 and session.bundle.config.kind != "encoder-only":  # an encoder-only model's one pass is all it shows
         return translate("view_frame", "Press Step (→) to decode the first token, or Run to End (End)")
     return None
 

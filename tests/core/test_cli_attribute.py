@@ -22,6 +22,11 @@ def bundle():
     return load_bundle(default_model())
 
 
+def source_pieces(bundle):
+    """The open model's own pieces of ``SHORT`` (the default reads 我喜欢 as one piece)."""
+    return list(bundle.src_tokenizer.pieces(bundle.src_tokenizer.encode(SHORT)))
+
+
 def run_json(capsys, *args):
     assert main(["attribute", "--src", SHORT, *args, "--json"]) == 0
     return json.loads(capsys.readouterr().out)
@@ -29,7 +34,7 @@ def run_json(capsys, *args):
 
 def test_json_holds_the_core_numbers_for_every_method(bundle, capsys):
     got = run_json(capsys, "--method", "all", "--steps", "30")
-    assert got["source_pieces"] == ["我", "喜", "欢", "喝", "茶", "。"] and got["target"] == "greedy output"
+    assert got["source_pieces"] == source_pieces(bundle) and got["target"] == "greedy output"
     assert got["target_pieces"] == ["▁I", "▁like", "▁tea", ".", "EOS"] and got["position"] == 4 and got["token"] == "."
     assert got["contrast"] is None and got["attributed"] == "log P(.)" and list(got["methods"]) == list(METHODS)
     for m in METHODS:
@@ -75,7 +80,7 @@ def test_npz_holds_the_scores_and_the_metadata(bundle, tmp_path, capsys):
         assert z["source_labels"].tolist() == list(want.source_pieces) and int(z["position"]) == 4
         assert float(z["ig_completeness_gap"]) == pytest.approx(want.completeness_gap) and int(z["ig_n_steps"]) == 25
         meta = dict(line.split(": ", 1) for line in z["metadata"].tolist())
-    assert meta["model"] == "hsk-zh-en" and meta["source"] == SHORT
+    assert meta["model"] == default_model().name and meta["source"] == SHORT
     assert meta["target"] == "▁I ▁like ▁tea . EOS (the greedy translation)" and meta["position"] == "4 (.)" and meta["attributed"] == "log P(.)"
     assert meta["integrated gradients"].startswith(f"f(x) = {want.value:.6f}; f(baseline) = {want.baseline:.6f}; 25 steps; completeness gap ")
     assert meta["view"].startswith("attribution · integrated gradients of log P(.) at position 4")
@@ -87,10 +92,10 @@ def test_csv_holds_every_method_and_the_metadata(bundle, tmp_path, capsys):
     capsys.readouterr()
     lines = out.read_text(encoding="utf-8").splitlines()
     meta = metadata(lines)
-    assert meta["model"] == "hsk-zh-en" and meta["target"] == "▁I ▁like ▁tea . EOS" and meta["position"] == "2 (▁like)"
+    assert meta["model"] == default_model().name and meta["target"] == "▁I ▁like ▁tea . EOS" and meta["position"] == "2 (▁like)"
     assert {"gradient x input", "integrated gradients", "occlusion (leave one out)"} <= set(meta)
     rows = list(csv.DictReader(line for line in lines if not line.startswith("#")))
-    assert [r["source"] for r in rows] == ["我", "喜", "欢", "喝", "茶", "。"]
+    assert [r["source"] for r in rows] == source_pieces(bundle)
     for m in METHODS:
         want = attribute(bundle, SHORT, m, "I like tea.", position=1)
         assert np.allclose([float(r[m]) for r in rows], want.scores, atol=1e-8, rtol=0)

@@ -114,7 +114,7 @@ def test_trace_names_prints_the_contract(tiny_dir, capsys):
         (["--src", "   "], "the source sentence is empty", 1),
         (["--src", "我", "--strategy", "beam:zero"], "bad strategy", 1),
         (["--src", "我", "--strategy", "nucleus"], "unknown strategy", 1),
-        (["--src", "我", "--strategy", "sample:0"], "temperature must be a positive number", 1),
+        (["--src", "我", "--strategy", "sample:0"], "temperature must be a finite number in [0.01, 100]", 1),
         ([], "--src is required", 2),
         (["--src", "我", "--strategy", "sample", "--seed", str(2**70)], "--seed", 2),
         (["--src", "我", "--seed", "-1"], "--seed", 2),

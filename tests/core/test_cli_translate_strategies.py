@@ -4,7 +4,7 @@ import json
 
 from attnviz.cli import main
 
-SENTENCES = ["请进，请坐。", "我喜欢吃鱼。", "医生救了他的生命。"]
+SENTENCES = ["我爱你。", "我喜欢吃鱼。", "医生救了他的生命。"]
 
 
 def run(capsys, *args):
@@ -16,7 +16,7 @@ def test_beam_width_one_equals_greedy(capsys):
     greedy = run(capsys)
     assert len(greedy) == len(SENTENCES)
     assert run(capsys, "--beam", "1") == greedy
-    assert greedy[0] == "Please come in and sit down."  # a training sentence the default model knows
+    assert greedy[0] == "I love you."  # an everyday sentence the default model gets right
 
 
 def test_beam_json_lists_beams(capsys):

@@ -26,7 +26,7 @@ def reverse():
 
 @pytest.fixture(scope="module")
 def hsk():
-    return load_bundle(models_dir() / "hsk-zh-en")
+    return load_bundle(models_dir() / "hsk-only-zh-en")  # its corpus: the HSK pairs
 
 
 def test_mean_log_prob_is_the_mean_of_the_decoded_tokens_log_probabilities(hsk):

@@ -11,7 +11,7 @@ from heldout_fixtures import edit_distance
 
 from attnviz.core.bundle import load_bundle
 from attnviz.core.data.corpora import load_tsv
-from attnviz.paths import models_dir
+from attnviz.paths import default_model
 
 EVERYDAY = Path(__file__).resolve().parents[1] / "data" / "everyday-zh-en.tsv"
 WORD_ORDER = ("猫吃鱼。", "鱼吃猫。")
@@ -33,10 +33,10 @@ def everyday():
 
 
 @pytest.fixture(scope="module")
-def augmented_hsk(augmented):
-    """The HSK data exactly as the default bundle was trained on it (its meta.json's augmentation
-    settings; the training-data hash proves it)."""
-    meta = load_bundle(models_dir() / "hsk-zh-en").meta
+def default_data(augmented):
+    """The default bundle's data exactly as it was trained on it (its meta.json's corpora and
+    augmentation settings; the training-data hash proves it)."""
+    meta = load_bundle(default_model()).meta
     data = augmented(meta["data"]["spec"])
     assert data.train_hash == meta["data"]["train_hash"]
     return data
@@ -48,16 +48,16 @@ def test_the_everyday_set_has_40_pairs(everyday):
     assert {p.src for p in pairs} >= set(WORD_ORDER)
 
 
-def test_no_everyday_sentence_is_in_the_corpus_or_its_augmentation(everyday, augmented_hsk):
-    assert augmented_hsk.spec["augment"]["added"]["substitution"] > 0 and augmented_hsk.spec["augment"]["added"]["cedict"] > 0
-    seen = {_core(p.src) for p in augmented_hsk.train + augmented_hsk.valid + augmented_hsk.test}
+def test_no_everyday_sentence_is_in_the_training_data_or_its_augmentation(everyday, default_data):
+    assert default_data.spec["augment"]["added"]["substitution"] > 0 and default_data.spec["augment"]["added"]["cedict"] > 0
+    seen = {_core(p.src) for p in default_data.train}
     everyday_cores = {_core(p.src) for p in everyday.train + everyday.valid + everyday.test}
     assert not everyday_cores & seen
 
 
-def test_word_order_sentences_have_no_near_copy_in_the_training_data(augmented_hsk):
+def test_word_order_sentences_have_no_near_copy_in_the_training_data(default_data):
     cores = [_core(s) for s in WORD_ORDER]
-    near = [p.src for p in augmented_hsk.train + augmented_hsk.valid + augmented_hsk.test if any(_within_one_edit(_core(p.src), c) for c in cores)]
+    near = [p.src for p in default_data.train if any(_within_one_edit(_core(p.src), c) for c in cores)]
     assert near == []
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import warnings
 from pathlib import Path
 
@@ -193,8 +194,9 @@ def test_import_hf_writes_a_bundle_with_the_same_model(ours, marian_dir, tmp_pat
     assert capsys.readouterr().out.startswith(f"saved {out} (MarianMTModel")
     assert json.loads((out / "config.json").read_text())["positional_layout"] == "halves"
     weights = load_file(out / "model.safetensors")
-    for name, tensor in weights.items():  # stored as bundles store weights (float16 where it holds them)
-        assert torch.equal(tensor, stored_tensor(ours.model.state_dict()[name])), name
+    for name, tensor in weights.items():  # a float32 checkpoint stays float32: the numbers of the real model
+        assert tensor.dtype == torch.float32 and torch.equal(tensor, ours.model.state_dict()[name]), name
+    assert json.loads((out / "meta.json").read_text())["weights_precision"] == "float32"
     for file, tok in (("src.model", ours.src_tokenizer), ("tgt.model", ours.tgt_tokenizer)):
         back = load_tokenizer(out / file)
         assert isinstance(back, VocabTokenizer) and back.to_bytes() == tok.to_bytes()
@@ -245,6 +247,39 @@ def test_load_bundle_opens_the_folder_and_the_converted_bundle(ours, marian_dir,
         assert bundle.config == ours.model.config and bundle.name == path.name
         assert isinstance(bundle.src_tokenizer, VocabTokenizer) and bundle.src_tokenizer.encode(SOURCES[1]) == ours.src_tokenizer.encode(SOURCES[1])
         for name, tensor in ours.model.state_dict().items():
-            want = tensor if path == marian_dir else stored_tensor(tensor).float()  # the bundle holds float16
-            assert torch.equal(bundle.model.state_dict()[name], want), name
+            assert torch.equal(bundle.model.state_dict()[name], tensor), name  # imported as it was: float32
         assert translate(bundle, SOURCES[1], strategy=BeamSearch(width=3, length_penalty=0.0))[0] == expected[0]
+
+
+def test_a_float16_checkpoint_is_imported_as_float16_and_said_so(ours, theirs, marian_dir, tmp_path, capsys):
+    from safetensors.torch import save_file
+
+    from attnviz.core.bundle import load_bundle
+
+    half = tmp_path / "half"
+    shutil.copytree(marian_dir, half)
+    weights = load_file(half / "model.safetensors")
+    save_file({k: v.half() if v.is_floating_point() else v for k, v in weights.items()}, half / "model.safetensors")
+    out = tmp_path / "half-bundle"
+    assert main(["import-hf", str(half), "--out", str(out)]) == 0
+    stored = load_file(out / "model.safetensors")
+    assert {t.dtype for t in stored.values()} == {torch.float16}
+    assert json.loads((out / "meta.json").read_text())["weights_precision"] == "float16"
+    bundle = load_bundle(out)
+    for name, tensor in ours.model.state_dict().items():  # the checkpoint's float16 values, no further rounding
+        assert torch.equal(bundle.model.state_dict()[name], stored_tensor(tensor).float()), name
+    capsys.readouterr()
+
+
+def test_an_imported_bundle_computes_what_transformers_computes(theirs, marian_dir, tmp_path):
+    from attnviz.core.bundle import load_bundle
+
+    out = tmp_path / "bundle"
+    assert main(["import-hf", str(marian_dir), "--out", str(out)]) == 0
+    bundle = load_bundle(out)
+    src = torch.tensor([bundle.src_tokenizer.encode(SOURCES[0])])
+    tgt = torch.tensor([[bundle.config.bos_id, 5, 9, 7]])
+    with torch.inference_mode():
+        logits = bundle.model(src, tgt)
+        want = theirs(input_ids=src, decoder_input_ids=tgt).logits
+    assert torch.allclose(logits, want, atol=1e-5, rtol=0)  # float16 storage gave differences of ~3e-4

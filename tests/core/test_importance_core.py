@@ -79,10 +79,11 @@ def test_mean_and_uniform_rows_equal_the_single_head_ablation(bundle, kind):
 
 def test_the_head_the_hsk_alignment_ranks_first_against_the_median_head(bundle):
     """The cross-attention head with the best HSK alignment score (read from the bundle's own
-    alignment table), ablated alone, over the first 40 HSK test sentences: on the model's own
-    greedy translation it changes log P more than the median head of all 36 (measured 0.63
-    against 0.47 nats); on the reference translation less (0.57 against 0.69): the head that
-    aligns best is not the one the reference depends on most. Both figures are in the README."""
+    alignment table: cross 3:3 of the default), ablated alone, over the first 40 HSK test sentences:
+    on the model's own greedy translation it changes log P more than the median head of all 36
+    (measured 0.41 against 0.32 nats, 12th of 36); on the reference translation about as much as
+    the median head (0.47 against 0.47, 18th): aligning best does not make a head the one the
+    output depends on most. Both figures are in the README."""
     best = bundle.meta["hsk_alignment"]["predicting"]["best"]
     n = bundle.config.n_heads
     aligned = 2 * 3 * n + best["layer"] * n + best["head"]
@@ -93,9 +94,9 @@ def test_the_head_the_hsk_alignment_ranks_first_against_the_median_head(bundle):
             changes.append(np.concatenate([np.abs(report.delta[k]).ravel() for k in KINDS]))
         mean = np.mean(changes, axis=0)
         if reference:
-            assert mean[aligned] < np.median(mean) - 0.05
+            assert abs(mean[aligned] - np.median(mean)) < 0.05
         else:
-            assert mean[aligned] > np.median(mean) + 0.1
+            assert mean[aligned] > np.median(mean) + 0.05 and (mean > mean[aligned]).sum() >= 5  # above the median, not first
 
 
 def test_the_command_ranks_heads_and_writes_a_csv_with_its_provenance(bundle, tmp_path, capsys, zero):
@@ -106,7 +107,7 @@ def test_the_command_ranks_heads_and_writes_a_csv_with_its_provenance(bundle, tm
     assert [h["head"] for h in got["heads"]] == [f"{k}:{layer + 1}:{h + 1}" for k, layer, h, _ in ranked[:5]]
     assert got["heads"][0]["delta_log_prob"] == pytest.approx(ranked[0][3])
     text = out.read_text(encoding="utf-8")
-    assert f"# source: {SOURCE}" in text and "# model: hsk-zh-en" in text and "count from 1" in text
+    assert f"# source: {SOURCE}" in text and f"# model: {default_model().name}" in text and "count from 1" in text
     rows = list(csv.DictReader(io.StringIO("\n".join(line for line in text.splitlines() if not line.startswith("#")))))
     assert len(rows) == 3 * 3 * bundle.config.n_heads
     row = next(r for r in rows if (r["kind"], r["layer"], r["head"]) == ("cross", "2", "3"))

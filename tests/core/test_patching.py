@@ -150,7 +150,7 @@ def test_one_position_and_one_head_patched_equal_the_patch_built_by_hand(bundle)
     hand = trace_of(bundle.model, fish_ids, r.target_ids, name)
     hand[0] = trace_of(bundle.model, cat_ids, r.target_ids, name)[0]  # 猫 in place of 鱼 at position 1
     np.testing.assert_allclose(r.log_prob_patched, log_probs(bundle.model, fish_ids, r.target_ids, [Patch(name, torch.from_numpy(hand))]), atol=1e-6)
-    assert r.patched == "The cat is chasing the cat."  # 猫吃猫。, as it were
+    assert r.patched == "The cat is eating a cat."  # 猫吃猫。, as it were
     h = patch_run(bundle, FISH, CAT, "cross:3:2", target="The fish eats the cat.")
     z = "decoder.layers.2.cross_attn.z"
     hand = trace_of(bundle.model, fish_ids, h.target_ids, z)
@@ -189,7 +189,7 @@ def test_sites_and_positions_parse_as_on_screen_with_one_line_errors(bundle):
 
 def test_bad_patches_are_one_line(bundle):
     cfg = bundle.config
-    with pytest.raises(InterventionError, match=r"has shape \(7, 128\) in the other run and \(4, 128\) in this one .*source tokens"):
+    with pytest.raises(InterventionError, match=r"has shape \(5, 128\) in the other run and \(4, 128\) in this one .*source tokens"):
         patch_run(bundle, FISH, "我明天去北京。", "encoder:1")
     with pytest.raises(InterventionError, match="encoder:1 has no position 5: it has 4 source positions"):
         patch_run(bundle, FISH, CAT, "encoder:1", positions=[4])
@@ -219,7 +219,7 @@ def test_the_map_s_cells_equal_each_patch_done_alone_by_hand(bundle, swap):
 
 
 def test_the_swap_is_carried_by_the_cat_s_source_position_and_enters_the_decoder_at_the_cat_s_query(swap):
-    """猫吃鱼。 -> 'The cat is fish.'; 鱼吃猫。 -> 'Fishing the cat ise.'. The target token that the
+    """猫吃鱼。 -> 'The cat is eating fish.'; 鱼吃猫。 -> 'Fish cat.'. The target token that the
     corrupt run loses most is '▁cat' (position 2 of the target, fed '▁The')."""
     assert swap.target_pieces[: swap.target_position + 1] == ("▁The", "▁cat")
     assert swap.log_prob_clean > -0.1 and swap.log_prob_corrupt < -4
@@ -227,19 +227,19 @@ def test_the_swap_is_carried_by_the_cat_s_source_position_and_enters_the_decoder
     assert enc.shape == (4, 4) and dec.shape == (3, len(swap.target_ids))
     assert (enc[:, 0] > 0.9).all()  # 猫 at source position 1 restores '▁cat' from the embeddings to the last layer
     assert (np.abs(enc[1:, [1, 3]]) < 0.1).all()  # 吃 and 。: the same tokens, nothing to restore
-    assert (enc[:, 2] < -0.3).all()  # 鱼 at position 3 (猫吃鱼 in 鱼吃猫's place) makes '▁cat' less likely still
-    assert dec[0, 1] < 0.5 < 0.9 < dec[1, 1] and dec[2, 1] > 0.95  # read from the source by cross-attention in decoder layers 1-2
+    assert (enc[:, 2] < -0.2).all()  # 鱼 at position 3 (猫吃鱼 in 鱼吃猫's place) makes '▁cat' less likely still
+    assert dec[0, 1] < 0.5 < 0.8 < dec[1, 1] and dec[2, 1] > 0.95  # read from the source by cross-attention in decoder layers 1-2
     assert np.abs(dec[:, 0]).max() < 0.15  # the SOS position carries little of it
     assert (np.abs(dec[:, 2:]) < 1e-6).all()  # later target positions cannot reach it (look-ahead mask)
 
 
 def test_the_fish_is_carried_by_the_fish_s_source_position_likewise(bundle):
-    fish = patching_map(bundle, CAT, FISH, target_position=3)  # '▁f' of 'fish', fed '▁is'
-    assert fish.target_pieces[3] == "▁f" and fish.log_prob_clean - fish.log_prob_corrupt > 2
+    fish = patching_map(bundle, CAT, FISH, target_position=4)  # '▁fish', fed '▁eating'
+    assert fish.target_pieces[4] == "▁fish" and fish.log_prob_clean - fish.log_prob_corrupt > 2
     enc, dec = fish.recovery(fish.encoder), fish.recovery(fish.decoder)
-    assert (enc[:, 2] > 0.95).all() and (enc[:, 0] < -0.3).all()  # 鱼 at source position 3 restores it; 猫 at 1 works against it
-    assert (0.3 < enc[1:, 1]).all() and (enc[1:, 1] < 0.5).all()  # 吃 carries some of it once self-attention has mixed in its context
-    assert dec[0, 3] < 0.5 < dec[1, 3] < 0.9 < dec[2, 3]  # at the query of '▁f', built up over decoder layers 1-3
+    assert (enc[:, 2] > 0.95).all() and enc[0, 0] < -0.3  # 鱼 at source position 3 restores it; 猫's embedding at 1 works against it
+    assert (np.abs(enc[1:, [0, 1, 3]]) < 0.15).all()  # once self-attention has mixed the context in, the other positions carry little
+    assert dec[0, 4] < 0.5 < dec[1, 4] < 0.9 < dec[2, 4]  # at the query of '▁fish', built up over decoder layers 1-3
 
 
 def test_figure_data_of_the_map(swap):
@@ -254,10 +254,10 @@ def test_figure_data_of_the_map(swap):
 
 
 def test_bad_maps_are_one_line(bundle):
-    with pytest.raises(InterventionError, match="same number of tokens: 4 and 7"):
+    with pytest.raises(InterventionError, match="same number of tokens: 4 and 5"):
         patching_map(bundle, CAT, "我明天去北京。")
     with pytest.raises(InterventionError, match="no target position 10: the target has 7 tokens"):
         patching_map(bundle, CAT, FISH, target_position=9)
     same = patching_map(bundle, CAT, CAT)
     assert np.isnan(same.recovery(same.encoder)).all() and "recovery is undefined" in same.notices[-1]
-    np.testing.assert_allclose(same.encoder, same.log_prob_clean, atol=1e-6)  # its own values: nothing changes
+    np.testing.assert_allclose(same.encoder, same.log_prob_clean, atol=1e-5)  # its own values: nothing changes (float32 noise)

@@ -84,17 +84,20 @@ def test_overfits_32_pairs_to_near_zero_loss():
     assert out == [p.tgt for p in pairs[:8]]
 
 
-@pytest.mark.parametrize("where", ["mid-epoch", "epoch-end"])
+@pytest.mark.parametrize("where", ["mid-epoch", "epoch-end", "tied-mid-epoch"])
 def test_resume_repeats_the_uninterrupted_losses(tmp_path, reverse_data, where):
-    full = make_trainer(reverse_data, tmp_path / "full", epochs=3, batch_tokens=200)
+    """``tied``: the output layer shares the target embedding (one tensor under two names, which a
+    checkpoint must still save)."""
+    config = {**TINY, "tie_embeddings": where.startswith("tied")}
+    full = make_trainer(reverse_data, tmp_path / "full", config, epochs=3, batch_tokens=200)
     ref = collect(full)
     assert full.fit().ok
     ref_losses = [e.loss for e in ref]
     assert len(ref_losses) == full.step > 10
     second = [e for e in ref if e.epoch == 1]
-    stop_at = second[2].step if where == "mid-epoch" else second[-1].step  # inside epoch 2, or its last step
+    stop_at = second[2].step if where.endswith("mid-epoch") else second[-1].step  # inside epoch 2, or its last step
 
-    part = make_trainer(reverse_data, tmp_path / "part", epochs=3, batch_tokens=200)
+    part = make_trainer(reverse_data, tmp_path / "part", config, epochs=3, batch_tokens=200)
     first = collect(part)
     part.add_callback("step", lambda e: part.stop() if e.step == stop_at else None)
     r = part.fit()
@@ -368,3 +371,17 @@ def test_average_last_ships_the_mean_of_the_last_epochs_weights(tmp_path, revers
         want = (per_epoch[1][name].double() + per_epoch[2][name].double()) / 2
         want = want.float().half() if value.is_floating_point() else want  # the bundle stores float16
         assert torch.allclose(value.double(), want.double(), atol=1e-6), name
+
+
+@pytest.mark.parametrize("field", ["step", "epoch", "epoch_loss_sum"])
+def test_a_state_counter_of_hundreds_of_digits_is_refused_in_one_line(tmp_path, reverse_data, field):
+    """A damaged training_state.json whose counter no float can hold: a one-line refusal, no OverflowError."""
+    t = make_trainer(reverse_data, tmp_path / "run", epochs=1)
+    assert t.fit().ok
+    state = tmp_path / "run" / STATE_JSON
+    text = state.read_text()
+    info = json.loads(text)
+    info[field] = 10**308 * 10  # 309 digits
+    state.write_text(json.dumps(info))
+    with pytest.raises(TrainingError, match=f"'{field}' must be a non-negative"):
+        T.Trainer.from_checkpoint(tmp_path / "run")

@@ -14,7 +14,7 @@ from attnviz.core.bundle import load_bundle
 from attnviz.core.decoding.session import DecodingSession
 from attnviz.core.decoding.teacher_forcing import teacher_forced_from_bundle
 from attnviz.paths import default_model
-from attnviz.qt.export.animation import AnimationError, Panel, animation_frames, write_animation
+from attnviz.qt.publish.animation import AnimationError, Panel, animation_frames, write_animation
 from attnviz.qt.selection import ViewChoice
 from attnviz.qt.views.registry import view_spec
 

@@ -25,7 +25,7 @@ from attnviz.core.decoding.session import DecodingSession
 from attnviz.core.decoding.teacher_forcing import teacher_forced_from_bundle
 from attnviz.errors import AttnvizError
 from attnviz.paths import default_model
-from attnviz.qt.export.web_page import PAGE_NAME, page_data
+from attnviz.qt.publish.web_page import PAGE_NAME, page_data
 
 SRC, TGT = "猫吃鱼。", "The cat eats fish."
 HOSTILE = "<script>alert(1)</script>"
@@ -202,13 +202,13 @@ def test_its_own_page_is_replaced(qapp, tmp_path, capsys):
 def test_export_web_page_asks_for_a_folder_and_before_replacing(qapp, tmp_path, monkeypatch):
     from PySide6 import QtWidgets
 
-    from attnviz.qt.export.animation import Panel
-    from attnviz.qt.export.web_page import web_page_dialog
+    from attnviz.qt.publish.animation import Panel
+    from attnviz.qt.publish.web_page import web_page_dialog
     from attnviz.qt.selection import ViewChoice
     from attnviz.qt.views.registry import view_spec
 
     answers = []
-    monkeypatch.setattr(QtWidgets.QFileDialog, "getExistingDirectory", lambda *a, **k: str(tmp_path))
+    monkeypatch.setattr(QtWidgets.QFileDialog, "getSaveFileName", lambda *a, **k: (str(tmp_path), ""))
     monkeypatch.setattr(QtWidgets.QMessageBox, "question", lambda *a, **k: answers.pop(0))
     bundle, panel = load_bundle(default_model()), Panel(view_spec("head"), ViewChoice(kind="cross", layer=0, head=0, mode="head"))
     export = lambda notes: web_page_dialog(None, bundle, SRC, "", [panel], "light", None, notes, size=(500, 400))

@@ -15,8 +15,8 @@ from html.parser import HTMLParser
 import pytest
 from PySide6 import QtGui
 
-from attnviz.qt.export.web_page import PageFigure, PageStep, WebPage, page_data, page_html, png_bytes
 from attnviz.qt.i18n import install
+from attnviz.qt.publish.web_page import PageFigure, PageStep, WebPage, page_data, page_html, png_bytes
 
 ENGLISH_CHROME = ("Previous", "Next", "Step 1 of 2", "Decoded so far", "After step", "Hover over a matrix", "Made with attnviz",
                   "Source pieces", "Attention in")

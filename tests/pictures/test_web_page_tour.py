@@ -20,8 +20,8 @@ from attnviz.core.bundle import load_bundle
 from attnviz.core.tour_data import fill, load_tour, parse_tour
 from attnviz.errors import AttnvizError
 from attnviz.paths import default_model
-from attnviz.qt.export.web_page import PAGE_NAME, PageFigure, PageNote, PageStep, WebPage, page_html, png_bytes
 from attnviz.qt.main_window import MainWindow
+from attnviz.qt.publish.web_page import PAGE_NAME, PageFigure, PageNote, PageStep, WebPage, page_html, png_bytes
 from attnviz.qt.tour import start_tour
 
 SRC = "猫吃鱼。"
@@ -153,7 +153,7 @@ def export_page(window, folder) -> list[dict]:
 @pytest.mark.slow
 def test_export_web_page_carries_the_stops_the_tour_explained(qtbot, tmp_path, monkeypatch):
     folder = tmp_path / "page"
-    monkeypatch.setattr(QtWidgets.QFileDialog, "getExistingDirectory", lambda *a, **k: str(folder))
+    monkeypatch.setattr(QtWidgets.QFileDialog, "getSaveFileName", lambda *a, **k: (str(folder), ""))
     monkeypatch.setattr(QtWidgets.QMessageBox, "question", lambda *a, **k: QtWidgets.QMessageBox.StandardButton.Yes)
     w = open_window(qtbot, tmp_path)
     panel = start_tour(w, "en")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from window_helpers import close_window, open_window
 
 from attnviz.qt.selection import ViewChoice
 from attnviz.qt.session import Session
@@ -31,6 +32,16 @@ def tiny_family(tmp_path_factory):
         return built[name]
 
     return get
+
+
+@pytest.fixture
+def window(request, qtbot, tmp_path):
+    """A shown main window on the bundled model, its first sentence decoded (``open_window``),
+    closed after the test; ``@pytest.mark.window_size(w, h)`` gives its size (default 1400×900)."""
+    mark = request.node.get_closest_marker("window_size")
+    w = open_window(qtbot, tmp_path, *([tuple(mark.args)] if mark else []))
+    yield w
+    close_window(w)
 
 
 @pytest.fixture

@@ -110,6 +110,12 @@ def test_the_ablation_view_shows_before_and_after(window, qtbot):
     w.views.selection.update(kind="cross", layer=1, head=0, mode="head")
     wait_until(lambda: view.shown_head() == ("cross", 1, 0))
     np.testing.assert_allclose(view.delta_map.matrix(), e.delta["cross"][1, 0], atol=1e-6)
+    w.views.selection.update(kind="cross", layer=2, head=1, mode="head")  # an ablated head: its own A did not change
+    free = [(k, la, h, e.moved[k][la, h]) for k in e.moved for la in range(e.moved[k].shape[0])
+            for h in range(e.moved[k].shape[1]) if (k, la, h) not in heads.heads]
+    kind, layer, head, _ = max(free, key=lambda t: t[3])  # the head not ablated that moved most, found here
+    wait_until(lambda: view.shown_head() == (kind, layer, head))
+    np.testing.assert_allclose(view.delta_map.matrix(), e.delta[kind][layer, head], atol=1e-6)
     s.set_ablation(HeadSet())
     settle(w)
 

@@ -25,7 +25,7 @@ def test_export_animation_writes_the_active_view_and_leaves_the_window_alone(qtb
         assert len(w.session.decoding.steps) == steps_before and w.session.decoding.finished
         assert str(out) in w.message_bar.text()
         folder = tmp_path / "page"
-        monkeypatch.setattr(QtWidgets.QFileDialog, "getExistingDirectory", lambda *a, **k: str(folder))
+        monkeypatch.setattr(QtWidgets.QFileDialog, "getSaveFileName", lambda *a, **k: (str(folder), ""))
         page = w.findChild(QtGui.QAction, "exportWebPageAction")
         assert page is not None and page.isEnabled()
         page.trigger()

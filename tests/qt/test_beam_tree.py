@@ -22,7 +22,7 @@ from attnviz.qt.views.beam_tree import NODE, SPEC, QtBeamTreeView, beam_tree_dat
 
 from story_helpers import click, session_for
 
-FISH = "猫吃鱼。"
+SRC = "我喜欢吃鱼。"  # width 3 prunes beams at depths 1-3
 SIZE = (1100, 600)
 
 
@@ -32,7 +32,7 @@ def bundle():
 
 
 def decoded(strategy=BeamSearch(width=3)) -> DecodingSession:
-    s = DecodingSession.from_bundle(bundle(), FISH, strategy=strategy)
+    s = DecodingSession.from_bundle(bundle(), SRC, strategy=strategy)
     s.run()
     return s
 
@@ -54,7 +54,7 @@ def overlaps(rects) -> list:
     return [(a, b) for n, a in enumerate(rects) for b in rects[n + 1:] if a.intersected(b).width() > 0.5 and a.intersected(b).height() > 0.5]
 
 
-def test_the_view_draws_every_node_with_labels_that_never_overlap(make_view, qtbot):
+def test_the_view_draws_every_node_with_labels_that_never_overlap(make_view, qtbot, tmp_path):
     s = decoded()
     frame = frame_of(s)
     view = make_view(QtBeamTreeView, SIZE, frame, shown=True)
@@ -62,9 +62,9 @@ def test_the_view_draws_every_node_with_labels_that_never_overlap(make_view, qtb
     qtbot.wait(20)
     assert view.objectName() == "beamTreeView" and SPEC.name == "beam-tree" and SPEC.reads_options
     tree = frame.tree
-    assert view.drawn_nodes() == len(tree.nodes) == 23
+    assert view.drawn_nodes() == len(tree.nodes) == 17
     labels = view.label_items()
-    assert [item.toPlainText() for item in labels][:3] == ["SOS", f"{display_piece('▁The')} −0.55", f"{display_piece('▁S')} −2.82"]
+    assert [item.toPlainText() for item in labels][:3] == ["SOS", f"{display_piece('▁I')} −0.08", f"{display_piece('▁He')} −7.16"]
     label_rects = [item.sceneBoundingRect() for item in labels]
     assert not overlaps(label_rects)
     for i, rect in enumerate(label_rects):  # no label over another node's marker
@@ -75,8 +75,8 @@ def test_the_view_draws_every_node_with_labels_that_never_overlap(make_view, qtb
     plot_box = view.tree_plot.getViewBox().sceneBoundingRect()
     assert all(plot_box.contains(r) for r in label_rects)  # none clipped
     selected = view.findChild(QtWidgets.QLabel, "beamTreeSelected")
-    assert "␣The ␣cat ␣is ␣f ish . EOS" in selected.text() and selected.textFormat() == QtCore.Qt.TextFormat.PlainText
-    view.grab().save("/tmp/beam_tree.png")
+    assert s.translation() == "I like fish." and "␣I ␣like ␣fish . EOS" in selected.text() and selected.textFormat() == QtCore.Qt.TextFormat.PlainText
+    view.grab().save(str(tmp_path / "beam_tree.png"))
 
 
 def test_a_click_on_a_node_makes_it_the_view_s_option(make_view, qtbot):
@@ -129,7 +129,7 @@ def test_greedy_shows_one_path_and_a_typed_target_shows_nothing(make_view, qtbot
     view = make_view(QtBeamTreeView, SIZE)
     view.set_data(beam_tree_data(session, ViewChoice(), {NODE: "not ids"}).run())
     assert view.drawn_nodes() == s.n_steps + 1 and set(view.frame().tree.rows) == {0}
-    fresh = session_for(bundle(), DecodingSession.from_bundle(bundle(), FISH))  # nothing decoded yet: SOS alone
+    fresh = session_for(bundle(), DecodingSession.from_bundle(bundle(), SRC))  # nothing decoded yet: SOS alone
     view.set_data(beam_tree_data(fresh, ViewChoice(), {}).run())
     assert view.drawn_nodes() == 1 and not view.heatmap.isVisible() and "SOS chose nothing yet" in view.node_label.text()
     session.forced = object()  # as in teacher-forced mode: no decoding to draw

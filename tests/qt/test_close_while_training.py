@@ -8,7 +8,7 @@ import time
 
 import pytest
 from PySide6 import QtWidgets
-from window_helpers import TIMEOUT_MS, close_window, open_window
+from window_helpers import TIMEOUT_MS
 
 import attnviz.core.training.trainer as trainer_module
 from attnviz.qt.main_window import CLOSE_WAIT_S
@@ -18,11 +18,6 @@ from attnviz.qt.workers import active_workers
 pytestmark = pytest.mark.slow  # the whole main window
 
 
-@pytest.fixture
-def window(qtbot, tmp_path):
-    w = open_window(qtbot, tmp_path)
-    yield w
-    close_window(w)
 
 
 def test_close_during_the_final_evaluation_returns_within_a_second(qtbot, window, tmp_path, monkeypatch):

@@ -85,3 +85,32 @@ def test_the_view_writes_both_translations_each_way(loaded, qtbot):
     assert set(t) == {("A", True), ("A", False), ("B", True), ("B", False)}
     legend = " ".join(text for _, _, text in view.title.legend())
     assert all(v in legend for v in t.values())
+
+
+def test_the_word_order_pair_is_marked_right_or_wrong_against_its_accepted_translations(qtbot):
+    """The default on 猫吃鱼。/鱼吃猫。: each translation with PE is marked right or wrong against the
+    translations the examples accept, as the model's own greedy decoding, checked here, is."""
+    from attnviz.core.analysis.compare import compare_both
+    from attnviz.core.bundle import load_bundle
+    from attnviz.core.decoding.session import DecodingSession
+    from attnviz.paths import default_model
+    from attnviz.qt.views.compare import QtCompareView
+
+    accepted = {"猫吃鱼。": ("the cat eats fish", "the cat eats the fish", "the cat is eating fish", "the cat is eating the fish",
+                            "cats eat fish", "the cat eats a fish"),
+                "鱼吃猫。": ("the fish eats the cat", "the fish eats a cat", "the fish is eating the cat", "the fish is eating a cat",
+                            "fish eat cats", "a fish eats the cat")}
+    b = load_bundle(default_model())
+    view = QtCompareView()
+    qtbot.addWidget(view)
+    view.set_data(compare_both(b.model, b.src_tokenizer, "猫吃鱼。", "鱼吃猫。", True, b.tgt_tokenizer))
+    expected = {}
+    for label, text in (("A", "猫吃鱼。"), ("B", "鱼吃猫。")):
+        run = DecodingSession.from_bundle(b, text)
+        run.run()
+        expected[label] = run.translation().rstrip(".").lower() in accepted[text]
+    assert view.verdicts() == expected and expected["A"]
+    legend = view.translation_legend()[0][2]
+    assert legend.count("✓") == sum(expected.values()) and legend.count("✗") == 2 - sum(expected.values())
+    if not expected["B"]:
+        assert "The fish eats the cat." in legend  # the right translation beside the wrong one

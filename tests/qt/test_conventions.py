@@ -214,7 +214,8 @@ def test_the_export_dialog_writes_the_metadata_it_is_given(make_view, tmp_path, 
     monkeypatch.setattr(QtWidgets.QFileDialog, "getSaveFileName", lambda *a, **k: (str(target), "CSV table (*.csv)"))
     meta = {"model": "tiny-layer", "source": "我喜欢吃苹果。", "target": "x\ny", "step": 3, "kind": None}
     assert export_data_dialog(view, None, metadata=meta) == target
-    lines = target.read_text(encoding="utf-8").splitlines()
+    mark, *lines = target.read_text(encoding="utf-8").splitlines()
+    assert mark.startswith("# attnviz-output: sha256=")  # attnviz's mark comes first (core/outputs.py)
     assert lines[:4] == ["# model: tiny-layer", "# source: 我喜欢吃苹果。", "# target: x y", "# step: 3"]
     assert lines[4].startswith("# view: Output distribution") and lines[5].startswith("# indices: rank_index count from 0")
     assert lines[6].startswith("rank_index,")
@@ -316,14 +317,14 @@ def _svg_text(tmp_path, view: str, model: str, *extra: str) -> str:
 
 
 def test_the_residual_and_logit_lens_captions_follow_the_norm_placement(qapp, tmp_path):
-    post = _svg_text(tmp_path / "post", "residual", "hsk-zh-en-postnorm")
-    pre = _svg_text(tmp_path / "pre", "residual", "hsk-zh-en")
+    post = _svg_text(tmp_path / "post", "residual", "zh-en-postnorm")
+    pre = _svg_text(tmp_path / "pre", "residual", "zh-en")
     assert "x ← LN(x + Sublayer(x))" in post and "x ← x + Sublayer(LN(x))" in pre
-    lens_post = _svg_text(tmp_path / "lpost", "logit-lens", "hsk-zh-en-postnorm")
-    lens_pre = _svg_text(tmp_path / "lpre", "logit-lens", "hsk-zh-en")
+    lens_post = _svg_text(tmp_path / "lpost", "logit-lens", "zh-en-postnorm")
+    lens_pre = _svg_text(tmp_path / "lpre", "logit-lens", "zh-en")
     assert "softmax(Linear(h_l))" in lens_post and "Norm(h_l)" not in lens_post  # the post-norm bundle has no final norm
     assert "softmax(Linear(Norm(h_l)))" in lens_pre
-    norm = _svg_text(tmp_path / "norm", "norm", "hsk-zh-en-postnorm")
+    norm = _svg_text(tmp_path / "norm", "norm", "zh-en-postnorm")
     assert "Sublayer(x) = LayerNorm(x + SublayerModule(x))" in norm  # the tutorial's notation
 
 

@@ -6,17 +6,13 @@ from __future__ import annotations
 
 import pytest
 from PySide6 import QtCore, QtWidgets
-from window_helpers import close_window, open_window, wait_idle
+from window_helpers import wait_idle
 
 ALT = QtCore.Qt.KeyboardModifier.AltModifier
 KEY = QtCore.Qt.Key
 
 
-@pytest.fixture
-def window(qtbot, tmp_path):
-    w = open_window(qtbot, tmp_path, size=(1024, 700))
-    yield w
-    close_window(w)
+pytestmark = pytest.mark.window_size(1024, 700)  # the window fixture's size (tests/qt/conftest.py)
 
 
 def test_the_keys_step_from_the_source_field(qtbot, window):

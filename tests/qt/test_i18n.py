@@ -18,6 +18,8 @@ import pytest
 from PySide6 import QtCore, QtWidgets
 from window_helpers import TIMEOUT_MS, close_window, scene_texts, wait_idle
 
+from attnviz.core.analysis.norm_pair import default_other
+from attnviz.core.bundle import load_bundle
 from attnviz.paths import models_dir
 from attnviz.qt.i18n import LANGUAGES, SETTING, catalog_path, current_language, install
 from attnviz.qt.main_window import MainWindow
@@ -175,12 +177,14 @@ def data_words(w: MainWindow, fed: list) -> set[str]:
     """Words that are data, not interface: the sentences, the examples, the models' folders,
     every piece of the open vocabularies, and the strings of what the views were given."""
     s = w.session
-    texts = [s.source, s.target, str(s.bundle.path), str(models_dir()), *w.recent_models(), *strings_in(fed)]
+    texts = [s.source, s.target, str(s.bundle.path), *(p.name for p in models_dir().iterdir()), *w.recent_models(), *strings_in(fed)]
     combo = w.findChild(QtWidgets.QComboBox, "exampleCombo")
     texts += [combo.itemText(i) for i in range(combo.count())] if combo is not None else []
-    for tok in (s.bundle.src_tokenizer, s.bundle.tgt_tokenizer):
+    other = load_bundle(default_other(s.bundle.config))  # the norm-batch view draws its pieces beside the open model's
+    for tok in (s.bundle.src_tokenizer, s.bundle.tgt_tokenizer, other.src_tokenizer, other.tgt_tokenizer):
         texts += tok.pieces(range(tok.vocab_size))
-    return {word for text in texts for word in WORD.findall(text)}
+    words = {word for text in texts for word in WORD.findall(text)}
+    return words | {word[:n] for word in words for n in range(2, len(word))}  # a token axis elides long labels: "▁ea…"
 
 
 def widget_texts(root: QtWidgets.QWidget) -> list[tuple[str, str]]:

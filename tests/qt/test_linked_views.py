@@ -232,3 +232,16 @@ def test_a_view_computed_from_the_choice_ends_on_the_choice_it_follows(qtbot):
     qtbot.wait(50)
     assert views._applied["walkthrough"].query == 0
     assert views.views["walkthrough"].query() == 0
+
+
+def test_a_view_that_takes_only_the_query_row_says_what_it_follows_before_one_is_chosen(qtbot):
+    """The logit lens takes the query row alone: with none chosen its caption still names what
+    it follows (it was "follows: " and nothing)."""
+    from story_helpers import shown_view_set
+
+    _, vs = shown_view_set(qtbot, ("logit-lens",))
+    assert vs.selection.value().query is None
+    caption = vs["logit-lens"].link_text()
+    assert caption and caption.split(":", 1)[1].strip(), caption
+    vs.selection.update(query=1)
+    assert "query 2" in vs["logit-lens"].link_text()

@@ -8,7 +8,6 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 from PySide6 import QtCore, QtGui, QtWidgets
-from window_helpers import close_window, open_window
 
 from attnviz.paths import default_model
 from attnviz.qt.main_window import MainWindow
@@ -23,11 +22,6 @@ def wait_idle(qtbot, window):
     QtWidgets.QApplication.processEvents()
 
 
-@pytest.fixture
-def window(qtbot, tmp_path):
-    w = open_window(qtbot, tmp_path)
-    yield w
-    close_window(w)
 
 
 def find(w, cls, name):
@@ -193,7 +187,7 @@ def test_settings_persist(qtbot, tmp_path):
     w.set_colormap("magma")
     w.docks["masksDock"].hide()
     w.close()
-    assert str(default_model()) in w.recent_models()[0] or w.recent_models()[0].endswith("hsk-zh-en")
+    assert str(default_model()) in w.recent_models()[0] or w.recent_models()[0].endswith(default_model().name)
     w2 = MainWindow(settings=QtCore.QSettings(str(tmp_path / "s.ini"), QtCore.QSettings.Format.IniFormat))
     qtbot.addWidget(w2)
     w2.show()
@@ -201,5 +195,5 @@ def test_settings_persist(qtbot, tmp_path):
     wait_idle(qtbot, w2)
     assert w2.colormap_name == "magma"
     assert not w2.docks["masksDock"].isVisible()
-    assert w2.recent_menu.actions()[0].text().endswith("hsk-zh-en")
+    assert w2.recent_menu.actions()[0].text().endswith(default_model().name)
     w2.close()

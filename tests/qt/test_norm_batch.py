@@ -39,7 +39,7 @@ def test_a_layer_norm_model_is_drawn_beside_the_batch_norm_bundle(make_view):
     view.select("encoder", 1)
     assert view.site().site == "encoder.layers.1.norm1"
     ln, bn = view.columns  # left the LayerNorm side (the open model), right the BatchNorm bundle
-    assert (ln.side.batch.norm, ln.side.opened, bn.side.batch.norm, bn.side.name) == ("layer", True, "batch", "hsk-zh-en-batchnorm")
+    assert (ln.side.batch.norm, ln.side.opened, bn.side.batch.norm, bn.side.name) == ("layer", True, "batch", "zh-en-batchnorm")
     assert view.findChild(QtWidgets.QPushButton, "normBatchMeasureButton").isEnabled()  # the bundle's training data is known
     assert view.findChild(QtWidgets.QWidget, "normBatchOtherProblem").full_text() == ""
     # the LN side: sentence 1's per-token std before LN, read off the trace here
@@ -78,8 +78,8 @@ def test_a_new_step_of_the_same_source_runs_only_the_decoder_on_the_session_sent
     np.testing.assert_allclose(view.site().x, fresh.x, atol=1e-6)
 
 
-def test_norm_batch_view_measures_the_accuracy_gap_of_the_batch_norm_bundle(make_view, qtbot):
-    b = load_bundle(models_dir() / "hsk-zh-en-batchnorm")
+def test_norm_batch_view_measures_the_accuracy_gap_of_the_batch_norm_bundle(make_view, qtbot, tmp_path):
+    b = load_bundle(models_dir() / "zh-en-batchnorm")
     s = Session()
     s.set_bundle(b)
     s.set_inputs(SRC, "")
@@ -103,17 +103,19 @@ def test_norm_batch_view_measures_the_accuracy_gap_of_the_batch_norm_bundle(make
     assert gap.pairs == len(examples) == 12
     assert gap.running == pytest.approx(teacher_forced_metrics(b.model, examples)["token_accuracy"])
     assert gap.batch == pytest.approx(_train_mode_accuracy(b.model, examples))
-    assert gap.single < min(gap.batch, gap.running)  # one sentence's own statistics: the worst
+    assert gap.single == pytest.approx(_train_mode_accuracy(b.model, examples, alone=True))  # each sentence's own statistics
+    assert len({round(gap.single, 3), round(gap.batch, 3), round(gap.running, 3)}) == 3  # three statistics, three accuracies
     assert f"batch statistics {gap.batch:.1%} · running {gap.running:.1%}" in view.result_label.full_text()
     assert f"{gap.running:.1%} with running ones" in view.title.plain_text()
     with torch.no_grad():  # measuring left the session's model alone
         torch.testing.assert_close(b.model(torch.tensor([s.current.src_ids]), torch.tensor([s.current.input_ids])), before)
     qtbot.wait_until(lambda: view.measure_button.isEnabled())
-    view.grab().save("/tmp/story_b_norm_batch.png")
+    view.grab().save(str(tmp_path / "story_b_norm_batch.png"))
 
 
-def _train_mode_accuracy(model, examples) -> float:
-    """Teacher-forced token accuracy with the BatchNorms in training mode (momentum 0), dropout off."""
+def _train_mode_accuracy(model, examples, alone: bool = False) -> float:
+    """Teacher-forced token accuracy with the BatchNorms in training mode (momentum 0), dropout off;
+    ``alone``: each sentence a batch of its own."""
     m = copy.deepcopy(model)
     for mod in m.modules():
         if isinstance(mod, MaskedBatchNorm):
@@ -122,7 +124,7 @@ def _train_mode_accuracy(model, examples) -> float:
     cfg = m.config
     correct = tokens = 0
     with torch.no_grad():
-        for idx in D.make_batches(examples, 500, shuffle=False):
+        for idx in ([[i] for i in range(len(examples))] if alone else D.make_batches(examples, 500, shuffle=False)):
             batch = D.collate([examples[i] for i in idx], cfg.pad_id, cfg.bos_id, cfg.eos_id)
             mask = batch.labels != cfg.pad_id
             correct += int(((m(batch.src, batch.tgt_in).argmax(-1) == batch.labels) & mask).sum())
@@ -160,11 +162,21 @@ def padded(rows, pad: int) -> torch.Tensor:
 
 
 @pytest.mark.slow
-def test_the_bundled_models_side_by_side_batch_norm_from_a_training_mode_pass(make_view):
-    """hsk-zh-en open, hsk-zh-en-batchnorm beside it: the BatchNorm side's statistics at decoder
+def tick_texts(axis) -> list[str]:
+    """The values ``axis`` draws now, in order."""
+    image = QtGui.QImage(8, 8, QtGui.QImage.Format.Format_ARGB32)
+    painter = QtGui.QPainter(image)
+    try:
+        return [str(text) for _rect, _flags, text in axis.generateDrawSpecs(painter)[2]]
+    finally:
+        painter.end()
+
+
+def test_the_bundled_models_side_by_side_batch_norm_from_a_training_mode_pass(make_view, tmp_path):
+    """zh-en open, zh-en-batchnorm beside it: the BatchNorm side's statistics at decoder
     layer 2 equal a pass of a training-mode copy written here, and differ from what the
     evaluation pass's inputs give there; the LayerNorm side's equal its own model's pass."""
-    ln_bundle = load_bundle(models_dir() / "hsk-zh-en")
+    ln_bundle = load_bundle(models_dir() / "zh-en")
     s = Session()
     s.set_bundle(ln_bundle)
     s.set_inputs(FISH, "")
@@ -175,7 +187,7 @@ def test_the_bundled_models_side_by_side_batch_norm_from_a_training_mode_pass(ma
     assert view.site().site == site
     bn_column, ln_column = view.column("batch"), view.column("layer")
     assert view.columns == [ln_column, bn_column] and bn_column.side.batch.batch_statistics
-    bn = load_bundle(models_dir() / "hsk-zh-en-batchnorm")
+    bn = load_bundle(models_dir() / "zh-en-batchnorm")
     rows = batch_rows(bn, s.current.src_ids, s.current.input_ids)  # both bundles read the sentences with the same ids
     src, tgt = padded([r[0] for r in rows], bn.config.pad_id), padded([r[1] for r in rows], bn.config.pad_id)
     x, valid = norm_inputs(training_copy(bn.model), site, src, tgt)
@@ -194,7 +206,10 @@ def test_the_bundled_models_side_by_side_batch_norm_from_a_training_mode_pass(ma
     n = int(valid_ln[0].sum())
     np.testing.assert_allclose(ln_column.spread_lines[0].getData()[1], x_ln[0, :n].std(-1), atol=1e-5)
     QtWidgets.QApplication.processEvents()  # the title wraps at the width it gets
-    view.grab().save("/tmp/lnbn.png")
+    for plot in (ln_column.mean_plot, ln_column.spread_plot):  # tokens are counted 1..n, never 1.5
+        assert tick_texts(plot.getAxis("bottom")) == [str(i) for i in range(1, n + 1)]
+    assert "0" in tick_texts(bn_column.mean_plot.getAxis("bottom"))  # the BatchNorm side counts features from 0, on a numeric axis
+    view.grab().save(str(tmp_path / "lnbn.png"))
 
 
 def test_another_folder_is_drawn_beside_the_open_model_or_said_why_not(make_view, qtbot, tmp_path, monkeypatch):

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 from random_gui import RandomUser, recording_excepthook
-from window_helpers import TIMEOUT_MS, broken_config_bundle, close_window, open_window, wait_idle
+from window_helpers import TIMEOUT_MS, broken_config_bundle, wait_idle
 
 from attnviz.core import Transformer
 from attnviz.core.bundle import save_bundle
@@ -17,11 +17,6 @@ from tiny_models import random_model, tokenizers
 pytestmark = pytest.mark.slow  # the whole main window
 
 
-@pytest.fixture
-def window(qtbot, tmp_path):
-    w = open_window(qtbot, tmp_path)
-    yield w
-    close_window(w)
 
 
 @pytest.mark.parametrize("seed", [1, 2])

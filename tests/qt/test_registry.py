@@ -12,18 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PySide6 import QtWidgets
-from window_helpers import close_window, open_window
 
 from attnviz.core.model.sites import KINDS
 from attnviz.qt.views.naming import class_name, dock_object_name, scroll_object_name, view_object_name
 from attnviz.qt.views.registry import VIEW_NAMES, VIEWS, build_view, on_screen
 
-
-@pytest.fixture
-def window(qtbot, tmp_path):
-    w = open_window(qtbot, tmp_path, size=(1366, 768))
-    yield w
-    close_window(w)
+pytestmark = pytest.mark.window_size(1366, 768)  # the window fixture's size (tests/qt/conftest.py)
 
 
 def test_a_step_draws_only_the_views_on_screen_and_builds_each_kind_once(qtbot, window):

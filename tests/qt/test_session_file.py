@@ -9,7 +9,7 @@ import shutil
 import numpy as np
 import pytest
 from PySide6 import QtCore, QtWidgets
-from window_helpers import TIMEOUT_MS, close_window, open_window, wait_idle
+from window_helpers import TIMEOUT_MS, close_window, wait_idle
 
 from attnviz.cli import main as cli_main
 from attnviz.paths import default_model
@@ -44,11 +44,7 @@ def _settle(qtbot) -> None:
         qtbot.wait(20)
 
 
-@pytest.fixture
-def window(qtbot, tmp_path):
-    w = open_window(qtbot, tmp_path, size=SIZE)
-    yield w
-    close_window(w)
+pytestmark = pytest.mark.window_size(*SIZE)  # the window fixture's size (tests/qt/conftest.py)
 
 
 def _make_choices(qtbot, window) -> None:
@@ -135,3 +131,27 @@ def test_a_dropped_session_file_is_restored(qtbot, window, tmp_path):
     with qtbot.waitSignal(window.session_files.restored, timeout=TIMEOUT_MS):
         window.dropEvent(drop)
     assert window.views.selection.value().kind == "encoder" and window.views.selection.value().layer == 2
+
+
+def test_a_session_or_setting_naming_an_old_bundled_folder_opens_the_one_that_replaced_it(qtbot, window, tmp_path):
+    import json
+
+    from attnviz.paths import RENAMED_BUNDLES, bundled_replacement, models_dir
+
+    old = models_dir() / "hsk-zh-en"  # the default before the Tatoeba-trained one
+    assert not old.exists() and bundled_replacement(old) == default_model() and RENAMED_BUNDLES["hsk-zh-en"] == default_model().name
+    assert bundled_replacement(models_dir() / "hsk-zh-en-hsk-only") == models_dir() / "hsk-only-zh-en"
+    assert bundled_replacement(tmp_path / "hsk-zh-en") is None  # only the bundled folder is redirected
+    saved = window.session_files.save(tmp_path / "old")
+    state = json.loads(saved.read_text(encoding="utf-8"))
+    state["model_path"] = str(old)
+    saved.write_text(json.dumps(state), encoding="utf-8")
+    window.open_model(models_dir() / "hsk-only-zh-en")
+    qtbot.waitUntil(lambda: window.session.bundle.path.name == "hsk-only-zh-en", timeout=TIMEOUT_MS)
+    with qtbot.waitSignal(window.session_files.restored, timeout=TIMEOUT_MS):
+        assert window.session_files.open(saved)
+    assert window.session.bundle.path == default_model()
+    assert window.message_bar.property("level") == "info" and str(old) in window.message_bar.text()
+    window.open_model(models_dir() / "hsk-tatoeba-zh-en")  # a recent-models entry written before the rename
+    qtbot.waitUntil(lambda: "hsk-tatoeba-zh-en" in window.message_bar.text(), timeout=TIMEOUT_MS)
+    assert window.session.bundle.path == default_model() and window.message_bar.property("level") == "info"

@@ -238,7 +238,7 @@ def test_the_story_views_live_in_the_window_and_follow_each_step(qtbot, tmp_path
         qtbot.waitUntil(lambda: (ffn.current().stack, ffn.current().layer) == ("encoder", 1), timeout=5000)
         norm_batch = _raise(w, "norm-batch")
         qtbot.waitUntil(lambda: norm_batch.site() is not None and norm_batch.site().site.startswith("encoder.layers.1."), timeout=5000)
-        w.grab().save("/tmp/story_b_window.png")
+        w.grab().save(str(tmp_path / "story_b_window.png"))
     finally:
         w.session.stop_run()
         w.session.wait_for_workers(5000)

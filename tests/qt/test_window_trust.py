@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import threading
 
-import pytest
 from PySide6 import QtCore, QtWidgets
-from window_helpers import TIMEOUT_MS, broken_config_bundle, close_window, copy_bundle, open_window, wait_idle
+from window_helpers import TIMEOUT_MS, broken_config_bundle, copy_bundle, wait_idle
 
 import attnviz.qt.session as session_module
 from attnviz.core.bundle import load_bundle
@@ -22,11 +21,6 @@ PLAIN = QtCore.Qt.TextFormat.PlainText
 HTML = "<span style='font-size:40pt;color:red'>Model verified ✔ safe</span><a href='http://x'>link</a>"
 
 
-@pytest.fixture
-def window(qtbot, tmp_path):
-    w = open_window(qtbot, tmp_path)
-    yield w
-    close_window(w)
 
 
 def _slow_first_loader(gate: threading.Event, slow_path):

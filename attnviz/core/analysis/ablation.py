@@ -2,8 +2,9 @@
 log-probability changes (``attnviz ablate``). No Qt.
 
 The target is the typed one (``SOS + y`` in, ``y + EOS`` scored) or, without one, the clean
-model's greedy output. A ``mean`` ablation replaces each head's Z_i by its mean over the positions
-of the clean teacher-forced pass on that target (the reference batch is this sentence).
+model's greedy output; a decoder-only model's target is what follows its prompt (the prompt is read,
+never scored: ``attribution.forced_pass``). A ``mean`` ablation replaces each head's Z_i by its mean
+over the positions of the clean teacher-forced pass on that target (the reference batch is this sentence).
 """
 
 from __future__ import annotations
@@ -12,16 +13,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from attnviz.core.analysis.attribution import after_prompt, token_log_probs
 from attnviz.core.decoding.result import PreparedSource
 from attnviz.core.decoding.session import DecodingSession
-from attnviz.core.decoding.teacher_forcing import log_prob_of, teacher_forced_from_bundle
+from attnviz.core.decoding.teacher_forcing import teacher_forced_from_bundle
 from attnviz.core.model.interventions import ABLATION_KINDS, InterventionError, ablation, check_heads, parse_heads
 from attnviz.core.model.sites import KINDS, AttentionSite
 
 if TYPE_CHECKING:
     from attnviz.core.bundle import Bundle
     from attnviz.core.model.config import TransformerConfig
-    from attnviz.core.model.trace import Change
+    from attnviz.core.model.trace import Change, Trace
     from attnviz.core.model.transformer import Transformer
 
 
@@ -51,18 +53,26 @@ def ablate(bundle: Bundle, source: str, heads: dict[AttentionSite, tuple[int, ..
     clean.run()
     notices = list(clean.notices)
     if target is None:
-        target_ids = clean.output_ids
+        target_ids = after_prompt(bundle.config, clean.source.ids, clean.output_ids)
     else:
         forced = teacher_forced_from_bundle(bundle, source, target, top_k=1, names=())
-        target_ids, notices = forced.output_ids, list(forced.notices)
-    z_names = [site.name("z") for site in heads]
-    before, reference = log_prob_of(bundle.model, clean.source.ids, target_ids, names=z_names)
+        target_ids, notices = after_prompt(bundle.config, forced.source.ids, forced.output_ids), list(forced.notices)
+    before, reference = scored_log_prob(bundle.model, clean.source.ids, target_ids, names=[site.name("z") for site in heads])
     plan = [ablation(site, h, kind, reference) for site, h in heads.items()]
-    after, _ = log_prob_of(bundle.model, clean.source.ids, target_ids, plan)
+    after, _ = scored_log_prob(bundle.model, clean.source.ids, target_ids, plan)
     changed = DecodingSession.from_bundle(bundle, source, capture=False, max_len=max_len, interventions=plan)
     changed.run()
     return AblationReport(clean.source, dict(heads), kind, clean.translation(), changed.translation(), tuple(target_ids),
                           tuple(bundle.tgt_tokenizer.pieces(target_ids)), target is not None, before, after, tuple(notices))
+
+
+def scored_log_prob(model: Transformer, source_ids: Sequence[int], target_ids: Sequence[int], interventions: Sequence[Change] = (),
+                    names: Sequence[str] = ()) -> tuple[float, Trace]:
+    """log P(target | source), nats, of one teacher-forced pass with ``interventions`` (a
+    decoder-only model reads the source as its prompt and only the target is scored:
+    :func:`~attnviz.core.analysis.attribution.token_log_probs`); and that pass's trace of ``names``."""
+    log_probs, trace = token_log_probs(model, [source_ids], target_ids, interventions, names)
+    return float(log_probs[0].sum()), trace
 
 
 @dataclass(frozen=True)
@@ -109,7 +119,8 @@ class HeadSet:
         sites = self.by_site()
         reference = None
         if self.kind == "mean":
-            _, reference = log_prob_of(model, src_ids, output_ids, names=[site.name("z") for site in sites])
+            target = after_prompt(model.config, src_ids, output_ids)
+            _, reference = scored_log_prob(model, src_ids, target, names=[site.name("z") for site in sites])
         return [ablation(site, heads, self.kind, reference) for site, heads in sites.items()]
 
 

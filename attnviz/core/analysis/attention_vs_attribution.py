@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.stats import spearmanr
 
 from attnviz.core.analysis.attribution import DEFAULT_STEPS, METHOD_TITLES, Question, attribution_of, make_question
 from attnviz.core.analysis.flow import decoder_flow
@@ -105,6 +104,20 @@ def importance_of(current: DecodingResult, q: Question, model: Transformer, n_st
         ig = result if method == "ig" else ig
     return Importance(q, measures, rank_correlations(measures), cross[:, :, t], n_steps, ig.relative_gap if ig else None)
 
+def average_ranks(x: np.ndarray) -> np.ndarray:
+    """1-based ranks of ``x``, ties sharing their mean rank (as Spearman's ρ counts them)."""
+    order = np.argsort(x, kind="mergesort")
+    ranks = np.empty(len(x))
+    ranks[order] = np.arange(1, len(x) + 1)
+    _, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
+    return (np.bincount(inverse, weights=ranks) / counts)[inverse]
+
+
+def spearman(a: np.ndarray, b: np.ndarray) -> float:
+    """Spearman's rank correlation ρ of ``a`` and ``b``: Pearson's r of their average ranks."""
+    return float(np.corrcoef(average_ranks(np.asarray(a, float)), average_ranks(np.asarray(b, float)))[0, 1])
+
+
 
 def rank_correlations(measures: dict[str, np.ndarray]) -> np.ndarray:
     """Spearman's ρ of the magnitudes of every pair of measures (1 on the diagonal; NaN where a
@@ -114,7 +127,7 @@ def rank_correlations(measures: dict[str, np.ndarray]) -> np.ndarray:
     for i in range(len(names)):
         for j in range(i + 1, len(names)):
             a, b = np.abs(measures[names[i]]), np.abs(measures[names[j]])
-            rho = np.nan if len(a) < 2 or np.ptp(a) == 0 or np.ptp(b) == 0 else float(spearmanr(a, b).statistic)
+            rho = np.nan if len(a) < 2 or np.ptp(a) == 0 or np.ptp(b) == 0 else spearman(a, b)
             out[i, j] = out[j, i] = rho
     return out
 

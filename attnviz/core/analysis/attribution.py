@@ -30,6 +30,14 @@ the decoder's use of the table into the source's attribution.
   (that question is the one integrated gradients' baseline asks). A one-token source cannot lose
   its only token.
 
+A decoder-only model (GPT-2) has no encoder: the source is its prompt, fed to the decoder between
+SOS and the target (SOS + prompt + y[:-1]), and y is what follows the prompt (the typed target, or
+the greedy continuation). The prompt's tokens enter through the decoder's embedding output at their
+positions (``decoder.embed.tokens``, rows 1 .. prompt length); the methods patch them there, apart
+from the rows of SOS and y_<t (``forced_pass``, ``after_prompt``). ``token_log_probs`` scores y
+after the source in that pass, for every analysis that measures log P(y): patching, ablation and
+head importance score a decoder-only model's continuation only, never its prompt.
+
 ``grad`` also gives the fed target prefix's scores (SOS + y_<t, through ``decoder.embed.tokens``)
 from the same backward pass; ``ig`` gives them when asked (``prefix=True``: n more rows, the
 target embeddings scaled from zero with the source kept, so they sum to f(x) - f(no prefix)).
@@ -47,8 +55,9 @@ import torch
 
 from attnviz.core.analysis.figure_data import FigureData
 from attnviz.core.data.tokenizer import TokenizerError
-from attnviz.core.decoding.result import PreparedSource, check_eval_mode, check_finite, model_device
+from attnviz.core.decoding.result import PreparedSource, check_eval_mode, check_finite, checked_interventions, model_device
 from attnviz.core.decoding.session import DecodingSession
+from attnviz.core.decoding.strategies import DecodingError
 from attnviz.core.decoding.teacher_forcing import teacher_forced_from_bundle
 from attnviz.core.model.interventions import Patch
 from attnviz.errors import AttnvizError
@@ -58,6 +67,7 @@ if TYPE_CHECKING:
     from attnviz.core.data.hf_tokenizer import VocabTokenizer
     from attnviz.core.data.tokenizer import Tokenizer
     from attnviz.core.model.config import TransformerConfig
+    from attnviz.core.model.trace import Change, Trace
     from attnviz.core.model.transformer import Transformer
 
 METHODS = ("grad", "ig", "occlusion")
@@ -78,7 +88,7 @@ class Question:
     ``contrast_id`` when given."""
 
     source: PreparedSource
-    input_ids: tuple[int, ...]  # what the decoder is fed: SOS + output_ids[:-1]
+    input_ids: tuple[int, ...]  # SOS + output_ids[:-1]: what the decoder is fed (a decoder-only model: the prompt between them)
     input_pieces: tuple[str, ...]
     output_ids: tuple[int, ...]  # y + EOS (typed target) or the greedy output: row r produces output_ids[r]
     output_pieces: tuple[str, ...]
@@ -164,7 +174,8 @@ class Attribution:
 def question(bundle: Bundle, source: str, target: str | None = None, position: int | None = None,
              contrast: str | int | None = None, max_len: int | None = None) -> Question:
     """The output token to attribute on ``source``: of the typed ``target`` (+ EOS) or, without
-    one, of the greedy output; ``position`` 0-based (default: see the module docstring)."""
+    one, of the greedy output (a decoder-only model's: what follows its prompt); ``position``
+    0-based (default: see the module docstring)."""
     if target is not None:
         forced = teacher_forced_from_bundle(bundle, source, target, top_k=1, names=())
         src, output_ids, notices = forced.source, forced.output_ids, forced.notices
@@ -172,7 +183,47 @@ def question(bundle: Bundle, source: str, target: str | None = None, position: i
         clean = DecodingSession.from_bundle(bundle, source, capture=False, max_len=max_len)
         clean.run()
         src, output_ids, notices = clean.source, clean.output_ids, tuple(clean.notices)
+    output_ids = after_prompt(bundle.config, src.ids, output_ids)
     return make_question(src, output_ids, bundle.tgt_tokenizer, bundle.config, position, contrast, target is not None, notices)
+
+
+def after_prompt(config: TransformerConfig, source_ids: Sequence[int], output_ids: Sequence[int]) -> tuple[int, ...]:
+    """``output_ids`` of a decoding or a teacher-forced pass without a decoder-only model's prompt
+    (``source_ids``, which its output starts with): the target tokens a pass is scored on."""
+    output_ids = tuple(output_ids)
+    return output_ids[len(source_ids):] if config.kind == "decoder-only" else output_ids
+
+
+def forced_pass(config: TransformerConfig, sources: Sequence[Sequence[int]], output_ids: Sequence[int],
+                device: torch.device | str = "cpu") -> tuple[torch.Tensor, torch.Tensor, int]:
+    """The teacher-forced pass that scores ``output_ids`` after each of ``sources`` (all of one
+    length): (source ``[B, Ls]``, fed target ``[B, Lt]``, the fed row whose logits predict
+    ``output_ids[0]``). An encoder-decoder model reads the source in its encoder and SOS +
+    ``output_ids[:-1]`` in its decoder (row 0); a decoder-only model reads no source and SOS, the
+    source (its prompt) and ``output_ids[:-1]`` in its decoder (row: the prompt's length)."""
+    prefix = [int(t) for t in output_ids[:-1]]
+    if config.kind != "decoder-only":
+        src = torch.tensor([list(s) for s in sources], dtype=torch.long, device=device)
+        return src, torch.tensor([[config.bos_id, *prefix]], dtype=torch.long, device=device).expand(len(sources), -1), 0
+    fed = torch.tensor([[config.bos_id, *s, *prefix] for s in sources], dtype=torch.long, device=device)
+    return torch.zeros(len(sources), 0, dtype=torch.long, device=device), fed, len(sources[0])
+
+
+def token_log_probs(model: Transformer, source_rows: Sequence[Sequence[int]], target_ids: Sequence[int],
+                    interventions: Sequence[Change] = (), names: Sequence[str] = ()) -> tuple[np.ndarray, Trace]:
+    """``[row, t]`` log P(target_t | source, target_<t) of one teacher-forced pass (SOS + target[:-1]
+    in; a decoder-only model: SOS + the source as its prompt + target[:-1]) over a batch of equally
+    long sources, with ``interventions``; and row 0's trace of ``names``."""
+    check_eval_mode(model)
+    if not target_ids:
+        raise DecodingError("no target tokens to score")
+    cfg = model.config
+    src, tgt, first = forced_pass(cfg, source_rows, target_ids, model_device(model))
+    with torch.inference_mode():
+        logits, trace = model.run_with_trace(src, tgt, names=tuple(names), interventions=checked_interventions(interventions, cfg))
+    check_finite(logits, "for this target")
+    logp = torch.log_softmax(logits.double(), -1)  # [row, fed, vocab]
+    return logp[:, first + torch.arange(len(target_ids)), torch.tensor(list(target_ids))].cpu().numpy(), trace
 
 
 def make_question(source: PreparedSource, output_ids: Sequence[int], tgt_tokenizer: Tokenizer | VocabTokenizer, config: TransformerConfig,
@@ -293,35 +344,41 @@ def occlusion(model: Transformer, q: Question) -> Attribution:
 
 # -- passes -------------------------------------------------------------------------------------
 def _embeddings(model: Transformer, q: Question) -> tuple[torch.Tensor, torch.Tensor]:
-    """The clean pass's ``encoder.embed.tokens`` ``[Ls, d]`` and ``decoder.embed.tokens`` ``[Lt, d]``."""
-    src, tgt = _ids(model, q, 1)
+    """The clean pass's source embeddings ``[Ls, d]`` and fed target embeddings (SOS + y[:-1])
+    ``[Lt, d]``: ``encoder.embed.tokens`` and ``decoder.embed.tokens``, or a decoder-only model's
+    ``decoder.embed.tokens`` split into its prompt's rows and the others."""
+    src, tgt, n = forced_pass(model.config, [q.source.ids], q.output_ids, model_device(model))
+    prompted = model.config.kind == "decoder-only"
     with torch.inference_mode():
-        _, trace = model.run_with_trace(src, tgt, names=(SOURCE_EMBED, TARGET_EMBED))
-    return torch.from_numpy(np.array(trace[SOURCE_EMBED])), torch.from_numpy(np.array(trace[TARGET_EMBED]))
+        _, trace = model.run_with_trace(src, tgt, names=(TARGET_EMBED,) if prompted else (SOURCE_EMBED, TARGET_EMBED))
+    fed = torch.from_numpy(np.array(trace[TARGET_EMBED]))
+    if prompted:
+        return fed[1:1 + n], torch.cat([fed[:1], fed[1 + n:]])
+    return torch.from_numpy(np.array(trace[SOURCE_EMBED])), fed
 
 
-def _ids(model: Transformer, q: Question, rows: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The source ``[rows, Ls]`` and the fed target ``[rows, Lt]``, repeated along the batch."""
-    device = model_device(model)
-    src = torch.tensor([list(q.source.ids)], device=device).expand(rows, -1)
-    tgt = torch.tensor([list(q.input_ids)], device=device).expand(rows, -1)
-    return src, tgt
+def _embedding_patches(config: TransformerConfig, xs: torch.Tensor, xt: torch.Tensor) -> tuple[Patch, ...]:
+    """The source embeddings ``xs`` ``[B, Ls, d]`` and fed target embeddings ``xt`` ``[B, Lt, d]``
+    where the model reads them (a decoder-only model: the prompt's rows after SOS's)."""
+    if config.kind == "decoder-only":
+        return (Patch(TARGET_EMBED, torch.cat([xt[:, :1], xs, xt[:, 1:]], 1)),)
+    return Patch(SOURCE_EMBED, xs), Patch(TARGET_EMBED, xt)
 
 
-def _scored(logits: torch.Tensor, q: Question) -> torch.Tensor:
-    """f of each row: log P(y_t) (minus log P(y') with a contrast) at row t of ``logits`` ``[B, Lt, V]``.  # [B]"""
+def _scored(logits: torch.Tensor, q: Question, first: int = 0) -> torch.Tensor:
+    """f of each row: log P(y_t) (minus log P(y') with a contrast) at row ``first`` + t of ``logits``
+    ``[B, Lt, V]`` (``first``: the row that predicts y_0, see ``forced_pass``).  # [B]"""
     check_finite(logits, "for this target")
-    logp = torch.log_softmax(logits[:, q.position].double(), -1)  # [B, V]
+    logp = torch.log_softmax(logits[:, first + q.position].double(), -1)  # [B, V]
     f = logp[:, q.token_id]
     return f if q.contrast_id is None else f - logp[:, q.contrast_id]
 
 
 def _f(model: Transformer, q: Question, sources: list[list[int]]) -> np.ndarray:
     """f for each source of ``sources`` (all of one length), one pass, no gradient.  # [rows]"""
-    device = model_device(model)
-    tgt = torch.tensor([list(q.input_ids)], device=device).expand(len(sources), -1)
+    src, tgt, first = forced_pass(model.config, sources, q.output_ids, model_device(model))
     with torch.inference_mode():
-        return _scored(model(torch.tensor(sources, device=device), tgt), q).cpu().numpy()
+        return _scored(model(src, tgt), q, first).cpu().numpy()
 
 
 def _gradients(model: Transformer, q: Question, e_src: torch.Tensor, e_tgt: torch.Tensor, a_src: torch.Tensor,
@@ -336,16 +393,16 @@ def _gradients(model: Transformer, q: Question, e_src: torch.Tensor, e_tgt: torc
 
 def _gradient_pass(model: Transformer, q: Question, e_src: torch.Tensor, e_tgt: torch.Tensor, a_src: torch.Tensor,
                    a_tgt: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """One batched pass of ``_gradients``: the embeddings are leaf tensors patched in at
-    ``encoder.embed.tokens`` and ``decoder.embed.tokens``; the model's parameters are untouched
+    """One batched pass of ``_gradients``: the embeddings are leaf tensors patched in where the
+    model reads them (``_embedding_patches``); the model's parameters are untouched
     (``autograd.grad`` computes only what the two leaves need, and no ``.grad`` is written)."""
     device = model_device(model)
     with torch.inference_mode(False), torch.enable_grad():  # a caller's inference mode: its tensors cannot be saved for backward
-        src, tgt = _ids(model, q, len(a_src))
+        src, tgt, first = forced_pass(model.config, [q.source.ids] * len(a_src), q.output_ids, device)
         xs = (a_src.float()[:, None, None] * e_src[None]).to(device).requires_grad_(True)  # [B, Ls, d]
         xt = (a_tgt.float()[:, None, None] * e_tgt[None]).to(device).requires_grad_(True)  # [B, Lt, d]
-        logits, _ = model.run_with_trace(src, tgt, names=(), interventions=(Patch(SOURCE_EMBED, xs), Patch(TARGET_EMBED, xt)))
-        f = _scored(logits, q)  # [B]
+        logits, _ = model.run_with_trace(src, tgt, names=(), interventions=_embedding_patches(model.config, xs, xt))
+        f = _scored(logits, q, first)  # [B]
         g_src, g_tgt = torch.autograd.grad(f.sum(), (xs, xt))
     return f.detach().cpu(), g_src.double().cpu(), g_tgt.double().cpu()
 

@@ -36,8 +36,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import numpy as np
-from scipy.sparse import csr_array
-from scipy.sparse.csgraph import maximum_flow
 
 from attnviz.core.analysis.rollout import rollout
 from attnviz.core.model.sites import AttentionSite
@@ -58,6 +56,9 @@ def max_flows(capacity: np.ndarray, sources: Sequence[int], sinks: Sequence[int]
     ints = np.rint(np.asarray(capacity, dtype=np.float64) * scale)
     if ints.size and (ints.min() < 0 or ints.max() > np.iinfo(np.int32).max):
         raise ValueError("flow capacities must be non-negative and at most 2^31 / scale")
+    from scipy.sparse import csr_array  # here, not at import: scipy costs the app's start a second
+    from scipy.sparse.csgraph import maximum_flow
+
     graph = csr_array(ints.astype(np.int32))
     graph.eliminate_zeros()
     out = np.zeros((len(sources), len(sinks)))

@@ -3,8 +3,9 @@ log-probability changes when that head alone is ablated (``attnviz head-importan
 
 Every single-head ablation is one row of one batched teacher-forced pass (``RowHeads``): row 0 is
 the clean model, row 1 + k ablates the k-th head of ``heads_in_order``. The target is the typed one
-or, without one, the clean model's greedy output, as in ``ablation.ablate``; a ``mean`` ablation
-replaces a head's Z_i by its mean over the positions of the clean pass.
+or, without one, the clean model's greedy output, as in ``ablation.ablate`` (a decoder-only model's:
+what follows its prompt, scored in the same pass as ``attribution.token_log_probs``); a ``mean``
+ablation replaces a head's Z_i by its mean over the positions of the clean pass.
 """
 
 from __future__ import annotations
@@ -16,11 +17,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
+from attnviz.core.analysis.ablation import scored_log_prob
+from attnviz.core.analysis.attribution import after_prompt, token_log_probs
 from attnviz.core.analysis.figure_data import FigureData
-from attnviz.core.decoding.result import check_eval_mode, check_finite, checked_interventions, model_device
 from attnviz.core.decoding.session import DecodingSession
-from attnviz.core.decoding.strategies import DecodingError
-from attnviz.core.decoding.teacher_forcing import log_prob_of, teacher_forced_from_bundle
+from attnviz.core.decoding.teacher_forcing import teacher_forced_from_bundle
 from attnviz.core.model.interventions import ABLATION_KINDS, InterventionError, RowHeads
 from attnviz.core.model.sites import KINDS, AttentionSite, attention_sites, n_layers
 from attnviz.core.model.trace import Trace
@@ -67,20 +68,22 @@ def head_importance_for(current: DecodingResult, model: Transformer, src_tokeniz
     """The heads' importance for the tokens of ``current`` (a decoding result as it stands, or a
     teacher-forced target): the window's view; ``None`` before the first decoded token, or for a
     model with no attention layers (no heads)."""
-    if not current.output_ids or not any(n_layers(model.config, k) for k in KINDS):
+    target_ids = after_prompt(model.config, current.src_ids, current.output_ids)
+    if not target_ids or not any(n_layers(model.config, k) for k in KINDS):
         return None
-    return importance_of(model, src_tokenizer, tgt_tokenizer, current.src_ids, current.output_ids, kind,
+    return importance_of(model, src_tokenizer, tgt_tokenizer, current.src_ids, target_ids, kind,
                          given=bool(getattr(current, "target", "")))
 
 
 def importance_of(model: Transformer, src_tokenizer: Tokenizer, tgt_tokenizer: Tokenizer, source_ids: Sequence[int],
                   target_ids: Sequence[int], kind: str = "zero", kinds: Sequence[str] = KINDS, given: bool = False,
                   notices: Sequence[str] = ()) -> HeadImportance:
-    """Every head of ``kinds`` ablated alone on ``source_ids``, scoring ``target_ids``."""
+    """Every head of ``kinds`` ablated alone on ``source_ids``, scoring ``target_ids`` (a decoder-only
+    model's: what follows its prompt, ``source_ids``)."""
     if kind not in ABLATION_KINDS:
         raise InterventionError(f"unknown ablation kind {kind!r} (one of {', '.join(ABLATION_KINDS)})")
     sites = [s for k in kinds for s in attention_sites(model.config, k)]
-    clean, reference = log_prob_of(model, source_ids, target_ids, names=[s.name("z") for s in sites] if kind == "mean" else ())
+    clean, reference = scored_log_prob(model, source_ids, target_ids, names=[s.name("z") for s in sites] if kind == "mean" else ())
     deltas = ablated_log_probs(model, source_ids, target_ids, sites, kind, reference) - clean
     h = model.config.n_heads
     delta = {k: np.stack([deltas[i * h:(i + 1) * h] for i, s in enumerate(sites) if s.kind == k]) for k in kinds if n_layers(model.config, k)}
@@ -89,13 +92,14 @@ def importance_of(model: Transformer, src_tokenizer: Tokenizer, tgt_tokenizer: T
 
 
 def _target(bundle: Bundle, source: str, target: str | None, max_len: int | None) -> tuple[list[int], list[int], list[str]]:
-    """The source ids, the target ids to score (typed: y + EOS; else the clean greedy output) and notices."""
+    """The source ids, the target ids to score (typed: y + EOS; else the clean greedy output; a
+    decoder-only model's without its prompt) and notices."""
     if target is not None:
         forced = teacher_forced_from_bundle(bundle, source, target, top_k=1, names=())
-        return list(forced.source.ids), list(forced.output_ids), list(forced.notices)
+        return list(forced.source.ids), list(after_prompt(bundle.config, forced.source.ids, forced.output_ids)), list(forced.notices)
     clean = DecodingSession.from_bundle(bundle, source, capture=False, max_len=max_len)
     clean.run()
-    return list(clean.source.ids), list(clean.output_ids), list(clean.notices)
+    return list(clean.source.ids), list(after_prompt(bundle.config, clean.source.ids, clean.output_ids)), list(clean.notices)
 
 
 def ablated_log_probs(model: Transformer, source_ids: Sequence[int], target_ids: Sequence[int],
@@ -112,10 +116,7 @@ def ablated_log_probs(model: Transformer, source_ids: Sequence[int], target_ids:
 def _log_probs(model: Transformer, source_ids: Sequence[int], target_ids: Sequence[int], sites: Sequence[AttentionSite],
                heads: Sequence[tuple[int, int]], kind: str, reference: Trace | None) -> np.ndarray:
     """One batched pass: row r ablates head ``heads[r]`` = (site index, head)."""
-    check_eval_mode(model)
-    if not target_ids:
-        raise DecodingError("no target tokens to score")
-    cfg, n, device = model.config, len(heads), model_device(model)
+    cfg, n = model.config, len(heads)
     plan = []
     for i, site in enumerate(sites):
         rows = torch.zeros(n, cfg.n_heads, dtype=torch.bool)
@@ -123,14 +124,7 @@ def _log_probs(model: Transformer, source_ids: Sequence[int], target_ids: Sequen
             rows[r, j] = si == i
         if rows.any():
             plan.append(RowHeads(site, rows, kind, _mean(site, reference) if kind == "mean" else None))
-    src = torch.tensor([list(source_ids)], device=device).expand(n, -1)
-    tgt = torch.tensor([[cfg.bos_id, *target_ids[:-1]]], device=device).expand(n, -1)
-    with torch.inference_mode():
-        logits, _ = model.run_with_trace(src, tgt, names=(), interventions=checked_interventions(plan, cfg))
-    check_finite(logits, "for this target")
-    logp = torch.log_softmax(logits.double(), -1)  # [n, Lt, V]
-    picked = logp[:, torch.arange(len(target_ids)), torch.tensor(list(target_ids))]
-    return picked.sum(-1).cpu().numpy()
+    return token_log_probs(model, [source_ids] * n, target_ids, plan)[0].sum(-1)
 
 
 def _mean(site: AttentionSite, reference: Trace) -> torch.Tensor:

@@ -1,8 +1,8 @@
 """LayerNorm and BatchNorm side by side: the open bundle and another one on the same sentence,
 each in the batch of :mod:`attnviz.core.analysis.norm_batch` (the norm-batch view's data).
 
-The other bundle is by default the other of the two bundled models (``hsk-zh-en``, LayerNorm, and
-``hsk-zh-en-batchnorm``, BatchNorm: the same recipe, the same tokenizers), or any bundle folder.
+The other bundle is by default the other of the two bundled models (``zh-en``, LayerNorm, and
+``zh-en-batchnorm``, BatchNorm: the same data, recipe and tokenizers), or any bundle folder.
 A BatchNorm side's batch comes from a training-mode pass (every BatchNorm uses its batch's
 statistics; :class:`~attnviz.core.analysis.norm_batch.TrainingPassBuilder`). Where the two
 bundles' tokenizers differ, the other one reads the sentence's text through its own. No Qt.
@@ -17,13 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from attnviz.core.analysis.norm_batch import AccuracyGap, NormBatch, measure_accuracy, norm_batch_builder
-from attnviz.core.bundle import load_bundle
+from attnviz.core.bundle import folder_stamp, load_bundle
 from attnviz.core.decoding.result import model_device
-from attnviz.core.training.checkpoint import folder_stamp
 from attnviz.errors import AttnvizError
 from attnviz.paths import models_dir
 
-OTHER_BUNDLES = {"layer": "hsk-zh-en-batchnorm", "batch": "hsk-zh-en"}  # the bundled model beside one of each norm
+OTHER_BUNDLES = {"layer": "zh-en-batchnorm", "batch": "zh-en"}  # the bundled model beside one of each norm
 
 
 class NormPairError(AttnvizError):

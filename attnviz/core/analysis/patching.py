@@ -13,6 +13,13 @@ line and the screen, 1-based, ``encoder:2`` is the output of encoder layer 2 (it
 ``encoder:0`` the embeddings), ``decoder:1`` that of decoder layer 1, and ``cross:3:2`` the Z_2 of
 decoder layer 3's cross-attention (``parse_site``).
 
+A decoder-only model (GPT-2) has no encoder: a sentence is its prompt, read by the decoder after SOS,
+and the target is what follows it, so each run feeds SOS + its own prompt + the same target
+(``attribution.forced_pass``) and both prompts need the same number of tokens. Its layer outputs
+(``decoder:1``) are its residual stream after each block, over the prompt's positions and the
+target's; its map has the decoder's rows only, from the embeddings (``decoder:0``), where the two
+prompts differ.
+
 The map patches the clean run's value at one (layer output, position) into the corrupt run and
 reads log P of the clean target's token at one target position; each patch is one row of a
 batched pass (``PatchWhere`` with a ``[B, pos, 1]`` mask), ``ROWS_PER_PASS`` rows to a pass.
@@ -29,14 +36,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
+from attnviz.core.analysis.attribution import after_prompt, token_log_probs
 from attnviz.core.analysis.figure_data import FigureData
 from attnviz.core.analysis.head_importance import ROWS_PER_PASS
-from attnviz.core.decoding.result import PreparedSource, check_eval_mode, check_finite, checked_interventions, model_device
+from attnviz.core.decoding.result import PreparedSource
 from attnviz.core.decoding.session import DecodingSession
-from attnviz.core.decoding.strategies import DecodingError
 from attnviz.core.decoding.teacher_forcing import teacher_forced_from_bundle
 from attnviz.core.model.interventions import InterventionError, PatchWhere, check_heads, parse_heads
-from attnviz.core.model.sites import n_layers, stack_kinds
+from attnviz.core.model.sites import ffn_sublayer, n_layers
 from attnviz.core.model.trace import Change, Trace, is_tapped, trace_names
 
 if TYPE_CHECKING:
@@ -74,7 +81,7 @@ def layer_output(config: TransformerConfig, stack: str, layer: int) -> str:
     """The trace name of the residual stream after ``layer`` (0-based) of ``stack``; layer -1: the embeddings."""
     if layer < 0:
         return f"{stack}.embed.sum"
-    last = len(stack_kinds(stack)) + 1  # the FFN's sublayer comes after the attention blocks
+    last = ffn_sublayer(config, stack)  # the FFN's sublayer comes after the attention blocks the model has
     return f"{stack}.layers.{layer}." + (f"norm{last}.output" if config.norm_placement == "post" else f"residual{last}")
 
 
@@ -85,6 +92,8 @@ def parse_site(text: str, config: TransformerConfig) -> PatchSite:
     parts = text.split(":")
     if len(parts) == 2 and parts[0] in STACKS and parts[1].isdigit():
         layer, layers = int(parts[1]), n_layers(config, parts[0])
+        if not layers:
+            raise InterventionError(f"a {config.kind} model has no {parts[0]}: patch {STACKS[parts[0] == 'encoder']}:LAYER")
         if layer > layers:
             raise InterventionError(f"no {parts[0]} layer {layer}: the model has {layers}")
         return PatchSite(layer_output(config, parts[0], layer - 1), None, text)
@@ -147,23 +156,6 @@ def _axis_mask(shape: tuple[int, ...], axis: int, chosen: Sequence[int], missing
 
 
 # -- teacher-forced passes -------------------------------------------------------------------------
-def token_log_probs(model: Transformer, source_rows: Sequence[Sequence[int]], target_ids: Sequence[int],
-                    interventions: Sequence[Change] = (), names: Sequence[str] = ()) -> tuple[np.ndarray, Trace]:
-    """``[row, t]`` log P(target_t | source, target_<t) of one teacher-forced pass (SOS + target[:-1]
-    in) over a batch of equally long sources, with ``interventions``; and row 0's trace of ``names``."""
-    check_eval_mode(model)
-    if not target_ids:
-        raise DecodingError("no target tokens to score")
-    cfg, device, n = model.config, model_device(model), len(source_rows)
-    src = torch.tensor([list(r) for r in source_rows], device=device)
-    tgt = torch.tensor([[cfg.bos_id, *target_ids[:-1]]], device=device).expand(n, -1)
-    with torch.inference_mode():
-        logits, trace = model.run_with_trace(src, tgt, names=tuple(names), interventions=checked_interventions(interventions, cfg))
-    check_finite(logits, "for this target")
-    logp = torch.log_softmax(logits.double(), -1)  # [row, t, vocab]
-    return logp[:, torch.arange(len(target_ids)), torch.tensor(list(target_ids))].cpu().numpy(), trace
-
-
 def _greedy(bundle: Bundle, text: str, max_len: int | None, interventions: Sequence[Change] = ()) -> DecodingSession:
     session = DecodingSession.from_bundle(bundle, text, capture=False, max_len=max_len, interventions=interventions)
     session.run()
@@ -171,12 +163,25 @@ def _greedy(bundle: Bundle, text: str, max_len: int | None, interventions: Seque
 
 
 def _target(bundle: Bundle, source: str, target: str | None, max_len: int | None) -> tuple[DecodingSession, list[int], list[str]]:
-    """The clean greedy session, the target ids to score (typed: y + EOS; else its output) and notices."""
+    """The clean greedy session, the target ids to score (typed: y + EOS; else its output; a
+    decoder-only model's without its prompt) and notices."""
     clean = _greedy(bundle, source, max_len)
     if target is None:
-        return clean, list(clean.output_ids), list(clean.notices)
+        return clean, list(_continuation(bundle, clean)), list(clean.notices)
     forced = teacher_forced_from_bundle(bundle, source, target, top_k=1, names=())
-    return clean, list(forced.output_ids), list(forced.notices)
+    return clean, list(after_prompt(bundle.config, forced.source.ids, forced.output_ids)), list(forced.notices)
+
+
+def _continuation(bundle: Bundle, session: DecodingSession) -> tuple[int, ...]:
+    """A greedy session's output, without a decoder-only model's prompt."""
+    return after_prompt(bundle.config, session.source.ids, session.output_ids)
+
+
+def _check_prompts(config: TransformerConfig, a: PreparedSource, b: PreparedSource) -> None:
+    """A decoder-only model reads the prompt in its decoder: a patch there needs prompts of one length."""
+    if config.kind == "decoder-only" and len(a.ids) != len(b.ids):
+        raise InterventionError(f"a decoder-only model reads the prompt in its decoder, so patching it needs prompts of the same number "
+                                f"of tokens: {len(a.ids)} and {len(b.ids)}")
 
 
 # -- one patch -------------------------------------------------------------------------------------
@@ -215,28 +220,32 @@ def patch_run(bundle: Bundle, source: str, other: str, site: str | PatchSite, he
     heads = tuple(heads) if heads is not None else site.heads
     clean, target_ids, notices = _target(bundle, source, target, max_len)
     theirs = _greedy(bundle, other, max_len)
+    _check_prompts(bundle.config, clean.source, theirs.source)
     lp_other, other_trace = token_log_probs(bundle.model, [theirs.source.ids], target_ids, names=[site.name])
     lp_clean, own = token_log_probs(bundle.model, [clean.source.ids], target_ids, names=[site.name])
     patch = site_patch(site, other_trace[site.name], own[site.name].shape, heads, positions)
     lp_patched, _ = token_log_probs(bundle.model, [clean.source.ids], target_ids, [patch])
-    patched = _patched_greedy(bundle, source, clean.max_len, site, patch, theirs, heads, positions, notices)
+    patched = _patched_greedy(bundle, clean, site, patch, theirs, heads, positions, notices)
     return PatchReport(clean.source, theirs.source, site, heads, None if positions is None else tuple(positions), tuple(target_ids),
                        tuple(bundle.tgt_tokenizer.pieces(target_ids)), target is not None, clean.translation(),
                        patched.translation(), tuple(patched.output_ids), theirs.translation(), lp_clean[0], lp_patched[0], lp_other[0], tuple(notices))
 
 
-def _patched_greedy(bundle: Bundle, source: str, max_len: int, site: PatchSite, patch: PatchWhere, theirs: DecodingSession,
+def _patched_greedy(bundle: Bundle, clean: DecodingSession, site: PatchSite, patch: PatchWhere, theirs: DecodingSession,
                     heads: Sequence[int] | None, positions: Sequence[int] | None, notices: list[str]) -> DecodingSession:
-    """Greedy decoding of ``source`` with ``patch``. A value at target positions comes instead from
-    the other sentence's pass over its own greedy output (step t gets that run's position t, as when
-    it decoded); steps past that run's length keep their own value (with a notice)."""
+    """Greedy decoding of the ``clean`` session's source, as long, with ``patch``. A value at target
+    positions comes instead from the other sentence's pass over its own greedy output (step t gets
+    that run's position t, as when it decoded); steps past that run's length keep their own value (with a notice)."""
+    source, max_len = clean.source.text, clean.max_len  # max_len: the positions it may feed
+    new = max_len - len(clean.source.ids) if bundle.config.kind == "decoder-only" else max_len  # what a session's max_len counts
     if site.position_kind == "source":
-        return _greedy(bundle, source, max_len, [patch])
-    covered = len(theirs.output_ids)
+        return _greedy(bundle, source, new, [patch])
+    covered = len(theirs.output_ids)  # the positions its pass feeds: SOS (+ a decoder-only model's prompt) + its output but the last
     chosen = range(covered) if positions is None else [p for p in positions if p < covered]
-    values = _padded(token_log_probs(bundle.model, [theirs.source.ids], theirs.output_ids, names=[site.name])[1][site.name], max_len)
+    values = token_log_probs(bundle.model, [theirs.source.ids], _continuation(bundle, theirs), names=[site.name])[1][site.name]
+    values = _padded(values, max_len)
     plan = [site_patch(site, values, values.shape, heads, chosen)] if chosen else []
-    session = _greedy(bundle, source, max_len, plan)
+    session = _greedy(bundle, source, new, plan)
     if (positions is None and len(session.output_ids) > covered) or len(chosen) < len(positions or ()):
         notices.append(f"greedy decoding: the other sentence decoded {covered} steps; target positions after {covered} are not patched")
     return session
@@ -255,7 +264,9 @@ class PatchingMap:
     """log P of the clean target's token at ``target_position`` in the corrupt run with the clean
     run's value patched in at one (layer output, position): ``encoder`` ``[layer + 1, src]`` (row 0:
     the embeddings, row l: encoder layer l's output), ``decoder`` ``[layer, tgt]`` (row l - 1:
-    decoder layer l's output; the embeddings are the same in both runs)."""
+    decoder layer l's output; the embeddings are the same in both runs). A decoder-only model
+    (``decoder_only``): ``encoder`` ``[0, 0]``, ``decoder`` ``[layer + 1, prompt + tgt]`` from the
+    embeddings (row 0), where the prompts differ."""
 
     clean_pieces: tuple[str, ...]
     corrupt_pieces: tuple[str, ...]
@@ -268,8 +279,9 @@ class PatchingMap:
     clean_token_log_probs: np.ndarray  # [t] the clean run's log P of every target token
     corrupt_token_log_probs: np.ndarray  # [t]
     encoder: np.ndarray  # [encoder layers + 1, src] patched log P, nats
-    decoder: np.ndarray  # [decoder layers, tgt]
+    decoder: np.ndarray  # [decoder layers, tgt]; decoder-only: [decoder layers + 1, prompt + tgt]
     notices: tuple[str, ...]
+    decoder_only: bool = False
 
     @property
     def log_prob_clean(self) -> float:
@@ -286,14 +298,21 @@ class PatchingMap:
 
     def layer_labels(self) -> tuple[str, ...]:
         """One label per row of ``encoder`` then ``decoder``, 1-based as on screen."""
-        enc = ("encoder embeddings", *(f"encoder {i}" for i in range(1, len(self.encoder))))
-        return (*enc, *(f"decoder {i}" for i in range(1, len(self.decoder) + 1)))
+        enc = ("encoder embeddings", *(f"encoder {i}" for i in range(1, len(self.encoder)))) if len(self.encoder) else ()
+        first = 0 if self.decoder_only else 1
+        return (*enc, *(f"decoder {i}" if i else "decoder embeddings" for i in range(first, first + len(self.decoder))))
+
+    @property
+    def decoder_pieces(self) -> tuple[str, ...]:
+        """What each decoder position predicts: the target's pieces (a decoder-only model: the clean prompt's, then the target's)."""
+        return (*self.clean_pieces, *self.target_pieces) if self.decoder_only else self.target_pieces
 
 
 def map_names(config: TransformerConfig) -> dict[str, list[str]]:
-    """The trace names of the map's rows: each stack's layer outputs (the encoder's embeddings first)."""
-    first = {"encoder": -1, "decoder": 0}
-    return {s: [layer_output(config, s, i) for i in range(first[s], n_layers(config, s))] for s in STACKS}
+    """The trace names of the map's rows: each stack's layer outputs (the encoder's embeddings first;
+    a decoder-only model's decoder's, where the prompts differ)."""
+    first = {"encoder": -1, "decoder": -1 if config.kind == "decoder-only" else 0}
+    return {s: [layer_output(config, s, i) for i in range(first[s], n_layers(config, s))] for s in STACKS if n_layers(config, s)}
 
 
 def patching_map(bundle: Bundle, clean: str, corrupt: str, target_position: int | None = None, target: str | None = None,
@@ -315,7 +334,7 @@ def patching_map(bundle: Bundle, clean: str, corrupt: str, target_position: int 
     got = {s: patched_at_positions(model, bad, target_ids, trace, ns)[..., tp] for s, ns in names.items()}
     return PatchingMap(clean_s.source.pieces, corrupt_s.source.pieces, tuple(target_ids), tuple(bundle.tgt_tokenizer.pieces(target_ids)),
                        target is not None, tp, clean_s.translation(), corrupt_s.translation(), lp_clean[0], lp_corrupt[0],
-                       got["encoder"], got["decoder"], tuple(notices))
+                       got.get("encoder", np.zeros((0, 0))), got["decoder"], tuple(notices), "encoder" not in got)
 
 
 def _target_position(clean: np.ndarray, corrupt: np.ndarray, chosen: int | None) -> int:
@@ -389,5 +408,5 @@ def map_and_patch(bundle: Bundle, this: str, other: str, target_position: int | 
     if cell is None:
         return PatchingPair(result, None, None)
     stack, row, position = cell
-    layer = row if stack == "encoder" else row + 1  # the encoder's row 0 is its embeddings (encoder:0)
+    layer = row if stack == "encoder" or result.decoder_only else row + 1  # row 0 of the encoder (of a decoder-only model's decoder): its embeddings
     return PatchingPair(result, cell, patch_run(bundle, this, other, f"{stack}:{layer}", positions=[position]))

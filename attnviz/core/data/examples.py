@@ -26,7 +26,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from attnviz.paths import resource
+from attnviz.paths import default_model, models_dir, resource
 
 BUNDLE_EXAMPLES = "examples.json"  # a bundle's own examples, beside its meta.json
 EXAMPLES_LIMIT = 256 * 1024  # bytes read of an examples file
@@ -129,6 +129,20 @@ def data_spec(meta: Mapping[str, Any]) -> dict[str, Any] | None:
     return dict(spec) if isinstance(spec, Mapping) and isinstance(spec.get("kind"), str) else None
 
 
+def better_bundled(meta: Mapping[str, Any], folder: str | Path | None) -> Path | None:
+    """The bundled model to try first when the model in ``folder`` (with ``meta``) is unsure: the
+    default, when ``folder`` is another bundled model of its language pair (models/README.md
+    measures the default against each on every held-out set), else ``None``."""
+    default = default_model()
+    if folder is None or not default.is_dir():
+        return None
+    folder = Path(folder).resolve()
+    if folder.parent != models_dir().resolve() or folder == default.resolve():
+        return None
+    spec = data_spec(meta)
+    return default if spec is not None and spec.get("kind") in ZH_EN_KINDS else None
+
+
 def where_seen(meta: Mapping[str, Any], text: str) -> str:
     """Where the corpus of the model with ``meta`` has ``text``: "train", "valid", "test", "new",
     or "" when the model names no corpus or it cannot be read."""
@@ -173,6 +187,33 @@ def _resolve(entries: list, index: CorpusIndex | None) -> list[ExampleSentence]:
             ref = e.get("reference", "") if isinstance(e.get("reference", ""), str) else ""
             out.append(ExampleSentence(text, ref, "", "none" if split == "new" else split, note))
     return out
+
+
+@lru_cache(maxsize=1)
+def _accepted_table() -> dict[str, tuple[str, ...]]:
+    """Normalised example text → the translations the examples file accepts for it."""
+    entries, _ = _read_entries(resource("examples.json"))
+    out = {}
+    for e in entries:
+        if isinstance(e, dict) and isinstance(e.get("text"), str):
+            accept = e.get("accept") if isinstance(e.get("accept"), list) else []
+            ok = tuple(t for t in [e.get("reference"), *accept] if isinstance(t, str) and t.strip())
+            if ok:
+                out[normalise(e["text"])] = ok
+    return out
+
+
+def accepted_translations(text: str) -> tuple[str, ...]:
+    """The translations ``resources/examples.json`` accepts for ``text`` (its reference first, then
+    its ``accept`` list), or ``()`` when it knows none."""
+    return _accepted_table().get(normalise(text), ())
+
+
+def is_accepted(text: str, translation: str) -> bool | None:
+    """Whether ``translation`` is one the examples accept for ``text`` (up to case, spaces and final
+    punctuation); ``None`` when they know no translation of it."""
+    ok = accepted_translations(text)
+    return None if not ok else normalise(translation) in {normalise(t) for t in ok}
 
 
 def _index_or_none(spec: Mapping[str, Any] | None) -> CorpusIndex | None:

@@ -22,6 +22,8 @@
   unread) work as for a corpus in memory. Lengths are bucketed within a pool, not across the file.
 
 The file must not change during a run: each read checks its size and modification time.
+No line is held longer than ``LINE_LIMIT`` bytes: a longer one (a file with no newline, say) is
+read past in ``SKIP_CHUNK``-byte pieces and reported as a bad line, with its number and the limit.
 Memory: a pool's pairs and token ids, the held-out pairs and sentencepiece's sample; the test
 ``test_stream.py`` measures a one-million-line file.
 """
@@ -62,6 +64,8 @@ HELD_OUT_LIMIT = 2_000  # valid and test pairs kept (the first of each split), e
 TRAIN_SAMPLE = 3_000  # training pairs kept (a seeded sample) for the final evaluation
 TOKENIZER_SAMPLE = 300_000  # sentences per side sentencepiece trains on
 PROBLEM_LIMIT = 1_000  # bad lines listed (the others are counted)
+LINE_LIMIT = 2**20  # bytes of a line, its newline included; a longer line is skipped as a bad line, never held
+SKIP_CHUNK = 2**20  # bytes read at a time past a line longer than LINE_LIMIT
 UNSPACED_PROBE = 2_000  # first sources looked at to tell whether the source is written without spaces
 BOM = b"\xef\xbb\xbf"
 
@@ -82,19 +86,22 @@ class TsvStream:
     pools: tuple[Pool, ...]
     stamp: tuple[int, int]  # the file's size and modification time when it was scanned
 
-    def lines(self, pool: Pool | None = None) -> Iterator[tuple[int, int, bytes]]:
-        """(line number, byte offset, line without its newline) of ``pool``, or of the whole file."""
+    def lines(self, pool: Pool | None = None) -> Iterator[tuple[int, int, bytes | None]]:
+        """(line number, byte offset, line without its newline) of ``pool``, or of the whole file;
+        ``None`` for a line longer than ``LINE_LIMIT``."""
         start = pool or Pool(0, 1)
         with _open(self.path) as fh:
             if _stamp(fh) != self.stamp:
                 raise DataError(f"{self.path}: the file changed during the run; train again on the new file (or restore the old one)")
             fh.seek(start.offset)
-            lines = fh if pool is None else itertools.islice(fh, POOL_LINES)
-            yield from _numbered(lines, start)
+            lines = _bounded_lines(fh)
+            yield from _numbered(lines if pool is None else itertools.islice(lines, POOL_LINES), start)
 
     def train_pairs(self, pool: Pool | None = None) -> Iterator[tuple[str, str]]:
         """The (source, target) training pairs of ``pool`` (of the whole file when ``None``), in file order."""
         for _, _, raw in self.lines(pool):
+            if raw is None:
+                continue
             parsed = parse_tsv_line(raw)
             if not isinstance(parsed, str) and split_of(parsed[0]) == "train":
                 yield parsed
@@ -186,7 +193,7 @@ def load_streamed_tsv(path: str | os.PathLike) -> StreamedDataset:
     scan = _Scan(path)
     with _open(path) as fh:
         stamp = _stamp(fh)
-        for n, offset, raw in _numbered(fh, Pool(0, 1)):
+        for n, offset, raw in _numbered(_bounded_lines(fh), Pool(0, 1)):
             scan.add(n, offset, raw)
     return scan.dataset(stamp)
 
@@ -204,11 +211,11 @@ class _Scan:
         self.rng = random.Random(f"stream-sample-{path.name}")
         self.first_sources: list[str] = []
 
-    def add(self, n: int, offset: int, raw: bytes) -> None:
+    def add(self, n: int, offset: int, raw: bytes | None) -> None:
         if (n - 1) % POOL_LINES == 0:
             self.pools.append(Pool(offset, n))
         self.report.lines_read = n
-        parsed = parse_tsv_line(raw)
+        parsed = f"longer than the line limit of {LINE_LIMIT:,} bytes: skipped, not read whole" if raw is None else parse_tsv_line(raw)
         if isinstance(parsed, str):
             self.report.add_problem(LineProblem(self.name, n, parsed), PROBLEM_LIMIT)
             return
@@ -267,11 +274,27 @@ def _stamp(fh) -> tuple[int, int]:
     return st.st_size, st.st_mtime_ns
 
 
-def _numbered(lines: Iterable[bytes], start: Pool) -> Iterator[tuple[int, int, bytes]]:
-    """(line number, byte offset, line without its newline, CR or the file's BOM)."""
-    offset = start.offset
-    for n, raw in enumerate(lines, start.line):
+def _bounded_lines(fh) -> Iterator[tuple[bytes | None, int]]:
+    """(line with its newline, its size in bytes) of each line from where ``fh`` is; the line is
+    ``None`` when longer than ``LINE_LIMIT`` bytes: such a line is read past, never held whole."""
+    while raw := fh.readline(LINE_LIMIT + 1):
         size = len(raw)
+        if size <= LINE_LIMIT:
+            yield raw, size
+            continue
+        while not raw.endswith(b"\n") and (raw := fh.readline(SKIP_CHUNK)):
+            size += len(raw)
+        yield None, size
+
+
+def _numbered(lines: Iterable[tuple[bytes | None, int]], start: Pool) -> Iterator[tuple[int, int, bytes | None]]:
+    """(line number, byte offset, line without its newline, CR or the file's BOM; ``None`` when too long)."""
+    offset = start.offset
+    for n, (raw, size) in enumerate(lines, start.line):
+        if raw is None:
+            yield n, offset, None
+            offset += size
+            continue
         line = raw[3:] if offset == 0 and raw.startswith(BOM) else raw
         line = line[:-1] if line.endswith(b"\n") else line
         yield n, offset, line[:-1] if line.endswith(b"\r") else line

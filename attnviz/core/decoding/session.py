@@ -359,18 +359,22 @@ class DecodingSession(DecodingResult):
             self.force(token)
         self._floor = len(self._states)  # the states back() never pops: SOS, the prompt and the forced first token
 
-    def set_strategy(self, strategy: Strategy, keep_tokens: bool = False) -> None:
+    def set_strategy(self, strategy: Strategy, keep_tokens: bool = False) -> tuple[DecodeStep, ...]:
         """Use ``strategy`` from now on. The session restarts from SOS; with ``keep_tokens`` the
-        current hypothesis's tokens (EOS excepted) are replayed as forced steps first."""
+        current hypothesis's tokens (EOS excepted) are replayed as forced steps first. Returns the
+        steps forced with ``force`` that the restart dropped (none with ``keep_tokens``; the prompt
+        and the forced first token are fed again)."""
         if not isinstance(strategy, (Greedy, Sampling, BeamSearch)):
             raise DecodingError(f"not a decoding strategy: {strategy!r}")
         tokens = [t for t in self.tgt_ids[self._floor :] if t != self.config.eos_id] if keep_tokens else []
+        dropped = () if keep_tokens else tuple(s for s in self.steps[self._floor - 1 :] if s.forced)
         self._strategy = strategy
         self.reset()
         for t in tokens:
             if self.finished:
                 break
             self.force(t)
+        return dropped
 
     def step(self) -> DecodeStep:
         """Append one token chosen by the strategy; returns the new step of the current hypothesis."""
@@ -427,6 +431,28 @@ class DecodingSession(DecodingResult):
         while not self.finished:
             self.step()
         return self.steps
+
+    def go_to(self, n_steps: int | None) -> None:
+        """From SOS again, ``n_steps`` steps of the strategy (``None``: to EOS or the maximum
+        length; fewer where decoding finishes first)."""
+        self.reset()
+        while self.can_step and (n_steps is None or len(self.steps) < n_steps):
+            self.step()
+
+    def replay(self, tokens: Sequence[int], forced: Iterable[int] = ()) -> None:
+        """Step through ``tokens``: those at the indices in ``forced`` are forced again; a free step
+        takes the strategy's choice, forced to the given token where it differs (a changed model)."""
+        forced = set(forced)
+        for i, token in enumerate(tokens):
+            if self.finished:
+                break
+            if i in forced:
+                self.force(token)
+                continue
+            self.step()
+            if self.tgt_ids[-1] != token:
+                self.back()
+                self.force(token)
 
     def token_id(self, token: str | int) -> int:
         """The target id of a piece (also ``SOS``/``EOS``/``UNK`` by name; a piece typed without its

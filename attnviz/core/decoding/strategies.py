@@ -1,7 +1,8 @@
-"""Decoding strategies (``Greedy``, ``Sampling``, ``BeamSearch``), ``parse_strategy`` for the
-command line, ``DecodingError`` (the one-line error every decoding module raises), and the
-strategies' mechanics as plain functions over a ``Hypothesis``: ``sample_token``,
-``rank_score``, ``beam_candidates``. No Qt."""
+"""Decoding strategies (``Greedy``, ``Sampling``, ``BeamSearch``), the ranges of their parameters
+(``BEAM_WIDTH`` … ``SEED``: what the command line, the window's controls and session files accept),
+``parse_strategy`` for the command line, ``DecodingError`` (the one-line error every decoding
+module raises), and the strategies' mechanics as plain functions over a ``Hypothesis``:
+``sample_token``, ``rank_score``, ``beam_candidates``. No Qt."""
 
 from __future__ import annotations
 
@@ -11,13 +12,28 @@ from dataclasses import dataclass
 
 import torch
 
+from attnviz.core.model.config import MAX_SIZE, Rule, shown
 from attnviz.errors import AttnvizError
 
 SEED_LIMIT = 2**63  # seeds are 0 .. 2**63 - 1 (what torch.Generator.manual_seed takes)
 
+# -- the parameters' ranges: checked when a strategy is made, before anything is allocated --------------
+BEAM_WIDTH = Rule(int, 1, 64)  # each step scores width x vocabulary candidates and keeps width beams' matrices
+LENGTH_PENALTY = Rule(float, 0.0, 10.0)  # GNMT uses 0.6 .. 1; ((5 + n) / 6) ** 10 stays finite at any length
+TEMPERATURE = Rule(float, 0.01, 100.0)  # logits / T: below 0.01 is greedy in all but name, above 100 uniform
+TOP_K = Rule(int, 0, MAX_SIZE)  # 0: no limit; no vocabulary is larger
+TOP_P = Rule(float, 0.0, 1.0, low_open=True)  # 1: no limit
+SEED = Rule(int, 0, SEED_LIMIT - 1)
+
 
 class DecodingError(AttnvizError, ValueError):
     """Input or a request the decoding cannot honour; ``str(err)`` is one line for the user."""
+
+
+def check_parameter(what: str, rule: Rule, value: object) -> None:
+    """``DecodingError`` naming ``what`` and its range unless ``rule`` accepts ``value``."""
+    if not rule.accepts(value):
+        raise DecodingError(f"{what} must be {rule.describe()}, not {shown(value)}")
 
 
 # -- strategies -------------------------------------------------------------------------------
@@ -41,14 +57,10 @@ class Sampling:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.temperature, (int, float)) and math.isfinite(self.temperature) and self.temperature > 0):
-            raise DecodingError(f"temperature must be a positive number, not {self.temperature!r}")
-        if not isinstance(self.top_k, int) or self.top_k < 0:
-            raise DecodingError(f"top-k must be a non-negative integer (0 = no limit), not {self.top_k!r}")
-        if not (isinstance(self.top_p, (int, float)) and 0.0 < self.top_p <= 1.0):
-            raise DecodingError(f"top-p must be in (0, 1], not {self.top_p!r}")
-        if not isinstance(self.seed, int) or isinstance(self.seed, bool) or not 0 <= self.seed < SEED_LIMIT:
-            raise DecodingError(f"the seed must be an integer from 0 to 2**63 - 1, not {str(self.seed)[:40]}")
+        check_parameter("temperature", TEMPERATURE, self.temperature)
+        check_parameter("top-k (0: no limit)", TOP_K, self.top_k)
+        check_parameter("top-p (1: no limit)", TOP_P, self.top_p)
+        check_parameter("the seed", SEED, self.seed)
 
     def describe(self) -> str:
         extra = "".join(
@@ -68,10 +80,8 @@ class BeamSearch:
     length_penalty: float = 0.6
 
     def __post_init__(self) -> None:
-        if not isinstance(self.width, int) or self.width < 1:
-            raise DecodingError(f"beam width must be a positive integer, not {self.width!r}")
-        if not (isinstance(self.length_penalty, (int, float)) and self.length_penalty >= 0):
-            raise DecodingError(f"length penalty must be >= 0, not {self.length_penalty!r}")
+        check_parameter("beam width", BEAM_WIDTH, self.width)
+        check_parameter("length penalty", LENGTH_PENALTY, self.length_penalty)
 
     def describe(self) -> str:
         return f"beam search (width {self.width}, length penalty {self.length_penalty:g})"

@@ -40,7 +40,7 @@ class Rule:
             return isinstance(value, str) and (not self.choices or value in self.choices)
         if isinstance(value, bool) or not isinstance(value, int if self.kind is int else (int, float)):
             return False
-        if not math.isfinite(value):
+        if isinstance(value, float) and not math.isfinite(value):  # an int of any size is finite (and too large for a float)
             return False
         above = self.low is None or (value > self.low if self.low_open else value >= self.low)
         below = self.high is None or (value < self.high if self.high_open else value <= self.high)
@@ -66,7 +66,10 @@ def _bound(x: float | None) -> str:
 
 def shown(value: Any) -> str:
     """``value`` as an error message quotes it: its repr, cut to a few dozen characters."""
-    text = repr(value)
+    try:
+        text = repr(value)
+    except ValueError:  # an int of more digits than Python prints
+        text = "an integer of thousands of digits"
     return text if len(text) <= _REPR_LIMIT else text[: _REPR_LIMIT - 3] + "..."
 
 
@@ -77,18 +80,18 @@ POSITIONAL_LAYOUTS = ("interleaved", "halves")
 POSITIONALS = ("sinusoidal", "learned", "relative")
 FFNS = ("plain", "gated")
 KINDS = ("encoder-decoder", "decoder-only", "encoder-only")
-_SIZE = 1_048_576  # no width or vocabulary is larger
+MAX_SIZE = 1_048_576  # no width or vocabulary is larger
 
 # field -> what it may hold. Every field of ``TransformerConfig`` has a row; checks that relate
 # fields (divisibility, special ids inside the vocabularies, the parameter budget) are in ``validate``.
 FIELDS: dict[str, Rule] = {
-    "src_vocab_size": Rule(int, 1, _SIZE, required=True),
-    "tgt_vocab_size": Rule(int, 1, _SIZE, required=True),
+    "src_vocab_size": Rule(int, 1, MAX_SIZE, required=True),
+    "tgt_vocab_size": Rule(int, 1, MAX_SIZE, required=True),
     "d_model": Rule(int, 1, 65_536, required=True),
     "n_heads": Rule(int, 1, 1024, required=True),
     "n_encoder_layers": Rule(int, 0, 256, required=True),
     "n_decoder_layers": Rule(int, 0, 256, required=True),
-    "d_ff": Rule(int, 1, _SIZE, required=True),
+    "d_ff": Rule(int, 1, MAX_SIZE, required=True),
     "dropout": Rule(float, 0.0, 1.0, high_open=True),
     "max_len": Rule(int, 1, 65_536),
     "norm": Rule(str, choices=NORMS),
@@ -97,10 +100,10 @@ FIELDS: dict[str, Rule] = {
     "tie_embeddings": Rule(bool),
     "norm_eps": Rule(float, 0.0, 1.0, low_open=True),
     "bn_momentum": Rule(float, 0.0, 1.0),
-    "pad_id": Rule(int, 0, _SIZE),
-    "unk_id": Rule(int, 0, _SIZE),
-    "bos_id": Rule(int, 0, _SIZE),
-    "eos_id": Rule(int, 0, _SIZE),
+    "pad_id": Rule(int, 0, MAX_SIZE),
+    "unk_id": Rule(int, 0, MAX_SIZE),
+    "bos_id": Rule(int, 0, MAX_SIZE),
+    "eos_id": Rule(int, 0, MAX_SIZE),
     "activation": Rule(str, choices=ACTIVATIONS),
     "positional_layout": Rule(str, choices=POSITIONAL_LAYOUTS),
     "positional": Rule(str, choices=POSITIONALS),

@@ -87,7 +87,9 @@ def read_hf_folder(
     hf = read_json_capped(folder / CONFIG, CONFIG_LIMIT, HFImportError)
     family = family_of(hf, folder / CONFIG)
     config = family.config(hf, folder)
-    state = family.state_dict(_read_weights(folder, weights_limit(config)), config, folder)
+    raw = _read_weights(folder, weights_limit(config))
+    precision = checkpoint_precision(raw)
+    state = family.state_dict(raw, config, folder)
     src_tok, tgt_tok = family.tokenizers(folder, config)
     src_tok, tgt_tok = _in_language(src_tok, src_lang, folder, "--src-lang"), _in_language(tgt_tok, tgt_lang, folder, "--tgt-lang")
     model = Transformer(config)
@@ -97,7 +99,8 @@ def read_hf_folder(
     if problem is not None:
         raise HFImportError(folder, problem)
     model.to(device)
-    meta = {"imported_from": str(folder), "architecture": architecture(hf), "family": family.name, "hf_config": hf}
+    meta = {"imported_from": str(folder), "architecture": architecture(hf), "family": family.name, "hf_config": hf,
+            WEIGHTS_PRECISION: precision}
     return ImportedModel(model, src_tok, tgt_tok, meta)
 
 
@@ -114,6 +117,21 @@ def _in_language(tokenizer: Any, language: str | None, folder: Path, option: str
 
 
 # -- weights ------------------------------------------------------------------------------------
+WEIGHTS_PRECISION = "weights_precision"  # meta.json: how a bundle stores its weights (an import keeps its checkpoint's)
+PRECISIONS = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+def checkpoint_precision(tensors: dict[str, torch.Tensor]) -> str:
+    """The floating-point type that holds most of ``tensors``' values, as a :data:`PRECISIONS` name
+    (float64 and other types: ``float32``, what the model computes in)."""
+    counts: dict[torch.dtype, int] = {}
+    for t in tensors.values():
+        if t.is_floating_point():
+            counts[t.dtype] = counts.get(t.dtype, 0) + t.numel()
+    most = max(counts, key=counts.get, default=torch.float32)
+    return next((name for name, dtype in PRECISIONS.items() if dtype == most), "float32")
+
+
 def weights_limit(config: TransformerConfig) -> int:
     """The most bytes a weights file of a model of ``config`` may hold: every tensor it may store
     (ours, Marian's position tables, separate embeddings, an untied output layer) in float32."""
@@ -138,6 +156,9 @@ def _read_weights(folder: Path, limit: int) -> dict[str, torch.Tensor]:
             raise HFImportError(file, f"not a valid safetensors file ({type(exc).__name__})") from None
     file = folder / PICKLED
     if not file.exists() and not file.is_symlink():
+        for index in (f"{SAFETENSORS}.index.json", f"{PICKLED}.index.json"):
+            if os.path.lexists(folder / index):
+                raise HFImportError(folder / index, f"sharded weights are not read: attnviz reads the weights from one {SAFETENSORS} or {PICKLED}")
         raise HFImportError(folder, f"no weights ({SAFETENSORS} or {PICKLED})")
     _check_weights_size(file, limit)
     return _unpickled_tensors(file, read_capped(file, limit, HFImportError))

@@ -71,6 +71,12 @@ def n_layers(config: TransformerConfig, kind: str) -> int:
     return int(getattr(config, _LAYERS_FIELD[kind]))
 
 
+def first_kind(kinds, config: TransformerConfig) -> str | None:
+    """The first of cross, decoder and encoder attention among ``kinds`` that a model with
+    ``config`` has layers of (``None``: none): what a view shows when its own kind is missing."""
+    return next((k for k in ("cross", "decoder", "encoder") if k in kinds and n_layers(config, k)), None)
+
+
 def ffn_sublayer(config: TransformerConfig, stack: str) -> int:
     """The FFN's sublayer number (1-based: ``residual<j>``, ``norm<j>``) in a layer of ``stack``:
     after the attention kinds the model has (GPT-2's decoder has no cross-attention: 2, not 3)."""

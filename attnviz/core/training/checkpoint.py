@@ -140,21 +140,6 @@ def folder_kind(out_dir: Path) -> str:
     return "bundle" if meta.get("format") == FORMAT else "foreign"
 
 
-def folder_stamp(out_dir: Path) -> tuple:
-    """What identifies the checkpoint ``out_dir`` holds now, to tell later whether another run saved
-    there meanwhile: the identity of its ``meta.json`` and of the one under ``.NAME.previous``
-    (``None`` where there is none). Every save writes a new ``meta.json``, so every save changes it."""
-    stamps = []
-    for folder in (out_dir, previous_path(out_dir)):
-        try:
-            st = os.stat(folder / META)
-        except OSError:
-            stamps.append(None)
-            continue
-        stamps.append((st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size))
-    return tuple(stamps)
-
-
 def _plain_file(path: Path) -> bool:
     """Whether ``path`` is a regular file itself (not a symbolic link to one)."""
     try:
@@ -248,13 +233,16 @@ def read_training_state(folder: Path) -> tuple[dict[str, Any], dict[str, torch.T
     return info, tensors
 
 
+MAX_COUNT = 2**53  # steps, epochs, sums: a float counts every integer exactly up to here
+
+
 def _check_state_info(file: Path, info: dict[str, Any]) -> None:
     """``CheckpointError`` unless training_state.json has every field, of the right type and range."""
     for name, kind in _COUNTERS.items():
         value = info.get(name)
         ok = isinstance(value, (int, float) if kind is float else int) and not isinstance(value, bool)
-        if not ok or not math.isfinite(value) or value < 0:
-            raise CheckpointError(f"{file}: '{name}' must be a non-negative {kind.__name__}, not {_short(value)}")
+        if not ok or not 0 <= value <= MAX_COUNT or not (isinstance(value, int) or math.isfinite(value)):  # an int may be too large for a float
+            raise CheckpointError(f"{file}: '{name}' must be a non-negative {kind.__name__} of at most {MAX_COUNT:,}, not {_short(value)}")
     if not isinstance(info.get("options"), dict):
         raise CheckpointError(f"{file}: 'options' must be a JSON object")
     opt = info.get("optimizer")

@@ -18,7 +18,9 @@ import torch
 import torch.nn.functional as F
 
 from attnviz.core.data import corpora as D
+from attnviz.core.data.examples import normalise
 from attnviz.core.data.tokenizer import Tokenizer
+from attnviz.core.decoding.result import check_eval_mode
 from attnviz.core.model.sites import attention_sites
 from attnviz.core.model.trace import Recorder, Trace
 from attnviz.core.model.transformer import Transformer
@@ -53,7 +55,7 @@ def _pad(rows: Sequence[Sequence[int]], pad_id: int) -> torch.Tensor:
 # -- greedy decoding ----------------------------------------------------------------------
 @dataclass(frozen=True)
 class GreedyResult:
-    ids: tuple[int, ...]  # output ids, without SOS and EOS
+    ids: tuple[int, ...]  # output ids, without SOS and EOS (a decoder-only model's: its prompt, then the continuation)
     finished: bool  # True when EOS was produced within the length limit
     topk: tuple[tuple[tuple[int, float], ...], ...] = ()  # per step: (id, probability) best first
 
@@ -76,6 +78,40 @@ def default_max_new(src_len: int, max_len: int) -> int:
     return max(1, min(max_len, 2 * src_len + 10))
 
 
+def _limit(cfg, n: int, max_new: int | None) -> int:
+    """The most output tokens for a source of ``n`` tokens: ``max_new`` (default ``2 x n + 10``),
+    never more than the model's ``max_len``; a decoder-only model's output starts with its prompt,
+    so ``max_new`` counts the tokens after it (as in a decoding session)."""
+    if max_new is None:
+        return default_max_new(n, cfg.max_len)
+    return min(cfg.max_len, max_new + (n if cfg.kind == "decoder-only" else 0))
+
+
+def _check_sources(cfg, sources: Sequence[Sequence[int]]) -> None:
+    """``ValueError`` for an empty source or one longer than the model reads (a decoder-only
+    model's prompt follows SOS, which takes a position)."""
+    prompted = cfg.kind == "decoder-only"
+    longest = cfg.max_len - 1 if prompted else cfg.max_len
+    for s in sources:
+        if not s:
+            raise ValueError("cannot translate an empty source")
+        if len(s) > longest:
+            what = f"a prompt of {len(s)} tokens exceeds the model's max_len less SOS" if prompted else f"a source of {len(s)} tokens exceeds the model's max_len"
+            raise ValueError(f"{what} ({longest})")
+
+
+def _batches(order: Sequence[int], sources: Sequence[Sequence[int]], size: int, same_length: bool) -> Iterator[list[int]]:
+    """``order`` in runs of at most ``size`` indices; with ``same_length`` each run's sources are equally long."""
+    batch: list[int] = []
+    for i in order:
+        if batch and (len(batch) == size or (same_length and len(sources[i]) != len(sources[batch[0]]))):
+            yield batch
+            batch = []
+        batch.append(i)
+    if batch:
+        yield batch
+
+
 @torch.no_grad()
 def greedy_decode(
     model: Transformer,
@@ -89,26 +125,49 @@ def greedy_decode(
 
     Runs in eval mode (and restores the previous mode). Sources are batched by length; each has
     its own limit (``max_new``, default ``2 x source tokens + 10``), so batching does not change
-    a result. An empty source or one longer than the model's ``max_len`` raises ``ValueError``.
+    a result. An empty source or one longer than the model's ``max_len`` raises ``ValueError``, an
+    encoder-only model (BERT: no decoder) ``DecodingError`` (a ``ValueError`` too, in one line).
     ``should_stop`` is asked before every step; when it returns True, ``EvaluationStopped`` is raised.
     A model whose decoder starts from PAD (Marian) never produces PAD, as in a decoding session.
+    A decoder-only model (GPT-2) reads each source as its prompt: SOS and the prompt in one
+    ``prefill`` pass, then the continuation (its result's ids and top-k start with the prompt's
+    forced steps, as a decoding session's output does); a batch holds prompts of one length.
     """
     cfg = model.config
-    for s in sources:
-        if not s:
-            raise ValueError("cannot translate an empty source")
-        if len(s) > cfg.max_len:
-            raise ValueError(f"a source of {len(s)} tokens exceeds the model's max_len ({cfg.max_len})")
+    _check_sources(cfg, sources)
     out: list[GreedyResult | None] = [None] * len(sources)
     order = sorted(range(len(sources)), key=lambda i: len(sources[i]))
     with eval_mode(model):
-        for b in range(0, len(order), batch_size):
-            idx = order[b : b + batch_size]
+        check_eval_mode(model)  # in eval mode now: refuses only a model that cannot decode
+        for idx in _batches(order, sources, batch_size, cfg.kind == "decoder-only"):
             batch = [sources[i] for i in idx]
-            limits = [min(cfg.max_len, max_new if max_new is not None else default_max_new(len(s), cfg.max_len)) for s in batch]
+            limits = [_limit(cfg, len(s), max_new) for s in batch]
             for i, result in zip(idx, _greedy_batch(model, batch, limits, top_k, should_stop)):
                 out[i] = result
     return out  # type: ignore[return-value]
+
+
+def _start(model: Transformer, sources: Sequence[Sequence[int]]) -> tuple[torch.Tensor, Any, torch.Tensor]:
+    """(logits ``[B, n + 1, V]``, the cache after them, the forced tokens ``[B, n]``): an encoder-decoder
+    model's first step from SOS (``n`` = 0); a decoder-only model's one pass over SOS and its prompt
+    (the sources, all ``n`` tokens long), row ``j`` the distribution that prompt token ``j`` is forced over."""
+    cfg = model.config
+    device = _device(model)
+    if cfg.kind != "decoder-only":
+        cache = model.start_decoding(model.encode(_pad(sources, cfg.pad_id).to(device)))
+        logits, cache = model.decode_step(torch.full((len(sources),), cfg.bos_id, dtype=torch.long, device=device), cache)
+        return logits[:, None], cache, torch.zeros(len(sources), 0, dtype=torch.long, device=device)
+    prompt = torch.tensor([list(s) for s in sources], dtype=torch.long, device=device)  # [B, n]
+    fed = torch.cat([torch.full((len(sources), 1), cfg.bos_id, dtype=torch.long, device=device), prompt], 1)  # [B, n + 1]
+    cache = model.start_decoding(model.encode(torch.zeros(len(sources), 0, dtype=torch.long, device=device)))
+    logits, cache = model.prefill(fed, cache)
+    return logits, cache, prompt
+
+
+def _topk(logits: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(probabilities ``[B, k]``, ids ``[B, k]``) of the ``k`` most likely tokens of ``logits`` ``[B, V]``, on the CPU."""
+    p, t = torch.softmax(logits.float(), -1).topk(min(k, logits.shape[-1]), -1)
+    return p.cpu(), t.cpu()
 
 
 def _greedy_batch(
@@ -116,25 +175,26 @@ def _greedy_batch(
 ) -> list[GreedyResult]:
     """One batch of ``greedy_decode``: step until every row has produced EOS or the longest limit."""
     cfg = model.config
-    device = _device(model)
-    cache = model.start_decoding(model.encode(_pad(sources, cfg.pad_id).to(device)))
-    token = torch.full((len(sources),), cfg.bos_id, dtype=torch.long, device=device)  # [B]
-    done = torch.zeros(len(sources), dtype=torch.bool, device=device)  # [B]
-    steps: list[torch.Tensor] = []
-    tops: list[tuple[torch.Tensor, torch.Tensor]] = []  # per step: probabilities [B, k], ids [B, k]
-    for _ in range(max(limits)):
-        _check_stop(should_stop)
-        logits, cache = model.decode_step(token, cache)  # [B, V]
-        if cfg.bos_id == cfg.pad_id:  # the decoder starts from PAD: never choose it
+    _check_stop(should_stop)
+    start, cache, forced = _start(model, sources)
+    n = forced.shape[1]
+    steps: list[torch.Tensor] = list(forced.unbind(1))
+    tops = [_topk(start[:, j], top_k) for j in range(n)] if top_k else []  # per step: probabilities [B, k], ids [B, k]
+    logits = start[:, n]  # the first free step's distribution
+    done = torch.zeros(len(sources), dtype=torch.bool, device=forced.device)  # [B]
+    free = max(limits) - n  # the steps after the prompt
+    for i in range(free):
+        if cfg.bos_id == cfg.pad_id != cfg.eos_id:  # the decoder starts from PAD: never choose it
             logits[:, cfg.pad_id] = -math.inf
         if top_k:
-            p, t = torch.softmax(logits.float(), -1).topk(min(top_k, logits.shape[-1]), -1)
-            tops.append((p.cpu(), t.cpu()))
-        token = torch.where(done, torch.full_like(token, cfg.pad_id), logits.argmax(-1))
+            tops.append(_topk(logits, top_k))
+        token = torch.where(done, torch.full_like(done, cfg.pad_id, dtype=torch.long), logits.argmax(-1))
         steps.append(token)
         done |= token == cfg.eos_id
-        if bool(done.all()):
+        if bool(done.all()) or i == free - 1:
             break
+        _check_stop(should_stop)
+        logits, cache = model.decode_step(token, cache)  # [B, V]
     ids = torch.stack(steps, 1).cpu().tolist() if steps else [[] for _ in sources]
     return [_greedy_result(ids[r][: limits[r]], [(p[r], t[r]) for p, t in tops], cfg.eos_id) for r in range(len(sources))]
 
@@ -266,7 +326,8 @@ def _corpora(pairs: Sequence[D.Pair]) -> dict[str, list[D.Pair]]:
 
 
 def final_evaluation(
-    model: Transformer, src_tok: Tokenizer, tgt_tok: Tokenizer, dataset: D.Dataset, should_stop: Callable[[], bool] = _never
+    model: Transformer, src_tok: Tokenizer, tgt_tok: Tokenizer, dataset: D.Dataset, should_stop: Callable[[], bool] = _never,
+    splits: Sequence[str] = D.SPLITS,
 ) -> dict[str, Any]:
     """Token accuracy on every split, greedy BLEU/chrF on every split (the README's numbers), and per
     corpus for a mix (``"test:tatoeba-zh-en"``...). A training split above ``TRAIN_SAMPLE`` pairs is
@@ -274,7 +335,7 @@ def final_evaluation(
     than the split's (also for a streamed corpus, which holds only part of it).
     ``EvaluationStopped`` when ``should_stop`` returns True (asked between batches and steps)."""
     res = {}
-    for split in D.SPLITS:
+    for split in splits:
         pairs = dataset.split(split)
         if split == "train" and len(pairs) > TRAIN_SAMPLE:
             pairs = [pairs[i * len(pairs) // TRAIN_SAMPLE] for i in range(TRAIN_SAMPLE)]
@@ -287,6 +348,18 @@ def final_evaluation(
                 if sampled:
                     res[key]["sampled"] = len(part)
     return res
+
+
+def file_scores(model: Transformer, src_tok: Tokenizer, tgt_tok: Tokenizer, pairs: Sequence[D.Pair]) -> dict[str, Any]:
+    """Greedy BLEU and chrF on ``pairs`` (each source once, against all its references) and how many
+    sources are translated exactly (one of their references up to case, spaces and final punctuation)."""
+    refs: dict[str, list[str]] = {}
+    for p in pairs:
+        refs.setdefault(p.src, []).append(p.tgt)
+    sources = list(refs)
+    hyps = greedy_translate(model, src_tok, tgt_tok, sources)
+    exact = sum(normalise(h) in {normalise(r) for r in refs[s]} for h, s in zip(hyps, sources))
+    return {**sacrebleu_scores(hyps, [refs[s] for s in sources]), "exact": exact, "sources": len(sources)}
 
 
 def history_row(epoch: int, step: int, metrics: dict[str, float]) -> dict[str, Any]:

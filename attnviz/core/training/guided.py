@@ -116,7 +116,8 @@ def example_rows(pair: D.Pair, example: D.Example, src_tok: Tokenizer, tgt_tok: 
 def alignment_term(weights: torch.Tensor, rows: Sequence[Rows | None]) -> torch.Tensor | None:
     """A: the mean over aligned rows of the cross-entropy between the reference distribution and
     the head's row. ``weights``: the head's cross-attention ``[B, Lt, Ls]``; ``rows``: each batch
-    row's ``Rows`` (or ``None``). ``None`` when no row of the batch is aligned."""
+    row's ``Rows`` (or ``None``). ``None`` when no row of the batch is aligned. Taken in float32
+    (the weights may be bfloat16 under autocast; ``float()`` leaves float32 ones as they are)."""
     b_idx: list[int] = []
     p_idx: list[int] = []
     j_idx: list[int] = []
@@ -133,7 +134,7 @@ def alignment_term(weights: torch.Tensor, rows: Sequence[Rows | None]) -> torch.
         n_rows += len(set(ps))
     if not n_rows:
         return None
-    dev = weights.device
+    weights, dev = weights.float(), weights.device  # [B, Lt, Ls]
     picked = weights[torch.tensor(b_idx, device=dev), torch.tensor(p_idx, device=dev), torch.tensor(j_idx, device=dev)]  # [cells]
     target = torch.tensor(g, dtype=weights.dtype, device=dev)  # [cells]
     return -(target * torch.log(picked + LOG_EPS)).sum() / n_rows

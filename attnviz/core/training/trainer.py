@@ -49,6 +49,12 @@ computed once per training example at construction). The step losses and ``train
 of that sum, the loss optimised; the history rows add ``align_loss``, the epoch's mean alignment
 term over its batches with aligned rows.
 
+Precision: ``precision="bf16"`` runs each training step's forward pass and loss under
+``torch.autocast(dtype=torch.bfloat16)`` (CPU or CUDA); the weights, their gradients, Adam's
+moments and every evaluation stay float32, and the loss is taken of float32 logits. The default
+``"float32"`` uses no autocast at all, so such a run computes exactly what it did before the option
+existed. meta.json's ``options`` records it, and a resumed run keeps it.
+
 Events. ``trainer.add_callback(event, fn)``; ``fn(payload)`` is called on the training thread
 (a GUI forwards it to its own thread). The events and their payloads are listed in ``events``.
 
@@ -70,7 +76,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -78,22 +84,23 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from attnviz.core.bundle import Bundle, BundleError, load_bundle, round_as_stored, save_bundle
+from attnviz.core.bundle import Bundle, BundleError, folder_stamp, load_bundle, round_as_stored, save_bundle
 from attnviz.core.data import corpora as D
 from attnviz.core.data import sources
 from attnviz.core.data.augment import augment_as
 from attnviz.core.data.tokenizer import Tokenizer
 from attnviz.core.folder_lock import output_lock
+from attnviz.core.limits import MAX_THREADS
 from attnviz.core.model.config import TransformerConfig
 from attnviz.core.model.transformer import Transformer
 from attnviz.core.training.checkpoint import (
+    MAX_COUNT,
     STATE_JSON,
     STATE_TENSORS,
     CheckpointError,
     check_meta_size,
     checkpoint_folder,
     folder_kind,
-    folder_stamp,
     optimizer_state_from_files,
     optimizer_state_to_files,
     read_training_state,
@@ -114,6 +121,7 @@ from attnviz.core.training.guided import GuidedAlignment, GuidedHead
 from attnviz.errors import AttnvizError
 
 SCHEDULES = ("inverse-sqrt", "linear", "constant")
+PRECISIONS = ("float32", "bf16")  # TrainOptions.precision: float32, or bfloat16 autocast in the training step
 
 
 class TrainingError(AttnvizError, RuntimeError):
@@ -132,7 +140,7 @@ _RANGES: dict[str, tuple[type, float, float, str]] = {
     "adam_eps": (float, 0.0, 1.0, "(]"),
     "weight_decay": (float, 0.0, 10.0, "[]"),
     "seed": (int, 0, 2**63 - 1, "[]"),
-    "threads": (int, 1, 1024, "[]"),
+    "threads": (int, 1, MAX_THREADS, "[]"),
     "log_every": (int, 1, 10**9, "[]"),
     "n_probes": (int, 0, 1000, "[]"),
     "average_last": (int, 0, 100_000, "[]"),
@@ -145,7 +153,7 @@ def check_number(name: str, value: Any, kind: type, lo: float, hi: float, bounds
     """``TrainingError`` unless ``value`` is a finite ``kind`` (int, or float which takes ints too)
     within ``lo``..``hi`` (``bounds``: "[" / "(" includes / excludes ``lo``, "]" / ")" ``hi``)."""
     ok = isinstance(value, (int, float) if kind is float else int) and not isinstance(value, bool)
-    ok = ok and math.isfinite(value) and (lo <= value if bounds[0] == "[" else lo < value)
+    ok = ok and (isinstance(value, int) or math.isfinite(value)) and (lo <= value if bounds[0] == "[" else lo < value)  # an int may be too large for a float
     ok = ok and (value <= hi if bounds[1] == "]" else value < hi)
     if not ok:
         what = "an integer" if kind is int else "a number"
@@ -193,6 +201,7 @@ class TrainOptions:
     average_last: int = 0  # the bundle's weights: the mean of the last N epochs' weights (0 or 1: the last epoch's)
     guided_alignment: str | None = None  # "LAYER.HEAD" (1-based) of the cross-attention head trained toward the glosses; None = off
     guided_weight: float = 0.05  # lambda: the weight of the guided alignment term in the loss (Garg et al. 2019)
+    precision: str = "float32"  # "bf16": the training step's forward pass and loss under bfloat16 autocast (weights stay float32)
 
     def __post_init__(self) -> None:
         """``TrainingError`` (one line) for any field of the wrong type or out of its range."""
@@ -205,6 +214,8 @@ class TrainOptions:
             check_number("betas", beta, float, 0.0, 1.0, "[)")
         if self.schedule not in SCHEDULES:
             raise TrainingError(f"schedule must be one of {', '.join(SCHEDULES)}, not {self.schedule!r}"[:160])
+        if self.precision not in PRECISIONS:
+            raise TrainingError(f"precision must be {' or '.join(PRECISIONS)}, not {str(self.precision)[:40]!r}")
         if not isinstance(self.eval_bleu, bool) or not isinstance(self.final_eval, bool):
             raise TrainingError("eval_bleu and final_eval must be true or false")
         parse_device(self.device)
@@ -413,6 +424,18 @@ class WeightAverage:
         return {f"avg.{name}": t for name, t in self.sums.items()}
 
 
+def unshared(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """``tensors`` with every one that shares memory with an earlier one copied (a tied output
+    layer is the target embedding under a second name; safetensors refuses shared memory)."""
+    seen: set[int] = set()
+    out = {}
+    for name, t in tensors.items():
+        ptr = t.untyped_storage().data_ptr()
+        out[name] = t.clone() if ptr in seen and t.numel() else t
+        seen.add(ptr)
+    return out
+
+
 class Trainer:
     """Trains a ``Transformer`` on a ``Dataset``; see the module docstring for events and checkpoints."""
 
@@ -428,6 +451,8 @@ class Trainer:
     ):
         self.options = options or TrainOptions()
         self.device = resolve_device(self.options.device)
+        if self.options.precision != "float32" and self.device.type not in ("cpu", "cuda"):
+            raise TrainingError(f"precision {self.options.precision} trains on the CPU or CUDA, not on {self.device.type}")
         self.model = model.to(self.device)
         self.src_tok, self.tgt_tok = src_tok, tgt_tok
         self.dataset = dataset
@@ -607,7 +632,8 @@ class Trainer:
         for pid, entries in state["state"].items():
             for key, value in entries.items():
                 if not torch.is_tensor(value):
-                    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+                    ok = (isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) <= MAX_COUNT
+                          and (isinstance(value, int) or math.isfinite(value)))  # an int may be too large for a float
                 else:
                     ok = value.is_floating_point() and value.shape == (() if key == "step" else params[pid].shape)
                 if not ok:
@@ -669,7 +695,7 @@ class Trainer:
             "averaged_epochs": self.average.n,
             "averaged_from": self.average.first,
         }
-        return {STATE_TENSORS: st_save(tensors), STATE_JSON: json.dumps(info, indent=1).encode()}
+        return {STATE_TENSORS: st_save(unshared(tensors)), STATE_JSON: json.dumps(info, indent=1).encode()}
 
     def save_checkpoint(self, reason: str = "epoch", status: str = "running") -> Path | None:
         """Write the output folder (bundle + training state) atomically; returns its path. With
@@ -843,20 +869,29 @@ class Trainer:
 
     def _loss(self, batch: D.Batch) -> torch.Tensor:
         """Teacher-forced cross-entropy with label smoothing, PAD labels ignored; with guided
-        alignment, plus ``guided_weight`` times the batch's alignment term (``guided``)."""
-        if self.guided is None:
-            return self._cross_entropy(self._net(batch.src, batch.tgt_in), batch)  # logits [B, Lt, V]
-        logits, align = self.guided.forward(self._net, batch)
-        loss = self._cross_entropy(logits, batch)
+        alignment, plus ``guided_weight`` times the batch's alignment term (``guided``). Under
+        bfloat16 autocast with ``precision="bf16"``."""
+        with self._autocast():
+            if self.guided is None:
+                return self._cross_entropy(self._net(batch.src, batch.tgt_in), batch)  # logits [B, Lt, V]
+            logits, align = self.guided.forward(self._net, batch)
+            loss = self._cross_entropy(logits, batch)
         if align is None:
             return loss
         self._epoch_align_sum += float(align.detach())
         self._epoch_align_n += 1
         return loss + self.options.guided_weight * align
 
+    def _autocast(self) -> AbstractContextManager[Any]:
+        """bfloat16 autocast on the training device for ``precision="bf16"``; nothing for float32."""
+        if self.options.precision == "float32":
+            return nullcontext()
+        return torch.autocast(device_type=self.device.type, dtype=torch.bfloat16)
+
     def _cross_entropy(self, logits: torch.Tensor, batch: D.Batch) -> torch.Tensor:
+        """Of float32 logits (bf16 under autocast; ``float()`` leaves float32 ones as they are)."""
         ignore = self.model.config.pad_id
-        return F.cross_entropy(logits.transpose(1, 2), batch.labels, ignore_index=ignore, label_smoothing=self.options.label_smoothing)
+        return F.cross_entropy(logits.float().transpose(1, 2), batch.labels, ignore_index=ignore, label_smoothing=self.options.label_smoothing)
 
     def _optimise(self, loss: torch.Tensor) -> None:
         self.optimizer.zero_grad(set_to_none=True)

@@ -39,16 +39,30 @@ def _filter(fmt: str) -> str:
     }[fmt]
 
 
+LAST_DIR_KEY = "export/lastDir"  # the folder every export dialog starts in: where the last export went
+
+
 def _settings() -> QtCore.QSettings:
     return QtCore.QSettings()
 
 
-def _last_dir() -> str:
-    return str(_settings().value("export/lastDir", str(Path.home())))
+def default_export_dir() -> Path:
+    """Where the first export goes: the user's Pictures folder where there is one, else home."""
+    pictures = QtCore.QStandardPaths.writableLocation(QtCore.QStandardPaths.StandardLocation.PicturesLocation)
+    return Path(pictures) if pictures and Path(pictures).is_dir() else Path.home()
 
 
-def _remember_dir(path: Path) -> None:
-    _settings().setValue("export/lastDir", str(path if path.is_dir() else path.parent))
+def last_export_dir() -> Path:
+    """The folder the last export went to (every export dialog shares it), while it is still there;
+    else :func:`default_export_dir`."""
+    saved = _settings().value(LAST_DIR_KEY)
+    return Path(str(saved)) if saved and Path(str(saved)).is_dir() else default_export_dir()
+
+
+def remember_export_dir(path: Path) -> None:
+    """The next export dialog starts where ``path`` (a file written, or a folder) is."""
+    path = Path(path)
+    _settings().setValue(LAST_DIR_KEY, str(path if path.is_dir() else path.parent))
 
 
 def suggested_file_name(view: FigureView, fmt: str) -> str:
@@ -70,7 +84,7 @@ class FigureExportDialog(QtWidgets.QDialog):
         for fmt in FIGURE_FORMATS:
             self.format_combo.addItem(_filter(fmt), fmt)
         self.path_edit = QtWidgets.QLineEdit(objectName="exportPathEdit")
-        self.path_edit.setText(str(Path(_last_dir()) / suggested_file_name(view, "png")))
+        self.path_edit.setText(str(last_export_dir() / suggested_file_name(view, "png")))
         browse = QtWidgets.QPushButton(translate("dialogs", "Browse…"))
         browse.clicked.connect(self._browse)
         self.width_spin = QtWidgets.QSpinBox(objectName="exportWidthSpin")
@@ -141,7 +155,7 @@ class FigureExportDialog(QtWidgets.QDialog):
         width = self.width_spin.value() if fmt == "png" else None
         dpi = self.dpi_spin.value() if fmt == "png" else None
         out = render_view_to_file(self._view, path, fmt, width=width, dpi=dpi)
-        _remember_dir(out)
+        remember_export_dir(out)
         return out
 
 
@@ -166,7 +180,7 @@ def export_figure_dialog(view: FigureView, parent: QtWidgets.QWidget | None = No
 def export_data_dialog(view: FigureView, parent: QtWidgets.QWidget | None = None, metadata: Metadata | None = None) -> Path | None:
     """Ask for a CSV or NPZ file, then write the view's data (headed by ``metadata``, e.g.
     :func:`~attnviz.qt.export.files.session_metadata`); errors are shown as a message."""
-    start = str(Path(_last_dir()) / suggested_file_name(view, "csv"))
+    start = str(last_export_dir() / suggested_file_name(view, "csv"))
     filters = ";;".join(_filter(f) for f in DATA_FORMATS)
     path, chosen = QtWidgets.QFileDialog.getSaveFileName(parent, translate("dialogs", "Export data"), start, filters)
     if not path:
@@ -179,7 +193,7 @@ def export_data_dialog(view: FigureView, parent: QtWidgets.QWidget | None = None
     except ExportError as exc:
         _fail(parent, exc)
         return None
-    _remember_dir(out)
+    remember_export_dir(out)
     return out
 
 
@@ -193,7 +207,7 @@ def export_all_heads_dialog(
 ) -> list[Path]:
     """Ask for a folder and a format, then export every head, each drawn by a view ``make_view``
     builds, with a cancellable progress dialog."""
-    folder = QtWidgets.QFileDialog.getExistingDirectory(parent, translate("dialogs", "Export all heads into"), _last_dir())
+    folder = QtWidgets.QFileDialog.getExistingDirectory(parent, translate("dialogs", "Export all heads into"), str(last_export_dir()))
     if not folder:
         return []
     fmt, ok = QtWidgets.QInputDialog.getItem(parent, translate("dialogs", "Export all heads"), translate("dialogs", "Format"), list(FIGURE_FORMATS), 0, False)
@@ -219,5 +233,5 @@ def export_all_heads_dialog(
     finally:
         progress.close()
         progress.deleteLater()
-    _remember_dir(Path(folder))
+    remember_export_dir(Path(folder))
     return written

@@ -27,6 +27,7 @@ from typing import Protocol, runtime_checkable
 from attnviz.core.analysis.figure_data import AttentionData, FigureData
 from attnviz.core.atomic import atomic_write_bytes as core_atomic_write
 from attnviz.core.data_files import DATA_FORMATS, Metadata, data_to_bytes
+from attnviz.core.outputs import OUTPUT_FORMATS, marked
 from attnviz.errors import AttnvizError
 from attnviz.qt.i18n import translate
 from attnviz.qt.widgets.colormaps import Theme
@@ -56,7 +57,9 @@ def _format_of(path: Path, fmt: str | None, allowed: tuple[str, ...]) -> str:
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
-    """Write ``data`` to ``path`` through a temporary file and ``os.replace``.
+    """Write ``data`` to ``path`` through a temporary file and ``os.replace``, with attnviz's mark
+(:mod:`attnviz.core.outputs`) where the format keeps one: the user chose the file in a dialog
+that asked before replacing it.
 
     Raises :class:`ExportError` (and leaves nothing behind) when the destination is a folder,
     its folder is missing or not writable, or the write fails midway.
@@ -69,6 +72,8 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
         raise ExportError(translate("files", "Cannot write {path}: the folder {folder} does not exist").format(path=path, folder=parent))
     if not parent.is_dir():
         raise ExportError(translate("files", "Cannot write {path}: {folder} is not a folder").format(path=path, folder=parent))
+    fmt = path.suffix.lower().lstrip(".")
+    data = marked(data, fmt) if fmt in OUTPUT_FORMATS else data  # the same file the command line writes, mark included
     try:
         return core_atomic_write(path, data)
     except OSError as exc:

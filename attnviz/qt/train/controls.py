@@ -309,7 +309,6 @@ class TrainStatus(QtWidgets.QWidget):
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
         self.state_label = QtWidgets.QLabel(objectName="trainStateLabel")
-        self.state_label.setMinimumWidth(120)
         self.state_label.setFont(ui_font(9.5, bold=True))
         self.progress = QtWidgets.QProgressBar(objectName="trainProgress")
         self.progress.setRange(0, 1)
@@ -325,16 +324,19 @@ class TrainStatus(QtWidgets.QWidget):
         self.error_banner.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
         self.error_banner.setStyleSheet("QLabel { background: #fff0e6; color: #a61e00; border: 1px solid #ffc9a8; border-radius: 3px; padding: 5px; }")
         self.error_banner.setVisible(False)
-        row = QtWidgets.QHBoxLayout()
+        row = QtWidgets.QHBoxLayout()  # the state and the bar; the figures on a row of their own (a narrow column holds them)
         row.addWidget(self.state_label)
         row.addWidget(self.progress, 1)
+        figures = QtWidgets.QHBoxLayout()
         for w in (self.eta_label, self.rate_label, self.lr_label):
             w.setFont(ui_font(9))
-            row.addWidget(w)
+            figures.addWidget(w)
+        figures.addStretch(1)
         layout = QtWidgets.QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(4)
         layout.addLayout(row)
+        layout.addLayout(figures)
         layout.addWidget(self.error_banner)
 
     def show_state(self, state: str, text: str) -> None:

@@ -127,9 +127,10 @@ class TrainPanel(QtWidgets.QWidget):
         return self._layout.direction() == QtWidgets.QBoxLayout.Direction.LeftToRight
 
     def _side_by_side_width(self) -> int:
-        """The least width that shows the form beside a figure of two columns."""
+        """The least width that shows the form beside a figure of one column: the live plots start
+        beside the form, not under it (a 1366×768 window's Train dock is 670 px wide)."""
         m = self._layout.contentsMargins()
-        return (self.controls.minimumSizeHint().width() + self._layout.spacing() + self.figure.canvas_min_size(2).width()
+        return (self.controls.sizeHint().width() + self._layout.spacing() + self.figure.canvas_min_size(1).width()
                 + m.left() + m.right())
 
     def minimumSizeHint(self) -> QtCore.QSize:

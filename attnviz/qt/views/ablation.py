@@ -3,7 +3,9 @@
 Above: the greedy translation of the model as trained and with the ablation, side by side.
 Left: the next-token distribution at the current row before (grey) and after (the ablation's
 colour). Right: where the selected head's attention moved, ΔA = A(after) − A(before), on a
-diverging scale; the title names the head whose attention moved most. The view renders
+diverging scale; the title names the head whose attention moved most, and that head is drawn
+when the selected one is itself ablated (its output is replaced after its softmax: its own
+weights are not what changes). The view renders
 :class:`attnviz.core.analysis.ablation_effect.AblationEffect`, computed off the UI thread.
 """
 
@@ -83,8 +85,14 @@ class QtAblationView(FigureViewBase):
         return self._effect
 
     def shown_head(self) -> tuple[str, int, int]:
-        """The head whose ΔA is drawn (kind, layer, head; 0-based), within the model's heads."""
-        return self._head if self._effect is None else fit_head(self._head, self._effect.delta)
+        """The head whose ΔA is drawn (kind, layer, head; 0-based), within the model's heads: the
+        selected one, or, when that one is ablated (its own weights are not what changes), the
+        head whose attention moved most."""
+        if self._effect is None:
+            return self._head
+        head = fit_head(self._head, self._effect.delta)
+        moved = moved_most(self._effect)
+        return moved[:3] if head in self._effect.heads.heads and moved is not None else head
 
     # drawing -------------------------------------------------------------------------------------
     def _refresh(self) -> None:
@@ -104,8 +112,7 @@ class QtAblationView(FigureViewBase):
         self._draw_delta(e)
 
     def _moved_most(self, e: AblationEffect) -> str:
-        kind, layer, head, tv = max(((k, *np.unravel_index(int(np.argmax(m)), m.shape), float(m.max())) for k, m in e.moved.items()),
-                                    key=lambda t: t[3])
+        kind, layer, head, tv = moved_most(e) or (*self.shown_head(), 0.0)
         return translate("ablation", "next token after {piece} (row {row}): grey before, red after · "
                          "attention moved most in {head} (½Σ|ΔA| = {moved:.3f})").format(
             piece=display_piece(e.row_input), row=e.row + 1, head=head_text(kind, int(layer), int(head)), moved=tv)
@@ -125,8 +132,12 @@ class QtAblationView(FigureViewBase):
         m = max(float(np.abs(d).max()), 1e-6)
         highlight = None if kind == "encoder" else e.row
         self.delta_map.set_matrix(d, rows, cols, highlight_row=highlight, levels=(-m, m))
-        self.delta_map.set_panel_title(translate("ablation", "ΔA of {head} ({kind})").format(head=head_text(kind, layer, head), kind=kind_title(kind)),
-                                       color=self.theme.foreground)
+        title = translate("ablation", "ΔA of {head} ({kind})").format(head=head_text(kind, layer, head), kind=kind_title(kind))
+        selected = fit_head(self._head, e.delta)
+        if selected in e.heads.heads and selected != (kind, layer, head):
+            title += translate("ablation", " · {head} is ablated: its output is replaced after its softmax, so what "
+                                           "changes is the other heads' attention").format(head=head_text(*selected))
+        self.delta_map.set_panel_title(title, color=self.theme.foreground)
 
     def _on_hovered(self, info: HoverInfo | None) -> None:
         if info is None:
@@ -166,6 +177,16 @@ class QtAblationView(FigureViewBase):
 
 
 # -- the registry's entry ----------------------------------------------------------------------
+def moved_most(e: AblationEffect) -> tuple[str, int, int, float] | None:
+    """(kind, layer, head, ½Σ|ΔA|) of the head not ablated whose attention moved most, or ``None``."""
+    best = None
+    for kind, m in e.moved.items():
+        for (layer, head), tv in np.ndenumerate(m):
+            if (kind, layer, head) not in e.heads.heads and (best is None or tv > best[3]):
+                best = (kind, int(layer), int(head), float(tv))
+    return best
+
+
 def ablation_data(session: Session, choice: ViewChoice) -> Analysis | None:
     """Before and after the session's ablation at its current row: model runs, in a worker."""
     bundle, frozen, row = session.bundle, session.frozen(), session.current_row()

@@ -3,9 +3,9 @@ attention measures (cross-attention, attention received, rollout, flow) and thre
 (gradient × input, integrated gradients, occlusion), side by side, with their rank correlations
 and one plain sentence saying whether they agree.
 
-Left: one row per measure, one column per source token; each row is divided by its largest
-magnitude, so every row spans −1…1 (attributions keep their sign: red helps the token, blue
-works against it). Right: Spearman's ρ between the magnitudes of every two measures. The row of
+Left: one column per measure, one row per source token (so every piece of a long sentence keeps
+its label, upright); each column is divided by its largest magnitude, so every column spans −1…1
+(attributions keep their sign: red helps the token, blue works against it). Right: Spearman's ρ between the magnitudes of every two measures. The row of
 the decoder (which output token) follows the linked query row; by default the last word the
 model wrote. The view renders :class:`attnviz.core.analysis.attention_vs_attribution.Importance`,
 computed in a worker.
@@ -34,6 +34,8 @@ if TYPE_CHECKING:
     from attnviz.qt.session import Session
 
 MIN_HEIGHT = 300  # px of canvas before the dock scrolls
+ROW_PX = 18  # px a source piece's row takes at least: every piece keeps its label, upright
+HEAD_ROOM = 200  # px of the canvas above and below the rows (titles, the measures' labels, the colour bar)
 SHORT = {  # row labels that fit (the attention measures' names fit as they are)
     "grad": QT_TRANSLATE_NOOP("attention_vs_attribution", "grad × input"),
     "ig": QT_TRANSLATE_NOOP("attention_vs_attribution", "int. gradients"),
@@ -81,7 +83,7 @@ class QtAttentionVsAttributionView(FigureViewBase):
         self._result: Importance | None = None
         self.measures = HeatmapPlot(self.theme, colormap=DIVERGING_COLORMAP, value_format=format_change,
                                     colorbar_label=translate("attention_vs_attribution", "score / max |score|"))
-        self.measures.set_axis_titles(translate("attention_vs_attribution", "measure"), translate("attention_vs_attribution", "source token"))
+        self.measures.set_axis_titles(translate("attention_vs_attribution", "source token"), translate("attention_vs_attribution", "measure"))
         self.measures.sigHovered.connect(self._on_hovered)
         self.rho = HeatmapPlot(self.theme, colormap=DIVERGING_COLORMAP, value_format=format_change, colorbar_label=translate("attention_vs_attribution", "Spearman ρ"))
         self.rho.set_axis_titles(None, None)
@@ -119,8 +121,9 @@ class QtAttentionVsAttributionView(FigureViewBase):
             piece=display_piece(q.token_piece), position=q.position + 1), finding_text(r) + gap)
         numbers = [str(i + 1) for i in range(len(r.names))]
         names = [f"{i} {translate('attention_vs_attribution', SHORT.get(n, n))}" for i, n in zip(numbers, r.names)]
-        matrix = np.stack([normalized(r.measures[n]) for n in r.names])
-        self.measures.set_matrix(matrix, names, r.source_pieces, levels=(-1.0, 1.0))
+        matrix = np.stack([normalized(r.measures[n]) for n in r.names], axis=1)  # a row per source piece: each piece labelled, upright
+        self.canvas.setMinimumHeight(max(MIN_HEIGHT, HEAD_ROOM + ROW_PX * len(r.source_pieces)))
+        self.measures.set_matrix(matrix, r.source_pieces, names, levels=(-1.0, 1.0))
         self.rho.set_matrix(r.rho, numbers, numbers, levels=(-1.0, 1.0))
         self.rho.set_panel_title(translate("attention_vs_attribution", "Spearman ρ of |scores|"), color=self.theme.foreground)
 
@@ -129,11 +132,11 @@ class QtAttentionVsAttributionView(FigureViewBase):
         if info is None or r is None:
             self.readout.setText(" ")
             return
-        name = r.names[info.row]
-        rank = r.ranking(name).index(info.col) + 1
+        name, piece = r.names[info.col], info.row
+        rank = r.ranking(name).index(piece) + 1
         self.readout.setText(translate("attention_vs_attribution", "{measure} · {piece}: {score:+.4f} (rank {rank} of {n} by magnitude)").format(
-            measure=translate("attention_vs_attribution", MEASURE_TITLES[name]), piece=display_piece(r.source_pieces[info.col]),
-            score=float(r.measures[name][info.col]), rank=rank, n=len(r.source_pieces)))
+            measure=translate("attention_vs_attribution", MEASURE_TITLES[name]), piece=display_piece(r.source_pieces[piece]),
+            score=float(r.measures[name][piece]), rank=rank, n=len(r.source_pieces)))
 
     def _on_theme_changed(self) -> None:
         self.measures.apply_theme(self.theme)

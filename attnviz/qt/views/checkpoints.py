@@ -1,18 +1,22 @@
-"""Compare checkpoints: the open model (A) against another bundle folder of the same architecture
-(B): two bundles, or two checkpoints of one training run, on the sentence on screen.
+"""Compare checkpoints: the open model (A) against another bundle folder (B): two bundles, or two
+checkpoints of one training run, on the sentence on screen.
 
-Above: both greedy translations, side by side. Left: how far each head's attention moved from A
-to B (½Σ|ΔA| averaged over its query rows; one row per kind and layer, one column per head).
-Right: where the selected head's attention moved, ΔA = A(B) − A(A), on a diverging scale. Both
-models are teacher-forced on A's translation, so their rows are the same tokens. Click a head to
-select it in every linked view. The other folder is the view's own option (``checkpointPathEdit``,
-typed or chosen); a folder that cannot be compared is said in one line. The view renders
-:class:`attnviz.core.analysis.checkpoints.CheckpointComparison`, computed off the UI thread.
+Above: both greedy translations, side by side. Where the two models read the sentence on the same
+token grid (one architecture and vocabulary: both teacher-forced on A's translation; or other
+models that happen to split it alike), left: how far each head's attention moved from A to B
+(½Σ|ΔA| averaged over its query rows; one row per kind and layer, one column per head); right:
+where the selected head's attention moved, ΔA = A(B) − A(A), on a diverging scale. Click a head to
+select it in every linked view. Where the grids differ (other tokenizers, other layers or heads),
+a line says so and each model's attention for the chosen kind, layer and head is drawn on its own
+tokens, A left and B right, with no ΔA. The other folder is the view's own option
+(``checkpointPathEdit``, typed or chosen); a folder that cannot be compared is said in one line.
+The view renders :class:`attnviz.core.analysis.checkpoints.CheckpointComparison`, computed off the UI thread.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,9 +26,9 @@ from PySide6.QtCore import QT_TRANSLATE_NOOP
 
 from attnviz.core.analysis.checkpoints import CheckpointComparison, compare_with_folder, figure_data
 from attnviz.core.analysis.figure_data import FigureData
+from attnviz.core.bundle import folder_stamp
 from attnviz.core.data.pieces import display_piece
 from attnviz.core.model.sites import KINDS
-from attnviz.core.training.checkpoint import folder_stamp
 from attnviz.errors import AttnvizError
 from attnviz.paths import models_dir
 from attnviz.qt.analyses import Analysis
@@ -45,6 +49,13 @@ if TYPE_CHECKING:
 
 MIN_HEIGHT = 300  # px of canvas before the dock scrolls
 PATH_OPTION = "checkpointPathEdit"  # the option holding model B's folder
+#: Why there is no ΔA (the core's ``NO_DELTA`` keys) -> the line the view shows.
+NO_DELTA_TEXT = {
+    "tokens": QT_TRANSLATE_NOOP("checkpoints", "the models split the sentence into other tokens: "
+                                "each model's attention is shown on its own tokens, no ΔA"),
+    "heads": QT_TRANSLATE_NOOP("checkpoints", "the models have other layers or heads: "
+                               "each model's attention is shown on its own tokens, no ΔA"),
+}
 
 
 @dataclass(frozen=True)
@@ -72,8 +83,9 @@ def format_moved(v: float) -> str:
 
 class QtCheckpointsView(FigureViewBase):
     """``set_data(CheckpointComparison | ComparisonProblem | None)``; ``apply(choice)`` takes the
-    kind, layer and head whose ΔA is drawn; ``chose({"kind", "layer", "head", "mode"})`` when the
-    user clicks a head; ``optionsChanged`` when model B's folder changes (computed again)."""
+    kind, layer and head whose ΔA (or, without one, whose attention in each model) is drawn;
+    ``chose({"kind", "layer", "head", "mode"})`` when the user clicks a head; ``optionsChanged``
+    when model B's folder changes (computed again)."""
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme=None):
         super().__init__(parent, theme=theme, title_span=2)
@@ -81,6 +93,7 @@ class QtCheckpointsView(FigureViewBase):
         self._result: CheckpointComparison | None = None
         self._problem: ComparisonProblem | None = None
         self._head = ("cross", 0, 0)
+        self._sides_shown = False  # the canvas holds A's and B's attention (no ΔA), not the summary and ΔA
         self._build_controls()
         self._build_labels()
         self.summary_map = HeatmapPlot(self.theme, colormap=self.colormap(), value_format=format_moved, colorbar_label="½Σ|ΔA|")
@@ -92,17 +105,21 @@ class QtCheckpointsView(FigureViewBase):
         self.summary_map.addItem(self.selected_marker)
         self.delta_map = HeatmapPlot(self.theme, colormap=DIVERGING_COLORMAP, value_format=format_change, colorbar_label="ΔA")
         self.delta_map.sigHovered.connect(self._on_delta_hovered)
-        self.canvas.ci.addItem(self.summary_map, row=1, col=0)
-        self.canvas.ci.addItem(self.delta_map, row=1, col=1)
-        self.canvas.ci.layout.setColumnStretchFactor(0, 2)
-        self.canvas.ci.layout.setColumnStretchFactor(1, 3)
+        self.attention_a_map = HeatmapPlot(self.theme, colormap=self.colormap(), colorbar=False)  # A's own attention, without ΔA
+        self.attention_b_map = HeatmapPlot(self.theme, colormap=self.colormap(), colorbar_label=translate("checkpoints", "weight"))
+        for tag, plot in (("A", self.attention_a_map), ("B", self.attention_b_map)):
+            plot.setObjectName(f"checkpointAttention{tag}")
+            plot.sigHovered.connect(partial(self._on_side_hovered, tag))
+            plot.hide()
+        self._place_plots((self.summary_map, self.delta_map), (2, 3))
         self._on_theme_changed()
 
     def _build_controls(self) -> None:
         self.path_edit = QtWidgets.QLineEdit(objectName=PATH_OPTION)
-        self.path_edit.setPlaceholderText(translate("checkpoints", "another bundle folder of the same architecture"))
-        self.path_edit.setToolTip(translate("checkpoints", "Model B: a bundle folder (or a training run's checkpoint folder) of the same architecture "
-                                            "and vocabulary as the open model. Press Enter."))
+        self.path_edit.setPlaceholderText(translate("checkpoints", "another bundle folder"))
+        self.path_edit.setToolTip(translate("checkpoints", "Model B: a bundle folder (or a training run's checkpoint folder). "
+                                            "Of the same architecture and vocabulary as the open model: each head's ΔA; "
+                                            "otherwise each model's attention on its own tokens, side by side. Press Enter."))
         self.path_edit.setMinimumWidth(160)
         self.path_edit.editingFinished.connect(self._on_path_edited)
         self.choose_button = QtWidgets.QToolButton(objectName="checkpointChooseButton", text=translate("checkpoints", "Choose…"))
@@ -116,17 +133,20 @@ class QtCheckpointsView(FigureViewBase):
         self.a_label = plain_label("", "checkpointTranslationA")  # model output: plain text
         self.b_label = plain_label("", "checkpointTranslationB")
         self.problem_label = plain_label("", "checkpointProblem")  # a message built from a folder's files
+        self.notice_label = plain_label("", "checkpointNotice")  # why there is no ΔA, or that the models differ
         row = QtWidgets.QHBoxLayout()
         row.setContentsMargins(8, 0, 8, 0)
         for label in (self.a_label, self.b_label):
             label.setWordWrap(True)
             label.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
             row.addWidget(label, 1)
-        self.problem_label.setWordWrap(True)
-        self.problem_label.setContentsMargins(8, 0, 8, 0)
-        self.problem_label.hide()
+        for label in (self.problem_label, self.notice_label):
+            label.setWordWrap(True)
+            label.setContentsMargins(8, 0, 8, 0)
+            label.hide()
         self.layout().insertLayout(1, row)
         self.layout().insertWidget(2, self.problem_label)
+        self.layout().insertWidget(3, self.notice_label)
 
     # protocol ------------------------------------------------------------------------------------
     def set_data(self, data: CheckpointComparison | ComparisonProblem | None) -> None:
@@ -149,32 +169,100 @@ class QtCheckpointsView(FigureViewBase):
         return self._problem.message if self._problem is not None else ""
 
     def shown_head(self) -> tuple[str, int, int]:
-        """The head whose ΔA is drawn (kind, layer, head; 0-based), within the models' heads."""
-        return self._head if self._result is None else fit_head(self._head, self._result.moved)
+        """The head whose ΔA is drawn (kind, layer, head; 0-based), within the models' heads; without
+        ΔA, A's head drawn (:meth:`shown_heads`)."""
+        r = self._result
+        if r is None:
+            return self._head
+        return fit_head(self._head, r.moved) if r.delta_available else self.shown_heads()[0]
+
+    def shown_heads(self) -> tuple[tuple[str, int, int], tuple[str, int, int]]:
+        """(A's, B's) head drawn without ΔA: the chosen one of a kind both models have, within each model's layers and heads."""
+        r = self._result
+        if r is None:
+            return self._head, self._head
+        kind = fit_head(self._head, {k: r.attention_a.weights[k] for k in r.kinds})[0]
+        a, b = (fit_head((kind, *self._head[1:]), {kind: side.weights[kind]}) for side in (r.attention_a, r.attention_b))
+        return a, b
+
+    def sides_shown(self) -> bool:
+        """Each model's attention is drawn side by side (there is no ΔA)."""
+        return self._sides_shown
 
     # drawing -------------------------------------------------------------------------------------
     def _refresh(self) -> None:
         r = self._result
-        for plot in (self.summary_map, self.delta_map):
+        self._show_sides(r is not None and not r.delta_available)
+        for plot in self._plots():
             plot.setVisible(r is not None)
         self.problem_label.setVisible(self._problem is not None)
         self.problem_label.setText(self.problem())
+        self._set_notice(r)
         if r is None:
             self.title.set_title(translate("checkpoints", "Compare checkpoints"),
-                                 translate("checkpoints", "choose another bundle folder of the same architecture: each head's "
-                                           "attention on this sentence, the open model's against the other's"))
+                                 translate("checkpoints", "choose another bundle folder: each head's attention on this sentence, "
+                                           "the open model's against the other's"))
             self._set_translations("", "")
             return
-        kind, layer, head = self.shown_head()
-        self.title.set_title(translate("checkpoints", "Compare checkpoints · B ({b}) − A ({a}) on A's translation").format(b=r.name_b, a=r.name_a),
-                             translate("checkpoints", "log P(A's translation): {a:.2f} under A, {b:.2f} under B · per head: ½Σ|ΔA| "
-                                       "averaged over the rows · moved most: {head} · click a head for its ΔA").format(
-                                 a=r.log_prob_a, b=r.log_prob_b, head=head_text(*r.moved_most()[:3])))
         same = translate("checkpoints", "  (the same)") if r.same_translation else ""
         self._set_translations(f"A · {r.name_a}: {r.translation_a}{same}", f"B · {r.name_b}: {r.translation_b}")
         self.b_label.setToolTip(tooltip_text(r.path_b))
+        if r.delta_available:
+            self._draw_changes(r)
+        else:
+            self._draw_sides(r)
+
+    def _plots(self) -> tuple[HeatmapPlot, HeatmapPlot]:
+        """The two plots the canvas holds now."""
+        return (self.attention_a_map, self.attention_b_map) if self._sides_shown else (self.summary_map, self.delta_map)
+
+    def _show_sides(self, shown: bool) -> None:
+        """A's and B's attention side by side (``shown``), or the summary and ΔA, in the canvas's second row."""
+        if shown == self._sides_shown:
+            return
+        for plot in self._plots():
+            self.canvas.ci.removeItem(plot)
+            plot.hide()
+        self._sides_shown = shown
+        self._place_plots(self._plots(), (1, 1) if shown else (2, 3))
+
+    def _place_plots(self, plots: tuple[HeatmapPlot, HeatmapPlot], stretch: tuple[int, int]) -> None:
+        for col, plot in enumerate(plots):
+            self.canvas.ci.addItem(plot, row=1, col=col)
+            self.canvas.ci.layout.setColumnStretchFactor(col, stretch[col])
+
+    def _set_notice(self, r: CheckpointComparison | None) -> None:
+        """Why there is no ΔA, or that other models split the sentence alike; what differs in the tooltip."""
+        text = ""
+        if r is not None and r.why_no_delta:
+            text = translate("checkpoints", NO_DELTA_TEXT[r.why_no_delta])
+        elif r is not None and r.difference:
+            text = translate("checkpoints", "the models differ but split this sentence into the same tokens: "
+                                            "each is forced on its own translation")
+        self.notice_label.setText(text)
+        self.notice_label.setToolTip(tooltip_text(r.difference) if text else "")
+        self.notice_label.setVisible(bool(text))
+
+    def _draw_changes(self, r: CheckpointComparison) -> None:
+        """The title, the summary of every head and the chosen head's ΔA."""
+        self.title.set_title(translate("checkpoints", "Compare checkpoints · B ({b}) − A ({a}) on A's translation").format(b=r.name_b, a=r.name_a),
+                             translate("checkpoints", "log P(A's translation): {a:.2f} under A, {b:.2f} under B · per head: ½Σ|ΔA| "
+                                       "averaged over the rows · moved most: {head} · click a head for its ΔA").format(
+                                 a=r.attention_a.log_prob, b=r.attention_b.log_prob, head=head_text(*r.moved_most()[:3])))
         self._draw_summary(r)
-        self._draw_delta(r, kind, layer, head)
+        self._draw_delta(r, *self.shown_head())
+
+    def _draw_sides(self, r: CheckpointComparison) -> None:
+        """The title and each model's attention of the chosen head on its own tokens, A left, B right."""
+        self.title.set_title(translate("checkpoints", "Compare checkpoints · A ({a}) beside B ({b}), each on its own translation").format(
+                                 a=r.name_a, b=r.name_b),
+                             translate("checkpoints", "log P(its own translation): {a:.2f} under A, {b:.2f} under B · each model's "
+                                       "attention on its own tokens, no ΔA").format(a=r.attention_a.log_prob, b=r.attention_b.log_prob))
+        for tag, plot, side, (kind, layer, head) in zip("AB", self._plots(), (r.attention_a, r.attention_b), self.shown_heads()):
+            plot.set_matrix(side.weights[kind][layer, head], *side.labels(kind), levels=(0.0, 1.0))
+            plot.set_axis_titles(*(translate("base", t) for t in AXIS_TITLES[kind]))
+            plot.set_panel_title(translate("checkpoints", "{model} · {head} ({kind})").format(model=tag, head=head_text(kind, layer, head),
+                                                                                             kind=kind_title(kind)), color=self.theme.foreground)
 
     def _set_translations(self, a: str, b: str) -> None:
         for label, text in ((self.a_label, a), (self.b_label, b)):
@@ -190,7 +278,7 @@ class QtCheckpointsView(FigureViewBase):
 
     def _draw_delta(self, r: CheckpointComparison, kind: str, layer: int, head: int) -> None:
         d = r.delta[kind][layer, head]
-        rows, cols = r.labels(kind)
+        rows, cols = r.attention_a.labels(kind)
         m = max(float(np.abs(d).max()), 1e-6)
         self.delta_map.set_matrix(d, rows, cols, levels=(-m, m))
         self.delta_map.set_axis_titles(*(translate("base", t) for t in AXIS_TITLES[kind]))
@@ -198,25 +286,27 @@ class QtCheckpointsView(FigureViewBase):
                                        color=self.theme.foreground)
 
     def _on_theme_changed(self) -> None:
-        for plot in (self.summary_map, self.delta_map):
+        for plot in (self.summary_map, self.delta_map, self.attention_a_map, self.attention_b_map):
             plot.apply_theme(self.theme)
         pen = QtGui.QPen(self.theme.qcolor("highlight"), 2)
         pen.setCosmetic(True)
         self.selected_marker.setPen(pen)
         self.problem_label.setStyleSheet(f"color: {self.theme.ablated};")
+        self.notice_label.setStyleSheet(f"color: {self.theme.muted};")
         if self._colormap is None:
             self._on_colormap_changed()
         self._refresh()
 
     def _on_colormap_changed(self) -> None:
-        self.summary_map.set_colormap(self.colormap())
+        for plot in (self.summary_map, self.attention_a_map, self.attention_b_map):
+            plot.set_colormap(self.colormap())
 
     # the user's choices ----------------------------------------------------------------------------
     def choose_folder(self) -> None:
         """Ask for model B's folder; a chosen one is compared at once."""
         current = self.path_edit.text().strip()
         start = str(Path(current).parent if current else models_dir())
-        path = QtWidgets.QFileDialog.getExistingDirectory(self, translate("checkpoints", "Choose a bundle of the same architecture to compare with"), start)
+        path = QtWidgets.QFileDialog.getExistingDirectory(self, translate("checkpoints", "Choose a bundle to compare with"), start)
         if path:
             self.path_edit.setText(path)
             self._on_path_edited()
@@ -251,15 +341,26 @@ class QtCheckpointsView(FigureViewBase):
             self.readout.setText(" ")
             return
         kind, layer, head = self.shown_head()
-        a = float(r.attention_a[kind][layer, head, info.row, info.col])
-        b = float(r.attention_b[kind][layer, head, info.row, info.col])
+        a = float(r.attention_a.weights[kind][layer, head, info.row, info.col])
+        b = float(r.attention_b.weights[kind][layer, head, info.row, info.col])
         self.readout.setText(f"{display_piece(info.row_label)} → {display_piece(info.col_label)}: A {a:.3f}, B {b:.3f}, ΔA = {b - a:+.4f}")
+
+    def _on_side_hovered(self, tag: str, info: HoverInfo | None) -> None:
+        if info is None or self._result is None:
+            self.readout.setText(" ")
+            return
+        self.readout.setText(f"{tag} · {display_piece(info.row_label)} → {display_piece(info.col_label)}: {info.value:.3f}")
 
     # figure protocol -------------------------------------------------------------------------------
     def figure_title(self) -> str:
         """Names the head whose ΔA is drawn."""
-        if self._result is None:
+        r = self._result
+        if r is None:
             return translate("checkpoints", "Compare checkpoints")
+        if not r.delta_available:
+            (kind, *a), (_, *b) = self.shown_heads()
+            return translate("checkpoints", "Compare checkpoints · A's {a} beside B's {b}, no ΔA").format(
+                a=head_text(kind, *a), b=head_text(kind, *b))
         return translate("checkpoints", "Compare checkpoints · ΔA of {head}").format(head=head_text(*self.shown_head()))
 
     def figure_data(self) -> FigureData:
@@ -268,7 +369,7 @@ class QtCheckpointsView(FigureViewBase):
         return figure_data(self._result)
 
     def transient_items(self):
-        return [self.summary_map.hover_marker, self.delta_map.hover_marker]
+        return [plot.hover_marker for plot in (self.summary_map, self.delta_map, self.attention_a_map, self.attention_b_map)]
 
 
 # -- the registry's entry ----------------------------------------------------------------------
@@ -287,4 +388,4 @@ def checkpoints_data(session: Session, choice: ViewChoice, options: dict) -> Ana
 
 SPEC = ViewSpec("checkpoints", QtCheckpointsView, QT_TRANSLATE_NOOP("views", "Compare checkpoints"), "bottom", ("kind", "layer", "head"), data=checkpoints_data,
                 reads_options=True, kinds=KINDS, needs=("decoder",),
-                empty="nothing to compare: choose another bundle of the same architecture in the view (attnviz export --other-model DIR)")
+                empty="nothing to compare: choose another bundle in the view (attnviz export --other-model DIR)")

@@ -16,6 +16,7 @@ from PySide6.QtCore import QT_TRANSLATE_NOOP
 
 from attnviz.core.analysis.compare import CompareFrame, SourceComparison, compare_both, swap_ends
 from attnviz.core.analysis.figure_data import FigureData
+from attnviz.core.data.examples import accepted_translations, is_accepted
 from attnviz.core.data.pieces import display_piece
 from attnviz.qt.analyses import Analysis
 from attnviz.qt.core_text import word_start_legend
@@ -237,11 +238,36 @@ class QtCompareView(FigureViewBase):
             return ()
         same = t[("A", False)] == t[("B", False)]
         note = translate("compare", "   (the same: the order never reached the output)") if same else ""
-        return ((translate("compare", "with PE"), self.theme.foreground, f"A → {t[('A', True)]}   B → {t[('B', True)]}"),
+        return ((translate("compare", "with PE"), self.theme.foreground, f"A → {self._judged('A')}   B → {self._judged('B')}"),
                 (translate("compare", "without PE"), self.theme.foreground, f"A → {t[('A', False)]}   B → {t[('B', False)]}" + note))
 
     def translations(self) -> dict[tuple[str, bool], str]:
         return dict(self._translations)
+
+    def translation_fields(self) -> dict[str, str]:
+        """The translations the legend shows, as a data file carries them: ``translation_a_with_pe``,
+        ``translation_a_without_pe``, then B's (none before the comparison's first run)."""
+        t = self._translations
+        return {f"translation_{which.lower()}_{'with' if pe else 'without'}_pe": t[(which, pe)]
+                for which in ("A", "B") for pe in (True, False) if (which, pe) in t}
+
+    def verdicts(self) -> dict[str, bool | None]:
+        """A's and B's translation with PE: right (``True``) or wrong against the translations the
+        examples accept for that sentence, ``None`` where they know none."""
+        r, t = self._result, self._translations
+        if r is None or not t:
+            return {}
+        return {"A": is_accepted(r.a.text, t[("A", True)]), "B": is_accepted(r.b.text, t[("B", True)])}
+
+    def _judged(self, which: str) -> str:
+        """A translation with PE, marked ✓ or ✗ (with the expected one) where the examples know the sentence."""
+        out, verdict = self._translations[(which, True)], self.verdicts()[which]
+        if verdict is None:
+            return out
+        if verdict:
+            return f"{out} ✓"
+        text = self._result.a.text if which == "A" else self._result.b.text
+        return out + translate("compare", " ✗ (right: {reference})").format(reference=accepted_translations(text)[0])
 
     def _on_plot_hovered(self, info: HoverInfo | None) -> None:
         sender = self.sender()
@@ -288,11 +314,19 @@ class QtCompareView(FigureViewBase):
                 "c_encoder_b": r.b.output, "cosine": r.cosine, "match_in_b": r.match,
                 "max_deviation": np.array(r.max_deviation), "positional": np.array(r.positional),
                 **{out: m[panel] for panel, out in ATTENTION_EXTRAS.items() if panel in m},
+                **{key: np.array(text, dtype=str) for key, text in self.translation_fields().items()},
             },
         )
 
     def transient_items(self):
         return [p.hover_marker for p in self.panels.values()]
+
+    def export_data_dialog(self) -> None:
+        """The data, headed by what it is of and by the translations the legend shows (NPZ: also
+        as arrays), as ``attnviz export --view compare`` writes it."""
+        from attnviz.qt.export.dialogs import export_data_dialog
+
+        export_data_dialog(self, self, metadata={**(self.provenance() if self.provenance is not None else {}), **self.translation_fields()})
 
 
 # -- the registry's entry ----------------------------------------------------------------------

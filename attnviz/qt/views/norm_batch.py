@@ -2,7 +2,7 @@
 
 The session's sentence and a few example sentences of other lengths, padded with PAD, go as one
 batch through two models: the open one and another bundle beside it (by default the other of the
-two bundled models: ``hsk-zh-en``, LayerNorm, and ``hsk-zh-en-batchnorm``, BatchNorm; the view's
+two bundled models: ``zh-en``, LayerNorm, and ``zh-en-batchnorm``, BatchNorm; the view's
 option ``normBatchOtherEdit``, typed or chosen with *Browse…*; ``attnviz export --other-model
 DIR``). The LayerNorm side is drawn on the left, the BatchNorm side on the right. LN normalizes
 each token over its features; BN each feature over the batch's tokens. For the chosen
@@ -157,7 +157,7 @@ class NormColumn:
         self._draw_batch_norm() if side.batch.norm == "batch" else self._draw_layer_norm()
 
     def heading(self) -> str:
-        """``BatchNorm · hsk-zh-en-batchnorm (open)``: the side's norm and bundle."""
+        """``BatchNorm · zh-en-batchnorm (open)``: the side's norm and bundle."""
         s = self.side
         if s is None:
             return ""
@@ -199,6 +199,7 @@ class NormColumn:
         for p in (self.mean_plot, self.spread_plot):
             p.setLabel("bottom", translate("norm_batch", "feature j ({first}–{last} of 0–{end})").format(
                 first=window.start, last=window.stop - 1, end=self.site.x.shape[-1] - 1))
+            p.getAxis("bottom").setTicks(None)  # a numeric axis again (the LayerNorm side set token numbers)
             p.enableAutoRange()
 
     def _draw_layer_norm(self) -> None:
@@ -211,6 +212,7 @@ class NormColumn:
         legend_title(self.spread_plot, translate("norm_batch", "σ per token of sentence 1"), [], self.view.theme)
         for p in (self.mean_plot, self.spread_plot):
             p.setLabel("bottom", translate("norm_batch", "token of sentence 1"))
+            p.getAxis("bottom").setTicks([[(v, f"{v:.0f}") for v in t]])  # tokens are counted: no 1.5
             p.enableAutoRange()
 
     def apply_theme(self) -> None:

@@ -56,7 +56,7 @@ from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
 from attnviz.qt.views.spec import ViewSpec, encoder_side
 from attnviz.qt.widgets.colormaps import DIVERGING_COLORMAP, Theme, ui_font
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo
-from attnviz.qt.widgets.plots import curve, pen, quiet_plot, set_title
+from attnviz.qt.widgets.plots import SpacedAxis, curve, pen, quiet_plot, set_title
 from attnviz.qt.widgets.title_item import TitleItem
 from attnviz.qt.widgets.token_axis import TokenAxis
 
@@ -158,7 +158,7 @@ class SiteColumn:
             if kind != "batch":  # LayerNorm, RMSNorm: per token
                 axis: pg.AxisItem = TokenAxis("bottom", theme, 8.0)
             else:
-                axis = pg.AxisItem("bottom")
+                axis = SpacedAxis("bottom")
                 axis.setStyle(tickFont=ui_font(7.5))
                 axis.enableAutoSIPrefix(False)
                 axis.setPen(pen(theme.muted, 1.0))

@@ -13,6 +13,7 @@ one value patched in: its translation is shown above the map. The view renders
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -23,6 +24,7 @@ from attnviz.core.analysis.compare import swap_ends
 from attnviz.core.analysis.figure_data import FigureData
 from attnviz.core.analysis.patching import PatchingPair, figure_data, map_and_patch
 from attnviz.core.data.pieces import display_piece
+from attnviz.core.model.interventions import InterventionError
 from attnviz.qt.analyses import Analysis
 from attnviz.qt.core_text import kind_name
 from attnviz.qt.i18n import translate
@@ -33,6 +35,7 @@ from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo, format_change
 from attnviz.qt.widgets.plain_text import plain_label
 
 if TYPE_CHECKING:
+    from attnviz.core.bundle import Bundle
     from attnviz.qt.selection import ViewChoice
     from attnviz.qt.session import Session
 
@@ -48,18 +51,34 @@ def row_label(stack: str, row: int) -> str:
     return f"{kind_name(stack)} {row if stack == 'encoder' else row + 1}"
 
 
+@dataclass(frozen=True)
+class PatchingFrame:
+    """What the view draws: the sentence on screen (its ends swapped are the other sentence where
+    none is typed: the field shows it), the other sentence, and their pair, or the one-line reason
+    they cannot be paired (sentences of different numbers of tokens)."""
+
+    source: str
+    other: str
+    pair: PatchingPair | None
+    error: str | None = None
+
+
 class QtPatchingMapView(FigureViewBase):
-    """``set_data(PatchingPair | None)``; options: the other sentence (``patchOtherEdit``), the
-    scored token (``patchTokenSpin``, 0: where the runs differ most) and the clicked cell."""
+    """``set_data(PatchingFrame | None)``; options: the other sentence (``patchOtherEdit``; empty:
+    the default it shows), the scored token (``patchTokenSpin``, 0: where the runs differ most) and
+    the clicked cell."""
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme=None):
         super().__init__(parent, theme=theme)
         self.canvas.setMinimumHeight(MIN_HEIGHT)
         self._pair: PatchingPair | None = None
+        self._why_not: str | None = None  # why the sentences cannot be paired
         self._cell = ""
         self.other_edit = QtWidgets.QLineEdit(objectName="patchOtherEdit")
         self.other_edit.setToolTip(translate("patching_map", "The other sentence, whose values are patched in (same number of tokens); "
-                                                             "empty: the sentence with its first and last characters swapped. Press Enter."))
+                                                             "empty: the sentence with its first and last word (or character) swapped, "
+                                                             "shown grey in the field. Press Enter."))
+        self.other_edit.setPlaceholderText(translate("patching_map", "the sentence with its ends swapped"))
         self.other_edit.setMinimumWidth(140)
         self.other_edit.editingFinished.connect(self._on_inputs)
         self.token_spin = QtWidgets.QSpinBox(objectName="patchTokenSpin", minimum=0, maximum=512)
@@ -86,8 +105,15 @@ class QtPatchingMapView(FigureViewBase):
         self._refresh()
 
     # protocol ------------------------------------------------------------------------------------
-    def set_data(self, pair: PatchingPair | None) -> None:
-        self._pair = pair
+    def set_data(self, frame: PatchingFrame | None) -> None:
+        """Draw ``frame``'s pair; the other sentence's field shows the default it stands for when empty."""
+        self._pair = frame.pair if frame is not None else None
+        self._why_not = None
+        if frame is not None:
+            self.other_edit.setPlaceholderText(swap_ends(frame.source))
+            if frame.error:
+                self._why_not = translate("patching_map", "cannot patch {other} into {this}: {error}").format(
+                    other=frame.other, this=frame.source, error=frame.error)
         self._refresh()
 
     def apply(self, choice: ViewChoice) -> None:
@@ -116,7 +142,7 @@ class QtPatchingMapView(FigureViewBase):
             plot.setVisible(pair is not None)
         if pair is None:
             self.title.set_title(translate("patching_map", "Activation patching"),
-                                 translate("patching_map", "needs a source sentence and another of the same number of tokens"))
+                                 self._why_not or translate("patching_map", "needs a source sentence and another of the same number of tokens"))
             self.result_label.setText("")
             return
         m = pair.map
@@ -206,7 +232,16 @@ def patching_data(session: Session, choice: ViewChoice, options: dict) -> Analys
     other = str(options.get("patchOtherEdit") or "").strip() or swap_ends(this)
     token = options.get("patchTokenSpin")
     position = token - 1 if isinstance(token, int) and token > 0 else None
-    return Analysis(map_and_patch, (bundle, this, other, position, parse_cell(options.get(CELL))))
+    return Analysis(patching_frame, (bundle, this, other, position, parse_cell(options.get(CELL))))
+
+
+def patching_frame(bundle: Bundle, this: str, other: str, position: int | None, cell: tuple[str, int, int] | None) -> PatchingFrame:
+    """:func:`map_and_patch` of ``other`` into ``this`` as the frame the view draws; sentences that
+    cannot be paired give a frame that says why."""
+    try:
+        return PatchingFrame(this, other, map_and_patch(bundle, this, other, position, cell))
+    except InterventionError as exc:
+        return PatchingFrame(this, other, None, str(exc))
 
 
 SPEC = ViewSpec("patching", QtPatchingMapView, QT_TRANSLATE_NOOP("views", "Activation patching"), "bottom", (), data=patching_data, reads_options=True, needs=("cross",),

@@ -474,10 +474,11 @@ class ViewSet(QtCore.QObject):
 
     def _update_caption(self, name: str) -> None:
         view = self.views[name]
+        choice = self.followed(name).describe() or translate("registry", "the current step")  # no row chosen: the view shows the step's
         if self.is_linked(name):
-            view.set_link_state(True, translate("registry", "follows: {choice}").format(choice=self.followed(name).describe()))
+            view.set_link_state(True, translate("registry", "follows: {choice}").format(choice=choice))
         else:
-            view.set_link_state(False, translate("registry", "own choice: {choice}").format(choice=self.followed(name).describe()))
+            view.set_link_state(False, translate("registry", "own choice: {choice}").format(choice=choice))
 
     def _on_query_hovered(self, name: str, kind: str, row: int) -> None:
         self._hover_source = name
@@ -491,5 +492,4 @@ class ViewSet(QtCore.QObject):
     def _on_position_clicked(self, position: int) -> None:
         s = self.session
         if s.forced is not None and 0 <= position < len(s.forced.steps):
-            s.forced_cursor = position
-            s.decodingChanged.emit()
+            s.set_cursor(position)

@@ -142,10 +142,12 @@ def _grow_to_content(view: QtWidgets.QWidget) -> None:
     layout_item = getattr(canvas, "ci", None)
     if layout_item is None:
         return
-    need = layout_item.effectiveSizeHint(QtCore.Qt.SizeHint.MinimumSize).expandedTo(layout_item.geometry().size())
-    have = canvas.viewport().size()
-    grow_w, grow_h = max(0, int(need.width()) - have.width()), max(0, int(need.height()) - have.height())
-    if grow_w or grow_h:
+    for _ in range(4):  # a resize can move what the layout needs (plots wrap, scroll bars come and go)
+        need = layout_item.effectiveSizeHint(QtCore.Qt.SizeHint.MinimumSize).expandedTo(layout_item.geometry().size())
+        have = canvas.viewport().size()
+        grow_w, grow_h = max(0, int(need.width()) - have.width()), max(0, int(need.height()) - have.height())
+        if not (grow_w or grow_h):
+            return
         view.resize(view.width() + grow_w, view.height() + grow_h)
         for _ in range(3):
             QtCore.QCoreApplication.sendPostedEvents()

@@ -36,8 +36,33 @@ def make_quiet(plot: pg.PlotItem, tick_pt: float = 8.0, min_height: int | None =
 
 
 def quiet_plot(axes: dict[str, pg.AxisItem] | None = None, tick_pt: float = 8.0, min_height: int | None = 110) -> pg.PlotItem:
-    """A new quiet plot (see :func:`make_quiet`) with ``axes``."""
-    return make_quiet(pg.PlotItem(axisItems=axes or {}, enableMenu=False), tick_pt, min_height)
+    """A new quiet plot (see :func:`make_quiet`) with ``axes`` (a :class:`SpacedAxis` where none is given)."""
+    given = {"left": SpacedAxis("left"), "bottom": SpacedAxis("bottom"), **(axes or {})}
+    return make_quiet(pg.PlotItem(axisItems=given, enableMenu=False), tick_pt, min_height)
+
+
+class SpacedAxis(pg.AxisItem):
+    """A numeric axis whose values never overlap: pyqtgraph shows a level's values when they fill
+    less than a share of the axis, which on a short plot still lets neighbours touch; here a value
+    whose box would touch one already placed (major levels first) is left out."""
+
+    def generateDrawSpecs(self, p: QtGui.QPainter) -> Any:
+        specs = super().generateDrawSpecs(p)
+        if specs is None:
+            return None
+        axis, ticks, texts = specs
+        return axis, ticks, keep_apart(texts)
+
+
+def keep_apart(texts: list[tuple[QtCore.QRectF, Any, str]], gap: float = 1.0) -> list[tuple[QtCore.QRectF, Any, str]]:
+    """The text specs (rect, flags, text) of ``texts`` in order, each left out if its box, grown by
+    ``gap`` pixels, meets the box of one kept before it."""
+    kept: list[tuple[QtCore.QRectF, Any, str]] = []
+    for spec in texts:
+        grown = spec[0].adjusted(-gap, -gap, gap, gap)
+        if not any(grown.intersects(k[0]) for k in kept):
+            kept.append(spec)
+    return kept
 
 
 def curve(plot: pg.PlotItem, **opts: Any) -> pg.PlotDataItem:

@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from attnviz.core.data.tokenizer import TokenizerError
-from attnviz.core.data.wordpiece_tokenizer import WordPieceTokenizer, read_vocab_txt
+from attnviz.core.data.wordpiece_tokenizer import SPECIALS, WordPieceTokenizer, read_vocab_txt
 from attnviz.core.files import read_capped, read_json_capped
 from attnviz.core.model.config import TransformerConfig
 from attnviz.core.model.families.common import (
@@ -134,9 +134,19 @@ def _vocab(folder: Path) -> list[str]:
     if not file.exists() and not file.is_symlink():
         raise HFImportError(file, "missing (a BERT model folder needs vocab.txt)")
     try:
-        return read_vocab_txt(read_capped(file, VOCAB_LIMIT, HFImportError))
+        pieces = read_vocab_txt(read_capped(file, VOCAB_LIMIT, HFImportError))
     except TokenizerError as exc:
         raise HFImportError(file, str(exc)) from None
+    _check_specials_once(pieces, file)
+    return pieces
+
+
+def _check_specials_once(pieces: list[str], file: Path) -> None:
+    """``HFImportError`` for a special token (``[UNK]``, ``[CLS]``…) on more than one line: its id would be ambiguous."""
+    for name in SPECIALS:
+        lines = [i + 1 for i, p in enumerate(pieces) if p == name]
+        if len(lines) > 1:
+            raise HFImportError(file, f"lists the token {name} twice (lines {lines[0]} and {lines[1]}): a special token must be listed once")
 
 
 def _special(pieces: list[str], name: str, folder: Path) -> int:

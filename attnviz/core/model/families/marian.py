@@ -10,6 +10,7 @@ shared ``vocab.json`` (``VocabTokenizer``)."""
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -137,8 +138,9 @@ def config_from_hf(hf: dict[str, Any], file: Path, unk_id: int) -> TransformerCo
 
 
 def _number(value: Any) -> Any:
-    """``float(value)`` for a number; anything else as it is (the config's check names it)."""
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else value
+    """``float(value)`` for a number a float holds; anything else as it is (the config's check names it)."""
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return float(value) if number and abs(value) <= sys.float_info.max else value
 
 
 def _check_marian_choices(hf: dict[str, Any], file: Path) -> None:
