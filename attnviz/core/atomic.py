@@ -1,7 +1,8 @@
 """Atomic file writes: a temporary file in the destination's folder, then a rename.
 
 A write that fails (or is killed) at any moment leaves the previous file, or nothing, never a
-partial one. Only regular files are ever replaced: a symbolic link is written through (the link
+partial one. A new file never replaces one that appeared while it was written (another
+program's). Only regular files are ever replaced: a symbolic link is written through (the link
 stays, its target gets the new contents) and a device, pipe, socket or folder is refused.
 Callers turn the ``OSError`` into their own one-line message.
 """
@@ -56,7 +57,10 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, mode if mode is not None else 0o666 & ~current_umask())
-        os.replace(tmp, path)
+        if mode is None:
+            _put_new(tmp, path)
+        else:
+            os.replace(tmp, path)
     except BaseException:
         try:
             os.unlink(tmp)
@@ -64,3 +68,19 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
             pass
         raise
     return path
+
+
+def _put_new(tmp: str, path: Path) -> None:
+    """Move ``tmp`` to ``path``, where nothing was when the write began, without replacing a file
+    that appeared there meanwhile (another program's): a hard link fails when the name is taken.
+    On a file system without hard links, a rename."""
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        raise FileExistsError(errno.EEXIST, "a file appeared there while this one was written; it is left alone", str(path)) from None
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
+            raise
+        os.replace(tmp, path)
+        return
+    os.unlink(tmp)

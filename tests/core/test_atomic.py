@@ -71,3 +71,37 @@ def test_trace_onto_a_device_is_one_line_and_leaves_it_alone(tmp_path, capsys):
     last = capsys.readouterr().err.strip().splitlines()[-1]
     assert last.startswith("attnviz: error: cannot write") and "not a regular file" in last
     assert stat.S_ISFIFO(fifo.stat().st_mode)
+
+
+def _another_program_writes(monkeypatch, path: Path, data: bytes) -> None:
+    """While attnviz writes its temporary file, another program creates ``path``."""
+    import tempfile
+
+    real = tempfile.mkstemp
+
+    def mkstemp(*args, **kw):
+        made = real(*args, **kw)
+        path.write_bytes(data)
+        return made
+
+    monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
+
+
+def test_a_file_that_appears_while_a_new_one_is_written_is_left_alone(tmp_path, monkeypatch):
+    target = tmp_path / "out.txt"
+    _another_program_writes(monkeypatch, target, b"theirs")
+    with pytest.raises(FileExistsError):
+        atomic_write_bytes(target, b"ours")
+    assert target.read_bytes() == b"theirs"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.txt"]  # no temporary file left
+
+
+def test_trace_onto_a_name_taken_meanwhile_is_one_line_and_keeps_the_other_file(tmp_path, monkeypatch, capsys):
+    b = random_bundle(seed=2)
+    model_dir = save_bundle(tmp_path / "tiny", b.model, b.src_tokenizer, b.tgt_tokenizer, b.meta)
+    out = tmp_path / "trace.npz"
+    _another_program_writes(monkeypatch, out, b"theirs")
+    assert main(["trace", "--model", str(model_dir), "--src", "我", "--max-len", "2", "--out", str(out)]) == 1
+    err = [line for line in capsys.readouterr().err.strip().splitlines() if line.startswith("attnviz: error")]
+    assert len(err) == 1 and err[0].startswith("attnviz: error: cannot write") and "appeared" in err[0], err
+    assert out.read_bytes() == b"theirs"

@@ -122,3 +122,54 @@ def _digest(weights: dict[str, torch.Tensor]) -> str:
     for name in sorted(weights):
         h.update(name.encode() + weights[name].float().numpy().tobytes())
     return h.hexdigest()
+
+
+def _children(pid: int) -> set[int]:
+    """The live descendants of ``pid`` (from /proc)."""
+    kids: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z":
+            kids.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = set(), [pid]
+    while todo:
+        for kid in kids.get(todo.pop(), []):
+            found.add(kid)
+            todo.append(kid)
+    return found
+
+
+@pytest.mark.slow  # torchrun and two training processes
+def test_killing_the_launcher_stops_torchrun_and_its_processes(tmp_path):
+    """``train --nproc 2`` killed with SIGKILL: torchrun gets SIGTERM from Linux (the parent-death
+    signal the launcher asks for), passes it on, and no process of the run trains on."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+    cmd = [sys.executable, "-m", "attnviz", "train", "--data", "reverse", "--n-examples", "3000", "--quiet", *TINY,
+           "--out", str(tmp_path / "m"), "--epochs", "50", "--nproc", "2"]
+    launcher = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while len(run := _children(launcher.pid)) < 3 and time.monotonic() < deadline:  # torchrun and its two processes
+        time.sleep(0.2)
+    assert len(run) >= 3, run
+    launcher.send_signal(signal.SIGKILL)
+    launcher.wait()
+    deadline = time.monotonic() + 60
+    while (left := {p for p in run if Path(f"/proc/{p}").exists() and "Z" not in _state(p)}) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not left, f"still running after the launcher was killed: {left}"
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return "Z"

@@ -306,3 +306,17 @@ def test_the_export_animation_dialog_refuses_a_foreign_file_before_drawing(qapp,
     with pytest.raises(AnimationError, match="is not a file attnviz wrote"):
         animation_dialog(None, load_bundle(default_model()), SRC, "", panel, "light", None, size=(300, 200))
     assert foreign.read_bytes() == b"GIF89a mine"
+
+
+def test_train_over_a_small_file_with_an_over_long_line_skips_it_without_tokenising_it(tmp_path, capsys):
+    """A file small enough to be read whole (not streamed): a line over the cap is a bad line, by
+    its number and the cap, never a sentence handed to the tokenizer."""
+    from attnviz.core.data.corpora import LINE_LIMIT
+
+    corpus = tmp_path / "small.tsv"
+    corpus.write_bytes(b"\xe4\xbd\xa0" * (LINE_LIMIT // 3 + 1) + b"\tyou\n")
+    out = tmp_path / "model"
+    assert main(["train", "--data", str(corpus), "--out", str(out), "--quiet"]) == 1
+    err = one_line_error(capsys)
+    assert f"small.tsv:1: longer than the line limit of {LINE_LIMIT:,} bytes" in err and "no usable pairs" in err
+    assert not out.exists()

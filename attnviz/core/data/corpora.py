@@ -325,8 +325,18 @@ def _text(raw: bytes) -> str | None:
         return None
 
 
+LINE_LIMIT = 2**20  # bytes of a line, its newline included; a longer line is a bad line, never a sentence
+
+
+def too_long(size: int) -> str:
+    """The reason a line of ``size`` bytes is not used."""
+    return f"longer than the line limit of {LINE_LIMIT:,} bytes ({size:,}): skipped"
+
+
 def parse_tsv_line(raw: bytes) -> tuple[str, str] | str:
     """``(source, target)`` of one TSV line (without its newline), or the reason it cannot be used."""
+    if len(raw) >= LINE_LIMIT:
+        return too_long(len(raw))
     text = _text(raw)
     if text is None:
         return "invalid UTF-8"
@@ -366,6 +376,9 @@ def load_parallel(src_path: str | os.PathLike, tgt_path: str | os.PathLike) -> D
         if n > len(s_lines) or n > len(t_lines):
             short = sp if n > len(s_lines) else tp
             report.problems.append(LineProblem(short.name, n, "missing (the two files have different numbers of lines)"))
+            continue
+        if (longest := max(len(s_lines[n - 1]), len(t_lines[n - 1]))) >= LINE_LIMIT:
+            report.problems.append(LineProblem(sp.name if len(s_lines[n - 1]) == longest else tp.name, n, too_long(longest)))
             continue
         src, tgt = _text(s_lines[n - 1]), _text(t_lines[n - 1])
         if src is None or tgt is None:

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from attnviz.core.data.corpora import (
+    LINE_LIMIT,
     SPLITS,
     DataError,
     DataReport,
@@ -64,7 +65,6 @@ HELD_OUT_LIMIT = 2_000  # valid and test pairs kept (the first of each split), e
 TRAIN_SAMPLE = 3_000  # training pairs kept (a seeded sample) for the final evaluation
 TOKENIZER_SAMPLE = 300_000  # sentences per side sentencepiece trains on
 PROBLEM_LIMIT = 1_000  # bad lines listed (the others are counted)
-LINE_LIMIT = 2**20  # bytes of a line, its newline included; a longer line is skipped as a bad line, never held
 SKIP_CHUNK = 2**20  # bytes read at a time past a line longer than LINE_LIMIT
 UNSPACED_PROBE = 2_000  # first sources looked at to tell whether the source is written without spaces
 BOM = b"\xef\xbb\xbf"

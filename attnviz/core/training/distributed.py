@@ -35,6 +35,7 @@ folder. At each checkpoint the processes compare SHA-256 digests of their parame
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import signal
@@ -191,15 +192,38 @@ def launch(nproc: int, argv: Sequence[str]) -> int:
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}", "-m", "attnviz", *argv]
     env = dict(os.environ)
     env.setdefault("OMP_NUM_THREADS", "1")  # --threads sets torch's own; this silences torchrun's notice
-    proc = subprocess.Popen(cmd, env=env)
+    proc = subprocess.Popen(cmd, env=env, preexec_fn=functools.partial(_stop_with_parent, os.getpid()))
     interrupted: list[int] = []
+
+    def on_signal(signum, frame) -> None:
+        interrupted.append(signum)
+        if signum == signal.SIGTERM:  # Ctrl-C reaches torchrun through the terminal; a SIGTERM is passed on
+            proc.send_signal(signal.SIGTERM)
+
     try:
-        old = signal.signal(signal.SIGINT, lambda signum, frame: interrupted.append(signum))
+        old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     except ValueError:  # not the main thread
-        old = None
+        old = {}
     try:
         code = proc.wait()
     finally:
-        if old is not None:
-            signal.signal(signal.SIGINT, old)
+        for s, handler in old.items():
+            signal.signal(s, handler)
     return 130 if interrupted and code != 0 else code
+
+
+def _stop_with_parent(launcher: int) -> None:
+    """In torchrun's process, before it starts: ask Linux to send it SIGTERM when this launcher
+    dies (killed with SIGKILL too), so torchrun stops its processes (they save and stop) rather
+    than training on to the end with no one waiting. Elsewhere nothing is asked."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, int(signal.SIGTERM))
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != launcher:  # the launcher died before the request: stop now
+        os.kill(os.getpid(), signal.SIGTERM)
