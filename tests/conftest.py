@@ -3,6 +3,9 @@ import os
 
 # Must be set before any QApplication exists (pytest-qt creates one lazily).
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# What the app keeps in the user's cache folder (the neighbours' indexes) goes to a folder of this
+# run, never to the home folder of whoever runs the tests.
+os.environ["XDG_CACHE_HOME"] = __import__("tempfile").mkdtemp(prefix="attnviz-test-cache-")
 
 import pytest  # noqa: E402
 import torch  # noqa: E402

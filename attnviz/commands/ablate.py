@@ -4,7 +4,8 @@ and the change in log P of the target (the typed ``--tgt``, or the clean greedy 
 from __future__ import annotations
 
 import argparse
-import json
+
+from attnviz.commands.json_output import strict_json
 
 HELP = "ablate attention heads on one sentence: the translation before and after, and the change in log P of the target"
 
@@ -45,17 +46,9 @@ def run(args: argparse.Namespace) -> int:
         report = ablate(bundle, args.src, heads, args.kind, args.tgt, args.max_len)
     except DecodingError as exc:
         raise CommandError(str(exc), code=2) from None
-    print(_json(summary(report)) if args.json else text(report))
+    print(strict_json(summary(report)) if args.json else text(report))
     return 0
 
-
-def _json(data: dict) -> str:
-    from attnviz.errors import CommandError
-
-    try:
-        return json.dumps(data, ensure_ascii=False, allow_nan=False)
-    except ValueError:
-        raise CommandError("the model gave NaN or infinite values: its weights are broken; retrain it or use another") from None
 
 
 def head_labels(heads) -> list[str]:

@@ -5,9 +5,10 @@ x input, integrated gradients, occlusion; against a contrast token when asked), 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import unicodedata
+
+from attnviz.commands.json_output import strict_json
 
 HELP = "attribute one output token's log P to the source tokens (gradient x input, integrated gradients, occlusion)"
 METHOD_CHOICES = ("grad", "ig", "occlusion", "all")
@@ -42,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     results = _attribute(bundle, args)
     if out is not None:
         _write(out, results, bundle.name, args.src)
-    print(_json(summary(results)) if args.json else text(results))
+    print(strict_json(summary(results)) if args.json else text(results))
     return 0
 
 
@@ -90,14 +91,6 @@ def _write(out, results: dict, model: str, source: str) -> None:
             "attributed": q.quantity, **{METHOD_TITLES[m]: numbers(r) for m, r in results.items()}}
     write_bytes(out, data_to_bytes(figure_data(*results.values()), out.suffix.lower().lstrip("."), meta))
 
-
-def _json(data: dict) -> str:
-    from attnviz.errors import CommandError
-
-    try:
-        return json.dumps(data, ensure_ascii=False, allow_nan=False)
-    except ValueError:
-        raise CommandError("the model gave NaN or infinite values: its weights are broken; retrain it or use another") from None
 
 
 def numbers(r) -> str:

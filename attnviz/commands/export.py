@@ -59,6 +59,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="heads ablated in every run drawn, KIND:LAYER:HEAD 1-based, comma-separated (e.g. cross:3:2,encoder:1:1)")
     p.add_argument("--ablation", default="zero", choices=("zero", "mean", "uniform"), help="how --ablate takes a head out (default zero)")
     p.add_argument("--query", type=int, help="query row of the walkthrough, 1-based (default: the current step)")
+    p.add_argument("--group-words", action="store_true", help="grid, head and lines views: words instead of pieces, as their "
+                   "\"Words\" switch shows them (keys summed, queries averaged over a word's pieces); data files say so")
     p.add_argument("--format", dest="fmt", choices=FORMATS, default="png", help="file format (default png)")
     p.add_argument("--out", required=True, metavar="DIR", help="output folder (created if missing)")
     p.add_argument("--width", type=int, help="PNG width in pixels (16 to 20000)")
@@ -134,6 +136,13 @@ def _other_model_option(name: str) -> str | None:
     return {"checkpoints": checkpoints.PATH_OPTION, "norm-batch": norm_batch.OTHER_OPTION}.get(name)
 
 
+def _groups_words(spec: ViewSpec) -> bool:
+    """The view has the "Words" switch (the attention views)."""
+    from attnviz.qt.views.base import AttentionSetsMixin
+
+    return issubclass(spec.cls, AttentionSetsMixin)
+
+
 def _refuse_unused_selectors(args: argparse.Namespace, spec: ViewSpec) -> None:
     """A selector the view does not take, or a kind it does not show, is an error, not ignored."""
     for option in ("other", "no_pe"):
@@ -141,6 +150,8 @@ def _refuse_unused_selectors(args: argparse.Namespace, spec: ViewSpec) -> None:
             raise CommandError(f"--{option.replace('_', '-')} does not apply to the {spec.name} view (only to compare)", 2)
     if getattr(args, "other_model", None) is not None and _other_model_option(spec.name) is None:
         raise CommandError(f"--other-model does not apply to the {spec.name} view (only to checkpoints and norm-batch)", 2)
+    if getattr(args, "group_words", False) and not _groups_words(spec):
+        raise CommandError(f"--group-words does not apply to the {spec.name} view (only to the attention views: grid, head, lines)", 2)
     for selector in ("kind", "layer", "head", "query"):
         if getattr(args, selector) is not None and not spec.takes(selector):
             raise CommandError(f"--{selector} does not apply to the {spec.name} view", 2)
@@ -282,10 +293,16 @@ def _export_all_heads(args: argparse.Namespace, session: Session, spec: ViewSpec
     from attnviz.qt.export.files import all_heads_data
     from attnviz.qt.views.registry import choice_metadata
 
-    data = session.attention_data(choice.kind)
+    data, notes = session.attention_data(choice.kind), {}
+    if getattr(args, "group_words", False):
+        from attnviz.core.analysis.figure_data import AttentionFrame
+        from attnviz.core.analysis.word_groups import group_frame, grouping_notes
+
+        data, notes = group_frame(AttentionFrame.of(data)).sets[choice.kind], grouping_notes()
     if args.fmt in FIGURE_FORMATS:
         return _write_head_figures(args, data, size, out)
-    return [_write(_planned_file(args, spec, choice), data_to_bytes(all_heads_data(data), args.fmt, choice_metadata(session, choice)))]
+    metadata = {**choice_metadata(session, choice), **notes}
+    return [_write(_planned_file(args, spec, choice), data_to_bytes(all_heads_data(data), args.fmt, metadata))]
 
 
 def _write_head_figures(args: argparse.Namespace, data, size: tuple[int, int], out: Path) -> list[Path]:
@@ -344,22 +361,25 @@ def _export_view(args: argparse.Namespace, session: Session, spec: ViewSpec, cho
 
 def _set_view_options(args: argparse.Namespace, spec: ViewSpec, view) -> None:
     """The view's own options, set before it is fed: the compare view's second source and its PE
-    toggle, the second model of the views that draw one."""
+    toggle, the second model of the views that draw one, the attention views' "Words" switch."""
     if getattr(args, "other", None) is not None:
         view.set_other(args.other)
     if getattr(args, "no_pe", False):
         view.set_positional(False)
     if getattr(args, "other_model", None) is not None:
         view.set_options({_other_model_option(spec.name): args.other_model})
+    if getattr(args, "group_words", False):
+        view.set_by_word(True)
 
 
 def _data_metadata(view, session: Session, choice: ViewChoice) -> dict[str, object]:
-    """What a data file is of (as the window's files say) and, from the compare view, the
-    translations its legend shows, with PE and without."""
+    """What a data file is of (as the window's files say), what the view notes of it (words instead
+    of pieces) and, from the compare view, the translations its legend shows, with PE and without."""
     from attnviz.qt.views.compare import QtCompareView
     from attnviz.qt.views.registry import choice_metadata
 
-    return {**choice_metadata(session, choice), **(view.translation_fields() if isinstance(view, QtCompareView) else {})}
+    compare = view.translation_fields() if isinstance(view, QtCompareView) else {}
+    return {**choice_metadata(session, choice), **view.data_notes(), **compare}
 
 
 QUIET_QT_MESSAGES = ("propagateSizeHints",)  # the off-screen platform's notes, not ours to show

@@ -4,7 +4,8 @@ and how much the target's log-probability changes; a table, JSON, or a CSV/NPZ f
 from __future__ import annotations
 
 import argparse
-import json
+
+from attnviz.commands.json_output import strict_json
 
 HELP = "ablate each attention head alone on one sentence: the change in log P of the target per head, largest first"
 
@@ -43,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(str(exc), code=2) from None
     if out is not None:
         _write(out, report, bundle.name, args.src)
-    print(_json(summary(report, args.top)) if args.json else text(report, args.top))
+    print(strict_json(summary(report, args.top)) if args.json else text(report, args.top))
     return 0
 
 
@@ -57,14 +58,6 @@ def _write(out, report, model: str, source: str) -> None:
             "log P(target), clean": f"{report.log_prob:.6f} nats"}
     write_bytes(out, data_to_bytes(figure_data(report), out.suffix.lower().lstrip("."), meta))
 
-
-def _json(data: dict) -> str:
-    from attnviz.errors import CommandError
-
-    try:
-        return json.dumps(data, ensure_ascii=False, allow_nan=False)
-    except ValueError:
-        raise CommandError("the model gave NaN or infinite values: its weights are broken; retrain it or use another") from None
 
 
 def summary(report, top: int | None = None) -> dict:

@@ -5,9 +5,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 import numpy as np
+
+from attnviz.commands.json_output import strict_json
 
 HELP = "patch one sentence's run with another's value at a site (or --map every layer and position): the translation and log P change"
 
@@ -78,7 +79,7 @@ def _run_patch(args: argparse.Namespace, bundle) -> int:
     except ValueError as exc:
         raise CommandError(f"--positions: {exc}", code=2) from None
     report = patch_run(bundle, args.src, args.other, site, positions=positions, target=args.tgt, max_len=args.max_len)
-    print(_json(summary(report)) if args.json else text(report))
+    print(strict_json(summary(report)) if args.json else text(report))
     return 0
 
 
@@ -89,7 +90,7 @@ def _run_map(args: argparse.Namespace, bundle, out) -> int:
     result = patching_map(bundle, args.src, args.other, position, args.tgt, args.max_len)
     if out is not None:
         _write(out, result, bundle.name, args.src, args.other)
-    print(_json(map_summary(result)) if args.json else map_text(result))
+    print(strict_json(map_summary(result)) if args.json else map_text(result))
     return 0
 
 
@@ -105,14 +106,6 @@ def _write(out, result, model: str, clean: str, corrupt: str) -> None:
             "log P corrupt": f"{result.log_prob_corrupt:.6f} nats"}
     write_bytes(out, data_to_bytes(figure_data(result), out.suffix.lower().lstrip("."), meta))
 
-
-def _json(data: dict) -> str:
-    from attnviz.errors import CommandError
-
-    try:
-        return json.dumps(data, ensure_ascii=False, allow_nan=False)
-    except ValueError:
-        raise CommandError("the model gave NaN or infinite values: its weights are broken; retrain it or use another") from None
 
 
 def _numbers(a) -> list:

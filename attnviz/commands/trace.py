@@ -44,6 +44,8 @@ from typing import Any
 
 import numpy as np
 
+from attnviz.commands.json_output import strict_json
+
 HELP = "decode one sentence headless and write every captured array (.npz) with tokens and analyses"
 
 
@@ -99,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"attnviz: note: {note}", file=sys.stderr)
     if out is not None:
         summary["out"] = str(out)
-    text = _json_text(summary) if args.json else None  # before writing: a broken model leaves no file
+    text = strict_json(summary, indent=1) if args.json else None  # before writing: a broken model leaves no file
     if out is not None:
         write_npz(out, arrays)
     if text is not None:
@@ -126,14 +128,6 @@ def _check_options(args: argparse.Namespace) -> None:
         raise CommandError(str(exc)) from None
 
 
-def _json_text(summary: dict[str, Any]) -> str:
-    """The summary as strict JSON; ``CommandError`` when it holds NaN or infinity (a broken model)."""
-    from attnviz.errors import CommandError
-
-    try:
-        return json.dumps(summary, ensure_ascii=False, indent=1, allow_nan=False)
-    except ValueError:
-        raise CommandError("the model gave NaN or infinite values: its weights are broken; retrain it or use another") from None
 
 
 def hsk_alignment(args: argparse.Namespace) -> int:

@@ -23,7 +23,24 @@ A stop::
      "positional": ["sinusoidal"]}               # optional: the positional schemes the text describes (POSITIONALS)
 
 Layers, heads and query rows are counted from 1 in the file, as on screen (``query`` null: the
-current step's row); :class:`StopState` holds them 0-based. The text is plain text with named
+current step's row); :class:`StopState` holds them 0-based.
+
+A teacher's tour (``.attnviz-tour``, written by the window's Tour → Record, :mod:`attnviz.core.tour_file`)
+is the same format, version 2, which adds what a bundled tour does not need::
+
+    {"format": "attnviz-tour", "version": 2,
+     "model": "zh-en",                            # optional: a folder of models/, or an absolute path
+     "stops": [{"text": {"en": "…", "zh_CN": "…"}, # a text (and a title) in either language or both
+                "view": "grid", "state": {…}}]}   # any view of the window; "highlight" "view" when absent
+
+``language`` (the language of texts written as plain strings, default ``en``), ``labels`` (default:
+the bundled tour's of the language read), a stop's ``id`` (default ``stop-N``), ``title``
+(default none) and ``highlight`` may be left out. A text given in both languages is read in the
+one asked for (:func:`load_tour_file`), else in the other; every language's text is checked. The
+views a stop may raise are the caller's (the window's registry, :func:`load_tour_file`'s
+``views``; by default :data:`VIEWS`). A tour that names a model is refused when the folder is not
+there, and a stop that its model cannot show (a layer or head it has not, more steps than it
+decodes) is refused at once. The text is plain text with named
 placeholders only; every number it quotes comes from a measure of the live window, so a literal
 decimal number in a text is refused. A file that breaks any rule is refused with one line naming
 the file and the stop (:class:`TourError`).
@@ -38,20 +55,23 @@ from __future__ import annotations
 import json
 import re
 import string
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from attnviz.core.model.config import POSITIONALS, TransformerConfig
+from attnviz.core.model.config import POSITIONALS, TransformerConfig, shown
 from attnviz.core.model.sites import n_layers
 from attnviz.errors import AttnvizError
 
 FORMAT = "attnviz-tour"
-VERSION = 1
+VERSION = 2  # 2: a teacher's tour (texts in both languages, the model, optional labels, ids and titles)
 LANGUAGES: tuple[str, ...] = ("en", "zh_CN")
 MAX_BYTES = 1024 * 1024  # a tour file is small: a larger one is not one of ours
 MAX_TITLE = 80
 MAX_TEXT = 700
+MAX_SOURCE = 2000  # characters of a stop's sentence (and of its target)
+MAX_STEPS = 65_536  # tokens a stop may decode: the longest sequence any model has (its config's max_len)
+MAX_MODEL = 1000  # characters of the model folder a tour names
 KINDS = ("encoder", "decoder", "cross")
 _ID = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
 _DECIMAL = re.compile(r"\d[.,]\d")  # a measured value written into the text by hand
@@ -243,6 +263,7 @@ class Tour:
     path: Path
     labels: Labels
     stops: tuple[Stop, ...]
+    model: str | None = None  # the model folder the tour names, as written (see model_folder)
 
     def ids(self) -> tuple[str, ...]:
         return tuple(s.id for s in self.stops)
@@ -266,41 +287,76 @@ def load_tour(language: str = "en") -> Tour:
     return load_tour_file(tour_path(language))
 
 
-def load_tour_file(path: str | Path) -> Tour:
-    """The tour in ``path``, checked (:class:`TourError`, one line, for anything wrong)."""
+def load_tour_file(path: str | Path, language: str | None = None, views: tuple[str, ...] = VIEWS, name: str | None = None) -> Tour:
+    """The tour in ``path``, checked (:class:`TourError`, one line, for anything wrong): its texts
+    in ``language`` where a stop has them in several (``None``: the file's), its stops' views of
+    ``views``, and the model it names there and able to show every stop. ``name`` names the file
+    in errors (default: its file name)."""
     path = Path(path)
-    return parse_tour(_read(path), path)
+    where = name or path.name
+    tour = parse_tour(read_tour_json(path, where), path, language, views, where)
+    if tour.model is not None:
+        check_model(tour, where)
+    return tour
 
 
-def _read(path: Path) -> Any:
+def read_tour_json(path: Path, where: str) -> Any:
+    """The JSON in ``path``: UTF-8, at most :data:`MAX_BYTES`; ``where`` names it in errors."""
     try:
         if path.stat().st_size > MAX_BYTES:
-            raise TourError(f"{path.name}: too large for a tour file")
+            raise TourError(f"{where}: too large for a tour file (over {MAX_BYTES // 1024} KiB)")
         return json.loads(path.read_bytes().decode("utf-8"))
     except OSError as exc:
-        raise TourError(f"{path.name}: could not read the tour: {exc.strerror or exc}") from None
+        raise TourError(f"{where}: could not read the tour: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
-        raise TourError(f"{path.name}: not a tour file (not UTF-8 text)") from None
+        raise TourError(f"{where}: not a tour file (not UTF-8 text)") from None
     except (json.JSONDecodeError, RecursionError) as exc:
-        raise TourError(f"{path.name}: damaged JSON ({one_line(str(exc))})") from None
+        raise TourError(f"{where}: not a tour file (damaged JSON: {one_line(str(exc))})") from None
+    except ValueError:  # an integer of more digits than Python reads
+        raise TourError(f"{where}: not a tour file (damaged JSON: a number too long to read)") from None
 
 
-def parse_tour(raw: Any, path: Path) -> Tour:
-    """The tour ``raw`` (parsed JSON) describes; ``path`` names it in errors."""
-    where = path.name
+#: The keys of a tour file: every one allowed, and those a file must give.
+FILE_KEYS = {"format", "version", "language", "labels", "model", "stops", "attnviz-output"}
+FILE_REQUIRED = {"format", "version", "stops"}
+
+
+def parse_tour(raw: Any, path: Path, language: str | None = None, views: tuple[str, ...] = VIEWS, where: str | None = None) -> Tour:
+    """The tour ``raw`` (parsed JSON) describes, in ``language`` (see :func:`load_tour_file`);
+    ``where`` (default: ``path``'s name) names it in errors."""
+    where = where or path.name
     obj = _object(raw, where, "the file")
-    _keys(obj, {"format", "version", "language", "labels", "stops"}, {"format", "version", "language", "labels", "stops"}, where)
-    if obj["format"] != FORMAT or type(obj["version"]) is not int:
-        raise TourError(f"{where}: not an attnviz tour file")
-    if obj["version"] > VERSION:
-        raise TourError(f"{where}: a tour of a newer attnviz (format {obj['version']}; this one reads up to {VERSION})")
-    language = _string(obj, "language", where, 10)
+    _keys(obj, FILE_KEYS, FILE_REQUIRED, where)
+    _check_version(obj, where)
+    written = _string(obj, "language", where, 10) if "language" in obj else "en"
+    if written not in LANGUAGES:
+        raise TourError(f"{where}: unknown language {written!r} (one of {', '.join(LANGUAGES)})")
+    read = written if "language" in obj or language is None else language
     stops = obj["stops"]
     if not isinstance(stops, list) or not stops:
         raise TourError(f"{where}: 'stops' must be a non-empty list")
-    parsed = tuple(parse_stop(s, f"{where}: stop {i + 1}") for i, s in enumerate(stops))
+    parsed = tuple(parse_stop(s, f"{where}: stop {i + 1}", read, views) for i, s in enumerate(stops))
     _unique_ids(parsed, where)
-    return Tour(language, path, _labels(obj["labels"], where), parsed)
+    labels = _labels(obj["labels"], where) if "labels" in obj else default_labels(read)
+    model = _string(obj, "model", where, MAX_MODEL) if "model" in obj else None
+    return Tour(read, path, labels, parsed, model)
+
+
+def _check_version(obj: dict, where: str) -> None:
+    version = obj["version"]
+    if obj["format"] != FORMAT:
+        raise TourError(f"{where}: not an attnviz tour file")
+    if type(version) is not int or version < 1:
+        raise TourError(f"{where}: unknown tour format version {shown(version)} (this attnviz reads 1 to {VERSION})")
+    if version > VERSION:
+        raise TourError(f"{where}: a tour of a newer attnviz (format {version}; this one reads up to {VERSION})")
+
+
+def default_labels(language: str) -> Labels:
+    """The panel's words in ``language``: the bundled tour's."""
+    path = tour_path(language)
+    obj = _object(read_tour_json(path, path.name), path.name, "the file")
+    return _labels(obj.get("labels"), path.name)
 
 
 def _labels(raw: Any, where: str) -> Labels:
@@ -321,23 +377,60 @@ def _unique_ids(stops: tuple[Stop, ...], where: str) -> None:
         seen.add(s.id)
 
 
-def parse_stop(raw: Any, where: str) -> Stop:
-    """One stop; ``where`` names it in errors until its id is known."""
+#: The keys of a stop: every one allowed, and those a stop must give.
+STOP_KEYS = {"id", "title", "view", "state", "highlight", "text", "positional"}
+STOP_REQUIRED = {"view", "state", "text"}
+
+
+def parse_stop(raw: Any, where: str, language: str = "en", views: tuple[str, ...] = VIEWS) -> Stop:
+    """One stop, its title and text in ``language`` (when it has them in several); ``where``
+    (``…: stop N``) names it in errors, with its id once known."""
     obj = _object(raw, where, "the stop")
-    stop_id = obj.get("id")
+    stop_id = obj.get("id", f"stop-{where.rsplit(' ', 1)[-1]}")
     if not isinstance(stop_id, str) or not _ID.match(stop_id):
         raise TourError(f"{where}: 'id' must be lower-case letters, digits and '-' (at most 40)")
-    where = f"{where.rsplit(': stop', 1)[0]}: stop {stop_id!r}"
-    required = {"id", "title", "view", "state", "highlight", "text"}
-    _keys(obj, required | {"positional"}, required, where)
-    view = _choice(obj, "view", VIEWS, where)
-    highlight = _choice(obj, "highlight", tuple(REGIONS), where)
+    where = f"{where.rsplit(': stop', 1)[0]}: stop {stop_id!r}" if "id" in obj else where
+    _keys(obj, STOP_KEYS, STOP_REQUIRED, where)
+    view = _choice(obj, "view", views, where)
+    highlight = _choice(obj, "highlight", tuple(REGIONS), where) if "highlight" in obj else "view"
     if REGIONS[highlight] not in (None, view):
         raise TourError(f"{where}: the region {highlight!r} lies in the {REGIONS[highlight]} view, not in {view}")
-    stop = Stop(stop_id, _string(obj, "title", where, MAX_TITLE), view, _state(obj["state"], where), highlight,
-                _string(obj, "text", where, MAX_TEXT), _positional(obj, where))
-    check_text(stop, where)
+    texts = _texts(obj, "text", where, MAX_TEXT)
+    title = _texts(obj, "title", where, MAX_TITLE) if "title" in obj else {}
+    stop = Stop(stop_id, _in_language(title, language), view, _state(obj["state"], where), highlight,
+                _in_language(texts, language), _positional(obj, where))
+    for text in texts.values():
+        check_text(replace(stop, text=text), where)
     return stop
+
+
+def _texts(obj: dict, key: str, where: str, limit: int) -> dict[str, str]:
+    """A text given as a string (in the file's language: key ``""``) or per language
+    (``{"en": …, "zh_CN": …}``): the non-empty ones; at least one."""
+    value = obj[key]
+    if isinstance(value, str):
+        value = {"": value}
+    elif not isinstance(value, dict):
+        raise TourError(f"{where}: {key!r} must be a string or an object of texts by language ({', '.join(LANGUAGES)})")
+    for lang, text in value.items():
+        if lang and lang not in LANGUAGES:
+            raise TourError(f"{where}: {key!r}: unknown language {lang!r} (one of {', '.join(LANGUAGES)})")
+        if not isinstance(text, str):
+            raise TourError(f"{where}: {key!r}{f' in {lang}' if lang else ''} must be a string")
+        if len(text) > limit:
+            raise TourError(f"{where}: {key!r}{f' in {lang}' if lang else ''} is longer than {limit} characters ({len(text)})")
+    found = {lang: text for lang, text in value.items() if text.strip()}
+    if not found:
+        raise TourError(f"{where}: {key!r} is empty: the stop has no {key} in any language")
+    return found
+
+
+def _in_language(texts: dict[str, str], language: str) -> str:
+    """The text in ``language``, else the one in the file's language, else the first ("": none)."""
+    for lang in (language, "", *LANGUAGES):
+        if lang in texts:
+            return texts[lang]
+    return ""
 
 
 def _state(raw: Any, where: str) -> StopState:
@@ -346,12 +439,14 @@ def _state(raw: Any, where: str) -> StopState:
     steps = obj["steps"]
     if steps != "end" and not (type(steps) is int and steps >= 0):
         raise TourError(f"{where}: state: 'steps' must be a count of tokens (0 or more) or \"end\"")
-    target = _string(obj, "target", f"{where}: state", 2000, empty=True) if "target" in obj else ""
+    if steps != "end" and steps > MAX_STEPS:
+        raise TourError(f"{where}: state: 'steps' {steps} is out of range (0 to {MAX_STEPS}, or \"end\")")
+    target = _string(obj, "target", f"{where}: state", MAX_SOURCE, empty=True) if "target" in obj else ""
     focus = obj.get("focus", [])
     if not isinstance(focus, list) or not all(isinstance(w, str) and w.strip() for w in focus):
         raise TourError(f"{where}: state: 'focus' must be a list of words")
     kind, layer, head, query = _selection(obj["selection"], where)
-    return StopState(_string(obj, "source", f"{where}: state", 2000), target, None if steps == "end" else steps,
+    return StopState(_string(obj, "source", f"{where}: state", MAX_SOURCE), target, None if steps == "end" else steps,
                      kind, layer, head, query, tuple(focus))
 
 
@@ -467,6 +562,55 @@ def stop_mismatch(stop: Stop, config: TransformerConfig) -> str | None:
     if config.positional not in stop.positional:
         described = " or ".join(POSITIONAL_WORDS[p] for p in stop.positional)
         return f"the stop {stop.id!r} explains {described}; this model has {POSITIONAL_WORDS[config.positional]}"
+    return None
+
+
+# -- the model a tour names ------------------------------------------------------------------------
+def model_folder(name: str) -> Path:
+    """The folder a tour's ``model`` names: an absolute path as it is, else a folder of ``models/``."""
+    from attnviz.paths import models_dir
+
+    path = Path(name)
+    return path if path.is_absolute() else models_dir() / path
+
+
+def model_name(folder: str | Path) -> str:
+    """What a tour writes for the model in ``folder``: its name in ``models/``, else its absolute path."""
+    from attnviz.paths import models_dir
+
+    folder = Path(folder).absolute()
+    inside = folder.parent == models_dir().absolute()
+    return folder.name if inside else str(folder)
+
+
+def check_model(tour: Tour, where: str) -> None:
+    """The model ``tour`` names is there and can show every stop: its kind of attention, a layer
+    and head it has, no more steps than it decodes (:class:`TourError`, one line, otherwise)."""
+    from attnviz.core.bundle import CONFIG, BundleError, read_config
+
+    folder = model_folder(tour.model)
+    if not (folder / CONFIG).is_file():
+        raise TourError(f"{where}: this tour names the model {tour.model}, which is not here ({folder} holds no model)")
+    try:
+        config = read_config(folder / CONFIG)
+    except BundleError as exc:
+        raise TourError(f"{where}: the tour's model {tour.model} cannot be read: {one_line(str(exc))}") from None
+    for i, stop in enumerate(tour.stops):
+        why = stop_mismatch(stop, config) or out_of_range(stop, config, tour.model)
+        if why is not None:
+            raise TourError(f"{where}: stop {i + 1}: {why}")
+
+
+def out_of_range(stop: Stop, config: TransformerConfig, model: str) -> str | None:
+    """Why ``stop`` asks for more than a model of ``config`` has (``None``: it does not)."""
+    st = stop.state
+    layers = n_layers(config, st.kind)
+    if st.layer >= layers:
+        return f"layer {st.layer + 1} is out of range: the model {model} has {layers} {st.kind} layers"
+    if st.head >= config.n_heads:
+        return f"head {st.head + 1} is out of range: the model {model} has {config.n_heads} heads"
+    if st.steps is not None and st.steps > config.max_len:
+        return f"step {st.steps} is out of range: the model {model} decodes at most {config.max_len} tokens"
     return None
 
 

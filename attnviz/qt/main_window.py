@@ -19,11 +19,13 @@ from attnviz.qt.decode_panel import QtInputBar, QtStepBar, QtTokenChips, QtTopKP
 from attnviz.qt.help import show_about, show_shortcuts
 from attnviz.qt.i18n import LANGUAGES, SETTING, current_language, install, translate
 from attnviz.qt.interpreter import freeze_survivors
+from attnviz.qt.presentation import PresentationMode
 from attnviz.qt.session import Session, one_line
 from attnviz.qt.session_file import SessionFiles, capture
 from attnviz.qt.state import SUFFIX, AppState
 from attnviz.qt.theme import THEMES, apply_theme
-from attnviz.qt.tour import TourPanel, other_tour, other_tour_words, start_tour, tour_for
+from attnviz.qt.tour import TourPanel, other_tour, other_tour_words, raise_view, start_tour, tour_for
+from attnviz.qt.tour_recorder import add_tour_menu
 from attnviz.qt.train.panel import TrainPanel
 from attnviz.qt.views.registry import ViewSet, head_figure
 from attnviz.qt.widgets.colormaps import SEQUENTIAL_COLORMAPS
@@ -118,6 +120,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.session.busyChanged.connect(self._on_busy)
         self.session.message.connect(self.show_message)
         self.views.failed.connect(lambda text: self.show_message("error", text))
+        self.views["model-map"].viewRequested.connect(lambda name: raise_view(self, name))  # a block clicked on the map: its view in front
         self.session.runFinished.connect(self._update_actions)
         self.read_settings()
         examples = self._load_examples()
@@ -197,6 +200,10 @@ class MainWindow(QtWidgets.QMainWindow):
                                    translate("main_window", "Decode a new sentence (typed or chosen) to the end at once"), "decodeAsYouTypeAction")
         self.as_you_type_act.setCheckable(True)
         self.as_you_type_act.setChecked(True)
+        self.presentation = PresentationMode(self, {"step": self.step_act, "back": self.back_act, "run": self.run_act, "reset": self.reset_act})
+        self.presentation_act = act(translate("main_window", "&Presentation"), self.presentation.toggle, key.Key_F11,
+                                    translate("main_window", "The view you last clicked fills the screen in larger type, with the step controls (Esc leaves)"),
+                                    "presentationAction")
 
     def _create_help_actions(self) -> None:
         """About, the shortcuts, and the tour: in the interface's language (Help → Tour), and in the
@@ -311,6 +318,7 @@ class MainWindow(QtWidgets.QMainWindow):
         for dock in self.docks.values():
             self.view_menu.addAction(dock.toggleViewAction())
         self.view_menu.addSeparator()
+        self.view_menu.addAction(self.presentation_act)
         cmap_menu = self.view_menu.addMenu(translate("main_window", "&Colormap"))
         self.cmap_group = QtGui.QActionGroup(self)
         for name in SEQUENTIAL_COLORMAPS:
@@ -345,6 +353,7 @@ class MainWindow(QtWidgets.QMainWindow):
         help_menu.addSeparator()
         help_menu.addAction(self.keys_act)
         help_menu.addAction(self.about_act)
+        add_tour_menu(self)  # Tour → Record a Tour, Open a Tour File (before Help)
 
     def _create_language_menu(self) -> None:
         menu = self.view_menu.addMenu(translate("main_window", "&Language"))

@@ -637,6 +637,13 @@ class TourPanel(QtWidgets.QDockWidget):
         self.setWindowTitle(tour.labels.title)
         self._set_words()
 
+    def play(self, tour: Tour) -> None:
+        """Another tour (a tour file opened) from its first stop; what the last one explained is forgotten."""
+        self._visited.clear()
+        self.index = 0
+        self.set_tour(tour)
+        self.go(0)
+
     def text(self) -> str:
         return self.text_label.text()
 
@@ -714,6 +721,7 @@ class TourPanel(QtWidgets.QDockWidget):
     def _set_words(self) -> None:
         labels, stop = self.tour.labels, self.stop()
         self.title_label.setText(stop.title)
+        self.title_label.setVisible(bool(stop.title))  # a teacher's stop may have none
         self.counter.setText(labels.counter.format(n=self.index + 1, total=len(self.tour.stops)))
         if self._needs_apply:  # a stop being set up (a change at a stop keeps its text until the new one)
             self.text_label.setText(labels.waiting)
@@ -766,10 +774,20 @@ def start_tour(window: QtWidgets.QMainWindow, language: str = "en") -> TourPanel
         window.show_message("error", str(exc))
         return None
     panel = window.findChild(TourPanel, "tourPanel")
+    if panel is None or panel.tour.ids() != tour.ids():  # none yet, or one playing a tour file
+        return play_tour(window, tour)
+    panel.set_tour(tour)
+    panel.resume()
+    return panel
+
+
+def play_tour(window: QtWidgets.QMainWindow, tour: Tour) -> TourPanel:
+    """Play ``tour`` from its first stop in the tour's panel (made when there is none): the bundled
+    tour (:func:`start_tour`) and a tour file opened (Tour → Open) alike."""
+    panel = window.findChild(TourPanel, "tourPanel")
     if panel is None:
         panel = TourPanel(window, tour)
         panel.go(0)
         return panel
-    panel.set_tour(tour)
-    panel.resume()
+    panel.play(tour)
     return panel

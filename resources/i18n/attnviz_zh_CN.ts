@@ -334,6 +334,11 @@
         <translation>当前步</translation>
     </message>
     <message>
+        <source>words: keys summed, queries averaged over a word's pieces</source>
+        <extracomment>The objectName of the attention views' "Words" switch (an option saved with the view's controls). What a matrix between words is (shown as ``translate("base", WORDS_LEGEND)``; in files, :func:`~attnviz.core.analysis.word_groups.grouping_notes`).</extracomment>
+        <translation>词：键在一个词的各片段上求和，查询取平均</translation>
+    </message>
+    <message>
         <source>“{piece}” (pos {pos})</source>
         <translation>“{piece}”（位置 {pos}）</translation>
     </message>
@@ -352,6 +357,14 @@
     <message>
         <source>fed “{piece}”{where}{after}</source>
         <translation>输入“{piece}”{where}{after}</translation>
+    </message>
+    <message>
+        <source>Words</source>
+        <translation>按词</translation>
+    </message>
+    <message>
+        <source>Group the pieces into words (Chinese by a dictionary, the other side by its word marks): a key word's weight is the sum over its pieces, a query word's row the mean of its pieces' rows</source>
+        <translation>把片段合成词（中文按词典切分，另一侧按词首标记）：一个键词的权重是其各片段之和，一个查询词的行是其各片段行的平均</translation>
     </message>
     <message>
         <source>Export all heads…</source>
@@ -711,6 +724,65 @@
     <message>
         <source>Word order · {a} vs {b} · {pe} · encoder layer {layer} · head {head}</source>
         <translation>词序 · {a} 对比 {b} · {pe} · 编码器第 {layer} 层 · 头 {head}</translation>
+    </message>
+</context>
+<context>
+    <name>contributions</name>
+    <message>
+        <source>its cross-attention alone</source>
+        <translation>仅其交叉注意力</translation>
+    </message>
+    <message>
+        <source>rolled up to it</source>
+        <translation>累积到该层</translation>
+    </message>
+    <message>
+        <source>Each layer:</source>
+        <translation>每层：</translation>
+    </message>
+    <message>
+        <source>A layer's line: what its cross-attention block alone takes from the source against its residual, or the source share of the prediction after layers 1 to it</source>
+        <translation>某层的线：它的交叉注意力块本身相对其残差从源句取得的份额，或第 1 层到该层之后预测中来自源句的份额</translation>
+    </message>
+    <message>
+        <source>decoded token</source>
+        <translation>解码出的词元</translation>
+    </message>
+    <message>
+        <source>share from the source</source>
+        <translation>来自源句的份额</translation>
+    </message>
+    <message>
+        <source>No source contributions: {reason}</source>
+        <translation>没有源句贡献：{reason}</translation>
+    </message>
+    <message>
+        <source>Source vs target contributions</source>
+        <translation>源句与目标句的贡献</translation>
+    </message>
+    <message>
+        <source>how much of each prediction comes from the source (needs a decoded step)</source>
+        <translation>每个预测有多少来自源句（需要已解码的一步）</translation>
+    </message>
+    <message>
+        <source>Source vs target contributions (ALTI+) · mean source share {share:.2f}</source>
+        <translation>源句与目标句的贡献（ALTI+）· 平均源句份额 {share:.2f}</translation>
+    </message>
+    <message>
+        <source>share of each decoded token's prediction from the source through cross-attention; the target prefix has the rest · thick: overall · thin: each decoder layer, {reading}</source>
+        <translation>每个解码词元的预测中经交叉注意力来自源句的份额；其余来自目标前缀 · 粗线：总体 · 细线：每个解码器层，{reading}</translation>
+    </message>
+    <message>
+        <source>layer {layer}</source>
+        <translation>第 {layer} 层</translation>
+    </message>
+    <message>
+        <source>source share</source>
+        <translation>源句份额</translation>
+    </message>
+    <message>
+        <source>{piece} (output {position}): source {source:.3f}, target prefix {target:.3f} · {layers}</source>
+        <translation>{piece}（输出 {position}）：源句 {source:.3f}，目标前缀 {target:.3f} · {layers}</translation>
     </message>
 </context>
 <context>
@@ -1709,6 +1781,145 @@
     </message>
 </context>
 <context>
+    <name>head_roles</name>
+    <message>
+        <source>entropy (nats)</source>
+        <translation>熵（奈特）</translation>
+    </message>
+    <message>
+        <source>mass on EOS</source>
+        <translation>EOS 上的权重</translation>
+    </message>
+    <message>
+        <source>mass on the start token</source>
+        <translation>起始词元上的权重</translation>
+    </message>
+    <message>
+        <source>mass on punctuation</source>
+        <translation>标点上的权重</translation>
+    </message>
+    <message>
+        <source>diagonal</source>
+        <translation>对角线</translation>
+    </message>
+    <message>
+        <source>previous token</source>
+        <translation>前一个词元</translation>
+    </message>
+    <message>
+        <source>HSK alignment</source>
+        <translation>HSK 对齐</translation>
+    </message>
+    <message>
+        <source>Mean entropy of a query row's attention over its keys (uniform over n keys: log n)</source>
+        <translation>查询行在其键上注意力的平均熵（在 n 个键上均匀时为 log n）</translation>
+    </message>
+    <message>
+        <source>Mean attention on keys that are EOS</source>
+        <translation>落在 EOS 键上的平均注意力</translation>
+    </message>
+    <message>
+        <source>Mean attention on keys that are the start token (SOS)</source>
+        <translation>落在起始词元（SOS）键上的平均注意力</translation>
+    </message>
+    <message>
+        <source>Mean attention on punctuation keys</source>
+        <translation>落在标点键上的平均注意力</translation>
+    </message>
+    <message>
+        <source>Self-attention: mass on the query's own position; cross-attention: on the source position at the same relative place</source>
+        <translation>自注意力：落在查询自身位置的权重；交叉注意力：落在相对位置相同的源句位置的权重</translation>
+    </message>
+    <message>
+        <source>Self-attention: mass on the position just before the query</source>
+        <translation>自注意力：落在查询前一个位置的权重</translation>
+    </message>
+    <message>
+        <source>Cross-attention: how often the row that predicts a word attends most to its source word (pairs with HSK glosses)</source>
+        <translation>交叉注意力：预测某个词的行最关注其源词的频率（带 HSK 释义的句对）</translation>
+    </message>
+    <message>
+        <source>kind and layer</source>
+        <translation>类型与层</translation>
+    </message>
+    <message>
+        <source>head</source>
+        <translation>头</translation>
+    </message>
+    <message>
+        <source>Measure:</source>
+        <translation>度量：</translation>
+    </message>
+    <message>
+        <source>Pairs:</source>
+        <translation>句对：</translation>
+    </message>
+    <message>
+        <source>How many held-out sentence pairs the heads are measured on</source>
+        <translation>在多少个留出句对上度量各个头</translation>
+    </message>
+    <message>
+        <source>%v of %m pairs</source>
+        <translation>%v / %m 个句对</translation>
+    </message>
+    <message>
+        <source>Stop</source>
+        <translation>停止</translation>
+    </message>
+    <message>
+        <source>Stop measuring after the pairs in hand; press again to go on</source>
+        <translation>用已有的句对结束度量；再按一次继续</translation>
+    </message>
+    <message>
+        <source>Head roles over a corpus</source>
+        <translation>语料上的头角色</translation>
+    </message>
+    <message>
+        <source>what each head does on average over many sentence pairs (measuring…)</source>
+        <translation>每个头在许多句对上平均做了什么（度量中…）</translation>
+    </message>
+    <message>
+        <source>Head roles · {measure} · mean over {n} pairs</source>
+        <translation>头角色 · {measure} · {n} 个句对的平均</translation>
+    </message>
+    <message>
+        <source>held-out pairs of the model's data</source>
+        <translation>模型数据的留出句对</translation>
+    </message>
+    <message>
+        <source>the sentence on screen (the model names no held-out data)</source>
+        <translation>屏幕上的句子（模型没有指明留出数据）</translation>
+    </message>
+    <message>
+        <source>grey: the measure does not apply to this kind</source>
+        <translation>灰色：该度量不适用于这种注意力</translation>
+    </message>
+    <message>
+        <source>padding left out</source>
+        <translation>已去除填充</translation>
+    </message>
+    <message>
+        <source>click a head to select it</source>
+        <translation>点击一个头以选中它</translation>
+    </message>
+    <message>
+        <source>Go on</source>
+        <translation>继续</translation>
+    </message>
+    <message>
+        <source>does not apply</source>
+        <translation>不适用</translation>
+    </message>
+    <message>
+        <source>{head} · {measure}: {value} (over {n} rows)</source>
+        <translation>{head} · {measure}：{value}（共 {n} 行）</translation>
+    </message>
+    <message>
+        <source>Head roles · {measure}</source>
+        <translation>头角色 · {measure}</translation>
+    </message>
+</context>
+<context>
     <name>help</name>
     <message>
         <source>&lt;h3&gt;attnviz {version}&lt;/h3&gt;
@@ -1986,6 +2197,57 @@ HSK 数据中的词语释义同样来自 CC-CEDICT。&lt;i&gt;zh-en-guided&lt;/i
     </message>
 </context>
 <context>
+    <name>logit_attribution</name>
+    <message>
+        <source>Contrast:</source>
+        <translation>对照：</translation>
+    </message>
+    <message>
+        <source>none</source>
+        <translation>无</translation>
+    </message>
+    <message>
+        <source>A target piece (the leading ▁ may be left out) or an id: the view splits logit(token) − logit(contrast) instead. Press Enter; empty: none</source>
+        <translation>一个目标句片段（可省略开头的 ▁）或一个 id：视图改为分解 logit(词元) − logit(对照)。按回车；留空：无</translation>
+    </message>
+    <message>
+        <source>kind and layer</source>
+        <translation>类型与层</translation>
+    </message>
+    <message>
+        <source>head</source>
+        <translation>头</translation>
+    </message>
+    <message>
+        <source>Logit attribution</source>
+        <translation>logit 归因</translation>
+    </message>
+    <message>
+        <source>the predicted token's logit split into the decoder's pieces (needs a decoded step)</source>
+        <translation>把预测词元的 logit 分解到解码器的各部分（需要已解码的一步）</translation>
+    </message>
+    <message>
+        <source>Logit attribution · {quantity} at output {position} = {logit:.2f}</source>
+        <translation>logit 归因 · 输出 {position} 处的 {quantity} = {logit:.2f}</translation>
+    </message>
+    <message>
+        <source>each piece through {norms} and the output row · terms sum to {total:.3f}, output bias {bias:+.3f} · red raises the logit, blue lowers it · emb = embedding + PE, A/C = self-/cross-attention W^O bias, F = FFN, N = norm bias · click a head to select it</source>
+        <translation>每部分经过{norms}和输出行 · 各项之和 {total:.3f}，输出偏置 {bias:+.3f} · 红色抬高 logit，蓝色降低 · emb = 嵌入 + PE，A/C = 自/交叉注意力 W^O 偏置，F = FFN，N = 归一化偏置 · 点击一个头以选中它</translation>
+    </message>
+    <message>
+        <source>the final norm (its running statistics: linear)</source>
+        <translation>最后的归一化（其运行统计量：线性）</translation>
+    </message>
+    <message>
+        <source>every norm after it (each scale held at this pass)</source>
+        <translation>其后的每个归一化（每个尺度固定为本次前向的值）</translation>
+    </message>
+    <message>
+        <source>the final norm (scale held at this pass)</source>
+        <translation>最后的归一化（尺度固定为本次前向的值）</translation>
+    </message>
+</context>
+<context>
     <name>logit_lens</name>
     <message>
         <source>decoder layer</source>
@@ -2185,6 +2447,14 @@ HSK 数据中的词语释义同样来自 CC-CEDICT。&lt;i&gt;zh-en-guided&lt;/i
     <message>
         <source>Decode a new sentence (typed or chosen) to the end at once</source>
         <translation>新句子（输入的或选中的）立即解码到底</translation>
+    </message>
+    <message>
+        <source>&amp;Presentation</source>
+        <translation>演示模式(&amp;P)</translation>
+    </message>
+    <message>
+        <source>The view you last clicked fills the screen in larger type, with the step controls (Esc leaves)</source>
+        <translation>你最后点击的视图以大号字体铺满屏幕，并带有单步控制（Esc 退出）</translation>
     </message>
     <message>
         <source>&amp;About attnviz</source>
@@ -2722,6 +2992,276 @@ HSK 数据中的词语释义同样来自 CC-CEDICT。&lt;i&gt;zh-en-guided&lt;/i
     <message>
         <source>{total:,} parameters; a matrix two parts share counts once</source>
         <translation>共 {total:,} 个参数；两部分共享的矩阵只计一次</translation>
+    </message>
+</context>
+<context>
+    <name>model_map</name>
+    <message>
+        <source>Source embedding</source>
+        <translation>源句嵌入</translation>
+    </message>
+    <message>
+        <source>Target embedding</source>
+        <translation>目标句嵌入</translation>
+    </message>
+    <message>
+        <source>Token embedding</source>
+        <translation>词元嵌入</translation>
+    </message>
+    <message>
+        <source>Positional encoding (sin/cos)</source>
+        <translation>位置编码（sin/cos）</translation>
+    </message>
+    <message>
+        <source>Learned positions</source>
+        <translation>可学习的位置</translation>
+    </message>
+    <message>
+        <source>Relative position bias</source>
+        <translation>相对位置偏置</translation>
+    </message>
+    <message>
+        <source>LayerNorm (embeddings)</source>
+        <translation>LayerNorm（嵌入）</translation>
+    </message>
+    <message>
+        <source>Multi-head self-attention</source>
+        <translation>多头自注意力</translation>
+    </message>
+    <message>
+        <source>Masked multi-head self-attention</source>
+        <translation>掩码多头自注意力</translation>
+    </message>
+    <message>
+        <source>Multi-head cross-attention</source>
+        <translation>多头交叉注意力</translation>
+    </message>
+    <message>
+        <source>Mask</source>
+        <translation>掩码</translation>
+    </message>
+    <message>
+        <source>Add (residual)</source>
+        <translation>相加（残差）</translation>
+    </message>
+    <message>
+        <source>Add &amp; {norm}</source>
+        <translation>相加与 {norm}</translation>
+    </message>
+    <message>
+        <source>{norm}</source>
+        <translation>{norm}</translation>
+    </message>
+    <message>
+        <source>{symbol}</source>
+        <translation>{symbol}</translation>
+    </message>
+    <message>
+        <source>Final {norm}</source>
+        <translation>最后的 {norm}</translation>
+    </message>
+    <message>
+        <source>Feed-forward (FFN)</source>
+        <translation>前馈网络（FFN）</translation>
+    </message>
+    <message>
+        <source>Gated feed-forward (FFN)</source>
+        <translation>门控前馈网络（FFN）</translation>
+    </message>
+    <message>
+        <source>FFN</source>
+        <translation>FFN</translation>
+    </message>
+    <message>
+        <source>self-attn</source>
+        <translation>自注意力</translation>
+    </message>
+    <message>
+        <source>cross-attn</source>
+        <translation>交叉注意力</translation>
+    </message>
+    <message>
+        <source>Masked-token head (dense, LayerNorm)</source>
+        <translation>掩码词元头（全连接，LayerNorm）</translation>
+    </message>
+    <message>
+        <source>Linear</source>
+        <translation>线性层</translation>
+    </message>
+    <message>
+        <source>Softmax</source>
+        <translation>Softmax</translation>
+    </message>
+    <message>
+        <source>[tokens × d_model] = [{n} × {d_model}]</source>
+        <translation>[词元 × d_model] = [{n} × {d_model}]</translation>
+    </message>
+    <message>
+        <source>E [tokens × d_model] = [{n} × {d_model}]</source>
+        <translation>E [词元 × d_model] = [{n} × {d_model}]</translation>
+    </message>
+    <message>
+        <source>PE [positions × d_model] = [{n} × {d_model}]</source>
+        <translation>PE [位置 × d_model] = [{n} × {d_model}]</translation>
+    </message>
+    <message>
+        <source>P [positions × d_model] = [{n} × {d_model}]</source>
+        <translation>P [位置 × d_model] = [{n} × {d_model}]</translation>
+    </message>
+    <message>
+        <source>B [heads × queries × keys] = [{heads} × {n} × {n}], {buckets} buckets</source>
+        <translation>B [头 × 查询 × 键] = [{heads} × {n} × {n}]，{buckets} 个桶</translation>
+    </message>
+    <message>
+        <source>[heads × queries × keys] = [{heads} × {q} × {k}], d_k = {d_k}</source>
+        <translation>[头 × 查询 × 键] = [{heads} × {q} × {k}]，d_k = {d_k}</translation>
+    </message>
+    <message>
+        <source>M [queries × keys] = [{q} × {k}]</source>
+        <translation>M [查询 × 键] = [{q} × {k}]</translation>
+    </message>
+    <message>
+        <source>[tokens × d_model] → [tokens × d_ff] → [tokens × d_model], d_ff = {d_ff}</source>
+        <translation>[词元 × d_model] → [词元 × d_ff] → [词元 × d_model]，d_ff = {d_ff}</translation>
+    </message>
+    <message>
+        <source>W [d_model × vocabulary] = [{d_model} × {vocab}]</source>
+        <translation>W [d_model × 词表] = [{d_model} × {vocab}]</translation>
+    </message>
+    <message>
+        <source>p [vocabulary] = [{vocab}]</source>
+        <translation>p [词表] = [{vocab}]</translation>
+    </message>
+    <message>
+        <source>layer {n}</source>
+        <translation>第 {n} 层</translation>
+    </message>
+    <message>
+        <source>layers {first}–{last}</source>
+        <translation>第 {first}–{last} 层</translation>
+    </message>
+    <message>
+        <source>× {n}</source>
+        <translation>× {n}</translation>
+    </message>
+    <message>
+        <source>Encoder · {n} layers</source>
+        <translation>编码器 · {n} 层</translation>
+    </message>
+    <message>
+        <source>Decoder · {n} layers</source>
+        <translation>解码器 · {n} 层</translation>
+    </message>
+    <message>
+        <source>ran once for this sentence ({n} tokens)</source>
+        <translation>此句只运行一次（{n} 个词元）</translation>
+    </message>
+    <message>
+        <source>step {step}: position {step} reads “{fed}” → “{out}”</source>
+        <translation>第 {step} 步：位置 {step} 读入“{fed}” → “{out}”</translation>
+    </message>
+    <message>
+        <source>runs over the whole sentence ({n} tokens)</source>
+        <translation>在整个句子上运行（{n} 个词元）</translation>
+    </message>
+    <message>
+        <source>not run yet</source>
+        <translation>尚未运行</translation>
+    </message>
+    <message>
+        <source>the attention grid</source>
+        <translation>注意力网格</translation>
+    </message>
+    <message>
+        <source>click: open {view}</source>
+        <translation>点击：打开{view}</translation>
+    </message>
+    <message>
+        <source>Model map</source>
+        <translation>模型结构图</translation>
+    </message>
+    <message>
+        <source>no model open</source>
+        <translation>没有打开模型</translation>
+    </message>
+    <message>
+        <source>{placement}: {formula} · click a block to open its view</source>
+        <translation>{placement}：{formula} · 点击一个模块以打开它的视图</translation>
+    </message>
+    <message>
+        <source>pre-norm</source>
+        <translation>前置归一化</translation>
+    </message>
+    <message>
+        <source>post-norm</source>
+        <translation>后置归一化</translation>
+    </message>
+    <message>
+        <source>this step passes through</source>
+        <translation>这一步经过</translation>
+    </message>
+    <message>
+        <source>ran once for this sentence</source>
+        <translation>此句只运行一次</translation>
+    </message>
+    <message>
+        <source>ablated heads</source>
+        <translation>被消融的头</translation>
+    </message>
+</context>
+<context>
+    <name>neighbours</name>
+    <message>
+        <source>an encoder-only model (BERT) has no decoder: it has no decoder states to compare</source>
+        <translation>仅编码器模型（BERT）没有解码器：没有可比较的解码器状态</translation>
+    </message>
+    <message>
+        <source>the model names no training data: there are no training sentences to search</source>
+        <translation>模型没有指明训练数据：没有可搜索的训练句子</translation>
+    </message>
+    <message>
+        <source>source</source>
+        <translation>源句</translation>
+    </message>
+    <message>
+        <source>target (⟦at⟧)</source>
+        <translation>目标句（⟦所在⟧）</translation>
+    </message>
+    <message>
+        <source>next</source>
+        <translation>下一个</translation>
+    </message>
+    <message>
+        <source>similarity</source>
+        <translation>相似度</translation>
+    </message>
+    <message>
+        <source>neighbour</source>
+        <translation>近邻</translation>
+    </message>
+    <message>
+        <source>cosine similarity</source>
+        <translation>余弦相似度</translation>
+    </message>
+    <message>
+        <source>needs a decoded step: the training sentences whose decoder state is nearest to it</source>
+        <translation>需要已解码的一步：解码器状态与之最接近的训练句子</translation>
+    </message>
+    <message>
+        <source>Nearest training sentences</source>
+        <translation>最近的训练句子</translation>
+    </message>
+    <message>
+        <source>Nearest training sentences · step {position}: {step} → {next}</source>
+        <translation>最近的训练句子 · 第 {position} 步：{step} → {next}</translation>
+    </message>
+    <message>
+        <source>cosine of the last decoder layer's output, over {states:,} positions of {pairs:,} training pairs</source>
+        <translation>最后一个解码器层输出的余弦，在 {pairs:,} 个训练句对的 {states:,} 个位置上</translation>
+    </message>
+    <message>
+        <source>{title} of step {position}</source>
+        <translation>第 {position} 步的{title}</translation>
     </message>
 </context>
 <context>
@@ -3618,6 +4158,17 @@ The bundle stays until the new run's first checkpoint is saved.</source>
     </message>
 </context>
 <context>
+    <name>presentation</name>
+    <message>
+        <source>attnviz — presentation (Esc to leave)</source>
+        <translation>attnviz — 演示模式（Esc 退出）</translation>
+    </message>
+    <message>
+        <source>Leave (Esc)</source>
+        <translation>退出（Esc）</translation>
+    </message>
+</context>
+<context>
     <name>registry</name>
     <message>
         <source>Could not update {view}: {error}</source>
@@ -4421,6 +4972,98 @@ The bundle stays until the new run's first checkpoint is saved.</source>
     </message>
 </context>
 <context>
+    <name>tour_recorder</name>
+    <message>
+        <source>Attention grid</source>
+        <translation>注意力网格</translation>
+    </message>
+    <message>
+        <source>no stop recorded yet: add a stop first</source>
+        <translation>还没有录制任何站：先添加一站</translation>
+    </message>
+    <message>
+        <source>T&amp;our</source>
+        <translation>导览(&amp;O)</translation>
+    </message>
+    <message>
+        <source>&amp;Record a Tour…</source>
+        <translation>录制导览(&amp;R)…</translation>
+    </message>
+    <message>
+        <source>Record stops of the window as it is, with your text, and save them as a tour file</source>
+        <translation>按窗口当前的样子录制各站，配上你的文字，并保存为导览文件</translation>
+    </message>
+    <message>
+        <source>&amp;Open a Tour File…</source>
+        <translation>打开导览文件(&amp;O)…</translation>
+    </message>
+    <message>
+        <source>Play a tour file (.attnviz-tour) stop by stop</source>
+        <translation>逐站播放一个导览文件（.attnviz-tour）</translation>
+    </message>
+    <message>
+        <source>attnviz tours (*{suffix});;Tours in JSON (*.json);;All files (*)</source>
+        <extracomment>language → the box's objectName, the language's name in itself, and what to write there (in it).</extracomment>
+        <translation>attnviz 导览 (*{suffix});;JSON 导览 (*.json);;所有文件 (*)</translation>
+    </message>
+    <message>
+        <source>Open a tour file</source>
+        <translation>打开导览文件</translation>
+    </message>
+    <message>
+        <source>end</source>
+        <translation>结束</translation>
+    </message>
+    <message>
+        <source>{view} · {source} · step {step} · {kind} L{layer} H{head}{query}</source>
+        <translation>{view} · {source} · 第 {step} 步 · {kind} L{layer} H{head}{query}</translation>
+    </message>
+    <message>
+        <source>Record a tour</source>
+        <translation>录制导览</translation>
+    </message>
+    <message>
+        <source>Set the window as the stop should show it, write what to say, then add the stop.</source>
+        <translation>把窗口调成这一站要展示的样子，写下要说的话，然后添加这一站。</translation>
+    </message>
+    <message>
+        <source>Add stop</source>
+        <translation>添加站</translation>
+    </message>
+    <message>
+        <source>Remove stop</source>
+        <translation>删除站</translation>
+    </message>
+    <message>
+        <source>Open…</source>
+        <translation>打开…</translation>
+    </message>
+    <message>
+        <source>Save…</source>
+        <translation>保存…</translation>
+    </message>
+    <message>
+        <source>View to raise:</source>
+        <translation>要显示的视图：</translation>
+    </message>
+    <message>
+        <source>Stop {n} added</source>
+        <translation>已添加第 {n} 站</translation>
+    </message>
+    <message>
+        <source>Save the tour</source>
+        <translation>保存导览</translation>
+    </message>
+    <message>
+        <source>Tour saved to {path} ({n} stops)</source>
+        <translation>导览已保存到 {path}（{n} 站）</translation>
+    </message>
+    <message>
+        <source>{path} exists and is not a tour attnviz wrote (or was changed since). Replace it?</source>
+        <translation>{path} 已存在，且不是 attnviz 写的导览（或之后被改过）。要替换它吗？</translation>
+    </message>
+</context>
+<context>
     <name>view_frame</name>
     <message>
         <source>No model open: File → Open Model Bundle… (Ctrl+O)</source>
@@ -4528,6 +5171,26 @@ The bundle stays until the new run's first checkpoint is saved.</source>
     <message>
         <source>Masked tokens</source>
         <translation>掩码词元</translation>
+    </message>
+    <message>
+        <source>Source vs target</source>
+        <translation>源句与目标句</translation>
+    </message>
+    <message>
+        <source>Head roles</source>
+        <translation>头角色</translation>
+    </message>
+    <message>
+        <source>Logit attribution</source>
+        <translation>logit 归因</translation>
+    </message>
+    <message>
+        <source>Model map</source>
+        <translation>模型结构图</translation>
+    </message>
+    <message>
+        <source>Nearest training sentences</source>
+        <translation>最近的训练句子</translation>
     </message>
 </context>
 <context>

@@ -16,14 +16,15 @@ from story_helpers import APPLES
 @pytest.fixture(scope="session")
 def tiny_family(tmp_path_factory):
     """``tiny_family(name)``: the bundle of a tiny random Hugging Face model, ``bart``, ``t5`` (v1.0),
-    ``t5-v1.1`` or ``gpt2`` (``tests/tiny_families.py``), built once per session; the test is
-    skipped without transformers."""
+    ``t5-v1.1``, ``mbart``, ``gpt2`` or ``bert`` (``tests/tiny_families.py``), built once per
+    session; the test is skipped without transformers."""
     pytest.importorskip("transformers", reason="transformers is not installed (pip install 'attnviz[hf]')")
-    from tiny_families import build_bart, build_gpt2, build_t5
+    from tiny_families import build_bart, build_bert, build_gpt2, build_t5
 
     from attnviz.core.bundle import load_bundle
 
-    builders = {"bart": build_bart, "t5": build_t5, "t5-v1.1": lambda folder: build_t5(folder, v1_1=True, seed=1), "gpt2": build_gpt2}
+    builders = {"bart": build_bart, "t5": build_t5, "t5-v1.1": lambda folder: build_t5(folder, v1_1=True, seed=1), "gpt2": build_gpt2,
+                "mbart": lambda folder: build_bart(folder, mbart=True), "bert": build_bert}
     built = {}
 
     def get(name: str):

@@ -44,3 +44,16 @@ def test_the_other_sentence_is_an_option(qtbot):
     np.testing.assert_allclose(m.encoder, expected.encoder, atol=1e-6)
     data = view.figure_data()
     assert data.dims == ("layer", "position") and "recovery" in data.values
+
+
+def test_a_decoder_only_model_s_columns_are_sos_its_prompt_and_the_target(qtbot, loaded, tiny_family):
+    """GPT-2's decoder reads SOS, the prompt and the target: one column label per position it feeds."""
+    from attnviz.core.data.pieces import display_piece
+
+    _spec, view, _session, _ok = loaded("patching", model=tiny_family("gpt2"), source="abc def")
+    view.set_options({"patchOtherEdit": "abd def", "patchTokenSpin": 1})
+    qtbot.waitUntil(lambda: view.pair() is not None, timeout=20000)
+    m = view.pair().map
+    cols = view.maps["decoder"].col_labels()
+    assert m.decoder_only and len(cols) == m.decoder.shape[1]
+    assert cols == tuple(display_piece(p) for p in ("SOS", *m.clean_pieces, *m.target_pieces[:-1]))

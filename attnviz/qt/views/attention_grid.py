@@ -161,7 +161,8 @@ class QtAttentionGridView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBas
 
     ``set_data(data)`` takes an :class:`AttentionFrame` (every kind's [layer, head, query, key]
     weights; with several kinds a kind selector appears), or one kind's :class:`AttentionData`
-    or a mapping kind → AttentionData. ``apply(choice)`` takes its kind, layer and head.
+    or a mapping kind → AttentionData. ``apply(choice)`` takes its kind, layer and head. Its
+    "Words" switch (``groupWords``) tiles the matrices between words (:class:`AttentionSetsMixin`).
     Signals: ``chose`` (a tile: its layer and head; the kind selector: the kind),
     ``tileClicked(layer, head)`` (0-based) when a tile is opened, ``hovered(GridHoverInfo | None)``.
     """
@@ -187,6 +188,7 @@ class QtAttentionGridView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBas
 
         self.kind_combo = self._add_control("", make_combo("gridKindCombo", translate("attention_grid", "Which attention: encoder self, decoder masked self or cross")))
         self._add_ablation_controls()
+        self._add_control("", self._group_words_box())
         self.controls.addStretch(1)
         self.kind_combo.currentIndexChanged.connect(self._on_kind_combo)
 
@@ -235,10 +237,9 @@ class QtAttentionGridView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBas
     def set_data(self, data: AttentionFrame | AttentionData | Mapping[str, AttentionData]) -> None:
         """Show new weights (updates the one tiled image in place)."""
         frame = AttentionFrame.of(data)
-        self._datasets = dict(frame.sets)
+        self._take_frame(frame)
         self._ablated = frame.ablated
         set_combo_items(self.ablation_combo, [(ablation_name(k), k) for k in ABLATION_KINDS], frame.ablation)
-        self.set_predictions(frame.predicted)
         if self._kind not in self._datasets:
             self._kind = next(iter(self._datasets))
         set_combo_items(self.kind_combo, [(kind_title(k), k) for k in self._datasets], self._kind)
@@ -433,7 +434,7 @@ class QtAttentionGridView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBas
 
     def show_linked_query(self, axis: str, row: int) -> None:
         """Outline query ``row`` (dashed) in every tile when this grid's rows are ``axis`` pieces."""
-        row_or_none = row if row >= 0 and query_axis(self._kind) == axis else None
+        row_or_none = self._word_row(row) if row >= 0 and query_axis(self._kind) == axis else None
         if row_or_none != self._linked_row:
             self._linked_row = row_or_none
             self._update_linked_rows()
@@ -466,7 +467,7 @@ class QtAttentionGridView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBas
             legend.insert(0, ("▭", t.highlight, translate("base", CURRENT_ROW_LEGEND)))
         if any(kind == d.kind for kind, _, _ in self._ablated):
             legend.append(("✕", t.ablated, translate("attention_grid", "ablated head")))
-        self.title.set_legend((*legend, *word_start_legend(d.query_labels, d.key_labels)))
+        self.title.set_legend((*legend, *word_start_legend(d.query_labels, d.key_labels), *self._words_legend()))
 
     def _on_pixel_hovered(self, cell) -> None:
         d = self.data()
@@ -487,7 +488,7 @@ class QtAttentionGridView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBas
         self.readout.setText(translate("attention_grid", "layer {layer} · head {head}:  {query}  ·  key {key}     weight = {value:.4f}").format(
             layer=layer + 1, head=head + 1, query=self._query_text(q), key=piece_text(d.key_labels, k), value=value))
         self.hovered.emit(info)
-        self.queryHovered.emit(d.kind, q)
+        self.queryHovered.emit(d.kind, self._piece_row(q))
 
     def _on_pixel_clicked(self, cell, _button) -> None:
         hit = self.tile_of_pixel(*cell)

@@ -2,7 +2,8 @@
 settings and the "Export figure…" / "Export data…" context menu (:class:`FigureViewBase`); and
 what the views of :class:`AttentionData` by kind share (grid, head detail, lines):
 
-- :class:`AttentionSetsMixin`: the shown data, over ``_datasets`` (kind → data) and ``_kind``;
+- :class:`AttentionSetsMixin`: the shown data, over ``_datasets`` (kind → data) and ``_kind``, and
+  the "Words" switch (``groupWords``) that shows it between words instead of pieces;
 - :class:`ExportAllHeadsMixin`: the "Export all heads…" context-menu entry.
 """
 
@@ -15,7 +16,8 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 from PySide6.QtCore import QT_TRANSLATE_NOOP
 
-from attnviz.core.analysis.figure_data import AttentionData, FigureData
+from attnviz.core.analysis.figure_data import AttentionData, AttentionFrame, FigureData
+from attnviz.core.analysis.word_groups import WordFrame, group_frame, grouping_notes, word_of_piece
 from attnviz.core.data.pieces import display_piece, starts_word
 from attnviz.qt.core_text import word_start_legend as word_start_legend_text
 from attnviz.qt.export.files import HeadFigure, HeadFigureFactory
@@ -317,7 +319,12 @@ class FigureViewBase(QtWidgets.QWidget):
     def export_data_dialog(self) -> None:
         from attnviz.qt.export.dialogs import export_data_dialog
 
-        export_data_dialog(self, self, metadata=self.provenance() if self.provenance is not None else None)
+        metadata = {**(self.provenance() if self.provenance is not None else {}), **self.data_notes()}
+        export_data_dialog(self, self, metadata=metadata or None)
+
+    def data_notes(self) -> dict[str, object]:
+        """What the view's data files say besides what they are of (its provenance): nothing, unless a view says more."""
+        return {}
 
 
 def make_combo(object_name: str, tooltip: str) -> QtWidgets.QComboBox:
@@ -352,6 +359,10 @@ AXIS_TITLES: dict[str, tuple[str, str]] = {
 }
 #: The legend of the current step's row outline (shown as ``translate("base", CURRENT_ROW_LEGEND)``).
 CURRENT_ROW_LEGEND = QT_TRANSLATE_NOOP("base", "current step")
+#: The objectName of the attention views' "Words" switch (an option saved with the view's controls).
+GROUP_WORDS = "groupWords"
+#: What a matrix between words is (shown as ``translate("base", WORDS_LEGEND)``; in files, :func:`~attnviz.core.analysis.word_groups.grouping_notes`).
+WORDS_LEGEND = QT_TRANSLATE_NOOP("base", "words: keys summed, queries averaged over a word's pieces")
 
 
 def piece_text(labels: tuple[str, ...], index: int) -> str:
@@ -397,10 +408,21 @@ class PredictedRowsMixin:
 class AttentionSetsMixin(PredictedRowsMixin):
     """``has_data``, ``data`` and ``kind`` of a view of attention by kind. The state is the
     mixin's own: ``_datasets`` (kind → data, in ``KINDS`` order) and ``_kind`` (the one shown),
-    which its hosts set in ``__init__`` and ``set_data``."""
+    which its hosts set in ``__init__`` and ``set_data``.
+
+    The "Words" switch (a check box named :data:`GROUP_WORDS`, placed by the host from
+    :meth:`_group_words_box`): on, the view shows its frame between words, as the core groups it
+    (:func:`~attnviz.core.analysis.word_groups.group_frame`: keys summed, queries averaged over a
+    word's pieces), and ``_datasets`` holds that. The host's ``set_data`` hands its frame to
+    :meth:`_take_frame`; flipping the switch calls ``set_data`` again with the same frame. Query
+    rows hovered in or shown from other views are pieces' rows (:meth:`_piece_row`, :meth:`_word_row`).
+    """
 
     _datasets: dict[str, AttentionData]
     _kind: str | None
+    _frame: AttentionFrame | None = None  # the frame given, between pieces
+    _words: WordFrame | None = None  # that frame between words, grouped when first shown
+    group_words: QtWidgets.QCheckBox | None = None
 
     def _query_text(self, index: int) -> str:
         d = self.data()
@@ -424,6 +446,64 @@ class AttentionSetsMixin(PredictedRowsMixin):
         """Raise ``ValueError`` unless ``kind`` was given to this view."""
         if kind not in self._datasets:
             raise ValueError(f"no {kind!r} attention was given to this view")
+
+    def _group_words_box(self) -> QtWidgets.QCheckBox:
+        """The "Words" switch, made once; its host places it among its controls."""
+        box = QtWidgets.QCheckBox(translate("base", "Words"), objectName=GROUP_WORDS)
+        box.setToolTip(translate("base", "Group the pieces into words (Chinese by a dictionary, the other side by its word marks): "
+                                         "a key word's weight is the sum over its pieces, a query word's row the mean of its pieces' rows"))
+        box.toggled.connect(self._on_group_words)
+        self.group_words = box
+        return box
+
+    def _take_frame(self, frame: AttentionFrame) -> None:
+        """Keep ``frame`` and show it, between words where the switch is on: ``_datasets`` and the predictions."""
+        if frame is not self._frame:
+            self._frame, self._words = frame, None
+        shown = self._shown_frame()
+        self._datasets = dict(shown.sets)
+        self.set_predictions(shown.predicted)
+
+    def _shown_frame(self) -> AttentionFrame:
+        if not self.by_word():
+            return self._frame
+        if self._words is None:
+            self._words = group_frame(self._frame)
+        return self._words
+
+    def by_word(self) -> bool:
+        """The switch is on: the view shows words (when it has a frame)."""
+        return self.group_words is not None and self.group_words.isChecked()
+
+    def set_by_word(self, on: bool) -> None:
+        if self.group_words is not None:
+            self.group_words.setChecked(bool(on))
+
+    def _on_group_words(self, _on: bool) -> None:
+        if self._frame is not None:
+            self.set_data(self._frame)
+
+    def _words_legend(self) -> tuple[tuple[str, str, str], ...]:
+        return (("", "", translate("base", WORDS_LEGEND)),) if self._shown_spans() is not None else ()
+
+    def data_notes(self) -> dict[str, object]:
+        """A data file of words says so (nothing for pieces)."""
+        return grouping_notes() if self._shown_spans() is not None else {}
+
+    def _shown_spans(self) -> tuple | None:
+        """The shown kind's (query spans, key spans), when it shows words."""
+        frame = self._words if self.by_word() else None
+        return frame.spans.get(self._kind) if frame is not None else None
+
+    def _piece_row(self, row: int) -> int:
+        """The piece row a shown query row stands for (a word's first piece); −1 stays −1."""
+        spans = self._shown_spans()
+        return spans[0][row][0] if spans is not None and 0 <= row < len(spans[0]) else row
+
+    def _word_row(self, row: int) -> int:
+        """The shown query row of piece row ``row`` (the word that holds it); −1 stays −1."""
+        spans = self._shown_spans()
+        return word_of_piece(spans[0], row) if spans is not None and row >= 0 else row
 
 
 class ExportAllHeadsMixin:

@@ -48,7 +48,8 @@ class QtHeadDetailView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
     ``set_data(data)`` takes an :class:`AttentionFrame` (with several kinds a kind selector
     appears), or one kind's :class:`AttentionData` or a mapping kind → AttentionData.
     ``select(layer=, head=, mode=, kind=)`` picks what is shown (0-based layer/head);
-    ``apply(choice)`` does it for a choice. Signals: ``chose`` (kind, mode, layer and head) when
+    ``apply(choice)`` does it for a choice; the "Words" switch (``groupWords``) shows the matrix
+    between words (:class:`AttentionSetsMixin`). Signals: ``chose`` (kind, mode, layer and head) when
     the user changes the selection, ``hovered(HoverInfo | None)`` as the mouse moves.
     """
 
@@ -104,14 +105,13 @@ class QtHeadDetailView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
             row.addWidget(combo)
             row.addStretch(1)
             grid.addLayout(row, 1, 2 * col, 1, 2)
+        grid.addWidget(self._group_words_box(), 1, 4)
         return box
 
     # data -----------------------------------------------------------------------
     def set_data(self, data: AttentionFrame | AttentionData | Mapping[str, AttentionData]) -> None:
         """Show new weights; keeps the current kind, mode, layer and head where they still exist."""
-        frame = AttentionFrame.of(data)
-        self._datasets = dict(frame.sets)
-        self.set_predictions(frame.predicted)
+        self._take_frame(AttentionFrame.of(data))
         if self._kind not in self._datasets:
             self._kind = next(iter(self._datasets))
         self._clamp()
@@ -213,11 +213,11 @@ class QtHeadDetailView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
 
     def _set_legend(self, d: AttentionData) -> None:
         current = (("▭", self.theme.highlight, translate("base", CURRENT_ROW_LEGEND)),) if d.highlight is not None else ()
-        self.title.set_legend((*current, *word_start_legend(d.query_labels, d.key_labels)))
+        self.title.set_legend((*current, *word_start_legend(d.query_labels, d.key_labels), *self._words_legend()))
 
     def show_linked_query(self, axis: str, row: int) -> None:
         """Outline query ``row`` (dashed) when this view's rows are ``axis`` pieces."""
-        self.zoom.set_linked_row(row if row >= 0 and query_axis(self._kind) == axis else None)
+        self.zoom.set_linked_row(self._word_row(row) if row >= 0 and query_axis(self._kind) == axis else None)
 
     def _what(self) -> tuple[str, str]:
         d = self.data()
@@ -244,7 +244,7 @@ class QtHeadDetailView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
             self.readout.setText(translate("head_detail", "{query}  ·  key {key}     weight = {value:.4f}").format(
                 query=self._query_text(info.row), key=piece_text(d.key_labels, info.col), value=info.value))
         self.hovered.emit(info)
-        self.queryHovered.emit(self._kind or "", -1 if info is None else info.row)
+        self.queryHovered.emit(self._kind or "", -1 if info is None else self._piece_row(info.row))
 
     def _on_theme_changed(self) -> None:
         self.zoom.apply_theme(self.theme)

@@ -63,7 +63,8 @@ class QtLinesView(AttentionSetsMixin, FigureViewBase):
     kind), or one kind's :class:`AttentionData` or a mapping kind → AttentionData.
     ``set_layer(layer)``, ``set_heads(heads)`` choose what is drawn (0-based); ``apply(choice)``
     takes a choice's kind, layer and head. ``set_focus(side, index)`` pins a token
-    ("query"/"key") as a click does. Signals: ``chose`` when the user picks a kind, layer or
+    ("query"/"key") as a click does; the "Words" switch (``groupWords``) draws words instead of
+    pieces (:class:`AttentionSetsMixin`). Signals: ``chose`` when the user picks a kind, layer or
     heads (one head: that head; every head: their mean; some: the kind and layer only) and when
     a click pins a query token (its row), ``tokenHovered(side, index)`` (``("", -1)`` when the
     mouse leaves the tokens).
@@ -100,6 +101,7 @@ class QtLinesView(AttentionSetsMixin, FigureViewBase):
                                                       "(per head): k·n lines, not n²; hover a token for all of its lines").format(n=ALL_LINES_UP_TO))
         self._add_control(translate("lines", "Top"), self.top_k_spin)
         self.top_k_spin.valueChanged.connect(self._on_top_k_changed)
+        self._add_control("", self._group_words_box())
         self.controls.addStretch(1)
         self.kind_combo.currentIndexChanged.connect(self._on_kind_combo)
         self.layer_combo.currentIndexChanged.connect(self._on_layer_combo)
@@ -113,9 +115,7 @@ class QtLinesView(AttentionSetsMixin, FigureViewBase):
 
     # data ----------------------------------------------------------------------------
     def set_data(self, data: AttentionFrame | AttentionData | Mapping[str, AttentionData]) -> None:
-        frame = AttentionFrame.of(data)
-        self._datasets = dict(frame.sets)
-        self.set_predictions(frame.predicted)
+        self._take_frame(AttentionFrame.of(data))
         self._data_version += 1
         if self._kind not in self._datasets:
             self._kind = next(iter(self._datasets))
@@ -187,6 +187,7 @@ class QtLinesView(AttentionSetsMixin, FigureViewBase):
         """Isolate query ``row``'s lines (when no token is hovered or pinned here) if this view's
         queries are ``axis`` pieces."""
         d = self.data()
+        row = self._word_row(row)
         ok = d is not None and 0 <= row < len(d.query_labels) and query_axis(self._kind) == axis
         linked = row if ok else None
         if linked != self._linked:
@@ -230,7 +231,7 @@ class QtLinesView(AttentionSetsMixin, FigureViewBase):
         self._update_readout()
         self.tokenHovered.emit(*(token or ("", -1)))
         if token is None or token[0] == "query":
-            self.queryHovered.emit(self._kind or "", -1 if token is None else token[1])
+            self.queryHovered.emit(self._kind or "", -1 if token is None else self._piece_row(token[1]))
 
     def _update_readout(self) -> None:
         """What the hovered token attends to (or is read by), for the layer and heads shown now."""
@@ -264,7 +265,7 @@ class QtLinesView(AttentionSetsMixin, FigureViewBase):
         self._pinned = None if token is None or token == self._pinned else token
         self._sync_lines()
         if self._pinned is not None and self._pinned[0] == "query":
-            self.chose.emit({"query": self._pinned[1]})
+            self.chose.emit({"query": self._piece_row(self._pinned[1])})
 
     def _on_all_heads(self) -> None:
         self.set_heads(None)
@@ -375,7 +376,7 @@ class QtLinesView(AttentionSetsMixin, FigureViewBase):
             formula,
         )
         current = (("▸", self.theme.highlight, translate("base", CURRENT_ROW_LEGEND)),) if d.highlight is not None else ()
-        self.title.set_legend((*current, *word_start_legend(d.query_labels, d.key_labels)))
+        self.title.set_legend((*current, *word_start_legend(d.query_labels, d.key_labels), *self._words_legend()))
 
     def _on_theme_changed(self) -> None:
         for i, b in enumerate(self.head_buttons):

@@ -166,7 +166,8 @@ class QtPatchingMapView(FigureViewBase):
         return text
 
     def _draw(self, m) -> None:
-        fed = ("SOS", *m.target_pieces[:-1])
+        prompt = m.clean_pieces if m.decoder_only else ()  # a decoder-only model's decoder reads the prompt before the target
+        fed = ("SOS", *prompt, *m.target_pieces[:-1])
         for stack, values, cols in (("encoder", m.encoder, m.clean_pieces), ("decoder", m.decoder, fed)):
             rows = [row_label(stack, r) for r in range(len(values))]
             plot = self.maps[stack]

@@ -31,14 +31,19 @@ from attnviz.qt.views import (
     beam_tree,
     checkpoints,
     compare,
+    contributions,
     ffn,
     head_detail,
     head_importance,
+    head_roles,
     lines,
+    logit_attribution,
     logit_lens,
     masked_prediction,
     masks,
     model_info,
+    model_map,
+    neighbours,
     norm_batch,
     norm_stats,
     output,
@@ -54,8 +59,8 @@ from attnviz.qt.views.head_detail import QtHeadDetailView
 from attnviz.qt.views.spec import ViewSpec
 
 VIEWS: tuple[ViewSpec, ...] = tuple(m.SPEC for m in (
-    attention_grid, head_detail, masked_prediction, lines, masks, output, positional, norm_stats, walkthrough, compare, scaling, teacher_vs_free, norm_batch, ffn, residual, logit_lens, head_importance, ablation, attention_vs_attribution, patching_map,
-    checkpoints, beam_tree, model_info,
+    attention_grid, head_detail, masked_prediction, lines, masks, model_map, output, positional, norm_stats, walkthrough, compare, scaling, teacher_vs_free, norm_batch, ffn, residual, logit_lens, logit_attribution, head_importance, head_roles, ablation, attention_vs_attribution, contributions, patching_map,
+    neighbours, checkpoints, beam_tree, model_info,
 ))  # the docks' order
 VIEW_NAMES: tuple[str, ...] = tuple(spec.name for spec in VIEWS)
 
