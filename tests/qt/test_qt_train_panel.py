@@ -517,3 +517,20 @@ def test_a_folder_another_run_owns_is_refused_in_one_line(qtbot, tmp_path):
         assert lock_path(out).read_bytes() == lock
     assert done.args[0] == "failed"
     assert "in use by another" in panel.error_text() and "\n" not in panel.error_text().strip()
+
+
+def test_a_choice_wider_than_its_box_reads_shortened_with_its_whole_text_in_the_tooltip(qtbot):
+    """A 1366×768 window's Train dock is about 683 px wide: the form's choices that do not fit read
+    “…” (not cut under the arrow), and the tooltip holds the whole text."""
+    panel = TrainPanel()
+    qtbot.addWidget(panel)
+    panel.resize(683, 670)
+    panel.show()
+    qtbot.waitExposed(panel)
+    combos = [c for c in panel.controls.findChildren(QtWidgets.QComboBox) if c.isVisible()]
+    narrow = [c for c in combos if c.fontMetrics().horizontalAdvance(c.currentText()) > c.width() - 30]
+    assert narrow, [(c.objectName(), c.width()) for c in combos]  # the case this is about
+    for c in combos:
+        shown = c.shown_text()
+        assert shown == c.currentText() or (shown.endswith("…") and c.currentText().startswith(shown[:-1])), (c.objectName(), shown)
+        assert c.currentText() in c.toolTip()

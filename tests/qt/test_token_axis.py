@@ -136,3 +136,19 @@ def test_ticks_closer_than_a_few_pixels_are_thinned_out(qtbot):
     assert 0 < len(ticks) < 1200 / 2
     xs = [t[1].x() for t in ticks]
     assert min(b - a for a, b in zip(xs, xs[1:])) >= MIN_TICK_GAP - 1e-6  # no two drawn closer than the gap
+
+
+def test_a_label_of_narrow_punctuation_is_drawn_between_marks(qtbot):
+    """“.” or “'” alone is a dot of 2 px: drawn as ‹.› it reads as a token; wide (Chinese)
+    punctuation and words are drawn as they are."""
+    canvas = pg.GraphicsLayoutWidget()
+    qtbot.addWidget(canvas)
+    canvas.resize(500, 400)
+    heatmap = HeatmapPlot(get_theme("light"))
+    canvas.addItem(heatmap)
+    labels = ("▁we", ".", "'", "。", "?!")
+    heatmap.set_matrix(np.full((5, 5), 0.2, np.float32), labels, labels)
+    canvas.show()
+    qtbot.waitExposed(canvas)
+    qtbot.waitUntil(lambda: len(heatmap.row_axis.label_boxes()) == 5, timeout=2000)
+    assert [text for text, _ in heatmap.row_axis.label_boxes()] == [display_piece("▁we"), "‹.›", "‹'›", "。", "‹?!›"]

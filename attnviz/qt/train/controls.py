@@ -30,6 +30,7 @@ from attnviz.qt.train.run import (
     size_label,
 )
 from attnviz.qt.widgets.colormaps import ui_font
+from attnviz.qt.widgets.elided_combo import ElidedCombo
 
 
 def default_runs_dir() -> Path:
@@ -50,13 +51,11 @@ def _browse_row(edit: QtWidgets.QLineEdit, button_name: str, slot: Any) -> tuple
 
 
 def _combo(name: str, items: list[tuple[str, Any]], current: Any = None, tip: str = "") -> QtWidgets.QComboBox:
-    combo = QtWidgets.QComboBox(objectName=name)
+    combo = ElidedCombo(objectName=name, tip=tip)  # shortened with "…" in a narrow dock, whole in its tooltip
     for text, key in items:
         combo.addItem(text, key)
     if current is not None:
         combo.setCurrentIndex(combo.findData(current))
-    if tip:
-        combo.setToolTip(tip)
     return combo
 
 

@@ -285,6 +285,11 @@ class QtAttentionGridView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBas
     def tile_center_in_scene(self, layer: int, head: int) -> QtCore.QPointF:
         return self.plot.getViewBox().mapViewToScene(QtCore.QPointF(float(head), float(layer)))
 
+    def tile_on_screen(self, layer: int, head: int) -> QtCore.QRect:
+        """Where tile ``(layer, head)`` is drawn, in the canvas's pixels."""
+        box = self.image.mapRectToScene(self._tile_rect(layer, head))
+        return self.canvas.mapFromScene(box).boundingRect()
+
     def tile_of_pixel(self, row: int, col: int) -> tuple[int, int, int, int] | None:
         """(layer, head, query, key) of an image pixel, or None in a gap. A pooled pixel gives the
         cell of its block with the largest weight: the one whose colour it shows."""

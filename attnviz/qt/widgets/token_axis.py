@@ -11,6 +11,7 @@ of one word are joined by a light bracket between the ticks and the labels.
 from __future__ import annotations
 
 import math
+import unicodedata
 from collections.abc import Sequence
 
 import numpy as np
@@ -22,6 +23,13 @@ from attnviz.qt.widgets.colormaps import Theme, ui_font
 
 _ALIGN = QtCore.Qt.AlignmentFlag
 _CENTER = int(_ALIGN.AlignCenter)
+
+
+def readable(label: str) -> str:
+    """A label of one or two narrow punctuation marks (``.``, ``'``, ``,``: a dot of 2 px on
+    their own) between ‹ › so it reads as a token; any other label as it is."""
+    narrow = 0 < len(label) <= 2 and all(unicodedata.category(c)[0] == "P" and unicodedata.east_asian_width(c) in "NaH" for c in label)
+    return f"‹{label}›" if narrow else label
 
 
 def labels_every(pitch: float, line_h: float) -> int:
@@ -333,8 +341,8 @@ class TokenAxis(pg.AxisItem):
         return thinned(len(self._shown), self.label_step(), () if self._highlight is None else (self._highlight,))
 
     def _text(self, index: int, bold: bool) -> str:
-        """Label ``index`` as drawn: elided to ``MAX_EXTENT``."""
-        label = self._shown[index]
+        """Label ``index`` as drawn: punctuation marked (:func:`readable`), elided to ``MAX_EXTENT``."""
+        label = readable(self._shown[index])
         text = self._elided.get((label, bold))
         if text is None:
             fm = QtGui.QFontMetricsF(self._bold if bold else self._font)
