@@ -15,7 +15,7 @@ What the views render is asked of ``current``, the ``DecodingResult`` of either 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from pathlib import Path
 
@@ -36,6 +36,7 @@ from attnviz.core.model.interventions import InterventionError
 from attnviz.core.model.sites import attention_sites, n_layers, position_biased
 from attnviz.errors import AttnvizError
 from attnviz.paths import bundled_replacement
+from attnviz.qt.ablation_plans import AblationPlans
 from attnviz.qt.analyses import Analyses
 from attnviz.qt.frame_key import FRAME_PARTS, FrameKey
 from attnviz.qt.i18n import translate
@@ -96,6 +97,11 @@ class Session(QtCore.QObject):
         self._per_model: tuple[object, dict[str, object]] = (None, {})  # what is kept while one bundle is open
         self._per_source: tuple[object, dict[str, object]] = (None, {})  # what is kept while one decoding result is current
         self.ablation = HeadSet()  # heads ablated in every run the views show (none: the model as trained)
+        self.plans = AblationPlans(self._pool, self._workers, self)  # a mean ablation's plan is made in a worker
+        self.plans.ready.connect(self._on_plan_ready)
+        self.plans.failed.connect(self._on_plan_failed)
+        self._to_end = True  # whether the sentence waiting for its plan is decoded to the end when it comes
+        self._after_plan: Callable[[], object] | None = None  # a move asked for while the plan was made, done when it comes
 
     # -- model ------------------------------------------------------------------------------
     def open_model(self, path: str | Path, source: str | None = None, target: str | None = None, **inputs) -> None:
@@ -175,6 +181,8 @@ class Session(QtCore.QObject):
         self.decoding = None
         self.forced = None
         self.masked, self._masked_worker = None, None
+        self.plans.drop()
+        self._after_plan, self._to_end = None, self.decode_as_you_type
         self.modelChanged.emit(bundle)
         self._take(source, target, strategy, ablation)
         if self.source:
@@ -195,6 +203,8 @@ class Session(QtCore.QObject):
                 self.message.emit("warning", one_line(str(exc)))
                 return
         quiet = not heads and not self.ablation  # no head before or after: nothing runs again
+        self.plans.drop()
+        self._after_plan, self._to_end = None, self.decode_as_you_type
         self.ablation = heads
         self.ablationChanged.emit()
         if quiet or not self.source:  # no sentence yet: the next one runs with it
@@ -223,23 +233,35 @@ class Session(QtCore.QObject):
             self.ablation = HeadSet()
             self.ablationChanged.emit()
 
-    def _interventions(self) -> list:
-        """The ablation as interventions for this source (a mean ablation runs the clean model once)."""
-        if not self.ablation:
-            return []
-        if self.ablation.kind != "mean":
-            return self.ablation.plan(self.bundle.model, (), ())
-        return self.ablation.plan(self.bundle.model, *self._clean_reference())
+    def _interventions(self) -> list | None:
+        """The ablation as interventions for this source; ``None`` while a mean ablation's plan is
+        made in a worker (the sentence runs when it comes: ``_on_plan_ready``)."""
+        return self.plans.plan(self.bundle, self.ablation, self.source, self.target)
 
-    def _clean_reference(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
-        """The source ids and the tokens a mean ablation averages over: the typed target, or
-        the clean model's greedy output."""
-        if self.target.strip():
-            forced = teacher_forced_from_bundle(self.bundle, self.source, self.target, top_k=1, names=())
-            return forced.source.ids, forced.output_ids
-        clean = DecodingSession.from_bundle(self.bundle, self.source, capture=False)
-        clean.run()
-        return clean.source.ids, clean.output_ids
+    @property
+    def preparing(self) -> bool:
+        """A mean ablation's plan is being made: the sentence runs when it comes."""
+        return self.plans.pending
+
+    def _on_plan_ready(self) -> None:
+        move, self._after_plan = self._after_plan, None
+        self._rebuild()
+        if move is not None:
+            move()
+        elif self._to_end and self.decoding is not None:
+            self.decode_to_end()
+
+    def _later(self, move: Callable[[], object]) -> bool:
+        """While a plan is made, keep ``move`` for when it comes (True); else False."""
+        if not self.preparing:
+            return False
+        self._after_plan = move
+        return True
+
+    def _on_plan_failed(self, message: str) -> None:
+        self.error = one_line(message)
+        self.message.emit("warning", self.error)
+        self.decodingChanged.emit()
 
     def n_layers(self, kind: str) -> int:
         if self.bundle is None:
@@ -253,8 +275,10 @@ class Session(QtCore.QObject):
         at once when ``to_end`` (default: ``decode_as_you_type``)."""
         self.actionStarted.emit()
         self._take(source, target, strategy, ablation)
+        self._to_end = self.decode_as_you_type if to_end is None else to_end
+        self._after_plan = None
         self._rebuild()
-        if (self.decode_as_you_type if to_end is None else to_end) and self.decoding is not None:
+        if self._to_end and self.decoding is not None:
             self.decode_to_end()
 
     def _take(self, source: str | None, target: str | None, strategy, ablation: HeadSet | None) -> None:
@@ -305,6 +329,9 @@ class Session(QtCore.QObject):
         self._fit_ablation(self.bundle)
         try:
             plan = self._interventions()
+            if plan is None:  # a mean ablation's plan is on its way
+                self.decodingChanged.emit()
+                return
             if self.bundle.config.kind == "encoder-only":  # no decoder: a masked-token prediction instead
                 self._predict_masked(plan)
                 notices = ()
@@ -353,9 +380,12 @@ class Session(QtCore.QObject):
         worker.start()
 
     def finish_prediction(self, msecs: int = 60000) -> None:
-        """Wait for the masked-token prediction under way and take its result (no event loop to
-        wait in: ``attnviz export``)."""
-        if self._masked_worker is not None:
+        """Wait for the work under way that the current result waits for (a mean ablation's plan,
+        then the sentence's masked-token prediction) and take its result (no event loop to wait
+        in: ``attnviz export``)."""
+        for _ in range(2):  # the plan, then a prediction the plan started
+            if self._masked_worker is None and not self.plans.pending:
+                return
             self._pool.waitForDone(msecs)
             QtCore.QCoreApplication.sendPostedEvents()
 
@@ -418,6 +448,8 @@ class Session(QtCore.QObject):
         position ``steps`` (1-based). One ``decodingChanged`` for the whole move, none where it is
         already there; a decoding error is said in one line and returned."""
         self.stop_run()
+        if self._later(lambda: self.go_to(steps)):
+            return None
         if self.forced is not None:
             n = len(self.forced.steps)
             self.set_cursor(n - 1 if steps is None else min(steps, n) - 1)
@@ -430,6 +462,8 @@ class Session(QtCore.QObject):
     def replay(self, tokens: Sequence[int], forced: Iterable[int] = (), cursor: int | None = None) -> str | None:
         """A saved position again: teacher-forced, the cursor at ``cursor`` (0-based); otherwise
         ``tokens`` decoded again, forced at the indices in ``forced``. One ``decodingChanged``."""
+        if self._later(lambda: self.replay(tokens, forced, cursor)):
+            return None
         if self.forced is not None and cursor is not None:
             self.forced_cursor = max(0, min(cursor, len(self.forced.steps) - 1))
         elif self.decoding is not None and tokens:

@@ -19,6 +19,8 @@ def empty_state(session: Session) -> str | None:
     if session.current is None:
         if not session.source.strip():
             return empty_source_text()
+        if session.preparing:
+            return translate("view_frame", "Preparing the mean ablation: the model as trained decodes the sentence first…")
         why = session.error or translate("view_frame", "the sentence could not be decoded")
         return translate("view_frame", "Nothing to show: {why}").format(why=why)
     if session.n_rows() == 0 and session.bundle.config.kind != "encoder-only":  # an encoder-only model's one pass is all it shows

@@ -194,3 +194,50 @@ def bundle_default():
     from attnviz.paths import default_model
 
     return load_bundle(default_model())
+
+
+def _decoded_with(b, heads: HeadSet, source: str) -> tuple[int, ...]:
+    from attnviz.core.analysis.ablation import ablation_plan
+
+    d = DecodingSession.from_bundle(b, source, interventions=ablation_plan(b, heads, source), capture=False)
+    d.run()
+    return tuple(d.output_ids)
+
+
+def test_a_mean_ablation_s_clean_decode_runs_in_a_worker_and_then_the_sentence(qtbot):
+    """The mean over the clean model's own decode is made off the UI thread: right after the
+    ablation is set nothing has run (the views say what is being prepared); then the sentence
+    runs with it, as a run with the same plan made here."""
+    from attnviz.qt.session import Session
+    from attnviz.qt.view_frame import empty_state
+
+    b = bundle()
+    s = Session()
+    s.set_bundle(b, SRC, "")
+    heads = HeadSet(frozenset({("cross", 0, 1), ("decoder", 1, 0)}), "mean")
+    s.set_ablation(heads)
+    assert s.preparing and s.decoding is None and empty_state(s)
+    qtbot.waitUntil(lambda: not s.preparing and s.decoding is not None and s.decoding.finished, timeout=20000)
+    assert tuple(s.decoding.output_ids) == _decoded_with(b, heads, SRC)
+    s.set_inputs("他去学校了。", "")  # a new sentence: its own plan
+    assert s.preparing
+    s.go_to(2)  # asked while the plan is made: done when it comes
+    qtbot.waitUntil(lambda: not s.preparing and s.decoding is not None, timeout=20000)
+    assert len(s.decoding.steps) == 2
+    assert tuple(s.decoding.output_ids) == _decoded_with(b, heads, "他去学校了。")[:2]
+    s.wait_for_workers()
+
+
+def test_export_with_a_mean_ablation_waits_for_its_plan(qapp, tmp_path):
+    from attnviz.core.analysis.ablation import ablation_plan
+
+    assert main(["export", "--src", SRC, "--view", "output", "--ablate", "cross:3:2", "--ablation", "mean", "--format", "npz",
+                 "--out", str(tmp_path)]) == 0
+    files = list(tmp_path.iterdir())
+    assert len(files) == 1
+    b = bundle_default()
+    heads = HeadSet.parse("cross:3:2", "mean")
+    d = DecodingSession.from_bundle(b, SRC, interventions=ablation_plan(b, heads, SRC), capture=False)
+    d.run()
+    with np.load(files[0]) as z:
+        assert f"target: {d.translation()} (decoded with greedy)" in [str(m) for m in z["metadata"]]

@@ -124,5 +124,19 @@ class HeadSet:
         return [ablation(site, heads, self.kind, reference) for site, heads in sites.items()]
 
 
+def ablation_plan(bundle: Bundle, heads: HeadSet, source: str, target: str = "") -> list[Change]:
+    """The interventions that ablate ``heads`` in every run on ``source``. A mean ablation averages
+    over the clean model's teacher-forced pass on the typed ``target`` or, without one, on its own
+    greedy output (a full decode: run it off the UI thread)."""
+    if not heads or heads.kind != "mean":
+        return heads.plan(bundle.model, (), ())
+    if target.strip():
+        forced = teacher_forced_from_bundle(bundle, source, target, top_k=1, names=())
+        return heads.plan(bundle.model, forced.source.ids, forced.output_ids)
+    clean = DecodingSession.from_bundle(bundle, source, capture=False)
+    clean.run()
+    return heads.plan(bundle.model, clean.source.ids, clean.output_ids)
+
+
 def _head_order(head: tuple[str, int, int]) -> tuple[int, int, int]:
     return (KINDS.index(head[0]), head[1], head[2])
