@@ -75,6 +75,12 @@ figures: $(STAMP)
 	cp "$$tmp"/importance/*.png $(FIGURES)/head-importance.png && \
 	cp "$$tmp"/patching/*.png $(FIGURES)/patching.png && \
 	cp "$$tmp"/attribution/*.png $(FIGURES)/attribution.png && \
+	for v in logit-attribution contributions heads circuit model-map; do \
+	    $(VIEW) --view $$v --src 猫吃鱼。 --size 1100x640 --out "$$tmp/$$v" && cp "$$tmp/$$v"/*.png $(FIGURES)/$$v.png || exit 1; done && \
+	$(VIEW) --view qk --kind cross --layer 1 --head 1 --src 猫吃鱼。 --size 900x600 --out "$$tmp/qk" && \
+	$(VIEW) --view neighbours --src 猫吃鱼。 --steps 2 --size 1100x260 --out "$$tmp/neighbours" && \
+	cp "$$tmp"/qk/*.png $(FIGURES)/qk.png && \
+	cp "$$tmp"/neighbours/*.png $(FIGURES)/neighbours.png && \
 	QT_QPA_PLATFORM=offscreen $(PY) -m attnviz animate --src 猫吃鱼。 --view head,output --kind cross --layer 3 --head 2 \
 	    --size 600x440 --fps 1.5 --out "$$tmp/decoding.gif" && \
 	cp "$$tmp/decoding.gif" $(FIGURES)/decoding.gif

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from attnviz.errors import AttnvizError
 
-COMMANDS = ("gui", "train", "translate", "evaluate", "trace", "ablate", "head-importance", "patch", "attribute", "logit-attribution", "contributions", "heads", "neighbours", "export", "animate", "page", "import-hf", "tour")  # module: the name with "_" for "-"
+COMMANDS = ("gui", "train", "translate", "evaluate", "trace", "ablate", "head-importance", "patch", "circuit", "attribute", "logit-attribution", "contributions", "heads", "neighbours", "qk", "export", "animate", "page", "import-hf", "tour")  # module: the name with "_" for "-"
 
 
 def _available() -> dict[str, object]:

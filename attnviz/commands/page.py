@@ -1,6 +1,9 @@
 """``attnviz page``: one self-contained HTML page of a sentence's decoding to hand out: the sentence,
-the tokens of each step, a step slider and the chosen views' figures with their numbers on hover,
-readable offline in any browser.
+the tokens of each step, a step slider, and the attention matrix the reader chooses (kind, layer,
+head or the mean over heads) drawn by the page's own script at the chosen step, with the weight
+of the cell under the mouse; readable offline in any browser. Every kind's, layer's and head's
+weights travel in the page as data (3 decimals). The ``--view`` figures at the last step are kept
+for readers without scripts; ``--kind``, ``--layer`` and ``--head`` choose the matrix it opens on.
 
 The page is written as ``index.html`` in the folder ``--out`` (created when missing). An
 ``index.html`` there is replaced only when attnviz wrote it and nobody changed it since; any other
@@ -8,10 +11,11 @@ file, a link or a pipe is left alone (and never opened). The frames' memory (ste
 × height × ``FRAME_BYTES_PER_PIXEL``) is estimated before any is drawn and refused in one line above
 :data:`attnviz.core.outputs.FRAMES_BUDGET`.
 
-``--tour STOP[,STOP…]`` puts those stops of the guided tour under the figures, each its title and
+``--tour STOP[,STOP…]`` puts those stops of the guided tour under the matrix, each its title and
 its text with the numbers the tour quotes, explained by the tour itself in a window that is never
-shown (:mod:`attnviz.qt.tour_offscreen`), on the stop's own sentence. A stop that does not
-apply to the model (attention of a kind it has no layers of; positional encoding explained as
+shown (:mod:`attnviz.qt.tour_offscreen`), on the stop's own sentence; the page plays them one at a
+time, each setting the kind, layer, head and step it is about. A stop that does not apply to the
+model (attention of a kind it has no layers of; positional encoding explained as
 sin/cos on a model with learned positions or relative position biases) is refused in one line
 before the window opens.
 """
@@ -23,13 +27,13 @@ import argparse
 from attnviz.commands.replay import add_replay_arguments, model_panels, offscreen_unless_a_display, replay_strategy, view_panels
 from attnviz.core.tour_data import LANGUAGES
 
-HELP = "a self-contained web page (one HTML file) of a sentence's decoding: step slider, the views' figures, numbers on hover"
+HELP = "a self-contained web page (one HTML file) of a sentence's decoding: any kind, layer, head and step's attention, numbers on hover"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_replay_arguments(p, "grid,head", "each figure's size in logical pixels, WxH (default 900x640)")
-    p.add_argument("--note", action="append", default=[], metavar="TEXT", help="a paragraph of text under the figures (repeatable)")
-    p.add_argument("--tour", metavar="STOP[,STOP]", help="the guided tour's stops whose titles and texts go under the figures, by id")
+    p.add_argument("--note", action="append", default=[], metavar="TEXT", help="a paragraph of text under the matrix (repeatable)")
+    p.add_argument("--tour", metavar="STOP[,STOP]", help="the guided tour's stops whose titles and texts go under the matrix, by id")
     p.add_argument("--language", choices=LANGUAGES, default="en", help="the language of the tour's texts (default en)")
     p.add_argument("--out", required=True, metavar="DIR", help="output folder: the page is DIR/index.html")
 

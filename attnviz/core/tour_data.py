@@ -20,7 +20,9 @@ A stop::
                "focus": ["开心", "兴奋"]},         # optional: source words some measures rank
      "highlight": "mask-upper-triangle",         # one of REGIONS, in the stop's view
      "text": "… exactly {mask_upper_max:g} …",    # placeholders: MEASURES of the stop's view, format specs
-     "positional": ["sinusoidal"]}               # optional: the positional schemes the text describes (POSITIONALS)
+     "positional": ["sinusoidal"],               # optional: the positional schemes the text describes (POSITIONALS)
+     "exercise": {"kind": "mask-cells",          # optional: asked before the stop's text and view show
+                  "question": "Which cells …?"}} # plain text (or by language); "heads": "mean" for cross-argmax
 
 Layers, heads and query rows are counted from 1 in the file, as on screen (``query`` null: the
 current step's row); :class:`StopState` holds them 0-based.
@@ -44,6 +46,11 @@ decodes) is refused at once. The text is plain text with named
 placeholders only; every number it quotes comes from a measure of the live window, so a literal
 decimal number in a text is refused. A file that breaks any rule is refused with one line naming
 the file and the stop (:class:`TourError`).
+
+An exercise (one of :data:`EXERCISE_KINDS`) asks a question whose answer the window computes
+from the live model and sentence (:mod:`attnviz.core.exercises`): the file holds its kind and its
+question only. An exercise that gives an answer (an ``answer``, ``correct``, … key, or any
+number to match) is refused, and so is a question with a placeholder or a measured number in it.
 
 A stop explains what a model has: :func:`stop_mismatch` says why one does not apply to a model (it
 shows attention of a kind the model has no layers of, or its text describes a positional scheme
@@ -214,6 +221,31 @@ REGIONS: dict[str, str | None] = {
 VIEWS: tuple[str, ...] = tuple(dict.fromkeys(v for v in REGIONS.values() if v is not None))
 
 
+#: Each exercise kind (:mod:`attnviz.core.exercises` computes it) and the selection kind its stop
+#: must have (``None``: any).
+EXERCISE_KINDS: dict[str, str | None] = {
+    "cross-argmax": "cross", "next-token": None, "pe-off-order": None, "mask-cells": "decoder",
+    "important-head": None, "norm-batch": None, "scaling": None, "shape": None,
+}
+EXERCISE_HEADS = ("selected", "mean")  # cross-argmax: the selected head's row, or the layer's mean over heads
+#: Keys that would write an exercise's answer into the file: refused with their own message.
+ANSWER_KEYS = frozenset({"answer", "answers", "correct", "solution", "expected", "right", "key", "choices", "options", "value", "values"})
+
+
+@dataclass(frozen=True)
+class StopExercise:
+    """A stop's exercise as the file gives it: its kind, its question (in the language read) and,
+    for ``cross-argmax``, whose row it asks about (``heads``). Never its answer."""
+
+    kind: str
+    question: str
+    heads: str = "selected"
+
+    def options(self) -> tuple[tuple[str, str], ...]:
+        """What the kind's function takes besides the question (name–value pairs)."""
+        return (("heads", self.heads),) if self.kind == "cross-argmax" else ()
+
+
 @dataclass(frozen=True)
 class Labels:
     """The panel's own words in the file's language; ``counter`` has ``{n}`` and ``{total}``."""
@@ -251,6 +283,7 @@ class Stop:
     highlight: str
     text: str
     positional: tuple[str, ...] = POSITIONALS  # the positional schemes of the models the text describes
+    exercise: StopExercise | None = None  # asked before the text and the view show
 
     def placeholders(self) -> tuple[str, ...]:
         """The measures its text quotes, in order of first use."""
@@ -378,7 +411,7 @@ def _unique_ids(stops: tuple[Stop, ...], where: str) -> None:
 
 
 #: The keys of a stop: every one allowed, and those a stop must give.
-STOP_KEYS = {"id", "title", "view", "state", "highlight", "text", "positional"}
+STOP_KEYS = {"id", "title", "view", "state", "highlight", "text", "positional", "exercise"}
 STOP_REQUIRED = {"view", "state", "text"}
 
 
@@ -397,11 +430,41 @@ def parse_stop(raw: Any, where: str, language: str = "en", views: tuple[str, ...
         raise TourError(f"{where}: the region {highlight!r} lies in the {REGIONS[highlight]} view, not in {view}")
     texts = _texts(obj, "text", where, MAX_TEXT)
     title = _texts(obj, "title", where, MAX_TITLE) if "title" in obj else {}
-    stop = Stop(stop_id, _in_language(title, language), view, _state(obj["state"], where), highlight,
-                _in_language(texts, language), _positional(obj, where))
+    state = _state(obj["state"], where)
+    exercise = parse_exercise(obj["exercise"], state, f"{where}: exercise", language) if "exercise" in obj else None
+    stop = Stop(stop_id, _in_language(title, language), view, state, highlight,
+                _in_language(texts, language), _positional(obj, where), exercise)
     for text in texts.values():
         check_text(replace(stop, text=text), where)
     return stop
+
+
+def parse_exercise(raw: Any, state: StopState, where: str, language: str = "en") -> StopExercise:
+    """A stop's exercise: its kind, its question (in ``language``, see :func:`_in_language`) and
+    its options; one that gives an answer, or does not fit the stop's selection, is refused."""
+    obj = _object(raw, where, "'exercise'")
+    given = sorted(ANSWER_KEYS & set(obj))
+    if given:
+        raise TourError(f"{where}: it gives an answer ({given[0]!r}): an exercise's answer is computed from the live model, never written in the tour")
+    number = next((k for k, v in obj.items() if isinstance(v, (int, float)) and not isinstance(v, bool)), None)
+    if number is not None:
+        raise TourError(f"{where}: {number!r} is a number to match: an exercise's answer is computed from the live model, never written in the tour")
+    _keys(obj, {"kind", "question", "heads"}, {"kind", "question"}, where)
+    kind = _choice(obj, "kind", tuple(EXERCISE_KINDS), where)
+    needs = EXERCISE_KINDS[kind]
+    if needs is not None and state.kind != needs:
+        raise TourError(f"{where}: a {kind} exercise asks about {needs} attention, but the stop selects {state.kind}")
+    if "heads" in obj and kind != "cross-argmax":
+        raise TourError(f"{where}: 'heads' is an option of cross-argmax exercises, not of {kind}")
+    heads = _choice(obj, "heads", EXERCISE_HEADS, where) if "heads" in obj else "selected"
+    questions = _texts(obj, "question", where, MAX_TEXT)
+    for text in questions.values():
+        if "{" in text or "}" in text:
+            raise TourError(f"{where}: the question quotes a measure: it is asked before the view shows, so it quotes none")
+        found = _DECIMAL.search(text)
+        if found:
+            raise TourError(f"{where}: the question writes a number ({found.group(0)}…) by hand: the live model gives every number")
+    return StopExercise(kind, _in_language(questions, language), heads)
 
 
 def _texts(obj: dict, key: str, where: str, limit: int) -> dict[str, str]:
@@ -539,8 +602,15 @@ def check_same_tour(first: Tour, other: Tour) -> None:
         for name in ("view", "state", "highlight", "positional"):
             if getattr(a, name) != getattr(b, name):
                 raise TourError(f"{where}: stop {b.id!r}: its {name} differs from {first.path.name}'s")
+        if _asks(a) != _asks(b):
+            raise TourError(f"{where}: stop {b.id!r}: its exercise differs from {first.path.name}'s")
         if set(a.placeholders()) != set(b.placeholders()):
             raise TourError(f"{where}: stop {b.id!r}: it quotes {sorted(b.placeholders())}, {first.path.name} {sorted(a.placeholders())}")
+
+
+def _asks(stop: Stop) -> tuple | None:
+    """What a stop's exercise asks, whatever its language: its kind and options (``None``: none)."""
+    return None if stop.exercise is None else (stop.exercise.kind, stop.exercise.options())
 
 
 # -- the model a stop explains -------------------------------------------------------------------

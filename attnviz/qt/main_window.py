@@ -14,6 +14,7 @@ from attnviz.core.bundle import Bundle
 from attnviz.core.decoding.strategies import BeamSearch
 from attnviz.core.model.config import KIND_NOTES, NORM_NAMES, TransformerConfig
 from attnviz.paths import default_model
+from attnviz.qt.console import console_action
 from attnviz.qt.core_text import ablation_name, heads_text, strategy_text
 from attnviz.qt.decode_panel import QtInputBar, QtStepBar, QtTokenChips, QtTopKPanel
 from attnviz.qt.help import show_about, show_shortcuts
@@ -37,6 +38,7 @@ CLOSE_WAIT_S = 1.0  # how long closing the window waits for a stopped training r
 DEFAULT_SIZE = QtCore.QSize(1400, 900)  # the window's size when the screen has room for it
 AREA = QtCore.Qt.DockWidgetArea
 TALL = 820  # a window at least this tall has room for the bottom docks under the grid
+GRID_ROOM = 520  # px the grid keeps in the middle: four tiles of 48+ px, its row labels and colour bar (a projector's 1024 px included)
 LAYOUT_VERSION = 2  # of the saved dock layout: 2 since the docks are named by the views' modules (headDetailDock, compareDock)
 
 
@@ -319,6 +321,7 @@ class MainWindow(QtWidgets.QMainWindow):
             self.view_menu.addAction(dock.toggleViewAction())
         self.view_menu.addSeparator()
         self.view_menu.addAction(self.presentation_act)
+        self.view_menu.addAction(console_action(self))
         cmap_menu = self.view_menu.addMenu(translate("main_window", "&Colormap"))
         self.cmap_group = QtGui.QActionGroup(self)
         for name in SEQUENTIAL_COLORMAPS:
@@ -747,7 +750,8 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def default_layout(self) -> None:
         """First run: the top-k list as wide as it reads and the right docks (tabbed, full height)
-        half the width (at most 700 px). The bottom docks (tabbed) take about 40% of a tall window's
+        half the width (at most 700 px). Where the grid would get under :data:`GRID_ROOM` beside
+        both (a projector's 1024 px), the top-k list is a tab of the right docks instead. The bottom docks (tabbed) take about 40% of a tall window's
         height; in a short one (under :data:`TALL` px) they join the right docks' tabs, so the
         grid keeps its height and every panel gets the full height."""
         v, h = QtCore.Qt.Orientation.Vertical, QtCore.Qt.Orientation.Horizontal
@@ -759,7 +763,13 @@ class MainWindow(QtWidgets.QMainWindow):
             bottom = []
         left = self.topk_panel.minimumSizeHint().width() + 24
         width = min(max(360, self.width() // 2), 700)
-        self.resizeDocks([self.topk_dock] + right[:1], [left, width][: 1 + len(right[:1])], h)
+        if right and self.width() - left - width < GRID_ROOM:  # a projector's 1024 px: the top-k list joins the right docks' tabs
+            self.addDockWidget(AREA.RightDockWidgetArea, self.topk_dock)
+            self.tabifyDockWidget(right[0], self.topk_dock)
+            right[0].raise_()
+            self.resizeDocks(right[:1], [min(width, self.width() - GRID_ROOM)], h)
+        else:
+            self.resizeDocks([self.topk_dock] + right[:1], [left, width][: 1 + len(right[:1])], h)
         if bottom:
             self.resizeDocks(bottom[:1], [max(240, int(self.height() * 0.4))], v)
 

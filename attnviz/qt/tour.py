@@ -31,6 +31,7 @@ from attnviz.core.analysis.scaling import SCALED, UNSCALED
 from attnviz.core.data.pieces import SP_WORD_START, display_piece, display_pieces
 from attnviz.core.decoding.strategies import Greedy
 from attnviz.core.tour_data import LANGUAGES, Stop, Tour, TourError, fill, load_tour, stop_mismatch
+from attnviz.qt.exercises import ExerciseHost
 from attnviz.qt.i18n import translate
 from attnviz.qt.widgets.plain_text import plain_label
 
@@ -576,6 +577,8 @@ class TourPanel(QtWidgets.QDockWidget):
         for w in (self.title_label, self.counter):
             layout.addWidget(w)
         layout.addWidget(scroll, 1)
+        self.exercises = ExerciseHost(self, scroll)  # a stop's exercise, asked before its text and view show
+        layout.addWidget(self.exercises.panel, 1)
         layout.addLayout(buttons)
         self.setWidget(box)
         self.setMinimumWidth(240)
@@ -610,6 +613,7 @@ class TourPanel(QtWidgets.QDockWidget):
         self.show()
         self.raise_()
         self.highlight.clear()
+        self.exercises.clear()
         self._needs_apply = True
         self._wait()
 
@@ -640,6 +644,7 @@ class TourPanel(QtWidgets.QDockWidget):
     def play(self, tour: Tour) -> None:
         """Another tour (a tour file opened) from its first stop; what the last one explained is forgotten."""
         self._visited.clear()
+        self.exercises.forget()
         self.index = 0
         self.set_tour(tour)
         self.go(0)
@@ -711,6 +716,7 @@ class TourPanel(QtWidgets.QDockWidget):
         self.text_label.setText(fill(self.stop().text, self.values))
         self.highlight.follow(partial(region_of, ctx))  # scrolled into view while the view settles
         self.ready = True
+        self.exercises.ask(self.main, self.tour, self.index)
         self.stopShown.emit(self.index)
 
     def _on_window_changed(self, *_) -> None:
@@ -736,6 +742,7 @@ class TourPanel(QtWidgets.QDockWidget):
         self._needs_apply = False
         self._poll.stop()
         self.highlight.clear()
+        self.exercises.clear()
         self.left.emit()
 
     def closeEvent(self, event: QtGui.QCloseEvent) -> None:  # noqa: N802 - Qt API

@@ -87,6 +87,18 @@
         <translation>导出动画</translation>
     </message>
     <message>
+        <source>Animate the walkthrough's stages (QKᵀ, ÷√d_k, mask, softmax, ·V) of the chosen query's row, or the walkthrough at every decoding step?</source>
+        <translation>把走查的各阶段（QKᵀ、÷√d_k、掩码、softmax、·V）在所选查询行上做成动画，还是在每个解码步上做走查动画？</translation>
+    </message>
+    <message>
+        <source>Stages</source>
+        <translation>各阶段</translation>
+    </message>
+    <message>
+        <source>Decoding steps</source>
+        <translation>各解码步</translation>
+    </message>
+    <message>
         <source>GIF animation (*.gif);;MP4 video (*.mp4)</source>
         <translation>GIF 动画 (*.gif);;MP4 视频 (*.mp4)</translation>
     </message>
@@ -591,6 +603,97 @@
     </message>
 </context>
 <context>
+    <name>circuit</name>
+    <message>
+        <source>FFN {layer}</source>
+        <translation>FFN {layer}</translation>
+    </message>
+    <message>
+        <source>embeddings</source>
+        <translation>嵌入</translation>
+    </message>
+    <message>
+        <source>logits</source>
+        <translation>logits</translation>
+    </message>
+    <message>
+        <source>The corrupted sentence (same number of tokens); empty: the sentence with its first and last word (or character) swapped, shown grey in the field. Press Enter.</source>
+        <translation>被破坏的句子（词元数相同）；留空：把本句第一个和最后一个词（或字）对调，在输入框中以灰色显示。按回车。</translation>
+    </message>
+    <message>
+        <source>the sentence with its ends swapped</source>
+        <translation>首尾对调后的句子</translation>
+    </message>
+    <message>
+        <source>How many edges (the largest |score| first) are drawn and measured</source>
+        <translation>绘制并度量多少条边（按 |分数| 从大到小）</translation>
+    </message>
+    <message>
+        <source>off</source>
+        <translation>关</translation>
+    </message>
+    <message>
+        <source>EAP-IG: average the gradients over this many steps from the other sentence's embeddings to this one's; off: plain EAP (the gradient of this sentence's run)</source>
+        <translation>EAP-IG：沿从另一句嵌入到本句嵌入的路径，把梯度在这么多步上平均；关：普通 EAP（本句前向的梯度）</translation>
+    </message>
+    <message>
+        <source>Other</source>
+        <translation>另一句</translation>
+    </message>
+    <message>
+        <source>Edges</source>
+        <translation>边数</translation>
+    </message>
+    <message>
+        <source>IG steps</source>
+        <translation>IG 步数</translation>
+    </message>
+    <message>
+        <source>edges kept (k)</source>
+        <translation>保留的边（k）</translation>
+    </message>
+    <message>
+        <source>recovered (%)</source>
+        <translation>恢复比例（%）</translation>
+    </message>
+    <message>
+        <source>Circuit</source>
+        <translation>回路</translation>
+    </message>
+    <message>
+        <source>needs a source sentence and another of the same number of tokens</source>
+        <translation>需要一个源句和另一个词元数相同的句子</translation>
+    </message>
+    <message>
+        <source>EAP-IG, {n} steps</source>
+        <translation>EAP-IG，{n} 步</translation>
+    </message>
+    <message>
+        <source>Circuit · {this} against {other}: logit({clean}) − logit({corrupt}) at target position {position}</source>
+        <translation>回路 · {this} 相对 {other}：目标位置 {position} 处 logit({clean}) − logit({corrupt})</translation>
+    </message>
+    <message>
+        <source>{method} · the top {k} of {n} edges by |score| · {clean:+.2f} here, {corrupt:+.2f} in the other sentence · click a head to select it</source>
+        <translation>{method} · {n} 条边中 |分数| 最大的 {k} 条 · 本句 {clean:+.2f}，另一句 {corrupt:+.2f} · 点击一个头以选中它</translation>
+    </message>
+    <message>
+        <source>carries the decision (corrupting it lowers the difference)</source>
+        <translation>承载决定（破坏它会降低差值）</translation>
+    </message>
+    <message>
+        <source>works against it</source>
+        <translation>与之相反</translation>
+    </message>
+    <message>
+        <source>width: |score|</source>
+        <translation>宽度：|分数|</translation>
+    </message>
+    <message>
+        <source>{node}: its outgoing scores sum to {score:+.3f} · {n} of the drawn edges</source>
+        <translation>{node}：其出边分数之和为 {score:+.3f} · 已绘制的边中有 {n} 条</translation>
+    </message>
+</context>
+<context>
     <name>compare</name>
     <message>
         <source>C_A − C_B (same token)</source>
@@ -724,6 +827,25 @@
     <message>
         <source>Word order · {a} vs {b} · {pe} · encoder layer {layer} · head {head}</source>
         <translation>词序 · {a} 对比 {b} · {pe} · 编码器第 {layer} 层 · 头 {head}</translation>
+    </message>
+</context>
+<context>
+    <name>console</name>
+    <message>
+        <source>Python console</source>
+        <translation>Python 控制台</translation>
+    </message>
+    <message>
+        <source>The Python console needs qtconsole: {command}</source>
+        <translation>Python 控制台需要 qtconsole：{command}</translation>
+    </message>
+    <message>
+        <source>&amp;Python Console</source>
+        <translation>Python 控制台(&amp;P)</translation>
+    </message>
+    <message>
+        <source>A Python console on this window: session, model, views and helpers ({command})</source>
+        <translation>此窗口上的 Python 控制台：session、model、views 及辅助函数（{command}）</translation>
     </message>
 </context>
 <context>
@@ -1371,6 +1493,160 @@
     <message>
         <source>Exported {name} ({done} of {total})</source>
         <translation>已导出 {name}（{done}/{total}）</translation>
+    </message>
+</context>
+<context>
+    <name>exercise</name>
+    <message>
+        <source>yes</source>
+        <extracomment>The answer words of :mod:`attnviz.core.exercises`, as the panel shows them.</extracomment>
+        <translation>是</translation>
+    </message>
+    <message>
+        <source>no</source>
+        <translation>否</translation>
+    </message>
+    <message>
+        <source>sharper</source>
+        <translation>更尖锐</translation>
+    </message>
+    <message>
+        <source>flatter</source>
+        <translation>更平坦</translation>
+    </message>
+    <message>
+        <source>unchanged</source>
+        <translation>不变</translation>
+    </message>
+    <message>
+        <source>Decoder row {row}, fed “{fed}” · layer {layer} · {heads}</source>
+        <extracomment>What each kind shows beside its question before the answer (nothing that gives it away).</extracomment>
+        <translation>解码器第 {row} 行，输入“{fed}” · 第 {layer} 层 · {heads}</translation>
+    </message>
+    <message>
+        <source>After “{prefix}”</source>
+        <translation>在“{prefix}”之后</translation>
+    </message>
+    <message>
+        <source>“{a}” and “{b}”</source>
+        <translation>“{a}”和“{b}”</translation>
+    </message>
+    <message>
+        <source>Decoder self-attention over {pieces}</source>
+        <translation>解码器自注意力，作用于 {pieces}</translation>
+    </message>
+    <message>
+        <source>Output {position}: “{token}” · layer {layer}</source>
+        <translation>输出 {position}：“{token}” · 第 {layer} 层</translation>
+    </message>
+    <message>
+        <source>{norm_name} · the sentence in a batch of {sentences}, and alone</source>
+        <translation>{norm_name} · 该句放在 {sentences} 句的批次中，以及单独一句</translation>
+    </message>
+    <message>
+        <source>Query “{query}”</source>
+        <translation>查询“{query}”</translation>
+    </message>
+    <message>
+        <source>The head selected, on the sentence in the window</source>
+        <translation>所选的头，作用于窗口中的句子</translation>
+    </message>
+    <message>
+        <source>The row weighs {ranked} …</source>
+        <extracomment>The feedback of each kind, quoting the live numbers.</extracomment>
+        <translation>这一行的权重：{ranked} …</translation>
+    </message>
+    <message>
+        <source>Greedy decoding appends “{token}” (P = {prob:.3f}); the choices: {ranked}.</source>
+        <translation>贪心解码接上“{token}”（P = {prob:.3f}）；各选项：{ranked}。</translation>
+    </message>
+    <message>
+        <source>Without PE: “{a_no_pe}” and “{b_no_pe}” ({same}). With PE: “{a_pe}” and “{b_pe}”.</source>
+        <translation>没有 PE：“{a_no_pe}”和“{b_no_pe}”（{same}）。有 PE：“{a_pe}”和“{b_pe}”。</translation>
+    </message>
+    <message>
+        <source>M is −∞ in {masked} of the {size} × {size} cells, every one above the diagonal, and their weights are at most {blocked_max:g}. You ticked {hits} of them and {extra} others.</source>
+        <translation>M 在 {size} × {size} 个格子中的 {masked} 个里是 −∞，都在对角线之上，它们的权重至多为 {blocked_max:g}。你勾选了其中 {hits} 个，另有 {extra} 个其他格子。</translation>
+    </message>
+    <message>
+        <source>Δ log P(“{token}”) with each head switched off: {ranked} (log P = {log_prob:.3f}).</source>
+        <translation>逐个关掉每个头时 Δ log P(“{token}”)：{ranked}（log P = {log_prob:.3f}）。</translation>
+    </message>
+    <message>
+        <source>In the batch and alone, the sentence's outputs of its {sites} norms differ by at most {change:.4f}.</source>
+        <translation>放在批次中与单独一句时，该句在 {sites} 个归一化处的输出至多相差 {change:.4f}。</translation>
+    </message>
+    <message>
+        <source>Entropy {entropy_scaled:.3f} nats with ÷√d_k (√d_k = {sqrt_dk:.2f}), {entropy_unscaled:.3f} without; the largest weight {max_scaled:.3f} → {max_unscaled:.3f}.</source>
+        <translation>有 ÷√d_k 时熵为 {entropy_scaled:.3f} 奈特（√d_k = {sqrt_dk:.2f}），没有时为 {entropy_unscaled:.3f}；最大权重 {max_scaled:.3f} → {max_unscaled:.3f}。</translation>
+    </message>
+    <message>
+        <source>{queries} queries ({query_pieces}) × {keys} keys ({key_pieces}).</source>
+        <translation>{queries} 个查询（{query_pieces}）× {keys} 个键（{key_pieces}）。</translation>
+    </message>
+    <message>
+        <source>head {n}</source>
+        <translation>头 {n}</translation>
+    </message>
+    <message>
+        <source>mean of heads</source>
+        <translation>各头的平均</translation>
+    </message>
+    <message>
+        <source>the same</source>
+        <translation>相同</translation>
+    </message>
+    <message>
+        <source>different</source>
+        <translation>不同</translation>
+    </message>
+    <message>
+        <source>SOS</source>
+        <translation>SOS</translation>
+    </message>
+    <message>
+        <source>Skipped.</source>
+        <translation>已跳过。</translation>
+    </message>
+    <message>
+        <source>Right.</source>
+        <translation>正确。</translation>
+    </message>
+    <message>
+        <source>Not quite.</source>
+        <translation>不完全对。</translation>
+    </message>
+    <message>
+        <source>Not quite: the answer is “{answer}”.</source>
+        <translation>不完全对：答案是“{answer}”。</translation>
+    </message>
+    <message>
+        <source>Skipped: the answer is “{answer}”.</source>
+        <translation>已跳过：答案是“{answer}”。</translation>
+    </message>
+    <message>
+        <source>Answer the question in the tour panel (or skip it) to see this view.</source>
+        <translation>在导览面板中回答问题（或跳过）后即可看到此视图。</translation>
+    </message>
+    <message>
+        <source>The answer could not be computed: {why}</source>
+        <translation>无法算出答案：{why}</translation>
+    </message>
+    <message>
+        <source>{n} of {m} right</source>
+        <translation>答对 {n} / {m}</translation>
+    </message>
+    <message>
+        <source>Check</source>
+        <translation>检查</translation>
+    </message>
+    <message>
+        <source>Skip</source>
+        <translation>跳过</translation>
+    </message>
+    <message>
+        <source>Working out the answer on the live model…</source>
+        <translation>正在用实时模型算出答案…</translation>
     </message>
 </context>
 <context>
@@ -4169,6 +4445,85 @@ The bundle stays until the new run's first checkpoint is saved.</source>
     </message>
 </context>
 <context>
+    <name>qk_space</name>
+    <message>
+        <source>Which attention: encoder self, decoder masked self or cross (target queries, source keys)</source>
+        <translation>哪种注意力：编码器自注意力、解码器掩码自注意力或交叉注意力（目标句查询，源句键）</translation>
+    </message>
+    <message>
+        <source>Layer</source>
+        <translation>层</translation>
+    </message>
+    <message>
+        <source>Head</source>
+        <translation>头</translation>
+    </message>
+    <message>
+        <source>Held-out pairs:</source>
+        <translation>留出句对：</translation>
+    </message>
+    <message>
+        <source>How many held-out sentence pairs of the model's data join the sentence on screen</source>
+        <translation>和屏幕上的句子一起显示多少个模型数据中的留出句对</translation>
+    </message>
+    <message>
+        <source>Queries and keys</source>
+        <translation>查询与键</translation>
+    </message>
+    <message>
+        <source>one head's queries and keys in one space (computing…)</source>
+        <translation>一个头的查询和键在同一空间中（计算中…）</translation>
+    </message>
+    <message>
+        <source>PC1 ({share:.0%} of the variance)</source>
+        <translation>PC1（方差的 {share:.0%}）</translation>
+    </message>
+    <message>
+        <source>PC2 ({share:.0%})</source>
+        <translation>PC2（{share:.0%}）</translation>
+    </message>
+    <message>
+        <source>queries</source>
+        <translation>查询</translation>
+    </message>
+    <message>
+        <source>keys</source>
+        <translation>键</translation>
+    </message>
+    <message>
+        <source>centred; queries × {c:.2f}, keys ÷ {c:.2f} (QKᵀ unchanged); PCA</source>
+        <translation>已中心化；查询 × {c:.2f}，键 ÷ {c:.2f}（QKᵀ 不变）；PCA</translation>
+    </message>
+    <message>
+        <source>faint: {n} held-out pairs</source>
+        <translation>浅色：{n} 个留出句对</translation>
+    </message>
+    <message>
+        <source>click a query to select its row</source>
+        <translation>点击一个查询以选中它的行</translation>
+    </message>
+    <message>
+        <source>sentence on screen</source>
+        <translation>屏幕上的句子</translation>
+    </message>
+    <message>
+        <source>held-out pair {n}</source>
+        <translation>留出句对 {n}</translation>
+    </message>
+    <message>
+        <source>query {n} “{piece}”</source>
+        <translation>查询 {n}“{piece}”</translation>
+    </message>
+    <message>
+        <source>key {n} “{piece}”</source>
+        <translation>键 {n}“{piece}”</translation>
+    </message>
+    <message>
+        <source>Queries and keys · {head}</source>
+        <translation>查询与键 · {head}</translation>
+    </message>
+</context>
+<context>
     <name>registry</name>
     <message>
         <source>Could not update {view}: {error}</source>
@@ -5070,6 +5425,10 @@ The bundle stays until the new run's first checkpoint is saved.</source>
         <translation>没有打开模型：文件 → 打开模型包…（Ctrl+O）</translation>
     </message>
     <message>
+        <source>Preparing the mean ablation: the model as trained decodes the sentence first…</source>
+        <translation>正在准备均值消融：先用训练好的模型解码这个句子…</translation>
+    </message>
+    <message>
         <source>the sentence could not be decoded</source>
         <translation>这个句子无法解码</translation>
     </message>
@@ -5192,6 +5551,14 @@ The bundle stays until the new run's first checkpoint is saved.</source>
         <source>Nearest training sentences</source>
         <translation>最近的训练句子</translation>
     </message>
+    <message>
+        <source>Circuit</source>
+        <translation>回路</translation>
+    </message>
+    <message>
+        <source>Queries and keys</source>
+        <translation>查询与键</translation>
+    </message>
 </context>
 <context>
     <name>walkthrough</name>
@@ -5257,6 +5624,34 @@ The bundle stays until the new run's first checkpoint is saved.</source>
         <translation>沿位置滚动（行和键的列）</translation>
     </message>
     <message>
+        <source>Stages of the query's row:</source>
+        <translation>查询行的各阶段：</translation>
+    </message>
+    <message>
+        <source>Play</source>
+        <translation>播放</translation>
+    </message>
+    <message>
+        <source>Play the chosen query's row stage by stage</source>
+        <translation>逐阶段播放所选查询的行</translation>
+    </message>
+    <message>
+        <source>The previous stage</source>
+        <translation>上一阶段</translation>
+    </message>
+    <message>
+        <source>The stage shown: QKᵀ, ÷√d_k, mask, softmax, ·V</source>
+        <translation>显示的阶段：QKᵀ、÷√d_k、掩码、softmax、·V</translation>
+    </message>
+    <message>
+        <source>The next stage</source>
+        <translation>下一阶段</translation>
+    </message>
+    <message>
+        <source>Pause</source>
+        <translation>暂停</translation>
+    </message>
+    <message>
         <source>One-head walkthrough</source>
         <translation>单头逐步演示</translation>
     </message>
@@ -5307,6 +5702,53 @@ The bundle stays until the new run's first checkpoint is saved.</source>
     <message>
         <source>dim {n}</source>
         <translation>维度 {n}</translation>
+    </message>
+</context>
+<context>
+    <name>walkthrough_play</name>
+    <message>
+        <source>q&lt;sub&gt;{i}&lt;/sub&gt; · k&lt;sub&gt;{j}&lt;/sub&gt; (query “{q}”, key “{k}”): dimensions {lo}–{last} of d&lt;sub&gt;k&lt;/sub&gt; = {d_k} · step {s}/{steps}</source>
+        <translation>q&lt;sub&gt;{i}&lt;/sub&gt; · k&lt;sub&gt;{j}&lt;/sub&gt;（查询“{q}”，键“{k}”）：d&lt;sub&gt;k&lt;/sub&gt; = {d_k} 的第 {lo}–{last} 维 · 第 {s}/{steps} 步</translation>
+    </message>
+    <message>
+        <source>q&lt;sub&gt;{i}&lt;/sub&gt; · k&lt;sub&gt;j&lt;/sub&gt; for every key j: row {i} (“{q}”) of Q&lt;sub&gt;i&lt;/sub&gt;K&lt;sub&gt;i&lt;/sub&gt;&lt;sup&gt;T&lt;/sup&gt;</source>
+        <translation>对每个键 j 的 q&lt;sub&gt;{i}&lt;/sub&gt; · k&lt;sub&gt;j&lt;/sub&gt;：Q&lt;sub&gt;i&lt;/sub&gt;K&lt;sub&gt;i&lt;/sub&gt;&lt;sup&gt;T&lt;/sup&gt; 的第 {i} 行（“{q}”）</translation>
+    </message>
+    <message>
+        <source>row {i} divided by √d&lt;sub&gt;k&lt;/sub&gt; = √{d_k} = {scale}</source>
+        <translation>第 {i} 行除以 √d&lt;sub&gt;k&lt;/sub&gt; = √{d_k} = {scale}</translation>
+    </message>
+    <message>
+        <source>this model does not divide by √d&lt;sub&gt;k&lt;/sub&gt; (its weights fold the scale in)</source>
+        <translation>这个模型不除以 √d&lt;sub&gt;k&lt;/sub&gt;（缩放已并入它的权重）</translation>
+    </message>
+    <message>
+        <source>, then adds its position bias B</source>
+        <translation>，然后加上它的位置偏置 B</translation>
+    </message>
+    <message>
+        <source>look-ahead mask: the keys after query {i} are set to {minus}∞ (here {n})</source>
+        <translation>前瞻掩码：查询 {i} 之后的键被设为 {minus}∞（这里有 {n} 个）</translation>
+    </message>
+    <message>
+        <source>padding mask: keys set to {minus}∞ (here {n})</source>
+        <translation>填充掩码：键被设为 {minus}∞（这里有 {n} 个）</translation>
+    </message>
+    <message>
+        <source>padding mask: none</source>
+        <translation>填充掩码：无</translation>
+    </message>
+    <message>
+        <source>{kind}: no look-ahead mask · </source>
+        <translation>{kind}：没有前瞻掩码 · </translation>
+    </message>
+    <message>
+        <source>row {i} turned into weights a&lt;sub&gt;{i}j&lt;/sub&gt; = e&lt;sup&gt;x&lt;sub&gt;j&lt;/sub&gt;&lt;/sup&gt; / Σ e&lt;sup&gt;x&lt;/sup&gt;, summing to 1 (masked keys get 0)</source>
+        <translation>第 {i} 行变成权重 a&lt;sub&gt;{i}j&lt;/sub&gt; = e&lt;sup&gt;x&lt;sub&gt;j&lt;/sub&gt;&lt;/sup&gt; / Σ e&lt;sup&gt;x&lt;/sup&gt;，总和为 1（被掩码的键为 0）</translation>
+    </message>
+    <message>
+        <source>z&lt;sub&gt;{i}&lt;/sub&gt; = Σ&lt;sub&gt;j&lt;/sub&gt; a&lt;sub&gt;{i}j&lt;/sub&gt; v&lt;sub&gt;j&lt;/sub&gt;: key(s) {keys} added · step {s}/{steps}</source>
+        <translation>z&lt;sub&gt;{i}&lt;/sub&gt; = Σ&lt;sub&gt;j&lt;/sub&gt; a&lt;sub&gt;{i}j&lt;/sub&gt; v&lt;sub&gt;j&lt;/sub&gt;：已加入键 {keys} · 第 {s}/{steps} 步</translation>
     </message>
 </context>
 <context>
@@ -5417,68 +5859,8 @@ The bundle stays until the new run's first checkpoint is saved.</source>
         <translation>第 {step} 步，共 {total} 步</translation>
     </message>
     <message>
-        <source>layer</source>
-        <translation>层</translation>
-    </message>
-    <message>
-        <source>head</source>
-        <translation>头</translation>
-    </message>
-    <message>
-        <source>query</source>
-        <translation>查询</translation>
-    </message>
-    <message>
-        <source>key</source>
-        <translation>键</translation>
-    </message>
-    <message>
-        <source>position</source>
-        <translation>位置</translation>
-    </message>
-    <message>
-        <source>token</source>
-        <translation>词元</translation>
-    </message>
-    <message>
-        <source>source</source>
-        <translation>源</translation>
-    </message>
-    <message>
-        <source>feature</source>
-        <translation>特征</translation>
-    </message>
-    <message>
-        <source>unit</source>
-        <translation>单元</translation>
-    </message>
-    <message>
-        <source>column</source>
-        <translation>列</translation>
-    </message>
-    <message>
-        <source>run</source>
-        <translation>运行</translation>
-    </message>
-    <message>
-        <source>node</source>
-        <translation>节点</translation>
-    </message>
-    <message>
-        <source>weight</source>
-        <translation>权重</translation>
-    </message>
-    <message>
-        <source>score</source>
-        <translation>分数</translation>
-    </message>
-    <message>
-        <source>hidden</source>
-        <translation>隐藏值</translation>
-    </message>
-    <message>
-        <source>masked</source>
-        <translation>已掩码</translation>
+        <source>Stop {n} of {total}</source>
+        <translation>第 {n} 站，共 {total} 站</translation>
     </message>
     <message>
         <source>Attention in {model}: {source}</source>
@@ -5519,10 +5901,6 @@ The bundle stays until the new run's first checkpoint is saved.</source>
     <message>
         <source>Hover over a matrix for its numbers.</source>
         <translation>鼠标悬停在矩阵上可查看数值。</translation>
-    </message>
-    <message>
-        <source>Figures</source>
-        <translation>图形</translation>
     </message>
     <message>
         <source>{title}, step {step}</source>

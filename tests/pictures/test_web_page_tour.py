@@ -21,7 +21,7 @@ from attnviz.core.tour_data import fill, load_tour, parse_tour
 from attnviz.errors import AttnvizError
 from attnviz.paths import default_model
 from attnviz.qt.main_window import MainWindow
-from attnviz.qt.publish.web_page import PAGE_NAME, PageFigure, PageNote, PageStep, WebPage, page_html, png_bytes
+from attnviz.qt.publish.web_page import PAGE_NAME, PageFigure, PageNote, PageStep, WebPage, page_data, page_html, png_bytes
 from attnviz.qt.tour import start_tour
 
 SRC = "猫吃鱼。"
@@ -91,8 +91,8 @@ def test_a_stop_text_with_markup_is_plain_text_on_the_page(qapp):
     text = fill(stop.text, {"mask_upper_max": 0.0})
     image = QtGui.QImage(4, 3, QtGui.QImage.Format.Format_RGB32)
     image.fill(QtGui.QColor("white"))
-    figure = PageFigure("grid", png_bytes(image), 4, 3, None, ())
-    page = WebPage("m", SRC, "", "greedy decoding", ("猫",), (PageStep(("SOS",), (figure,)),),
+    figure = PageFigure("grid", png_bytes(image), 4, 3)
+    page = WebPage("m", SRC, "", "greedy decoding", ("猫",), (PageStep(("SOS",)),), figures=(figure,),
                    notes=(PageNote("a paragraph"), PageNote(text, stop.title, "zh_CN", "我喜欢吃鱼。")))
     html_text = page_html(page)
     parsed = Notes(html_text)
@@ -164,6 +164,8 @@ def test_export_web_page_carries_the_stops_the_tour_explained(qtbot, tmp_path, m
         shown[stop_id] = (w.findChild(QtWidgets.QLabel, "tourTitle").text(), w.findChild(QtWidgets.QLabel, "tourText").text())
     notes = export_page(w, folder)
     assert [(n["title"], n["text"]) for n in notes] == [shown["ffn"], shown["look-ahead-mask"]]
+    stops = page_data((folder / PAGE_NAME).read_text(encoding="utf-8"))["stops"]  # what each stop sets when the page shows it
+    assert stops == [{"kind": "encoder", "layer": 0, "head": 0, "step": None}, {"kind": "decoder", "layer": 0, "head": 0, "step": None}]
     assert {n["lang"] for n in notes} == {"en"} and all("—" not in n["text"] for n in notes)
 
     hostile = hostile_tour().stops[0]  # the same stop, its words replaced: the page shows them as text

@@ -123,6 +123,13 @@ def tiny_model_dir(tmp_path_factory):
     return save_bundle(tmp_path_factory.mktemp("model") / "tiny", random_model(), src, tgt, {"name": "tiny"})
 
 
+@pytest.fixture(scope="module")
+def tiny_prenorm_dir(tmp_path_factory):
+    """The tiny model with its norms before each sublayer: what edge attribution (the circuit) needs."""
+    src, tgt = tokenizers()
+    return save_bundle(tmp_path_factory.mktemp("prenorm") / "tiny", random_model(placement="pre"), src, tgt, {"name": "tiny-pre"})
+
+
 def svg_title(path):
     return "".join(ET.parse(path).getroot().find("{http://www.w3.org/2000/svg}title").itertext())
 
@@ -193,8 +200,13 @@ def test_head_all_writes_every_head_as_data(qapp, tmp_path, fmt):
 
 
 @pytest.mark.parametrize("spec,kind", [(s, k) for s in VIEWS for k in (s.kinds or (None,))], ids=lambda v: getattr(v, "name", v))
-def test_every_view_exports_every_kind_it_shows(qapp, tmp_path, capsys, tiny_model_dir, spec, kind):
+def test_every_view_exports_every_kind_it_shows(qapp, tmp_path, capsys, tiny_model_dir, tiny_prenorm_dir, spec, kind):
     kind_args = ["--kind", kind] if kind else []
+    if spec.name == "circuit":  # a post-norm model is refused in one line, with the reason (below)
+        assert main(["export", "--model", str(tiny_model_dir), "--src", "我喜欢吃苹果。", "--view", "circuit", "--out", str(tmp_path / "o")]) == 1
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "post-norm" in err
+        tiny_model_dir = tiny_prenorm_dir
     config = TransformerConfig.from_dict(json.loads((tiny_model_dir / "config.json").read_text(encoding="utf-8")))
     if not spec.applies(config):  # e.g. the masked-token view on an encoder-decoder model: refused in one line
         assert main(["export", "--model", str(tiny_model_dir), "--src", "我喜欢吃苹果。", "--view", spec.name, "--out", str(tmp_path / "o")]) == 2
@@ -284,4 +296,4 @@ def test_a_model_without_layers_exports_or_says_why_in_one_line(qapp, tmp_path, 
             assert err.startswith("attnviz: error: ") and err.count("\n") == 1, (view, err)
             kinds = [k for k, n in zip(("encoder", "decoder"), layers) if n == 0] + ["cross"]
             assert any(f"no {k} layers" in err or f"no {k} or" in err for k in kinds) or any(
-                why in err for why in ("--tgt", "--ablate", "--other-model", "no heads", "masked-token head")), (view, err)  # or: it needs a target, or heads to ablate
+                why in err for why in ("--tgt", "--ablate", "--other-model", "no heads", "masked-token head", "post-norm")), (view, err)  # or: it needs a target, heads to ablate, a pre-norm model

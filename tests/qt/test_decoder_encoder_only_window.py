@@ -70,7 +70,7 @@ def _every_shown_view_draws(qtbot, w: MainWindow) -> list[str]:
         w.views.bring_up_to_date(w.views.frames[name])
         wait_idle(qtbot, w)
         assert w.failures == [], w.failures
-        if name not in ("checkpoints", "norm-batch", "ablation"):  # these draw once another bundle, or a head to ablate, is chosen
+        if name not in ("checkpoints", "norm-batch", "ablation", "neighbours"):  # these draw once another bundle, a head to ablate, or training data is there
             assert w.views[name].has_data(), name
         shown.append(name)
     assert w.failures == [] and w.message_bar.property("level") != "error", (w.failures, w.message_bar.text())

@@ -129,11 +129,12 @@ KEPT = {
     "Home", "End", "Left", "Right", "Up", "Down", "PgUp", "PgDown", "Space", "Tab", "Del", "Backspace", "GPU", "CPU", "IG", "top",
     "post", "pre", "dk", "dv", "ff", "model", "viridis", "magma", "inferno", "plasma", "cividis", "gray", "turbo", "blues", "greys",
     "BLEU", "chrF", "xW", "hW", "Logit", "MASK", "CLS", "SEP",
+    "EAP", "ALTI", "PCA", "Python",  # methods' names (edge attribution patching, ALTI+, principal components) and the language
 }
 # The tutorial's symbols with their subscripts and superscripts run together in plain text
 # (Q_i → "Qi", W_i^Q → "WiQ", b^O → "bO"): a word with a capital after its first letter, or a
 # capital and one index letter, is notation.
-NOTATION = re.compile(r"^(?=.*[a-z])[A-Za-z]+[A-Z][A-Za-z]*$|^[A-Z]{2}$|^[A-Z][ihjklt]$")
+NOTATION = re.compile(r"^(?=.*[a-z])[A-Za-z]+[A-Z][A-Za-z]*$|^[A-Z]{2}$|^[A-Z][ihjklt]$|^[qkvz][ijt]$")  # … and q_i, k_j, v_j, z_i
 WORD = re.compile(r"[A-Za-z]{2,}")
 
 

@@ -113,8 +113,8 @@ def test_the_base_keeps_every_title_and_scroll_area_in_the_theme(qtbot, spec):
 
 def test_the_names_are_unique_and_the_view_names_are_kept():
     assert VIEW_NAMES == ("grid", "head", "masked", "lines", "mask", "model-map", "output", "pe", "norm", "walkthrough", "compare", "scaling",
-                          "teacher-vs-free", "norm-batch", "ffn", "residual", "logit-lens", "logit-attribution", "importance", "heads", "ablation",
-                          "attribution", "contributions", "patching", "neighbours", "checkpoints", "beam-tree", "model-info")  # the --view names of the README
+                          "teacher-vs-free", "norm-batch", "ffn", "residual", "logit-lens", "logit-attribution", "importance", "heads", "qk", "ablation",
+                          "attribution", "contributions", "patching", "circuit", "neighbours", "checkpoints", "beam-tree", "model-info")  # the --view names of the README
     assert len({spec.stem for spec in VIEWS}) == len(VIEWS)
 
 

@@ -356,7 +356,7 @@ def place(diagram: Diagram, width: float, height: float, *, text_h: float = 14.0
         bottom = max(bottom, y)
     if diagram.column("encoder") is not None and diagram.column("decoder") is not None:
         arrows["memory"] = _memory(diagram, m, boxes)
-        bottom = max(bottom, max(p[1] for line in arrows["memory"] for p in line))
+        bottom = max([bottom, *(p[1] for line in arrows["memory"] for p in line)])  # no line: a decoder without cross-attention layers
     need_w = 2 * m.side + len(diagram.columns) * m.col_w + (len(diagram.columns) - 1) * m.gap
     return Placement(max(width, need_w), max(height, bottom + 10), m.unit, boxes, tuple(labels), headers, frames, text_h + 4, arrows)
 

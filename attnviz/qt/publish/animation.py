@@ -10,6 +10,9 @@ will take is estimated and refused above the budget of :mod:`attnviz.core.output
 count is over the budget, by decoding the sentence once without drawing. :func:`write_animation`
 writes the frames atomically, with attnviz's mark, and never replaces a file attnviz did not write
 nor writes through a symbolic link (:func:`attnviz.core.outputs.write_output`).
+
+:func:`stage_animation_frames` draws the one-head walkthrough's stages instead (one frame per stage
+and sub-step of the chosen query's row, at the end of the sentence), under the same budget.
 """
 
 from __future__ import annotations
@@ -80,6 +83,50 @@ def animation_frames(bundle: Bundle, source: str, target: str, panels: Sequence[
             view.close()
             view.deleteLater()
         session.deleteLater()
+
+
+def stage_animation_frames(bundle: Bundle, source: str, target: str, panel: Panel, size: tuple[int, int], theme: str = "light",
+                           strategy=None, progress: Callable[[int, int], bool] | None = None) -> list[QtGui.QImage] | None:
+    """One image per stage and sub-step of the walkthrough of ``panel.choice`` (its query; by
+    default the last row) once ``source`` is decoded to the end (or every position of ``target``
+    is fed): the walkthrough view's title and stages, ``size`` logical pixels. ``None`` when
+    ``progress`` cancels; ``AnimationError`` (one line, before any frame is drawn) for nothing to
+    show or frames over the memory budget."""
+    from attnviz.errors import CommandError
+    from attnviz.qt.views.registry import build_view, show_in_view
+    from attnviz.qt.widgets.figures import MAX_IMAGE_PIXELS
+
+    session = _replay_session(bundle, source, target, strategy)
+    view = build_view(panel.spec, theme=theme)
+    view.resize(*size)
+    try:
+        error = session.go_to(None)
+        if error:
+            raise AnimationError(error)
+        try:
+            show_in_view(panel.spec, view, session, panel.choice)
+        except CommandError as exc:
+            raise AnimationError(str(exc)) from None
+        total = len(view.stage_frames())
+        _obeyed(check_frames_memory, total, *size, MAX_IMAGE_PIXELS)
+        return _stage_images(view, total, progress)
+    finally:
+        view.close()
+        view.deleteLater()
+        session.deleteLater()
+
+
+def _stage_images(view, total: int, progress) -> list[QtGui.QImage] | None:
+    from attnviz.qt.widgets.figures import render_qimage
+
+    view.set_stages_only(True)
+    frames = []
+    for i in range(total):
+        view.show_stage_frame(i)
+        frames.append(render_qimage(view))
+        if progress is not None and progress(i + 1, total) is False:
+            return None
+    return frames
 
 
 def _replay_session(bundle: Bundle, source: str, target: str, strategy) -> Session:
@@ -301,17 +348,44 @@ def progress_dialog(parent, text: str, object_name: str):
 def animation_dialog(parent, bundle: Bundle, source: str, target: str, panel: Panel, theme: str, strategy,
                      size: tuple[int, int] = (900, 640)) -> Path | None:
     """Export → Animation: asks for a file, draws the frames with a cancellable progress dialog
-    and writes them; ``None`` when cancelled. ``AnimationError`` (one line) when it cannot."""
-    path = _ask_file(parent, translate("animation", "Export animation"), f"{panel.spec.name}.gif")
+    and writes them; ``None`` when cancelled. ``AnimationError`` (one line) when it cannot. From
+    the walkthrough it first asks whether to play its stages or its decoding steps."""
+    stages = False
+    if panel.spec.name == "walkthrough":
+        stages = ask_walkthrough_frames(parent)
+        if stages is None:
+            return None
+    path = _ask_file(parent, translate("animation", "Export animation"), f"{panel.spec.name}{'-stages' if stages else ''}.gif")
     if not path:
         return None
     _obeyed(check_output, path)  # before any frame is drawn
     progress, tick = progress_dialog(parent, translate("animation", "Drawing the frames…"), "animationProgress")
     try:
-        frames = animation_frames(bundle, source, target, [panel], size, theme, strategy, tick)
+        if stages:
+            frames = stage_animation_frames(bundle, source, target, panel, size, theme, strategy, tick)
+        else:
+            frames = animation_frames(bundle, source, target, [panel], size, theme, strategy, tick)
     finally:
         progress.close()
     return None if frames is None else _remembered(write_animation(frames, path))
+
+
+def ask_walkthrough_frames(parent) -> bool | None:
+    """The walkthrough's animation: ``True`` one frame per stage of the query's row, ``False`` one per
+    decoding step, ``None`` cancelled."""
+    from PySide6 import QtWidgets
+
+    box = QtWidgets.QMessageBox(QtWidgets.QMessageBox.Icon.Question, translate("animation", "Export animation"),
+                                translate("animation", "Animate the walkthrough's stages (QKᵀ, ÷√d_k, mask, softmax, ·V) of the chosen "
+                                          "query's row, or the walkthrough at every decoding step?"), parent=parent)
+    box.setObjectName("walkthroughAnimationBox")
+    stages = box.addButton(translate("animation", "Stages"), QtWidgets.QMessageBox.ButtonRole.AcceptRole)
+    steps = box.addButton(translate("animation", "Decoding steps"), QtWidgets.QMessageBox.ButtonRole.AcceptRole)
+    box.addButton(QtWidgets.QMessageBox.StandardButton.Cancel)
+    box.setDefaultButton(stages)
+    box.exec()
+    clicked = box.clickedButton()
+    return True if clicked is stages else False if clicked is steps else None
 
 
 def snapshot_animation_dialog(parent, meta: dict, name: str, theme: str, probe: int = 0,

@@ -1,23 +1,30 @@
-"""A web page to hand out: one self-contained HTML file that replays a sentence's decoding.
+"""A web page to hand out: one self-contained HTML file in which a reader explores a sentence's attention.
 
 The page holds the model's name, the source sentence, the typed target (if any), the tokens
-decoded at each step, a step slider (with previous/next buttons, the arrow keys, Home and End)
-and, for each step, the figures of the chosen views as PNG ``data:`` URIs, drawn by the app's own
-views in the replay of :func:`attnviz.qt.publish.animation.animation_frames`. It loads nothing
-from elsewhere: a Content-Security-Policy forbids every remote load, and its one inline script
-and style are allowed by their hashes only.
+decoded at each step and a step slider (with previous/next buttons, the arrow keys, Home and End).
+The reader chooses the kind of attention (encoder, decoder, cross), the layer and the head (or the
+mean over heads): a small inline script draws that matrix at the chosen step on a ``<canvas>``, the
+tokens as its labels, the current step's row outlined, and shows the row's and column's tokens and
+the weight of the cell under the mouse in a tooltip.
 
-Numbers on hover: each figure's data (the view's ``figure_data()``) is embedded as JSON, with
-where each plotted matrix lies in the figure's PNG. The script maps the mouse over the picture to
-the matrix cell under it and shows that cell's number, with its layer, head, query and key, under
-the figure. A matrix is placed only when its plotted values are found in the figure's data (one
-``[query, key]`` slice, or the slices laid out as tiles with a gap, as the grid draws them), so a
-number shown is always the number drawn.
+The matrices travel as data: one JSON ``<script type="application/json">`` element holds, for
+every step and kind, the weights of every layer and head and their mean over heads as integer
+thousandths (a weight rounded to 3 decimals: :data:`SCALE`); a step stores only the query rows
+that are not the previous step's unchanged (:func:`carried_rows`), so a decoding's matrices cost
+about one matrix of the last step. The chosen views' figures at the last step are kept in a
+``<noscript>`` element for a reader without scripts.
 
-The page opens on ``#step=N`` when the address ends so (steps count from 1). Every text from the
-model or the user is escaped. ``notes`` is an optional list of text blocks shown under the
-figures (:class:`PageNote`): a paragraph, or a tour stop's title and text in the tour's
-language, with the sentence its numbers were measured on when that is not the page's.
+It loads nothing from elsewhere: a Content-Security-Policy forbids every remote load, and its one
+inline script and style are allowed by their SHA-256 hashes only. Text from the model or the user
+reaches the script as JSON data with ``<``, ``>`` and ``&`` escaped, and the script puts it in the
+page with ``textContent`` (or draws it on the canvas), never as markup; the page's own text around
+it is HTML-escaped.
+
+The page opens on ``#step=N`` when the address ends so (steps count from 1). ``notes`` is an
+optional list of text blocks shown under the matrix (:class:`PageNote`): a paragraph, or a tour
+stop's title and text in the tour's language, with the sentence its numbers were measured on when
+that is not the page's. The tour's stops play one at a time (back and next), each setting the
+kind, layer, head and step it is about (:class:`PageChoice`) when it is shown.
 
 Where it is written: the page is always ``index.html`` in the folder asked for (created when
 missing). An ``index.html`` already there is replaced only when attnviz wrote it and nobody changed
@@ -33,9 +40,8 @@ import hashlib
 import html
 import itertools
 import json
-import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,24 +49,23 @@ import numpy as np
 from PySide6 import QtCore, QtGui
 
 from attnviz import __version__
-from attnviz.core.analysis.figure_data import FigureData
 from attnviz.core.bundle import Bundle
 from attnviz.core.data.pieces import SP_WORD_START, display_piece, display_pieces
+from attnviz.core.model.sites import KINDS
 from attnviz.core.outputs import is_ours, write_output
 from attnviz.errors import AttnvizError
-from attnviz.qt.core_text import strategy_text
+from attnviz.qt.core_text import kind_title, strategy_text
 from attnviz.qt.i18n import current_language, translate
 from attnviz.qt.publish.animation import Panel, animation_frames, progress_dialog
-from attnviz.qt.widgets.colormaps import CSS_FONT_FAMILY
-from attnviz.qt.widgets.figures import figure_size, figure_source
-from attnviz.qt.widgets.matrix_image import MatrixImageItem
+from attnviz.qt.widgets.colormaps import CSS_FONT_FAMILY, get_theme, lookup_table
+from attnviz.qt.widgets.figures import figure_size
 
 PAGE_NAME = "index.html"  # the page's file name in the folder asked for
 PAGE_FOLDER = "attnviz-page"  # the folder the export dialog suggests (with -2, -3, … where it is taken)
 GENERATOR = "attnviz"  # the page's <meta name="generator"> (whether a page is ours is told by its mark: attnviz.core.outputs)
-MAX_HOVER_VALUES = 200_000  # numbers embedded per figure and step; a figure with more is shown without them
 SPECIAL_PIECES = ("SOS", "EOS")  # left out of the sentence decoded so far (shown among its tokens)
-MAX_SLICES = 64  # leading slices tried when a matrix shows one slice of a larger array
+SCALE = 1000  # weights travel as integers: the weight times SCALE, rounded (3 decimals)
+KIND_ORDER = ("cross", "decoder", "encoder")  # the kind the page opens on: the first of these the model has
 
 
 class WebPageError(AttnvizError):
@@ -69,32 +74,56 @@ class WebPageError(AttnvizError):
 
 @dataclass(frozen=True)
 class PageFigure:
-    """One view at one step: its picture and what the page's script needs for its numbers."""
+    """One view's picture, for a reader without scripts."""
 
     title: str
     png: bytes
     width: int  # the PNG's pixels
     height: int
-    numbers: dict | None  # the figure's data, JSON-ready (None: too large to embed, or none)
-    matrices: tuple[dict, ...]  # where each plotted matrix lies in the PNG, and which data it shows
+
+
+@dataclass(frozen=True)
+class PageAttention:
+    """One kind's attention at one step: what the page's canvas draws."""
+
+    weights: np.ndarray  # [layer, head, query, key]
+    rows: tuple[str, ...]  # the query pieces
+    cols: tuple[str, ...]  # the key pieces
+    highlight: int | None = None  # the current step's query row (None: encoder self-attention)
 
 
 @dataclass(frozen=True)
 class PageStep:
-    """One step: the tokens decoded so far (or the target's outputs up to this position)."""
+    """One step: the tokens decoded so far (or the target's outputs up to this position), and each kind's attention then."""
 
     tokens: tuple[str, ...]
-    figures: tuple[PageFigure, ...]
+    attention: Mapping[str, PageAttention] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PageChoice:
+    """What the page's matrix shows: a kind, a layer and a head (``None``: the mean over heads),
+    0-based, and a step (1-based; ``None``: the last)."""
+
+    kind: str = "cross"
+    layer: int = 0
+    head: int | None = 0
+    step: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, not {self.kind!r}")
 
 
 @dataclass(frozen=True)
 class PageNote:
-    """A text block under the figures: a paragraph, or a tour stop's title and its text."""
+    """A text block under the matrix: a paragraph, or a tour stop's title and its text."""
 
     text: str
     title: str = ""
     language: str = ""  # the title's and text's language ("zh_CN"); "": the page's
     measured_on: str = ""  # the source sentence the text's numbers were read from; "": the page's
+    choice: PageChoice | None = None  # what the matrix shows while the stop is shown (None: a paragraph; it changes nothing)
 
 
 @dataclass(frozen=True)
@@ -108,7 +137,9 @@ class WebPage:
     source_pieces: tuple[str, ...]
     steps: tuple[PageStep, ...]
     theme: str = "light"
-    notes: tuple[PageNote, ...] = field(default_factory=tuple)  # text blocks under the figures (the tour's, when there is one)
+    notes: tuple[PageNote, ...] = field(default_factory=tuple)  # text blocks under the matrix (the tour's, when there is one)
+    figures: tuple[PageFigure, ...] = ()  # the chosen views at the last step, for a reader without scripts
+    start: PageChoice = PageChoice()  # what the matrix shows when the page opens (its step: the address's, else 1)
 
 
 # ---------------------------------------------------------------------------
@@ -118,58 +149,60 @@ def build_page(bundle: Bundle, source: str, target: str, panels: Sequence[Panel]
                theme: str = "light", strategy=None, notes: Sequence[PageNote | str] = (),
                progress: Callable[[int, int], bool] | None = None) -> WebPage | None:
     """The page of ``source``'s decoding (or of ``target``, teacher-forced): one step per frame
-    of :func:`animation_frames`, ``panels`` drawn at ``size`` each. ``None`` when ``progress``
-    (called as ``progress(done, total)``) returns ``False``."""
+    of :func:`animation_frames`, each kind's attention recorded at each step, ``panels`` drawn at
+    ``size`` each (the last step's pictures are kept). ``None`` when ``progress`` (called as
+    ``progress(done, total)``) returns ``False``."""
     if not panels:
         raise WebPageError(translate("web_page", "choose at least one view for the page"))
-    seen: list[tuple[tuple[str, ...], list[dict]]] = []
+    steps: list[PageStep] = []
     replay: dict = {}
 
     def frame_drawn(session, views) -> None:
-        replay["session"] = session
-        seen.append(_frame_record(session, views))
+        replay["session"], replay["views"] = session, [(view.figure_title(), figure_size(view)) for view in views]
+        steps.append(_step_record(session))
 
     frames = animation_frames(bundle, source, target, panels, size, theme, strategy, progress, frame_drawn)
     if frames is None:
         return None
     if not frames:
         raise WebPageError(translate("web_page", "nothing to show: the decoding has no steps"))
-    steps = tuple(PageStep(tokens, _figures(frame, views)) for frame, (tokens, views) in zip(frames, seen))
     session = replay["session"]
     if session.forced is not None:
         how = translate("web_page", "teacher forcing on the typed target")
     else:
         how = translate("web_page", "{strategy} decoding").format(strategy=strategy_text(session.strategy))
     return WebPage(bundle.name, source, target if session.forced is not None else "", how, tuple(session.src_pieces()),
-                   steps, theme, tuple(n if isinstance(n, PageNote) else PageNote(str(n)) for n in notes))
+                   tuple(steps), theme, tuple(n if isinstance(n, PageNote) else PageNote(str(n)) for n in notes),
+                   _figures(frames[-1], replay["views"]), _start_choice(panels))
 
 
-def _frame_record(session, views: list) -> tuple[tuple[str, ...], list[dict]]:
-    """What a frame just drawn shows: the tokens so far, and each view's title, size, data and matrices."""
+def _step_record(session) -> PageStep:
+    """What the replay's session shows now: the tokens so far and each kind's attention."""
     row = session.current_row()
-    tokens = tuple(session.output_pieces()[: (row or 0) + 1])
-    return tokens, [_view_record(view) for view in views]
+    attention = {}
+    for kind in KINDS:
+        data = session.attention_data(kind)
+        if data is not None and data.weights.size:
+            attention[kind] = PageAttention(np.array(data.weights, dtype=np.float32), tuple(data.query_labels),
+                                            tuple(data.key_labels), data.highlight)
+    return PageStep(tuple(session.output_pieces()[: (row or 0) + 1]), attention)
 
 
-def _view_record(view) -> dict:
-    size = figure_size(view)  # the size the frame drew it at (one pixel per logical pixel), left as it was drawn
-    try:
-        data = view.figure_data()
-    except (ValueError, NotImplementedError):
-        data = None
-    numbers = figure_numbers(data) if data is not None else None
-    matrices = plotted_matrices(view, data, (size.width(), size.height())) if numbers is not None else []
-    return {"title": view.figure_title(), "size": (max(1, size.width()), max(1, size.height())),
-            "numbers": numbers, "matrices": tuple(matrices)}
+def _start_choice(panels: Sequence[Panel]) -> PageChoice:
+    """The first panel's kind, layer and head (or mean) that names a kind of attention."""
+    for panel in panels:
+        c = panel.choice
+        if c.kind in KINDS:
+            return PageChoice(c.kind, c.layer or 0, None if c.mode == "mean" else (c.head or 0))
+    return PageChoice()
 
 
-def _figures(frame: QtGui.QImage, views: list[dict]) -> tuple[PageFigure, ...]:
+def _figures(frame: QtGui.QImage, views: list[tuple[str, QtCore.QSize]]) -> tuple[PageFigure, ...]:
     """Each view's picture, cut out of the frame (the views side by side, top-aligned, in order)."""
     figures, x = [], 0
-    for v in views:
-        w, h = v["size"]
-        png = png_bytes(frame.copy(x, 0, w, h))
-        figures.append(PageFigure(v["title"], png, w, h, v["numbers"], v["matrices"]))
+    for title, size in views:
+        w, h = max(1, size.width()), max(1, size.height())
+        figures.append(PageFigure(title, png_bytes(frame.copy(x, 0, w, h)), w, h))
         x += w
     return tuple(figures)
 
@@ -183,106 +216,48 @@ def png_bytes(image: QtGui.QImage) -> bytes:
 
 
 # ---------------------------------------------------------------------------
-# Numbers on hover
+# The matrices as data
 # ---------------------------------------------------------------------------
-def figure_numbers(data: FigureData) -> dict | None:
-    """``data`` as JSON-ready numbers: dims, shape, the labels along each dimension (pieces as the
-    app shows them) and each value array flat in row-major order, 6 significant digits, ``None``
-    for a value that is not finite. ``None`` when there are more than :data:`MAX_HOVER_VALUES`."""
-    if sum(int(np.size(v)) for v in data.values.values()) > MAX_HOVER_VALUES:
-        return None
-    return {
-        "dims": list(data.dims),
-        "shape": list(data.shape),
-        "coords": {dim: list(display_pieces(labels)) for dim, labels in data.coords.items()},
-        "values": {name: _flat(values) for name, values in data.values.items()},
-    }
+def thousandths(weights: np.ndarray) -> np.ndarray:
+    """``[layer, head, query, key]`` weights with their mean over heads as one more head, each
+    times :data:`SCALE` rounded to an integer (a weight that is not finite as 0)."""
+    w = np.asarray(weights, dtype=np.float64)
+    w = np.concatenate([w, w.mean(axis=1, keepdims=True)], axis=1)
+    return np.rint(np.nan_to_num(w, nan=0.0, posinf=0.0, neginf=0.0) * SCALE).astype(np.int64)
 
 
-def _flat(values) -> list[float | None]:
-    flat = np.asarray(values, dtype=np.float64).ravel().tolist()
-    return [float(f"{v:.6g}") if math.isfinite(v) else None for v in flat]
+def carried_rows(before: np.ndarray | None, now: np.ndarray) -> int:
+    """How many leading query rows of ``now`` (``[layer, head, query, key]``) are ``before``'s
+    rows unchanged, the keys ``now`` has beyond ``before``'s all 0 in them (masked then)."""
+    if before is None or before.shape[:2] != now.shape[:2] or before.shape[3] > now.shape[3]:
+        return 0
+    n, keys = min(before.shape[2], now.shape[2]), before.shape[3]
+    same = (now[:, :, :n, :keys] == before[:, :, :n]).all(axis=(0, 1, 3)) & (now[:, :, :n, keys:] == 0).all(axis=(0, 1, 3))
+    return n if same.all() else int(np.argmin(same))
 
 
-def plotted_matrices(view, data: FigureData, image_size: tuple[int, int]) -> list[dict]:
-    """Where each plotted matrix of ``view`` lies in its picture (``image_size`` pixels, as
-    rendered) and which of ``data``'s values it shows (see :func:`matrix_placement`); a matrix
-    whose values are not found in ``data`` is left out."""
-    source = figure_source(view)
-    if source.width() <= 0 or source.height() <= 0:
-        return []
-    sx, sy = image_size[0] / source.width(), image_size[1] / source.height()
-    found = []
-    for item in view.figure_canvas().scene().items(QtCore.Qt.SortOrder.AscendingOrder):
-        values = item.values() if isinstance(item, MatrixImageItem) and item.isVisible() else None
-        if values is None or values.ndim != 2 or values.size == 0:
-            continue
-        place = matrix_placement(values, data)
-        if place is None:
-            continue
-        top_left, bottom_right = item.mapToScene(QtCore.QPointF(0, 0)), item.mapToScene(QtCore.QPointF(values.shape[1], values.shape[0]))
-        corners = {"x0": (top_left.x() - source.left()) * sx, "y0": (top_left.y() - source.top()) * sy,
-                   "x1": (bottom_right.x() - source.left()) * sx, "y1": (bottom_right.y() - source.top()) * sy}
-        found.append({**place, **{k: round(v, 3) for k, v in corners.items()}, "rows": int(values.shape[0]), "cols": int(values.shape[1])})
-    return found
-
-
-def matrix_placement(matrix: np.ndarray, data: FigureData) -> dict | None:
-    """How ``matrix`` (a plotted image, NaN where nothing or a masked cell is drawn) shows one of
-    ``data``'s value arrays ``[..., query, key]``: its leading dimensions as tiles (rows of tiles
-    along the first, columns along the second) with ``gap`` cells between them, or one fixed
-    leading index. ``None`` when every finite cell does not match."""
-    for name, values in data.values.items():
-        v = np.asarray(values, dtype=np.float32)
-        if not 2 <= v.ndim <= 4:
-            continue
-        for tiles, axes, fixed in _layouts(v):
-            gap = _gap(tiles.shape[:2], tiles.shape[2:], matrix.shape)
-            if gap is not None and _shows(matrix, tiles, gap):
-                return {"value": name, "tiles": list(tiles.shape[:2]), "gap": gap, "q": int(v.shape[-2]), "k": int(v.shape[-1]),
-                        "axes": axes, "fixed": fixed}
-    return None
-
-
-def _layouts(v: np.ndarray):
-    """``(tiles [a, b, q, k], which tile axis each leading dimension runs along, fixed leading index)``."""
-    lead, qk = v.shape[:-2], v.shape[-2:]
-    if len(lead) == 0:
-        yield v.reshape(1, 1, *qk), [], None
-    elif len(lead) == 1:
-        yield v.reshape(lead[0], 1, *qk), [0], None
-        yield v.reshape(1, lead[0], *qk), [1], None
-    else:
-        yield v, [0, 1], None
-    if lead and math.prod(lead) <= MAX_SLICES:
-        for index in np.ndindex(*lead):
-            yield v[index].reshape(1, 1, *qk), [], [int(i) for i in index]
-
-
-def _gap(tiles: tuple[int, int], cell: tuple[int, int], shape: tuple[int, int]) -> int | None:
-    """The gap between tiles that makes ``tiles`` of ``cell`` cells fill ``shape`` (None: none does)."""
-    gaps = set()
-    for n, size, total in zip(tiles, cell, shape):
-        if n == 1:
-            if size != total:
-                return None
-            continue
-        gap, rest = divmod(total - n * size, n - 1)
-        if rest or gap < 0:
-            return None
-        gaps.add(gap)
-    return gaps.pop() if len(gaps) == 1 else (0 if not gaps else None)
-
-
-def _shows(matrix: np.ndarray, tiles: np.ndarray, gap: int) -> bool:
-    a, b, q, k = tiles.shape
-    expected = np.full(matrix.shape, np.nan, dtype=np.float32)
-    for i in range(a):
-        for j in range(b):
-            expected[i * (q + gap): i * (q + gap) + q, j * (k + gap): j * (k + gap) + k] = tiles[i, j]
-    drawn = np.isfinite(matrix)
-    return bool(drawn.any()) and bool(np.allclose(matrix[drawn], expected[drawn], rtol=1e-5, atol=1e-6))
-
+def attention_entries(steps: Sequence[PageStep]) -> list[dict]:
+    """Each step's attention as the page's script reads it, per kind: ``shape`` (layer, head + 1
+    for the mean, query, key), ``keep`` (the leading rows that are the previous step's, padded
+    with 0 for new keys), ``rows`` (the other rows, flat, in thousandths), ``highlight``, and the
+    query and key labels where they are not the previous step's (``rowLabels``, ``colLabels``)."""
+    kinds = [k for k in KINDS if all(k in s.attention for s in steps)]
+    before: dict[str, tuple[np.ndarray, PageAttention]] = {}
+    entries = []
+    for step in steps:
+        entry = {}
+        for kind in kinds:
+            now, values = step.attention[kind], thousandths(step.attention[kind].weights)
+            prev = before.get(kind)
+            keep = carried_rows(prev[0] if prev else None, values)
+            e = {"shape": list(values.shape), "keep": keep, "rows": values[:, :, keep:].ravel().tolist(), "highlight": now.highlight}
+            if prev is None or prev[1].rows != now.rows:
+                e["rowLabels"] = list(display_pieces(now.rows))
+            if prev is None or prev[1].cols != now.cols:
+                e["colLabels"] = list(display_pieces(now.cols))
+            entry[kind], before[kind] = e, (values, now)
+        entries.append(entry)
+    return entries
 
 # ---------------------------------------------------------------------------
 # The page
@@ -302,19 +277,27 @@ dl.facts dd { margin: 0; }
 .sentence { font-size: 1.1rem; }
 #controls { position: sticky; top: 0; z-index: 2; display: flex; align-items: center; gap: .6rem; flex-wrap: wrap;
             padding: .5rem .7rem; margin: 0 0 .8rem; background: var(--panel); border: 1px solid var(--line); border-radius: 6px; }
-#controls input[type=range] { flex: 1 1 18rem; accent-color: var(--accent); }
-#controls button { font: inherit; padding: .2rem .7rem; }
+#controls input[type=range] { flex: 1 1 14rem; accent-color: var(--accent); }
+#controls button, #controls select, #stop-controls button { font: inherit; padding: .2rem .6rem; }
+#controls label { display: inline-flex; align-items: center; gap: .35rem; color: var(--muted); }
 #step-label { min-width: 8rem; font-variant-numeric: tabular-nums; }
 .tokens { list-style: none; display: flex; flex-wrap: wrap; gap: .3rem; margin: .2rem 0 1rem; padding: 0; }
 .tokens li { padding: .1rem .45rem; border: 1px solid var(--line); border-radius: 4px; background: var(--panel); }
 .tokens li.new { border-color: var(--accent); box-shadow: 0 0 0 1px var(--accent) inset; font-weight: 600; }
+#explorer { margin: 0 0 1rem; }
+#canvas-wrap { position: relative; max-width: 100%; }
+#matrix { display: block; }
+#tip { position: absolute; z-index: 3; pointer-events: none; padding: .3rem .55rem; background: var(--panel); color: var(--fg);
+       border: 1px solid var(--line); border-radius: 4px; line-height: 1.4; white-space: nowrap; font-variant-numeric: tabular-nums;
+       box-shadow: 0 2px 6px rgba(0, 0, 0, .25); }
+#tip .tip-name { color: var(--muted); }
+#tip-weight { font-weight: 600; }
+.hint { color: var(--muted); font-size: .85rem; margin: .3rem 0 0; }
 .figures { display: flex; flex-wrap: wrap; gap: 1.2rem; align-items: flex-start; }
 figure { margin: 0; max-width: 100%; }
-.frames { position: relative; display: inline-block; max-width: 100%; line-height: 0; }
-.frames img { max-width: 100%; height: auto; border: 1px solid var(--line); }
-.cell { position: absolute; pointer-events: none; outline: 2px solid var(--accent); outline-offset: 0; }
-.readout { min-height: 1.5em; margin: .3rem 0 0; color: var(--fg); font-variant-numeric: tabular-nums; }
-figcaption.hint { color: var(--muted); font-size: .85rem; }
+figure img { max-width: 100%; height: auto; border: 1px solid var(--line); }
+#stop-controls { display: flex; align-items: center; gap: .6rem; margin: 0 0 .4rem; }
+#stop-label { font-variant-numeric: tabular-nums; }
 #notes p { max-width: 60rem; white-space: pre-wrap; }
 #notes .note { margin: 1rem 0 0; }
 #notes .measured-on { color: var(--muted); font-size: .9rem; margin: 0; }
@@ -325,14 +308,138 @@ _SCRIPT = r"""
 (function () {
   "use strict";
   var data = JSON.parse(document.getElementById("page-data").textContent);
-  var total = data.steps.length;
-  var slider = document.getElementById("step");
-  var label = document.getElementById("step-label");
-  var prev = document.getElementById("prev");
-  var next = document.getElementById("next");
-  var main = document.querySelector("main");
-  var words = data.words;
-  var current = 1;
+  var words = data.words, total = data.steps.length, kinds = data.kinds;
+  function byId(id) { return document.getElementById(id); }
+  var slider = byId("step"), label = byId("step-label"), prev = byId("prev"), next = byId("next");
+  var kindBox = byId("kind"), layerBox = byId("layer"), headBox = byId("head");
+  var canvas = byId("matrix"), title = byId("matrix-title"), tip = byId("tip"), main = document.querySelector("main");
+  var chosen = { kind: data.start.kind, layer: data.start.layer, head: data.start.head, step: 1 };
+  var built = {}, drawn = null, current = 1;
+
+  function rebuild(before, e) {  /* a step's matrices: the rows kept from the step before (0 for new keys), then its own */
+    var Q = e.shape[2], K = e.shape[3], fresh = Q - e.keep, values = new Int32Array(e.shape[0] * e.shape[1] * Q * K);
+    for (var lh = 0; lh < e.shape[0] * e.shape[1]; lh++) {
+      for (var q = 0; q < Q; q++) {
+        for (var k = 0; k < K; k++) {
+          values[(lh * Q + q) * K + k] = q >= e.keep ? e.rows[(lh * fresh + q - e.keep) * K + k]
+            : (k < before.shape[3] ? before.values[(lh * before.shape[2] + q) * before.shape[3] + k] : 0);
+        }
+      }
+    }
+    return { shape: e.shape, values: values, highlight: e.highlight,
+             rows: e.rowLabels || before.rows, cols: e.colLabels || before.cols };
+  }
+
+  function matrices(kind, step) {
+    var list = built[kind] || (built[kind] = []);
+    while (list.length < step) { list.push(rebuild(list[list.length - 1], data.steps[list.length].attention[kind])); }
+    return list[step - 1];
+  }
+
+  function colour(v) {
+    var i = Math.round(Math.min(Math.max(v / data.scale, 0), 1) * 255);
+    return "#" + data.colors.lut.substr(i * 6, 6);
+  }
+
+  function widest(ctx, labels) {
+    return labels.reduce(function (w, t) { return Math.max(w, ctx.measureText(t).width); }, 0);
+  }
+
+  function choiceText() {
+    var head = chosen.head === null ? words.mean : words.head.replace("{n}", chosen.head + 1);
+    return [words.kinds[chosen.kind], words.layer.replace("{n}", chosen.layer + 1), head,
+            words.step.replace("{step}", chosen.step).replace("{total}", total)].join(" \u00b7 ");
+  }
+
+  function draw() {
+    if (!canvas) { return; }
+    var m = matrices(chosen.kind, chosen.step), H = m.shape[1], Q = m.shape[2], K = m.shape[3];
+    var base = (chosen.layer * H + (chosen.head === null ? H - 1 : chosen.head)) * Q * K;
+    var ctx = canvas.getContext("2d"), font = "13px " + window.getComputedStyle(document.body).fontFamily;
+    ctx.font = font;
+    var left = Math.ceil(widest(ctx, m.rows)) + 12, top = Math.ceil(widest(ctx, m.cols) * 0.71) + 18;
+    var fitWidth = Math.floor((canvas.parentNode.clientWidth - left - top) / K);
+    var fitHeight = Math.floor((window.innerHeight - byId("controls").offsetHeight - 90 - top) / Q);
+    var cell = Math.max(14, Math.min(36, fitWidth, fitHeight));
+    var width = left + K * cell + top, height = top + Q * cell + 4, ratio = window.devicePixelRatio || 1;
+    canvas.width = Math.round(width * ratio);
+    canvas.height = Math.round(height * ratio);
+    canvas.style.width = width + "px";
+    canvas.style.height = height + "px";
+    ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
+    ctx.fillStyle = data.colors.background;
+    ctx.fillRect(0, 0, width, height);
+    for (var q = 0; q < Q; q++) {
+      for (var k = 0; k < K; k++) {
+        ctx.fillStyle = colour(m.values[base + q * K + k]);
+        ctx.fillRect(left + k * cell, top + q * cell, cell, cell);
+      }
+    }
+    ctx.font = font;
+    ctx.fillStyle = data.colors.foreground;
+    ctx.textBaseline = "middle";
+    ctx.textAlign = "right";
+    m.rows.forEach(function (t, i) { ctx.fillText(t, left - 6, top + (i + 0.5) * cell); });
+    ctx.textAlign = "left";
+    m.cols.forEach(function (t, i) {
+      ctx.save();
+      ctx.translate(left + (i + 0.5) * cell, top - 6);
+      ctx.rotate(-Math.PI / 4);
+      ctx.fillText(t, 0, 0);
+      ctx.restore();
+    });
+    if (m.highlight !== null && m.highlight < Q) {
+      ctx.strokeStyle = data.colors.highlight;
+      ctx.lineWidth = 2;
+      ctx.strokeRect(left + 1, top + m.highlight * cell + 1, K * cell - 2, cell - 2);
+    }
+    drawn = { m: m, base: base, left: left, top: top, cell: cell, width: width };
+    canvas.setAttribute("data-choice", [chosen.kind, chosen.layer, chosen.head === null ? "mean" : chosen.head, chosen.step].join(" "));
+    canvas.setAttribute("data-geometry", [left, top, cell].join(" "));
+    title.textContent = choiceText();
+    canvas.setAttribute("aria-label", title.textContent);
+    tip.hidden = true;
+  }
+
+  function hover(event) {
+    if (!drawn) { return; }
+    var box = canvas.getBoundingClientRect(), s = drawn.width / box.width, m = drawn.m;
+    var x = (event.clientX - box.left) * s, y = (event.clientY - box.top) * s;
+    var k = Math.floor((x - drawn.left) / drawn.cell), q = Math.floor((y - drawn.top) / drawn.cell);
+    if (q < 0 || k < 0 || q >= m.shape[2] || k >= m.shape[3]) { tip.hidden = true; return; }
+    byId("tip-row").textContent = m.rows[q];
+    byId("tip-col").textContent = m.cols[k];
+    byId("tip-weight").textContent = (m.values[drawn.base + q * m.shape[3] + k] / data.scale).toFixed(3);
+    tip.setAttribute("data-cell", q + " " + k);
+    tip.hidden = false;
+    var wrap = canvas.parentNode.getBoundingClientRect(), px = event.clientX - wrap.left + 14;
+    if (event.clientX + 14 + tip.offsetWidth > document.documentElement.clientWidth) { px -= tip.offsetWidth + 28; }
+    tip.style.left = px + "px";
+    tip.style.top = (event.clientY - wrap.top + 14) + "px";
+  }
+
+  function fillLayers() {
+    var n = matrices(chosen.kind, 1).shape[0];
+    chosen.layer = Math.min(Math.max(chosen.layer, 0), n - 1);
+    while (layerBox.firstChild) { layerBox.removeChild(layerBox.firstChild); }
+    for (var i = 0; i < n; i++) {
+      var option = document.createElement("option");
+      option.value = String(i);
+      option.textContent = String(i + 1);
+      layerBox.appendChild(option);
+    }
+    layerBox.value = String(chosen.layer);
+  }
+
+  function choose(kind, layer, head) {
+    if (!canvas) { return; }
+    chosen.kind = kinds.indexOf(kind) >= 0 ? kind : chosen.kind;
+    chosen.layer = layer;
+    chosen.head = head === null || head < matrices(chosen.kind, 1).shape[1] - 1 ? head : chosen.head;
+    kindBox.value = chosen.kind;
+    fillLayers();
+    headBox.value = chosen.head === null ? "mean" : String(chosen.head);
+  }
 
   function stepFromHash() {
     var m = /^#step=(\d+)$/.exec(window.location.hash);
@@ -342,97 +449,59 @@ _SCRIPT = r"""
   function show(step) {
     if (!isFinite(step)) { step = 1; }
     current = Math.min(Math.max(step, 1), total);
+    chosen.step = current;
     slider.value = String(current);
     main.setAttribute("data-step", String(current));
     document.querySelectorAll("[data-step-item]").forEach(function (el) {
       el.hidden = el.getAttribute("data-step-item") !== String(current);
     });
-    document.querySelectorAll("figure[data-figure]").forEach(clearHover);
     label.textContent = words.step.replace("{step}", current).replace("{total}", total);
     prev.disabled = current === 1;
     next.disabled = current === total;
     if (window.location.hash !== "#step=" + current) {
       try { window.history.replaceState(null, "", "#step=" + current); } catch (e) { /* a viewer that keeps the address */ }
     }
+    draw();
   }
 
-  function clearHover(fig) {
-    fig.querySelector(".cell").hidden = true;
-    fig.querySelector(".readout").textContent = "\u00a0";
-  }
+  var stops = Array.prototype.slice.call(document.querySelectorAll("#notes [data-stop]")), stopAt = 0;
 
-  function label_of(numbers, dim, i) {
-    var c = numbers.coords[dim];
-    return c ? c[i] : String(i + 1);
-  }
-
-  function name_of(name) {
-    return Object.prototype.hasOwnProperty.call(words.names, name) ? words.names[name] : name;
-  }
-
-  function number_text(v) {
-    if (v === null || v === undefined) { return words.masked; }
-    return Math.abs(v) >= 1000 || (v !== 0 && Math.abs(v) < 0.001) ? v.toExponential(3) : v.toFixed(4);
-  }
-
-  function cellAt(m, x, y) {
-    var c = Math.floor((x - m.x0) / (m.x1 - m.x0) * m.cols);
-    var r = Math.floor((y - m.y0) / (m.y1 - m.y0) * m.rows);
-    if (r < 0 || c < 0 || r >= m.rows || c >= m.cols) { return null; }
-    var tr = Math.floor(r / (m.q + m.gap)), tc = Math.floor(c / (m.k + m.gap));
-    var q = r - tr * (m.q + m.gap), k = c - tc * (m.k + m.gap);
-    if (q >= m.q || k >= m.k) { return null; }
-    var lead = m.fixed ? m.fixed.slice() : m.axes.map(function (a) { return a === 0 ? tr : tc; });
-    return { r: r, c: c, index: lead.concat([q, k]) };
-  }
-
-  function describe(numbers, m, index) {
-    var flat = 0;
-    for (var d = 0; d < numbers.shape.length; d++) { flat = flat * numbers.shape[d] + index[d]; }
-    var parts = numbers.dims.map(function (dim, d) { return name_of(dim) + " " + label_of(numbers, dim, index[d]); });
-    return parts.join(" \u00b7 ") + " \u2192 " + name_of(m.value) + " " + number_text(numbers.values[m.value][flat]);
-  }
-
-  function hover(fig, event) {
-    var i = parseInt(fig.getAttribute("data-figure"), 10);
-    var info = data.steps[current - 1].figures[i];
-    var img = fig.querySelector("img:not([hidden])");
-    if (!info.numbers || !img) { return; }
-    var box = img.getBoundingClientRect();
-    var sx = img.naturalWidth / box.width, sy = img.naturalHeight / box.height;
-    var x = (event.clientX - box.left) * sx, y = (event.clientY - box.top) * sy;
-    for (var j = 0; j < info.matrices.length; j++) {
-      var m = info.matrices[j], hit = cellAt(m, x, y);
-      if (hit) {
-        var cw = (m.x1 - m.x0) / m.cols, ch = (m.y1 - m.y0) / m.rows;
-        var cell = fig.querySelector(".cell");
-        cell.style.left = (img.offsetLeft + Math.min(m.x0 + hit.c * cw, m.x0 + (hit.c + 1) * cw) / sx) + "px";
-        cell.style.top = (img.offsetTop + Math.min(m.y0 + hit.r * ch, m.y0 + (hit.r + 1) * ch) / sy) + "px";
-        cell.style.width = Math.abs(cw / sx) + "px";
-        cell.style.height = Math.abs(ch / sy) + "px";
-        cell.hidden = false;
-        fig.querySelector(".readout").textContent = describe(info.numbers, m, hit.index);
-        return;
-      }
-    }
-    clearHover(fig);
+  function showStop(i) {
+    stopAt = Math.min(Math.max(i, 0), stops.length - 1);
+    stops.forEach(function (el, j) { el.hidden = j !== stopAt; });
+    byId("stop-label").textContent = words.stop.replace("{n}", stopAt + 1).replace("{total}", stops.length);
+    byId("stop-prev").disabled = stopAt === 0;
+    byId("stop-next").disabled = stopAt === stops.length - 1;
+    var c = data.stops[stopAt];
+    choose(c.kind, c.layer, c.head);
+    show(c.step === null ? total : c.step);
   }
 
   slider.addEventListener("input", function () { show(parseInt(slider.value, 10)); });
   prev.addEventListener("click", function () { show(current - 1); });
   next.addEventListener("click", function () { show(current + 1); });
   document.addEventListener("keydown", function (e) {
-    if (e.target === slider || e.altKey || e.ctrlKey || e.metaKey) { return; }
+    if (/^(INPUT|SELECT|TEXTAREA)$/.test(e.target.tagName) || e.altKey || e.ctrlKey || e.metaKey) { return; }
     var to = { ArrowLeft: current - 1, ArrowRight: current + 1, Home: 1, End: total }[e.key];
     if (to !== undefined) { e.preventDefault(); show(to); }
   });
   window.addEventListener("hashchange", function () { show(stepFromHash()); });
-  document.querySelectorAll("figure[data-figure]").forEach(function (fig) {
-    var frames = fig.querySelector(".frames");
-    frames.addEventListener("mousemove", function (e) { hover(fig, e); });
-    frames.addEventListener("mouseleave", function () { clearHover(fig); });
-  });
-  show(stepFromHash());
+  if (canvas) {
+    byId("explorer").hidden = false;
+    kindBox.addEventListener("change", function () { choose(kindBox.value, chosen.layer, chosen.head); draw(); });
+    layerBox.addEventListener("change", function () { chosen.layer = parseInt(layerBox.value, 10); draw(); });
+    headBox.addEventListener("change", function () { chosen.head = headBox.value === "mean" ? null : parseInt(headBox.value, 10); draw(); });
+    canvas.addEventListener("mousemove", hover);
+    canvas.addEventListener("mouseleave", function () { tip.hidden = true; });
+    window.addEventListener("resize", draw);
+    choose(chosen.kind, chosen.layer, chosen.head);
+  }
+  if (stops.length) {
+    byId("stop-controls").hidden = false;
+    byId("stop-prev").addEventListener("click", function () { showStop(stopAt - 1); });
+    byId("stop-next").addEventListener("click", function () { showStop(stopAt + 1); });
+  }
+  if (stops.length && !/^#step=\d+$/.test(window.location.hash)) { showStop(0); } else { show(stepFromHash()); }
 })();
 """
 
@@ -453,19 +522,20 @@ def page_html(page: WebPage) -> str:
     """The page as one HTML document: nothing in it loads from elsewhere, every text is escaped."""
     if not page.steps:
         raise WebPageError(translate("web_page", "the page has no steps to show"))
-    n = len(page.steps)
+    data = _page_data(page)
     footer = translate("web_page", "Made with attnviz. Move the slider, click ◀ ▶ or press ← → (Home, End) to step; "
                                    "hover over a matrix for its numbers. The address can end in #step=N.")
     body = "\n".join([
         '<main data-step="1">',
         _header(page),
-        _controls(n),
+        _controls(len(page.steps), data),
         _tokens(page),
-        _figures_html(page),
+        _explorer(data),
+        _noscript_figures(page),
         _notes(page),
         "</main>",
         f"<footer>{_e(footer)}</footer>",
-        f'<script type="application/json" id="page-data">{_json_for_script(_page_data(page))}</script>',
+        f'<script type="application/json" id="page-data">{_json_for_script(data)}</script>',
         f"<script>{_SCRIPT}</script>",
     ])
     lang = current_language().replace("_", "-")  # the page speaks the interface's language
@@ -489,13 +559,15 @@ def page_html(page: WebPage) -> str:
     ])
 
 
-def _controls(n: int) -> str:
-    """The step slider, its buttons and its label (the script keeps them up to date)."""
+def _controls(n: int, data: dict) -> str:
+    """The kind, layer and head boxes (when there is attention to draw), the step slider, its
+    buttons and its label (the script keeps them up to date)."""
     step = _e(translate("web_page", "Step"))
     prev_tip, prev = _e(translate("web_page", "Previous step (←)")), _e(translate("web_page", "Previous"))
     next_tip, next_ = _e(translate("web_page", "Next step (→)")), _e(translate("web_page", "Next"))
     return "\n".join([
         f'<nav id="controls" aria-label="{step}">',
+        *(_choice_boxes(data) if data["kinds"] else []),
         f'<button type="button" id="prev" title="{prev_tip}">◀ {prev}</button>',
         f'<input type="range" id="step" min="1" max="{n}" value="1" step="1" aria-label="{step}">',
         f'<button type="button" id="next" title="{next_tip}">{next_} ▶</button>',
@@ -504,22 +576,36 @@ def _controls(n: int) -> str:
     ])
 
 
+def _choice_boxes(data: dict) -> list[str]:
+    """``<select>`` boxes of the kinds the page has, the start kind's layers, and the heads and their mean."""
+    start, first = data["start"], data["steps"][0]["attention"][data["start"]["kind"]]["shape"]
+    kinds = "".join(f'<option value="{k}"{" selected" if k == start["kind"] else ""}>{_e(kind_title(k))}</option>' for k in data["kinds"])
+    layers = "".join(f'<option value="{i}"{" selected" if i == start["layer"] else ""}>{i + 1}</option>' for i in range(first[0]))
+    heads = "".join(f'<option value="{i}"{" selected" if i == start["head"] else ""}>{i + 1}</option>' for i in range(first[1] - 1))
+    mean = " selected" if start["head"] is None else ""
+    heads += f'<option value="mean"{mean}>{_e(data["words"]["mean"])}</option>'
+    return [f'<label>{_e(translate("web_page", "attention"))} <select id="kind">{kinds}</select></label>',
+            f'<label>{_e(translate("web_page", "layer"))} <select id="layer">{layers}</select></label>',
+            f'<label>{_e(translate("web_page", "head"))} <select id="head">{heads}</select></label>']
+
+
 def _step_words() -> str:
     """``Step {step} of {total}``: the slider's label, in the page and in its script."""
     return translate("web_page", "Step {step} of {total}")
 
 
 def _words() -> dict:
-    """The words the page's script writes: the slider's label, a masked cell, and the names of the
-    data's dimensions and values it knows (others are shown as the data name them)."""
-    names = {
-        "layer": translate("web_page", "layer"), "head": translate("web_page", "head"), "query": translate("web_page", "query"),
-        "key": translate("web_page", "key"), "position": translate("web_page", "position"), "token": translate("web_page", "token"),
-        "source": translate("web_page", "source"), "feature": translate("web_page", "feature"), "unit": translate("web_page", "unit"),
-        "column": translate("web_page", "column"), "run": translate("web_page", "run"), "node": translate("web_page", "node"),
-        "weight": translate("web_page", "weight"), "score": translate("web_page", "score"), "hidden": translate("web_page", "hidden"),
-    }
-    return {"step": _step_words(), "masked": translate("web_page", "masked"), "names": names}
+    """The words the page's script writes: the slider's label, the tour's counter and the parts of the matrix's title."""
+    return {"step": _step_words(), "stop": translate("web_page", "Stop {n} of {total}"),
+            "kinds": {k: kind_title(k) for k in KINDS}, "layer": translate("selection", "layer {n}"),
+            "head": translate("selection", "head {n}"), "mean": translate("selection", "mean of heads")}
+
+
+def _colors(theme: str) -> dict:
+    """The theme's colours the canvas draws with, and its colour map as 256 ``rrggbb`` in one string."""
+    t = get_theme(theme)
+    lut = "".join(f"{r:02x}{g:02x}{b:02x}" for r, g, b, _ in lookup_table(t.colormap).tolist())
+    return {"lut": lut, "background": t.background, "foreground": t.foreground, "highlight": t.highlight}
 
 
 def page_title(page: WebPage) -> str:
@@ -550,40 +636,59 @@ def _tokens(page: WebPage) -> str:
     return f'<section id="outputs" aria-label="{label}">\n<h2>{heading}</h2>\n' + "\n".join(items) + "\n</section>"
 
 
-def _figures_html(page: WebPage) -> str:
-    figures = []
-    for f, first in enumerate(page.steps[0].figures):
-        frames = "\n".join(_img(step.figures[f], i) for i, step in enumerate(page.steps, 1))
-        hint = _e(translate("web_page", "Hover over a matrix for its numbers.")) if any(s.figures[f].matrices for s in page.steps) else ""
-        figures.append(f'<figure data-figure="{f}" aria-label="{_e(first.title)}">\n<div class="frames">\n{frames}\n'
-                       f'<div class="cell" hidden></div>\n</div>\n<p class="readout" aria-live="polite">&nbsp;</p>\n'
-                       f'<figcaption class="hint">{hint}</figcaption>\n</figure>')
-    label = _e(translate("web_page", "Figures"))
-    return f'<section class="figures" aria-label="{label}">\n' + "\n".join(figures) + "\n</section>"
+def _explorer(data: dict) -> str:
+    """The canvas the script draws the chosen matrix on, its title and the tooltip of the cell
+    under the mouse (hidden until the script shows it: nothing to see without scripts)."""
+    if not data["kinds"]:
+        return ""
+    names = {n: _e(translate("web_page", n)) for n in ("query", "key", "weight")}
+    hint = _e(translate("web_page", "Hover over a matrix for its numbers."))
+    return "\n".join([
+        f'<section id="explorer" aria-label="{_e(translate("web_page", "Figures"))}" hidden>',
+        '<h2 id="matrix-title"></h2>',
+        '<div id="canvas-wrap"><canvas id="matrix" role="img"></canvas>',
+        f'<div id="tip" role="tooltip" hidden><span class="tip-name">{names["query"]}</span> <span id="tip-row"></span><br>'
+        f'<span class="tip-name">{names["key"]}</span> <span id="tip-col"></span><br>'
+        f'<span class="tip-name">{names["weight"]}</span> <span id="tip-weight"></span></div></div>',
+        f'<p class="hint">{hint}</p>',
+        "</section>",
+    ])
 
 
-def _img(figure: PageFigure, step: int) -> str:
-    src = "data:image/png;base64," + base64.b64encode(figure.png).decode("ascii")
-    hidden = "" if step == 1 else " hidden"
-    alt = translate("web_page", "{title}, step {step}").format(title=figure.title, step=step)
-    return (f'<img src="{src}" width="{figure.width}" height="{figure.height}" alt="{_e(alt)}" '
-            f'data-step-item="{step}"{hidden}>')
+def _noscript_figures(page: WebPage) -> str:
+    """The chosen views' pictures at the last step, for a reader without scripts."""
+    if not page.figures:
+        return ""
+    n, alt = len(page.steps), translate("web_page", "{title}, step {step}")
+    figures = "\n".join(
+        f'<figure><img src="data:image/png;base64,{base64.b64encode(f.png).decode("ascii")}" width="{f.width}" height="{f.height}" '
+        f'alt="{_e(alt.format(title=f.title, step=n))}"><figcaption>{_e(f.title)}</figcaption></figure>' for f in page.figures)
+    return f'<noscript>\n<section class="figures" aria-label="{_e(translate("web_page", "Figures"))}">\n{figures}\n</section>\n</noscript>'
 
 
 def _notes(page: WebPage) -> str:
     if not page.notes:
         return ""
     label = _e(translate("web_page", "Notes"))
-    return f'<section id="notes" aria-label="{label}">\n' + "\n".join(_note(n, page.source) for n in page.notes) + "\n</section>"
+    stops = [n for n in page.notes if n.title and n.choice is not None]
+    nav = ""
+    if stops:
+        back, forward = _e(translate("web_page", "Previous")), _e(translate("web_page", "Next"))
+        nav = (f'<nav id="stop-controls" hidden><button type="button" id="stop-prev">◀ {back}</button>'
+               f'<output id="stop-label"></output><button type="button" id="stop-next">{forward} ▶</button></nav>\n')
+    count = itertools.count()
+    notes = "\n".join(_note(n, page.source, next(count) if n.title and n.choice is not None else None) for n in page.notes)
+    return f'<section id="notes" aria-label="{label}">\n{nav}{notes}\n</section>'
 
 
-def _note(note: PageNote, source: str) -> str:
+def _note(note: PageNote, source: str, stop: int | None) -> str:
     """A paragraph; a titled note (a tour stop) as an article: its title, the sentence its
-    numbers were read from (when not the page's), its text; all plain text, escaped."""
+    numbers were read from (when not the page's), its text; all plain text, escaped. A stop
+    that sets the matrix's choice carries its index among those (``data-stop``)."""
     lang = f' lang="{_e(note.language.replace("_", "-"))}"' if note.language else ""
     if not note.title:
         return f"<p{lang}>{_e(note.text)}</p>"
-    parts = ['<article class="note">', f"<h2{lang}>{_e(note.title)}</h2>"]
+    parts = ['<article class="note">' if stop is None else f'<article class="note" data-stop="{stop}">', f"<h2{lang}>{_e(note.title)}</h2>"]
     if note.measured_on and note.measured_on != source:
         about = translate("web_page", "Numbers measured on: {source}").format(source=note.measured_on)
         parts.append(f'<p class="measured-on">{_e(about)}</p>')
@@ -592,9 +697,24 @@ def _note(note: PageNote, source: str) -> str:
 
 
 def _page_data(page: WebPage) -> dict:
-    return {"words": _words(), "steps": [{"tokens": list(step.tokens),
-                       "figures": [{"title": f.title, "numbers": f.numbers, "matrices": list(f.matrices)} for f in step.figures]}
-                      for step in page.steps]}
+    """What the script reads: its words and colours, the kinds of attention, where the matrix
+    starts, each tour stop's choice, and each step's tokens and attention (:func:`attention_entries`)."""
+    entries = attention_entries(page.steps)
+    kinds = list(entries[0]) if entries else []
+    return {"words": _words(), "scale": SCALE, "colors": _colors(page.theme), "kinds": kinds,
+            "start": _fitted(page.start, entries), "stops": [_fitted(n.choice, entries) for n in page.notes if n.title and n.choice],
+            "steps": [{"tokens": list(step.tokens), "attention": entry} for step, entry in zip(page.steps, entries)]}
+
+
+def _fitted(choice: PageChoice, entries: list[dict]) -> dict:
+    """``choice`` within what the page has: a kind it has (else the first of :data:`KIND_ORDER`),
+    a layer and head it has (else its last), a step it has (``None``: the last)."""
+    first = entries[0] if entries else {}
+    kind = choice.kind if choice.kind in first else next((k for k in KIND_ORDER if k in first), choice.kind)
+    layers, heads = first[kind]["shape"][:2] if kind in first else (1, 2)
+    step = None if choice.step is None else min(max(choice.step, 1), max(len(entries), 1))
+    head = None if choice.head is None else min(choice.head, heads - 2)
+    return {"kind": kind, "layer": min(choice.layer, layers - 1), "head": head, "step": step}
 
 
 def _json_for_script(data: dict) -> str:
@@ -604,7 +724,7 @@ def _json_for_script(data: dict) -> str:
 
 
 def page_data(text: str) -> dict:
-    """The numbers a page embeds (what its script reads), from the page's HTML."""
+    """The data a page embeds (what its script reads), from the page's HTML."""
     start = text.index('<script type="application/json" id="page-data">')
     start = text.index(">", start) + 1
     return json.loads(text[start: text.index("</script>", start)])

@@ -283,6 +283,11 @@ class FigureViewBase(QtWidgets.QWidget):
     def has_data(self) -> bool:
         raise NotImplementedError
 
+    def why_empty(self) -> str | None:
+        """Why the view has nothing to draw for the data it was given, in one line (``None``: the
+        spec's ``empty`` says it)."""
+        return None
+
     # context menu -----------------------------------------------------------------
     def build_context_menu(self) -> QtWidgets.QMenu:
         """The view's context menu ("Export figure…", "Export data…", and any extras)."""

@@ -184,4 +184,4 @@ def contributions_data(session: Session, choice: ViewChoice) -> Analysis | Contr
 
 
 SPEC = ViewSpec("contributions", QtContributionsView, QT_TRANSLATE_NOOP("views", "Source vs target"), "bottom", (), data=contributions_data,
-                needs=("decoder",), empty="nothing for source contributions: decode a step first (a model without cross-attention has no source share)")
+                needs=("decoder", "cross"), empty="nothing for source contributions: decode a step first")  # no cross-attention: no source share

@@ -118,7 +118,9 @@ class QtNeighboursView(FigureViewBase):
         self.bars_plot.setYRange(-0.6, max(len(sims), 1) - 0.4, padding=0)
         self.bars_plot.setXRange(min(0.0, float(sims.min(initial=0.0))), 1.0, padding=0.02)
         self.bars_plot.getViewBox().invertY(True)
-        self.readout.setText(found.notice)
+        room = max(self.readout.width() - 20, 120)  # the notice names a cache file: its middle gives way, the whole in the tooltip
+        self.readout.setText(self.readout.fontMetrics().elidedText(found.notice, QtCore.Qt.TextElideMode.ElideMiddle, room))
+        self.readout.setToolTip(found.notice)
 
     def _fill_table(self, found: Neighbours) -> None:
         self.table.setRowCount(len(found.neighbours))

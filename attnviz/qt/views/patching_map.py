@@ -119,6 +119,9 @@ class QtPatchingMapView(FigureViewBase):
     def apply(self, choice: ViewChoice) -> None:
         """Nothing to take: the view compares two whole runs."""
 
+    def why_empty(self) -> str | None:
+        return self._why_not
+
     def has_data(self) -> bool:
         return self._pair is not None
 

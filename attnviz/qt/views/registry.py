@@ -30,6 +30,7 @@ from attnviz.qt.views import (
     attention_vs_attribution,
     beam_tree,
     checkpoints,
+    circuit,
     compare,
     contributions,
     ffn,
@@ -49,6 +50,7 @@ from attnviz.qt.views import (
     output,
     patching_map,
     positional,
+    qk_space,
     residual,
     scaling,
     teacher_vs_free,
@@ -59,7 +61,7 @@ from attnviz.qt.views.head_detail import QtHeadDetailView
 from attnviz.qt.views.spec import ViewSpec
 
 VIEWS: tuple[ViewSpec, ...] = tuple(m.SPEC for m in (
-    attention_grid, head_detail, masked_prediction, lines, masks, model_map, output, positional, norm_stats, walkthrough, compare, scaling, teacher_vs_free, norm_batch, ffn, residual, logit_lens, logit_attribution, head_importance, head_roles, ablation, attention_vs_attribution, contributions, patching_map,
+    attention_grid, head_detail, masked_prediction, lines, masks, model_map, output, positional, norm_stats, walkthrough, compare, scaling, teacher_vs_free, norm_batch, ffn, residual, logit_lens, logit_attribution, head_importance, head_roles, qk_space, ablation, attention_vs_attribution, contributions, patching_map, circuit,
     neighbours, checkpoints, beam_tree, model_info,
 ))  # the docks' order
 VIEW_NAMES: tuple[str, ...] = tuple(spec.name for spec in VIEWS)
@@ -89,7 +91,7 @@ def show_in_view(spec: ViewSpec, view: FigureViewBase, session: Session, choice:
     """Give ``view`` the session's data and apply ``choice``: what ``attnviz export`` draws.
     Raises :class:`CommandError` when the session has nothing for this view yet."""
     if not feed_now(spec, view, session, choice):
-        raise CommandError(spec.empty)
+        raise CommandError(view.why_empty() or spec.empty)
 
 
 def feed_now(spec: ViewSpec, view: FigureViewBase, session: Session, choice: ViewChoice) -> bool:

@@ -21,6 +21,12 @@ analysis that runs in a worker. Changing kind, layer or head asks for a new walk
 
 The tables and their formatting are in :mod:`attnviz.qt.views.walkthrough_tables`; which window
 of each long axis they show is an :class:`AxisWindows` the view owns.
+
+Above the tables the chosen query's row is played as stages (QK^T one dot product at a time,
+÷ √d_k, + M, softmax, · V): Play steps through the frames of
+:func:`attnviz.core.analysis.walkthrough_stages.stage_frames` on a timer, the arrows move a whole
+stage; the strip that draws a frame is :mod:`attnviz.qt.views.walkthrough_play`. Playing
+recomputes nothing: the frames are read from the walkthrough the view holds.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from PySide6.QtCore import QT_TRANSLATE_NOOP
 
 from attnviz.core.analysis.figure_data import FigureData
 from attnviz.core.analysis.walkthrough import HeadWalkthrough, WalkthroughFrame, walkthrough_frame
+from attnviz.core.analysis.walkthrough_stages import N_STAGES, StageFrame, next_stage, stage_frames
 from attnviz.core.data.pieces import WORD_START, display_piece
 from attnviz.core.model.sites import KINDS
 from attnviz.qt.analyses import Analysis
@@ -44,6 +51,7 @@ from attnviz.qt.i18n import translate
 from attnviz.qt.selection import ViewChoice, query_axis
 from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
 from attnviz.qt.views.spec import SELECTORS, ViewSpec
+from attnviz.qt.views.walkthrough_play import StageStrip, frame_caption, frame_lines
 from attnviz.qt.views.walkthrough_tables import (
     CROSS_SECTION_1,
     CROSS_TITLES,
@@ -68,6 +76,7 @@ if TYPE_CHECKING:
 WINDOW = {"model": 8, "k": 8, "pos": 12}
 _AXIS_NAMES = {"query": QT_TRANSLATE_NOOP("walkthrough", "queries"), "key": QT_TRANSLATE_NOOP("walkthrough", "keys"), "model": "d_model",
                "k": "d_k", "bias": ""}  # shown as translate("walkthrough", name)
+PLAY_MS = 700  # how long Play shows each frame of the stages
 Z_TERMS = 6  # terms of Σⱼ a_ij v_j written out in the read-out (the largest weights), the rest summed
 _SCROLL_NAMES = {"model": "d_model", "k": "d_k", "pos": QT_TRANSLATE_NOOP("walkthrough", "positions")}  # shown translated
 
@@ -174,6 +183,10 @@ class QtWalkthroughView(FigureViewBase):
         self._layers: dict[str, int] = {}
         self._fitted: tuple | None = None  # what the canvas was last sized to (see _refresh)
         self.windows = AxisWindows()
+        self._frames: tuple[StageFrame, ...] = ()  # the stages of the chosen query's row
+        self._at = 0  # the frame shown
+        self._strip_size: tuple[float, float] | None = None
+        self._stages_only = False  # the figure is the title and the stages (an animation of them)
         self._build_controls()
         self._build_scroll_area()
         self._build_sections()
@@ -210,9 +223,38 @@ class QtWalkthroughView(FigureViewBase):
             self.scrollbars[key] = bar
             self._scroll_labels[key] = lab
         self.controls.addStretch(1)
+        self._build_play_controls()
         for combo in (self.kind_combo, self.layer_combo, self.head_combo):
             combo.currentIndexChanged.connect(self._on_selection_changed)
         self.query_combo.currentIndexChanged.connect(self._on_query_changed)
+
+    def _build_play_controls(self) -> None:
+        """Play/Pause, a stage back and forward, and which stage is shown ("2/5"), in a row of
+        their own under the selectors (the selectors' row has no room to spare)."""
+        self.play_row = QtWidgets.QHBoxLayout()
+        self.play_row.setContentsMargins(6, 0, 6, 0)
+        self.play_row.setSpacing(6)
+        self.play_row.addWidget(QtWidgets.QLabel(translate("walkthrough", "Stages of the query's row:")))
+        self.play_button = self._tool_button("walkPlay", translate("walkthrough", "Play"),
+                                             translate("walkthrough", "Play the chosen query's row stage by stage"), self.toggle_play)
+        self.prev_button = self._tool_button("walkStagePrev", "◀", translate("walkthrough", "The previous stage"), self.stage_back)
+        self.stage_label = QtWidgets.QLabel(f"1/{N_STAGES}")
+        self.stage_label.setObjectName("walkStage")
+        self.stage_label.setToolTip(translate("walkthrough", "The stage shown: QKᵀ, ÷√d_k, mask, softmax, ·V"))
+        self.play_row.addWidget(self.stage_label)
+        self.next_button = self._tool_button("walkStageNext", "▶", translate("walkthrough", "The next stage"), self.stage_forward)
+        self.play_row.addStretch(1)
+        self.layout().insertLayout(1, self.play_row)
+        self.play_timer = QtCore.QTimer(self)
+        self.play_timer.setInterval(PLAY_MS)
+        self.play_timer.timeout.connect(self._on_play_tick)
+
+    def _tool_button(self, name: str, text: str, tip: str, slot) -> QtWidgets.QToolButton:
+        button = QtWidgets.QToolButton(objectName=name, text=text)
+        button.setToolTip(tip)
+        button.clicked.connect(slot)
+        self.play_row.addWidget(button)
+        return button
 
     def _build_scroll_area(self) -> None:
         """Put the figure canvas in a scroll area: the tables keep their size, the area scrolls."""
@@ -230,7 +272,9 @@ class QtWalkthroughView(FigureViewBase):
         self._lines: list[pg.GraphicsLayout] = []
         self._sections: list[pg.GraphicsLayout] = []
         self._bias_items: list[pg.GraphicsObject] = []  # B and its "+": shown only for a model with a position bias
-        row = 1
+        self.strip = StageStrip(self.theme)
+        ci.addItem(self.strip, row=1, col=0)
+        row = 2
         for title, rows in SECTIONS:
             self._add_section_label(row, title)
             section = ci.addLayout(row=row + 1, col=0)
@@ -296,6 +340,7 @@ class QtWalkthroughView(FigureViewBase):
         self.windows.set_lengths(walk)
         if prev is None or prev.head != walk.head or prev.d_model != walk.d_model:
             self.windows.move("model", walk.head * walk.d_k)
+        self._restage()
         self._update_controls()
         self._follow_query()
         self._refresh()
@@ -314,6 +359,7 @@ class QtWalkthroughView(FigureViewBase):
         if self._walk is None:
             return
         self._walk = _with_query(self._walk, query)
+        self._restage()
         self._update_controls()
         self._follow_query()
         self._refresh()
@@ -332,6 +378,94 @@ class QtWalkthroughView(FigureViewBase):
         """The window of ``name`` the view currently shows (as drawn, −∞ kept)."""
         return np.asarray(self.table(name).raw_matrix())
 
+    # stages -------------------------------------------------------------------------------
+    def stage_frames(self) -> tuple[StageFrame, ...]:
+        """The frames of the chosen query's row, stage by stage (empty without data)."""
+        return self._frames
+
+    def stage_frame(self) -> StageFrame | None:
+        """The frame shown above the tables."""
+        return self._frames[self._at] if self._frames else None
+
+    def show_stage_frame(self, index: int) -> None:
+        """Show frame ``index`` of :meth:`stage_frames` (clamped)."""
+        if not self._frames:
+            return
+        self._at = max(0, min(int(index), len(self._frames) - 1))
+        self._show_stage()
+
+    def stage_back(self) -> None:
+        self._step_stage(-1)
+
+    def stage_forward(self) -> None:
+        self._step_stage(1)
+
+    def _step_stage(self, step: int) -> None:
+        if self._frames:
+            self.pause()
+            self.show_stage_frame(next_stage(self._frames, self._at, step))
+
+    def is_playing(self) -> bool:
+        return self.play_timer.isActive()
+
+    def toggle_play(self) -> None:
+        if self.is_playing():
+            self.pause()
+        elif self._frames:
+            if self._at == len(self._frames) - 1:
+                self.show_stage_frame(0)  # played to the end: from the start again
+            self.play_timer.start()
+            self.play_button.setText(translate("walkthrough", "Pause"))
+
+    def pause(self) -> None:
+        self.play_timer.stop()
+        self.play_button.setText(translate("walkthrough", "Play"))
+
+    def _on_play_tick(self) -> None:
+        if self._at + 1 >= len(self._frames):
+            self.pause()
+            return
+        self.show_stage_frame(self._at + 1)
+        if self._at == len(self._frames) - 1:
+            self.pause()
+
+    def set_stages_only(self, on: bool) -> None:
+        """Make the figure (what an export draws) the title and the stages alone, or the whole view."""
+        self._stages_only = bool(on)
+
+    def figure_rect(self) -> QtCore.QRectF | None:
+        if not self._stages_only or self._walk is None:
+            return None
+        title = self.title.sceneBoundingRect()
+        shown = self.title.mapRectToScene(self.title.text_rect()).united(self.strip.content_rect())
+        return QtCore.QRectF(title.left(), title.top(), shown.right() + 12 - title.left(), self.strip.sceneBoundingRect().bottom() + 6 - title.top())
+
+    def _restage(self) -> None:
+        """The frames of the walkthrough's query row; the same frame index where it still exists."""
+        w = self._walk
+        self._frames = stage_frames(w) if w is not None else ()
+        self._at = min(self._at, max(0, len(self._frames) - 1))
+        self.strip.forget_height()
+
+    def _show_stage(self) -> None:
+        """Draw the frame shown in the strip; the canvas is fitted again where the strip's size changed."""
+        w = self._walk
+        controls = (self.play_button, self.prev_button, self.next_button)
+        for button in controls:
+            button.setEnabled(bool(self._frames))
+        if w is None or not self._frames:
+            self.stage_label.setText(f"–/{N_STAGES}")
+            return
+        frame = self._frames[self._at]
+        self.stage_label.setText(f"{frame.stage + 1}/{N_STAGES}")
+        keys = self.windows.slice("key", w.x_kv.shape[0])
+        self.strip.show_frame(frame_caption(frame, w), frame_lines(frame, w, keys, self.windows.slice("k", w.d_k)))
+        self.strip.keep_height()
+        size = self.strip.effectiveSizeHint(QtCore.Qt.SizeHint.MinimumSize)
+        if (size.width(), size.height()) != self._strip_size:
+            self._strip_size = (size.width(), size.height())
+            self._fit_canvas()
+
     # internals ------------------------------------------------------------------------------
     def _levels(self, spec: StageSpec, full: np.ndarray) -> tuple[float, float]:
         if spec.scale == "weights":
@@ -346,7 +480,7 @@ class QtWalkthroughView(FigureViewBase):
         return (-m, m) if m > 0 else (-1.0, 1.0)
 
     def _set_content_visible(self, visible: bool) -> None:
-        for item in (*self._sections, *self._section_labels):
+        for item in (*self._sections, *self._section_labels, self.strip):
             item.setVisible(visible)
 
     def _refresh(self) -> None:
@@ -355,6 +489,7 @@ class QtWalkthroughView(FigureViewBase):
         self._set_content_visible(w is not None)
         if w is None:
             self._fitted = None
+            self._show_stage()
             self._fit_canvas()
             return
         self._show_bias(w.position_bias is not None)
@@ -390,6 +525,7 @@ class QtWalkthroughView(FigureViewBase):
         self._place_head_marks()
         self._update_scroll_labels()
         shape.append((section_1, section_2))
+        self._show_stage()
         if tuple(shape) != self._fitted:  # a step that changes no table's shape or text keeps the layout as it is
             self._fitted = tuple(shape)
             self._fit_canvas()
@@ -439,7 +575,7 @@ class QtWalkthroughView(FigureViewBase):
             return
         self.scroll.setWidgetResizable(False)
         ci = self.canvas.ci
-        for item in (*self._lines, *self._sections, ci):  # inner layouts first: hints propagate upwards now, not on the next event
+        for item in (*self.strip.lines, self.strip, *self._lines, *self._sections, ci):  # inner layouts first: hints propagate upwards now, not on the next event
             item.layout.invalidate()
             item.updateGeometry()
         hint = ci.effectiveSizeHint(QtCore.Qt.SizeHint.MinimumSize)
@@ -602,6 +738,7 @@ class QtWalkthroughView(FigureViewBase):
         return "b" if axis == "bias" else translate("walkthrough", "dim {n}").format(n=index)
 
     def _on_theme_changed(self) -> None:
+        self.strip.apply_theme(self.theme)
         for t in self.tables.values():
             t.apply_theme(self.theme)
             if t.spec.scale == "weights" and self._colormap is None:
