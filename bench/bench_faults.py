@@ -7,7 +7,11 @@
 * ``attnviz import-hf --out DIR --force`` killed with SIGKILL while starting, reading, saving or
   swapping its bundle in, DIR holding a previous bundle (``ATTNVIZ_IMPORT_KILL_TRIALS``, 12):
   afterwards the previous bundle or the new one opens, and the stale lock is taken over by the
-  next import.
+  next import;
+* ``attnviz train --nproc 2`` with its launcher or one of its training processes killed with
+  SIGKILL during a checkpoint save (``ATTNVIZ_DDP_KILL_TRIALS``, 20, the two in turn): within a
+  minute no process of the run is left, the bundle loads, ``--resume --nproc 2`` finishes the next
+  epoch and leaves no lock behind.
 
 Prints how many trials held, where they were when they died, and the seconds per trial; the exit
 status is 1 when a trial did not hold.
@@ -29,7 +33,7 @@ sys.path[:0] = [str(TESTS / "core"), str(TESTS)]
 
 import smoke  # noqa: E402
 from run_faults import MOMENTS, concurrent_trains, kill_during_import  # noqa: E402
-from train_faults import kill_during_save  # noqa: E402
+from train_faults import kill_distributed_run, kill_during_save  # noqa: E402
 
 
 def run(out=print) -> int:
@@ -37,6 +41,7 @@ def run(out=print) -> int:
     failed = kill_trials(out, _trials("ATTNVIZ_KILL_TRIALS", 20))
     failed += concurrent_trials(out, _trials("ATTNVIZ_CONCURRENT_TRIALS", 6))
     failed += import_kill_trials(out, _trials("ATTNVIZ_IMPORT_KILL_TRIALS", 12))
+    failed += distributed_kill_trials(out, _trials("ATTNVIZ_DDP_KILL_TRIALS", 20))
     return 1 if failed else 0
 
 
@@ -121,6 +126,29 @@ def import_kill_trials(out, trials: int) -> int:
     out("  killed while: " + ", ".join(f"{k} {v}" for k, v in sorted(moments.items())) + "; opened: "
         + ", ".join(f"{k} {v}" for k, v in sorted(opened.items())) + f"; {stale} stale lock(s) taken over")
     out(f"  {seconds:.1f} s per trial (import, kill, open, import again)")
+    return _failed(out, failures)
+
+
+def distributed_kill_trials(out, trials: int) -> int:
+    rng = random.Random(7)
+    failures: list[str] = []
+    victims: collections.Counter[str] = collections.Counter()
+    t0 = time.perf_counter()
+    for i in range(trials):
+        victim = ("rank", "launcher")[i % 2]
+        with tempfile.TemporaryDirectory(prefix="attnviz-ddp-kill-") as tmp:
+            try:
+                trial = kill_distributed_run(Path(tmp) / "m", rng, victim)
+            except Exception as exc:  # noqa: BLE001 - a failed trial is the figure this reports
+                failures.append(f"trial {i + 1} ({victim}): {type(exc).__name__}: {str(exc)[:200]}")
+                continue
+        victims[victim] += 1
+        if trial.lingering or trial.lock_left or trial.resumed_epochs != trial.epoch_before + 1:
+            failures.append(f"trial {i + 1} ({victim}): {trial}")
+    seconds = (time.perf_counter() - t0) / max(1, trials)
+    out(f"kill -9 of a train --nproc 2 run during a save: {trials - len(failures)}/{trials} held "
+        f"(no process left, the bundle loads, --resume --nproc 2 finishes, no lock left)")
+    out("  killed: " + ", ".join(f"{k} {v}" for k, v in sorted(victims.items())) + f"; {seconds:.1f} s per trial")
     return _failed(out, failures)
 
 

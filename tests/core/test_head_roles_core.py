@@ -59,7 +59,18 @@ def expected(model, pairs):
                 rows[(site.kind, site.layer, m)] += values
             if site.kind == "cross" and pair.extra.get("tokens"):
                 rows[(site.kind, site.layer, "alignment")] += alignment_hits(a, pair, src_tok, tgt_tok, cfg.max_len)
+            rows[(site.kind, site.layer, "importance")].append(importance(model, src, fed[1:] + [cfg.eos_id], site))
     return {key: np.mean(v, axis=0) if v else None for key, v in rows.items()}
+
+
+def importance(model, src, target, site):
+    """Δ log P(target) per token with each head of ``site`` zeroed alone, one pass per head."""
+    from attnviz.core.decoding.teacher_forcing import log_prob_of
+    from attnviz.core.model.interventions import ZeroHeads
+
+    clean = log_prob_of(model, src, target)[0]
+    return np.array([(log_prob_of(model, src, target, [ZeroHeads(site, (h,))])[0] - clean) / len(target)
+                     for h in range(model.config.n_heads)])
 
 
 def rows_of(a, keys, tok, cfg, kind):

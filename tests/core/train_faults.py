@@ -94,3 +94,71 @@ def kill_during_save(out: Path, rng: random.Random, timeout_s: float = 180.0) ->
     if r.returncode != 0:
         raise RuntimeError(f"--resume after a kill ({moment}) failed: {r.stderr.strip()[-300:]}")
     return KillTrial(moment, epoch, load_bundle(out).meta["epoch"], leftovers)
+
+
+# -- a run of several processes (train --nproc 2) killed --------------------------------------
+def descendants(pid: int) -> set[int]:
+    """The live (not zombie) descendants of ``pid``, from /proc."""
+    kids: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] != "Z":
+            kids.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = set(), [pid]
+    while todo:
+        for kid in kids.get(todo.pop(), []):
+            found.add(kid)
+            todo.append(kid)
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+@dataclass
+class DistributedKill:
+    """One kill of a ``train --nproc 2`` run: whom, and what came after."""
+
+    victim: str  # "launcher" or "rank"
+    epoch_before: int  # epochs the bundle held after the kill
+    resumed_epochs: int  # after --resume --nproc 2
+    lingering: int  # processes of the run still alive 60 s after the kill
+    lock_left: bool  # a lock file beside the folder once the resumed run ended
+
+
+def kill_distributed_run(out: Path, rng: random.Random, victim: str, timeout_s: float = 240.0) -> DistributedKill:
+    """``train --nproc 2`` into ``out``, SIGKILL ``victim`` (the attnviz launcher, or one training
+    process) 0-20 ms into its 2nd-3rd checkpoint save; wait for every process of the run to end,
+    load the bundle, ``--resume`` it one epoch further on two processes again."""
+    from attnviz.core.bundle import load_bundle
+
+    env = environment()
+    launcher = subprocess.Popen(train_command(out, 500, "--nproc", "2"), cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait_for_save(launcher, out, rng.randint(2, 3), timeout_s)
+        time.sleep(rng.uniform(0.0, 0.02))
+        run = descendants(launcher.pid)
+        ranks = sorted(p for p in run if descendants(p) == set() and p != launcher.pid)  # the training processes: leaves of the tree
+        os.kill(launcher.pid if victim == "launcher" or not ranks else rng.choice(ranks), signal.SIGKILL)
+        t_end = time.monotonic() + 60
+        while any(alive(p) for p in run | {launcher.pid}) and time.monotonic() < t_end:
+            time.sleep(0.1)
+        lingering = sum(alive(p) for p in run)
+    finally:
+        for p in descendants(launcher.pid) | {launcher.pid}:
+            with contextlib.suppress(OSError):
+                os.kill(p, signal.SIGKILL)
+        launcher.wait()
+    epoch = load_bundle(out).meta["epoch"]  # raises if the kill left nothing loadable
+    r = subprocess.run(train_command(out, epoch + 1, "--resume", "--nproc", "2"), cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout_s)
+    if r.returncode != 0:
+        raise RuntimeError(f"--resume --nproc 2 after killing the {victim} failed: {r.stderr.strip()[-300:]}")
+    lock = out.parent / f".{out.name}.lock"
+    return DistributedKill(victim, epoch, load_bundle(out).meta["epoch"], lingering, lock.exists())

@@ -14,7 +14,10 @@ more), padding rows and padding keys left out; ``HeadRoles.measure(kind, name)``
 * ``previous`` — self-attention only: the mass on key == query - 1 (rows from the second on);
 * ``alignment`` — cross-attention only, where the pair has HSK glosses: the HSK alignment score of
   ``alignment.alignment_accuracy`` (argmax of the row that predicts a piece on a right source
-  piece), a mean over reference pairs.
+  piece), a mean over reference pairs;
+* ``importance`` — an encoder-decoder model's: Δ log P of the pair's target (its pieces and EOS)
+  per target token when the head alone is zero-ablated (``head_importance.ablated_log_probs``),
+  nats, a mean over pairs (negative: the head helps the model to the reference).
 
 A measure that does not apply to a kind (or found no rows) is NaN. An encoder-decoder pair feeds
 its source to the encoder and SOS + target to the decoder; a decoder-only model (GPT-2) feeds SOS +
@@ -48,7 +51,7 @@ if TYPE_CHECKING:
     from attnviz.core.data.tokenizer import Tokenizer
     from attnviz.core.model.transformer import Transformer
 
-MEASURES: tuple[str, ...] = ("entropy", "eos", "start", "punctuation", "diagonal", "previous", "alignment")
+MEASURES: tuple[str, ...] = ("entropy", "eos", "start", "punctuation", "diagonal", "previous", "alignment", "importance")
 SELF_ONLY = frozenset({"previous"})
 CROSS_ONLY = frozenset({"alignment"})
 DEFAULT_PAIRS = 200
@@ -304,9 +307,34 @@ def head_roles(model: Transformer, src_tok: Tokenizer, tgt_tok: Tokenizer, pairs
     roles = HeadRoles(roles.sums, roles.counts, 0, len(items) - len(kept))
     for start in range(0, len(kept), batch_rows):
         roles = _batch_roles(model, _batch(kept[start:start + batch_rows], model.config.pad_id), roles)
+        roles = _with_importance(model, kept[start:start + batch_rows], roles)
         if progress is not None:
             progress(min(start + batch_rows, len(kept)), len(kept))
     return roles
+
+
+def _with_importance(model: Transformer, items: Sequence[_Item], base: HeadRoles) -> HeadRoles:
+    """``base`` with the ``importance`` of ``items`` added (an encoder-decoder model's; one batched
+    pass of every head's ablation per pair)."""
+    from attnviz.core.analysis.attribution import token_log_probs
+    from attnviz.core.analysis.head_importance import ablated_log_probs
+
+    cfg = model.config
+    if cfg.kind != "encoder-decoder":
+        return base
+    sites, sums = attention_sites(cfg), {k: dict(ms) for k, ms in base.sums.items()}
+    counts = {k: dict(ms) for k, ms in base.counts.items()}
+    for kind in sums:
+        sums[kind]["importance"] = sums[kind]["importance"].copy()
+    for item in items:
+        target = [*item.fed[1:], cfg.eos_id]
+        clean = float(token_log_probs(model, [item.src], target)[0][0].sum())
+        delta = (ablated_log_probs(model, item.src, target, sites) - clean) / len(target)  # [site * head]
+        for i, site in enumerate(sites):
+            sums[site.kind]["importance"][site.layer] += delta[i * cfg.n_heads:(i + 1) * cfg.n_heads]
+    for kind in counts:
+        counts[kind]["importance"] += len(items)
+    return HeadRoles(sums, counts, base.sentences, base.skipped)
 
 
 # -- a run a chunk at a time ---------------------------------------------------------------------

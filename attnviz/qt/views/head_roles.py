@@ -54,6 +54,7 @@ MEASURE_TEXT = {  # shown as translate("head_roles", text)
     "diagonal": QT_TRANSLATE_NOOP("head_roles", "diagonal"),
     "previous": QT_TRANSLATE_NOOP("head_roles", "previous token"),
     "alignment": QT_TRANSLATE_NOOP("head_roles", "HSK alignment"),
+    "importance": QT_TRANSLATE_NOOP("head_roles", "importance (Δ log P per token)"),
 }
 MEASURE_TIPS = {
     "entropy": QT_TRANSLATE_NOOP("head_roles", "Mean entropy of a query row's attention over its keys (uniform over n keys: log n)"),
@@ -65,6 +66,8 @@ MEASURE_TIPS = {
     "previous": QT_TRANSLATE_NOOP("head_roles", "Self-attention: mass on the position just before the query"),
     "alignment": QT_TRANSLATE_NOOP("head_roles", "Cross-attention: how often the row that predicts a word attends most to its "
                                                  "source word (pairs with HSK glosses)"),
+    "importance": QT_TRANSLATE_NOOP("head_roles", "The change in log P of each pair's reference, per token, with the head alone set to zero "
+                                                  "(negative: the head helps); a mean over the pairs"),
 }
 
 
