@@ -61,6 +61,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--query", type=int, help="query row of the walkthrough, 1-based (default: the current step)")
     p.add_argument("--group-words", action="store_true", help="grid, head and lines views: words instead of pieces, as their "
                    "\"Words\" switch shows them (keys summed, queries averaged over a word's pieces); data files say so")
+    p.add_argument("--content-only", action="store_true", help="grid, head and lines views: content keys only, as their "
+                   "\"Content\" switch shows them (SOS, EOS and punctuation keys left out, each row renormalised over the "
+                   "keys left; with --group-words, the words are grouped first); data files say so")
     p.add_argument("--format", dest="fmt", choices=FORMATS, default="png", help="file format (default png)")
     p.add_argument("--out", required=True, metavar="DIR", help="output folder (created if missing)")
     p.add_argument("--width", type=int, help="PNG width in pixels (16 to 20000)")
@@ -152,6 +155,8 @@ def _refuse_unused_selectors(args: argparse.Namespace, spec: ViewSpec) -> None:
         raise CommandError(f"--other-model does not apply to the {spec.name} view (only to checkpoints and norm-batch)", 2)
     if getattr(args, "group_words", False) and not _groups_words(spec):
         raise CommandError(f"--group-words does not apply to the {spec.name} view (only to the attention views: grid, head, lines)", 2)
+    if getattr(args, "content_only", False) and not _groups_words(spec):
+        raise CommandError(f"--content-only does not apply to the {spec.name} view (only to the attention views: grid, head, lines)", 2)
     for selector in ("kind", "layer", "head", "query"):
         if getattr(args, selector) is not None and not spec.takes(selector):
             raise CommandError(f"--{selector} does not apply to the {spec.name} view", 2)
@@ -299,6 +304,10 @@ def _export_all_heads(args: argparse.Namespace, session: Session, spec: ViewSpec
         from attnviz.core.analysis.word_groups import group_frame, grouping_notes
 
         data, notes = group_frame(AttentionFrame.of(data)).sets[choice.kind], grouping_notes()
+    if getattr(args, "content_only", False):
+        from attnviz.core.analysis.content_keys import content_data, content_notes
+
+        data, notes = content_data(data), {**notes, **content_notes()}
     if args.fmt in FIGURE_FORMATS:
         return _write_head_figures(args, data, size, out)
     metadata = {**choice_metadata(session, choice), **notes}
@@ -361,7 +370,7 @@ def _export_view(args: argparse.Namespace, session: Session, spec: ViewSpec, cho
 
 def _set_view_options(args: argparse.Namespace, spec: ViewSpec, view) -> None:
     """The view's own options, set before it is fed: the compare view's second source and its PE
-    toggle, the second model of the views that draw one, the attention views' "Words" switch."""
+    toggle, the second model of the views that draw one, the attention views' "Words" and "Content" switches."""
     if getattr(args, "other", None) is not None:
         view.set_other(args.other)
     if getattr(args, "no_pe", False):
@@ -370,6 +379,8 @@ def _set_view_options(args: argparse.Namespace, spec: ViewSpec, view) -> None:
         view.set_options({_other_model_option(spec.name): args.other_model})
     if getattr(args, "group_words", False):
         view.set_by_word(True)
+    if getattr(args, "content_only", False):
+        view.set_content_only(True)
 
 
 def _data_metadata(view, session: Session, choice: ViewChoice) -> dict[str, object]:

@@ -351,6 +351,16 @@
         <translation>词：键在一个词的各片段上求和，查询取平均</translation>
     </message>
     <message>
+        <source>content keys only: each row renormalised over the keys that are not SOS, EOS or punctuation</source>
+        <extracomment>The objectName of the attention views' "Content" switch (an option saved with the view's controls). What a matrix of content keys is (shown as ``translate("base", CONTENT_LEGEND)``; in files, :func:`~attnviz.core.analysis.content_keys.content_notes`).</extracomment>
+        <translation>仅内容键：每行在 SOS、EOS 和标点以外的键上重新归一化</translation>
+    </message>
+    <message>
+        <source>empty row: all its weight was on SOS, EOS or punctuation</source>
+        <extracomment>What an empty row of content keys is (shown as ``translate("base", EMPTY_ROW_LEGEND)``).</extracomment>
+        <translation>空行：它的全部权重都在 SOS、EOS 或标点上</translation>
+    </message>
+    <message>
         <source>“{piece}” (pos {pos})</source>
         <translation>“{piece}”（位置 {pos}）</translation>
     </message>
@@ -377,6 +387,18 @@
     <message>
         <source>Group the pieces into words (Chinese by a dictionary, the other side by its word marks): a key word's weight is the sum over its pieces, a query word's row the mean of its pieces' rows</source>
         <translation>把片段合成词（中文按词典切分，另一侧按词首标记）：一个键词的权重是其各片段之和，一个查询词的行是其各片段行的平均</translation>
+    </message>
+    <message>
+        <source>Content</source>
+        <translation>内容</translation>
+    </message>
+    <message>
+        <source>Content keys only: leave out the keys SOS, EOS and punctuation, where many heads park their attention, and renormalise each row over the keys left</source>
+        <translation>仅内容键：去掉许多头用来停放注意力的 SOS、EOS 和标点键，并在剩下的键上重新归一化每一行</translation>
+    </message>
+    <message>
+        <source>  ·  {value:.4f} over all keys</source>
+        <translation>  ·  在全部键上为 {value:.4f}</translation>
     </message>
     <message>
         <source>Export all heads…</source>
@@ -2087,6 +2109,10 @@
         <translation>HSK 对齐</translation>
     </message>
     <message>
+        <source>importance (Δ log P per token)</source>
+        <translation>重要性（每词元的 Δ log P）</translation>
+    </message>
+    <message>
         <source>Mean entropy of a query row's attention over its keys (uniform over n keys: log n)</source>
         <translation>查询行在其键上注意力的平均熵（在 n 个键上均匀时为 log n）</translation>
     </message>
@@ -2113,6 +2139,10 @@
     <message>
         <source>Cross-attention: how often the row that predicts a word attends most to its source word (pairs with HSK glosses)</source>
         <translation>交叉注意力：预测某个词的行最关注其源词的频率（带 HSK 释义的句对）</translation>
+    </message>
+    <message>
+        <source>The change in log P of each pair's reference, per token, with the head alone set to zero (negative: the head helps); a mean over the pairs</source>
+        <translation>单独把这个头置零时，每个句对参考译文的 log P 每词元的变化（负值：这个头有帮助）；在各句对上取平均</translation>
     </message>
     <message>
         <source>kind and layer</source>
@@ -2462,6 +2492,10 @@ HSK 数据中的词语释义同样来自 CC-CEDICT。&lt;i&gt;zh-en-guided&lt;/i
     <message>
         <source>opacity = A_i[query, key],  {formula};  one colour per head i</source>
         <translation>不透明度 = A_i[查询, 键]，  {formula}；  每个头 i 一种颜色</translation>
+    </message>
+    <message>
+        <source>  ·  over all keys: {parts}</source>
+        <translation>  ·  在全部键上：{parts}</translation>
     </message>
     <message>
         <source>Attention lines</source>
@@ -5807,6 +5841,18 @@ The bundle stays until the new run's first checkpoint is saved.</source>
 <context>
     <name>web_page</name>
     <message>
+        <source>query</source>
+        <translation>查询</translation>
+    </message>
+    <message>
+        <source>key</source>
+        <translation>键</translation>
+    </message>
+    <message>
+        <source>weight</source>
+        <translation>权重</translation>
+    </message>
+    <message>
         <source>choose at least one view for the page</source>
         <translation>请为网页至少选择一个视图</translation>
     </message>
@@ -5901,6 +5947,10 @@ The bundle stays until the new run's first checkpoint is saved.</source>
     <message>
         <source>Hover over a matrix for its numbers.</source>
         <translation>鼠标悬停在矩阵上可查看数值。</translation>
+    </message>
+    <message>
+        <source>The matrix shows once the tour's question below is answered or skipped.</source>
+        <translation>回答或跳过下面的导览问题后即显示矩阵。</translation>
     </message>
     <message>
         <source>{title}, step {step}</source>

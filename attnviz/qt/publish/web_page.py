@@ -24,7 +24,12 @@ The page opens on ``#step=N`` when the address ends so (steps count from 1). ``n
 optional list of text blocks shown under the matrix (:class:`PageNote`): a paragraph, or a tour
 stop's title and text in the tour's language, with the sentence its numbers were measured on when
 that is not the page's. The tour's stops play one at a time (back and next), each setting the
-kind, layer, head and step it is about (:class:`PageChoice`) when it is shown.
+kind, layer, head and step it is about (:class:`PageChoice`) when it is shown. A stop with an
+exercise asks it first (:mod:`attnviz.qt.publish.page_exercises`: worked out when the page is
+written, on the page's model and sentence, its answer in the page's data): its question, its
+choices (radio buttons, or a grid of check boxes), Check and Skip, with the stop's text and the
+matrix hidden until it is answered or skipped; then the verdict and the feedback with the live
+numbers, and the running score under the stops.
 
 Where it is written: the page is always ``index.html`` in the folder asked for (created when
 missing). An ``index.html`` already there is replaced only when attnviz wrote it and nobody changed
@@ -47,18 +52,24 @@ from pathlib import Path
 
 import numpy as np
 from PySide6 import QtCore, QtGui
+from PySide6.QtCore import QT_TRANSLATE_NOOP
 
 from attnviz import __version__
 from attnviz.core.bundle import Bundle
 from attnviz.core.data.pieces import SP_WORD_START, display_piece, display_pieces
+from attnviz.core.exercises import Question
 from attnviz.core.model.sites import KINDS
 from attnviz.core.outputs import is_ours, write_output
+from attnviz.core.tour_data import StopExercise
 from attnviz.errors import AttnvizError
 from attnviz.qt.core_text import kind_title, strategy_text
 from attnviz.qt.i18n import current_language, translate
 from attnviz.qt.publish.animation import Panel, animation_frames, progress_dialog
+from attnviz.qt.publish.page_exercises import PageExercise, exercise_data, page_exercise
 from attnviz.qt.widgets.colormaps import CSS_FONT_FAMILY, get_theme, lookup_table
 from attnviz.qt.widgets.figures import figure_size
+
+TIP_NAMES = (QT_TRANSLATE_NOOP("web_page", "query"), QT_TRANSLATE_NOOP("web_page", "key"), QT_TRANSLATE_NOOP("web_page", "weight"))  # the hover tip's names
 
 PAGE_NAME = "index.html"  # the page's file name in the folder asked for
 PAGE_FOLDER = "attnviz-page"  # the folder the export dialog suggests (with -2, -3, … where it is taken)
@@ -103,12 +114,14 @@ class PageStep:
 @dataclass(frozen=True)
 class PageChoice:
     """What the page's matrix shows: a kind, a layer and a head (``None``: the mean over heads),
-    0-based, and a step (1-based; ``None``: the last)."""
+    0-based, and a step (1-based; ``None``: the last); ``query``: the row a stop's exercise asks
+    about (0-based; ``None``: the step's)."""
 
     kind: str = "cross"
     layer: int = 0
     head: int | None = 0
     step: int | None = None
+    query: int | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -124,6 +137,12 @@ class PageNote:
     language: str = ""  # the title's and text's language ("zh_CN"); "": the page's
     measured_on: str = ""  # the source sentence the text's numbers were read from; "": the page's
     choice: PageChoice | None = None  # what the matrix shows while the stop is shown (None: a paragraph; it changes nothing)
+    exercise: StopExercise | None = None  # asked before the stop's text and the matrix show (worked out by build_page)
+
+    @property
+    def is_stop(self) -> bool:
+        """A tour stop (titled, setting the matrix's choice), played one at a time; else a paragraph."""
+        return bool(self.title) and self.choice is not None
 
 
 @dataclass(frozen=True)
@@ -140,6 +159,7 @@ class WebPage:
     notes: tuple[PageNote, ...] = field(default_factory=tuple)  # text blocks under the matrix (the tour's, when there is one)
     figures: tuple[PageFigure, ...] = ()  # the chosen views at the last step, for a reader without scripts
     start: PageChoice = PageChoice()  # what the matrix shows when the page opens (its step: the address's, else 1)
+    exercises: tuple[PageExercise | None, ...] = ()  # each tour stop's exercise, in the stops' order (None: it asks nothing)
 
 
 # ---------------------------------------------------------------------------
@@ -171,9 +191,31 @@ def build_page(bundle: Bundle, source: str, target: str, panels: Sequence[Panel]
         how = translate("web_page", "teacher forcing on the typed target")
     else:
         how = translate("web_page", "{strategy} decoding").format(strategy=strategy_text(session.strategy))
-    return WebPage(bundle.name, source, target if session.forced is not None else "", how, tuple(session.src_pieces()),
-                   tuple(steps), theme, tuple(n if isinstance(n, PageNote) else PageNote(str(n)) for n in notes),
-                   _figures(frames[-1], replay["views"]), _start_choice(panels))
+    typed = target if session.forced is not None else ""
+    notes = tuple(n if isinstance(n, PageNote) else PageNote(str(n)) for n in notes)
+    exercises = asked_exercises(bundle, source, typed, notes, len(steps), progress)
+    if exercises is None:
+        return None
+    return WebPage(bundle.name, source, typed, how, tuple(session.src_pieces()), tuple(steps), theme, notes,
+                   _figures(frames[-1], replay["views"]), _start_choice(panels), exercises)
+
+
+def asked_exercises(bundle: Bundle, source: str, target: str, notes: Sequence[PageNote], steps: int,
+                    progress: Callable[[int, int], bool] | None = None) -> tuple[PageExercise | None, ...] | None:
+    """Each tour stop's exercise among ``notes``, worked out on the page's sentence (``target``:
+    teacher-forced on it) with the stop's kind, layer, head and query at the page's step the stop
+    shows (of ``steps``); ``None`` for a stop that asks nothing or whose exercise cannot be. The
+    whole is ``None`` when ``progress`` (called after each exercise) returns ``False``."""
+    stops = [n for n in notes if n.is_stop]
+    asked: list[PageExercise | None] = []
+    for done, note in enumerate(stops, 1):
+        c = note.choice
+        step = None if c.step is None else min(max(c.step, 1), steps)
+        question = Question(source, target, step, c.kind, c.layer, c.head, c.query)
+        asked.append(None if note.exercise is None else page_exercise(bundle, note.exercise, question, note.language))
+        if note.exercise is not None and progress is not None and progress(done, len(stops)) is False:
+            return None
+    return tuple(asked)
 
 
 def _step_record(session) -> PageStep:
@@ -263,8 +305,10 @@ def attention_entries(steps: Sequence[PageStep]) -> list[dict]:
 # The page
 # ---------------------------------------------------------------------------
 _STYLE = """
-:root { color-scheme: light; --fg: #1d232b; --muted: #5b6570; --bg: #ffffff; --panel: #f3f5f7; --accent: #1f6feb; --line: #d5dae0; }
-html.dark { color-scheme: dark; --fg: #e6e8eb; --muted: #a3abb5; --bg: #16191d; --panel: #22262c; --accent: #6ea8ff; --line: #3a4048; }
+:root { color-scheme: light; --fg: #1d232b; --muted: #5b6570; --bg: #ffffff; --panel: #f3f5f7; --accent: #1f6feb; --line: #d5dae0;
+        --right: #147828; --wrong: #aa1e1e; }
+html.dark { color-scheme: dark; --fg: #e6e8eb; --muted: #a3abb5; --bg: #16191d; --panel: #22262c; --accent: #6ea8ff; --line: #3a4048;
+            --right: #5cc46f; --wrong: #ff7b72; }
 * { box-sizing: border-box; }
 [hidden] { display: none !important; }
 body { margin: 0 auto; padding: 1.2rem 1.5rem 3rem; max-width: 1900px; background: var(--bg); color: var(--fg);
@@ -301,6 +345,25 @@ figure img { max-width: 100%; height: auto; border: 1px solid var(--line); }
 #notes p { max-width: 60rem; white-space: pre-wrap; }
 #notes .note { margin: 1rem 0 0; }
 #notes .measured-on { color: var(--muted); font-size: .9rem; margin: 0; }
+#matrix-cover { margin: 0 0 1rem; padding: 2.5rem 1rem; max-width: 60rem; text-align: center; color: var(--muted);
+                background: var(--panel); border: 1px dashed var(--line); border-radius: 6px; }
+.exercise { margin: .6rem 0; padding: .6rem .9rem; max-width: 60rem; background: var(--panel); border: 1px solid var(--line); border-radius: 6px; }
+#notes .exercise p { margin: 0 0 .4rem; }
+#notes .exercise .exercise-question { font-weight: 600; }
+#notes .exercise .exercise-context { color: var(--muted); }
+.exercise-choices label { display: flex; align-items: baseline; gap: .4rem; width: fit-content; padding: .1rem .4rem; border-radius: 4px; }
+.exercise-grid { border-collapse: collapse; margin: 0 0 .3rem; }
+.exercise-grid th { padding: 0 .35rem; color: var(--muted); font-weight: normal; font-variant-numeric: tabular-nums; }
+.exercise-grid td { padding: 0; text-align: center; border-radius: 3px; }
+.exercise-grid input { margin: .2rem; }
+.exercise .is-answer { box-shadow: 0 0 0 2px var(--right) inset; }
+.exercise .chosen-wrong { box-shadow: 0 0 0 2px var(--wrong) inset; }
+.exercise-buttons { display: flex; gap: .6rem; margin: .4rem 0; }
+.exercise-buttons button { font: inherit; padding: .2rem .8rem; }
+#notes .exercise .exercise-feedback { margin: .4rem 0 0; font-weight: 600; }
+.exercise-feedback[data-verdict=right] { color: var(--right); }
+.exercise-feedback[data-verdict=wrong] { color: var(--wrong); }
+#exercise-score { font-weight: 600; font-variant-numeric: tabular-nums; }
 footer { margin-top: 2rem; color: var(--muted); font-size: .85rem; }
 """.replace("FONTS", CSS_FONT_FAMILY)
 
@@ -465,6 +528,135 @@ _SCRIPT = r"""
   }
 
   var stops = Array.prototype.slice.call(document.querySelectorAll("#notes [data-stop]")), stopAt = 0;
+  var panels = {}, outcomes = {};  /* by stop: its exercise's parts once built; its verdict and the choices made once answered */
+
+  function element(tag, className, text) {
+    var el = document.createElement(tag);
+    if (className) { el.className = className; }
+    if (text !== undefined) { el.textContent = text; }
+    return el;
+  }
+
+  function choiceList(ex, name) {  /* a radio button per choice */
+    var list = element("div", "exercise-choices"), inputs = [];
+    list.setAttribute("role", "radiogroup");
+    ex.choices.forEach(function (text, i) {
+      var label = element("label"), input = element("input");
+      input.type = "radio";
+      input.name = name;
+      input.value = String(i);
+      label.appendChild(input);
+      label.appendChild(element("span", "", text));
+      list.appendChild(label);
+      inputs.push(input);
+    });
+    return { el: list, inputs: inputs };
+  }
+
+  function cellGrid(ex) {  /* a check box per cell, row-major, the rows and columns numbered from 1 */
+    var table = element("table", "exercise-grid"), inputs = [], n = ex.columns, row = table.insertRow();
+    row.appendChild(element("th"));
+    for (var c = 0; c < n; c++) { row.appendChild(element("th", "", String(c + 1))); }
+    ex.choices.forEach(function (text, i) {
+      if (i % n === 0) { row = table.insertRow(); row.appendChild(element("th", "", String(i / n + 1))); }
+      var input = element("input");
+      input.type = "checkbox";
+      input.value = String(i);
+      input.title = text;
+      input.setAttribute("aria-label", text);
+      row.insertCell().appendChild(input);
+      inputs.push(input);
+    });
+    return { el: table, inputs: inputs };
+  }
+
+  function buildExercise(i) {  /* stop i's question, its context, its choices, Check and Skip, and the place of the feedback */
+    var ex = data.exercises[i], box = stops[i].querySelector(".exercise"), question = element("p", "exercise-question", ex.question);
+    if (ex.lang) { question.lang = ex.lang; }
+    var choices = ex.columns ? cellGrid(ex) : choiceList(ex, "exercise-" + i), buttons = element("div", "exercise-buttons");
+    var check = element("button", "exercise-check", words.check), skip = element("button", "exercise-skip", words.skip);
+    var feedback = element("p", "exercise-feedback");
+    check.type = skip.type = "button";
+    buttons.appendChild(check);
+    buttons.appendChild(skip);
+    feedback.hidden = true;
+    feedback.setAttribute("aria-live", "polite");
+    box.appendChild(question);
+    if (ex.context) { box.appendChild(element("p", "exercise-context", ex.context)); }
+    [choices.el, buttons, feedback].forEach(function (el) { box.appendChild(el); });
+    var panel = { ex: ex, inputs: choices.inputs, check: check, buttons: buttons, feedback: feedback };
+    panel.inputs.forEach(function (input) { input.addEventListener("change", function () { enableCheck(panel); }); });
+    check.addEventListener("click", function () { answer(i, null); });
+    skip.addEventListener("click", function () { answer(i, "skipped"); });
+    box.hidden = false;
+    enableCheck(panel);
+    return panel;
+  }
+
+  function chosenOf(panel) {
+    return panel.inputs.filter(function (b) { return b.checked; }).map(function (b) { return parseInt(b.value, 10); });
+  }
+
+  function enableCheck(panel) {  /* a list: once a choice is made; a grid: always (no cell ticked is an answer too) */
+    panel.check.disabled = !panel.ex.columns && !chosenOf(panel).length;
+  }
+
+  function isRight(ex, chosen) {
+    return chosen.length === ex.answers.length && chosen.every(function (c) { return ex.answers.indexOf(c) >= 0; });
+  }
+
+  function feedbackText(ex, verdict, chosen) {  /* a grid's wrong or skipped feedback counts the cells ticked */
+    var text = ex.feedback[verdict];
+    if (!ex.columns) { return text; }
+    var hits = chosen.filter(function (c) { return ex.answers.indexOf(c) >= 0; }).length;
+    return text.split("{hits}").join(String(hits)).split("{extra}").join(String(chosen.length - hits));
+  }
+
+  function showOutcome(panel, outcome) {  /* the choices as made, the answer marked, the verdict and its feedback */
+    panel.inputs.forEach(function (input, j) {
+      var isAnswer = panel.ex.answers.indexOf(j) >= 0;
+      input.disabled = true;
+      input.parentNode.classList.toggle("is-answer", isAnswer);
+      input.parentNode.classList.toggle("chosen-wrong", input.checked && !isAnswer);
+    });
+    panel.buttons.hidden = true;
+    panel.feedback.textContent = feedbackText(panel.ex, outcome.verdict, outcome.chosen);
+    panel.feedback.setAttribute("data-verdict", outcome.verdict);
+    panel.feedback.hidden = false;
+  }
+
+  function answer(i, verdict) {  /* Check (verdict null: right or wrong) or Skip: the outcome shown, the text and the matrix uncovered */
+    var panel = panels[i], chosen = chosenOf(panel);
+    outcomes[i] = { verdict: verdict || (isRight(panel.ex, chosen) ? "right" : "wrong"), chosen: chosen };
+    showOutcome(panel, outcomes[i]);
+    ask(i);
+    updateScore();
+    panel.feedback.scrollIntoView({ block: "nearest" });
+  }
+
+  function ask(i) {  /* stop i is shown: while its exercise is not answered, its text and the matrix are hidden */
+    var ex = data.exercises[i], asking = !!ex && !outcomes[i], text = stops[i].querySelector(".stop-text");
+    if (ex && !panels[i]) { panels[i] = buildExercise(i); }
+    if (text) { text.hidden = asking; }
+    var cover = byId("matrix-cover");
+    if (canvas && cover) {
+      var covered = byId("explorer").hidden;
+      byId("explorer").hidden = asking;
+      cover.hidden = !asking;
+      if (covered && !asking) { draw(); }  /* drawn while hidden it had no room to fit */
+    }
+  }
+
+  function updateScore() {  /* "n of m right": once an exercise is answered, and always at the last stop */
+    var score = byId("exercise-score");
+    if (!score) { return; }
+    var total = data.exercises.filter(function (e) { return e; }).length, answered = Object.keys(outcomes);
+    var right = answered.filter(function (k) { return outcomes[k].verdict === "right"; }).length;
+    score.textContent = words.score.replace("{n}", right).replace("{m}", total);
+    score.setAttribute("data-right", String(right));
+    score.setAttribute("data-total", String(total));
+    score.hidden = !answered.length && stopAt !== stops.length - 1;
+  }
 
   function showStop(i) {
     stopAt = Math.min(Math.max(i, 0), stops.length - 1);
@@ -472,9 +664,11 @@ _SCRIPT = r"""
     byId("stop-label").textContent = words.stop.replace("{n}", stopAt + 1).replace("{total}", stops.length);
     byId("stop-prev").disabled = stopAt === 0;
     byId("stop-next").disabled = stopAt === stops.length - 1;
+    ask(stopAt);
     var c = data.stops[stopAt];
     choose(c.kind, c.layer, c.head);
     show(c.step === null ? total : c.step);
+    updateScore();
   }
 
   slider.addEventListener("input", function () { show(parseInt(slider.value, 10)); });
@@ -594,11 +788,13 @@ def _step_words() -> str:
     return translate("web_page", "Step {step} of {total}")
 
 
-def _words() -> dict:
-    """The words the page's script writes: the slider's label, the tour's counter and the parts of the matrix's title."""
+def _words(kinds: Sequence[str]) -> dict:
+    """The words the page's script writes: the slider's label, the tour's counter, the parts of the
+    matrix's title (the page's ``kinds`` only), and an exercise's buttons and the score (the window's words)."""
     return {"step": _step_words(), "stop": translate("web_page", "Stop {n} of {total}"),
-            "kinds": {k: kind_title(k) for k in KINDS}, "layer": translate("selection", "layer {n}"),
-            "head": translate("selection", "head {n}"), "mean": translate("selection", "mean of heads")}
+            "kinds": {k: kind_title(k) for k in kinds}, "layer": translate("selection", "layer {n}"),
+            "head": translate("selection", "head {n}"), "mean": translate("selection", "mean of heads"),
+            "check": translate("exercise", "Check"), "skip": translate("exercise", "Skip"), "score": translate("exercise", "{n} of {m} right")}
 
 
 def _colors(theme: str) -> dict:
@@ -641,9 +837,11 @@ def _explorer(data: dict) -> str:
     under the mouse (hidden until the script shows it: nothing to see without scripts)."""
     if not data["kinds"]:
         return ""
-    names = {n: _e(translate("web_page", n)) for n in ("query", "key", "weight")}
+    names = {n: _e(translate("web_page", n)) for n in TIP_NAMES}
     hint = _e(translate("web_page", "Hover over a matrix for its numbers."))
+    cover = _e(translate("web_page", "The matrix shows once the tour's question below is answered or skipped."))
     return "\n".join([
+        *([f'<p id="matrix-cover" hidden>{cover}</p>'] if any(data["exercises"]) else []),
         f'<section id="explorer" aria-label="{_e(translate("web_page", "Figures"))}" hidden>',
         '<h2 id="matrix-title"></h2>',
         '<div id="canvas-wrap"><canvas id="matrix" role="img"></canvas>',
@@ -670,21 +868,23 @@ def _notes(page: WebPage) -> str:
     if not page.notes:
         return ""
     label = _e(translate("web_page", "Notes"))
-    stops = [n for n in page.notes if n.title and n.choice is not None]
     nav = ""
-    if stops:
+    if any(n.is_stop for n in page.notes):
         back, forward = _e(translate("web_page", "Previous")), _e(translate("web_page", "Next"))
         nav = (f'<nav id="stop-controls" hidden><button type="button" id="stop-prev">◀ {back}</button>'
                f'<output id="stop-label"></output><button type="button" id="stop-next">{forward} ▶</button></nav>\n')
-    count = itertools.count()
-    notes = "\n".join(_note(n, page.source, next(count) if n.title and n.choice is not None else None) for n in page.notes)
-    return f'<section id="notes" aria-label="{label}">\n{nav}{notes}\n</section>'
+    count, asked = itertools.count(), {i for i, e in enumerate(page.exercises) if e is not None}
+    stops = [next(count) if n.is_stop else None for n in page.notes]
+    notes = "\n".join(_note(n, page.source, stop, stop in asked) for n, stop in zip(page.notes, stops))
+    score = '\n<p id="exercise-score" aria-live="polite" hidden></p>' if asked else ""
+    return f'<section id="notes" aria-label="{label}">\n{nav}{notes}{score}\n</section>'
 
 
-def _note(note: PageNote, source: str, stop: int | None) -> str:
+def _note(note: PageNote, source: str, stop: int | None, asks: bool = False) -> str:
     """A paragraph; a titled note (a tour stop) as an article: its title, the sentence its
     numbers were read from (when not the page's), its text; all plain text, escaped. A stop
-    that sets the matrix's choice carries its index among those (``data-stop``)."""
+    that sets the matrix's choice carries its index among those (``data-stop``); one that
+    ``asks`` an exercise has a place for it before its text (the script fills it from the data)."""
     lang = f' lang="{_e(note.language.replace("_", "-"))}"' if note.language else ""
     if not note.title:
         return f"<p{lang}>{_e(note.text)}</p>"
@@ -692,17 +892,23 @@ def _note(note: PageNote, source: str, stop: int | None) -> str:
     if note.measured_on and note.measured_on != source:
         about = translate("web_page", "Numbers measured on: {source}").format(source=note.measured_on)
         parts.append(f'<p class="measured-on">{_e(about)}</p>')
-    parts += [f"<p{lang}>{_e(note.text)}</p>", "</article>"]
+    if asks:
+        parts.append(f'<div class="exercise" role="group" aria-label="{_e(translate("web_page", "Exercise"))}" hidden></div>')
+    text_class = ' class="stop-text"' if asks else ""  # hidden while the exercise is asked
+    parts += [f"<p{lang}{text_class}>{_e(note.text)}</p>", "</article>"]
     return "".join(parts)
 
 
 def _page_data(page: WebPage) -> dict:
     """What the script reads: its words and colours, the kinds of attention, where the matrix
-    starts, each tour stop's choice, and each step's tokens and attention (:func:`attention_entries`)."""
+    starts, each tour stop's choice and exercise (``None``: it asks nothing; :func:`exercise_data`),
+    and each step's tokens and attention (:func:`attention_entries`)."""
     entries = attention_entries(page.steps)
     kinds = list(entries[0]) if entries else []
-    return {"words": _words(), "scale": SCALE, "colors": _colors(page.theme), "kinds": kinds,
-            "start": _fitted(page.start, entries), "stops": [_fitted(n.choice, entries) for n in page.notes if n.title and n.choice],
+    stops, asked = [n for n in page.notes if n.is_stop], dict(enumerate(page.exercises))
+    exercises = [exercise_data(asked[i]) if asked.get(i) is not None else None for i in range(len(stops))]
+    return {"words": _words(kinds), "scale": SCALE, "colors": _colors(page.theme), "kinds": kinds,
+            "start": _fitted(page.start, entries), "stops": [_fitted(n.choice, entries) for n in stops], "exercises": exercises,
             "steps": [{"tokens": list(step.tokens), "attention": entry} for step, entry in zip(page.steps, entries)]}
 
 

@@ -162,7 +162,8 @@ class QtAttentionGridView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBas
     ``set_data(data)`` takes an :class:`AttentionFrame` (every kind's [layer, head, query, key]
     weights; with several kinds a kind selector appears), or one kind's :class:`AttentionData`
     or a mapping kind → AttentionData. ``apply(choice)`` takes its kind, layer and head. Its
-    "Words" switch (``groupWords``) tiles the matrices between words (:class:`AttentionSetsMixin`).
+    "Words" switch (``groupWords``) tiles the matrices between words, its "Content" switch
+    (``contentOnly``) over content keys only (:class:`AttentionSetsMixin`).
     Signals: ``chose`` (a tile: its layer and head; the kind selector: the kind),
     ``tileClicked(layer, head)`` (0-based) when a tile is opened, ``hovered(GridHoverInfo | None)``.
     """
@@ -189,6 +190,7 @@ class QtAttentionGridView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBas
         self.kind_combo = self._add_control("", make_combo("gridKindCombo", translate("attention_grid", "Which attention: encoder self, decoder masked self or cross")))
         self._add_ablation_controls()
         self._add_control("", self._group_words_box())
+        self._add_control("", self._content_only_box())
         self.controls.addStretch(1)
         self.kind_combo.currentIndexChanged.connect(self._on_kind_combo)
 
@@ -472,7 +474,7 @@ class QtAttentionGridView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBas
             legend.insert(0, ("▭", t.highlight, translate("base", CURRENT_ROW_LEGEND)))
         if any(kind == d.kind for kind, _, _ in self._ablated):
             legend.append(("✕", t.ablated, translate("attention_grid", "ablated head")))
-        self.title.set_legend((*legend, *word_start_legend(d.query_labels, d.key_labels), *self._words_legend()))
+        self.title.set_legend((*legend, *word_start_legend(d.query_labels, d.key_labels), *self._switch_legend(d.weights)))
 
     def _on_pixel_hovered(self, cell) -> None:
         d = self.data()
@@ -490,8 +492,10 @@ class QtAttentionGridView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBas
         self.hover_outline.setVisible(True)
         value = float(d.weights[layer, head, q, k])
         info = GridHoverInfo(layer, head, q, k, value, d.query_labels[q], d.key_labels[k])
+        original = self._original(lambda source: source.weights[layer, head])
         self.readout.setText(translate("attention_grid", "layer {layer} · head {head}:  {query}  ·  key {key}     weight = {value:.4f}").format(
-            layer=layer + 1, head=head + 1, query=self._query_text(q), key=piece_text(d.key_labels, k), value=value))
+            layer=layer + 1, head=head + 1, query=self._query_text(q), key=piece_text(d.key_labels, k), value=value)
+            + ("" if original is None else self._before_text(value, float(original[q, k]))))
         self.hovered.emit(info)
         self.queryHovered.emit(d.kind, self._piece_row(q))
 

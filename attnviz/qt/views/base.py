@@ -2,20 +2,24 @@
 settings and the "Export figure…" / "Export data…" context menu (:class:`FigureViewBase`); and
 what the views of :class:`AttentionData` by kind share (grid, head detail, lines):
 
-- :class:`AttentionSetsMixin`: the shown data, over ``_datasets`` (kind → data) and ``_kind``, and
-  the "Words" switch (``groupWords``) that shows it between words instead of pieces;
+- :class:`AttentionSetsMixin`: the shown data, over ``_datasets`` (kind → data) and ``_kind``, the
+  "Words" switch (``groupWords``) that shows it between words instead of pieces, and the "Content"
+  switch (``contentOnly``) that drops the sink keys and renormalises each row over the others;
 - :class:`ExportAllHeadsMixin`: the "Export all heads…" context-menu entry.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Callable, Iterator
 
+import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 from PySide6.QtCore import QT_TRANSLATE_NOOP
 
+from attnviz.core.analysis.content_keys import ContentFrame, content_frame, content_notes
 from attnviz.core.analysis.figure_data import AttentionData, AttentionFrame, FigureData
 from attnviz.core.analysis.word_groups import WordFrame, group_frame, grouping_notes, word_of_piece
 from attnviz.core.data.pieces import display_piece, starts_word
@@ -368,6 +372,12 @@ CURRENT_ROW_LEGEND = QT_TRANSLATE_NOOP("base", "current step")
 GROUP_WORDS = "groupWords"
 #: What a matrix between words is (shown as ``translate("base", WORDS_LEGEND)``; in files, :func:`~attnviz.core.analysis.word_groups.grouping_notes`).
 WORDS_LEGEND = QT_TRANSLATE_NOOP("base", "words: keys summed, queries averaged over a word's pieces")
+#: The objectName of the attention views' "Content" switch (an option saved with the view's controls).
+CONTENT_ONLY = "contentOnly"
+#: What a matrix of content keys is (shown as ``translate("base", CONTENT_LEGEND)``; in files, :func:`~attnviz.core.analysis.content_keys.content_notes`).
+CONTENT_LEGEND = QT_TRANSLATE_NOOP("base", "content keys only: each row renormalised over the keys that are not SOS, EOS or punctuation")
+#: What an empty row of content keys is (shown as ``translate("base", EMPTY_ROW_LEGEND)``).
+EMPTY_ROW_LEGEND = QT_TRANSLATE_NOOP("base", "empty row: all its weight was on SOS, EOS or punctuation")
 
 
 def piece_text(labels: tuple[str, ...], index: int) -> str:
@@ -421,13 +431,21 @@ class AttentionSetsMixin(PredictedRowsMixin):
     word's pieces), and ``_datasets`` holds that. The host's ``set_data`` hands its frame to
     :meth:`_take_frame`; flipping the switch calls ``set_data`` again with the same frame. Query
     rows hovered in or shown from other views are pieces' rows (:meth:`_piece_row`, :meth:`_word_row`).
+
+    The "Content" switch (a check box named :data:`CONTENT_ONLY`, from :meth:`_content_only_box`):
+    on, the shown frame (of pieces or, grouped first, of words) loses its sink keys, SOS, EOS and
+    punctuation, and each row is renormalised over the keys left
+    (:func:`~attnviz.core.analysis.content_keys.content_frame`); query rows are kept, so the row
+    mapping is the same. :meth:`_original` gives a hovered cell's weight before renormalising.
     """
 
     _datasets: dict[str, AttentionData]
     _kind: str | None
     _frame: AttentionFrame | None = None  # the frame given, between pieces
     _words: WordFrame | None = None  # that frame between words, grouped when first shown
+    _content: ContentFrame | None = None  # the frame shown (pieces or words) over content keys, made when first shown
     group_words: QtWidgets.QCheckBox | None = None
+    content_box: QtWidgets.QCheckBox | None = None
 
     def _query_text(self, index: int) -> str:
         d = self.data()
@@ -457,24 +475,40 @@ class AttentionSetsMixin(PredictedRowsMixin):
         box = QtWidgets.QCheckBox(translate("base", "Words"), objectName=GROUP_WORDS)
         box.setToolTip(translate("base", "Group the pieces into words (Chinese by a dictionary, the other side by its word marks): "
                                          "a key word's weight is the sum over its pieces, a query word's row the mean of its pieces' rows"))
-        box.toggled.connect(self._on_group_words)
+        box.toggled.connect(self._on_switch)
         self.group_words = box
+        return box
+
+    def _content_only_box(self) -> QtWidgets.QCheckBox:
+        """The "Content" switch, made once; its host places it beside "Words"."""
+        box = QtWidgets.QCheckBox(translate("base", "Content"), objectName=CONTENT_ONLY)
+        box.setToolTip(translate("base", "Content keys only: leave out the keys SOS, EOS and punctuation, where many heads park "
+                                         "their attention, and renormalise each row over the keys left"))
+        box.toggled.connect(self._on_switch)
+        self.content_box = box
         return box
 
     def _take_frame(self, frame: AttentionFrame) -> None:
         """Keep ``frame`` and show it, between words where the switch is on: ``_datasets`` and the predictions."""
         if frame is not self._frame:
-            self._frame, self._words = frame, None
+            self._frame, self._words = frame, None  # _content stays: its encoder's data may be the new frame's
         shown = self._shown_frame()
         self._datasets = dict(shown.sets)
         self.set_predictions(shown.predicted)
 
     def _shown_frame(self) -> AttentionFrame:
+        """The frame between pieces or words, then over its content keys where that switch is on."""
         if not self.by_word():
-            return self._frame
-        if self._words is None:
-            self._words = group_frame(self._frame)
-        return self._words
+            frame = self._frame
+        else:
+            if self._words is None:
+                self._words = group_frame(self._frame)
+            frame = self._words
+        if not self.content_only():
+            return frame
+        if self._content is None or self._content.source is not frame:
+            self._content = content_frame(frame, self._content)
+        return self._content
 
     def by_word(self) -> bool:
         """The switch is on: the view shows words (when it has a frame)."""
@@ -484,16 +518,45 @@ class AttentionSetsMixin(PredictedRowsMixin):
         if self.group_words is not None:
             self.group_words.setChecked(bool(on))
 
-    def _on_group_words(self, _on: bool) -> None:
+    def content_only(self) -> bool:
+        """The "Content" switch is on: the view shows content keys only."""
+        return self.content_box is not None and self.content_box.isChecked()
+
+    def set_content_only(self, on: bool) -> None:
+        if self.content_box is not None:
+            self.content_box.setChecked(bool(on))
+
+    def _on_switch(self, _on: bool) -> None:
         if self._frame is not None:
             self.set_data(self._frame)
 
-    def _words_legend(self) -> tuple[tuple[str, str, str], ...]:
-        return (("", "", translate("base", WORDS_LEGEND)),) if self._shown_spans() is not None else ()
+    def _switch_legend(self, shown: np.ndarray | None = None) -> tuple[tuple[str, str, str], ...]:
+        """The legend lines of the switches that are on; with content keys only, a line for the
+        empty rows when ``shown`` (``[..., query, key]``, what the view draws) has one."""
+        words = (("", "", translate("base", WORDS_LEGEND)),) if self._shown_spans() is not None else ()
+        if not self.content_only():
+            return words
+        empty = shown is not None and shown.size > 0 and bool(np.isnan(shown).all(axis=-1).any())
+        return (*words, ("", "", translate("base", CONTENT_LEGEND)), *((("", "", translate("base", EMPTY_ROW_LEGEND)),) if empty else ()))
+
+    def _original(self, matrix_of: Callable[[AttentionData], np.ndarray]) -> np.ndarray | None:
+        """With content keys only: the ``[query, key]`` matrix ``matrix_of`` picks from the shown
+        kind's data before renormalising, its columns the shown keys'; else ``None``."""
+        c = self._content if self.content_only() else None
+        if c is None or c.source is None or self._kind not in c.keys:
+            return None
+        return np.asarray(matrix_of(c.source.sets[self._kind]))[:, list(c.keys[self._kind])]
+
+    def _before_text(self, value: float, original: float) -> str:
+        """For a read-out: a content key's weight before renormalising, over all keys (an empty row says why it is empty)."""
+        if math.isnan(value):
+            return "  ·  " + translate("base", EMPTY_ROW_LEGEND)
+        return translate("base", "  ·  {value:.4f} over all keys").format(value=original)
 
     def data_notes(self) -> dict[str, object]:
-        """A data file of words says so (nothing for pieces)."""
-        return grouping_notes() if self._shown_spans() is not None else {}
+        """A data file of words, or of content keys only, says so (nothing for pieces)."""
+        notes = grouping_notes() if self._shown_spans() is not None else {}
+        return {**notes, **content_notes()} if self.content_only() else notes
 
     def _shown_spans(self) -> tuple | None:
         """The shown kind's (query spans, key spans), when it shows words."""

@@ -49,8 +49,9 @@ class QtHeadDetailView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
     appears), or one kind's :class:`AttentionData` or a mapping kind → AttentionData.
     ``select(layer=, head=, mode=, kind=)`` picks what is shown (0-based layer/head);
     ``apply(choice)`` does it for a choice; the "Words" switch (``groupWords``) shows the matrix
-    between words (:class:`AttentionSetsMixin`). Signals: ``chose`` (kind, mode, layer and head) when
-    the user changes the selection, ``hovered(HoverInfo | None)`` as the mouse moves.
+    between words, the "Content" switch (``contentOnly``) over content keys only
+    (:class:`AttentionSetsMixin`). Signals: ``chose`` (kind, mode, layer and head) when the user
+    changes the selection, ``hovered(HoverInfo | None)`` as the mouse moves.
     """
 
     hovered = QtCore.Signal(object)
@@ -86,8 +87,9 @@ class QtHeadDetailView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
         self._set_title()
 
     def _two_rows(self) -> QtWidgets.QWidget:
-        """The selectors in two rows (which attention and what of it; then layer and head), so the
-        controls fit a dock about 500 px wide."""
+        """The selectors in two rows (which attention and what of it; then layer and head under the
+        first, the "Words" and "Content" switches under the second), so the controls fit a dock
+        about 500 px wide."""
         box = QtWidgets.QWidget(objectName="headControls")
         box.setSizePolicy(QtWidgets.QSizePolicy.Policy.Maximum, QtWidgets.QSizePolicy.Policy.Preferred)  # the rest: the link caption
         grid = QtWidgets.QGridLayout(box)
@@ -104,8 +106,9 @@ class QtHeadDetailView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
             row.addWidget(label)
             row.addWidget(combo)
             row.addStretch(1)
-            grid.addLayout(row, 1, 2 * col, 1, 2)
-        grid.addWidget(self._group_words_box(), 1, 4)
+            grid.addLayout(row, 1, col)
+        grid.addWidget(self._group_words_box(), 1, 2)
+        grid.addWidget(self._content_only_box(), 1, 3)
         return box
 
     # data -----------------------------------------------------------------------
@@ -150,8 +153,10 @@ class QtHeadDetailView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
     def current_matrix(self) -> np.ndarray | None:
         """The ``[query, key]`` matrix the view shows."""
         d = self.data()
-        if d is None:
-            return None
+        return None if d is None else self._matrix_of(d)
+
+    def _matrix_of(self, d: AttentionData) -> np.ndarray:
+        """``d``'s ``[query, key]`` matrix in the chosen mode, layer and head."""
         if self._mode == "mean":
             return d.mean(self._layer)
         rollout = d.rollout_matrix() if self._mode == "rollout" else None
@@ -213,7 +218,7 @@ class QtHeadDetailView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
 
     def _set_legend(self, d: AttentionData) -> None:
         current = (("▭", self.theme.highlight, translate("base", CURRENT_ROW_LEGEND)),) if d.highlight is not None else ()
-        self.title.set_legend((*current, *word_start_legend(d.query_labels, d.key_labels), *self._words_legend()))
+        self.title.set_legend((*current, *word_start_legend(d.query_labels, d.key_labels), *self._switch_legend(self.current_matrix())))
 
     def show_linked_query(self, axis: str, row: int) -> None:
         """Outline query ``row`` (dashed) when this view's rows are ``axis`` pieces."""
@@ -241,8 +246,10 @@ class QtHeadDetailView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
         if info is None or d is None:
             self.readout.setText(" ")
         else:
+            original = self._original(self._matrix_of)
             self.readout.setText(translate("head_detail", "{query}  ·  key {key}     weight = {value:.4f}").format(
-                query=self._query_text(info.row), key=piece_text(d.key_labels, info.col), value=info.value))
+                query=self._query_text(info.row), key=piece_text(d.key_labels, info.col), value=info.value)
+                + ("" if original is None else self._before_text(info.value, float(original[info.row, info.col]))))
         self.hovered.emit(info)
         self.queryHovered.emit(self._kind or "", -1 if info is None else self._piece_row(info.row))
 

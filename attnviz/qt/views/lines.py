@@ -64,10 +64,10 @@ class QtLinesView(AttentionSetsMixin, FigureViewBase):
     ``set_layer(layer)``, ``set_heads(heads)`` choose what is drawn (0-based); ``apply(choice)``
     takes a choice's kind, layer and head. ``set_focus(side, index)`` pins a token
     ("query"/"key") as a click does; the "Words" switch (``groupWords``) draws words instead of
-    pieces (:class:`AttentionSetsMixin`). Signals: ``chose`` when the user picks a kind, layer or
-    heads (one head: that head; every head: their mean; some: the kind and layer only) and when
-    a click pins a query token (its row), ``tokenHovered(side, index)`` (``("", -1)`` when the
-    mouse leaves the tokens).
+    pieces, the "Content" switch (``contentOnly``) content keys only (:class:`AttentionSetsMixin`).
+    Signals: ``chose`` when the user picks a kind, layer or heads (one head: that head; every
+    head: their mean; some: the kind and layer only) and when a click pins a query token (its
+    row), ``tokenHovered(side, index)`` (``("", -1)`` when the mouse leaves the tokens).
     """
 
     tokenHovered = QtCore.Signal(str, int)
@@ -102,6 +102,7 @@ class QtLinesView(AttentionSetsMixin, FigureViewBase):
         self._add_control(translate("lines", "Top"), self.top_k_spin)
         self.top_k_spin.valueChanged.connect(self._on_top_k_changed)
         self._add_control("", self._group_words_box())
+        self._add_control("", self._content_only_box())
         self.controls.addStretch(1)
         self.kind_combo.currentIndexChanged.connect(self._on_kind_combo)
         self.layer_combo.currentIndexChanged.connect(self._on_layer_combo)
@@ -244,16 +245,31 @@ class QtLinesView(AttentionSetsMixin, FigureViewBase):
         queries, keys = d.query_labels, d.key_labels
         if side == "query" and idx < len(queries):
             w = self._weights[heads, idx, :].mean(axis=0) if heads else np.zeros(len(keys))
-            parts = ", ".join(f"“{display_piece(keys[k])}” {w[k]:.2f}" for k in np.argsort(-w)[:3])
+            top = np.argsort(-w)[:3]
+            parts = ", ".join(f"“{display_piece(keys[k])}” {w[k]:.2f}" for k in top)
             self.readout.setText(translate("lines", "{query} attends most to: {parts}  ({heads})").format(
-                query=self._query_text(idx), parts=parts, heads=self._which_heads()))
+                query=self._query_text(idx), parts=parts, heads=self._which_heads()) + self._before_lines(heads, token, top, w))
         elif side == "key" and idx < len(keys):
             w = self._weights[heads, :, idx].mean(axis=0) if heads else np.zeros(len(queries))
-            parts = ", ".join(f"“{display_piece(queries[q])}” {w[q]:.2f}" for q in np.argsort(-w)[:3])
+            top = np.argsort(-w)[:3]
+            parts = ", ".join(f"“{display_piece(queries[q])}” {w[q]:.2f}" for q in top)
             self.readout.setText(translate("lines", "key {key} is read most by: {parts}  ({heads})").format(
-                key=piece_text(keys, idx), parts=parts, heads=self._which_heads()))
+                key=piece_text(keys, idx), parts=parts, heads=self._which_heads()) + self._before_lines(heads, token, top, w))
         else:
             self.readout.setText(" ")
+
+    def _before_lines(self, heads: list[int], token: tuple[str, int], top: np.ndarray, w: np.ndarray) -> str:
+        """With content keys only: the read-out's ``top`` weights ``w`` (of the hovered ``token``) as
+        they were before renormalising; a query row left empty says why."""
+        original = self._original(lambda d: d.weights[self._layer][heads].mean(axis=0)) if heads else None
+        if original is None:
+            return ""
+        side, idx = token
+        if side == "query" and np.isnan(w).all():
+            return self._before_text(float("nan"), float("nan"))
+        o, labels = (original[idx, :], self.data().key_labels) if side == "query" else (original[:, idx], self.data().query_labels)
+        parts = ", ".join(f"“{display_piece(labels[i])}” {o[i]:.2f}" for i in top)
+        return translate("lines", "  ·  over all keys: {parts}").format(parts=parts)
 
     def _which_heads(self) -> str:
         heads = self.selected_heads()
@@ -376,7 +392,8 @@ class QtLinesView(AttentionSetsMixin, FigureViewBase):
             formula,
         )
         current = (("▸", self.theme.highlight, translate("base", CURRENT_ROW_LEGEND)),) if d.highlight is not None else ()
-        self.title.set_legend((*current, *word_start_legend(d.query_labels, d.key_labels), *self._words_legend()))
+        self.title.set_legend((*current, *word_start_legend(d.query_labels, d.key_labels),
+                               *self._switch_legend(self._weights[list(heads)] if self._weights is not None else None)))
 
     def _on_theme_changed(self) -> None:
         for i, b in enumerate(self.head_buttons):
