@@ -7,19 +7,16 @@ choices with markup stay text; the page of the tutorial's sentence with the whol
 
 from __future__ import annotations
 
-import argparse
 import base64
 import hashlib
 import html
 import json
 import re
-import shutil
-import subprocess
 from dataclasses import replace
 
 import pytest
+from page_helpers import MAX_PAGE_BYTES, TUTORIAL, chromium, run_page
 
-from attnviz.commands import page as page_command
 from attnviz.core.bundle import load_bundle
 from attnviz.core.exercises import Question, compute
 from attnviz.core.tour_data import load_tour, parse_tour
@@ -32,23 +29,8 @@ from attnviz.qt.publish.web_page import CONTENT_SECURITY_POLICY, PAGE_NAME, Page
 SRC = "我喜欢吃鱼。"
 STOPS = ("scaling", "look-ahead-mask", "cross-attention", "output-softmax")  # in the tour's order: data-stop 0 to 3
 SCALING, MASK, CROSS, NEXT = range(4)
-TUTORIAL = "尽管今天下了雨，但我因为拿到了梦寐以求的工作offer而感到非常开心和兴奋。"  # the tutorial's sentence (README, the tour)
 HOSTILE = "<img src=x onerror=alert(1)>"
-MAX_PAGE_BYTES = 2_000_000
 
-
-def run_page(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="attnviz page")
-    page_command.add_arguments(parser)
-    return page_command.run(parser.parse_args(argv))
-
-
-def chromium(*args: str) -> bytes:
-    exe = shutil.which("chromium")
-    assert exe, "chromium is missing: install Debian's chromium package (.ci/run does)"
-    done = subprocess.run([exe, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", *args],
-                          capture_output=True, timeout=60, check=True)
-    return done.stdout
 
 
 # A script added to a copy of the page (its policy taken out, else it would be refused): it goes

@@ -7,22 +7,19 @@ the choice when shown."""
 
 from __future__ import annotations
 
-import argparse
 import base64
 import hashlib
 import html
 import json
 import re
-import shutil
-import subprocess
 from html.parser import HTMLParser
 
 import numpy as np
 import pytest
+from page_helpers import MAX_PAGE_BYTES, TUTORIAL, chromium, run_page
 from PIL import Image
 from PySide6 import QtGui
 
-from attnviz.commands import page as page_command
 from attnviz.core.bundle import load_bundle
 from attnviz.core.data.pieces import display_pieces
 from attnviz.core.decoding.session import DecodingSession
@@ -44,23 +41,8 @@ from attnviz.qt.publish.web_page import (
 from attnviz.qt.widgets.colormaps import get_theme, lookup_table
 
 SRC = "猫吃鱼。"
-TUTORIAL = "尽管今天下了雨，但我因为拿到了梦寐以求的工作offer而感到非常开心和兴奋。"  # the tutorial's sentence (README, the tour)
 HOSTILE = "</script><img src=x onerror=alert(1)>"
-MAX_PAGE_BYTES = 2_000_000
 
-
-def run_page(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="attnviz page")
-    page_command.add_arguments(parser)
-    return page_command.run(parser.parse_args(argv))
-
-
-def chromium(*args: str) -> bytes:
-    exe = shutil.which("chromium")
-    assert exe, "chromium is missing: install Debian's chromium package (.ci/run does)"
-    done = subprocess.run([exe, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", *args],
-                          capture_output=True, timeout=60, check=True)
-    return done.stdout
 
 
 # A script added to a copy of the page (its policy taken out, else it would be refused): it sets
