@@ -25,12 +25,13 @@ from attnviz.qt.session import Session, one_line
 from attnviz.qt.session_file import SessionFiles, capture
 from attnviz.qt.state import SUFFIX, AppState
 from attnviz.qt.theme import THEMES, apply_theme
-from attnviz.qt.tour import TourPanel, other_tour, other_tour_words, raise_view, start_tour, tour_for
+from attnviz.qt.tour import other_tour, other_tour_words, raise_view, start_tour, tour_for
 from attnviz.qt.tour_recorder import add_tour_menu
 from attnviz.qt.train.panel import TrainPanel
-from attnviz.qt.views.registry import ViewSet, head_figure
+from attnviz.qt.views.registry import ViewSet
 from attnviz.qt.widgets.colormaps import SEQUENTIAL_COLORMAPS
 from attnviz.qt.widgets.plain_text import ElidedLabel, menu_text, plain_label
+from attnviz.qt.window_exports import WindowExports
 from attnviz.qt.workers import stop_workers
 
 MAX_RECENT = 8
@@ -162,21 +163,22 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def _create_file_actions(self) -> None:
         act, sp, keys = self._act, QtWidgets.QStyle.StandardPixmap, QtGui.QKeySequence.StandardKey
+        self.exports = WindowExports(self)  # File → Export's entries
         self.open_act = act(translate("main_window", "&Open Model Bundle…"), self.open_model_dialog, keys.Open,
                             translate("main_window", "Open a model bundle folder"), "openAction", sp.SP_DirOpenIcon)
-        self.export_fig_act = act(translate("main_window", "Export &Figure…"), self.export_figure, "Ctrl+E",
+        self.export_fig_act = act(translate("main_window", "Export &Figure…"), self.exports.figure, "Ctrl+E",
                                   translate("main_window", "Export the current view as PNG, SVG or PDF"), "exportFigureAction", sp.SP_DialogSaveButton)
-        self.export_data_act = act(translate("main_window", "Export &Data…"), self.export_data, "Ctrl+Shift+E",
+        self.export_data_act = act(translate("main_window", "Export &Data…"), self.exports.data, "Ctrl+Shift+E",
                                    translate("main_window", "Export the data behind the current view (CSV or NPZ)"), "exportDataAction")
-        self.export_anim_act = act(translate("main_window", "Export A&nimation…"), self.export_animation, None,
+        self.export_anim_act = act(translate("main_window", "Export A&nimation…"), self.exports.animation, None,
                                    translate("main_window", "The current view, one frame per decoding step, as a GIF (or MP4)"), "exportAnimationAction")
-        self.export_training_act = act(translate("main_window", "Export &Training Animation…"), self.export_training_animation, None,
+        self.export_training_act = act(translate("main_window", "Export &Training Animation…"), self.exports.training_animation, None,
                                        translate("main_window", "The open model's probe sentence, one frame per training snapshot, as a GIF (or MP4)"),
                                        "exportTrainingAnimationAction")
-        self.export_page_act = act(translate("main_window", "Export &Web Page…"), self.export_web_page, None,
+        self.export_page_act = act(translate("main_window", "Export &Web Page…"), self.exports.web_page, None,
                                    translate("main_window", "One HTML file to hand out: the sentence, a step slider and the views, readable offline"),
                                    "exportWebPageAction")
-        self.export_all_act = act(translate("main_window", "Export &All Heads…"), self.export_all_heads, None,
+        self.export_all_act = act(translate("main_window", "Export &All Heads…"), self.exports.all_heads, None,
                                   translate("main_window", "One figure per layer and head, for the chosen attention kind"), "exportAllAction")
         self.save_session_act = act(translate("main_window", "&Save Session…"), lambda: self.session_files.save_dialog(), keys.Save,
                                     translate("main_window", "Save the whole window (model, sentences, decoded steps, selections, layout) as a session file"),
@@ -631,86 +633,6 @@ class MainWindow(QtWidgets.QMainWindow):
         self.session.set_decode_as_you_type(on)
         with QtCore.QSignalBlocker(self.as_you_type_act):
             self.as_you_type_act.setChecked(bool(on))
-
-    def export_figure(self) -> None:
-        view = self.active_view()
-        self.views.bring_up_to_date(view)
-        if hasattr(view, "export_figure_dialog"):
-            view.export_figure_dialog()
-
-    def export_data(self) -> None:
-        view = self.active_view()
-        self.views.bring_up_to_date(view)
-        if hasattr(view, "export_data_dialog"):
-            view.export_data_dialog()
-
-    def export_animation(self) -> None:
-        """Export → Animation: the active view over every step of the sentence on screen."""
-        from attnviz.qt.publish.animation import AnimationError, Panel, animation_dialog
-
-        s, name = self.session, self.views.name_of(self.active_view())
-        if s.bundle is None or s.current is None or name is None:
-            self.show_message("warning", translate("main_window", "Nothing to animate yet: open a model and type a sentence"))
-            return
-        panel = Panel(self.views.specs[name], self.views.followed(name))
-        try:
-            path = animation_dialog(self, s.bundle, s.source, s.target, panel, self.theme_name, s.strategy)
-        except AnimationError as exc:
-            self.show_message("error", str(exc))
-            return
-        if path is not None:
-            self.show_message("info", translate("main_window", "Animation saved to {path}").format(path=path))
-
-    def export_training_animation(self) -> None:
-        """Export → Training Animation: the open model's first probe sentence at every training snapshot."""
-        from attnviz.qt.publish.animation import AnimationError, snapshot_animation_dialog
-
-        bundle = self.session.bundle
-        if bundle is None:
-            return
-        try:
-            path = snapshot_animation_dialog(self, bundle.meta, bundle.name, self.theme_name)
-        except AnimationError as exc:
-            self.show_message("error", str(exc))
-            return
-        if path is not None:
-            self.show_message("info", translate("main_window", "Animation saved to {path}").format(path=path))
-
-    def export_web_page(self) -> None:
-        """Export → Web Page: the grid and the view in front, every step of the sentence on screen,
-        and, while the tour is open, the text of each stop it has explained."""
-        from attnviz.errors import AttnvizError
-        from attnviz.qt.publish.animation import Panel
-        from attnviz.qt.publish.tour_notes import panel_notes
-        from attnviz.qt.publish.web_page import web_page_dialog
-
-        s, name = self.session, self.views.name_of(self.active_view())
-        if s.bundle is None or s.current is None:
-            self.show_message("warning", translate("main_window", "Nothing to put on a page yet: open a model and type a sentence"))
-            return
-        names = ["grid"] + ([name] if name not in (None, "grid") else [])
-        panels = [Panel(self.views.specs[n], self.views.followed(n)) for n in names]
-        try:
-            notes = panel_notes(self.findChild(TourPanel, "tourPanel"))
-            path = web_page_dialog(self, s.bundle, s.source, s.target, panels, self.theme_name, s.strategy, notes)
-        except AttnvizError as exc:
-            self.show_message("error", str(exc))
-            return
-        if path is not None:
-            self.show_message("info", translate("main_window", "Web page saved to {path}").format(path=path))
-
-    def export_all_heads(self) -> None:
-        """One figure per layer and head of the attention kind shown in the head detail."""
-        from attnviz.qt.export.dialogs import export_all_heads_dialog
-
-        kind = self.head_detail.kind() or self.views.selection.value().kind
-        data = self.session.attention_data(kind)
-        if data is None:
-            self.show_message("warning", translate("main_window", "Nothing to export yet: decode a step first"))
-            return
-        written = export_all_heads_dialog(self, head_figure(), data, theme=self.theme_name, colormap=self.colormap_name)
-        if written:
-            self.show_message("info", translate("main_window", "Exported {n} figures to {folder}").format(n=len(written), folder=written[0].parent))
 
     # -- settings: geometry, dock layout, colormap, theme, recent models ------------------------------
     def read_settings(self) -> None:
