@@ -622,17 +622,27 @@ POSITIONAL_WORDS = {
 }
 
 
-def stop_mismatch(stop: Stop, config: TransformerConfig) -> str | None:
-    """Why ``stop`` does not apply to a model of ``config``, in one line (``None``: it does): the
-    stop shows attention of a kind the model has no layers of, or its text describes another
-    positional scheme than the model's."""
-    kind = stop.state.kind
-    if not n_layers(config, kind):
-        return f"the stop {stop.id!r} shows {kind} attention, and this {config.kind} model has no {kind} layers"
+def stop_misfit(stop: Stop, config: TransformerConfig) -> tuple[str, tuple[str, ...]] | None:
+    """Why ``stop`` does not apply to a model of ``config`` (``None``: it does), as words to put in
+    a sentence: ``("kind", (kind,))`` — the stop shows attention of a kind the model has no layers
+    of — or ``("positional", (the model's scheme, *the schemes the stop's text describes))``."""
+    if not n_layers(config, stop.state.kind):
+        return "kind", (stop.state.kind,)
     if config.positional not in stop.positional:
-        described = " or ".join(POSITIONAL_WORDS[p] for p in stop.positional)
-        return f"the stop {stop.id!r} explains {described}; this model has {POSITIONAL_WORDS[config.positional]}"
+        return "positional", (config.positional, *stop.positional)
     return None
+
+
+def stop_mismatch(stop: Stop, config: TransformerConfig) -> str | None:
+    """:func:`stop_misfit` in one English line (the command line's; the window says it in its language)."""
+    misfit = stop_misfit(stop, config)
+    if misfit is None:
+        return None
+    what, words = misfit
+    if what == "kind":
+        return f"the stop {stop.id!r} shows {words[0]} attention, and this {config.kind} model has no {words[0]} layers"
+    described = " or ".join(POSITIONAL_WORDS[p] for p in words[1:])
+    return f"the stop {stop.id!r} explains {described}; this model has {POSITIONAL_WORDS[words[0]]}"
 
 
 # -- the model a tour names ------------------------------------------------------------------------

@@ -24,13 +24,15 @@ from typing import Any
 
 import numpy as np
 from PySide6 import QtCore, QtGui, QtWidgets
+from PySide6.QtCore import QT_TRANSLATE_NOOP
 
 from attnviz.core.analysis.attention_vs_attribution import ATTENTION_MEASURES, ATTRIBUTION_MEASURES
 from attnviz.core.analysis.norms import placement_formula
 from attnviz.core.analysis.scaling import SCALED, UNSCALED
 from attnviz.core.data.pieces import SP_WORD_START, display_piece, display_pieces
 from attnviz.core.decoding.strategies import Greedy
-from attnviz.core.tour_data import LANGUAGES, Stop, Tour, TourError, fill, load_tour, stop_mismatch
+from attnviz.core.tour_data import LANGUAGES, Stop, Tour, TourError, fill, load_tour, stop_misfit
+from attnviz.qt.core_text import kind_name
 from attnviz.qt.exercises import ExerciseHost
 from attnviz.qt.i18n import translate
 from attnviz.qt.widgets.plain_text import plain_label
@@ -349,6 +351,22 @@ def scroll_into_view(region: Region) -> None:
             centre = widget.mapTo(inner, box.center().toPoint())
             w.ensureVisible(centre.x(), centre.y(), int(min(box.width() / 2 + 8, 400)), int(min(box.height() / 2 + 8, 300)))
         w = w.parentWidget()
+
+
+POSITIONAL_TEXT = {  # shown as translate("tour", text)
+    "sinusoidal": QT_TRANSLATE_NOOP("tour", "sinusoidal positional encoding added to its embeddings"),
+    "learned": QT_TRANSLATE_NOOP("tour", "learned positions (a table of position vectors added to its embeddings)"),
+    "relative": QT_TRANSLATE_NOOP("tour", "relative position biases on its attention scores (nothing added to its embeddings)"),
+}
+
+
+def misfit_text(stop: str, what: str, words: tuple[str, ...]) -> str:
+    """:func:`~attnviz.core.tour_data.stop_misfit`'s reason for stop ``stop`` in the interface's language."""
+    if what == "kind":
+        return translate("tour", "the stop “{stop}” shows {kind}, and this model has no layers of it").format(stop=stop, kind=kind_name(words[0]))
+    described = translate("tour", " or ").join(translate("tour", POSITIONAL_TEXT[p]) for p in words[1:])
+    return translate("tour", "the stop “{stop}” explains {described}; this model has {has}").format(
+        stop=stop, described=described, has=translate("tour", POSITIONAL_TEXT[words[0]]))
 
 
 class TourHighlight(QtWidgets.QWidget):
@@ -688,12 +706,12 @@ class TourPanel(QtWidgets.QDockWidget):
         attention or its positional scheme is not the model's): no waiting for a view that cannot
         show it. True when it did."""
         s = self.main.session
-        why = None if s.bundle is None or s.loading else stop_mismatch(self.stop(), s.bundle.config)
-        if why is None:
+        misfit = None if s.bundle is None or s.loading else stop_misfit(self.stop(), s.bundle.config)
+        if misfit is None:
             return False
         self._poll.stop()
         self._needs_apply = False
-        self.text_label.setText(translate("tour", "This stop does not apply to the open model: {why}").format(why=why))
+        self.text_label.setText(translate("tour", "This stop does not apply to the open model: {why}").format(why=misfit_text(self.stop().id, *misfit)))
         self.ready = True
         return True
 

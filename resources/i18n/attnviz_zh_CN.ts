@@ -5347,8 +5347,32 @@ The bundle stays until the new run's first checkpoint is saved.</source>
 <context>
     <name>tour</name>
     <message>
-        <source>This stop does not apply to the open model: {why}</source>
+        <source>sinusoidal positional encoding added to its embeddings</source>
         <extracomment>Each view's measures (``None``: the open model's), one function each: name → value. How each region of :data:`attnviz.core.tour_data.REGIONS` is found in the window.</extracomment>
+        <translation>加到嵌入上的正弦位置编码</translation>
+    </message>
+    <message>
+        <source>learned positions (a table of position vectors added to its embeddings)</source>
+        <translation>可学习的位置（加到嵌入上的一张位置向量表）</translation>
+    </message>
+    <message>
+        <source>relative position biases on its attention scores (nothing added to its embeddings)</source>
+        <translation>加在注意力分数上的相对位置偏置（嵌入上什么也不加）</translation>
+    </message>
+    <message>
+        <source>the stop “{stop}” shows {kind}, and this model has no layers of it</source>
+        <translation>这一站“{stop}”展示的是{kind}，而这个模型没有这种层</translation>
+    </message>
+    <message>
+        <source> or </source>
+        <translation>或</translation>
+    </message>
+    <message>
+        <source>the stop “{stop}” explains {described}; this model has {has}</source>
+        <translation>这一站“{stop}”讲的是{described}；这个模型用的是{has}</translation>
+    </message>
+    <message>
+        <source>This stop does not apply to the open model: {why}</source>
         <translation>这一站不适用于当前打开的模型：{why}</translation>
     </message>
     <message>

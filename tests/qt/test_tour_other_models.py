@@ -41,3 +41,20 @@ def test_a_stop_that_does_not_fit_the_model_says_so_at_once(family, tmp_path, qa
         panel.leave()
     finally:
         close_shared_window(window)
+
+
+def test_why_a_stop_does_not_fit_is_said_in_the_interface_s_language(qapp):
+    """The command line's reason is English; the window's, built from the same reason, is in the
+    interface's language (no English words of the positional schemes left in 简体中文)."""
+    from attnviz.qt.i18n import current_language, install
+    from attnviz.qt.tour import misfit_text
+
+    before = current_language()
+    try:
+        install("zh_CN")
+        text = misfit_text("positional-encoding", "positional", ("learned", "sinusoidal"))
+        assert "positional-encoding" in text and "位置" in text
+        assert not {"sinusoidal", "learned", "embeddings", "explains"} & set(text.replace(";", " ").split())
+        assert "层" in misfit_text("cross-attention", "kind", ("cross",))
+    finally:
+        install(before)
