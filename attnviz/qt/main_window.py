@@ -39,7 +39,7 @@ CLOSE_WAIT_S = 1.0  # how long closing the window waits for a stopped training r
 DEFAULT_SIZE = QtCore.QSize(1400, 900)  # the window's size when the screen has room for it
 AREA = QtCore.Qt.DockWidgetArea
 TALL = 820  # a window at least this tall has room for the bottom docks under the grid
-GRID_ROOM = 520  # px the grid keeps in the middle: four tiles of 48+ px, its row labels and colour bar (a projector's 1024 px included)
+GRID_ROOM = 532  # px the grid keeps in the middle: four tiles of 48+ px, its row labels and colour bar (a projector's 1024 px included)
 LAYOUT_VERSION = 2  # of the saved dock layout: 2 since the docks are named by the views' modules (headDetailDock, compareDock)
 
 

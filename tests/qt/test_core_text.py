@@ -32,7 +32,7 @@ from attnviz.qt.views.masks import QtMasksView
 STRATEGIES = (Greedy(), Sampling(), Sampling(0.7, 5, 0.9, 3), BeamSearch(), BeamSearch(3, 0.0))
 WORD = re.compile(r"[A-Za-z]{2,}")
 # what stays in Latin letters in the Chinese views: the sample's tokens and the formulas' names
-KEPT = {"SOS", "love", "eating", "fish", "softmax", "QK", "KV", "PAD", "log", "nats", "top", "cos"}
+KEPT = {"SOS", "EOS", "love", "eating", "fish", "softmax", "QK", "KV", "PAD", "log", "nats", "top", "cos"}
 
 
 @pytest.fixture

@@ -189,8 +189,7 @@ class QtAttentionGridView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBas
 
         self.kind_combo = self._add_control("", make_combo("gridKindCombo", translate("attention_grid", "Which attention: encoder self, decoder masked self or cross")))
         self._add_ablation_controls()
-        self._add_control("", self._group_words_box())
-        self._add_control("", self._content_only_box())
+        self._add_control("", self._stacked(self._group_words_box(), self._content_only_box()))
         self.controls.addStretch(1)
         self.kind_combo.currentIndexChanged.connect(self._on_kind_combo)
 
@@ -312,6 +311,17 @@ class QtAttentionGridView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBas
         return self._ablated
 
     # ablation -----------------------------------------------------------------------
+    @staticmethod
+    def _stacked(*boxes: QtWidgets.QWidget) -> QtWidgets.QWidget:
+        """``boxes`` one above the other: the controls' row keeps to a projector's width (1024 px)."""
+        stack = QtWidgets.QWidget(objectName="gridSwitches")
+        column = QtWidgets.QVBoxLayout(stack)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.setSpacing(0)
+        for box in boxes:
+            column.addWidget(box)
+        return stack
+
     def _add_ablation_controls(self) -> None:
         self.ablate_button = QtWidgets.QToolButton(objectName="gridAblateButton", text=translate("attention_grid", "Ablate"), checkable=True)
         self.ablate_button.setToolTip(translate("attention_grid", "Ablate heads: a click on a tile (or A) takes that head out of the model, "
