@@ -606,6 +606,7 @@ class TourPanel(QtWidgets.QDockWidget):
         """Below the top-k list; once laid out, the left column :data:`PANEL_WIDTH` wide and the
         tour :data:`PANEL_SHARE` of its height."""
         area, vertical = QtCore.Qt.DockWidgetArea.LeftDockWidgetArea, QtCore.Qt.Orientation.Vertical
+        self._layout_before = window.saveState()  # leaving the tour gives the window this layout back
         window.addDockWidget(area, self)
         topk = window.docks.get("topkDock")
         beside = topk is not None and not topk.isFloating() and window.dockWidgetArea(topk) == area
@@ -644,9 +645,11 @@ class TourPanel(QtWidgets.QDockWidget):
             self.go(self.index - 1)
 
     def leave(self) -> None:
-        """Hide the panel and the outline; the window stays as it is."""
+        """Hide the panel and the outline; the docks are laid out again as they were before the
+        tour opened (the views and sentences stay as the tour left them)."""
         self._deactivate()
         self.hide()
+        self.main.restoreState(self._layout_before)
 
     def resume(self) -> None:
         """Back to the stop that was left (its state set again)."""

@@ -403,3 +403,17 @@ def test_every_stop_shows_what_its_text_says(qtbot, tour_window, language, tmp_p
         check_stop(qtbot, w, panel)
         if stop.id == SCREENSHOT_STOP:
             w.grab().save(str(tmp_path / f"tour_{'en' if language == 'en' else 'zh'}.png"))
+
+
+def test_leaving_the_tour_lays_the_docks_out_as_before(qtbot, window):
+    """The tour's panel takes a column on the left; leaving it gives the grid and the docks their
+    widths back (the views keep what the tour showed)."""
+    frame, topk = window.frames["grid"], window.docks["topkDock"]
+    before = (frame.width(), topk.width(), topk.isVisible())
+    panel = start_tour(window, "en")
+    go(qtbot, panel, "look-ahead-mask")
+    qtbot.wait(50)
+    assert frame.width() < before[0]  # the tour's column took room from the grid
+    panel.leave()
+    qtbot.waitUntil(lambda: abs(frame.width() - before[0]) <= 2, timeout=5000)
+    assert (abs(topk.width() - before[1]) <= 2, topk.isVisible()) == (True, before[2]) and not panel.isVisible()
