@@ -97,6 +97,7 @@ class Session(QtCore.QObject):
         self._per_model: tuple[object, dict[str, object]] = (None, {})  # what is kept while one bundle is open
         self._per_source: tuple[object, dict[str, object]] = (None, {})  # what is kept while one decoding result is current
         self.ablation = HeadSet()  # heads ablated in every run the views show (none: the model as trained)
+        self._sos: tuple[tuple, DecodingResult] | None = None  # the SOS row shown at step 0 (see current)
         self.plans = AblationPlans(self._pool, self._workers, self)  # a mean ablation's plan is made in a worker
         self.plans.ready.connect(self._on_plan_ready)
         self.plans.failed.connect(self._on_plan_failed)
@@ -542,10 +543,29 @@ class Session(QtCore.QObject):
     @property
     def current(self) -> DecodingResult | None:
         """The result the views show: the teacher-forced pass, the decoding session, or (an
-        encoder-only model) the masked-token prediction."""
+        encoder-only model) the masked-token prediction. At step 0 the decoding's first row: the
+        SOS row, whose attention gives P(y₁ | SOS) that the top-k list shows (:meth:`_sos_row`)."""
         if self.forced is not None:
             return self.forced
-        return self.decoding if self.decoding is not None else self.masked
+        d = self.decoding
+        if d is not None:
+            return self._sos_row(d) if not d.steps and d.can_step else d
+        return self.masked
+
+    def _sos_row(self, d: DecodingSession) -> DecodingResult:
+        """``d`` one step on, frozen, with ``d`` itself left at step 0 (the step its top-k was
+        peeked for; a sampled token drawn again the same, as ``back`` restores the generator);
+        kept while ``d`` and its strategy are the same."""
+        key = (d, d.strategy)
+        if self._sos is None or self._sos[0] != key:
+            try:
+                d.step()
+                row = d.prefix(1)
+                d.back()
+            except DecodingError:
+                return d
+            self._sos = (key, row)
+        return self._sos[1]
 
     def n_rows(self) -> int:
         """Decoder rows (fed tokens) available now."""

@@ -5,6 +5,7 @@ theme darkens the whole window, the top-k list stays readable, every strategy fi
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from PySide6 import QtCore, QtGui, QtWidgets
 from window_helpers import TIMEOUT_MS, broken_config_bundle, copy_bundle, wait_idle
@@ -40,18 +41,25 @@ def test_a_new_sentence_decodes_as_you_type(qtbot, window):
     assert window.topk_panel.topk_list.count() > 0
 
 
-def test_without_decode_as_you_type_the_views_say_what_to_do(qtbot, window, tmp_path):
+def test_at_step_0_the_views_show_the_sos_row(qtbot, window, tmp_path):
+    """Without decode as you type a new sentence waits at SOS: the chips say to press Step, and the
+    views already show the SOS row, whose attention gives P(y₁ | SOS) that the top-k list shows;
+    Step keeps that row as the first decoded one."""
     action = window.findChild(QtGui.QAction, "decodeAsYouTypeAction")
     action.trigger()
     type_source(qtbot, window, "我喜欢吃鱼。")
     wait_idle(qtbot, window)
     assert len(window.session.decoding.steps) == 0
-    for frame in frames(window):
-        assert frame.is_empty() and "Step" in frame.empty_text()
-    assert window.chips.pieces == ("SOS",) and "press Step" in window.chips.text()
-    window.session.step()
     assert not any(f.is_empty() for f in frames(window))
-    assert window.grid.data().weights.shape[2] == 1
+    assert window.chips.pieces == ("SOS",) and "press Step" in window.chips.text()
+    at_sos = window.grid.data().weights.copy()
+    first = window.topk_panel.topk_list.item(0).text()
+    assert at_sos.shape[2] == 1 and window.step_label.text().startswith("step 0/")
+    window.session.step()
+    wait_idle(qtbot, window)
+    assert window.grid.data().weights.shape[2] == 1 and len(window.session.decoding.steps) == 1
+    np.testing.assert_allclose(window.grid.data().weights, at_sos, atol=1e-6)
+    assert window.session.decoding.steps[0].piece.replace("▁", "") in first.replace("␣", "")
     window.close()
     window.write_settings()
     assert window.settings.value("decode/as_you_type") == "false"
