@@ -40,6 +40,7 @@ DEFAULT_SIZE = QtCore.QSize(1400, 900)  # the window's size when the screen has 
 AREA = QtCore.Qt.DockWidgetArea
 TALL = 820  # a window at least this tall has room for the bottom docks under the grid
 GRID_ROOM = 532  # px the grid keeps in the middle: four tiles of 48+ px, its row labels and colour bar (a projector's 1024 px included)
+RIGHT_ROOM = 480  # px the right docks keep beside the top-k list; narrower, the list joins their tabs
 LAYOUT_VERSION = 2  # of the saved dock layout: 2 since the docks are named by the views' modules (headDetailDock, compareDock)
 
 
@@ -685,13 +686,14 @@ class MainWindow(QtWidgets.QMainWindow):
             bottom = []
         left = self.topk_panel.minimumSizeHint().width() + 24
         width = min(max(360, self.width() // 2), 700)
-        if right and self.width() - left - width < GRID_ROOM:  # a projector's 1024 px: the top-k list joins the right docks' tabs
+        room = self.width() - left - GRID_ROOM  # what the right docks may take beside the top-k list and the grid
+        if right and room < RIGHT_ROOM:  # a projector's 1024 px: the top-k list joins the right docks' tabs
             self.addDockWidget(AREA.RightDockWidgetArea, self.topk_dock)
             self.tabifyDockWidget(right[0], self.topk_dock)
             right[0].raise_()
             self.resizeDocks(right[:1], [min(width, self.width() - GRID_ROOM)], h)
         else:
-            self.resizeDocks([self.topk_dock] + right[:1], [left, width][: 1 + len(right[:1])], h)
+            self.resizeDocks([self.topk_dock] + right[:1], [left, min(width, room)][: 1 + len(right[:1])], h)
         if bottom:
             self.resizeDocks(bottom[:1], [max(240, int(self.height() * 0.4))], v)
 
@@ -700,19 +702,29 @@ class MainWindow(QtWidgets.QMainWindow):
         if self._needs_default_layout:
             self._needs_default_layout = False
             self.default_layout()
-        QtCore.QTimer.singleShot(0, self, self._tidy_tab_bars)
+        for ms in (0, 300):  # once laid out, and again once a restored layout has settled
+            QtCore.QTimer.singleShot(ms, self, self._tidy_tab_bars)
 
     def _tidy_tab_bars(self) -> None:
         """Dock tabs show their whole titles (scroll buttons when there are many). Qt can leave the
-        tab bar of an earlier stage of a tabified dock group on screen (seen with Qt 6.10): hide a
-        bar whose tabs are all in a larger bar."""
-        bars = [b for b in self.findChildren(QtWidgets.QTabBar) if b.parent() is self and b.isVisibleTo(self)]
-        tabs = {b: {b.tabText(i) for i in range(b.count())} for b in bars}
-        for b in bars:
+        tab bar of an earlier stage of a tabified dock group on screen (seen with Qt 6.10, after a
+        layout is restored: a copy at the window's corner, over the menus): hide a bar that does not
+        sit against the dock its current tab shows."""
+        for b in (b for b in self.findChildren(QtWidgets.QTabBar) if b.parent() is self and b.isVisibleTo(self)):
             b.setElideMode(QtCore.Qt.TextElideMode.ElideNone)
             b.setUsesScrollButtons(True)
-            if any(o is not b and tabs[b] < tabs[o] for o in bars):
+            if self._stray(b):
                 b.hide()
+
+    def _stray(self, bar: QtWidgets.QTabBar) -> bool:
+        """``bar`` is not against (above or below, overlapping it) the visible dock of its current tab."""
+        title = bar.tabText(bar.currentIndex())
+        dock = next((d for d in self.docks.values() if d.windowTitle() == title and d.isVisible()), None)
+        if dock is None:
+            return True
+        g, r = dock.geometry(), bar.geometry()
+        against = min(abs(r.top() - g.bottom()), abs(r.bottom() - g.top())) <= 6
+        return not (against and r.left() < g.right() and g.left() < r.right())
 
     def recent_models(self) -> list[str]:
         value = self.settings.value("recent/models", [])

@@ -60,3 +60,27 @@ def test_a_family_model_survives_a_language_switch(qtbot, window, tiny_family):
                 close_window(successor)
             install(before)
     assert not errors, errors[0]
+
+
+@pytest.mark.window_size(1366, 768)
+def test_after_a_language_switch_no_stray_tab_bar_is_left(qtbot, window):
+    """Qt can leave a copy of a tabified dock group's tab bar over the menus or the status bar once
+    a layout is restored (the window is built again in the new language): every tab bar shown sits
+    inside the dock area, and no two show the same tabs."""
+    from PySide6 import QtWidgets
+
+    before = current_language()
+    successor = window.switch_language("zh_CN" if before != "zh_CN" else "en")
+    try:
+        qtbot.addWidget(successor)
+        qtbot.waitUntil(lambda: successor.session.bundle is not None, timeout=TIMEOUT_MS)
+        wait_idle(qtbot, successor)
+        qtbot.wait(400)  # the second tidy, once the restored layout has settled
+        bars = [b for b in successor.findChildren(QtWidgets.QTabBar) if b.parent() is successor and b.isVisibleTo(successor)]
+        menus, status = successor.menuBar().geometry(), successor.statusBar().geometry()
+        assert bars and not [b.geometry() for b in bars if b.geometry().intersects(menus) or b.geometry().intersects(status)]
+        tabs = [tuple(b.tabText(i) for i in range(b.count())) for b in bars]
+        assert len(set(tabs)) == len(tabs), tabs
+    finally:
+        close_window(successor)
+        install(before)
