@@ -117,6 +117,7 @@ class PresentationMode(QtCore.QObject):
         self.shown = Presentation(frame, self.actions, self.window.step_label.text, self.window)
         self.shown.left.connect(self._on_left)
         self.window.session.decodingChanged.connect(self.shown.update_step)
+        self.shown.setGeometry(self.window.screen().geometry())  # the whole screen also where no window manager makes it full screen
         self.shown.showFullScreen()
         views.bring_up_to_date(frame.view)
         return self.shown

@@ -3384,11 +3384,11 @@ HSK 数据中的词语释义同样来自 CC-CEDICT。&lt;i&gt;zh-en-guided&lt;/i
     </message>
     <message>
         <source>self-attn</source>
-        <translation>自注意力</translation>
+        <translation>自注意</translation>
     </message>
     <message>
         <source>cross-attn</source>
-        <translation>交叉注意力</translation>
+        <translation>交叉</translation>
     </message>
     <message>
         <source>Masked-token head (dense, LayerNorm)</source>

@@ -268,13 +268,21 @@ class MapItem(pg.GraphicsWidget):
 
 def _draw_label(painter: QtGui.QPainter, font: QtGui.QFont, rect: QtCore.QRectF, text: str) -> None:
     """``text`` centred in ``rect``: on one line, on two where it is too long and ``rect`` is tall
-    enough, else cut with "…"."""
+    enough, else on one line a point or two smaller, else cut with "…"."""
     fm = QtGui.QFontMetricsF(font)
     centre = QtCore.Qt.AlignmentFlag.AlignCenter
     if fm.horizontalAdvance(text) > rect.width() and rect.height() >= 2 * fm.height():
         wrapped = fm.boundingRect(rect, int(centre | QtCore.Qt.TextFlag.TextWordWrap), text)
         if wrapped.height() <= rect.height() and wrapped.width() <= rect.width():
             painter.drawText(rect, int(centre | QtCore.Qt.TextFlag.TextWordWrap), text)
+            return
+    for smaller in (1.0, 2.0):  # a chip's label a point or two smaller before it is cut (wide glyphs: 简体中文)
+        small = QtGui.QFont(font)
+        small.setPointSizeF(max(font.pointSizeF() - smaller, 6.0))
+        if QtGui.QFontMetricsF(small).horizontalAdvance(text) <= rect.width():
+            painter.setFont(small)
+            painter.drawText(rect, centre, text)
+            painter.setFont(font)
             return
     painter.drawText(rect, centre, fm.elidedText(text, QtCore.Qt.TextElideMode.ElideRight, rect.width()))
 
