@@ -1,5 +1,5 @@
 """Presentation mode (View → Presentation, F11): one view fills the screen for a class, in larger
-type, with the step controls above it; ``Esc`` (or F11 again) puts the view back where it was.
+type (its figure drawn :data:`FONT_SCALE` times larger), with the step controls above it; ``Esc`` (or F11 again) puts the view back where it was.
 
 The view's frame (:class:`~attnviz.qt.view_frame.ViewFrame`) moves into a full-screen window
 and back: nothing is built twice and the view keeps its data, selection and options. The window's
@@ -8,12 +8,41 @@ own layout is not touched, so leaving restores it exactly.
 
 from __future__ import annotations
 
+import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from attnviz.qt.i18n import translate
 
 FONT_SCALE = 1.6  # type in presentation, against the window's
 BUTTON_ACTIONS = ("reset", "back", "step", "run")  # the step controls, in the tool bar's order
+
+
+class Zoom(QtCore.QObject):
+    """A pyqtgraph canvas drawn ``factor`` times larger: its figure laid out for a view ``1/factor``
+    its size and scaled up, text and lines included (its own fonts have fixed point sizes)."""
+
+    def __init__(self, canvas: pg.GraphicsView, factor: float):
+        super().__init__(canvas)
+        self.canvas, self.factor = canvas, factor
+        canvas.installEventFilter(self)
+        self._fit()
+
+    def eventFilter(self, obj: QtCore.QObject, event: QtCore.QEvent) -> bool:  # noqa: N802 - Qt API
+        if event.type() == QtCore.QEvent.Type.Resize:
+            QtCore.QTimer.singleShot(0, self, self._fit)
+        return False
+
+    def _fit(self) -> None:
+        c = self.canvas
+        c.autoPixelRange = False
+        c.setRange(QtCore.QRectF(0, 0, max(c.width(), 1) / self.factor, max(c.height(), 1) / self.factor), padding=0)
+
+    def undo(self) -> None:
+        """The canvas as it was: one scene unit a pixel."""
+        self.canvas.removeEventFilter(self)
+        self.canvas.autoPixelRange = True
+        self.canvas.resizeEvent(None)
+        self.deleteLater()
 
 
 class Home:
@@ -56,6 +85,8 @@ class Presentation(QtWidgets.QWidget):
         layout.addWidget(self.step_label)
         layout.addWidget(frame, 1)
         frame.show()
+        canvas = getattr(frame.view, "canvas", None)
+        self.zoom = Zoom(canvas, FONT_SCALE) if isinstance(canvas, pg.GraphicsView) else None
         for key in (QtCore.Qt.Key.Key_Escape, QtCore.Qt.Key.Key_F11):
             QtGui.QShortcut(QtGui.QKeySequence(key), self, activated=self.close)
         for name in BUTTON_ACTIONS:  # the window's keys (arrows, Home, End) work here too
@@ -80,6 +111,8 @@ class Presentation(QtWidgets.QWidget):
 
     def closeEvent(self, event: QtGui.QCloseEvent) -> None:  # noqa: N802 - Qt API
         if self.frame is not None:
+            if self.zoom is not None:
+                self.zoom.undo()
             self.home.put_back(self.frame)
             self.frame = None
             self.left.emit()

@@ -27,6 +27,8 @@ def test_the_grid_is_presented_stepped_and_put_back(qtbot, window, tmp_path):
     shown = _presentation()
     assert shown is not None and frame.parentWidget() is shown and frame.isVisible()
     assert shown.font().pointSizeF() == pytest.approx(window.font().pointSizeF() * FONT_SCALE)
+    canvas = window.grid.canvas
+    qtbot.waitUntil(lambda: canvas.transform().m11() == pytest.approx(FONT_SCALE, rel=0.05))  # the figure drawn larger, its text too
     steps = len(window.session.decoding.steps)
     shown.findChild(QtWidgets.QToolButton, "presentation_step").click()
     wait_idle(qtbot, window)
@@ -37,6 +39,7 @@ def test_the_grid_is_presented_stepped_and_put_back(qtbot, window, tmp_path):
     shown.close()
     qtbot.waitUntil(lambda: _presentation() is None)
     assert frame.parentWidget() is central and central.layout().indexOf(frame) == index and frame.isVisible()
+    assert canvas.transform().m11() == pytest.approx(1.0)
     assert bytes(window.layout_state()) == layout_before
 
 
