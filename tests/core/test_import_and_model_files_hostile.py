@@ -1,4 +1,4 @@
-"""Nothing lost, round two (issue 25), through the command line: ``import-hf --out`` replaces only
+"""Hostile model folders and imports, through the command line: ``import-hf --out`` replaces only
 what ``folder_kind`` calls a bundle (cases 1-3), owns the folder while it writes (case 4), and
 every file of a model folder is read through the capped reader: regular files only, refused
 before they are opened, a size budget per kind, a safetensors header checked against the file
