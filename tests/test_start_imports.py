@@ -1,4 +1,4 @@
-"""What opening the window imports: scipy (a second of the start on this machine) stays out until
+"""What starting imports: the command line's parser leaves torch out, and opening the window scipy (a second of the start on this machine) stays out until
 an analysis that needs it runs; the rank correlation it gave is computed in numpy and equals it."""
 
 from __future__ import annotations
@@ -19,6 +19,14 @@ def test_importing_the_main_window_leaves_scipy_out():
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_command_line_s_parser_leaves_torch_out():
+    """The app's start builds the whole parser before its splash is shown: no command's options may
+    load torch (0.8 s here) to read a default."""
+    code = "import sys, attnviz.cli; attnviz.cli.build_parser(); print('torch' in sys.modules, 'PySide6' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
+    assert out.stdout.split()[0] == "False", out.stdout
 
 
 @pytest.mark.parametrize("seed", range(5))

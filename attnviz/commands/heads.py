@@ -17,12 +17,12 @@ MAX_SENTENCES = 100_000
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from attnviz.core.analysis.head_roles import DEFAULT_PAIRS
+    from attnviz.core.limits import CORPUS_PAIRS  # read before torch is loaded
 
     p.add_argument("--model", metavar="DIR", help="model bundle folder (default: the bundled models/zh-en)")
     p.add_argument("--pairs", metavar="FILE", help="a source<TAB>target file to measure on (default: the test split of the model's data)")
-    p.add_argument("--sentences", type=int, default=DEFAULT_PAIRS, metavar="N",
-                   help=f"how many pairs, evenly spaced over the split or the file (default {DEFAULT_PAIRS})")
+    p.add_argument("--sentences", type=int, default=CORPUS_PAIRS, metavar="N",
+                   help=f"how many pairs, evenly spaced over the split or the file (default {CORPUS_PAIRS})")
     p.add_argument("--kind", choices=("encoder", "decoder", "cross"), help="only this kind of attention (default: every kind the model has)")
     p.add_argument("--json", action="store_true", help="print the measures as one JSON object: per kind, per measure [layer][head]")
     p.add_argument("--threads", type=int, default=1, help=f"torch CPU threads, 1 to {MAX_THREADS} (default 1)")

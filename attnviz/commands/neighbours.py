@@ -18,16 +18,16 @@ MAX_INDEX_PAIRS = 100_000
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from attnviz.core.analysis.neighbours import DEFAULT_K, DEFAULT_PAIRS
+    from attnviz.core.limits import INDEX_PAIRS, NEIGHBOURS  # read before torch is loaded
 
     p.add_argument("--model", metavar="DIR", help="model bundle folder (default: the bundled models/zh-en)")
     p.add_argument("--src", metavar="TEXT", required=True, help="source sentence")
     p.add_argument("--tgt", metavar="TEXT", help="target sentence, teacher-forced (default: the greedy translation)")
     p.add_argument("--position", type=int, metavar="N",
                    help="the step, 1-based as on screen: the decoder row that produced output token N (default: the last that is not EOS)")
-    p.add_argument("--k", type=int, default=DEFAULT_K, metavar="K", help=f"how many neighbours, 1 to {MAX_K} (default {DEFAULT_K})")
-    p.add_argument("--index-pairs", type=int, default=DEFAULT_PAIRS, metavar="N",
-                   help=f"training pairs in the index, evenly spaced over the training split (default {DEFAULT_PAIRS:,})")
+    p.add_argument("--k", type=int, default=NEIGHBOURS, metavar="K", help=f"how many neighbours, 1 to {MAX_K} (default {NEIGHBOURS})")
+    p.add_argument("--index-pairs", type=int, default=INDEX_PAIRS, metavar="N",
+                   help=f"training pairs in the index, evenly spaced over the training split (default {INDEX_PAIRS:,})")
     p.add_argument("--cache-dir", metavar="DIR", help="where the index is kept (default: the user's cache folder, attnviz/neighbours)")
     p.add_argument("--rebuild", action="store_true", help="build the index again even when one is kept")
     p.add_argument("--json", action="store_true", help="print the neighbours as one JSON object")

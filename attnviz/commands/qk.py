@@ -14,7 +14,7 @@ HELP = "one head's queries and keys projected together into 2-D (AttentionViz: c
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from attnviz.core.analysis.qk_space import MAX_HELD_OUT
+    from attnviz.core.limits import MAX_HELD_OUT
 
     p.add_argument("--model", metavar="DIR", help="model bundle folder (default: the bundled models/zh-en)")
     p.add_argument("--src", metavar="TEXT", required=True, help="source sentence")
@@ -44,8 +44,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _checked_bundle(args: argparse.Namespace):
     """The bundle, once the options are known to fit it (one line, exit code 2, where they do not)."""
-    from attnviz.core.analysis.qk_space import MAX_HELD_OUT
     from attnviz.core.bundle import load_bundle
+    from attnviz.core.limits import MAX_HELD_OUT
     from attnviz.core.model.sites import n_layers
     from attnviz.errors import CommandError
     from attnviz.paths import default_model

@@ -44,6 +44,7 @@ from attnviz.core.analysis.alignment import alignment_accuracy, reference_pairs
 from attnviz.core.data.corpora import Pair, fits
 from attnviz.core.data.pieces import SP_WORD_START
 from attnviz.core.decoding.result import check_finite, model_device
+from attnviz.core.limits import CORPUS_PAIRS
 from attnviz.core.model.sites import KINDS, attention_sites, n_layers
 from attnviz.errors import AttnvizError
 
@@ -54,7 +55,7 @@ if TYPE_CHECKING:
 MEASURES: tuple[str, ...] = ("entropy", "eos", "start", "punctuation", "diagonal", "previous", "alignment", "importance")
 SELF_ONLY = frozenset({"previous"})
 CROSS_ONLY = frozenset({"alignment"})
-DEFAULT_PAIRS = 200
+DEFAULT_PAIRS = CORPUS_PAIRS
 BATCH_ROWS = 32  # pairs in one model pass
 CHUNK = 25  # pairs one ``advance`` measures
 WORD_MARKS = SP_WORD_START + "\u0120\u2423 "  # sentencepiece's ▁, byte-level BPE's Ġ, the app's ␣, a space

@@ -36,6 +36,7 @@ from attnviz.core.analysis.head_roles import evenly_spaced
 from attnviz.core.data.corpora import Pair
 from attnviz.core.data.pieces import SP_WORD_START
 from attnviz.core.decoding.result import model_device
+from attnviz.core.limits import INDEX_PAIRS, NEIGHBOURS
 from attnviz.errors import AttnvizError
 
 if TYPE_CHECKING:
@@ -44,8 +45,8 @@ if TYPE_CHECKING:
     from attnviz.core.model.transformer import Transformer
 
 FORMAT = "attnviz-neighbours-1"  # what an index file says it is (a file saying anything else is built again)
-DEFAULT_PAIRS = 2000
-DEFAULT_K = 5
+DEFAULT_PAIRS = INDEX_PAIRS
+DEFAULT_K = NEIGHBOURS
 BATCH_ROWS = 64  # pairs in one model pass
 ARRAYS = ("format", "model_hash", "asked", "states", "pair", "position", "next_token", "pair_ids", "sources", "targets")
 _HASH = re.compile(r"[0-9a-f]{16,128}")

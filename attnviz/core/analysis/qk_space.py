@@ -51,7 +51,6 @@ if TYPE_CHECKING:
     from attnviz.core.model.transformer import Transformer
 
 DEFAULT_HELD_OUT = 20  # held-out pairs beside the sentence on screen
-MAX_HELD_OUT = 500
 
 
 @dataclass(frozen=True)

@@ -22,9 +22,10 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from PySide6.QtCore import QT_TRANSLATE_NOOP
 
 from attnviz.core.analysis.figure_data import FigureData
-from attnviz.core.analysis.qk_space import DEFAULT_HELD_OUT, MAX_HELD_OUT, QKSpace, qk_space_held_out
+from attnviz.core.analysis.qk_space import DEFAULT_HELD_OUT, QKSpace, qk_space_held_out
 from attnviz.core.data.examples import data_spec
 from attnviz.core.data.pieces import display_piece
+from attnviz.core.limits import MAX_HELD_OUT
 from attnviz.core.model.sites import KINDS
 from attnviz.qt.analyses import Analysis
 from attnviz.qt.core_text import head_text, kind_title
