@@ -1,5 +1,6 @@
-"""What starting imports: the command line's parser leaves torch out, and opening the window scipy (a second of the start on this machine) stays out until
-an analysis that needs it runs; the rank correlation it gave is computed in numpy and equals it."""
+"""What starting imports: the command line's parser leaves torch out, and opening the window
+leaves scipy out (a second of the start on this machine) until an analysis that needs it runs; the
+rank correlation it gave is computed in numpy and equals it."""
 
 from __future__ import annotations
 
