@@ -716,15 +716,13 @@ class Session(QtCore.QObject):
         its model call). Finished decoding: the last step's distribution. Teacher-forced mode: the
         cursor's position.
         """
-        cur = self.current
-        if cur is None:
-            return ()
         if self.forced is not None:
             return self.forced.steps[self.forced_cursor].topk
-        if self.decoding is None:  # a masked-token prediction: no next token
+        d = self.decoding
+        if d is None:  # nothing decoded, or a masked-token prediction: no next token
             return ()
-        if not self.decoding.can_step:
-            return cur.steps[-1].topk if cur.steps else ()
+        if not d.can_step:
+            return d.steps[-1].topk if d.steps else ()
         try:
             return self.decoding.peek().topk
         except DecodingError:
