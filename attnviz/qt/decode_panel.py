@@ -14,7 +14,7 @@ from attnviz.core.decoding.strategies import BEAM_WIDTH, SEED, TEMPERATURE, TOP_
 from attnviz.qt.core_text import empty_source_text, word_start_legend
 from attnviz.qt.i18n import translate
 from attnviz.qt.session import Session
-from attnviz.qt.source_info import QtSourceInfo
+from attnviz.qt.source_info import READ_CORPUS_AFTER_MS, QtSourceInfo
 from attnviz.qt.state import QT_INT_MAX
 from attnviz.qt.widgets.colormaps import ui_font
 from attnviz.qt.widgets.plain_text import plain_label, tooltip_text
@@ -118,6 +118,7 @@ class QtInputBar(QtWidgets.QWidget):
         self.example_combo.activated.connect(self._on_example)
         self._examples: list = []
         self._hints_worker: FunctionWorker | None = None
+        self._hints_due = None  # the model whose examples are read once its first sentence is decoded
         self.source_edit.textChanged.connect(self._update_source_tooltip)
         self.source_edit.textChanged.connect(self._update_reference_button)
         self.target_edit.textChanged.connect(self._update_reference_button)
@@ -179,6 +180,14 @@ class QtInputBar(QtWidgets.QWidget):
         if bundle is None:
             return
         self._fit_kind(bundle.config.kind)
+        self._hints_due = bundle
+        QtCore.QTimer.singleShot(READ_CORPUS_AFTER_MS, self, lambda b=bundle: self._read_hints(b))
+
+    def _read_hints(self, bundle) -> None:
+        """Read ``bundle``'s examples in a worker, if it is still the model asked for."""
+        if bundle is not self._hints_due:
+            return
+        self._hints_due = None
         worker = FunctionWorker(hints_for, dict(bundle.meta), bundle.path, inference=False)
         worker.returned.connect(while_alive(self, lambda hints, b=bundle: self._apply_hints(b, hints)))
         self._hints_worker = worker
@@ -211,7 +220,7 @@ class QtInputBar(QtWidgets.QWidget):
 
     def hints_pending(self) -> bool:
         """The open model's examples are still being read (tests wait for them)."""
-        return self._hints_worker is not None and not self._hints_worker.is_done
+        return self._hints_due is not None or (self._hints_worker is not None and not self._hints_worker.is_done)
 
     def _update_source_tooltip(self, text: str) -> None:
         """The source's tooltip: how each character maps to the open model's pieces ("猫 → 猫")."""

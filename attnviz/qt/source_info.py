@@ -29,6 +29,8 @@ from attnviz.qt.session import Session, one_line
 from attnviz.qt.widgets.plain_text import plain_label
 from attnviz.qt.workers import FunctionWorker, while_alive
 
+READ_CORPUS_AFTER_MS = 700  # a model's corpus is read this long after it opens: its first decode goes first (both want the interpreter)
+
 BANNER_STYLE = "QLabel { background: #fff4d6; color: #7a4a00; border: 1px solid #f0c36d; border-radius: 3px; padding: 3px 6px; }"
 NOTE_STYLE = "QLabel { color: #9c3d00; }"
 
@@ -88,6 +90,7 @@ class QtSourceInfo(QtWidgets.QWidget):
         self.placeholder = ""  # what the model reads, e.g. "Symbols (0123456789) separated by spaces, e.g. 8 2 9 7"
         self._seen: dict[tuple[str, str], str] = {}  # (the model's corpus spec, source) → where the corpus has it
         self._lookup: FunctionWorker | None = None
+        self._lookup_due: tuple[str, str] | None = None  # a lookup asked for, started after READ_CORPUS_AFTER_MS
         self.unk_banner = plain_label("", "unkBanner")
         self.unk_banner.setStyleSheet(BANNER_STYLE)
         self.confidence_label = plain_label("", "confidenceLabel")
@@ -197,15 +200,24 @@ class QtSourceInfo(QtWidgets.QWidget):
         key = self._key()
         if key in self._seen:
             return self._seen[key]
-        if self._lookup is None or self._lookup.is_done:
-            worker = FunctionWorker(where_seen, bundle.meta, source, inference=False)
-            worker.returned.connect(while_alive(self, lambda seen, k=key: self._on_seen(k, seen)))
-            worker.errored.connect(while_alive(self, lambda _exc, k=key: self._on_seen(k, "")))
-            self._lookup = worker
-            worker.start()
+        if (self._lookup is None or self._lookup.is_done) and self._lookup_due is None:
+            self._lookup_due = key
+            QtCore.QTimer.singleShot(READ_CORPUS_AFTER_MS, self, lambda: self._look_up(bundle, source, key))
         return "pending"
 
-    def _on_seen(self, key: tuple[str, str], seen: str) -> None:
+    def _look_up(self, bundle, source: str, key: tuple[str, str]) -> None:
+        """Look ``source`` up in ``bundle``'s corpus in a worker (its first reading is a second of
+        pure Python, which would slow the first decode it ran beside: it starts later)."""
+        self._lookup_due = None
+        worker = FunctionWorker(where_seen, bundle.meta, source, inference=False)
+        worker.returned.connect(while_alive(self, lambda seen, k=key, w=worker: self._on_seen(k, seen, w)))
+        worker.errored.connect(while_alive(self, lambda _exc, k=key, w=worker: self._on_seen(k, "", w)))
+        self._lookup = worker
+        worker.start()
+
+    def _on_seen(self, key: tuple[str, str], seen: str, worker: FunctionWorker | None = None) -> None:
+        if worker is self._lookup:
+            self._lookup = None  # the lookup that answered is over (its worker may not say so yet)
         self._seen[key] = seen
         if len(self._seen) > 500:
             self._seen.pop(next(iter(self._seen)))
@@ -216,4 +228,4 @@ class QtSourceInfo(QtWidgets.QWidget):
 
     def lookup_pending(self) -> bool:
         """A corpus lookup is running (tests wait for it)."""
-        return self._lookup is not None and not self._lookup.is_done
+        return self._lookup_due is not None or (self._lookup is not None and not self._lookup.is_done)
