@@ -33,6 +33,7 @@ import smoke  # noqa: E402
 from PySide6 import QtCore, QtWidgets  # noqa: E402
 
 TARGET_TABBED = 1.2
+TARGET_EIGHT_MS = 100  # the longest wait of the event loop on a step, eight views and the grid on screen
 TARGET_ALL_MS = 50.0
 TARGET_LAUNCH_S = 3.0
 
@@ -161,8 +162,11 @@ def _step_times(app, window, steps: int, times: ViewTimes | None = None) -> tupl
     return statistics.median(first), statistics.median(whole), statistics.median(ui), statistics.median(blocked)
 
 
-def _float_every_dock(app, window) -> None:
-    for i, dock in enumerate(window.docks.values()):
+EIGHT = ("headDetailDock", "linesDock", "masksDock", "outputDock", "positionalDock", "normStatsDock", "walkthroughDock", "modelMapDock")  # with the grid: a class's screen
+
+
+def _float_every_dock(app, window, names=None) -> None:
+    for i, dock in enumerate(d for n, d in window.docks.items() if names is None or n in names):
         dock.setFloating(True)
         dock.resize(420, 320)
         dock.move(40 * i, 30 * i)
@@ -198,6 +202,8 @@ def main(argv: list[str] | None = None) -> int:
         dock.show()
     _settle(app, 200)
     tabbed = min(tabbed, _step_ms(app, window, args.steps))  # measured twice, around the reference: the machine's noise
+    _float_every_dock(app, window, EIGHT)
+    eight_blocked = _step_times(app, window, args.steps)[3]
     _float_every_dock(app, window)
     times = ViewTimes(window)
     every, every_drawn, every_ui, every_blocked = _step_times(app, window, args.steps, times)
@@ -206,6 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  default layout, every dock open in tabs:           {tabbed:7.1f} ms  = {tabbed / reference:.2f}× (target ≤ {TARGET_TABBED}×)")
     print(f"  every view on screen (docks floating):             {every:7.1f} ms until the step returns to the event loop (target ≤ {TARGET_ALL_MS:.0f} ms)")
     print(f"    the longest the event loop waited on the way:    {every_blocked:7.1f} ms (a key pressed then waits that long)")
+    print(f"    the same with the grid and eight views on screen: {eight_blocked:7.1f} ms (target ≤ {TARGET_EIGHT_MS:.0f} ms)")
     print(f"    until every view is drawn, analyses included:    {every_drawn:7.1f} ms  (UI thread busy {every_ui:.1f} ms of it, CPU time)")
     print("    the costliest views on that step (UI-thread CPU ms a step: its data, drawing it, painting it):")
     print("\n".join(times.top(8, args.steps)))
