@@ -64,8 +64,10 @@ def close_shared_window(window: MainWindow) -> None:
 
 
 def wait_idle(qtbot, window: MainWindow) -> None:
-    """Until no run to the end, no model load and no view's analysis is in progress."""
-    qtbot.waitUntil(lambda: not window.session.running and not window.session.loading, timeout=TIMEOUT_MS)
+    """Until no run to the end, no model load, no reading of a model's examples (it starts a moment
+    after the model opens, and may put its first example in) and no view's analysis is in progress."""
+    qtbot.waitUntil(lambda: not window.session.running and not window.session.loading and not window.input_bar.hints_pending(),
+                    timeout=TIMEOUT_MS)
     assert window.session.analyses.wait(TIMEOUT_MS / 1000)
     QtWidgets.QApplication.processEvents()
 
