@@ -29,7 +29,7 @@ def run():
     return CorpusRun(tuple(PAIRS), "held-out", roles, len(PAIRS))
 
 
-def test_the_heatmap_shows_each_measure_and_a_click_selects_a_head(make_view, qtbot, run):
+def test_the_heatmap_shows_each_measure_and_a_click_selects_a_head(make_view, qtbot, run, tmp_path):
     view = shown(make_view, QtHeadRolesView, run)
     assert view.objectName() == "headRolesView"
     kinds = run.roles.kinds
@@ -49,7 +49,7 @@ def test_the_heatmap_shows_each_measure_and_a_click_selects_a_head(make_view, qt
     view.resize(900, 600)
     view.measure.setCurrentIndex(MEASURES.index("diagonal"))
     QtWidgets.QApplication.processEvents()
-    view.grab().save("/tmp/helpers/head_roles_tiny.png")
+    view.grab().save(str(tmp_path / "head_roles_tiny.png"))
 
 
 def view_set(qtbot, b):

@@ -35,7 +35,7 @@ def found():
     return neighbours_of(index, b.model, b.src_tokenizer, b.tgt_tokenizer, fed.src, fed.fed, fed.next, 2, k=5, notice="index built")
 
 
-def test_the_table_holds_the_neighbours_as_plain_text(make_view, found):
+def test_the_table_holds_the_neighbours_as_plain_text(make_view, found, tmp_path):
     view = shown(make_view, QtNeighboursView, found)
     table = view.findChild(QtWidgets.QTableWidget, "neighboursTable")
     assert view.objectName() == "neighboursView" and table.rowCount() == 5
@@ -51,7 +51,7 @@ def test_the_table_holds_the_neighbours_as_plain_text(make_view, found):
     np.testing.assert_allclose(data.values["similarity"], [n.similarity for n in found.neighbours])
     view.resize(900, 600)
     QtWidgets.QApplication.processEvents()
-    view.grab().save("/tmp/helpers/neighbours_tiny.png")
+    view.grab().save(str(tmp_path / "neighbours_tiny.png"))
 
 
 def test_an_encoder_only_model_and_a_model_without_data_say_why(make_view):

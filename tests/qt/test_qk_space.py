@@ -81,7 +81,7 @@ def test_the_bundled_model_with_held_out_pairs_and_its_export(qtbot, loaded, tmp
     view.show()
     qtbot.waitExposed(view)
     QtWidgets.QApplication.processEvents()
-    assert not view.grab().isNull() and view.grab().save("/tmp/helpers/qk_space.png")
+    assert not view.grab().isNull() and view.grab().save(str(tmp_path.parent / f"{tmp_path.name}-qk_space.png"))
     assert main(["export", "--view", "qk", "--src", "我爱你。", "--layer", "2", "--head", "3", "--out", str(tmp_path)]) == 0
     png = next(tmp_path.glob("*.png"))
     assert png.name.startswith("qk_cross_layer2_head3") and png.stat().st_size > 5000
