@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import csv
-
 import numpy as np
 import pytest
+from csv_helpers import read_csv
 from PySide6 import QtWidgets
 
 from attnviz.cli import main
@@ -144,21 +143,6 @@ def test_a_row_whose_weight_was_all_on_sinks_is_empty_with_a_note(qtbot):
     view.zoom.sigHovered.emit(HoverInfo(0, 0, float("nan"), "SOS", "▁We"))
     assert translate("base", EMPTY_ROW_LEGEND) in view.readout.text()
 
-
-def read_csv(path):
-    """(metadata lines, [query, key] matrix, query labels, key labels) of a head-detail CSV."""
-    lines = path.read_text(encoding="utf-8").splitlines()
-    meta = [line[2:] for line in lines if line.startswith("# ")]
-    rows = list(csv.DictReader(line for line in lines if not line.startswith("#")))
-    nq = 1 + max(int(r["query_index"]) for r in rows)
-    nk = 1 + max(int(r["key_index"]) for r in rows)
-    m = np.zeros((nq, nk))
-    queries, keys = [""] * nq, [""] * nk
-    for r in rows:
-        q, k = int(r["query_index"]), int(r["key_index"])
-        m[q, k] = float(r["weight"])
-        queries[q], keys[k] = r["query"], r["key"]
-    return meta, m, queries, keys
 
 
 @pytest.mark.parametrize("kind, sinks", [("cross", {"。"}), ("decoder", {"SOS", "."})])

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import csv
-
 import numpy as np
 import pytest
+from csv_helpers import read_csv
 from PySide6 import QtWidgets
 
 from attnviz.cli import main
@@ -83,21 +82,6 @@ def test_a_word_row_links_to_its_pieces(qtbot):
     assert hovered.args == ["cross", 4]  # its piece's row, as the views of pieces count rows
     np.testing.assert_allclose(view.current_matrix().sum(axis=1), 1.0, atol=1e-6)
 
-
-def read_csv(path):
-    """(metadata lines, [query, key] matrix, query labels, key labels) of a head-detail CSV."""
-    lines = path.read_text(encoding="utf-8").splitlines()
-    meta = [line[2:] for line in lines if line.startswith("# ")]
-    rows = list(csv.DictReader(line for line in lines if not line.startswith("#")))
-    nq = 1 + max(int(r["query_index"]) for r in rows)
-    nk = 1 + max(int(r["key_index"]) for r in rows)
-    m = np.zeros((nq, nk))
-    queries, keys = [""] * nq, [""] * nk
-    for r in rows:
-        q, k = int(r["query_index"]), int(r["key_index"])
-        m[q, k] = float(r["weight"])
-        queries[q], keys[k] = r["query"], r["key"]
-    return meta, m, queries, keys
 
 
 def test_export_group_words_writes_a_words_by_words_csv(qapp, tmp_path):
