@@ -68,7 +68,7 @@ def _reference_step(model: Reference, optimizer: torch.optim.Optimizer, batch: D
 
 
 def _ours_step(trainer: Trainer, batch: D.Batch) -> None:
-    trainer._optimise(trainer._loss(batch))  # the trainer's own step, as fit() runs it
+    trainer.steps.optimise(trainer.steps.loss(batch)[0])  # the trainer's own step, as fit() runs it
 
 
 def _tokens_per_s(step, batches: list[D.Batch], rounds: int = 3) -> float:

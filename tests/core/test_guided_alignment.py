@@ -106,7 +106,7 @@ def test_unguided_loss_is_plain_cross_entropy():
         ce = F.cross_entropy(logits.transpose(1, 2), batch.labels, ignore_index=trainer.model.config.pad_id, label_smoothing=0.1)
     assert trainer.guided is None
     assert first_step_loss(trainer) == float(ce)  # bit for bit
-    assert "align_loss" not in trainer.history[0]
+    assert "align_loss" not in trainer.records.history[0]
 
 
 def test_guided_loss_adds_the_weighted_alignment_term():
@@ -121,7 +121,7 @@ def test_guided_loss_adds_the_weighted_alignment_term():
     assert torch.equal(got_logits, logits)  # the capture changes nothing in the forward pass
     assert float(term) == pytest.approx(hand, rel=1e-5) and hand > 0.1
     assert first_step_loss(trainer) == pytest.approx(ce + 0.5 * hand, rel=1e-5)
-    assert trainer.history[0]["align_loss"] > 0
+    assert trainer.records.history[0]["align_loss"] > 0
 
 
 def test_a_batch_without_glossed_pairs_adds_nothing():

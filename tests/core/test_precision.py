@@ -136,7 +136,7 @@ def test_guided_alignment_under_bf16_takes_a_float32_term():
     trainer = make_trainer(glossed_data(), precision="bf16", guided_alignment="2.1", epochs=2)
     losses = step_losses(trainer)
     assert all(math.isfinite(v) for v in losses)
-    assert all(math.isfinite(h["align_loss"]) for h in trainer.history)
+    assert all(math.isfinite(h["align_loss"]) for h in trainer.records.history)
 
 
 def test_alignment_term_of_bf16_weights_is_float32():

@@ -111,7 +111,7 @@ def test_resume_repeats_the_uninterrupted_losses(tmp_path, reverse_data, where):
     assert [e.loss for e in first + rest] == ref_losses  # bit for bit
     a, b = full.model.state_dict(), again.model.state_dict()
     assert all(torch.equal(a[k], b[k]) for k in a)
-    assert [h["valid_loss"] for h in again.history] == [h["valid_loss"] for h in full.history]
+    assert [h["valid_loss"] for h in again.records.history] == [h["valid_loss"] for h in full.records.history]
 
 
 def test_resume_checks_the_data_and_the_state(tmp_path, reverse_data):

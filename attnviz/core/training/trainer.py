@@ -1,8 +1,10 @@
 """Training: the ``Trainer`` (teacher forcing, label smoothing, Adam with warm-up, checkpoints) and
 how a run is set up (``TrainOptions``, the learning-rate schedule, the device, the tokenizers and
 freshly initialised model of a new run). No Qt. Around it: ``events`` (the events and their
-payloads), ``evaluation`` (greedy decoding, sacrebleu, the per-epoch evaluation) and
-``checkpoint`` (the optimiser state on disk).
+payloads), ``evaluation`` (greedy decoding, sacrebleu, the per-epoch evaluation), ``step`` (the
+loss and update of a batch), ``progress`` (the epoch's sums, the "step" events' window),
+``epochs`` (the history, probe snapshots and weight averaging of finished epochs), ``state`` (the
+training state a checkpoint carries) and ``checkpoint`` (that state on disk).
 
 Teacher forcing, exactly as the paper's tutorial lays it out::
 
@@ -76,13 +78,12 @@ import math
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 
 from attnviz.core.bundle import Bundle, BundleError, folder_stamp, load_bundle, round_as_stored, save_bundle
 from attnviz.core.data import corpora as D
@@ -93,31 +94,15 @@ from attnviz.core.folder_lock import output_lock
 from attnviz.core.limits import MAX_THREADS
 from attnviz.core.model.config import TransformerConfig
 from attnviz.core.model.transformer import Transformer
-from attnviz.core.training.checkpoint import (
-    MAX_COUNT,
-    STATE_JSON,
-    STATE_TENSORS,
-    CheckpointError,
-    check_meta_size,
-    checkpoint_folder,
-    folder_kind,
-    optimizer_state_from_files,
-    optimizer_state_to_files,
-    read_training_state,
-    remove_leftovers,
-)
+from attnviz.core.training.checkpoint import CheckpointError, check_meta_size, checkpoint_folder, folder_kind, read_training_state, remove_leftovers
 from attnviz.core.training.distributed import Ranks, weights_digest
-from attnviz.core.training.evaluation import (
-    EvaluationStopped,
-    eval_mode,
-    final_evaluation,
-    history_row,
-    probe_records,
-    probe_snapshots,
-    valid_metrics,
-)
-from attnviz.core.training.events import EVENTS, CheckpointEvent, EndEvent, EvalEvent, MessageEvent, StartEvent, StateEvent, StepEvent, TrainResult
+from attnviz.core.training.epochs import EpochRecords, WeightAverage
+from attnviz.core.training.evaluation import EvaluationStopped, eval_mode, final_evaluation
+from attnviz.core.training.events import EVENTS, CheckpointEvent, EndEvent, MessageEvent, StartEvent, StateEvent, TrainResult
 from attnviz.core.training.guided import GuidedAlignment, GuidedHead
+from attnviz.core.training.progress import EpochTally, StepWindow
+from attnviz.core.training.state import restore_optimizer, restore_rng, state_files, tagged
+from attnviz.core.training.step import TrainingStep, label_tokens
 from attnviz.errors import AttnvizError
 
 SCHEDULES = ("inverse-sqrt", "linear", "constant")
@@ -346,96 +331,16 @@ def _check_resumed_meta(folder: Path, meta: dict[str, Any]) -> None:
             raise TrainingError(f"cannot resume: {folder}/meta.json: a 'history' row holds something else than numbers")
 
 
-@dataclass
-class _Window:
-    """The steps since the last "step" event (mean loss, tokens per second) and the pace of this
-    session (for the ETA). Pauses are left out of both clocks."""
-
-    session_t0: float  # when this session's training began
-    t0: float  # when the window began
-    session_steps: int = 0
-    loss: float = 0.0  # sum over the window
-    n: int = 0
-    tokens: int = 0
-
-    @classmethod
-    def begin(cls) -> "_Window":
-        now = time.perf_counter()
-        return cls(now, now)
-
-    def add(self, loss: float, tokens: int) -> None:
-        self.session_steps += 1
-        self.loss += loss
-        self.n += 1
-        self.tokens += tokens
-
-    def skip(self, seconds: float) -> None:
-        """Leave ``seconds`` (a pause) out of both clocks."""
-        self.session_t0 += seconds
-        self.t0 += seconds
-
-    def restart(self, now: float) -> None:
-        self.loss, self.n, self.tokens, self.t0 = 0.0, 0, 0, now
-
-
-def _label_tokens(rows: list[D.Example]) -> int:
-    """The label tokens of a batch's rows (each target and its EOS): what the loss averages over."""
-    return sum(len(e.tgt) + 1 for e in rows)
+def _check_vocabularies(src_tok: Tokenizer, tgt_tok: Tokenizer, cfg: TransformerConfig) -> None:
+    """``TrainingError`` unless the tokenizers' vocabularies are the model's."""
+    if src_tok.vocab_size != cfg.src_vocab_size or tgt_tok.vocab_size != cfg.tgt_vocab_size:
+        raise TrainingError(
+            f"tokenizer vocabularies ({src_tok.vocab_size}/{tgt_tok.vocab_size}) do not match the model "
+            f"({cfg.src_vocab_size}/{cfg.tgt_vocab_size})"
+        )
 
 
 # -- the trainer ----------------------------------------------------------------------------
-class WeightAverage:
-    """The running sum of a model's weights at the end of some epochs (checkpoint averaging of the
-    last epochs): floating tensors are averaged, the others (BatchNorm's batch count) taken from the
-    model as it is. Saved with the training state as ``avg.NAME`` tensors."""
-
-    def __init__(self, sums: dict[str, torch.Tensor] | None = None, n: int = 0, first: int | None = None):
-        self.sums = dict(sums or {})
-        self.n = n
-        self.first = first  # the (0-based) epoch of the first weights summed
-
-    @classmethod
-    def from_state(cls, info: dict[str, Any], tensors: dict[str, torch.Tensor]) -> "WeightAverage":
-        sums = {k[4:]: v for k, v in tensors.items() if k.startswith("avg.")}
-        n = int(info.get("averaged_epochs", 0))
-        first = info.get("averaged_from")
-        return cls(sums, n, int(first) if first is not None else None) if sums and n > 0 else cls()
-
-    def add(self, model: torch.nn.Module, epoch: int, start: int) -> None:
-        """Sum the weights at the end of ``epoch``, the averaging window starting at epoch ``start``;
-        sums from before the window are dropped first (a run resumed to more epochs moves it)."""
-        if self.n and (self.first is None or self.first < start):
-            self.sums, self.n = {}, 0
-        if not self.n:
-            self.first = epoch
-        for name, t in model.state_dict().items():
-            if t.is_floating_point():
-                value = t.detach().to("cpu", torch.float64)
-                self.sums[name] = self.sums[name] + value if name in self.sums else value.clone()
-        self.n += 1
-
-    def load_into(self, model: torch.nn.Module) -> None:
-        state = model.state_dict()
-        for name, total in self.sums.items():
-            state[name] = (total / self.n).to(state[name].dtype)
-        model.load_state_dict(state)
-
-    def state_tensors(self) -> dict[str, torch.Tensor]:
-        return {f"avg.{name}": t for name, t in self.sums.items()}
-
-
-def unshared(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """``tensors`` with every one that shares memory with an earlier one copied (a tied output
-    layer is the target embedding under a second name; safetensors refuses shared memory)."""
-    seen: set[int] = set()
-    out = {}
-    for name, t in tensors.items():
-        ptr = t.untyped_storage().data_ptr()
-        out[name] = t.clone() if ptr in seen and t.numel() else t
-        seen.add(ptr)
-    return out
-
-
 class Trainer:
     """Trains a ``Transformer`` on a ``Dataset``; see the module docstring for events and checkpoints."""
 
@@ -461,31 +366,21 @@ class Trainer:
         self.out_stamp = folder_stamp(self.out_dir) if self.out_dir is not None else None
         self.meta: dict[str, Any] = dict(meta or {})
         cfg = model.config
-        if src_tok.vocab_size != cfg.src_vocab_size or tgt_tok.vocab_size != cfg.tgt_vocab_size:
-            raise TrainingError(
-                f"tokenizer vocabularies ({src_tok.vocab_size}/{tgt_tok.vocab_size}) do not match the model "
-                f"({cfg.src_vocab_size}/{cfg.tgt_vocab_size})"
-            )
+        _check_vocabularies(src_tok, tgt_tok, cfg)
         o = self.options
         self.batches = dataset.training_batches(src_tok, tgt_tok, cfg.max_len, o.batch_tokens, o.seed)
         self.train_examples = self.batches.examples  # the training split in memory (none for a streamed corpus)
-        self.valid_examples = D.encode_pairs(dataset.valid, src_tok, tgt_tok, cfg.max_len)
+        self.records = EpochRecords(self.model, src_tok, tgt_tok, dataset, o, self.meta)  # history rows, probe snapshots
         if not self.batches.n_examples:
             raise TrainingError(f"{dataset.name}: no training pairs")
-        pool = dataset.valid or dataset.train
-        self.probes: list[D.Pair] = list(pool[: self.options.n_probes])
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=o.lr, betas=o.betas, eps=o.adam_eps, weight_decay=o.weight_decay)
         self.steps_per_epoch = self.batches.steps_per_epoch
         self.ranks = Ranks()  # one process until ``distribute``
-        self._net: torch.nn.Module = self.model  # what trains: the model, or the model in DDP
         self.step = 0  # optimiser steps done
         self.epoch = 0  # current (0-based) epoch
         self.batch_in_epoch = 0  # batches of the current epoch already done
         self.elapsed_s = 0.0  # training time over all sessions
-        self.history: list[dict[str, Any]] = list(self.meta.get("history", []))
-        self.snapshots: list[dict[str, Any]] = list(self.meta.get("snapshots", []))
-        self._epoch_loss_sum = 0.0
-        self._epoch_loss_n = 0
+        self.tally = EpochTally()  # the current epoch's loss and alignment sums
         self._callbacks: dict[str, list[Callable[[Any], None]]] = {e: [] for e in EVENTS}
         self._run = threading.Event()
         self._run.set()
@@ -494,8 +389,7 @@ class Trainer:
         self.average = WeightAverage()  # of the last ``options.average_last`` epochs' weights
         self._trained_weights: dict[str, torch.Tensor] = {}  # a finished run's last weights as trained (the bundle ships them rounded, or a mean)
         self.guided = self._guided_alignment()  # None unless ``options.guided_alignment``
-        self._epoch_align_sum = 0.0  # the guided alignment term over this epoch's aligned batches
-        self._epoch_align_n = 0
+        self.steps = TrainingStep(self.model, self.optimizer, o, self.device, self.guided)  # loss and update of a batch
 
     def _guided_alignment(self) -> GuidedAlignment | None:
         """The reference alignments of the training examples, when ``options.guided_alignment``
@@ -581,11 +475,11 @@ class Trainer:
         can hang the process as it exits)."""
         if ranks.world > 1:
             ranks.check_same(self._run_digest(), "their data, tokenizers, checkpoint or options")
-        self.ranks, self._net = ranks, ranks.wrap(self.model)
+        self.ranks, self.steps.net = ranks, ranks.wrap(self.model)
         try:
             yield
         finally:
-            self.ranks, self._net = Ranks(), self.model
+            self.ranks, self.steps.net = Ranks(), self.model
 
     def _run_digest(self) -> bytes:
         what = [self.src_tok.to_bytes(), self.tgt_tok.to_bytes(), weights_digest(self.model.state_dict())]
@@ -593,29 +487,20 @@ class Trainer:
         what.append(json.dumps(position, sort_keys=True).encode())
         return hashlib.sha256(b"".join(hashlib.sha256(w).digest() for w in what)).digest()
 
-    def _param_names(self) -> list[str]:
-        """The names of the optimiser's parameters, in its order (``model.parameters()``'s)."""
-        return [name for name, _ in self.model.named_parameters()]
-
     def _restore_state(self, info: dict[str, Any], tensors: dict[str, torch.Tensor]) -> None:
-        """Where a checkpoint left off: optimiser, counters, epoch loss, RNG (restored by ``fit``)."""
+        """Where a checkpoint left off: optimiser, counters, epoch sums, RNG (restored by ``fit``)."""
         try:
-            state = optimizer_state_from_files(tensors, info["optimizer"], self._param_names())
-            self._check_moments(state)
-            self.optimizer.load_state_dict(state)
+            restore_optimizer(self.optimizer, self.model, info["optimizer"], tensors)
         except (ValueError, KeyError, TypeError, IndexError, RuntimeError) as exc:
             raise TrainingError(f"cannot resume: {self.out_dir}: {str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__}") from None
         self.step = int(info["step"])
         self.epoch = int(info["epoch"])
         self.batch_in_epoch = int(info["batch_in_epoch"])
         self.elapsed_s = float(info.get("elapsed_s", 0.0))
-        self._epoch_loss_sum = float(info.get("epoch_loss_sum", 0.0))
-        self._epoch_loss_n = int(info.get("epoch_loss_n", 0))
-        self._epoch_align_sum = float(info.get("epoch_align_sum", 0.0))
-        self._epoch_align_n = int(info.get("epoch_align_n", 0))
-        self._rng_state = {k[4:]: v for k, v in tensors.items() if k.startswith("rng.")}
+        self.tally = EpochTally.from_state(info)
+        self._rng_state = tagged(tensors, "rng.")
         self.average = WeightAverage.from_state(info, tensors)
-        trained = {k[4:]: v for k, v in tensors.items() if k.startswith("raw.")}
+        trained = tagged(tensors, "raw.")
         if trained:  # a finished run that shipped a mean goes on from its weights as trained
             self._load_trained_weights(trained)
 
@@ -624,20 +509,6 @@ class Trainer:
             self.model.load_state_dict(trained)
         except RuntimeError as exc:
             raise TrainingError(f"cannot resume: {self.out_dir}: the saved weights do not fit the model ({str(exc).splitlines()[0][:160]})") from None
-
-    def _check_moments(self, state: dict[str, Any]) -> None:
-        """``ValueError`` unless every saved optimiser tensor fits its parameter (Adam's moments
-        have the parameter's shape; its step count is a single number)."""
-        params = list(self.model.parameters())
-        for pid, entries in state["state"].items():
-            for key, value in entries.items():
-                if not torch.is_tensor(value):
-                    ok = (isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) <= MAX_COUNT
-                          and (isinstance(value, int) or math.isfinite(value)))  # an int may be too large for a float
-                else:
-                    ok = value.is_floating_point() and value.shape == (() if key == "step" else params[pid].shape)
-                if not ok:
-                    raise ValueError(f"the optimiser state '{key}' of {self._param_names()[pid]} does not fit the model")
 
     # -- control (any thread) -----------------------------------------------------------
     def add_callback(self, event: str, fn: Callable[[Any], None]) -> None:
@@ -672,30 +543,11 @@ class Trainer:
 
     # -- checkpoints --------------------------------------------------------------------
     def _state_files(self) -> dict[str, bytes]:
-        from safetensors.torch import save as st_save
-
-        tensors, opt_info = optimizer_state_to_files(self.optimizer, self._param_names())
-        tensors.update(self.average.state_tensors())
+        """The training state saved beside the bundle (``state``)."""
         raw = self._trained_weights or {k: v.detach().cpu() for k, v in self.model.state_dict().items()}
-        tensors.update({f"raw.{name}": t for name, t in raw.items()})  # the bundle stores float16: a resumed run needs these
-        tensors["rng.cpu"] = torch.get_rng_state()
-        if torch.cuda.is_available() and self.device.type == "cuda":
-            tensors["rng.cuda"] = torch.cuda.get_rng_state(self.device)
-        info = {
-            "step": self.step,
-            "epoch": self.epoch,
-            "batch_in_epoch": self.batch_in_epoch,
-            "elapsed_s": self.elapsed_s,
-            "epoch_loss_sum": self._epoch_loss_sum,
-            "epoch_loss_n": self._epoch_loss_n,
-            "epoch_align_sum": self._epoch_align_sum,
-            "epoch_align_n": self._epoch_align_n,
-            "options": self.options.to_dict(),
-            "optimizer": opt_info,
-            "averaged_epochs": self.average.n,
-            "averaged_from": self.average.first,
-        }
-        return {STATE_TENSORS: st_save(unshared(tensors)), STATE_JSON: json.dumps(info, indent=1).encode()}
+        counters = {"step": self.step, "epoch": self.epoch, "batch_in_epoch": self.batch_in_epoch, "elapsed_s": self.elapsed_s}
+        info = {**counters, **self.tally.state(), "options": self.options.to_dict()}
+        return state_files(info, self.optimizer, self.model, self.average, raw, self.device)
 
     def save_checkpoint(self, reason: str = "epoch", status: str = "running") -> Path | None:
         """Write the output folder (bundle + training state) atomically; returns its path. With
@@ -709,8 +561,8 @@ class Trainer:
         if folder_kind(self.out_dir) not in ("absent", "empty", "bundle"):
             raise TrainingError(f"{self.out_dir} now holds files that are not a model bundle; they are left alone and nothing is saved there")
         self.meta.update(
-            history=self.history,
-            snapshots=self.snapshots,
+            history=self.records.history,
+            snapshots=self.records.snapshots,
             status=status,
             step=self.step,
             epoch=self.epoch,
@@ -718,7 +570,7 @@ class Trainer:
             training_time_s=round(self.elapsed_s, 1),
             device=str(self.device),
         )
-        self.meta["probes"] = [{"id": p.id, "source": p.src, "reference": p.tgt, "src_pieces": self.src_tok.pieces(self.src_tok.encode(p.src))} for p in self.probes]
+        self.meta["probes"] = self.records.probe_sources()
         with eval_mode(self.model):
             path = save_bundle(self.out_dir, self.model, self.src_tok, self.tgt_tok, self.meta, extra_files=self._state_files())
         self._emit("checkpoint", CheckpointEvent(self.step, self.epoch, str(path), reason))
@@ -775,7 +627,7 @@ class Trainer:
         self._restore_rng()
         self.model.train()
         self._announce_start()
-        window = _Window.begin()
+        window = StepWindow.begin()
         while self.epoch < self.options.epochs:
             ended = self._train_epoch(window)
             if ended is not None:
@@ -787,12 +639,9 @@ class Trainer:
 
     def _restore_rng(self) -> None:
         """A resumed run continues the RNG streams of the checkpoint (once)."""
-        if self._rng_state is None:
-            return
-        torch.set_rng_state(self._rng_state["cpu"])
-        if "cuda" in self._rng_state and self.device.type == "cuda":
-            torch.cuda.set_rng_state(self._rng_state["cuda"], self.device)
-        self._rng_state = None
+        if self._rng_state is not None:
+            restore_rng(self._rng_state, self.device)
+            self._rng_state = None
 
     def _announce_start(self) -> None:
         o = self.options
@@ -807,7 +656,7 @@ class Trainer:
             self._message(note, "warning")
         self._emit("state", StateEvent("running"))
 
-    def _train_epoch(self, window: _Window) -> TrainResult | None:
+    def _train_epoch(self, window: StepWindow) -> TrainResult | None:
         """The rest of the current epoch's batches; a result when the run stopped or failed in it."""
         n_batches = self.steps_per_epoch
         for rows in self.batches.epoch(self.epoch, self.batch_in_epoch):
@@ -815,39 +664,25 @@ class Trainer:
             if self.ranks.any(self._stop.is_set()):
                 return self._stopped(n_batches)
             t0 = time.perf_counter()
-            batch, share = self._local_batch(rows)
+            batch, share = self.steps.local_batch(rows, self.ranks)
             lr = self._set_learning_rate()
-            loss = self._loss(batch)
-            lv = self._batch_loss(loss, share)
+            loss, align = self.steps.loss(batch)
+            lv = self.steps.global_loss(loss, share, self.ranks)
             if not math.isfinite(lv):
                 what = "NaN" if math.isnan(lv) else "infinite"
                 return self._fail_non_finite(f"the loss became {what} at step {self.step + 1} (epoch {self.epoch + 1})")
-            self._optimise(loss if self.ranks.world == 1 else loss * share)
-            self._count_step(lv)
-            window.add(lv, _label_tokens(rows))
+            self.steps.optimise(loss if self.ranks.world == 1 else loss * share)
+            self.step += 1
+            self.batch_in_epoch += 1
+            self.tally.add(lv, align)
+            window.add(lv, label_tokens(rows))
             self.elapsed_s += time.perf_counter() - t0
             if self.step % self.options.log_every == 0 or self.batch_in_epoch == n_batches:
-                self._report_step(window, lr, n_batches)
+                event = window.step_event(self.step, self.epoch, self.batch_in_epoch / n_batches, lr, self.elapsed_s, self.total_steps - self.step)
+                self._emit("step", event)
         return None
 
-    def _local_batch(self, rows: list[D.Example]) -> tuple[D.Batch, float]:
-        """This process's rows of a global batch as tensors, and its share: the factor that turns
-        their mean loss into their part of the global batch's loss times the number of processes
-        (DDP averages the gradients; ``distributed``). 1 for one process, 0 for a stand-in row."""
-        mine, real = self.ranks.shard(rows)
-        batch = self._collate(mine)
-        if self.ranks.world == 1:
-            return batch, 1.0
-        return batch, batch.n_tokens * self.ranks.world / _label_tokens(rows) if real else 0.0
-
-    def _batch_loss(self, loss: torch.Tensor, share: float) -> float:
-        """The loss of the whole global batch (the same number in every process)."""
-        value = float(loss.detach())
-        if self.ranks.world == 1:
-            return value
-        return self.ranks.total(value * share / self.ranks.world if share else 0.0)[0]
-
-    def _wait_while_paused(self, window: _Window) -> None:
+    def _wait_while_paused(self, window: StepWindow) -> None:
         if self._run.is_set():
             return
         self._emit("state", StateEvent("paused"))
@@ -857,68 +692,11 @@ class Trainer:
         if not self._stop.is_set():
             self._emit("state", StateEvent("running"))
 
-    def _collate(self, examples: list[D.Example]) -> D.Batch:
-        cfg = self.model.config
-        return D.collate(examples, cfg.pad_id, cfg.bos_id, cfg.eos_id).to(self.device)
-
     def _set_learning_rate(self) -> float:
         lr = learning_rate(self.step + 1, self.options, self.total_steps)
         for g in self.optimizer.param_groups:
             g["lr"] = lr
         return lr
-
-    def _loss(self, batch: D.Batch) -> torch.Tensor:
-        """Teacher-forced cross-entropy with label smoothing, PAD labels ignored; with guided
-        alignment, plus ``guided_weight`` times the batch's alignment term (``guided``). Under
-        bfloat16 autocast with ``precision="bf16"``."""
-        with self._autocast():
-            if self.guided is None:
-                return self._cross_entropy(self._net(batch.src, batch.tgt_in), batch)  # logits [B, Lt, V]
-            logits, align = self.guided.forward(self._net, batch)
-            loss = self._cross_entropy(logits, batch)
-        if align is None:
-            return loss
-        self._epoch_align_sum += float(align.detach())
-        self._epoch_align_n += 1
-        return loss + self.options.guided_weight * align
-
-    def _autocast(self) -> AbstractContextManager[Any]:
-        """bfloat16 autocast on the training device for ``precision="bf16"``; nothing for float32."""
-        if self.options.precision == "float32":
-            return nullcontext()
-        return torch.autocast(device_type=self.device.type, dtype=torch.bfloat16)
-
-    def _cross_entropy(self, logits: torch.Tensor, batch: D.Batch) -> torch.Tensor:
-        """Of float32 logits (bf16 under autocast; ``float()`` leaves float32 ones as they are)."""
-        ignore = self.model.config.pad_id
-        return F.cross_entropy(logits.float().transpose(1, 2), batch.labels, ignore_index=ignore, label_smoothing=self.options.label_smoothing)
-
-    def _optimise(self, loss: torch.Tensor) -> None:
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        if self.options.clip > 0:
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.options.clip)
-        self.optimizer.step()
-
-    def _count_step(self, loss: float) -> None:
-        self.step += 1
-        self.batch_in_epoch += 1
-        self._epoch_loss_sum += loss
-        self._epoch_loss_n += 1
-
-    def _report_step(self, window: _Window, lr: float, n_batches: int) -> None:
-        """A "step" event for the window, which then starts again."""
-        now = time.perf_counter()
-        rate = (now - window.session_t0) / window.session_steps
-        remaining = self.total_steps - self.step
-        self._emit(
-            "step",
-            StepEvent(
-                self.step, self.epoch, self.batch_in_epoch / n_batches, window.loss / window.n, lr,
-                window.tokens / max(1e-9, now - window.t0), self.elapsed_s, max(0.0, remaining * rate),
-            ),
-        )
-        window.restart(now)
 
     def _weights_finite(self) -> bool:
         return all(bool(torch.isfinite(t).all()) for t in self.model.state_dict().values() if t.is_floating_point())
@@ -933,24 +711,15 @@ class Trainer:
                 self.average.add(self.model, self.epoch, start)
         self.epoch += 1
         self.batch_in_epoch = 0
-        self._epoch_loss_sum, self._epoch_loss_n = 0.0, 0
-        self._epoch_align_sum, self._epoch_align_n = 0.0, 0
+        self.tally = EpochTally()
         if self.epoch < self.options.epochs:
             self.save_checkpoint("epoch")
 
     def _evaluate_epoch(self) -> None:
-        """Valid-split metrics and probe snapshots: appended to the history, sent as an "eval" event."""
+        """The finished epoch's metrics and probe snapshots (``EpochRecords``), sent as an "eval" event."""
         t0 = time.perf_counter()
-        metrics = {"train_loss": self._epoch_loss_sum / max(1, self._epoch_loss_n)}
-        if self.guided is not None:
-            metrics["align_loss"] = self._epoch_align_sum / self._epoch_align_n if self._epoch_align_n else math.nan
-        metrics.update(valid_metrics(self.model, self.src_tok, self.tgt_tok, self.dataset.valid, self.valid_examples, self.options.eval_bleu))
-        metrics["lr"] = self.optimizer.param_groups[0]["lr"]
-        metrics["elapsed_s"] = self.elapsed_s
-        probes, norms = probe_snapshots(self.model, self.src_tok, self.tgt_tok, self.probes)
-        self.history.append(history_row(self.epoch + 1, self.step, metrics))
-        self.snapshots.append({"epoch": self.epoch + 1, "step": self.step, "probes": probe_records(probes)})
-        self._emit("eval", EvalEvent(self.step, self.epoch, metrics, tuple(probes), norms))
+        lr = self.optimizer.param_groups[0]["lr"]
+        self._emit("eval", self.records.evaluate(self.step, self.epoch, self.tally.metrics(self.guided is not None), lr, self.elapsed_s))
         self.elapsed_s += time.perf_counter() - t0
 
     def _finish(self) -> TrainResult:
@@ -998,4 +767,4 @@ class Trainer:
     def _end(self, status: str, message: str, final: dict[str, Any] | None = None) -> TrainResult:
         final = final or {}
         self._emit("end", EndEvent(status, message, self.step, self.epoch, self.elapsed_s, final))
-        return TrainResult(status, message, self.step, self.epoch, self.elapsed_s, self.history, final, self.out_dir)
+        return TrainResult(status, message, self.step, self.epoch, self.elapsed_s, self.records.history, final, self.out_dir)
