@@ -33,8 +33,8 @@ from safetensors.torch import load as st_load
 from safetensors.torch import save as st_save
 
 from attnviz.core.atomic import current_umask
-from attnviz.core.data.hf_tokenizer import VocabTokenizer, tokenizer_from_bytes
-from attnviz.core.data.tokenizer import Tokenizer, TokenizerError
+from attnviz.core.data.hf_tokenizer import tokenizer_from_bytes
+from attnviz.core.data.tokenizer import TokenizerError, TokenizerLike
 from attnviz.core.files import read_capped, read_json_capped
 from attnviz.core.model.config import ConfigError, TransformerConfig, shown
 from attnviz.core.model.hf_import import PRECISIONS, WEIGHTS_PRECISION, is_hf_folder, read_hf_folder
@@ -75,8 +75,8 @@ class Bundle:
     """A loaded model with its tokenizers and metadata."""
 
     model: Transformer
-    src_tokenizer: Tokenizer | VocabTokenizer
-    tgt_tokenizer: Tokenizer | VocabTokenizer
+    src_tokenizer: TokenizerLike
+    tgt_tokenizer: TokenizerLike
     meta: dict[str, Any] = field(default_factory=dict)
     path: Path | None = None
 
@@ -182,8 +182,8 @@ def rename_old_tensors(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor
 def save_bundle(
     path: str | os.PathLike,
     model: Transformer,
-    src_tokenizer: Tokenizer,
-    tgt_tokenizer: Tokenizer,
+    src_tokenizer: TokenizerLike,
+    tgt_tokenizer: TokenizerLike,
     meta: dict[str, Any] | None = None,
     *,
     extra_files: dict[str, bytes] | None = None,
@@ -222,7 +222,7 @@ def _temporary_folder(path: Path) -> Path:
 
 
 def _bundle_files(
-    model: Transformer, src_tokenizer: Tokenizer, tgt_tokenizer: Tokenizer, meta: dict[str, Any], extra_files: dict[str, bytes]
+    model: Transformer, src_tokenizer: TokenizerLike, tgt_tokenizer: TokenizerLike, meta: dict[str, Any], extra_files: dict[str, bytes]
 ) -> dict[str, bytes]:
     """File name -> content of every file of the bundle (``ValueError`` for a bad extra file name)."""
     dtype = storage_dtype(meta)
@@ -317,7 +317,7 @@ def read_config(file: Path) -> TransformerConfig:
         raise BundleError(file, str(exc)) from None
 
 
-def _check_special_ids(file: Path, config: TransformerConfig, *tokenizers: Tokenizer) -> None:
+def _check_special_ids(file: Path, config: TransformerConfig, *tokenizers: TokenizerLike) -> None:
     """``BundleError`` unless the config's PAD/UNK/SOS/EOS ids are the tokenizers' own."""
     ids = {name: getattr(config, name) for name in ("pad_id", "unk_id", "bos_id", "eos_id")}
     for tok in tokenizers:
@@ -370,7 +370,7 @@ def _type_names(kind: type | tuple[type, ...]) -> str:
     return " or ".join(names[k] for k in (kind if isinstance(kind, tuple) else (kind,)))
 
 
-def _read_tokenizer(file: Path) -> Tokenizer | VocabTokenizer:
+def _read_tokenizer(file: Path) -> TokenizerLike:
     data = read_file(file, TOKENIZER_LIMIT)
     try:
         return tokenizer_from_bytes(data)

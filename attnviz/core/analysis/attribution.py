@@ -64,8 +64,7 @@ from attnviz.errors import AttnvizError
 
 if TYPE_CHECKING:
     from attnviz.core.bundle import Bundle
-    from attnviz.core.data.hf_tokenizer import VocabTokenizer
-    from attnviz.core.data.tokenizer import Tokenizer
+    from attnviz.core.data.tokenizer import TokenizerLike
     from attnviz.core.model.config import TransformerConfig
     from attnviz.core.model.trace import Change, Trace
     from attnviz.core.model.transformer import Transformer
@@ -226,7 +225,7 @@ def token_log_probs(model: Transformer, source_rows: Sequence[Sequence[int]], ta
     return logp[:, first + torch.arange(len(target_ids)), torch.tensor(list(target_ids))].cpu().numpy(), trace
 
 
-def make_question(source: PreparedSource, output_ids: Sequence[int], tgt_tokenizer: Tokenizer | VocabTokenizer, config: TransformerConfig,
+def make_question(source: PreparedSource, output_ids: Sequence[int], tgt_tokenizer: TokenizerLike, config: TransformerConfig,
                   position: int | None = None, contrast: str | int | None = None, given: bool = False,
                   notices: Sequence[str] = ()) -> Question:
     """The ``Question`` of token ``position`` (0-based; default the last that is not EOS) of
@@ -248,7 +247,7 @@ def make_question(source: PreparedSource, output_ids: Sequence[int], tgt_tokeniz
                     None if contrast_id is None else tgt_tokenizer.piece(contrast_id), tuple(notices))
 
 
-def token_id(tokenizer: Tokenizer | VocabTokenizer, token: str | int) -> int:
+def token_id(tokenizer: TokenizerLike, token: str | int) -> int:
     """The id of a target piece (exactly as in the vocabulary, or with the word-start mark ``▁``
     put in front; SOS/EOS/PAD/UNK by name; a number that is no piece: that id)."""
     if isinstance(token, int):

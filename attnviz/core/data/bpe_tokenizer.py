@@ -3,28 +3,23 @@
 
 Text is split into words by GPT-2's pattern, each word's UTF-8 bytes are written as printable
 characters (``byte_characters``: a space is ``Ġ``), and the merge rules join them into pieces from
-the rank-0 rule up. Every byte has a piece, so no character is unknown. ``BPETokenizer`` has the
-public face of ``hf_tokenizer.VocabTokenizer`` (``encode``, ``decode``, ``piece``, ...); its bytes
-are a JSON document (``FORMAT``), which ``hf_tokenizer.tokenizer_from_bytes`` reads back.
+the rank-0 rule up. Every byte has a piece, so no character is unknown. ``BPETokenizer`` is a
+``tokenizer.TokenizerLike``; its bytes are a JSON document (``BPETokenizer.FORMAT``), which
+``hf_tokenizer.tokenizer_from_bytes`` reads back.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import re
 import sys
 import unicodedata
 from collections.abc import Mapping, Sequence
 from functools import cache
-from pathlib import Path
+from typing import Any
 
 from attnviz.core.data.pieces import SP_WORD_START
-from attnviz.core.data.tokenizer import TokenizerError, unreadable_text
+from attnviz.core.data.tokenizer import TokenizerError, check_text
 from attnviz.core.data.vocab_lookup import VocabLookup
-
-FORMAT = "attnviz-bpe-tokenizer"
-FORMAT_VERSION = 1
 
 
 @cache
@@ -68,6 +63,9 @@ class BPETokenizer(VocabLookup):
 
     ``prefix`` ids start every encoded sentence (BART's ``<s>``); ``append_eos`` ends it with EOS (a source side)."""
 
+    FORMAT = "attnviz-bpe-tokenizer"
+    FORMAT_VERSION = 1
+
     def __init__(
         self, vocab: Mapping[str, int], merges: Sequence[str], *, pad_id: int, unk_id: int, bos_id: int, eos_id: int,
         prefix: Sequence[int] = (), append_eos: bool = False,
@@ -83,57 +81,27 @@ class BPETokenizer(VocabLookup):
             if len(pair) != 2:
                 raise TokenizerError(f"merge rule {rank + 1} is not two pieces: {line[:40]!r}")
             self._ranks.setdefault(pair, rank)
-        for name, value in (("pad_id", pad_id), ("unk_id", unk_id), ("bos_id", bos_id), ("eos_id", eos_id), *(("prefix", p) for p in prefix)):
-            if not isinstance(value, int) or not 0 <= value < len(self._by_id):
-                raise TokenizerError(f"{name} {value!r} is outside the vocabulary (size {len(self._by_id)})")
-        self.pad_id, self.unk_id, self.bos_id, self.eos_id = pad_id, unk_id, bos_id, eos_id
+        self.keep_special_ids(pad_id, unk_id, bos_id, eos_id, also=(("prefix", p) for p in prefix))
         self.prefix, self.append_eos = [int(p) for p in prefix], bool(append_eos)
         self.special_labels = {pad_id: "PAD", unk_id: "UNK", bos_id: "SOS", eos_id: "EOS"}  # EOS wins where the decoder starts from it (BART)
         self.sp = _PieceSplitter(self)  # what source_map aligns with the text
         self._cache: dict[str, list[str]] = {}
 
     # -- storage --------------------------------------------------------------------------------
-    def to_bytes(self) -> bytes:
-        doc = {
-            "format": FORMAT, "format_version": FORMAT_VERSION, "vocab": self._by_id, "merges": self.merges,
-            "special_ids": {"pad": self.pad_id, "unk": self.unk_id, "bos": self.bos_id, "eos": self.eos_id},
-            "prefix": self.prefix, "append_eos": self.append_eos,
-        }
-        return json.dumps(doc, ensure_ascii=False).encode("utf-8")
+    def fields(self) -> dict[str, Any]:
+        return {"vocab": self._by_id, "merges": self.merges, "special_ids": self.stored_ids(), "prefix": self.prefix, "append_eos": self.append_eos}
 
     @classmethod
-    def from_doc(cls, doc: dict) -> BPETokenizer:
-        """The tokenizer of a parsed ``FORMAT`` document; ``TokenizerError`` for anything else."""
-        try:
-            if doc.get("format") != FORMAT or doc.get("format_version") != FORMAT_VERSION:
-                raise TokenizerError(f"not an {FORMAT} version {FORMAT_VERSION} file")
-            ids = doc["special_ids"]
-            vocab = {piece: i for i, piece in enumerate(doc["vocab"])}
-            return cls(vocab, list(doc["merges"]), pad_id=ids["pad"], unk_id=ids["unk"], bos_id=ids["bos"], eos_id=ids["eos"],
-                       prefix=list(doc["prefix"]), append_eos=doc["append_eos"] is True)
-        except TokenizerError:
-            raise
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise TokenizerError(f"not a readable {FORMAT} file ({type(exc).__name__})") from None
-
-    def save(self, path: str | os.PathLike) -> None:
-        Path(path).write_bytes(self.to_bytes())
+    def from_fields(cls, doc: dict) -> BPETokenizer:
+        ids = doc["special_ids"]
+        vocab = {piece: i for i, piece in enumerate(doc["vocab"])}
+        return cls(vocab, list(doc["merges"]), **cls.ids_stored(ids), prefix=list(doc["prefix"]), append_eos=doc["append_eos"] is True)
 
     # -- use ------------------------------------------------------------------------------------
-    @property
-    def vocab_size(self) -> int:
-        return len(self._by_id)
-
-    def special_ids(self) -> dict[str, int]:
-        return {"pad_id": self.pad_id, "unk_id": self.unk_id, "bos_id": self.bos_id, "eos_id": self.eos_id}
-
     def encode(self, text: str) -> list[int]:
         """Ids of ``text``: the prefix, its pieces (UNK for a piece the vocabulary lacks), then EOS on a source side."""
         ids = [self.vocab.get(p, self.unk_id) for p in self.split(text)]
         return self.prefix + ids + ([self.eos_id] if self.append_eos else [])
-
-    def encode_pieces(self, text: str) -> list[str]:
-        return self.pieces(self.encode(text))
 
     def decode(self, ids: Sequence[int]) -> str:
         """Text of ``ids``; PAD, SOS, EOS and the prefix are dropped."""
@@ -144,9 +112,7 @@ class BPETokenizer(VocabLookup):
 
     def split(self, text: str) -> list[str]:
         """The BPE pieces of ``text`` (``TokenizerError`` for text that is not valid Unicode)."""
-        problem = unreadable_text(text)
-        if problem:
-            raise TokenizerError(problem)
+        check_text(text)
         chars = byte_characters()
         out: list[str] = []
         for word in _word_pattern().findall(text):

@@ -40,7 +40,7 @@ from typing import Any
 
 import torch
 
-from attnviz.core.data.tokenizer import BOS_ID, EOS_ID, PAD_ID
+from attnviz.core.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, TokenizerLike
 from attnviz.errors import AttnvizError
 
 SPLITS = ("train", "valid", "test")
@@ -166,7 +166,7 @@ class Dataset:
         """The training split's source (``side="src"``) or target (``"tgt"``) texts, for the tokenizers."""
         return [getattr(p, side) for p in self.train]
 
-    def training_batches(self, src_tok, tgt_tok, max_len: int, batch_tokens: int, seed: int) -> "ExampleBatches":
+    def training_batches(self, src_tok: TokenizerLike, tgt_tok: TokenizerLike, max_len: int, batch_tokens: int, seed: int) -> "ExampleBatches":
         """The training split as token ids, in each epoch's batches (pairs too long for ``max_len``
         left out and counted in ``report.notes``)."""
         return ExampleBatches(encode_pairs(self.train, src_tok, tgt_tok, max_len, self.report), batch_tokens, seed)
@@ -413,7 +413,7 @@ class Example:
     index: int  # position in the list of pairs it came from
 
 
-def encode_pairs(pairs: Sequence[Pair], src_tok, tgt_tok, max_len: int | None = None, report: DataReport | None = None) -> list[Example]:
+def encode_pairs(pairs: Sequence[Pair], src_tok: TokenizerLike, tgt_tok: TokenizerLike, max_len: int | None = None, report: DataReport | None = None) -> list[Example]:
     """Token ids of ``pairs``. With ``max_len``, pairs whose source is longer than ``max_len`` or whose
     target + EOS is are left out and counted in ``report.notes`` (when given)."""
     out = fitting_examples(((src_tok.encode(p.src), tgt_tok.encode(p.tgt)) for p in pairs), max_len)

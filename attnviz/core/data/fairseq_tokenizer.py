@@ -11,22 +11,19 @@ Each side holds one language. A source is ``[code] pieces </s>`` (``LAYOUTS["mba
 ``pieces </s> [code]`` (``"mbart"``, cc25 and its fine-tunings); a target is ``[code] pieces``
 either way: the decoder starts from the config's start token (``</s>``) and its first generated
 token is forced to the target's code (``forced_first_token``), as ``transformers``' translation
-pipeline does with ``forced_bos_token_id``. Its bytes are a JSON document (``FORMAT``).
+pipeline does with ``forced_bos_token_id``. ``FairseqTokenizer`` is a ``tokenizer.TokenizerLike``; its
+bytes are a JSON document (``FairseqTokenizer.FORMAT``).
 """
 
 from __future__ import annotations
 
 import base64
-import json
-import os
 from collections.abc import Sequence
-from pathlib import Path
+from typing import Any
 
 from attnviz.core.data.source_map import unknown_parts
-from attnviz.core.data.tokenizer import TokenizerError, load_sentencepiece, unreadable_text
+from attnviz.core.data.tokenizer import DocumentTokenizer, TokenizerError, check_text, load_sentencepiece
 
-FORMAT = "attnviz-fairseq-tokenizer"
-FORMAT_VERSION = 1
 FAIRSEQ_OFFSET = 1  # fairseq id = sentencepiece id + 1 (fairseq puts <s> <pad> </s> <unk> first)
 SPECIALS = ("<s>", "<pad>", "</s>", "<unk>")  # ids 0..3
 MASK = "<mask>"
@@ -40,8 +37,11 @@ LAYOUTS = ("mbart50", "mbart")  # the source's code first (MBart50Tokenizer) or 
 SIDES = ("source", "target")
 
 
-class FairseqTokenizer:
+class FairseqTokenizer(DocumentTokenizer):
     """Text <-> ids <-> pieces for one side (``source`` or ``target``) of an mBART model, in one language."""
+
+    FORMAT = "attnviz-fairseq-tokenizer"
+    FORMAT_VERSION = 1
 
     def __init__(self, model_proto: bytes, *, n_codes: int, language: str, side: str, layout: str = "mbart50", bos_id: int = 2):
         self._proto = bytes(model_proto)
@@ -55,10 +55,7 @@ class FairseqTokenizer:
         self.n_pieces = self.sp.get_piece_size()
         self.codes = LANGUAGE_CODES[:n_codes]
         self.side, self.layout = side, layout
-        self.pad_id, self.unk_id, self.eos_id = 1, 3, 2
-        if not isinstance(bos_id, int) or not 0 <= bos_id < self.vocab_size:
-            raise TokenizerError(f"bos_id {bos_id!r} is outside the vocabulary (size {self.vocab_size})")
-        self.bos_id = bos_id
+        self.keep_special_ids(pad_id=1, unk_id=3, bos_id=bos_id, eos_id=2)
         self.language = self._checked_language(language)
         self.special_labels = {self.pad_id: "PAD", self.unk_id: "UNK", bos_id: "SOS", self.eos_id: "EOS"}  # EOS wins where the decoder starts from it
 
@@ -73,28 +70,14 @@ class FairseqTokenizer:
         return FairseqTokenizer(self._proto, n_codes=len(self.codes), language=language, side=self.side, layout=self.layout, bos_id=self.bos_id)
 
     # -- storage --------------------------------------------------------------------------------
-    def to_bytes(self) -> bytes:
-        doc = {
-            "format": FORMAT, "format_version": FORMAT_VERSION, "sentencepiece": base64.b64encode(self._proto).decode("ascii"),
-            "n_codes": len(self.codes), "language": self.language, "side": self.side, "layout": self.layout, "bos_id": self.bos_id,
-        }
-        return json.dumps(doc).encode("utf-8")
+    def fields(self) -> dict[str, Any]:
+        return {"sentencepiece": base64.b64encode(self._proto).decode("ascii"), "n_codes": len(self.codes), "language": self.language,
+                "side": self.side, "layout": self.layout, "bos_id": self.bos_id}
 
     @classmethod
-    def from_doc(cls, doc: dict) -> FairseqTokenizer:
-        """The tokenizer of a parsed ``FORMAT`` document; ``TokenizerError`` for anything else."""
-        try:
-            if doc.get("format") != FORMAT or doc.get("format_version") != FORMAT_VERSION:
-                raise TokenizerError(f"not an {FORMAT} version {FORMAT_VERSION} file")
-            proto = base64.b64decode(doc["sentencepiece"], validate=True)
-            return cls(proto, n_codes=doc["n_codes"], language=doc["language"], side=doc["side"], layout=doc["layout"], bos_id=doc["bos_id"])
-        except TokenizerError:
-            raise
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise TokenizerError(f"not a readable {FORMAT} file ({type(exc).__name__})") from None
-
-    def save(self, path: str | os.PathLike) -> None:
-        Path(path).write_bytes(self.to_bytes())
+    def from_fields(cls, doc: dict) -> FairseqTokenizer:
+        proto = base64.b64decode(doc["sentencepiece"], validate=True)
+        return cls(proto, n_codes=doc["n_codes"], language=doc["language"], side=doc["side"], layout=doc["layout"], bos_id=doc["bos_id"])
 
     # -- use ------------------------------------------------------------------------------------
     @property
@@ -111,9 +94,6 @@ class FairseqTokenizer:
         """The token decoding must generate first: the target's language code (none on a source side)."""
         return self.language_id if self.side == "target" else None
 
-    def special_ids(self) -> dict[str, int]:
-        return {"pad_id": self.pad_id, "unk_id": self.unk_id, "bos_id": self.bos_id, "eos_id": self.eos_id}
-
     def encode(self, text: str) -> list[int]:
         """Ids of ``text`` with this side's language code (and ``</s>`` on a source side); see the module docstring."""
         ids = self.text_ids(text)
@@ -125,25 +105,15 @@ class FairseqTokenizer:
 
     def text_ids(self, text: str) -> list[int]:
         """The ids of ``text``'s pieces alone (no language code, no ``</s>``); ``TokenizerError`` for unreadable text."""
-        problem = unreadable_text(text)
-        if problem:
-            raise TokenizerError(problem)
+        check_text(text)
         return [i + FAIRSEQ_OFFSET if i else self.unk_id for i in self.sp.encode(text, out_type=int)]
-
-    def encode_pieces(self, text: str) -> list[str]:
-        return self.pieces(self.encode(text))
 
     def decode(self, ids: Sequence[int]) -> str:
         """Text of ``ids``: the special tokens and language codes are dropped, UNK shows as ``⁇``."""
         return self.sp.decode([int(i) - FAIRSEQ_OFFSET for i in ids if len(SPECIALS) <= int(i) <= self.n_pieces])
 
-    def piece(self, token_id: int) -> str:
-        """A token's label as the UI shows it: SOS/EOS/PAD/UNK by name, a language code or ``<mask>`` as written, otherwise its piece."""
-        token_id = int(token_id)
-        if token_id in self.special_labels:
-            return self.special_labels[token_id]
-        if not 0 <= token_id < self.vocab_size:
-            raise TokenizerError(f"token id {token_id} is outside the vocabulary (size {self.vocab_size})")
+    def vocab_piece(self, token_id: int) -> str:
+        """A special token, a language code or ``<mask>`` as written, otherwise its piece."""
         if token_id < len(SPECIALS):
             return SPECIALS[token_id]
         if token_id <= self.n_pieces:
@@ -151,14 +121,8 @@ class FairseqTokenizer:
         extra = token_id - self.n_pieces - FAIRSEQ_OFFSET
         return self.codes[extra] if extra < len(self.codes) else MASK
 
-    def pieces(self, ids: Sequence[int]) -> list[str]:
-        return [self.piece(i) for i in ids]
-
-    def piece_to_id(self, piece: str) -> int:
-        """Id of a piece, a language code, ``<mask>``, a special token or SOS/EOS/PAD/UNK by name; UNK for an unknown piece."""
-        for token_id, label in self.special_labels.items():
-            if piece == label:
-                return token_id
+    def vocab_id(self, piece: str) -> int:
+        """Id of a piece, a language code, ``<mask>`` or a special token as written; UNK for an unknown piece."""
         if piece in SPECIALS:
             return SPECIALS.index(piece)
         if piece in self.codes:

@@ -37,7 +37,6 @@ import random
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from attnviz.core.data.corpora import (
     LINE_LIMIT,
@@ -58,6 +57,7 @@ from attnviz.core.data.corpora import (
     split_of,
     too_long_note,
 )
+from attnviz.core.data.tokenizer import Tokenizer
 
 STREAM_ABOVE = 64 * 2**20  # bytes: a larger TSV file is streamed even without --stream
 POOL_LINES = 50_000  # lines tokenised and bucketed together
@@ -141,7 +141,7 @@ class StreamedDataset(Dataset):
         assert self.stream is not None
         return TrainTexts(self.stream, side)
 
-    def training_batches(self, src_tok, tgt_tok, max_len: int, batch_tokens: int, seed: int) -> "StreamBatches":
+    def training_batches(self, src_tok: Tokenizer, tgt_tok: Tokenizer, max_len: int, batch_tokens: int, seed: int) -> "StreamBatches":
         assert self.stream is not None
         return StreamBatches(self.stream, (src_tok, tgt_tok), max_len, batch_tokens, seed, self.report)
 
@@ -150,7 +150,7 @@ class StreamBatches:
     """A streamed training split's batches, epoch by epoch (see the module docstring); the counting
     pass runs here. Same members as ``corpora.ExampleBatches``."""
 
-    def __init__(self, stream: TsvStream, tokenizers: tuple[Any, Any], max_len: int, batch_tokens: int, seed: int, report: DataReport):
+    def __init__(self, stream: TsvStream, tokenizers: tuple[Tokenizer, Tokenizer], max_len: int, batch_tokens: int, seed: int, report: DataReport):
         self.stream, self.tokenizers, self.max_len = stream, tokenizers, max_len
         self.batch_tokens, self.seed = batch_tokens, seed
         self.examples: list[Example] = []  # none held: read pool by pool

@@ -3,36 +3,36 @@ folder's vocabulary file (sentencepiece with ``vocab.json``, byte-level BPE, Wor
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from attnviz.core.data.source_map import unknown_parts
-from attnviz.core.data.tokenizer import TokenizerError
+from attnviz.core.data.tokenizer import DocumentTokenizer
 
 
-class VocabLookup:
-    """Pieces by id and ids by piece for a tokenizer that holds ``vocab`` (piece → id), ``_by_id``
-    (id → piece), ``special_labels`` (id → SOS/EOS/PAD/UNK as the UI names them), ``vocab_size``
-    and ``unk_id``."""
+class VocabLookup(DocumentTokenizer):
+    """Pieces by id and ids by piece for a tokenizer that holds ``vocab`` (piece → id) and ``_by_id``
+    (id → piece); its document stores the special ids as ``special_ids`` (``pad``, ``unk``, ``bos``, ``eos``)."""
 
-    def piece(self, token_id: int) -> str:
-        """A token's label as the UI shows it: SOS/EOS/PAD/UNK by name, otherwise its piece."""
-        token_id = int(token_id)
-        if token_id in self.special_labels:
-            return self.special_labels[token_id]
-        if not 0 <= token_id < self.vocab_size:
-            raise TokenizerError(f"token id {token_id} is outside the vocabulary (size {self.vocab_size})")
+    vocab: dict[str, int]
+    _by_id: list[str]
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self._by_id)
+
+    def vocab_piece(self, token_id: int) -> str:
         return self._by_id[token_id]
 
-    def pieces(self, ids: Sequence[int]) -> list[str]:
-        return [self.piece(i) for i in ids]
-
-    def piece_to_id(self, piece: str) -> int:
-        """Id of a piece (or of SOS/EOS/PAD/UNK by name); UNK for an unknown piece."""
-        for token_id, label in self.special_labels.items():
-            if piece == label:
-                return token_id
+    def vocab_id(self, piece: str) -> int:
         return self.vocab.get(piece, self.unk_id)
 
     def unknown_characters(self, text: str) -> list[str]:
         """The parts of ``text`` read as UNK, to tell the user (see ``unknown_parts``)."""
         return unknown_parts(self, text)
+
+    def stored_ids(self) -> dict[str, int]:
+        """The special ids as the document stores them."""
+        return {"pad": self.pad_id, "unk": self.unk_id, "bos": self.bos_id, "eos": self.eos_id}
+
+    @staticmethod
+    def ids_stored(ids: dict) -> dict[str, int]:
+        """The special ids a document stores (``ids``, its ``special_ids``) as the constructor takes them."""
+        return {"pad_id": ids["pad"], "unk_id": ids["unk"], "bos_id": ids["bos"], "eos_id": ids["eos"]}

@@ -6,25 +6,21 @@ set apart, it is lowercased and its accents stripped (``lowercase``), split on s
 punctuation, and each word is cut into the longest pieces of the vocabulary from its start
 (continuations spelled ``##piece``); a word that cannot be cut is UNK. Special tokens typed as
 they are (``[MASK]``) are kept whole. A sentence is ``[CLS] ... [SEP]``. ``WordPieceTokenizer``
-has the public face of ``hf_tokenizer.VocabTokenizer``; its bytes are a JSON document (``FORMAT``)
+is a ``tokenizer.TokenizerLike``; its bytes are a JSON document (``WordPieceTokenizer.FORMAT``)
 that ``hf_tokenizer.tokenizer_from_bytes`` reads back.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import re
 import unicodedata
 from collections.abc import Sequence
-from pathlib import Path
+from typing import Any
 
 from attnviz.core.data.pieces import SP_WORD_START
-from attnviz.core.data.tokenizer import TokenizerError, unreadable_text
+from attnviz.core.data.tokenizer import TokenizerError, check_text
 from attnviz.core.data.vocab_lookup import VocabLookup
 
-FORMAT = "attnviz-wordpiece-tokenizer"
-FORMAT_VERSION = 1
 CONTINUATION = "##"  # a piece that continues a word
 MAX_WORD = 100  # characters: a longer word is UNK (as BERT's tokenizer)
 SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
@@ -80,13 +76,13 @@ class WordPieceTokenizer(VocabLookup):
     """Text <-> ids <-> pieces for a model with a WordPiece vocabulary: ``[CLS]`` (``bos_id``) starts
     and ``[SEP]`` (``eos_id``) ends every sentence."""
 
+    FORMAT = "attnviz-wordpiece-tokenizer"
+    FORMAT_VERSION = 1
+
     def __init__(self, pieces: Sequence[str], *, pad_id: int, unk_id: int, bos_id: int, eos_id: int, lowercase: bool = True):
         self._by_id = list(pieces)
         self.vocab = {p: i for i, p in enumerate(self._by_id)}  # a piece listed twice: its last id (as BERT's tokenizer)
-        for name, value in (("pad_id", pad_id), ("unk_id", unk_id), ("bos_id", bos_id), ("eos_id", eos_id)):
-            if not isinstance(value, int) or not 0 <= value < len(self._by_id):
-                raise TokenizerError(f"{name} {value!r} is outside the vocabulary (size {len(self._by_id)})")
-        self.pad_id, self.unk_id, self.bos_id, self.eos_id = pad_id, unk_id, bos_id, eos_id
+        self.keep_special_ids(pad_id, unk_id, bos_id, eos_id)
         self.lowercase = bool(lowercase)
         self.mask_id = self.vocab.get("[MASK]")  # the token a masked-token prediction fills in (None: the vocabulary has none)
         self.special_labels = {pad_id: "PAD", unk_id: "UNK", bos_id: "SOS", eos_id: "EOS"}
@@ -96,45 +92,20 @@ class WordPieceTokenizer(VocabLookup):
         self.sp = _PieceSplitter(self)  # what source_map aligns with the text
 
     # -- storage --------------------------------------------------------------------------------
-    def to_bytes(self) -> bytes:
-        doc = {
-            "format": FORMAT, "format_version": FORMAT_VERSION, "vocab": self._by_id, "lowercase": self.lowercase,
-            "special_ids": {"pad": self.pad_id, "unk": self.unk_id, "bos": self.bos_id, "eos": self.eos_id},
-        }
-        return json.dumps(doc, ensure_ascii=False).encode("utf-8")
+    def fields(self) -> dict[str, Any]:
+        return {"vocab": self._by_id, "lowercase": self.lowercase, "special_ids": self.stored_ids()}
 
     @classmethod
-    def from_doc(cls, doc: dict) -> WordPieceTokenizer:
-        """The tokenizer of a parsed ``FORMAT`` document; ``TokenizerError`` for anything else."""
-        try:
-            if doc.get("format") != FORMAT or doc.get("format_version") != FORMAT_VERSION:
-                raise TokenizerError(f"not an {FORMAT} version {FORMAT_VERSION} file")
-            ids, pieces = doc["special_ids"], doc["vocab"]
-            if not isinstance(pieces, list) or not all(isinstance(p, str) for p in pieces):
-                raise TokenizerError("the vocabulary must be a list of pieces")
-            return cls(pieces, pad_id=ids["pad"], unk_id=ids["unk"], bos_id=ids["bos"], eos_id=ids["eos"], lowercase=doc["lowercase"] is True)
-        except TokenizerError:
-            raise
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise TokenizerError(f"not a readable {FORMAT} file ({type(exc).__name__})") from None
-
-    def save(self, path: str | os.PathLike) -> None:
-        Path(path).write_bytes(self.to_bytes())
+    def from_fields(cls, doc: dict) -> WordPieceTokenizer:
+        ids, pieces = doc["special_ids"], doc["vocab"]
+        if not isinstance(pieces, list) or not all(isinstance(p, str) for p in pieces):
+            raise TokenizerError("the vocabulary must be a list of pieces")
+        return cls(pieces, **cls.ids_stored(ids), lowercase=doc["lowercase"] is True)
 
     # -- use ------------------------------------------------------------------------------------
-    @property
-    def vocab_size(self) -> int:
-        return len(self._by_id)
-
-    def special_ids(self) -> dict[str, int]:
-        return {"pad_id": self.pad_id, "unk_id": self.unk_id, "bos_id": self.bos_id, "eos_id": self.eos_id}
-
     def encode(self, text: str) -> list[int]:
         """``[CLS]``, the ids of ``text``'s pieces (UNK for a word the vocabulary cannot spell), ``[SEP]``."""
         return [self.bos_id, *(self.vocab[p] if p in self.vocab else self.unk_id for p in self.split(text)), self.eos_id]
-
-    def encode_pieces(self, text: str) -> list[str]:
-        return self.pieces(self.encode(text))
 
     def decode(self, ids: Sequence[int]) -> str:
         """Text of ``ids`` (PAD, CLS and SEP dropped; continuations joined to their word)."""
@@ -148,9 +119,7 @@ class WordPieceTokenizer(VocabLookup):
 
     def words(self, text: str) -> list[tuple[str, list[str]]]:
         """Each word of ``text`` (as the basic tokenization leaves it) with its pieces (``TokenizerError`` for unreadable text)."""
-        problem = unreadable_text(text)
-        if problem:
-            raise TokenizerError(problem)
+        check_text(text)
         parts = self._specials.split(text) if self._specials is not None else [text]
         out: list[tuple[str, list[str]]] = []
         for i, part in enumerate(parts):

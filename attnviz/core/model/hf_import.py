@@ -24,7 +24,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load as st_load
 
-from attnviz.core.data.tokenizer import TokenizerError
+from attnviz.core.data.tokenizer import TokenizerError, TokenizerLike
 from attnviz.core.files import read_capped, read_json_capped, read_safetensors_header, regular_size
 from attnviz.core.model.config import TransformerConfig
 from attnviz.core.model.families import bart, bert, gpt2, marian, t5
@@ -43,8 +43,8 @@ class ImportedModel:
     """What a Hugging Face folder holds, as attnviz objects (``bundle.Bundle``'s parts)."""
 
     model: Transformer
-    src_tokenizer: Any
-    tgt_tokenizer: Any
+    src_tokenizer: TokenizerLike
+    tgt_tokenizer: TokenizerLike
     meta: dict[str, Any] = field(default_factory=dict)
 
 
@@ -104,7 +104,7 @@ def read_hf_folder(
     return ImportedModel(model, src_tok, tgt_tok, meta)
 
 
-def _in_language(tokenizer: Any, language: str | None, folder: Path, option: str) -> Any:
+def _in_language(tokenizer: TokenizerLike, language: str | None, folder: Path, option: str) -> TokenizerLike:
     """``tokenizer`` for ``language`` (itself for ``None``); ``HFImportError`` where it has no such language code."""
     if language is None:
         return tokenizer

@@ -20,28 +20,29 @@ from typing import Any
 
 import torch
 
-from attnviz.core.data.bpe_tokenizer import BPETokenizer
 from attnviz.core.data.fairseq_tokenizer import FAIRSEQ_OFFSET, LANGUAGE_CODES, SPECIALS, FairseqTokenizer
-from attnviz.core.data.tokenizer import TokenizerError, load_sentencepiece
+from attnviz.core.data.tokenizer import TokenizerError, TokenizerLike, load_sentencepiece
 from attnviz.core.files import read_capped, read_json_capped
 from attnviz.core.model.config import TransformerConfig
 from attnviz.core.model.families.common import (
     CONFIG,
     CONFIG_LIMIT,
+    MERGES,
     SPM_LIMIT,
-    VOCAB_LIMIT,
+    VOCAB_JSON,
     HFImportError,
     activation,
+    bpe_tokenizers,
     build_config,
     check_equal_pairs,
     check_kinds,
     check_shapes,
     field,
+    read_vocab_json,
     rename,
 )
 from attnviz.core.model.families.marian import EMBEDDING_NAMES, LAYER_NAMES, embeddings
 
-VOCAB, MERGES = "vocab.json", "merges.txt"
 SPM, TOKENIZER_CONFIG = "sentencepiece.bpe.model", "tokenizer_config.json"  # mBART's tokenizer files
 DEFAULT_LANGUAGE = "en_XX"  # transformers' source language where tokenizer_config.json names none
 POSITION_OFFSET = 2  # BART's learned position table holds two rows before position 0
@@ -58,7 +59,7 @@ class Bart:
     name = "BART"
     architectures = ("BartForConditionalGeneration", "MBartForConditionalGeneration")
     model_types = ("bart", "mbart")
-    files = (VOCAB, MERGES, SPM)
+    files = (VOCAB_JSON, MERGES, SPM)
 
     def config(self, hf: dict[str, Any], folder: Path) -> TransformerConfig:
         file = folder / CONFIG
@@ -93,25 +94,15 @@ class Bart:
         check_shapes(ours, config, where)
         return ours
 
-    def tokenizers(self, folder: Path, config: TransformerConfig) -> tuple[BPETokenizer, BPETokenizer] | tuple[FairseqTokenizer, FairseqTokenizer]:
+    def tokenizers(self, folder: Path, config: TransformerConfig) -> tuple[TokenizerLike, TokenizerLike]:
         """Source (``<s>`` ... ``</s>``) and target (``<s>`` ...) byte-level BPE tokenizers, or mBART's (see the module docstring)."""
         if _is_mbart_folder(folder):
             return _mbart_tokenizers(folder, config)
-        vocab = _read_vocab(folder)
-        file = folder / MERGES
-        if not file.exists() and not file.is_symlink():
-            raise HFImportError(file, "missing (a BART model folder needs vocab.json and merges.txt)")
-        text = read_capped(file, VOCAB_LIMIT, HFImportError).decode("utf-8", errors="replace")
-        merges = [line for line in text.splitlines() if line.strip() and not line.startswith("#version")]
-        ids = dict(pad_id=config.pad_id, unk_id=config.unk_id, bos_id=config.bos_id, eos_id=config.eos_id)
+        vocab = read_vocab_json(folder, "<unk>")
         start = vocab.get("<s>")
-        try:
-            sides = [BPETokenizer(vocab, merges, prefix=[start] if isinstance(start, int) else [], append_eos=eos, **ids) for eos in (True, False)]
-        except TokenizerError as exc:
-            raise HFImportError(file if "merge" in str(exc) else folder / VOCAB, str(exc)) from None
-        if sides[0].vocab_size != config.src_vocab_size:
-            raise HFImportError(folder / VOCAB, f"holds {sides[0].vocab_size} pieces, config.json says vocab_size {config.src_vocab_size}")
-        return sides[0], sides[1]
+        sides = [dict(prefix=[start] if isinstance(start, int) else [], append_eos=eos) for eos in (True, False)]
+        src, tgt = bpe_tokenizers(folder, vocab, config, "a BART model folder needs vocab.json and merges.txt", sides)
+        return src, tgt
 
 
 FAMILY = Bart()
@@ -122,7 +113,7 @@ def _is_mbart_folder(folder: Path) -> bool:
 
 
 def _unk_id(folder: Path) -> int:
-    return SPECIALS.index("<unk>") if _is_mbart_folder(folder) else _read_vocab(folder)["<unk>"]
+    return SPECIALS.index("<unk>") if _is_mbart_folder(folder) else read_vocab_json(folder, "<unk>")["<unk>"]
 
 
 def _mbart_tokenizers(folder: Path, config: TransformerConfig) -> tuple[FairseqTokenizer, FairseqTokenizer]:
@@ -160,13 +151,6 @@ def _tokenizer_settings(folder: Path) -> dict[str, Any]:
     if not isinstance(settings, dict):
         raise HFImportError(file, "is not a JSON object")
     return settings
-
-
-def _read_vocab(folder: Path) -> dict[str, int]:
-    vocab = read_json_capped(folder / VOCAB, VOCAB_LIMIT, HFImportError)
-    if not isinstance(vocab, dict) or not isinstance(vocab.get("<unk>"), int):
-        raise HFImportError(folder / VOCAB, "is not a piece -> id object with '<unk>'")
-    return vocab
 
 
 def _check_bart_choices(hf: dict[str, Any], file: Path, pre: bool) -> None:

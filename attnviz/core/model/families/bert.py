@@ -31,9 +31,12 @@ from attnviz.core.model.families.common import (
     activation,
     build_config,
     check_kinds,
+    check_present,
     check_shapes,
+    check_vocab_size,
     field,
     rename,
+    tokenizer_ids,
 )
 
 VOCAB, TOKENIZER_CONFIG = "vocab.txt", "tokenizer_config.json"
@@ -100,11 +103,9 @@ class Bert:
     def tokenizers(self, folder: Path, config: TransformerConfig) -> tuple[WordPieceTokenizer, WordPieceTokenizer]:
         """The WordPiece tokenizer of ``vocab.txt`` (both sides: an encoder-only model reads and predicts one text)."""
         pieces = _vocab(folder)
-        if len(pieces) != config.src_vocab_size:
-            raise HFImportError(folder / VOCAB, f"holds {len(pieces)} pieces, config.json says vocab_size {config.src_vocab_size}")
-        ids = dict(pad_id=config.pad_id, unk_id=config.unk_id, bos_id=config.bos_id, eos_id=config.eos_id)
+        check_vocab_size(folder / VOCAB, len(pieces), config)
         try:
-            tokenizer = WordPieceTokenizer(pieces, lowercase=_lowercase(folder), **ids)
+            tokenizer = WordPieceTokenizer(pieces, lowercase=_lowercase(folder), **tokenizer_ids(config))
         except TokenizerError as exc:
             raise HFImportError(folder / VOCAB, str(exc)) from None
         return tokenizer, tokenizer
@@ -131,8 +132,7 @@ def _check_bert_choices(hf: dict[str, Any], file: Path) -> None:
 
 def _vocab(folder: Path) -> list[str]:
     file = folder / VOCAB
-    if not file.exists() and not file.is_symlink():
-        raise HFImportError(file, "missing (a BERT model folder needs vocab.txt)")
+    check_present(file, "a BERT model folder needs vocab.txt")
     try:
         pieces = read_vocab_txt(read_capped(file, VOCAB_LIMIT, HFImportError))
     except TokenizerError as exc:

@@ -1,20 +1,26 @@
 """What every Hugging Face family shares: the one-line ``HFImportError``, the ``Family`` a module
-describes, building a checked config, and the checks of the tensors a family maps to ours."""
+describes, building a checked config, the checks of the tensors a family maps to ours, and reading
+the tokenizer files several families hold (``vocab.json``, ``merges.txt``)."""
 
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 import torch
 
+from attnviz.core.data.bpe_tokenizer import BPETokenizer
+from attnviz.core.data.tokenizer import TokenizerError, TokenizerLike
+from attnviz.core.files import read_capped, read_json_capped
 from attnviz.core.model.config import ConfigError, TransformerConfig
 from attnviz.core.model.transformer import Transformer
 from attnviz.errors import AttnvizError
 
 CONFIG = "config.json"
+VOCAB_JSON, MERGES = "vocab.json", "merges.txt"  # a piece -> id vocabulary; byte-level BPE's merge rules
 CONFIG_LIMIT = 1024 * 1024  # bytes: a config.json is a few kB
 VOCAB_LIMIT = 64 * 1024 * 1024  # bytes: a vocab.json or merges.txt is a few MB
 SPM_LIMIT = 64 * 1024 * 1024  # bytes: a sentencepiece model of a large vocabulary is a few MB (as bundles' TOKENIZER_LIMIT)
@@ -40,7 +46,7 @@ class Family(Protocol):
 
     def state_dict(self, theirs: dict[str, torch.Tensor], config: TransformerConfig, where: Path) -> dict[str, torch.Tensor]: ...
 
-    def tokenizers(self, folder: Path, config: TransformerConfig) -> tuple[Any, Any]: ...
+    def tokenizers(self, folder: Path, config: TransformerConfig) -> tuple[TokenizerLike, TokenizerLike]: ...
 
 
 def architecture(hf: dict[str, Any]) -> str:
@@ -145,3 +151,45 @@ def check_shapes(ours: dict[str, torch.Tensor], config: TransformerConfig, where
         if not torch.isfinite(got).all():
             raise HFImportError(where, f"tensor {name!r} holds NaN or infinite values")
         ours[name] = got.to(torch.float32)
+
+
+# -- tokenizer files ---------------------------------------------------------------------------
+def tokenizer_ids(config: TransformerConfig) -> dict[str, int]:
+    """The config's PAD, UNK, SOS and EOS ids, as a tokenizer's keyword arguments."""
+    return dict(pad_id=config.pad_id, unk_id=config.unk_id, bos_id=config.bos_id, eos_id=config.eos_id)
+
+
+def check_present(file: Path, needs: str) -> None:
+    """``HFImportError`` ``missing (NEEDS)`` where there is no ``file`` (a broken link is there: reading it tells why)."""
+    if not file.exists() and not file.is_symlink():
+        raise HFImportError(file, f"missing ({needs})")
+
+
+def check_vocab_size(file: Path, pieces: int, config: TransformerConfig) -> None:
+    """``HFImportError`` unless a vocabulary of ``pieces`` (in ``file``) is the config's ``vocab_size``."""
+    if pieces != config.src_vocab_size:
+        raise HFImportError(file, f"holds {pieces} pieces, config.json says vocab_size {config.src_vocab_size}")
+
+
+def read_vocab_json(folder: Path, piece: str) -> dict[str, int]:
+    """``vocab.json`` (piece -> id); ``HFImportError`` unless it is an object that gives ``piece`` an id."""
+    vocab = read_json_capped(folder / VOCAB_JSON, VOCAB_LIMIT, HFImportError)
+    if not isinstance(vocab, dict) or not isinstance(vocab.get(piece), int):
+        raise HFImportError(folder / VOCAB_JSON, f"is not a piece -> id object with {piece!r}")
+    return vocab
+
+
+def bpe_tokenizers(folder: Path, vocab: dict[str, int], config: TransformerConfig, needs: str,
+                   sides: Sequence[dict[str, Any]]) -> list[BPETokenizer]:
+    """A ``BPETokenizer`` of ``vocab`` and ``merges.txt`` with the config's special ids for each of
+    ``sides`` (its other options); ``HFImportError`` (``needs``: what a missing file says) otherwise."""
+    file = folder / MERGES
+    check_present(file, needs)
+    text = read_capped(file, VOCAB_LIMIT, HFImportError).decode("utf-8", errors="replace")
+    merges = [line for line in text.splitlines() if line.strip() and not line.startswith("#version")]
+    try:
+        tokenizers = [BPETokenizer(vocab, merges, **tokenizer_ids(config), **options) for options in sides]
+    except TokenizerError as exc:
+        raise HFImportError(file if "merge" in str(exc) else folder / VOCAB_JSON, str(exc)) from None
+    check_vocab_size(folder / VOCAB_JSON, tokenizers[0].vocab_size, config)
+    return tokenizers

@@ -19,23 +19,23 @@ from typing import Any
 import torch
 
 from attnviz.core.data.bpe_tokenizer import BPETokenizer
-from attnviz.core.data.tokenizer import TokenizerError
-from attnviz.core.files import read_capped, read_json_capped
 from attnviz.core.model.config import TransformerConfig
 from attnviz.core.model.families.common import (
     CONFIG,
-    VOCAB_LIMIT,
+    MERGES,
+    VOCAB_JSON,
     HFImportError,
     activation,
+    bpe_tokenizers,
     build_config,
     check_kinds,
     check_shapes,
     field,
     output_layer,
+    read_vocab_json,
     rename,
 )
 
-VOCAB, MERGES = "vocab.json", "merges.txt"
 END_OF_TEXT = "<|endoftext|>"
 _H = r"h\.(\d+)\."
 _NAMES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
@@ -66,7 +66,7 @@ class GPT2:
     name = "GPT-2"
     architectures = ("GPT2LMHeadModel",)
     model_types = ("gpt2",)
-    files = (VOCAB, MERGES)
+    files = (VOCAB_JSON, MERGES)
 
     def config(self, hf: dict[str, Any], folder: Path) -> TransformerConfig:
         file = folder / CONFIG
@@ -110,21 +110,8 @@ class GPT2:
 
     def tokenizers(self, folder: Path, config: TransformerConfig) -> tuple[BPETokenizer, BPETokenizer]:
         """The prompt's and the continuation's byte-level BPE tokenizer (the same: no token added)."""
-        vocab = read_json_capped(folder / VOCAB, VOCAB_LIMIT, HFImportError)
-        if not isinstance(vocab, dict) or not isinstance(vocab.get(END_OF_TEXT), int):
-            raise HFImportError(folder / VOCAB, f"is not a piece -> id object with {END_OF_TEXT!r}")
-        file = folder / MERGES
-        if not file.exists() and not file.is_symlink():
-            raise HFImportError(file, "missing (a GPT-2 model folder needs vocab.json and merges.txt)")
-        text = read_capped(file, VOCAB_LIMIT, HFImportError).decode("utf-8", errors="replace")
-        merges = [line for line in text.splitlines() if line.strip() and not line.startswith("#version")]
-        ids = dict(pad_id=config.pad_id, unk_id=config.unk_id, bos_id=config.bos_id, eos_id=config.eos_id)
-        try:
-            tokenizer = BPETokenizer(vocab, merges, **ids)
-        except TokenizerError as exc:
-            raise HFImportError(file if "merge" in str(exc) else folder / VOCAB, str(exc)) from None
-        if tokenizer.vocab_size != config.src_vocab_size:
-            raise HFImportError(folder / VOCAB, f"holds {tokenizer.vocab_size} pieces, config.json says vocab_size {config.src_vocab_size}")
+        vocab = read_vocab_json(folder, END_OF_TEXT)
+        [tokenizer] = bpe_tokenizers(folder, vocab, config, "a GPT-2 model folder needs vocab.json and merges.txt", [{}])
         return tokenizer, tokenizer
 
 

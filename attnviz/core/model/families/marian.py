@@ -18,25 +18,29 @@ import torch
 
 from attnviz.core.data.hf_tokenizer import VocabTokenizer
 from attnviz.core.data.tokenizer import TokenizerError
-from attnviz.core.files import read_capped, read_json_capped
+from attnviz.core.files import read_capped
 from attnviz.core.model.config import TransformerConfig
 from attnviz.core.model.families.common import (
     CONFIG,
     SPM_LIMIT,
-    VOCAB_LIMIT,
+    VOCAB_JSON,
     HFImportError,
     activation,
     build_config,
     check_equal_pairs,
     check_kinds,
+    check_present,
     check_shapes,
+    check_vocab_size,
     field,
     output_layer,
+    read_vocab_json,
     rename,
+    tokenizer_ids,
 )
 from attnviz.core.model.modules import sinusoidal_encoding
 
-SOURCE_SPM, TARGET_SPM, VOCAB = "source.spm", "target.spm", "vocab.json"
+SOURCE_SPM, TARGET_SPM = "source.spm", "target.spm"
 POSITIONS_ATOL = 1e-3  # a stored position table may differ from ours by float16 rounding, not more
 
 # transformers' tensor names of a BART-style layer (Marian, BART, mBART; after "model.") -> ours
@@ -72,40 +76,30 @@ class Marian:
     name = "Marian"
     architectures = ("MarianMTModel",)
     model_types = ("marian",)
-    files = (VOCAB, SOURCE_SPM, TARGET_SPM)
+    files = (VOCAB_JSON, SOURCE_SPM, TARGET_SPM)
 
     def config(self, hf: dict[str, Any], folder: Path) -> TransformerConfig:
-        return config_from_hf(hf, folder / CONFIG, _read_vocab(folder)["<unk>"])
+        return config_from_hf(hf, folder / CONFIG, read_vocab_json(folder, "<unk>")["<unk>"])
 
     def state_dict(self, theirs: dict[str, torch.Tensor], config: TransformerConfig, where: Path) -> dict[str, torch.Tensor]:
         return hf_state_dict(theirs, config, where)
 
     def tokenizers(self, folder: Path, config: TransformerConfig) -> tuple[VocabTokenizer, VocabTokenizer]:
         """Source (ends with EOS) and target tokenizers over the shared ``vocab.json``."""
-        vocab = _read_vocab(folder)
-        ids = dict(pad_id=config.pad_id, unk_id=config.unk_id, bos_id=config.bos_id, eos_id=config.eos_id)
+        vocab = read_vocab_json(folder, "<unk>")
         sides = []
         for name, append_eos in ((SOURCE_SPM, True), (TARGET_SPM, False)):
             file = folder / name
-            if not file.exists() and not file.is_symlink():
-                raise HFImportError(file, "missing (a Marian model folder needs source.spm, target.spm and vocab.json)")
+            check_present(file, "a Marian model folder needs source.spm, target.spm and vocab.json")
             try:
-                sides.append(VocabTokenizer(read_capped(file, SPM_LIMIT, HFImportError), vocab, append_eos=append_eos, **ids))
+                sides.append(VocabTokenizer(read_capped(file, SPM_LIMIT, HFImportError), vocab, append_eos=append_eos, **tokenizer_ids(config)))
             except TokenizerError as exc:
                 raise HFImportError(file, str(exc)) from None
-        if sides[0].vocab_size != config.src_vocab_size:
-            raise HFImportError(folder / VOCAB, f"holds {sides[0].vocab_size} pieces, config.json says vocab_size {config.src_vocab_size}")
+        check_vocab_size(folder / VOCAB_JSON, sides[0].vocab_size, config)
         return sides[0], sides[1]
 
 
 FAMILY = Marian()
-
-
-def _read_vocab(folder: Path) -> dict[str, int]:
-    vocab = read_json_capped(folder / VOCAB, VOCAB_LIMIT, HFImportError)
-    if not isinstance(vocab, dict) or not isinstance(vocab.get("<unk>"), int):
-        raise HFImportError(folder / VOCAB, "is not a piece -> id object with '<unk>'")
-    return vocab
 
 
 # -- configuration -------------------------------------------------------------------------------

@@ -27,10 +27,12 @@ from attnviz.core.model.families.common import (
     activation,
     build_config,
     check_kinds,
+    check_present,
     check_shapes,
     field,
     output_layer,
     rename,
+    tokenizer_ids,
 )
 
 SPIECE = "spiece.model"
@@ -107,7 +109,7 @@ class T5:
         if len(pieces) > config.src_vocab_size:
             raise HFImportError(folder / SPIECE, f"holds {len(pieces)} pieces, more than config.json's vocab_size {config.src_vocab_size}")
         vocab = {p: i for i, p in enumerate(pieces + _sentinels(len(pieces), config.src_vocab_size))}
-        ids = dict(pad_id=config.pad_id, unk_id=config.unk_id, bos_id=config.bos_id, eos_id=config.eos_id)
+        ids = tokenizer_ids(config)
         try:
             return VocabTokenizer(proto, vocab, append_eos=True, **ids), VocabTokenizer(proto, vocab, append_eos=False, **ids)
         except TokenizerError as exc:
@@ -144,8 +146,7 @@ def _ffn_name(name: str) -> str:
 
 def _read_spiece(folder: Path) -> bytes:
     file = folder / SPIECE
-    if not file.exists() and not file.is_symlink():
-        raise HFImportError(file, "missing (a T5 model folder needs spiece.model)")
+    check_present(file, "a T5 model folder needs spiece.model")
     return read_capped(file, SPM_LIMIT, HFImportError)
 
 
