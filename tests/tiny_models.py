@@ -36,3 +36,13 @@ def random_model(norm: str = "layer", placement: str = "post", seed: int = 0, ma
             for _ in range(3):
                 model(torch.randint(4, src.vocab_size, (4, 8)), torch.randint(4, tgt.vocab_size, (4, 6)))
     return model.eval()
+
+
+NORM_VARIANTS = [dict(norm="layer", placement="post"), dict(norm="layer", placement="pre"), dict(norm="batch", placement="post")]
+
+
+def random_batch(model, seed: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
+    """Random source ids [2, 7] and target ids [2, 5] (none of them special) for ``model``, drawn from generator seed ``seed``."""
+    g = torch.Generator().manual_seed(seed)
+    c = model.config
+    return torch.randint(4, c.src_vocab_size, (2, 7), generator=g), torch.randint(4, c.tgt_vocab_size, (2, 5), generator=g)

@@ -27,16 +27,10 @@ from attnviz.core.analysis.attribution import (
 from attnviz.core.bundle import load_bundle
 from attnviz.core.decoding.teacher_forcing import log_prob_of
 from attnviz.errors import AttnvizError
-from attnviz.paths import default_model
 
 TUTORIAL = "尽管今天下了雨，但我因为拿到了梦寐以求的工作offer而感到非常开心和兴奋。"
 TUTORIAL_TGT = "Although it rained today, I was very happy and excited because I got my dream job offer."
 SHORT = "我喜欢喝茶。"
-
-
-@pytest.fixture(scope="module")
-def bundle():
-    return load_bundle(default_model())
 
 
 @pytest.fixture(scope="module")

@@ -34,6 +34,20 @@ def make_model(toks, norm="layer", tie=False, seed=0):
     return m.eval()
 
 
+def check_same_model(m, b, toks, tie: bool, rows: int) -> None:
+    """Bundle ``b`` holds exactly ``m``'s tensors (its output layer the target embedding if ``tie``) and gives exactly
+    ``m``'s logits on ``rows`` random sentences."""
+    s1, s2 = m.state_dict(), b.model.state_dict()
+    assert s1.keys() == s2.keys()
+    assert all(torch.equal(s1[k], s2[k]) for k in s1)
+    if tie:
+        assert b.model.generator.weight is b.model.decoder.embed.table.weight
+    src = torch.randint(4, toks[0].vocab_size, (rows, 5))
+    tgt = torch.randint(4, toks[1].vocab_size, (rows, 4))
+    with torch.no_grad():
+        assert torch.equal(m(src, tgt), b.model(src, tgt))
+
+
 @pytest.mark.parametrize("norm,tie", [("layer", False), ("batch", False), ("layer", True)])
 def test_round_trip_is_bit_exact(tmp_path, toks, norm, tie):
     """Bit-exact for the weights as stored (float16; tests/core/test_float16_bundle.py)."""
@@ -41,17 +55,9 @@ def test_round_trip_is_bit_exact(tmp_path, toks, norm, tie):
     round_as_stored(m)
     save_bundle(tmp_path / "b", m, *toks, {"history": [1, 2]})
     b = load_bundle(tmp_path / "b")
-    s1, s2 = m.state_dict(), b.model.state_dict()
-    assert s1.keys() == s2.keys()
-    assert all(torch.equal(s1[k], s2[k]) for k in s1)
     assert b.config == m.config and b.meta["history"] == [1, 2]
     assert b.src_tokenizer.to_bytes() == toks[0].to_bytes()
-    if tie:
-        assert b.model.generator.weight is b.model.decoder.embed.table.weight
-    src = torch.randint(4, toks[0].vocab_size, (1, 5))
-    tgt = torch.randint(4, toks[1].vocab_size, (1, 4))
-    with torch.no_grad():
-        assert torch.equal(m(src, tgt), b.model(src, tgt))
+    check_same_model(m, b, toks, tie, rows=1)
 
 
 def test_chinese_round_trips_through_a_saved_tokenizer(tmp_path, toks):
@@ -157,15 +163,7 @@ def test_a_bundle_with_old_tensor_names_still_opens(tmp_path, toks, norm, tie, f
     path = save_bundle(tmp_path / "b", m, *toks)
     state = st_load((path / "model.safetensors").read_bytes())
     (path / "model.safetensors").write_bytes(st_save({old_name(k): v for k, v in state.items()}))
-    b = load_bundle(path)
-    s1, s2 = m.state_dict(), b.model.state_dict()
-    assert s1.keys() == s2.keys() and all(torch.equal(s1[k], s2[k]) for k in s1)
-    if tie:
-        assert b.model.generator.weight is b.model.decoder.embed.table.weight
-    src = torch.randint(4, toks[0].vocab_size, (2, 5))
-    tgt = torch.randint(4, toks[1].vocab_size, (2, 4))
-    with torch.no_grad():
-        assert torch.equal(m(src, tgt), b.model(src, tgt))
+    check_same_model(m, load_bundle(path), toks, tie, rows=2)
     (path / "model.safetensors").write_bytes(st_save({**state, old_name("encoder.layers.0.norm1.weight"): state["encoder.layers.0.norm1.weight"].clone()}))
     expect_error(path, "model.safetensors", ["same name"])
 

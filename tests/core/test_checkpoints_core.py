@@ -37,11 +37,6 @@ SOURCE = "我明天去北京。"
 
 
 @pytest.fixture(scope="module")
-def bundle():
-    return load_bundle(default_model())
-
-
-@pytest.fixture(scope="module")
 def copies(tmp_path_factory):
     """The default bundle saved again (weights stored as float16, as every save does) and that copy
     with the queries of its second cross-attention layer shaken: the folders of A and B."""

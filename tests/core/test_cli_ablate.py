@@ -9,15 +9,8 @@ import pytest
 import torch
 
 from attnviz.cli import main
-from attnviz.core.bundle import load_bundle
 from attnviz.core.decoding.session import translate
 from attnviz.core.model.sites import AttentionSite
-from attnviz.paths import default_model
-
-
-@pytest.fixture(scope="module")
-def bundle():
-    return load_bundle(default_model())
 
 
 def hand_ablated(bundle, heads):

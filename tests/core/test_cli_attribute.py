@@ -11,15 +11,9 @@ import pytest
 
 from attnviz.cli import main
 from attnviz.core.analysis.attribution import METHODS, attribute, ranks
-from attnviz.core.bundle import load_bundle
 from attnviz.paths import default_model
 
 SHORT = "我喜欢喝茶。"
-
-
-@pytest.fixture(scope="module")
-def bundle():
-    return load_bundle(default_model())
 
 
 def source_pieces(bundle):

@@ -12,15 +12,8 @@ import pytest
 
 from attnviz.cli import main
 from attnviz.core.analysis.patching import patch_run, patching_map
-from attnviz.core.bundle import load_bundle
-from attnviz.paths import default_model
 
 CAT, FISH = "猫吃鱼。", "鱼吃猫。"
-
-
-@pytest.fixture(scope="module")
-def bundle():
-    return load_bundle(default_model())
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pytest
 import torch
-from family_checks import refused_cli, run_cli
+from family_checks import refused_cli, refused_on_tiny, run_cli
 
 from attnviz.core.analysis.contributions import contributions
 from attnviz.core.bundle import Bundle, load_bundle
@@ -144,8 +144,5 @@ def test_the_command_prints_json_and_refuses_a_bad_length(capsys):
 
 @pytest.mark.slow
 def test_a_decoder_only_model_has_no_source_share_and_says_why_in_one_line(capsys, tmp_path):
-    pytest.importorskip("transformers", reason="transformers is not installed (pip install 'attnviz[hf]')")
-    from tiny_families import build_gpt2
-
-    _, err = refused_cli(capsys, "contributions", "--model", build_gpt2(tmp_path / "gpt2"), "--src", "the cat")
+    err = refused_on_tiny(capsys, tmp_path, "gpt2", "contributions", "--src", "the cat")
     assert "no cross-attention" in err and "source share is undefined" in err

@@ -6,18 +6,14 @@ refused in one line; hostile folders give one line."""
 
 from __future__ import annotations
 
-import json
-import os
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from family_checks import check_bundle_round_trip, padded
-from safetensors.torch import load_file, save_file
+from family_checks import check_bundle_round_trip, check_hostile_weights_and_configs, check_pickle_runs_nothing, load_theirs, padded, refused_import
+from safetensors.torch import load_file
 
-from attnviz.cli import main
 from attnviz.core.data.wordpiece_tokenizer import WordPieceTokenizer
 from attnviz.core.decoding.session import DecodingSession
 from attnviz.core.decoding.strategies import DecodingError
@@ -38,10 +34,7 @@ TEXTS = ["The cats [MASK] on the mat!", "a dog runs in the park", "Sat, ran: the
 def family(tmp_path_factory):
     """(folder, ours, theirs) of a tiny BERT."""
     folder = build_bert(tmp_path_factory.mktemp("hf") / "tiny-bert")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        theirs = transformers.BertForMaskedLM.from_pretrained(folder, attn_implementation="eager").eval()
-    return folder, read_hf_folder(folder), theirs
+    return folder, read_hf_folder(folder), load_theirs(transformers.BertForMaskedLM, folder)
 
 
 def test_config_is_encoder_only(family):
@@ -117,52 +110,22 @@ def test_import_hf_writes_a_bundle_of_the_same_model(family, tmp_path):
 
 
 # -- hostile folders ------------------------------------------------------------------------------
-class _RunsCode:
-    def __init__(self, marker: Path):
-        self.marker = marker
-
-    def __reduce__(self):
-        return (os.system, (f"touch {self.marker}",))
-
-
-def _copy(folder: Path, to: Path, weights: bool = True) -> Path:
-    to.mkdir()
-    for name in ("config.json", "vocab.txt") + (("model.safetensors",) if weights else ()):
-        (to / name).write_bytes((folder / name).read_bytes())
-    return to
-
-
-def _refused(folder: Path, tmp_path: Path, capsys, message: str) -> None:
-    assert main(["import-hf", str(folder), "--out", str(tmp_path / "out")]) == 1
-    err = capsys.readouterr().err
-    assert message in err and err.count("\n") == 1 and "Traceback" not in err and not (tmp_path / "out").exists(), err
+FILES = ("config.json", "vocab.txt")  # beside the weights
 
 
 def test_a_pickle_that_would_run_code_is_refused_and_runs_nothing(family, tmp_path, capsys):
     folder, _, _ = family
-    hostile = _copy(folder, tmp_path / "hostile", weights=False)
-    marker = tmp_path / "ran"
-    torch.save({"bert.embeddings.word_embeddings.weight": torch.zeros(2), "payload": _RunsCode(marker)}, hostile / "pytorch_model.bin")
-    _refused(hostile, tmp_path, capsys, "pytorch_model.bin: refused")
-    assert not marker.exists()
+    check_pickle_runs_nothing(folder, tmp_path, capsys, FILES, "bert.embeddings.word_embeddings.weight")
 
 
 def test_truncated_weights_wrong_shapes_and_foreign_choices_are_refused(family, tmp_path, capsys):
     folder, _, _ = family
-    cut = _copy(folder, tmp_path / "cut")
-    data = (cut / "model.safetensors").read_bytes()
-    (cut / "model.safetensors").write_bytes(data[: len(data) // 2])
-    _refused(cut, tmp_path, capsys, "not a valid safetensors file")
-    shapes = _copy(folder, tmp_path / "shapes")
-    state = load_file(shapes / "model.safetensors")
-    save_file({**state, "bert.embeddings.position_embeddings.weight": torch.zeros(10, 16)}, shapes / "model.safetensors")
-    _refused(shapes, tmp_path, capsys, "has shape (10, 16), config.json implies (40, 16)")
-    save_file({**state, "bert.encoder.layer.1.intermediate.dense.weight": torch.zeros(16, 16)}, shapes / "model.safetensors")
-    _refused(shapes, tmp_path, capsys, "'encoder.layers.1.ffn.linear1.weight' has shape (16, 16)")
-    odd = _copy(folder, tmp_path / "odd")
-    config = json.loads((odd / "config.json").read_text())
-    (odd / "config.json").write_text(json.dumps({**config, "position_embedding_type": "relative_key"}))
-    _refused(odd, tmp_path, capsys, "position_embedding_type 'relative_key' is not supported")
+    odd = check_hostile_weights_and_configs(
+        folder, tmp_path, capsys, FILES,
+        weights=[({"bert.embeddings.position_embeddings.weight": torch.zeros(10, 16)}, "has shape (10, 16), config.json implies (40, 16)"),
+                 ({"bert.encoder.layer.1.intermediate.dense.weight": torch.zeros(16, 16)}, "'encoder.layers.1.ffn.linear1.weight' has shape (16, 16)")],
+        configs=[({"position_embedding_type": "relative_key"}, "position_embedding_type 'relative_key' is not supported")],
+    )
     (odd / "vocab.txt").write_text("the\ncat\n")
-    (odd / "config.json").write_text(json.dumps(config))
-    _refused(odd, tmp_path, capsys, "vocab.txt: has no [UNK] piece")
+    (odd / "config.json").write_bytes((folder / "config.json").read_bytes())  # the config valid again
+    refused_import(odd, tmp_path, capsys, "vocab.txt: has no [UNK] piece")

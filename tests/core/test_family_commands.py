@@ -14,7 +14,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
-from family_checks import refused_cli, run_cli
+from family_checks import load_theirs, refused_cli, run_cli
 
 from attnviz.cli import main
 from attnviz.core.model.hf_import import FAMILIES
@@ -32,10 +32,9 @@ CLEAN, OTHER = "the cat sat", "the dog sat"  # prompts of the same number of tok
 def _gpt2(folder, end_boost: float = 1.0):
     """(folder, theirs, their tokenizer) of a tiny GPT-2; ``end_boost`` scales the embedding of
     ``<|endoftext|>`` (tied to the output layer) and saves the model again."""
-    build_gpt2(folder)
+    theirs = load_theirs(transformers.GPT2LMHeadModel, build_gpt2(folder))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        theirs = transformers.GPT2LMHeadModel.from_pretrained(folder, attn_implementation="eager").eval()
         tok = transformers.GPT2Tokenizer(str(folder / "vocab.json"), str(folder / "merges.txt"))
         if end_boost != 1.0:
             with torch.no_grad():
@@ -61,9 +60,8 @@ def bert(tmp_path_factory):
     folder = build_bert(tmp_path_factory.mktemp("hf") / "tiny-bert")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        theirs = transformers.BertForMaskedLM.from_pretrained(folder, attn_implementation="eager").eval()
         tok = transformers.BertTokenizer(str(folder / "vocab.txt"))
-    return folder, theirs, tok
+    return folder, load_theirs(transformers.BertForMaskedLM, folder), tok
 
 
 def _prompt(tok, text: str) -> list[int]:

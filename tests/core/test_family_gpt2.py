@@ -7,18 +7,14 @@ hostile folders give one line."""
 
 from __future__ import annotations
 
-import json
-import os
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from family_checks import check_bundle_round_trip
-from safetensors.torch import load_file, save_file
+from family_checks import check_bundle_round_trip, check_hostile_weights_and_configs, check_pickle_runs_nothing, load_theirs
+from safetensors.torch import load_file
 
-from attnviz.cli import main
 from attnviz.core.decoding.session import DecodingSession
 from attnviz.core.decoding.strategies import BeamSearch, DecodingError, Greedy
 from attnviz.core.decoding.teacher_forcing import teacher_forced
@@ -42,10 +38,7 @@ pytestmark = pytest.mark.slow  # tiny transformers models built and compared: ma
 def family(tmp_path_factory):
     """(folder, ours, theirs) of a tiny GPT-2."""
     folder = build_gpt2(tmp_path_factory.mktemp("hf") / "tiny-gpt2")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        theirs = transformers.GPT2LMHeadModel.from_pretrained(folder, attn_implementation="eager").eval()
-    return folder, read_hf_folder(folder), theirs
+    return folder, read_hf_folder(folder), load_theirs(transformers.GPT2LMHeadModel, folder)
 
 
 def _prompt(ours, text: str) -> list[int]:
@@ -288,51 +281,20 @@ def test_a_decoder_only_model_with_batchnorm_feeds_its_prompt_step_by_step(monke
 
 
 # -- hostile folders ------------------------------------------------------------------------------
-class _RunsCode:
-    def __init__(self, marker: Path):
-        self.marker = marker
-
-    def __reduce__(self):
-        return (os.system, (f"touch {self.marker}",))
-
-
-def _copy(folder: Path, to: Path, weights: bool = True) -> Path:
-    to.mkdir()
-    for name in ("config.json", "vocab.json", "merges.txt") + (("model.safetensors",) if weights else ()):
-        (to / name).write_bytes((folder / name).read_bytes())
-    return to
-
-
-def _refused(folder: Path, tmp_path: Path, capsys, message: str) -> None:
-    assert main(["import-hf", str(folder), "--out", str(tmp_path / "out")]) == 1
-    err = capsys.readouterr().err
-    assert message in err and err.count("\n") == 1 and "Traceback" not in err and not (tmp_path / "out").exists(), err
+FILES = ("config.json", "vocab.json", "merges.txt")  # beside the weights
 
 
 def test_a_pickle_that_would_run_code_is_refused_and_runs_nothing(family, tmp_path, capsys):
     folder, _, _ = family
-    hostile = _copy(folder, tmp_path / "hostile", weights=False)
-    marker = tmp_path / "ran"
-    torch.save({"transformer.wte.weight": torch.zeros(2), "payload": _RunsCode(marker)}, hostile / "pytorch_model.bin")
-    _refused(hostile, tmp_path, capsys, "pytorch_model.bin: refused")
-    assert not marker.exists()
+    check_pickle_runs_nothing(folder, tmp_path, capsys, FILES, "transformer.wte.weight")
 
 
 def test_truncated_weights_wrong_shapes_and_foreign_choices_are_refused(family, tmp_path, capsys):
     folder, _, _ = family
-    cut = _copy(folder, tmp_path / "cut")
-    data = (cut / "model.safetensors").read_bytes()
-    (cut / "model.safetensors").write_bytes(data[: len(data) // 2])
-    _refused(cut, tmp_path, capsys, "not a valid safetensors file")
-    shapes = _copy(folder, tmp_path / "shapes")
-    state = load_file(shapes / "model.safetensors")
-    save_file({**state, "transformer.h.0.attn.c_attn.weight": torch.zeros(48, 16)}, shapes / "model.safetensors")
-    _refused(shapes, tmp_path, capsys, "'h.0.attn.c_attn.weight' has shape (48, 16), config.json implies (16, 48)")
-    save_file({**state, "transformer.h.0.attn.bias": torch.ones(1, 1, 48, 48)}, shapes / "model.safetensors")
-    _refused(shapes, tmp_path, capsys, "is not the causal mask of 48 positions")
-    odd = _copy(folder, tmp_path / "odd")
-    config = json.loads((odd / "config.json").read_text())
-    (odd / "config.json").write_text(json.dumps({**config, "scale_attn_by_inverse_layer_idx": True}))
-    _refused(odd, tmp_path, capsys, "scale_attn_by_inverse_layer_idx True is not supported")
-    (odd / "config.json").write_text(json.dumps({**config, "n_inner": 40}))
-    _refused(odd, tmp_path, capsys, "has shape")
+    check_hostile_weights_and_configs(
+        folder, tmp_path, capsys, FILES,
+        weights=[({"transformer.h.0.attn.c_attn.weight": torch.zeros(48, 16)}, "'h.0.attn.c_attn.weight' has shape (48, 16), config.json implies (16, 48)"),
+                 ({"transformer.h.0.attn.bias": torch.ones(1, 1, 48, 48)}, "is not the causal mask of 48 positions")],
+        configs=[({"scale_attn_by_inverse_layer_idx": True}, "scale_attn_by_inverse_layer_idx True is not supported"),
+                 ({"n_inner": 40}, "has shape")],
+    )

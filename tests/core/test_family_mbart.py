@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import sentencepiece as spm
 import torch
-from family_checks import check_logits_and_attention
+from family_checks import check_logits_and_attention, load_theirs
 
 from attnviz.cli import main
 from attnviz.core.bundle import load_bundle
@@ -78,10 +78,7 @@ def build_mbart50(folder: Path, model_type: str = "unigram", seed: int = 1, eos_
 def mbart(tmp_path_factory):
     """(folder, ours, theirs) of a tiny mBART-50 whose sentencepiece model is a unigram one (as mBART's)."""
     folder = build_mbart50(tmp_path_factory.mktemp("hf") / "tiny-mbart50")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        theirs = transformers.MBartForConditionalGeneration.from_pretrained(folder, attn_implementation="eager").eval()
-    return folder, read_hf_folder(folder), theirs
+    return folder, read_hf_folder(folder), load_theirs(transformers.MBartForConditionalGeneration, folder)
 
 
 def _their_tokenizer(folder: Path, **kw):

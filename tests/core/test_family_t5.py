@@ -8,18 +8,14 @@ folders give one line."""
 from __future__ import annotations
 
 import json
-import os
-import warnings
-from pathlib import Path
 
+import family_checks as fc
 import numpy as np
 import pytest
 import sentencepiece as spm
 import torch
-from family_checks import check_bundle_round_trip, check_cached_steps, check_generate, check_logits_and_attention, check_trace_names
 from safetensors.torch import load_file, save_file
 
-from attnviz.cli import main
 from attnviz.core.model.hf_import import read_hf_folder
 from attnviz.core.model.interventions import InterventionError, NoPositional, NoScaling
 
@@ -41,10 +37,7 @@ def family(request, tmp_path_factory):
     """(kind, folder, ours, theirs) of a tiny T5 or mT5."""
     kw, cls = KINDS[request.param]
     folder = build_t5(tmp_path_factory.mktemp("hf") / f"tiny-{request.param}", **kw)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        theirs = cls.from_pretrained(folder, attn_implementation="eager").eval()
-    return request.param, folder, read_hf_folder(folder), theirs
+    return request.param, folder, read_hf_folder(folder), fc.load_theirs(cls, folder)
 
 
 def test_config_records_the_choices(family):
@@ -57,22 +50,9 @@ def test_config_records_the_choices(family):
     assert cfg.bos_id == cfg.pad_id == 0 and cfg.eos_id == 1 and ours.meta["family"] == "T5"
 
 
-def test_logits_and_every_attention_equal_transformers(family):
-    _, _, ours, theirs = family
-    check_logits_and_attention(ours, theirs, SOURCES)
-
-
-@pytest.mark.slow  # about 3 s each
-@pytest.mark.parametrize("beams", [1, 3])
-def test_greedy_and_beam_equal_generate(family, beams):
-    _, _, ours, theirs = family
-    check_generate(ours, theirs, SOURCES, beams)
-
-
-def test_cached_steps_and_trace_names(family):
-    _, _, ours, _ = family
-    check_cached_steps(ours, SOURCES[1])  # the bias B of a step at position t: its row t
-    check_trace_names(ours, SOURCES[0])
+# logits and every attention weight, greedy and beam decoding, cached steps and trace names: family_checks.py's
+test_logits_and_every_attention_equal_transformers, test_greedy_and_beam_equal_generate, test_cached_steps_and_trace_names = (
+    fc.encoder_decoder_parity_tests(SOURCES))
 
 
 def test_the_position_bias_is_traced_and_shared_by_the_stack(family):
@@ -114,7 +94,7 @@ def test_tokenizer_gives_the_sentencepiece_ids_then_eos(family):
 
 def test_import_hf_writes_a_bundle_of_the_same_model(family, tmp_path):
     _, folder, ours, _ = family
-    check_bundle_round_trip(ours, folder, tmp_path / "bundle", SOURCES[0])
+    fc.check_bundle_round_trip(ours, folder, tmp_path / "bundle", SOURCES[0])
 
 
 def test_a_v1_1_checkpoint_with_its_own_lm_head_reads_it_unscaled(tmp_path):
@@ -127,9 +107,7 @@ def test_a_v1_1_checkpoint_with_its_own_lm_head_reads_it_unscaled(tmp_path):
     (folder / "config.json").write_text(json.dumps({k: v for k, v in config.items() if k != "scale_decoder_outputs"} | {"tie_word_embeddings": False}))
     ours = read_hf_folder(folder)
     assert not ours.model.config.tie_embeddings and not ours.model.config.scale_output
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        theirs = transformers.T5ForConditionalGeneration.from_pretrained(build_t5(tmp_path / "tied", v1_1=True), attn_implementation="eager").eval()
+    theirs = fc.load_theirs(transformers.T5ForConditionalGeneration, build_t5(tmp_path / "tied", v1_1=True))
     src = torch.tensor([ours.src_tokenizer.encode(SOURCES[0])])
     tgt = torch.tensor([[0, 5, 9]])
     with torch.no_grad():
@@ -139,49 +117,20 @@ def test_a_v1_1_checkpoint_with_its_own_lm_head_reads_it_unscaled(tmp_path):
 
 
 # -- hostile folders ------------------------------------------------------------------------------
-class _RunsCode:
-    def __init__(self, marker: Path):
-        self.marker = marker
-
-    def __reduce__(self):
-        return (os.system, (f"touch {self.marker}",))
-
-
-def _copy(folder: Path, to: Path, weights: bool = True) -> Path:
-    to.mkdir()
-    for name in ("config.json", "spiece.model") + (("model.safetensors",) if weights else ()):
-        (to / name).write_bytes((folder / name).read_bytes())
-    return to
-
-
-def _refused(folder: Path, tmp_path: Path, capsys, message: str) -> None:
-    assert main(["import-hf", str(folder), "--out", str(tmp_path / "out")]) == 1
-    err = capsys.readouterr().err
-    assert message in err and err.count("\n") == 1 and "Traceback" not in err and not (tmp_path / "out").exists(), err
+FILES = ("config.json", "spiece.model")  # beside the weights
 
 
 def test_a_pickle_that_would_run_code_is_refused_and_runs_nothing(family, tmp_path, capsys):
     _, folder, _, _ = family
-    hostile = _copy(folder, tmp_path / "hostile", weights=False)
-    marker = tmp_path / "ran"
-    torch.save({"shared.weight": torch.zeros(2), "payload": _RunsCode(marker)}, hostile / "pytorch_model.bin")
-    _refused(hostile, tmp_path, capsys, "pytorch_model.bin: refused")
-    assert not marker.exists()
+    fc.check_pickle_runs_nothing(folder, tmp_path, capsys, FILES, "shared.weight")
 
 
 def test_truncated_weights_wrong_shapes_and_foreign_configs_are_refused(family, tmp_path, capsys):
     _, folder, _, _ = family
-    cut = _copy(folder, tmp_path / "cut")
-    data = (cut / "model.safetensors").read_bytes()
-    (cut / "model.safetensors").write_bytes(data[: len(data) // 2])
-    _refused(cut, tmp_path, capsys, "not a valid safetensors file")
-    shapes = _copy(folder, tmp_path / "shapes")
-    state = load_file(shapes / "model.safetensors")
-    save_file({**state, "encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight": torch.zeros(9, 4)}, shapes / "model.safetensors")
-    _refused(shapes, tmp_path, capsys, "tensor 'encoder.position_bias.table.weight' has shape (9, 4), config.json implies (8, 4)")
-    odd = _copy(folder, tmp_path / "odd")
-    config = json.loads((odd / "config.json").read_text())
-    (odd / "config.json").write_text(json.dumps({**config, "feed_forward_proj": "gated-tanh"}))
-    _refused(odd, tmp_path, capsys, "activation 'tanh' is not supported")
-    (odd / "config.json").write_text(json.dumps({**config, "feed_forward_proj": "double-relu"}))
-    _refused(odd, tmp_path, capsys, "feed_forward_proj 'double-relu' is not supported")
+    bias = "encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight"
+    fc.check_hostile_weights_and_configs(
+        folder, tmp_path, capsys, FILES,
+        weights=[({bias: torch.zeros(9, 4)}, "tensor 'encoder.position_bias.table.weight' has shape (9, 4), config.json implies (8, 4)")],
+        configs=[({"feed_forward_proj": "gated-tanh"}, "activation 'tanh' is not supported"),
+                 ({"feed_forward_proj": "double-relu"}, "feed_forward_proj 'double-relu' is not supported")],
+    )

@@ -11,11 +11,9 @@ from scipy.optimize import linprog
 
 from attnviz.core.analysis.flow import decoder_flow, encoder_flow, max_flows, trace_flow
 from attnviz.core.analysis.rollout import decoder_rollout, rollout
-from attnviz.core.bundle import load_bundle
 from attnviz.core.decoding.session import DecodingSession
 from attnviz.core.decoding.teacher_forcing import teacher_forced_from_bundle
 from attnviz.core.model.sites import AttentionSite
-from attnviz.paths import default_model
 
 TOL = 1e-5  # capacities are rounded to 1e-6 (flow.SCALE); a cut of a few edges moves by a few 1e-7
 
@@ -113,11 +111,6 @@ def test_flow_lies_between_rollout_and_one_on_random_attention(seed):
     for e_layers, e_roll in ((None, None), (enc, roll)):
         got = decoder_flow(dec, cross, e_layers)["source"]
         assert (decoder_rollout(dec, cross, e_roll)["source"] <= got + TOL).all() and (got <= 1 + TOL).all()
-
-
-@pytest.fixture(scope="module")
-def bundle():
-    return load_bundle(default_model())
 
 
 @pytest.fixture(scope="module")

@@ -73,7 +73,11 @@ def test_a_lock_held_by_another_process_is_refused_and_released_when_it_is_kille
         assert owner(out)["pid"] == os.getpid()
 
 
-def test_a_lock_file_of_a_dead_pid_is_stale(tmp_path):
+@pytest.mark.parametrize("locking", ["flock", "no-fcntl"])
+def test_a_lock_file_of_a_dead_pid_is_stale(tmp_path, monkeypatch, locking):
+    """With ``flock`` or without it (no ``fcntl`` module: test_folder_lock_without_flock.py), a dead pid's file is taken over."""
+    if locking == "no-fcntl":
+        monkeypatch.setattr(folder_lock, "fcntl", None)
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     out = tmp_path / "m"

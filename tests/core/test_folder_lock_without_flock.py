@@ -66,13 +66,7 @@ def test_without_fcntl_a_pidless_lock_file_is_an_owner_writing_it_until_it_is_ol
         assert owner(out)["pid"] == os.getpid()
 
 
-def test_without_fcntl_a_dead_pid_is_stale(tmp_path, no_fcntl):
-    dead = subprocess.Popen([sys.executable, "-c", "pass"])
-    dead.wait()
-    out = tmp_path / "m"
-    lock_path(out).write_text(json.dumps({"pid": dead.pid, "since": "2020-01-01T00:00:00"}))
-    with output_lock(out):
-        assert owner(out)["pid"] == os.getpid()
+# a dead pid's file is stale without fcntl too: test_folder_lock.py's test_a_lock_file_of_a_dead_pid_is_stale[no-fcntl]
 
 
 def _flock_fails(code: int):

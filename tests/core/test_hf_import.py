@@ -5,23 +5,20 @@ logits, attention weights, tokens and greedy/beam outputs; hostile folders give 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import warnings
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
+from family_checks import check_cached_steps, check_generate, check_logits_and_attention, check_pickle_runs_nothing, copy_folder, load_theirs
 from safetensors.torch import load_file
 
 from attnviz.cli import main
 from attnviz.core.bundle import stored_tensor
 from attnviz.core.data.hf_tokenizer import VocabTokenizer, load_tokenizer
-from attnviz.core.decoding.session import DecodingSession
-from attnviz.core.decoding.strategies import BeamSearch, Greedy
+from attnviz.core.decoding.strategies import BeamSearch
 from attnviz.core.model.hf_import import HFImportError, is_hf_folder, read_hf_folder
-from attnviz.core.model.sites import attention_sites
 
 transformers = pytest.importorskip("transformers", reason="transformers is not installed (pip install 'attnviz[hf]')")
 
@@ -35,9 +32,7 @@ def marian_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def theirs(marian_dir):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return transformers.MarianMTModel.from_pretrained(marian_dir, attn_implementation="eager").eval()
+    return load_theirs(transformers.MarianMTModel, marian_dir)
 
 
 @pytest.fixture(scope="module")
@@ -52,25 +47,8 @@ def ours(marian_dir):
     return read_hf_folder(marian_dir)
 
 
-def _padded(rows: list[list[int]], pad: int) -> torch.Tensor:
-    n = max(len(r) for r in rows)
-    return torch.tensor([r + [pad] * (n - len(r)) for r in rows])
-
-
 def test_logits_and_every_attention_equal_transformers(ours, theirs):
-    cfg = ours.model.config
-    src = _padded([ours.src_tokenizer.encode(s) for s in SOURCES[:2]], cfg.pad_id)  # [2, Ls], the second padded
-    tgt = torch.tensor([[cfg.bos_id, 5, 9, 12, 3, 0], [cfg.bos_id, 7, 7, 2, 0, 4]])
-    with torch.no_grad():
-        out = theirs(input_ids=src, attention_mask=(src != cfg.pad_id).long(), decoder_input_ids=tgt, output_attentions=True)
-        for row in range(2):
-            logits, trace = ours.model.run_with_trace(src, tgt, names=["*.weights"], batch_index=row)
-            assert torch.allclose(logits[row], out.logits[row], atol=1e-5, rtol=0)
-            their_weights = {"encoder": out.encoder_attentions, "decoder": out.decoder_attentions, "cross": out.cross_attentions}
-            for site in attention_sites(cfg):
-                theirs_site = their_weights[site.kind][site.layer][row].numpy()
-                keys = theirs_site.shape[-1] if site.kind == "decoder" else int((src[row] != cfg.pad_id).sum())
-                assert np.allclose(trace[site.name("weights")][..., :keys], theirs_site[..., :keys], atol=1e-6, rtol=0), site.path
+    check_logits_and_attention(ours, theirs, SOURCES, fed=((5, 9, 12, 3, 0), (7, 7, 2, 0, 4)), weights_atol=1e-6, padded_queries=True)
 
 
 def test_config_records_marians_choices(ours, marian_dir):
@@ -95,76 +73,29 @@ def test_tokenizer_equals_marian_tokenizer(ours, hf_tokenizer):
     assert tok.piece_to_id("EOS") == tok.eos_id and tok.vocab_size == ours.model.config.src_vocab_size
 
 
-def _their_generate(theirs, ids: list[int], pad: int, max_new: int, beams: int) -> list[int]:
-    with torch.no_grad():
-        out = theirs.generate(
-            torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long), num_beams=beams, do_sample=False,
-            length_penalty=0.0, early_stopping=False, max_new_tokens=max_new, min_length=0, bad_words_ids=[[pad]],
-            forced_eos_token_id=None, no_repeat_ngram_size=0, repetition_penalty=1.0, num_return_sequences=1,
-        )
-    return out[0].tolist()
-
-
 @pytest.mark.parametrize("beams", [1, 3])
 def test_greedy_and_beam_equal_generate(ours, theirs, beams):
-    cfg = ours.model.config
-    lengths = set()
-    for text in SOURCES:
-        strategy = Greedy() if beams == 1 else BeamSearch(width=beams, length_penalty=0.0)
-        session = DecodingSession(ours.model, ours.src_tokenizer, ours.tgt_tokenizer, text, strategy=strategy, capture=False)
-        session.run()
-        expected = _their_generate(theirs, list(session.source.ids), cfg.pad_id, session.max_len, beams)
-        assert list(session.tgt_ids) == expected, text
-        lengths.add(len(expected))
-    assert len(lengths) > 1  # the inputs end at different lengths
+    check_generate(ours, theirs, SOURCES, beams)  # the inputs end at different lengths
 
 
 def test_cached_step_equals_full_pass(ours):
-    model, cfg = ours.model, ours.model.config
-    src = torch.tensor([ours.src_tokenizer.encode(SOURCES[1])])
-    tgt = torch.tensor([[cfg.bos_id, 4, 9, 11]])
-    with torch.no_grad():
-        full = model(src, tgt)[0]  # [Lt, V]
-        cache = model.start_decoding(model.encode(src))
-        for t in range(tgt.shape[1]):
-            step, cache = model.decode_step(tgt[:, t], cache)
-            assert torch.allclose(step[0], full[t], atol=1e-5, rtol=0)
+    check_cached_steps(ours, SOURCES[1], fed=(4, 9, 11))
+
+
+FILES = ("config.json", "vocab.json", "source.spm", "target.spm")  # beside the weights
 
 
 def test_pickled_weights_load_without_running_code(ours, marian_dir, tmp_path):
-    folder = tmp_path / "bin"
-    folder.mkdir()
-    for name in ("config.json", "vocab.json", "source.spm", "target.spm"):
-        (folder / name).write_bytes((marian_dir / name).read_bytes())
+    folder = copy_folder(marian_dir, tmp_path / "bin", FILES, weights=False)
     torch.save(load_file(marian_dir / "model.safetensors"), folder / "pytorch_model.bin")
     again = read_hf_folder(folder)
     for name, tensor in ours.model.state_dict().items():
         assert torch.equal(again.model.state_dict()[name], tensor), name
 
 
-class _RunsCode:
-    def __init__(self, marker: Path):
-        self.marker = marker
-
-    def __reduce__(self):
-        return (os.system, (f"touch {self.marker}",))
-
-
-def _copy_without_weights(marian_dir: Path, folder: Path) -> Path:
-    folder.mkdir()
-    for name in ("config.json", "vocab.json", "source.spm", "target.spm"):
-        (folder / name).write_bytes((marian_dir / name).read_bytes())
-    return folder
-
-
 def test_a_pickle_that_would_run_code_is_refused_and_runs_nothing(marian_dir, tmp_path, capsys):
-    folder = _copy_without_weights(marian_dir, tmp_path / "hostile")
-    marker = tmp_path / "ran"
-    torch.save({"model.shared.weight": torch.zeros(2), "payload": _RunsCode(marker)}, folder / "pytorch_model.bin")
-    assert main(["import-hf", str(folder), "--out", str(tmp_path / "out")]) == 1
-    err = capsys.readouterr().err
-    assert not marker.exists() and not (tmp_path / "out").exists()
-    assert err.startswith("attnviz: error: ") and "pytorch_model.bin: refused" in err and err.count("\n") == 1 and "Traceback" not in err
+    err = check_pickle_runs_nothing(marian_dir, tmp_path, capsys, FILES, "model.shared.weight")
+    assert err.startswith("attnviz: error: ")
 
 
 @pytest.mark.parametrize(
@@ -177,8 +108,7 @@ def test_a_pickle_that_would_run_code_is_refused_and_runs_nothing(marian_dir, tm
     ],
 )
 def test_hostile_or_foreign_config_gives_one_line(marian_dir, tmp_path, capsys, change, message):
-    folder = _copy_without_weights(marian_dir, tmp_path / "foreign")
-    (folder / "model.safetensors").write_bytes((marian_dir / "model.safetensors").read_bytes())
+    folder = copy_folder(marian_dir, tmp_path / "foreign", FILES)
     config = json.loads((folder / "config.json").read_text())
     (folder / "config.json").write_text(json.dumps({**config, **change}))
     with pytest.raises(HFImportError, match=message):
@@ -213,7 +143,7 @@ def test_import_hf_refuses_to_overwrite_a_folder_that_is_not_a_bundle(marian_dir
 
 
 def test_a_corrupt_pytorch_file_is_refused_in_one_line(marian_dir, tmp_path, capsys):
-    folder = _copy_without_weights(marian_dir, tmp_path / "corrupt")
+    folder = copy_folder(marian_dir, tmp_path / "corrupt", FILES, weights=False)
     (folder / "pytorch_model.bin").write_bytes(b"not a pickle at all" * 8)
     assert main(["import-hf", str(folder), "--out", str(tmp_path / "out")]) == 1
     err = capsys.readouterr().err

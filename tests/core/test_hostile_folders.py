@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from alarms import fails_after
 from hostile_bundles import PICKLE_MARKER
 from hostile_folders import FAMILIES, deny_unreadable, file_cases, hostile_folders, snapshot, valid_folder
 
@@ -39,15 +39,8 @@ def corpus(request, tmp_path_factory):
 def guarded(monkeypatch):
     """chmod 000 means unreadable also for root; a read that blocks fails after 60 s instead of hanging."""
     deny_unreadable(monkeypatch)
-
-    def expire(signum, frame):
-        raise TimeoutError("blocked on a read")
-
-    old = signal.signal(signal.SIGALRM, expire)
-    signal.alarm(60)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, old)
+    with fails_after(60, "blocked on a read"):
+        yield
 
 
 def problem(capsys, code: int, case) -> str | None:

@@ -10,12 +10,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import struct
 from pathlib import Path
 
 import pytest
 import torch
+from alarms import fails_after
 from safetensors.torch import load_file, save_file
 
 from attnviz.cli import main
@@ -62,13 +62,8 @@ def bundle(marian, tmp_path_factory) -> Path:
 @pytest.fixture(autouse=True)
 def never_block():
     """A read that blocks (a FIFO) fails the test after 20 s instead of hanging the suite."""
-    def expire(signum, frame):
-        raise TimeoutError("blocked on a read")
-    old = signal.signal(signal.SIGALRM, expire)
-    signal.alarm(20)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, old)
+    with fails_after(20, "blocked on a read"):
+        yield
 
 
 def refused(capsys, src: Path, out: Path, watch: Path, code: int = 2, *extra: str) -> str:

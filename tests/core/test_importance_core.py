@@ -15,16 +15,10 @@ from attnviz.cli import main
 from attnviz.core.analysis.ablation import ablate
 from attnviz.core.analysis.alignment import hsk_records
 from attnviz.core.analysis.head_importance import head_importance
-from attnviz.core.bundle import load_bundle
 from attnviz.core.model.sites import KINDS, AttentionSite
 from attnviz.paths import default_model
 
 SOURCE = "我明天去北京。"
-
-
-@pytest.fixture(scope="module")
-def bundle():
-    return load_bundle(default_model())
 
 
 def log_p(model, src_ids, out_ids):

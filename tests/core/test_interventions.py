@@ -8,7 +8,6 @@ import threading
 import pytest
 import torch
 
-from attnviz.core.bundle import load_bundle
 from attnviz.core.decoding.session import DecodingSession
 from attnviz.core.decoding.strategies import DecodingError
 from attnviz.core.decoding.teacher_forcing import teacher_forced_from_bundle
@@ -28,18 +27,10 @@ from attnviz.core.model.interventions import (
 )
 from attnviz.core.model.sites import AttentionSite, attention_sites
 from attnviz.core.model.trace import Recorder, is_tapped, trace_names
-from attnviz.paths import default_model
 
-from tiny_models import random_model
+from tiny_models import NORM_VARIANTS, random_batch, random_model
 
 SITES = [AttentionSite("encoder", 1), AttentionSite("decoder", 0), AttentionSite("cross", 1)]
-VARIANTS = [dict(norm="layer", placement="post"), dict(norm="layer", placement="pre"), dict(norm="batch", placement="post")]
-
-
-def batch(model, seed=1):
-    g = torch.Generator().manual_seed(seed)
-    c = model.config
-    return torch.randint(4, c.src_vocab_size, (2, 7), generator=g), torch.randint(4, c.tgt_vocab_size, (2, 5), generator=g)
 
 
 def logits(model, src, tgt, interventions=()):
@@ -55,10 +46,10 @@ def by_hand(model, site, edit):
     return other
 
 
-@pytest.mark.parametrize("kw", VARIANTS, ids=lambda k: "-".join(k.values()))
+@pytest.mark.parametrize("kw", NORM_VARIANTS, ids=lambda k: "-".join(k.values()))
 def test_an_empty_intervention_set_is_bit_identical_to_none(kw):
     model = random_model(kw["norm"], kw["placement"])
-    src, tgt = batch(model)
+    src, tgt = random_batch(model)
     with torch.inference_mode():
         plain = model(src, tgt)
         traced, tr = model.run_with_trace(src, tgt, batch_index=None)
@@ -71,7 +62,7 @@ def test_an_empty_intervention_set_is_bit_identical_to_none(kw):
 
 def test_two_threads_with_different_interventions_do_not_interfere():
     model = random_model()
-    src, tgt = batch(model)
+    src, tgt = random_batch(model)
     plans = [(), (ZeroHeads(AttentionSite("cross", 1), (0, 2)),), (UniformHeads(AttentionSite("encoder", 0), (1,)),)]
     want = [logits(model, src, tgt, p) for p in plans]
     assert not torch.equal(want[0], want[1]) and not torch.equal(want[0], want[2])
@@ -95,7 +86,7 @@ def test_ablating_every_head_of_a_site_equals_zeroing_its_attention_output(site)
     model = random_model()
     with torch.no_grad():
         site.module(model).w_o.bias.zero_()  # the block's output is then Concat(Z) W^O alone
-    src, tgt = batch(model)
+    src, tgt = random_batch(model)
     heads = tuple(range(model.config.n_heads))
     with torch.inference_mode():
         ablated, tr = model.run_with_trace(src, tgt, batch_index=None, interventions=[ZeroHeads(site, heads)])
@@ -108,7 +99,7 @@ def test_ablating_every_head_of_a_site_equals_zeroing_its_attention_output(site)
 @pytest.mark.parametrize("site", SITES, ids=str)
 def test_ablating_one_head_equals_zeroing_its_slice_of_the_output_projection_input(site):
     model = random_model()
-    src, tgt = batch(model)
+    src, tgt = random_batch(model)
     dk, head = model.config.d_k, 2
     with torch.inference_mode():
         ablated, tr = model.run_with_trace(src, tgt, batch_index=None, interventions=[ZeroHeads(site, (head,))])
@@ -122,7 +113,7 @@ def test_ablating_one_head_equals_zeroing_its_slice_of_the_output_projection_inp
 def test_mean_ablation_and_scaling_equal_their_output_projection_by_hand():
     model = random_model()
     site, head, dk = AttentionSite("cross", 0), 1, model.config.d_k
-    src, tgt = batch(model)
+    src, tgt = random_batch(model)
     with torch.inference_mode():
         _, ref = model.run_with_trace(src, tgt, batch_index=None)
     mean = MeanHeads.from_trace(site, (head,), ref)
@@ -142,7 +133,7 @@ def test_mean_ablation_and_scaling_equal_their_output_projection_by_hand():
 def test_uniform_attention_spreads_each_row_over_the_allowed_keys():
     model = random_model()
     site, lt = AttentionSite("decoder", 1), 5
-    src, tgt = batch(model)
+    src, tgt = random_batch(model)
     with torch.inference_mode():
         _, tr = model.run_with_trace(src, tgt, interventions=[UniformHeads(site, (0, 3))])
     rows = torch.arange(1, lt + 1, dtype=torch.float32)[:, None]
@@ -153,22 +144,22 @@ def test_uniform_attention_spreads_each_row_over_the_allowed_keys():
     assert not torch.allclose(w[1], causal)
 
 
-@pytest.mark.parametrize("kw", VARIANTS, ids=lambda k: "-".join(k.values()))
+@pytest.mark.parametrize("kw", NORM_VARIANTS, ids=lambda k: "-".join(k.values()))
 def test_patching_a_run_with_its_own_trace_is_the_identity(kw):
     model = random_model(kw["norm"], kw["placement"])
-    src, tgt = batch(model)
+    src, tgt = random_batch(model)
     with torch.inference_mode():
         clean, tr = model.run_with_trace(src, tgt, batch_index=None)
     names = [n for n in trace_names(model.config) if is_tapped(n)]
     patched = logits(model, src, tgt, Patch.from_trace(tr, *names))
     assert torch.equal(clean, patched)
-    other = Patch.from_trace(model.run_with_trace(*batch(model, seed=2), batch_index=None)[1], "encoder.output")
+    other = Patch.from_trace(model.run_with_trace(*random_batch(model, seed=2), batch_index=None)[1], "encoder.output")
     assert not torch.allclose(clean, logits(model, src, tgt, other))
 
 
 def test_no_positional_leaves_the_token_embedding_alone_in_each_stack_it_names():
     model = random_model()
-    src, tgt = batch(model)
+    src, tgt = random_batch(model)
     scale = model.config.d_model ** 0.5
     with torch.inference_mode():
         _, tr = model.run_with_trace(src, tgt, batch_index=None, interventions=[NoPositional(("decoder",))])
@@ -178,11 +169,6 @@ def test_no_positional_leaves_the_token_embedding_alone_in_each_stack_it_names()
     assert (tr["encoder.embed.sum"] == with_pe.numpy()).all()
     with pytest.raises(InterventionError, match="left out of 'encoder' or 'decoder'"):
         checked([NoPositional(("both",))], model.config)
-
-
-@pytest.fixture(scope="module")
-def bundle():
-    return load_bundle(default_model())
 
 
 def test_patching_the_encoder_output_of_cat_eats_fish_into_fish_eats_cat(bundle):
@@ -262,7 +248,7 @@ def test_a_decoder_patch_in_a_session_takes_each_step_s_row(bundle):
 @pytest.mark.parametrize("kinds", [("encoder", "decoder", "cross"), ("cross",)])
 def test_no_scaling_equals_a_model_whose_attention_does_not_divide_by_sqrt_dk(kinds):
     model = random_model()
-    src, tgt = batch(model)
+    src, tgt = random_batch(model)
     other = copy.deepcopy(model)
     for site in (s for k in kinds for s in attention_sites(other.config, k)):
         site.module(other).scale = 1.0  # QKᵀ·1 instead of QKᵀ/√d_k, written here
@@ -273,7 +259,7 @@ def test_no_scaling_equals_a_model_whose_attention_does_not_divide_by_sqrt_dk(ki
 
 def test_batch_statistics_change_only_a_batchnorm_model_and_stay_on_the_call():
     layer, batch_norm = random_model(norm="layer"), random_model(norm="batch", placement="post")
-    src, tgt = batch(layer)
+    src, tgt = random_batch(layer)
     assert torch.equal(logits(layer, src, tgt, [BatchStatistics()]), logits(layer, src, tgt))
     changed = logits(batch_norm, src, tgt, [BatchStatistics()])
     assert not torch.allclose(changed, logits(batch_norm, src, tgt), atol=1e-4)

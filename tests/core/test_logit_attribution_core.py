@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from family_checks import refused_cli, run_cli
+from family_checks import refused_cli, refused_on_tiny, run_cli
 
 from attnviz.core.analysis.attribution import AttributionError, make_question
 from attnviz.core.analysis.logit_attribution import attribution_of, logit_attribution
@@ -162,10 +162,9 @@ def test_the_command_prints_json_and_a_bad_position_in_one_line(capsys):
 
 @pytest.mark.slow
 def test_an_encoder_only_model_is_refused_in_one_line_and_a_decoder_only_one_is_exact(capsys, tmp_path):
-    pytest.importorskip("transformers", reason="transformers is not installed (pip install 'attnviz[hf]')")
-    from tiny_families import build_bert, build_gpt2
-
-    _, err = refused_cli(capsys, "logit-attribution", "--model", build_bert(tmp_path / "bert"), "--src", "the cat")
+    err = refused_on_tiny(capsys, tmp_path, "bert", "logit-attribution", "--src", "the cat")
     assert "encoder-only" in err and "no decoder" in err
+    from tiny_families import build_gpt2
+
     r = logit_attribution(load_bundle(build_gpt2(tmp_path / "gpt2")), "the cat sat", max_len=4)
     assert r.exact and r.heads("cross").size == 0

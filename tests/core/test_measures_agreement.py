@@ -11,16 +11,9 @@ from scipy.stats import rankdata
 from attnviz.core.analysis.attention_vs_attribution import ATTENTION_MEASURES, finding, importance_for, rank_correlations
 from attnviz.core.analysis.attribution import attribution_of
 from attnviz.core.analysis.rollout import decoder_rollout, rollout
-from attnviz.core.bundle import load_bundle
 from attnviz.core.decoding.session import DecodingSession
-from attnviz.paths import default_model
 
 TUTORIAL = "尽管今天下了雨，但我因为拿到了梦寐以求的工作offer而感到非常开心和兴奋。"
-
-
-@pytest.fixture(scope="module")
-def bundle():
-    return load_bundle(default_model())
 
 
 @pytest.fixture(scope="module")

@@ -28,6 +28,13 @@ def make(norm="layer", placement="post", seed=0, **kw):
 CONFIGS = [("layer", "post"), ("layer", "pre"), ("batch", "post"), ("batch", "pre")]
 
 
+def padded_ids(vocab: int, length: int, real: int) -> torch.Tensor:
+    """Two rows of ``length`` random ids below ``vocab`` (none special), the second padded after its first ``real``."""
+    ids = torch.randint(4, vocab, (2, length))
+    ids[1, real:] = 0
+    return ids
+
+
 @pytest.mark.parametrize("norm,placement", CONFIGS)
 def test_changing_a_target_token_never_changes_earlier_positions(norm, placement):
     model = make(norm, placement)
@@ -46,10 +53,7 @@ def test_changing_a_target_token_never_changes_earlier_positions(norm, placement
 @pytest.mark.parametrize("norm,placement", CONFIGS)
 def test_weights_upper_triangle_exactly_zero_and_rows_sum_to_one(norm, placement):
     model = make(norm, placement)
-    src = torch.randint(4, 40, (2, 7))
-    src[1, 5:] = 0
-    tgt = torch.randint(4, 35, (2, 6))
-    tgt[1, 4:] = 0
+    src, tgt = padded_ids(40, 7, 5), padded_ids(35, 6, 4)
     with torch.no_grad():
         _, trace = model.run_with_trace(src, tgt, names=["*.weights"], batch_index=None)
     assert len(trace) == 2 + 2 * 2
@@ -140,8 +144,7 @@ def test_positional_encoding_closed_form():
 @pytest.mark.parametrize("norm,placement", CONFIGS)
 def test_kv_cached_steps_equal_recompute_over_30_steps(norm, placement):
     model = make(norm, placement)
-    src = torch.randint(4, 40, (2, 9))
-    src[1, 7:] = 0
+    src = padded_ids(40, 9, 7)
     tokens = torch.randint(4, 35, (2, 30))
     tokens[:, 0] = model.config.bos_id
     with torch.no_grad():

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import stat
 from pathlib import Path
 
 import pytest
+from alarms import fails_after
 
 from attnviz.cli import main
 from attnviz.core import outputs
@@ -32,14 +32,8 @@ def one_line_error(capsys) -> str:
 @pytest.fixture
 def no_hang():
     """Fail (instead of waiting forever) when the command blocks on a pipe."""
-    def expired(*_):
-        raise TimeoutError("blocked: a pipe was opened")
-
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.alarm(60)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, previous)
+    with fails_after(60, "blocked: a pipe was opened"):
+        yield
 
 
 @pytest.fixture

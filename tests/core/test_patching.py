@@ -17,23 +17,14 @@ from attnviz.core.analysis.patching import (
     patching_map,
     site_patch,
 )
-from attnviz.core.bundle import load_bundle
 from attnviz.core.decoding.session import DecodingSession, translate
 from attnviz.core.model.interventions import InterventionError, Patch, PatchWhere
 from attnviz.core.model.sites import AttentionSite
 from attnviz.core.model.trace import is_tapped, trace_names
-from attnviz.paths import default_model
 
-from tiny_models import random_model
+from tiny_models import NORM_VARIANTS, random_batch, random_model
 
 CAT, FISH = "猫吃鱼。", "鱼吃猫。"  # the cat eats the fish / the fish eats the cat: 4 tokens each
-VARIANTS = [dict(norm="layer", placement="post"), dict(norm="layer", placement="pre"), dict(norm="batch", placement="post")]
-
-
-def batch(model, seed=1):
-    g = torch.Generator().manual_seed(seed)
-    c = model.config
-    return torch.randint(4, c.src_vocab_size, (2, 7), generator=g), torch.randint(4, c.tgt_vocab_size, (2, 5), generator=g)
 
 
 def run(model, src, tgt, interventions=()):
@@ -57,12 +48,12 @@ def trace_of(model, src_ids, out_ids, name):
 
 
 # -- PatchWhere on a random model ---------------------------------------------------------------------
-@pytest.mark.parametrize("kw", VARIANTS, ids=lambda k: "-".join(k.values()))
+@pytest.mark.parametrize("kw", NORM_VARIANTS, ids=lambda k: "-".join(k.values()))
 def test_patch_where_all_true_is_patch_and_all_false_is_no_intervention(kw):
     model = random_model(kw["norm"], kw["placement"])
-    src, tgt = batch(model)
+    src, tgt = random_batch(model)
     clean, _ = run(model, src, tgt)
-    _, other = run(model, *batch(model, seed=2))
+    _, other = run(model, *random_batch(model, seed=2))
     for name in ("encoder.layers.1.residual2", "decoder.layers.0.cross_attn.z", "decoder.layers.1.residual3", "encoder.output"):
         values = torch.from_numpy(np.array(other[name]))  # with the batch axis: each row its own
         full, _ = run(model, src, tgt, [Patch(name, values)])
@@ -74,9 +65,9 @@ def test_patch_where_all_true_is_patch_and_all_false_is_no_intervention(kw):
 
 def test_patch_where_at_some_positions_and_heads_equals_a_patch_of_the_value_built_by_hand():
     model = random_model()
-    src, tgt = batch(model)
+    src, tgt = random_batch(model)
     _, own = run(model, src, tgt)
-    _, other = run(model, *batch(model, seed=2))
+    _, other = run(model, *random_batch(model, seed=2))
     name = "decoder.layers.1.self_attn.z"  # [B, head, tgt, d_k]
     hand = np.array(own[name])
     hand[0, 1, 2] = other[name][0, 1, 2]  # row 0: head 2 at target position 3
@@ -90,10 +81,10 @@ def test_patch_where_at_some_positions_and_heads_equals_a_patch_of_the_value_bui
         run(model, src, tgt, [PatchWhere(name, torch.from_numpy(np.array(other[name])), torch.zeros(3, 1, 1, dtype=torch.bool))])
 
 
-@pytest.mark.parametrize("kw", VARIANTS, ids=lambda k: "-".join(k.values()))
+@pytest.mark.parametrize("kw", NORM_VARIANTS, ids=lambda k: "-".join(k.values()))
 def test_patching_a_run_with_its_own_values_at_some_positions_is_the_identity(kw):
     model = random_model(kw["norm"], kw["placement"])
-    src, tgt = batch(model)
+    src, tgt = random_batch(model)
     clean, tr = run(model, src, tgt)
     names = [n for n in trace_names(model.config) if is_tapped(n) and np.ndim(tr[n]) == 3]  # [B, pos, d] streams
     every_other = [torch.arange(np.shape(tr[n])[1])[:, None] % 2 == 0 for n in names]  # [pos, 1]: positions 1, 3, ...
@@ -102,11 +93,6 @@ def test_patching_a_run_with_its_own_values_at_some_positions_is_the_identity(kw
 
 
 # -- the default model --------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def bundle():
-    return load_bundle(default_model())
-
-
 def test_patch_where_in_a_cached_session_takes_each_step_s_row_of_the_mask(bundle):
     """Decoding with a position-masked decoder patch equals teacher forcing its output with the same patch."""
     name = layer_output(bundle.config, "decoder", 1)
