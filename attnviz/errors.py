@@ -7,6 +7,15 @@ plain text. Anything else is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+MAX_MESSAGE = 500  # characters of a message shown to the user
+
+
+def one_line(text: object, limit: int = MAX_MESSAGE) -> str:
+    """``text`` on one line (control characters and line breaks become spaces), cut at ``limit``."""
+    flat = "".join(" " if (ch.isspace() or not ch.isprintable()) else ch for ch in str(text))
+    flat = " ".join(flat.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
 
 class AttnvizError(Exception):
     """An expected failure with a one-line message; ``code`` is the command line's exit status."""

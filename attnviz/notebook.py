@@ -86,14 +86,12 @@ def _session(model: str | os.PathLike | Bundle, src: str, tgt: str | None):
     bundle = model if isinstance(model, Bundle) else load_bundle(model)
     session = Session()
     session.set_bundle(bundle)
-    session.set_inputs(src, tgt or "", to_end=False)
+    error = session.apply(src, tgt or "")
     session.finish_prediction()  # an encoder-only model's pass runs in a worker
     if session.current is None:
         raise CommandError(session.error or "nothing to draw")
-    if session.decoding is not None:
-        error = session.go_to(None)
-        if error:
-            raise CommandError(error)
+    if error:
+        raise CommandError(error)
     return session
 
 

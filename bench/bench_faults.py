@@ -35,6 +35,8 @@ import smoke  # noqa: E402
 from run_faults import MOMENTS, concurrent_trains, kill_during_import  # noqa: E402
 from train_faults import kill_distributed_run, kill_during_save  # noqa: E402
 
+VICTIMS = ("rank", "launcher")  # what a distributed trial kills, in turn
+
 
 def run(out=print) -> int:
     """Every kind of trial; the exit status is 1 when a trial did not hold."""
@@ -56,17 +58,11 @@ def kill_trials(out, trials: int) -> int:
     failures: list[str] = []
     leftovers = 0
     t0 = time.perf_counter()
-    for i in range(trials):
-        with tempfile.TemporaryDirectory(prefix="attnviz-kill-") as tmp:
-            try:
-                trial = kill_during_save(Path(tmp) / "m", rng)
-            except Exception as exc:  # noqa: BLE001 - a failed trial is the figure this reports
-                failures.append(f"trial {i + 1}: {type(exc).__name__}: {str(exc)[:200]}")
-                continue
-            moments[trial.moment] += 1
-            leftovers += trial.leftovers
-            if trial.resumed_epochs != trial.epoch_before + 1:
-                failures.append(f"trial {i + 1}: resumed to epoch {trial.resumed_epochs}, expected {trial.epoch_before + 1}")
+    for i, trial in _ran(trials, "attnviz-kill-", failures, lambda i, folder: kill_during_save(folder, rng)):
+        moments[trial.moment] += 1
+        leftovers += trial.leftovers
+        if trial.resumed_epochs != trial.epoch_before + 1:
+            failures.append(f"trial {i + 1}: resumed to epoch {trial.resumed_epochs}, expected {trial.epoch_before + 1}")
     seconds = (time.perf_counter() - t0) / max(1, trials)
     out(f"kill -9 during checkpoint saves: {trials - len(failures)}/{trials} held (bundle loads, --resume finishes the next epoch)")
     out("  killed while: " + ", ".join(f"{k} {v}" for k, v in sorted(moments.items())) + f"; {leftovers} .NAME.saving-* folder(s) left behind")
@@ -79,13 +75,7 @@ def concurrent_trials(out, trials: int) -> int:
     held = by_lock = 0
     failures: list[str] = []
     t0 = time.perf_counter()
-    for i in range(trials):
-        with tempfile.TemporaryDirectory(prefix="attnviz-twice-") as tmp:
-            try:
-                trial = concurrent_trains(Path(tmp) / "m", rng)
-            except Exception as exc:  # noqa: BLE001 - a failed trial is the figure this reports
-                failures.append(f"trial {i + 1}: {type(exc).__name__}: {str(exc)[:200]}")
-                continue
+    for i, trial in _ran(trials, "attnviz-twice-", failures, lambda i, folder: concurrent_trains(folder, rng)):
         held += trial.held
         by_lock += trial.by_lock
         if not trial.held:
@@ -111,11 +101,8 @@ def import_kill_trials(out, trials: int) -> int:
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="attnviz-import-kill-") as tmp:
         src, previous = build_marian(Path(tmp) / "hf"), valid_bundle(Path(tmp), "previous")
-        for i in range(trials):
-            trial, error = _one_import_kill(Path(tmp) / f"t{i}", src, previous, MOMENTS[i % len(MOMENTS)], rng)
-            if trial is None:
-                failures.append(f"trial {i + 1}: {error}")
-                continue
+        for i, trial in _ran(trials, "attnviz-import-kill-", failures,
+                             lambda i, folder: _import_kill(folder, src, previous, MOMENTS[i % len(MOMENTS)], rng)):
             moments[trial.moment] += 1
             opened[trial.opened if trial.opened in ("previous", "new") else "broken"] += 1
             stale += trial.stale_lock
@@ -134,17 +121,11 @@ def distributed_kill_trials(out, trials: int) -> int:
     failures: list[str] = []
     victims: collections.Counter[str] = collections.Counter()
     t0 = time.perf_counter()
-    for i in range(trials):
-        victim = ("rank", "launcher")[i % 2]
-        with tempfile.TemporaryDirectory(prefix="attnviz-ddp-kill-") as tmp:
-            try:
-                trial = kill_distributed_run(Path(tmp) / "m", rng, victim)
-            except Exception as exc:  # noqa: BLE001 - a failed trial is the figure this reports
-                failures.append(f"trial {i + 1} ({victim}): {type(exc).__name__}: {str(exc)[:200]}")
-                continue
-        victims[victim] += 1
+    for i, trial in _ran(trials, "attnviz-ddp-kill-", failures, lambda i, folder: kill_distributed_run(folder, rng, VICTIMS[i % 2]),
+                         name=lambda i: f"trial {i + 1} ({VICTIMS[i % 2]})"):
+        victims[trial.victim] += 1
         if trial.lingering or trial.lock_left or trial.resumed_epochs != trial.epoch_before + 1:
-            failures.append(f"trial {i + 1} ({victim}): {trial}")
+            failures.append(f"trial {i + 1} ({trial.victim}): {trial}")
     seconds = (time.perf_counter() - t0) / max(1, trials)
     out(f"kill -9 of a train --nproc 2 run during a save: {trials - len(failures)}/{trials} held "
         f"(no process left, the bundle loads, --resume --nproc 2 finishes, no lock left)")
@@ -159,13 +140,21 @@ def _failed(out, failures: list[str]) -> int:
     return len(failures)
 
 
-def _one_import_kill(folder: Path, src: Path, previous: Path, moment: str, rng: random.Random):
-    """(trial, None), or (None, what went wrong)."""
-    folder.mkdir()
-    shutil.copytree(previous, folder / "out")
-    try:
-        return kill_during_import(src, folder / "out", moment, rng), None
-    except Exception as exc:  # noqa: BLE001 - a failed trial is the figure this reports
-        return None, f"{type(exc).__name__}: {str(exc)[:200]}"
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+def _ran(trials: int, prefix: str, failures: list[str], run_trial, name=lambda i: f"trial {i + 1}"):
+    """Trial ``i`` is ``run_trial(i, folder)``, ``folder`` to be made in a temporary directory
+    (removed after), for each of ``trials``: (i, trial) of each that ran; each that raised adds
+    "``name(i)``: what went wrong" to ``failures``."""
+    for i in range(trials):
+        with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+            try:
+                trial = run_trial(i, Path(tmp) / "m")
+            except Exception as exc:  # noqa: BLE001 - a failed trial is the figure this reports
+                failures.append(f"{name(i)}: {type(exc).__name__}: {str(exc)[:200]}")
+                continue
+        yield i, trial
+
+
+def _import_kill(out: Path, src: Path, previous: Path, moment: str, rng: random.Random):
+    """``kill_during_import`` of ``src`` onto ``out``, a copy of the bundle ``previous``."""
+    shutil.copytree(previous, out)
+    return kill_during_import(src, out, moment, rng)

@@ -36,6 +36,7 @@ from PySide6 import QtWidgets  # noqa: E402
 
 from attnviz.core.model.sites import KINDS  # noqa: E402
 from attnviz.qt.app import make_app  # noqa: E402
+from attnviz.qt.frame_cache import FrameCache  # noqa: E402
 from attnviz.qt.sample_data import pieces, sample_attention, sample_masks  # noqa: E402
 from attnviz.qt.session import Session  # noqa: E402
 from attnviz.qt.views.attention_grid import QtAttentionGridView  # noqa: E402
@@ -109,20 +110,27 @@ class _SampleSession(Session):
         self.steps = steps
         self.index = 0
         self._results = [_sample_result(step) for step in steps]
+        self.frames = _SampleFrames(self)
 
     @property
     def current(self) -> _SampleResult:
         return self._results[self.index]
 
-    def attention_data(self, kind):
-        return self.derived(("attention", kind), lambda: self.steps[self.index]["head"][kind])
-
-    def mask_data(self):
-        return self.derived("mask", lambda: self.steps[self.index]["mask"])
-
     def n_layers(self, kind):
         data = self.steps[self.index]["head"][kind]
         return 0 if data is None else data.n_layers
+
+
+class _SampleFrames(FrameCache):
+    """The session's frame cache, its attention and masks the sample step's."""
+
+    def attention_data(self, kind):
+        session = self._session
+        return self.derive(("attention", kind), lambda: session.steps[session.index]["head"][kind])
+
+    def mask_data(self):
+        session = self._session
+        return self.derive("mask", lambda: session.steps[session.index]["mask"])
 
 
 def _sample_result(step) -> _SampleResult:

@@ -220,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"    views whose data a step left as it was, not drawn again (times): {fed or 'none'}")
     print(f"  analyses: {dict(window.session.analyses.counts)}")
     print(f"  views drawn on a step in the default layout: {', '.join(sorted(drawn))} (the others wait in their tabs)")
-    print(f"  attention data built per kind and frame: {dict(window.session.builds)} over {counts} view refreshes")
+    print(f"  attention data built per kind and frame: {dict(window.session.frames.builds)} over {counts} view refreshes")
     window.close()
     return 0
 

@@ -100,3 +100,15 @@ def augmented():
 
     return build
 
+
+
+@pytest.fixture
+def chinese(qapp):
+    """The interface in 简体中文 for the test, English again after."""
+    from attnviz.qt.i18n import install
+
+    assert install("zh_CN") == "zh_CN"
+    try:
+        yield
+    finally:
+        install("en")

@@ -6,12 +6,13 @@ from __future__ import annotations
 import argparse
 
 from attnviz.commands.json_output import strict_json
+from attnviz.commands.options import add_model_argument
 
 HELP = "ablate attention heads on one sentence: the translation before and after, and the change in log P of the target"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", metavar="DIR", help="model bundle folder (default: the bundled models/zh-en)")
+    add_model_argument(p)
     p.add_argument("--src", metavar="TEXT", required=True, help="source sentence")
     p.add_argument("--tgt", metavar="TEXT", help="target sentence whose log P is measured (default: the greedy translation)")
     p.add_argument("--heads", metavar="LIST", required=True,

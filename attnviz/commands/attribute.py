@@ -9,6 +9,7 @@ import math
 import unicodedata
 
 from attnviz.commands.json_output import strict_json
+from attnviz.commands.options import add_data_file_argument, add_sentence_arguments, check_at_least_one, data_file
 
 HELP = "attribute one output token's log P to the source tokens (gradient x input, integrated gradients, occlusion)"
 METHOD_CHOICES = ("grad", "ig", "occlusion", "all")
@@ -16,9 +17,7 @@ MAX_STEPS = 10_000  # integrated gradients' steps at most: 50 times the default,
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", metavar="DIR", help="model bundle folder (default: the bundled models/zh-en)")
-    p.add_argument("--src", metavar="TEXT", required=True, help="source sentence")
-    p.add_argument("--tgt", metavar="TEXT", help="target sentence, teacher-forced (default: the greedy translation)")
+    add_sentence_arguments(p)
     p.add_argument("--method", default="ig", choices=METHOD_CHOICES,
                    help="grad: gradient x input; ig: integrated gradients from the zero embedding (default); "
                         "occlusion: each source token left out; all: the three")
@@ -30,7 +29,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"integrated gradients' steps along the path, 1 to {MAX_STEPS:,} "
                         "(default: enough to keep the printed completeness gap under 1%% nearly always)")
     p.add_argument("--max-len", type=int, metavar="N", help="most target tokens to generate")
-    p.add_argument("--out", metavar="FILE", help="write the scores to FILE (.csv or .npz; the data's metadata lines included)")
+    add_data_file_argument(p, "write the scores to FILE")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
 
 
@@ -49,19 +48,12 @@ def run(args: argparse.Namespace) -> int:
 
 def _checked(args: argparse.Namespace):
     """The ``--out`` path (or ``None``), once the numbers and the file's kind are checked (exit code 2)."""
-    from pathlib import Path
-
     from attnviz.errors import CommandError
 
-    for flag, value in (("--position", args.position), ("--steps", args.steps), ("--max-len", args.max_len)):
-        if value is not None and value < 1:
-            raise CommandError(f"{flag} must be at least 1, not {value}", code=2)
+    check_at_least_one(("--position", args.position), ("--steps", args.steps), ("--max-len", args.max_len))
     if args.steps is not None and args.steps > MAX_STEPS:
         raise CommandError(f"--steps must be from 1 to {MAX_STEPS:,}, not {str(args.steps)[:40]}", code=2)
-    out = Path(args.out) if args.out else None
-    if out is not None and out.suffix.lower() not in (".csv", ".npz"):
-        raise CommandError(f"--out: {out} must end in .csv or .npz", code=2)
-    return out
+    return data_file(args.out)
 
 
 def _attribute(bundle, args: argparse.Namespace) -> dict:

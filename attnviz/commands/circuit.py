@@ -7,12 +7,13 @@ from __future__ import annotations
 import argparse
 
 from attnviz.commands.json_output import strict_json
+from attnviz.commands.options import add_model_argument
 
 HELP = "edge attribution patching: the edges between heads, FFNs and embeddings that carry one decision, and how much of it they recover"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", metavar="DIR", help="model bundle folder (default: the bundled models/zh-en)")
+    add_model_argument(p)
     p.add_argument("--src", metavar="TEXT", required=True, help="the clean sentence")
     p.add_argument("--corrupt", metavar="TEXT", required=True,
                    help="the corrupted sentence (the same number of tokens), e.g. 鱼吃猫。 for 猫吃鱼。")

@@ -7,14 +7,13 @@ from __future__ import annotations
 import argparse
 
 from attnviz.commands.json_output import strict_json
+from attnviz.commands.options import add_sentence_arguments
 
 HELP = "share of each output token's prediction from the source against the target prefix, per decoder layer (ALTI+)"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", metavar="DIR", help="model bundle folder (default: the bundled models/zh-en)")
-    p.add_argument("--src", metavar="TEXT", required=True, help="source sentence")
-    p.add_argument("--tgt", metavar="TEXT", help="target sentence, teacher-forced (default: the greedy translation)")
+    add_sentence_arguments(p)
     p.add_argument("--max-len", type=int, metavar="N", help="most target tokens to generate")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
 

@@ -8,31 +8,25 @@ import argparse
 import json
 import sys
 
-from attnviz.core.limits import MAX_THREADS
+from attnviz.commands.options import add_model_argument, add_threads_argument, check_threads, threaded_bundle
 
 HELP = "score a model bundle as shipped: BLEU/chrF and token accuracy on its data's splits and on TSV files"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", metavar="DIR", help="model bundle folder (default: the bundled models/zh-en)")
+    add_model_argument(p)
     p.add_argument("--splits", default="test", metavar="NAMES",
                    help="splits of the bundle's own data to score, comma-separated: train (an evenly spaced sample), valid, test; "
                         "'' for none (default test)")
     p.add_argument("--tsv", action="append", default=[], metavar="FILE", help="also score a source<TAB>target file (repeatable)")
     p.add_argument("--json", action="store_true", help="print the scores as one JSON object")
-    p.add_argument("--threads", type=int, default=1, help=f"torch CPU threads, 1 to {MAX_THREADS} (default 1)")
+    add_threads_argument(p)
 
 
 def run(args: argparse.Namespace) -> int:
-    import torch
-
-    from attnviz.core.bundle import load_bundle
-    from attnviz.paths import default_model
-
-    _check_threads(args.threads)
+    check_threads(args.threads)
     splits = _splits(args.splits)
-    torch.set_num_threads(args.threads)
-    bundle = load_bundle(args.model or default_model())
+    bundle = threaded_bundle(args)
     scores = {**_split_scores(bundle, splits), **_file_scores(bundle, args.tsv)}
     if args.json:
         json.dump({"model": bundle.name, "scores": scores}, sys.stdout, ensure_ascii=False, indent=1)
@@ -40,13 +34,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         _print_table(bundle.name, scores)
     return 0
-
-
-def _check_threads(threads: int) -> None:
-    from attnviz.errors import CommandError
-
-    if not 1 <= threads <= MAX_THREADS:
-        raise CommandError(f"--threads must be from 1 to {MAX_THREADS}, not {str(threads)[:40]}", 2)
 
 
 def _splits(text: str) -> list[str]:

@@ -238,14 +238,13 @@ def _decoded_session(args: argparse.Namespace, spec: ViewSpec) -> Session:
         raise CommandError(str(exc), 2) from None
     session.set_bundle(bundle)
     _ablate(session, args)
-    session.set_inputs(args.src, args.tgt or "", to_end=False)
-    session.finish_prediction()  # an encoder-only model's pass runs in a worker
+    steps = None if args.steps is None or args.tgt else max(0, args.steps)  # teacher-forced: the last position
+    error = session.apply(args.src, args.tgt or "", steps=steps)
+    session.finish_prediction()  # an encoder-only model's pass (or a mean ablation's plan) runs in a worker
     if session.current is None:
         raise CommandError(session.error or "nothing to draw")
-    if session.decoding is not None:
-        error = session.go_to(None if args.steps is None else max(0, args.steps))
-        if error:
-            raise CommandError(error)
+    if error:
+        raise CommandError(error)
     return session
 
 
@@ -298,7 +297,7 @@ def _export_all_heads(args: argparse.Namespace, session: Session, spec: ViewSpec
     from attnviz.qt.export.files import all_heads_data
     from attnviz.qt.views.registry import choice_metadata
 
-    data, notes = session.attention_data(choice.kind), {}
+    data, notes = session.frames.attention_data(choice.kind), {}
     if getattr(args, "group_words", False):
         from attnviz.core.analysis.figure_data import AttentionFrame
         from attnviz.core.analysis.word_groups import group_frame, grouping_notes

@@ -6,37 +6,32 @@ from __future__ import annotations
 import argparse
 
 from attnviz.commands.json_output import strict_json
+from attnviz.commands.options import add_data_file_argument, add_model_argument, check_at_least_one, data_file
 
 HELP = "ablate each attention head alone on one sentence: the change in log P of the target per head, largest first"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", metavar="DIR", help="model bundle folder (default: the bundled models/zh-en)")
+    add_model_argument(p)
     p.add_argument("--src", metavar="TEXT", required=True, help="source sentence")
     p.add_argument("--tgt", metavar="TEXT", help="target sentence whose log P is measured (default: the greedy translation)")
     p.add_argument("--kind", default="zero", choices=("zero", "mean", "uniform"),
                    help="zero: Z_i = 0 before W^O (default); mean: Z_i = its mean over this sentence's positions; uniform: equal attention")
     p.add_argument("--max-len", type=int, metavar="N", help="most target tokens to generate")
     p.add_argument("--top", type=int, metavar="N", help="print only the N heads with the largest change")
-    p.add_argument("--out", metavar="FILE", help="write every head's change to FILE (.csv or .npz; the data's metadata lines included)")
+    add_data_file_argument(p, "write every head's change to FILE")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from attnviz.core.analysis.head_importance import head_importance
     from attnviz.core.bundle import load_bundle
     from attnviz.core.decoding.strategies import DecodingError
     from attnviz.errors import CommandError
     from attnviz.paths import default_model
 
-    for flag, value in (("--max-len", args.max_len), ("--top", args.top)):
-        if value is not None and value < 1:
-            raise CommandError(f"{flag} must be at least 1, not {value}", code=2)
-    out = Path(args.out) if args.out else None
-    if out is not None and out.suffix.lower() not in (".csv", ".npz"):
-        raise CommandError(f"--out: {out} must end in .csv or .npz", code=2)
+    check_at_least_one(("--max-len", args.max_len), ("--top", args.top))
+    out = data_file(args.out)
     bundle = load_bundle(args.model or default_model())
     try:
         report = head_importance(bundle, args.src, args.tgt, args.kind, max_len=args.max_len)

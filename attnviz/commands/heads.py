@@ -10,7 +10,7 @@ import json
 import sys
 import time
 
-from attnviz.core.limits import MAX_THREADS
+from attnviz.commands.options import add_model_argument, add_threads_argument, check_threads, threaded_bundle
 
 HELP = "measure every head over held-out sentence pairs: entropy, attention sinks, diagonal, previous-token and alignment scores"
 MAX_SENTENCES = 100_000
@@ -19,27 +19,22 @@ MAX_SENTENCES = 100_000
 def add_arguments(p: argparse.ArgumentParser) -> None:
     from attnviz.core.limits import CORPUS_PAIRS  # read before torch is loaded
 
-    p.add_argument("--model", metavar="DIR", help="model bundle folder (default: the bundled models/zh-en)")
+    add_model_argument(p)
     p.add_argument("--pairs", metavar="FILE", help="a source<TAB>target file to measure on (default: the test split of the model's data)")
     p.add_argument("--sentences", type=int, default=CORPUS_PAIRS, metavar="N",
                    help=f"how many pairs, evenly spaced over the split or the file (default {CORPUS_PAIRS})")
     p.add_argument("--kind", choices=("encoder", "decoder", "cross"), help="only this kind of attention (default: every kind the model has)")
     p.add_argument("--json", action="store_true", help="print the measures as one JSON object: per kind, per measure [layer][head]")
-    p.add_argument("--threads", type=int, default=1, help=f"torch CPU threads, 1 to {MAX_THREADS} (default 1)")
+    add_threads_argument(p)
 
 
 def run(args: argparse.Namespace) -> int:
-    import torch
-
     from attnviz.core.analysis.head_roles import HeadRolesError, file_pairs, head_roles, held_out_pairs
-    from attnviz.core.bundle import load_bundle
     from attnviz.core.data.examples import data_spec
     from attnviz.errors import CommandError
-    from attnviz.paths import default_model
 
     _check(args)
-    torch.set_num_threads(args.threads)
-    bundle = load_bundle(args.model or default_model())
+    bundle = threaded_bundle(args)
     kinds = _kinds(bundle.config, args.kind)
     try:
         pairs = file_pairs(args.pairs, args.sentences) if args.pairs else held_out_pairs(data_spec(bundle.meta), args.sentences, bundle.name)
@@ -63,8 +58,7 @@ def run(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> None:
     from attnviz.errors import CommandError
 
-    if not 1 <= args.threads <= MAX_THREADS:
-        raise CommandError(f"--threads must be from 1 to {MAX_THREADS}, not {str(args.threads)[:40]}", 2)
+    check_threads(args.threads)
     if not 1 <= args.sentences <= MAX_SENTENCES:
         raise CommandError(f"--sentences must be from 1 to {MAX_SENTENCES:,}, not {str(args.sentences)[:40]}", 2)
 

@@ -7,14 +7,13 @@ from __future__ import annotations
 import argparse
 
 from attnviz.commands.json_output import strict_json
+from attnviz.commands.options import add_sentence_arguments, check_at_least_one
 
 HELP = "split one output logit into the decoder's pieces: embedding, each attention head and bias, each FFN (direct logit attribution)"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", metavar="DIR", help="model bundle folder (default: the bundled models/zh-en)")
-    p.add_argument("--src", metavar="TEXT", required=True, help="source sentence")
-    p.add_argument("--tgt", metavar="TEXT", help="target sentence, teacher-forced (default: the greedy translation)")
+    add_sentence_arguments(p)
     p.add_argument("--position", type=int, metavar="N", help="output position, 1-based as on screen (default: the last)")
     p.add_argument("--token", metavar="T",
                    help="the token whose logit is split: a target piece (the leading ▁ may be left out), SOS/EOS/PAD/UNK, or an id "
@@ -33,9 +32,7 @@ def run(args: argparse.Namespace) -> int:
     from attnviz.errors import CommandError
     from attnviz.paths import default_model
 
-    for flag, value in (("--position", args.position), ("--max-len", args.max_len), ("--top", args.top)):
-        if value is not None and value < 1:
-            raise CommandError(f"{flag} must be at least 1, not {value}", code=2)
+    check_at_least_one(("--position", args.position), ("--max-len", args.max_len), ("--top", args.top))
     bundle = load_bundle(args.model or default_model())
     why = not_applicable(bundle.config)
     if why:

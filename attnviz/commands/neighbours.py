@@ -10,6 +10,7 @@ import json
 import sys
 import time
 
+from attnviz.commands.options import add_sentence_arguments, add_threads_argument, threaded_bundle
 from attnviz.core.limits import MAX_THREADS
 
 HELP = "the training sentences whose decoder state is nearest one step's (cosine), with the token each went on to"
@@ -20,9 +21,7 @@ MAX_INDEX_PAIRS = 100_000
 def add_arguments(p: argparse.ArgumentParser) -> None:
     from attnviz.core.limits import INDEX_PAIRS, NEIGHBOURS  # read before torch is loaded
 
-    p.add_argument("--model", metavar="DIR", help="model bundle folder (default: the bundled models/zh-en)")
-    p.add_argument("--src", metavar="TEXT", required=True, help="source sentence")
-    p.add_argument("--tgt", metavar="TEXT", help="target sentence, teacher-forced (default: the greedy translation)")
+    add_sentence_arguments(p)
     p.add_argument("--position", type=int, metavar="N",
                    help="the step, 1-based as on screen: the decoder row that produced output token N (default: the last that is not EOS)")
     p.add_argument("--k", type=int, default=NEIGHBOURS, metavar="K", help=f"how many neighbours, 1 to {MAX_K} (default {NEIGHBOURS})")
@@ -31,21 +30,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cache-dir", metavar="DIR", help="where the index is kept (default: the user's cache folder, attnviz/neighbours)")
     p.add_argument("--rebuild", action="store_true", help="build the index again even when one is kept")
     p.add_argument("--json", action="store_true", help="print the neighbours as one JSON object")
-    p.add_argument("--threads", type=int, default=1, help=f"torch CPU threads, 1 to {MAX_THREADS} (default 1)")
+    add_threads_argument(p)
 
 
 def run(args: argparse.Namespace) -> int:
-    import torch
-
     from attnviz.core.analysis.neighbours import UNAVAILABLE, NeighboursError, neighbours_of, unavailable
-    from attnviz.core.bundle import load_bundle
     from attnviz.core.data.examples import data_spec
     from attnviz.errors import CommandError
-    from attnviz.paths import default_model
 
     _check(args)
-    torch.set_num_threads(args.threads)
-    bundle = load_bundle(args.model or default_model())
+    bundle = threaded_bundle(args)
     spec = data_spec(bundle.meta)
     reason = unavailable(bundle.config, spec)
     if reason is not None:

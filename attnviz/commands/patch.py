@@ -9,12 +9,13 @@ import argparse
 import numpy as np
 
 from attnviz.commands.json_output import strict_json
+from attnviz.commands.options import add_data_file_argument, add_model_argument, check_at_least_one, data_file
 
 HELP = "patch one sentence's run with another's value at a site (or --map every layer and position): the translation and log P change"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", metavar="DIR", help="model bundle folder (default: the bundled models/zh-en)")
+    add_model_argument(p)
     p.add_argument("--src", metavar="TEXT", required=True, help="the sentence whose run is patched (with --map: the clean sentence)")
     p.add_argument("--other", metavar="TEXT", required=True, help="the sentence the patched value comes from (with --map: the corrupt run)")
     p.add_argument("--site", metavar="SITE", help="encoder:LAYER or decoder:LAYER (a layer's output, 1-based; 0: the embeddings), "
@@ -25,7 +26,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--map", action="store_true", help="the layer x position map: each layer output of --src patched into --other at one "
                    "position at a time, scored on one target token")
     p.add_argument("--position", type=int, metavar="N", help="with --map: the target token scored, 1-based (default: the one --other loses most)")
-    p.add_argument("--out", metavar="FILE", help="with --map: write the map to FILE (.csv or .npz; the data's metadata lines included)")
+    add_data_file_argument(p, "with --map: write the map to FILE")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
 
 
@@ -47,23 +48,16 @@ def run(args: argparse.Namespace) -> int:
 
 def _check(args: argparse.Namespace):
     """The arguments that need no model, checked; the ``--out`` path (or None)."""
-    from pathlib import Path
-
     from attnviz.errors import CommandError
 
-    for flag, value in (("--max-len", args.max_len), ("--position", args.position)):
-        if value is not None and value < 1:
-            raise CommandError(f"{flag} must be at least 1, not {value}", code=2)
+    check_at_least_one(("--max-len", args.max_len), ("--position", args.position))
     if args.map and (args.site or args.positions):
         raise CommandError("--map patches every layer output at every position: leave out --site and --positions", code=2)
     if not args.map and args.site is None:
         raise CommandError("--site is needed (or --map for the layer x position map)", code=2)
     if not args.map and (args.out or args.position is not None):
         raise CommandError(f"{'--out' if args.out else '--position'} goes with --map", code=2)
-    out = Path(args.out) if args.out else None
-    if out is not None and out.suffix.lower() not in (".csv", ".npz"):
-        raise CommandError(f"--out: {out} must end in .csv or .npz", code=2)
-    return out
+    return data_file(args.out)
 
 
 def _run_patch(args: argparse.Namespace, bundle) -> int:

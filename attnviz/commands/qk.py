@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 
 from attnviz.commands.json_output import strict_json
+from attnviz.commands.options import add_sentence_arguments
 from attnviz.core.model.sites import KINDS
 
 HELP = "one head's queries and keys projected together into 2-D (AttentionViz: centred, scaled to equal norm, PCA)"
@@ -16,9 +17,7 @@ HELP = "one head's queries and keys projected together into 2-D (AttentionViz: c
 def add_arguments(p: argparse.ArgumentParser) -> None:
     from attnviz.core.limits import MAX_HELD_OUT
 
-    p.add_argument("--model", metavar="DIR", help="model bundle folder (default: the bundled models/zh-en)")
-    p.add_argument("--src", metavar="TEXT", required=True, help="source sentence")
-    p.add_argument("--tgt", metavar="TEXT", help="target sentence, teacher-forced (default: the greedy translation)")
+    add_sentence_arguments(p)
     p.add_argument("--kind", choices=KINDS, default="cross", help="attention kind (default cross: target queries beside source keys)")
     p.add_argument("--layer", type=int, default=1, help="layer, 1-based (default 1)")
     p.add_argument("--head", type=int, default=1, help="head, 1-based (default 1)")

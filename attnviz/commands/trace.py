@@ -45,12 +45,13 @@ from typing import Any
 import numpy as np
 
 from attnviz.commands.json_output import strict_json
+from attnviz.commands.options import add_model_argument
 
 HELP = "decode one sentence headless and write every captured array (.npz) with tokens and analyses"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", metavar="DIR", help="model bundle folder (default: the bundled models/zh-en)")
+    add_model_argument(p)
     p.add_argument("--src", metavar="TEXT", help="source sentence")
     p.add_argument("--tgt", metavar="TEXT", help="target sentence: teacher-forced mode (SOS + target in, target + EOS out)")
     p.add_argument("--strategy", default="greedy", metavar="S", help="greedy (default), beam:K or sample:T")

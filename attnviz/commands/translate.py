@@ -9,12 +9,14 @@ import json
 import math
 import sys
 
+from attnviz.commands.options import add_model_argument, check_threads, threaded_bundle
+
 HELP = "translate sentences with a model bundle (greedy, beam search or sampling); reads stdin lines when no TEXT is given"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("text", nargs="*", metavar="TEXT", help="sentences to translate (default: one per line from stdin)")
-    p.add_argument("--model", metavar="DIR", help="model bundle folder (default: the bundled models/zh-en)")
+    add_model_argument(p)
     p.add_argument("--json", action="store_true", help="one JSON object per line: translation, tokens, ids, per-step top-k probabilities")
     p.add_argument("--candidates", type=int, default=5, help="with --json: how many top-k candidates per step to list (default 5)")
     g = p.add_argument_group("strategy (default: greedy)")
@@ -31,15 +33,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from attnviz.core.bundle import load_bundle
     from attnviz.core.training.evaluation import greedy_decode
-    from attnviz.paths import default_model
 
     _check_options(args)
     texts = _read_texts(args)
     strategy = _strategy(args)
-    torch.set_num_threads(args.threads)
-    bundle = load_bundle(args.model or default_model())
+    bundle = threaded_bundle(args)
     src_tok, tgt_tok, model = bundle.src_tokenizer, bundle.tgt_tokenizer, bundle.model
     _check_model(model)
     sources = _encode(texts, src_tok, model.config, args.json)
@@ -70,10 +69,7 @@ def _check_options(args: argparse.Namespace) -> None:
         raise CommandError("choose one strategy: --beam or --sample", 2)
     if args.max_len is not None and args.max_len < 1:
         raise CommandError(f"--max-len must be at least 1 (the most target tokens per translation), not {args.max_len}", 2)
-    from attnviz.core.limits import MAX_THREADS
-
-    if not 1 <= args.threads <= MAX_THREADS:
-        raise CommandError(f"--threads must be from 1 to {MAX_THREADS}, not {str(args.threads)[:40]}", 2)
+    check_threads(args.threads)
 
 
 def _check_model(model) -> None:

@@ -68,7 +68,7 @@ from typing import Any
 
 from attnviz.core.model.config import POSITIONALS, TransformerConfig, shown
 from attnviz.core.model.sites import n_layers
-from attnviz.errors import AttnvizError
+from attnviz.errors import AttnvizError, one_line
 
 FORMAT = "attnviz-tour"
 VERSION = 2  # 2: a teacher's tour (texts in both languages, the model, optional labels, ids and titles)
@@ -695,10 +695,6 @@ def out_of_range(stop: Stop, config: TransformerConfig, model: str) -> str | Non
 
 
 # -- small checks ---------------------------------------------------------------------------------
-def one_line(text: str) -> str:
-    return " ".join(str(text).split())
-
-
 def _object(raw: Any, where: str, what: str) -> dict:
     if not isinstance(raw, dict):
         raise TourError(f"{where}: {what} must be a JSON object")

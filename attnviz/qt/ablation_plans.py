@@ -5,9 +5,12 @@ runs the sentence when it arrives (:class:`AblationPlans`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from PySide6 import QtCore
 
 from attnviz.core.analysis.ablation import HeadSet, ablation_plan
+from attnviz.qt.workers import LatestRun
 
 
 class AblationPlans(QtCore.QObject):
@@ -15,56 +18,50 @@ class AblationPlans(QtCore.QObject):
     (``ready`` is emitted when it is kept; ``failed(message)`` when it could not be made). Only the
     latest request counts; the last plan made is kept."""
 
-    ready = QtCore.Signal()
+    ready = QtCore.Signal(object)  # the move kept for when the plan came (wait), or None
     failed = QtCore.Signal(str)
 
     def __init__(self, pool: QtCore.QThreadPool, workers: list, parent: QtCore.QObject | None = None):
         super().__init__(parent)
-        self._pool, self._workers = pool, workers  # the session's: its close waits for them
+        self._run = LatestRun(pool, workers, self)  # the session's pool and workers: its close waits for them
+        self._run.returned.connect(self._done)
+        self._run.errored.connect(lambda exc: self.failed.emit(str(exc) or type(exc).__name__))
         self._kept: tuple[tuple, list] | None = None
-        self._worker = None
+        self._asked: tuple | None = None  # the key of the plan being made
+        self._then: Callable[[], object] | None = None  # a move asked for while it is made
 
     @staticmethod
     def _key(bundle, heads: HeadSet, source: str, target: str) -> tuple:
         return (id(bundle), bundle, heads, source, target.strip())
 
     def plan(self, bundle, heads: HeadSet, source: str, target: str) -> list | None:
+        self._then = None  # a new action: a move kept for an earlier one is dropped
         if not heads or heads.kind != "mean":
             return ablation_plan(bundle, heads, source, target)
         key = self._key(bundle, heads, source, target)
         if self._kept is not None and self._kept[0] == key:
             return self._kept[1]
-        self._request(key, bundle, heads, source, target)
+        if not (self.pending and self._asked == key):  # not already being made
+            self._asked = key
+            self._run.start(ablation_plan, bundle, heads, source, target)
         return None
 
     @property
     def pending(self) -> bool:
-        return self._worker is not None
+        return self._run.pending
 
     def drop(self) -> None:
         """Forget the request under way (a new model, or the ablation taken off)."""
-        self._worker = None
+        self._run.drop()
+        self._then = None
 
-    def _request(self, key: tuple, bundle, heads: HeadSet, source: str, target: str) -> None:
-        from attnviz.qt.workers import FunctionWorker
+    def wait(self, move: Callable[[], object]) -> bool:
+        """While a plan is made, keep ``move`` for when it comes (True); else False."""
+        if not self.pending:
+            return False
+        self._then = move
+        return True
 
-        if self._worker is not None and self._worker.key == key:
-            return  # already being made
-        worker = FunctionWorker(ablation_plan, bundle, heads, source, target, pool=self._pool)
-        worker.key = key
-        self._worker = worker
-        self._workers.append(worker)
-        worker.returned.connect(lambda plan: self._done(worker, plan))
-        worker.errored.connect(lambda exc: self._failed(worker, exc))
-        worker.finished.connect(lambda: worker in self._workers and self._workers.remove(worker))
-        worker.start()
-
-    def _done(self, worker, plan: list) -> None:
-        if worker is self._worker:
-            self._worker, self._kept = None, (worker.key, plan)
-            self.ready.emit()
-
-    def _failed(self, worker, exc: BaseException) -> None:
-        if worker is self._worker:
-            self._worker = None
-            self.failed.emit(str(exc) or type(exc).__name__)
+    def _done(self, plan: list) -> None:
+        self._kept, move, self._then = (self._asked, plan), self._then, None
+        self.ready.emit(move)

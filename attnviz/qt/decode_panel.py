@@ -465,13 +465,16 @@ class QtTokenChips(QtWidgets.QLabel):
             f = session.forced
             note = translate("decode_panel", "→ predicted: {pieces}").format(pieces=" ".join(display_piece(p.predicted_piece) for p in f.steps))
             self.set_tokens(f.input_pieces + ("EOS",), current=session.forced_cursor, note=note)
+            self.setProperty("key", "teacher-forced")  # what the chips say, in any language
         elif session.decoding is not None:
             d = session.decoding
             forced = [i + 1 for i, st in enumerate(d.steps) if st.forced]
             note = f"“{d.translation()}”" if d.steps else translate("decode_panel", "press Step (→) or Run to End (End) to decode")
             self.set_tokens(d.tgt_pieces, forced=forced, current=len(d.tgt_pieces) - 1, note=note)
+            self.setProperty("key", "translation" if d.steps else "press-step")
         else:
             self.set_tokens((), empty=empty_source_text() if not session.source.strip() else self.empty_text())
+            self.setProperty("key", "no-source" if not session.source.strip() else "no-tokens")
 
 
 class QtTopKPanel(QtWidgets.QWidget):
@@ -539,6 +542,7 @@ class QtTopKPanel(QtWidgets.QWidget):
                 item.setFlags(item.flags() & ~QtCore.Qt.ItemFlag.ItemIsEnabled)
             self.topk_list.addItem(item)
         self.caption.setText(caption or topk_title())
+        self.caption.setProperty("key", "")  # a caller that says more names it
 
     @staticmethod
     def beams_title() -> str:
@@ -550,6 +554,7 @@ class QtTopKPanel(QtWidgets.QWidget):
             words = " ".join(display_piece(p) for p in b.pieces)
             self.beam_list.addItem(f"{b.score:8.3f}  {'✓' if b.finished else '…'}  {words}")
         self.beam_caption.setText(caption or self.beams_title())
+        self.beam_caption.setProperty("key", "")  # a caller that says more names it
         visible = bool(beams)
         self.beam_list.setVisible(visible)
         self.beam_caption.setVisible(visible)
@@ -557,28 +562,32 @@ class QtTopKPanel(QtWidgets.QWidget):
     def show_session(self, session: Session) -> None:
         """The next-token distribution the user can force from, or (finished, teacher-forced) the
         distribution at the current position, read-only; nothing (and why) without a decoding."""
-        topk = session.next_topk()
+        topk = session.frames.next_topk()
         if session.forced is not None:
             pos = session.forced.steps[session.forced_cursor]
             cap = translate("decode_panel", "Top-k at position {position}: input {input} → target {target}; "
                                             "P(target) = {prob:.3f}, loss here {loss:.3f}").format(
                 position=pos.index + 1, input=display_piece(pos.input_piece), target=display_piece(pos.piece), prob=pos.prob, loss=pos.loss)
             self.set_topk(topk, chosen=pos.predicted_id, forcing_allowed=False, caption=cap)
+            self.caption.setProperty("key", "position")  # what the caption says, in any language
             self.set_beams(())
             return
         d = session.decoding
         if d is None:
             self.set_topk((), caption=empty_source_text() if not session.source.strip() else
                           translate("decode_panel", "Nothing decoded: see the message above"))
+            self.caption.setProperty("key", "no-source" if not session.source.strip() else "nothing-decoded")
             self.set_beams(())
             return
         if d.can_step:
             self.set_topk(topk, caption=translate("decode_panel", "Top-k at step {step} (y_{step}): click or press Enter to force a token")
                           .format(step=len(d.steps) + 1))
+            self.caption.setProperty("key", "step")
         else:
             last = session.current_step()
             cap = translate("decode_panel", "Top-k at step {step}, the last (EOS or maximum length). Back (←) to change it.").format(step=len(d.steps))
             self.set_topk(topk, chosen=last.token_id if last else None, forcing_allowed=False, caption=cap)
+            self.caption.setProperty("key", "last-step")
         self._show_beams(d)
 
     def _show_beams(self, d) -> None:
@@ -590,6 +599,7 @@ class QtTopKPanel(QtWidgets.QWidget):
         if d.steps and d.steps[-1].forced and len(beams) <= 1:
             self.set_beams(beams, caption=translate("decode_panel", "Beams: forcing a token left beam search for the forced path; "
                                                                     "the next step searches {width} beams again").format(width=d.strategy.width))
+            self.beam_caption.setProperty("key", "forced-path")  # what the caption says, in any language
         else:
             self.set_beams(beams if len(beams) > 1 else ())
 

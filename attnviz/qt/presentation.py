@@ -147,7 +147,7 @@ class PresentationMode(QtCore.QObject):
         frame = views.frames.get(name)
         if frame is None or self.shown is not None:
             return None
-        self.shown = Presentation(frame, self.actions, self.window.step_label.text, self.window)
+        self.shown = Presentation(frame, self.actions, self.window.status.step_label.text, self.window)
         self.shown.left.connect(self._on_left)
         self.window.session.decodingChanged.connect(self.shown.update_step)
         self.shown.setGeometry(self.window.screen().geometry())  # the whole screen also where no window manager makes it full screen

@@ -129,8 +129,8 @@ class SessionFiles(QtCore.QObject):
         open_now = s.bundle is not None and s.bundle.path is not None and Path(s.bundle.path).resolve() == folder.resolve()
         inputs = dict(strategy=strategy, ablation=ablation_from_dict(state.ablation))
         if open_now and same_weights:
-            s.set_inputs(state.source, state.target, **inputs)
-            self._finish(state)
+            s.apply(state.source, state.target, tokens=state.tokens, forced=state.forced, cursor=state.cursor, **inputs)
+            self._settle(state)
         else:
             self._pending = state
             s.open_model(folder, source=state.source, target=state.target, **inputs)
@@ -165,15 +165,15 @@ class SessionFiles(QtCore.QObject):
             QtCore.QTimer.singleShot(0, self, lambda: self._finish(state))  # after the session has rebuilt
 
     def _finish(self, state: AppState) -> None:
-        w = self.window
-        self._replay(state)
-        w.set_decode_as_you_type(state.decode_as_you_type)
+        """The model the session names is open: decode the saved tokens again (forced where they
+        were forced), as one change, then the rest."""
+        self.window.session.replay(state.tokens, state.forced, state.cursor)
+        self._settle(state)
+
+    def _settle(self, state: AppState) -> None:
+        self.window.set_decode_as_you_type(state.decode_as_you_type)
         self._apply_choices(state)
         self.restored.emit()
-
-    def _replay(self, state: AppState) -> None:
-        """Decode the saved tokens again (forced where they were forced), as one change."""
-        self.window.session.replay(state.tokens, state.forced, state.cursor)
 
     def _apply_choices(self, state: AppState) -> None:
         """Each view's options, then the selections (which win where they overlap)."""

@@ -24,8 +24,9 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from attnviz.core.analysis.confidence import Confidence, assess
 from attnviz.core.data.examples import better_bundled, data_spec, where_seen
 from attnviz.core.data.source_map import SourceMap, map_source, shown_text
+from attnviz.errors import one_line
 from attnviz.qt.i18n import translate
-from attnviz.qt.session import Session, one_line
+from attnviz.qt.session import Session
 from attnviz.qt.widgets.plain_text import plain_label
 from attnviz.qt.workers import FunctionWorker, while_alive
 

@@ -3,8 +3,11 @@
 A stop (:class:`attnviz.core.tour_data.Stop`, read from ``resources/tour/<language>.json``) sets
 the window's state (the sentences, the tokens decoded, the linked selection), raises its view,
 outlines the part of it that matters (:class:`TourHighlight`) and explains it in two or three
-sentences whose numbers are read from the window as it is then (:data:`MEASURE_GROUPS`, one
-function per view). :class:`TourPanel` is a dock with Back, Next and Leave: the window stays
+sentences whose numbers are read from the window as it is then. The tour reads a view only
+through its spec (:class:`~attnviz.qt.views.spec.ViewSpec`): its ``measures`` give the numbers
+and its ``regions`` the outlines; :func:`check_specs` makes sure, when the tour is loaded, that
+every measure and region of :mod:`attnviz.core.tour_data` is declared by its view's spec.
+:class:`TourPanel` is a dock with Back, Next and Leave: the window stays
 usable at every stop, a change the user makes there is explained anew with the new numbers, and
 :meth:`TourPanel.resume` goes back to the stop that was left.
 
@@ -15,27 +18,24 @@ own words (title, counter, buttons) come with the tour, so it speaks the tour's 
 
 from __future__ import annotations
 
-import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-import numpy as np
 from PySide6 import QtCore, QtGui, QtWidgets
 from PySide6.QtCore import QT_TRANSLATE_NOOP
 
-from attnviz.core.analysis.attention_vs_attribution import ATTENTION_MEASURES, ATTRIBUTION_MEASURES
-from attnviz.core.analysis.norms import placement_formula
-from attnviz.core.analysis.scaling import SCALED, UNSCALED
-from attnviz.core.data.pieces import SP_WORD_START, display_piece, display_pieces
 from attnviz.core.decoding.strategies import Greedy
-from attnviz.core.tour_data import LANGUAGES, Stop, Tour, TourError, fill, load_tour, stop_misfit
+from attnviz.core.tour_data import LANGUAGES, MEASURES, REGIONS, Stop, Tour, TourError, fill, load_tour, stop_misfit
 from attnviz.qt.core_text import kind_name
 from attnviz.qt.exercises import ExerciseHost
 from attnviz.qt.i18n import translate
+from attnviz.qt.views.registry import VIEWS
+from attnviz.qt.views.spec import TourAsk, ViewSpec
 from attnviz.qt.widgets.plain_text import plain_label
+from attnviz.qt.widgets.regions import Region, widget_region
 
 POLL_MS = 40  # how often a stop looks whether its view has drawn its data
 READY_TIMEOUT_S = 120.0  # a view that has not drawn by then is explained with what it shows
@@ -45,12 +45,16 @@ PANEL_SHARE = 0.62  # of the left column's height the tour takes when it opens
 OUTLINE = QtGui.QColor(255, 120, 0, 230)  # the highlight: a semi-transparent orange outline
 FILL = QtGui.QColor(255, 120, 0, 38)
 
-Region = tuple[QtWidgets.QWidget, QtGui.QPolygonF]  # a widget and a polygon in its coordinates
+
+class TourSpecError(LookupError):
+    """A view's spec does not declare a measure or region the tour's data puts in that view: a bug
+    of the app, found when the tour is loaded (not a stop that shows "—")."""
 
 
 @dataclass(frozen=True)
 class Context:
-    """A stop in the window (a ``qt.main_window.MainWindow``): what measures and regions read."""
+    """A stop in the window (a ``qt.main_window.MainWindow``): its view, that view's spec, and what
+    the stop tells the view (:class:`~attnviz.qt.views.spec.TourAsk`)."""
 
     window: QtWidgets.QMainWindow
     stop: Stop
@@ -67,266 +71,82 @@ class Context:
     def view(self):
         return self.window.views.views[self.stop.view]
 
+    @property
+    def spec(self) -> ViewSpec:
+        return self.window.views.specs[self.stop.view]
+
+    @property
+    def ask(self) -> TourAsk:
+        return TourAsk(self.stop.state, self.session)
+
+
+def spec_gaps(specs: Iterable[ViewSpec]) -> list[str]:
+    """What the tour's data names that the views' specs do not declare (or declare wrongly): a
+    measure (:data:`~attnviz.core.tour_data.MEASURES`) or region (``REGIONS``) of a view missing
+    from its spec, and a declared measure name that is not one of that view's."""
+    by_name = {spec.name: spec for spec in specs}
+    gaps = []
+    for name, measure in MEASURES.items():
+        spec = by_name.get(measure.view)
+        if measure.view is not None and (spec is None or spec.measures is None or name not in spec.measure_names):
+            gaps.append(f"the {measure.view} view's spec does not declare the measure {name!r}")
+    for name, view in REGIONS.items():
+        spec = by_name.get(view)
+        if view is not None and (spec is None or name not in spec.regions):
+            gaps.append(f"the {view} view's spec does not declare the region {name!r}")
+    for spec in by_name.values():
+        gaps += [f"the {spec.name} view's spec declares {name!r}, which is not one of its measures in tour_data.MEASURES"
+                 for name in spec.measure_names if name not in MEASURES or MEASURES[name].view != spec.name]
+    return gaps
+
+
+def check_specs(specs: Iterable[ViewSpec]) -> None:
+    """Raise :class:`TourSpecError` naming every gap of :func:`spec_gaps`."""
+    gaps = spec_gaps(specs)
+    if gaps:
+        raise TourSpecError("the tour cannot read every view it names: " + "; ".join(gaps))
+
+
+check_specs(VIEWS)  # when the tour is loaded: a view that lost a measure or region the tour reads fails here
+
 
 # -- measures: the numbers a stop's text quotes, read from the window -----------------------------
 def model_measures(ctx: Context) -> dict[str, Any]:
+    """The open model's measures (``None`` views of :data:`~attnviz.core.tour_data.MEASURES`)."""
     cfg = ctx.session.bundle.config
     return {"d_model": cfg.d_model, "d_k": cfg.d_model // cfg.n_heads, "n_heads": cfg.n_heads, "d_ff": cfg.d_ff,
             "encoder_layers": cfg.n_encoder_layers, "decoder_layers": cfg.n_decoder_layers, "target_vocab": cfg.tgt_vocab_size}
 
 
-def head_row(ctx: Context) -> int:
-    """The head detail's row a stop talks about: its query row, else the current step's, else the last."""
-    d = ctx.view.data()
-    n = d.weights.shape[2]
-    q = ctx.stop.state.query
-    if q is None:
-        q = d.highlight if d.highlight is not None else n - 1
-    return min(max(q, 0), n - 1)
-
-
-def head_measures(ctx: Context) -> dict[str, Any]:
-    view, row = ctx.view, head_row(ctx)
-    d = view.data()
-    w = np.asarray(view.current_matrix(), np.float64)[row]
-    j = int(np.argmax(w))
-    return {"head_layer": view.layer() + 1, "head_head": view.head() + 1, "head_query": display_piece(d.query_labels[row]),
-            "head_keys": int(w.size), "head_row_sum": float(w.sum()), "head_max_weight": float(w[j]),
-            "head_max_key": display_piece(d.key_labels[j])}
-
-
-def word_pieces(pieces: tuple[str, ...], word: str) -> list[int]:
-    """The positions of the pieces that spell ``word`` where it first occurs in ``pieces``."""
-    texts = [p.replace(SP_WORD_START, "") for p in pieces]
-    starts = np.cumsum([0, *map(len, texts)])
-    at = "".join(texts).find(word)
-    if at < 0:
-        return []
-    return [i for i, t in enumerate(texts) if starts[i] < at + len(word) and starts[i] + len(t) > at]
-
-
-def focus_ranks(pieces: tuple[str, ...], ranking: tuple[int, ...], words: tuple[str, ...]) -> str | None:
-    """``开 26 · 心 10``: each piece of the focus words and its rank (1 = first) in ``ranking``."""
-    found = [i for word in words for i in word_pieces(pieces, word)]
-    return " · ".join(f"{display_piece(pieces[i])} {ranking.index(i) + 1}" for i in found) or None
-
-
-def top_pieces(pieces: tuple[str, ...], ranking: tuple[int, ...], n: int = 3) -> str:
-    return " ".join(display_piece(pieces[i]) for i in ranking[:n])
-
-
-def attribution_measures(ctx: Context) -> dict[str, Any]:
-    r = ctx.view.result()
-    pieces, att, ig = r.source_pieces, r.ranking(ATTENTION_MEASURES[0]), r.ranking("ig")
-    return {"attr_token": display_piece(r.question.token_piece), "attr_position": r.question.position + 1,
-            "attr_sources": len(pieces), "attr_focus_ranks": focus_ranks(pieces, att, ctx.stop.state.focus),
-            "attr_attention_top": top_pieces(pieces, att), "attr_ig_top": top_pieces(pieces, ig),
-            "attr_rho": r.mean_rho(ATTENTION_MEASURES, ATTRIBUTION_MEASURES), **known_measures(ctx.session.forced)}
-
-
-def known_measures(forced) -> dict[str, Any]:
-    """How well the model knows the typed translation: teacher-forced, how many of its tokens it
-    predicts (``None`` each without a typed target)."""
-    if forced is None or not forced.steps:
-        return {"attr_known": None, "attr_targets": None, "attr_accuracy": None}
-    return {"attr_known": sum(p.match for p in forced.steps), "attr_targets": len(forced.steps), "attr_accuracy": forced.accuracy}
-
-
-def walkthrough_measures(ctx: Context) -> dict[str, Any]:
-    w = ctx.view.data()
-    q = w.query
-    a = np.asarray(w.weights[q], np.float64)
-    j = int(np.argmax(a))
-    return {"walk_query": display_piece(w.query_labels[q]), "walk_top_key": display_piece(w.key_labels[j]),
-            "walk_top_score": float(w.scores[q, j]), "walk_top_weight": float(a[j]), "walk_row_sum": float(a.sum()),
-            "walk_min_weight": float(a.min()), "walk_z": float(w.z[q, 0]), "walk_head": w.head + 1,
-            "walk_head_first": w.head_columns[0], "walk_head_last": w.head_columns[1] - 1}
-
-
-def scaling_measures(ctx: Context) -> dict[str, Any]:
-    view = ctx.view
-    stats, i = view.layer_stats(), view.layer()
-    return {"scale_sqrt_dk": math.sqrt(view.comparison().d_k), "scale_max_scaled": float(stats.max_weight[SCALED][i]),
-            "scale_max_unscaled": float(stats.max_weight[UNSCALED][i]), "scale_entropy_scaled": float(stats.entropy[SCALED][i]),
-            "scale_entropy_unscaled": float(stats.entropy[UNSCALED][i])}
-
-
-def compare_measures(ctx: Context) -> dict[str, Any]:
-    r, t = ctx.view.comparison(), ctx.view.translations()
-    return {"cmp_a": r.a.text, "cmp_b": r.b.text, "cmp_max_difference": r.max_deviation if r.positional else None,
-            "cmp_translation_a": t.get(("A", True)), "cmp_translation_b": t.get(("B", True)),
-            "cmp_translation_no_pe": t.get(("A", False))}
-
-
-def residual_measures(ctx: Context) -> dict[str, Any]:
-    cfg = ctx.session.bundle.config
-    stream = ctx.view.stack("encoder").mean_stream()
-    return {"res_formula": placement_formula(cfg.norm, cfg.norm_placement), "res_first": float(stream[0]), "res_last": float(stream[-1])}
-
-
-def norm_measures(ctx: Context) -> dict[str, Any]:
-    site = ctx.view.compared_site()
-    row, col = ctx.view.marked()
-    c = site.comparison
-    return {"norm_token": display_piece(site.pieces[row]), "norm_ln_mean": float(c.layer_mean[row]), "norm_ln_std": float(c.layer_std[row]),
-            "norm_feature": col, "norm_bn_mean": float(c.batch_mean[col]), "norm_bn_std": float(c.batch_std[col]),
-            "norm_tokens": len(site.pieces)}
-
-
-def ffn_measures(ctx: Context) -> dict[str, Any]:
-    f, q = ctx.view.current(), ctx.view.query()
-    return {"ffn_layer": f.layer + 1, "ffn_off": ctx.view.off_share(), "ffn_token": display_piece(f.pieces[q]),
-            "ffn_active": int(np.count_nonzero(f.hidden[q] > 0))}
-
-
-def info_measures(ctx: Context) -> dict[str, Any]:
-    return {"info_parameters": ctx.view.info().total}
-
-
-def output_measures(ctx: Context) -> dict[str, Any]:
-    view, out = ctx.view, {}
-    loss = view.forced_arrays()["loss"]
-    if loss.size:
-        out.update(out_fed=" ".join(display_pieces(view.in_axis.labels())), out_labels=" ".join(display_pieces(view.target_axis.labels())),
-                   out_positions=int(loss.size), out_loss=float(loss.mean()))
-    elif view.topk():
-        piece, _, p = view.topk()[0]
-        out.update(out_step=ctx.session.n_rows(), out_token=display_piece(piece), out_prob=float(p),
-                   out_entropy=float(view.figure_data().extras["entropy"]))
-    return out
-
-
-def teacher_free_measures(ctx: Context) -> dict[str, Any]:
-    r = ctx.view.result()
-    d = r.departure
-    if d is None:
-        return {}
-    free, ref = r.free.predicted_pieces, r.reference_pieces
-    return {"tvf_departure": d + 1, "tvf_free": display_piece(free[d]) if d < len(free) else None,
-            "tvf_reference": display_piece(ref[d]) if d < len(ref) else None}
-
-
-def mask_measures(ctx: Context) -> dict[str, Any]:
-    m = ctx.view.matrices()
-    w = np.asarray(m["weights"], np.float64)
-    n, step = w.shape[0], ctx.view.data().step
-    row = n - 1 if step is None else step
-    upper = w[np.triu_indices(n, 1)]
-    return {"mask_upper_max": float(upper.max()) if upper.size else 0.0, "mask_masked": int(upper.size), "mask_row": row + 1,
-            "mask_row_sum": float(w[row].sum()), "mask_allowed": int(np.isfinite(m["mask"][row]).sum())}
-
-
-#: Each view's measures (``None``: the open model's), one function each: name → value.
-MEASURE_GROUPS: dict[str | None, Callable[[Context], dict[str, Any]]] = {
-    None: model_measures, "head": head_measures, "attribution": attribution_measures, "walkthrough": walkthrough_measures,
-    "scaling": scaling_measures, "compare": compare_measures, "residual": residual_measures,
-    "norm": norm_measures, "ffn": ffn_measures, "model-info": info_measures, "output": output_measures,
-    "teacher-vs-free": teacher_free_measures, "mask": mask_measures,
-}
-
-
 def measure_values(ctx: Context) -> dict[str, Any]:
-    """The measures of the stop's view and of the model; a group that cannot be read (the view has
-    nothing to show) gives none, and the text shows "—" for them."""
-    values: dict[str, Any] = {}
-    for key in (None, ctx.stop.view):
-        group = MEASURE_GROUPS.get(key)
-        try:
-            values.update(group(ctx) if group is not None else {})
-        except (AttributeError, IndexError, KeyError, TypeError, ValueError):
-            continue
+    """The measures of the model and of the stop's view (its spec's ``measures``); a view with
+    nothing to show gives none, and the text shows "—" for them."""
+    if ctx.session.bundle is None:
+        return {}
+    values = model_measures(ctx)
+    view, read = ctx.view, ctx.spec.measures
+    if read is None or not view.has_data():
+        return values
+    try:
+        values.update(read(view, ctx.ask))
+    except (IndexError, KeyError, ValueError):  # the view's data has no such row (or step) yet: shown as "—"
+        pass
     return values
 
 
 # -- regions: what a stop outlines ------------------------------------------------------------
-def widget_region(widget: QtWidgets.QWidget) -> Region:
-    return widget, QtGui.QPolygonF(QtCore.QRectF(widget.rect()))
-
-
-def scene_region(item: QtWidgets.QGraphicsItem, polygon: QtGui.QPolygonF) -> Region:
-    """``polygon`` (scene coordinates of ``item``'s scene) in its canvas's viewport."""
-    canvas = item.scene().views()[0]
-    return canvas.viewport(), QtGui.QPolygonF(canvas.mapFromScene(polygon))
-
-
-def items_region(*items: QtWidgets.QGraphicsItem) -> Region:
-    """The box around ``items``."""
-    box = QtCore.QRectF()
-    for item in items:
-        box |= item.sceneBoundingRect()
-    return scene_region(items[0], QtGui.QPolygonF(box))
-
-
-def cells_polygon(plot, points: list[tuple[float, float]]) -> Region:
-    """A polygon of matrix coordinates (column, row; a cell spans ±0.5) of a matrix plot."""
-    poly = QtGui.QPolygonF([QtCore.QPointF(x, y) for x, y in points])
-    return scene_region(plot, plot.getViewBox().mapViewToScene(poly))
-
-
-def cells(plot, col0: int, row0: int, col1: int, row1: int) -> Region:
-    """Cells ``[row0, row1) × [col0, col1)`` of a matrix plot."""
-    x0, y0, x1, y1 = col0 - 0.5, row0 - 0.5, col1 - 0.5, row1 - 0.5
-    return cells_polygon(plot, [(x0, y0), (x1, y0), (x1, y1), (x0, y1)])
-
-
-def upper_triangle(n: int) -> list[tuple[float, float]]:
-    """The cells above the diagonal of an n × n matrix, as a staircase polygon."""
-    points = [(0.5, -0.5), (n - 0.5, -0.5), (n - 0.5, n - 1.5)]
-    for r in range(n - 2, -1, -1):
-        points += [(r + 0.5, r + 0.5), (r + 0.5, r - 0.5)]
-    return points
-
-
-def region_mask_triangle(ctx: Context) -> Region:
-    plot = ctx.view.panels["weights"]
-    n = ctx.view.matrices()["weights"].shape[0]
-    return cells_polygon(plot, upper_triangle(n)) if n > 1 else items_region(plot)
-
-
-def region_head_row(ctx: Context) -> Region:
-    row, n = head_row(ctx), ctx.view.current_matrix().shape[1]
-    return cells(ctx.view.plot, 0, row, n, row + 1)
-
-
-def region_walk_row(ctx: Context) -> Region:
-    table = ctx.view.tables["weights"]
-    rows, cols = table.window
-    row = ctx.view.data().query - rows.start
-    return cells(table, 0, row, cols.stop - cols.start, row + 1)
-
-
-def region_attribution(ctx: Context) -> Region:
-    view = ctx.view
-    return cells(view.measures, 0, 0, len(view.result().source_pieces), 1)  # row 1: cross attention
-
-
-#: How each region of :data:`attnviz.core.tour_data.REGIONS` is found in the window.
-REGION_FUNCS: dict[str, Callable[[Context], Region]] = {
-    "view": lambda ctx: widget_region(ctx.views.frames[ctx.stop.view]),
-    "head-row": region_head_row,
-    "attribution-cross-row": region_attribution,
-    "walk-scores": lambda ctx: items_region(ctx.view.tables["scores"]),
-    "walk-weights-row": region_walk_row,
-    "walk-z": lambda ctx: items_region(ctx.view.tables["z"]),
-    "scaling-heatmaps": lambda ctx: items_region(ctx.view.heat_scaled, ctx.view.heat_unscaled),
-    "walk-concat": lambda ctx: items_region(ctx.view.tables["concat"], ctx.view.tables["w_o"]),
-    "compare-difference": lambda ctx: items_region(ctx.view.panels["out_diff"]),
-    "residual-encoder": lambda ctx: items_region(ctx.view.plots["encoder"].plot),
-    "norm-compare": lambda ctx: items_region(*ctx.view.cmp_plots.values()),
-    "ffn-hidden": lambda ctx: items_region(ctx.view.heatmap),
-    "model-table": lambda ctx: widget_region(ctx.view.table),
-    "output-forced": lambda ctx: items_region(ctx.view.prob_plot, ctx.view.loss_plot),
-    "output-topk": lambda ctx: items_region(ctx.view.topk_plot),
-    "teacher-table": lambda ctx: items_region(ctx.view.table),
-    "mask-upper-triangle": region_mask_triangle,
-}
-
-
 def region_of(ctx: Context) -> Region | None:
-    """The stop's region now (``None``: its view has nothing to outline yet)."""
+    """The stop's region now (``None``: its view has nothing to outline yet): the whole view
+    (``view``), or one its spec declares."""
+    name = ctx.stop.highlight
+    if name == "view":
+        return widget_region(ctx.views.frames[ctx.stop.view])
+    view, find = ctx.view, ctx.spec.regions[name]
+    if not view.has_data():
+        return None
     try:
-        return REGION_FUNCS[ctx.stop.highlight](ctx)
-    except (AttributeError, IndexError, KeyError, TypeError, ValueError):
+        return find(view, ctx.ask)
+    except (IndexError, KeyError, ValueError):  # the view's data has no such row (or panel) yet
         return None
 
 

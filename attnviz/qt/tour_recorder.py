@@ -141,7 +141,7 @@ def open_tour_model(window: QtWidgets.QMainWindow, tour: Tour) -> None:
         return
     folder = model_folder(tour.model).resolve()
     s = window.session
-    opening = s.loading_path if s.loading else (s.bundle.path if s.bundle is not None else None)
+    opening = s.loader.path if s.loading else (s.bundle.path if s.bundle is not None else None)
     if opening is None or Path(opening).resolve() != folder:
         window.open_model(folder)
 

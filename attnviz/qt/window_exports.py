@@ -97,7 +97,7 @@ class WindowExports:
 
         w = self.window
         kind = w.head_detail.kind() or w.views.selection.value().kind
-        data = w.session.attention_data(kind)
+        data = w.session.frames.attention_data(kind)
         if data is None:
             w.show_message("warning", translate("main_window", "Nothing to export yet: decode a step first"))
             return

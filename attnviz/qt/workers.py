@@ -190,6 +190,45 @@ class FunctionWorker(QtCore.QRunnable):
             _emit(self.signals.finished)
 
 
+class LatestRun(QtCore.QObject):
+    """One kind of work where only the latest request counts (a model opened, a sentence's
+    prediction, an ablation's plan): :meth:`start` runs it in a worker and supersedes the one under
+    way; ``returned(value)`` / ``errored(exc)`` come for the latest alone. ``workers`` is the
+    owner's list of workers under way (its close quits and waits for them)."""
+
+    returned = QtCore.Signal(object)
+    errored = QtCore.Signal(object)
+
+    def __init__(self, pool: QtCore.QThreadPool, workers: list, parent: QtCore.QObject | None = None):
+        super().__init__(parent)
+        self._pool, self._workers = pool, workers
+        self.worker: FunctionWorker | None = None  # the latest, until it reports
+
+    def start(self, func: Callable[..., Any], *args: Any, inference: bool = True, **kwargs: Any) -> FunctionWorker:
+        worker = FunctionWorker(func, *args, inference=inference, pool=self._pool, **kwargs)
+        self.worker = worker
+        self._workers.append(worker)
+        worker.returned.connect(lambda value: self._report(worker, self.returned, value))
+        worker.errored.connect(lambda exc: self._report(worker, self.errored, exc))
+        worker.finished.connect(lambda: worker in self._workers and self._workers.remove(worker))
+        return worker.start()
+
+    @property
+    def pending(self) -> bool:
+        return self.worker is not None
+
+    def drop(self, quit: bool = False) -> None:
+        """Forget the request under way (``quit``: ask its worker to stop too)."""
+        if quit and self.worker is not None:
+            self.worker.quit()
+        self.worker = None
+
+    def _report(self, worker: FunctionWorker, signal: QtCore.SignalInstance, value: Any) -> None:
+        if worker is self.worker:
+            self.worker = None
+            signal.emit(value)
+
+
 def active_workers() -> list[FunctionWorker]:
     """Workers started and not yet finished."""
     with _LIVE_LOCK:

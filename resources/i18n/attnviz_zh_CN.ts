@@ -2309,6 +2309,7 @@ HSK 数据中的词语释义同样来自 CC-CEDICT。&lt;i&gt;zh-en-guided&lt;/i
     <name>history</name>
     <message>
         <source>{stack} layer {layer} · {norm}</source>
+        <extracomment>A norm site in a layer, as the snapshot bar names it: ``decoder layer 2 · norm2``.</extracomment>
         <translation>{stack}第 {layer} 层 · {norm}</translation>
     </message>
     <message>
@@ -4142,6 +4143,7 @@ The bundle stays until the new run's first checkpoint is saved.</source>
     </message>
     <message>
         <source>continue it with Resume from…</source>
+        <extracomment>What the log says instead of the core's ``continue with --resume`` (the panel's Resume from… button).</extracomment>
         <translation>可用“从检查点继续…”接着训练</translation>
     </message>
     <message>
@@ -5348,7 +5350,6 @@ The bundle stays until the new run's first checkpoint is saved.</source>
     <name>tour</name>
     <message>
         <source>sinusoidal positional encoding added to its embeddings</source>
-        <extracomment>Each view's measures (``None``: the open model's), one function each: name → value. How each region of :data:`attnviz.core.tour_data.REGIONS` is found in the window.</extracomment>
         <translation>加到嵌入上的正弦位置编码</translation>
     </message>
     <message>

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from norm_passes import inputs_of, padded, training_copy
 
 from attnviz.core.analysis.ffn import ffn_data_for, off_label, off_share, top_units
 from attnviz.core.analysis.logit_lens import first_stable_layer, lens_logits, logit_lens_for
@@ -46,35 +47,6 @@ def decoded(b: Bundle, steps: int = 4) -> DecodingSession:
     return s
 
 
-def inputs_of(model, path: str, src: torch.Tensor, tgt: torch.Tensor) -> list[tuple]:
-    """The positional arguments module ``path`` is called with in one forward pass (a hook, removed after)."""
-    seen = []
-    handle = model.get_submodule(path).register_forward_hook(lambda m, args, out: seen.append(args))
-    try:
-        with torch.no_grad():
-            model(src, tgt)
-    finally:
-        handle.remove()
-    return seen
-
-
-def in_training(model):
-    """A copy of ``model`` in training mode with every dropout at p = 0: what the norm-batch view's
-    BatchNorm batch must equal (its running statistics change on each pass; the original's do not)."""
-    copied = copy.deepcopy(model).train()
-    for m in copied.modules():
-        if isinstance(m, torch.nn.Dropout):
-            m.p = 0.0
-    return copied
-
-
-def padded(rows, pad):
-    out = torch.full((len(rows), max(len(r) for r in rows)), pad, dtype=torch.long)
-    for i, r in enumerate(rows):
-        out[i, : len(r)] = torch.tensor(r)
-    return out
-
-
 # -- 4. LN vs BN on a real batch ------------------------------------------------------------------------
 @pytest.mark.parametrize("site", ["encoder.layers.0.norm1", "encoder.layers.1.norm2", "decoder.layers.1.norm3", "decoder.final_norm"])
 def test_batch_norm_statistics_with_and_without_pad(site):
@@ -90,7 +62,7 @@ def test_batch_norm_statistics_with_and_without_pad(site):
     src_rows, tgt_rows = [list(r[0]) for r in rows], [list(r[1]) for r in rows]
     assert [len(r) for r in src_rows] == [len(row) - row.count("PAD") for row in nb.src_pieces]
     src, tgt = padded(src_rows, cfg.pad_id), padded(tgt_rows, cfg.pad_id)
-    trained = in_training(b.model)  # every BatchNorm with its batch's statistics, as in training
+    trained = training_copy(b.model)  # every BatchNorm with its batch's statistics, as in training
     (x, valid, *_), = inputs_of(trained, site, src, tgt)
     x, valid = x.double().numpy(), valid.numpy()
     real = x[valid]  # [tokens, d]: PAD left out
@@ -114,7 +86,7 @@ def test_a_builder_kept_from_step_to_step_gives_the_whole_batch_of_each_step(nor
     their part is redone): each step's batch equals the whole padded batch through the model (in
     training mode, dropout off: the same for a LayerNorm model as its evaluation pass)."""
     b = bundle(norm)
-    trained = in_training(b.model)
+    trained = training_copy(b.model)
     cfg = b.config
     s = decoded(b, steps=0)
     builder = norm_batch_builder(b)

@@ -4,10 +4,8 @@ holds no bundle."""
 
 from __future__ import annotations
 
-import copy
-
 import numpy as np
-import torch
+from norm_passes import norm_input, padded, training_copy
 
 from attnviz.core.analysis.norm_batch import batch_rows, norm_batch_builder
 from attnviz.core.analysis.norm_pair import (
@@ -46,25 +44,6 @@ def decoded(b: Bundle, steps: int = 3) -> DecodingSession:
     return s
 
 
-def norm_input(model, site: str, src: torch.Tensor, tgt: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
-    """(x ``[B, L, d]``, valid ``[B, L]``) that norm ``site`` gets in one pass of ``model`` (a hook, removed after)."""
-    seen = []
-    handle = model.get_submodule(site).register_forward_hook(lambda m, args, out: seen.append(args))
-    try:
-        with torch.no_grad():
-            model(src, tgt)
-    finally:
-        handle.remove()
-    return seen[0][0].double().numpy(), seen[0][1].numpy()
-
-
-def padded(rows, pad) -> torch.Tensor:
-    out = torch.full((len(rows), max(len(r) for r in rows)), pad, dtype=torch.long)
-    for i, r in enumerate(rows):
-        out[i, : len(r)] = torch.tensor(r)
-    return out
-
-
 def test_the_other_bundle_runs_beside_the_open_one_in_a_training_mode_pass(tmp_path):
     a = tiny("layer")
     path = saved(tmp_path, "batch", {"data": {"spec": "somewhere"}})
@@ -75,11 +54,8 @@ def test_the_other_bundle_runs_beside_the_open_one_in_a_training_mode_pass(tmp_p
     assert frame.sides[1].name == "tiny-batch" and frame.sides[1].batch.batch_statistics
     b = other.builder(path, folder_key(path))[0].bundle
     assert frame.measure is not None and frame.measure.args == (b,) and frame.model is b.model  # the BatchNorm model's gap
-    # the same sentences through a copy of b in training mode, dropout off, written here
-    trained = copy.deepcopy(load_bundle(path).model).train()
-    for m in trained.modules():
-        if isinstance(m, torch.nn.Dropout):
-            m.p = 0.0
+    # the same sentences through a copy of b in training mode, dropout off
+    trained = training_copy(load_bundle(path).model)
     rows = batch_rows(b, s.src_ids, s.input_ids)  # the same tokenizers: the same ids
     src, tgt = padded([list(r[0]) for r in rows], 0), padded([list(r[1]) for r in rows], 0)
     for site in ("encoder.layers.1.norm2", "decoder.layers.1.norm1", "decoder.final_norm"):

@@ -17,20 +17,10 @@ import pytest
 from PySide6 import QtGui
 
 from attnviz.core.data.pieces import display_piece
-from attnviz.qt.i18n import install
 from attnviz.qt.publish.web_page import PageAttention, PageFigure, PageStep, WebPage, page_data, page_html, png_bytes
 
 ENGLISH_CHROME = ("Previous", "Next", "Step 1 of 2", "Decoded so far", "After step", "Hover over a matrix", "Made with attnviz",
                   "Source pieces", "Attention in")
-
-
-@pytest.fixture
-def chinese(qapp):
-    assert install("zh_CN") == "zh_CN"
-    try:
-        yield
-    finally:
-        install("en")
 
 
 def tiny_page() -> WebPage:

@@ -110,7 +110,7 @@ class RandomUser:
         self.window.session.back()
 
     def force(self) -> None:
-        topk = self.window.session.next_topk()
+        topk = self.window.session.frames.next_topk()
         if topk:
             self.window.session.force(int(self.rng.choice(topk)[1]))
 
@@ -147,8 +147,8 @@ class RandomUser:
 
     def button(self) -> None:
         w = self.window
-        dialogs = (w.open_act, w.export_fig_act, w.export_data_act, w.export_all_act, w.export_anim_act, w.export_page_act,
-                   w.quit_act, w.about_act, w.keys_act)
+        dialogs = (w.acts.open, w.acts.export_figure, w.acts.export_data, w.acts.export_all, w.acts.export_animation, w.acts.export_page,
+                   w.acts.quit, w.acts.about, w.acts.keys)
         opens_dialog = {"cancelLoadButton", "checkpointChooseButton", "normBatchBrowseButton"}  # a folder dialog would wait for a person
         buttons = [b for b in self._widgets(QtWidgets.QAbstractButton) if b.isVisible() and b.objectName() not in opens_dialog
                    and not (isinstance(b, QtWidgets.QToolButton) and b.defaultAction() in dialogs)]  # no modal dialogs
@@ -187,7 +187,7 @@ class RandomUser:
     def theme(self) -> None:
         w = self.window
         w.set_theme(self.rng.choice(("light", "dark")))
-        w.set_colormap(self.rng.choice([a.data() for a in w.cmap_group.actions()]))
+        w.set_colormap(self.rng.choice([a.data() for a in w.menus.cmap_group.actions()]))
 
 
 def rss_mb() -> float:

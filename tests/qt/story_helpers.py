@@ -1,5 +1,6 @@
 """What the tests of the story views share: the sentences they decode, the size they draw at,
-a click on a view's canvas, a view shown, the encoder's output and a session of a decoding."""
+a click on a view's canvas, a view shown, views shown in their frames, the encoder's output and a
+session of a decoding."""
 
 from __future__ import annotations
 
@@ -40,22 +41,28 @@ def session_for(b, decoding) -> Session:
     return s
 
 
+def shown_views(qtbot, s: Session, names: tuple[str, ...], size: tuple[int, int] = SIZE):
+    """A ViewSet on ``s`` with the views ``names`` shown in their frames at ``size``, as in the
+    window, and drawn (their analyses may still run)."""
+    from attnviz.qt.views.registry import ViewSet
+
+    views = ViewSet(s, only=names)
+    for name in names:
+        frame = views.frames[name]
+        qtbot.addWidget(frame)
+        frame.resize(*size)
+        frame.show()
+        qtbot.waitExposed(frame)
+        views.refresh(views[name])
+    return views
+
+
 def shown_view_set(qtbot, names: tuple[str, ...]):
     """A ViewSet on the tiny model's session (4 steps) with the views ``names`` shown in their
     frames, as in the window, drawn and their analyses done: (session, views)."""
-    from attnviz.qt.views.registry import ViewSet
-
     from inside_fixtures import session
 
-    s = Session()
-    s.bundle = bundle()
-    s.decoding = session(steps=4)
-    views = ViewSet(s, only=names)
-    for name in names:
-        qtbot.addWidget(views.frames[name])
-        views.frames[name].resize(*SIZE)
-        views.frames[name].show()
-        qtbot.waitExposed(views.frames[name])
-        views.refresh(views[name])
+    s = session_for(bundle(), session(steps=4))
+    views = shown_views(qtbot, s, names)
     assert s.analyses.wait()
     return s, views

@@ -76,11 +76,11 @@ def test_a_click_in_ablate_mode_takes_the_head_out_and_clear_gives_it_back(windo
     report = ablate(w.session.bundle, SRC, parse_heads("cross:3:2"))
     assert s.decoding.translation() == report.after and clean == report.before
     assert ("cross", 2, 1) in grid.ablated() and not grid.ablated_marks.path().isEmpty()
-    assert w.ablation_label.isVisible() and "cross:3:2" in w.ablation_label.text()
-    w.clear_ablation_button.click()
+    assert w.status.ablation_label.isVisible() and "cross:3:2" in w.status.ablation_label.text()
+    w.status.clear_ablation_button.click()
     settle(w)
     assert not s.ablation and s.decoding.translation() == clean
-    assert not w.ablation_label.isVisible() and grid.ablated_marks.path().isEmpty()
+    assert not w.status.ablation_label.isVisible() and grid.ablated_marks.path().isEmpty()
     grid.ablate_button.setChecked(False)
 
 
@@ -90,8 +90,8 @@ def test_the_ablation_view_shows_before_and_after(window, qtbot):
     s.set_ablation(heads)
     settle(w)
     frame = w.views.frames["ablation"]
-    w.findChild(type(w.head_dock), "ablationDock").show()
-    w.findChild(type(w.head_dock), "ablationDock").raise_()
+    w.findChild(type(w.docks["headDetailDock"]), "ablationDock").show()
+    w.findChild(type(w.docks["headDetailDock"]), "ablationDock").raise_()
     wait_until(lambda: frame.isVisible())
     w.views.refresh(w.views["ablation"])
     assert s.analyses.wait(60)
@@ -240,4 +240,4 @@ def test_export_with_a_mean_ablation_waits_for_its_plan(qapp, tmp_path):
     d = DecodingSession.from_bundle(b, SRC, interventions=ablation_plan(b, heads, SRC), capture=False)
     d.run()
     with np.load(files[0]) as z:
-        assert f"target: {d.translation()} (decoded with greedy)" in [str(m) for m in z["metadata"]]
+        assert f"target: {d.translation()} (decoded with greedy)" in [str(m) for m in z["metadata"]]  # data, not UI text

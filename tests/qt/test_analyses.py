@@ -84,7 +84,7 @@ def test_a_failing_analysis_says_so_in_one_line(qapp, qtbot):
 
     with qtbot.waitSignal(runner.failed, timeout=5000) as sig:
         runner.submit("walkthrough", Analysis(broken), lambda r: None)
-    assert sig.args == ["walkthrough", "ValueError: no such head"]
+    assert sig.args == ["walkthrough", "ValueError: no such head"]  # data, not UI text
     assert not runner.pending() and runner.counts["failed"] == 1
 
 

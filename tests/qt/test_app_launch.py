@@ -43,6 +43,6 @@ def test_unexpected_errors_become_window_messages(qtbot, tmp_path, monkeypatch):
         raise RuntimeError("boom in a slot")
     except RuntimeError:
         sys.excepthook(*sys.exc_info())
-    assert w.message_bar.property("level") == "error" and "boom in a slot" in w.message_bar.text()
+    assert w.message_bar.property("level") == "error" and "boom in a slot" in w.message_bar.text()  # data, not UI text
     w.session.stop_run()
     w.session.wait_for_workers(5000)

@@ -16,11 +16,9 @@ from attnviz.qt.views.base import CURRENT_ROW_LEGEND
 
 
 @pytest.fixture
-def grid(make_view, qtbot):
-    g = make_view(QtAttentionGridView, (720, 540), sample_attention_sets())
+def grid(make_view):
+    g = make_view(QtAttentionGridView, (720, 540), sample_attention_sets(), shown=True)
     g.set_kind("cross")
-    g.show()
-    qtbot.waitExposed(g)
     return g
 
 
@@ -122,7 +120,8 @@ def test_the_current_row_boxes_and_the_selection_have_a_legend(grid):
     grid.set_kind("cross")
     legend = {text: colour for _, colour, text in grid.title.legend()}
     assert legend[CURRENT_ROW_LEGEND] == grid.theme.highlight  # the orange boxes
-    assert any("selected head" in text for text in legend) and WORD_START_LEGEND in legend
+    assert [c for mark, c, _ in grid.title.legend() if mark == "▭"] == [grid.theme.highlight, grid.theme.selection]  # and the selected head's box
+    assert WORD_START_LEGEND in legend
     assert CURRENT_ROW_LEGEND in grid.title.plain_text()
     grid.set_kind("encoder")  # no current row in the encoder: no box, no legend for it
     assert CURRENT_ROW_LEGEND not in {text for _, _, text in grid.title.legend()}

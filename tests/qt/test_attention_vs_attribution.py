@@ -20,7 +20,7 @@ def test_the_columns_are_the_measures_and_the_query_row_picks_the_token(qtbot):
     r = view.result()
     assert r is not None
     b = bundle()
-    expected = importance_for(s.frozen(), None, b.model, b.tgt_tokenizer)
+    expected = importance_for(s.frames.frozen(), None, b.model, b.tgt_tokenizer)
     assert r.question.position == expected.question.position
     matrix = view.measures.matrix()  # a row per source piece, a column per measure
     assert view.measures.row_labels() == tuple(r.source_pieces)
@@ -30,7 +30,7 @@ def test_the_columns_are_the_measures_and_the_query_row_picks_the_token(qtbot):
     views.selection.update(query=1, kind="cross")
     assert s.analyses.wait()
     qtbot.waitUntil(lambda: view.result() is not None and view.result().question.position == 1, timeout=20000)
-    at_one = importance_for(s.frozen(), 1, b.model, b.tgt_tokenizer)
+    at_one = importance_for(s.frames.frozen(), 1, b.model, b.tgt_tokenizer)
     np.testing.assert_allclose(view.result().measures["ig"], at_one.measures["ig"], atol=1e-9)
     data = view.figure_data()
     assert data.dims == ("source",) and set(data.values) >= {"cross_attention", "flow", "ig", "occlusion"}

@@ -75,7 +75,7 @@ def test_the_view_draws_every_node_with_labels_that_never_overlap(make_view, qtb
     plot_box = view.tree_plot.getViewBox().sceneBoundingRect()
     assert all(plot_box.contains(r) for r in label_rects)  # none clipped
     selected = view.findChild(QtWidgets.QLabel, "beamTreeSelected")
-    assert s.translation() == "I like fish." and "␣I ␣like ␣fish . EOS" in selected.text() and selected.textFormat() == QtCore.Qt.TextFormat.PlainText
+    assert s.translation() == "I like fish." and "␣I ␣like ␣fish . EOS" in selected.text() and selected.textFormat() == QtCore.Qt.TextFormat.PlainText  # data, not UI text
     view.grab().save(str(tmp_path / "beam_tree.png"))
 
 
@@ -131,7 +131,7 @@ def test_greedy_shows_one_path_and_a_typed_target_shows_nothing(make_view, qtbot
     assert view.drawn_nodes() == s.n_steps + 1 and set(view.frame().tree.rows) == {0}
     fresh = session_for(bundle(), DecodingSession.from_bundle(bundle(), SRC))  # nothing decoded yet: SOS alone
     view.set_data(beam_tree_data(fresh, ViewChoice(), {}).run())
-    assert view.drawn_nodes() == 1 and not view.heatmap.isVisible() and "SOS chose nothing yet" in view.node_label.text()
+    assert view.drawn_nodes() == 1 and not view.heatmap.isVisible() and view.node_label.property("key") == "sos-chose-nothing"
     session.forced = object()  # as in teacher-forced mode: no decoding to draw
     assert beam_tree_data(session, ViewChoice(), view.options()) is None
     view.set_theme("dark")

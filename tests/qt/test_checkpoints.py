@@ -69,7 +69,8 @@ def test_the_view_shows_the_core_s_numbers(view, result, tmp_path):
     assert view.delta_map.col_labels() == result.attention_a.source_pieces
     a = view.findChild(QtWidgets.QLabel, "checkpointTranslationA")
     b = view.findChild(QtWidgets.QLabel, "checkpointTranslationB")
-    assert a.text().endswith(result.translation_a) or a.text().endswith(f"{result.translation_a}  (the same)")
+    assert a.text().startswith(f"A · {result.name_a}: {result.translation_a}")
+    assert a.text().endswith(result.translation_a) != result.same_translation  # a note follows a translation B shares
     assert b.text().endswith(result.translation_b) and a.textFormat() == b.textFormat() == PLAIN
     assert view.figure_data().values["total_variation"].shape == view.summary_map.matrix().shape
     view.grab().save(str(tmp_path / "checkpoints.png"))
@@ -140,7 +141,7 @@ def test_a_folder_that_cannot_be_compared_is_one_plain_line(make_view, qtbot, bu
     decoding.run()
     (tmp_path / "notes").mkdir()
     problem = checkpoints_data(session_for(bundle, decoding), ViewChoice(), {PATH: str(tmp_path / "notes")}).run()
-    assert isinstance(problem, ComparisonProblem) and "\n" not in problem.message and "not an attnviz model bundle" in problem.message
+    assert isinstance(problem, ComparisonProblem) and "\n" not in problem.message and "not an attnviz model bundle" in problem.message  # data, not UI text
     view = make_view(QtCheckpointsView, SIZE, problem, shown=True)
     label = view.findChild(QtWidgets.QLabel, "checkpointProblem")
     assert label.isVisible() and label.text() == problem.message and label.textFormat() == PLAIN

@@ -10,25 +10,15 @@ from PySide6 import QtWidgets
 
 from attnviz.core.analysis.circuit import circuit
 from attnviz.core.analysis.compare import swap_ends
-from attnviz.qt.session import Session
-from attnviz.qt.views.registry import ViewSet
 
 from inside_fixtures import bundle, session
-from story_helpers import OTHER, SIZE, click
+from story_helpers import OTHER, click, session_for, shown_views
 
 
 def shown_circuit(qtbot, placement: str = "pre"):
     """A ViewSet of the circuit view alone on a tiny model's session (4 steps), shown and computed."""
-    s = Session()
-    s.bundle = bundle(placement=placement)
-    s.decoding = session(steps=4, placement=placement)
-    views = ViewSet(s, only=("circuit",))
-    frame = views.frames["circuit"]
-    qtbot.addWidget(frame)
-    frame.resize(*SIZE)
-    frame.show()
-    qtbot.waitExposed(frame)
-    views.refresh(views["circuit"])
+    s = session_for(bundle(placement=placement), session(steps=4, placement=placement))
+    views = shown_views(qtbot, s, ("circuit",))
     assert s.analyses.wait()
     return s, views["circuit"]
 

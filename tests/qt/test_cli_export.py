@@ -211,7 +211,7 @@ def test_every_view_exports_every_kind_it_shows(qapp, tmp_path, capsys, tiny_mod
     if not spec.applies(config):  # e.g. the masked-token view on an encoder-decoder model: refused in one line
         assert main(["export", "--model", str(tiny_model_dir), "--src", "我喜欢吃苹果。", "--view", spec.name, "--out", str(tmp_path / "o")]) == 2
         err = capsys.readouterr().err
-        assert err.startswith("attnviz: error: ") and err.count("\n") == 1 and "does not apply" in err
+        assert err.startswith("attnviz: error: ") and err.count("\n") == 1 and "does not apply" in err  # the CLI's stderr: data, not UI text
         assert not (tmp_path / "o").exists()
         return
     target = {"teacher-vs-free": ["--tgt", "I like eating apples."],  # it compares with a reference
@@ -263,7 +263,7 @@ def test_mask_head_all_is_refused_in_one_line(qapp, tmp_path, capsys, tiny_model
     rc = main(["export", "--model", str(tiny_model_dir), "--src", "我喜欢吃苹果。", "--view", "mask", "--head", "all",
                "--out", str(tmp_path / "out")])
     err = capsys.readouterr().err
-    assert rc == 2 and err.count("\n") == 1 and "--head all does not apply to the mask view" in err, err
+    assert rc == 2 and err.count("\n") == 1 and "--head all does not apply to the mask view" in err, err  # the CLI's stderr: data, not UI text
     assert not (tmp_path / "out").exists()
 
 
@@ -295,5 +295,5 @@ def test_a_model_without_layers_exports_or_says_why_in_one_line(qapp, tmp_path, 
         else:
             assert err.startswith("attnviz: error: ") and err.count("\n") == 1, (view, err)
             kinds = [k for k, n in zip(("encoder", "decoder"), layers) if n == 0] + ["cross"]
-            assert any(f"no {k} layers" in err or f"no {k} or" in err for k in kinds) or any(
+            assert any(f"no {k} layers" in err or f"no {k} or" in err for k in kinds) or any(  # the CLI's stderr: data, not UI text
                 why in err for why in ("--tgt", "--ablate", "--other-model", "no heads", "masked-token head", "post-norm")), (view, err)  # or: it needs a target, heads to ablate, a pre-norm model

@@ -30,7 +30,9 @@ def test_compare_view_shows_the_permutation_without_pe(loaded, qtbot):
         np.testing.assert_allclose(diff, ca - cb[perm], atol=1e-5)
         assert (np.abs(diff).max() < 1e-5) == (not positional)
     assert view.pe_off.isChecked()
-    assert "without PE" in view.title.plain_text() and "with PE" in view.title.plain_text()
+    t, legend = view.translations(), view.title.legend()  # one legend entry with PE, one without
+    assert len(legend) == 2 and legend[0][0] != legend[1][0] and legend[1][2].startswith(f"A → {t[('A', False)]}   B → {t[('B', False)]}")
+    assert f"{view.comparison().max_deviation:.2g}" in view.summary() and view.summary() in view.title.plain_text()  # the number without PE
     # the selected head's attention, as the model records it
     view.apply(ViewChoice(kind="cross", layer=1, head=2, mode="head"))
     assert (view.layer(), view.head()) == (1, 2)
@@ -113,4 +115,4 @@ def test_the_word_order_pair_is_marked_right_or_wrong_against_its_accepted_trans
     legend = view.translation_legend()[0][2]
     assert legend.count("✓") == sum(expected.values()) and legend.count("✗") == 2 - sum(expected.values())
     if not expected["B"]:
-        assert "The fish eats the cat." in legend  # the right translation beside the wrong one
+        assert "The fish eats the cat." in legend  # the right translation beside the wrong one; data, not UI text

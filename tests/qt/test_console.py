@@ -22,7 +22,7 @@ def run_cell(console, code: str):
 @pytest.mark.slow
 def test_a_script_in_the_console_changes_the_window(qtbot, window):
     assert window.findChild(QtWidgets.QWidget, "pythonConsoleDock") is None  # built on first use
-    act = next(a for a in window.view_menu.actions() if a.objectName() == "pythonConsoleAction")
+    act = next(a for a in window.menus.view_menu.actions() if a.objectName() == "pythonConsoleAction")
     act.trigger()
     console = window.findChild(console_module.PythonConsole)
     try:
@@ -33,7 +33,7 @@ def test_a_script_in_the_console_changes_the_window(qtbot, window):
         assert window.session.source == "我爱你。"
         expected = tuple(window.session.bundle.src_tokenizer.encode_pieces("我爱你。"))
         qtbot.waitUntil(lambda: window.grid.data() is not None and tuple(window.grid.data().key_labels) == expected, timeout=20000)
-        assert run_cell(console, "model is window.session.bundle.model and views['grid'] is window.grid") is True
+        assert run_cell(console, "model is window.session.bundle.model and views['grid'] is window.grid") is True  # data, not UI text
         result = run_cell(console, 'trace("我爱你。", "I love you.")')
         assert result.all_attention("cross").shape[-1] == len(expected)
         np.testing.assert_allclose(result.all_attention("cross").sum(-1), 1.0, atol=1e-5)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnviz.core.analysis.contributions import contributions_for
+from attnviz.core.analysis.contributions import contributions_for, not_applicable
 from attnviz.qt.views.contributions import ContributionsFrame, QtContributionsView
 from attnviz.qt.views.registry import view_spec
 
@@ -40,7 +40,7 @@ def test_the_view_set_computes_it_in_a_worker_in_the_bottom_docks(qtbot):
     s, views = shown_view_set(qtbot, ("contributions",))
     view = views["contributions"]
     b = bundle()
-    expected = contributions_for(s.frozen(), b.model, b.tgt_tokenizer)
+    expected = contributions_for(s.frames.frozen(), b.model, b.tgt_tokenizer)
     np.testing.assert_allclose(view.result().source_share, expected.source_share)
     assert view_spec("contributions").area == "bottom" and s.analyses.counts["submitted"] >= 1
 
@@ -48,5 +48,5 @@ def test_the_view_set_computes_it_in_a_worker_in_the_bottom_docks(qtbot):
 def test_a_model_without_cross_attention_shows_why_instead_of_a_plot(loaded, tiny_family):
     _, view, _, ok = loaded("contributions", model=tiny_family("gpt2"), source="the cat sat")
     assert not ok and not view.has_data()
-    assert "no cross-attention" in view.reason() and view.reason_label.isVisibleTo(view)
+    assert view.reason() == not_applicable(tiny_family("gpt2").config) and view.reason_label.isVisibleTo(view)
     assert not view.plot.isVisible()

@@ -3,7 +3,12 @@ mark, readable panels in a short dock, 1-based positions, the tutorial's labels.
 
 from __future__ import annotations
 
+import ast
+import io
 import math
+import re
+import tokenize
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,9 +19,11 @@ from attnviz.core.analysis.norms import NormSites, norm_site_data_for
 from attnviz.core.analysis.positional import positional_data_for
 from attnviz.core.analysis.walkthrough import WalkthroughFrame, session_walkthrough
 from attnviz.core.data.pieces import SP_WORD_START, WORD_START, WORD_START_LEGEND, display_piece, word_spans
+from attnviz.qt.i18n import translate
 from attnviz.qt.views.norm_stats import QtNormStatsView
 from attnviz.qt.views.output import ROW_PX, QtOutputView
 from attnviz.qt.views.positional import QtPositionalView
+from attnviz.qt.views.registry import view_spec
 from attnviz.qt.views.walkthrough import QtWalkthroughView
 from attnviz.qt.widgets.colormaps import ui_font
 from attnviz.qt.widgets.heatmap import HoverInfo
@@ -72,7 +79,7 @@ def test_output_view_is_readable_in_a_short_dock(make_view, qtbot, size):
     view = make_view(QtOutputView, size, OutputFrame(step=session.steps[-1]), shown=True)
     qtbot.wait(10)
     title = view.title.plain_text()
-    assert title.startswith("Output distribution") and "Next token" not in title
+    assert title.startswith(translate("views", view_spec("output").title))  # the view's title is its dock's name (not the top-k list's)
     vb = view.topk_plot.getViewBox()
     n = len(view.topk())
     assert n == len(session.steps[-1].topk) and vb.height() / n >= ROW_PX - 2  # every row a line of text tall
@@ -217,7 +224,8 @@ def test_the_export_dialog_writes_the_metadata_it_is_given(make_view, tmp_path, 
     mark, *lines = target.read_text(encoding="utf-8").splitlines()
     assert mark.startswith("# attnviz-output: sha256=")  # attnviz's mark comes first (core/outputs.py)
     assert lines[:4] == ["# model: tiny-layer", "# source: 我喜欢吃苹果。", "# target: x y", "# step: 3"]
-    assert lines[4].startswith("# view: Output distribution") and lines[5].startswith("# indices: rank_index count from 0")
+    assert lines[4] == f"# view: {view.figure_title()}" and view.figure_title().startswith(translate("views", view_spec("output").title))
+    assert lines[5].startswith("# indices: rank_index count from 0")  # the core's note of the file; data, not UI text
     assert lines[6].startswith("rank_index,")
 
 
@@ -345,11 +353,11 @@ def test_teacher_vs_free_writes_its_departure_one_based_in_its_own_colour(qapp, 
     from attnviz.cli import main as cli_main
     from attnviz.qt.widgets.colormaps import get_theme
 
-    assert cli_main(["export", "--view", "teacher-vs-free", "--src", "猫吃鱼。", "--tgt", "The fish eats the cat.",
+    assert cli_main(["export", "--view", "teacher-vs-free", "--src", "猫吃鱼。", "--tgt", "The fish eats the cat.",  # data, not UI text
                      "--format", "npz", "--out", str(tmp_path)]) == 0
     with np.load(next(tmp_path.glob("*.npz"))) as z:
         assert "departure" not in z.files and int(z["departure_position"]) >= 1
-        assert any("count from 1" in str(line) for line in z["metadata"])
+        assert any("count from 1" in str(line) for line in z["metadata"])  # data, not UI text
     for name in ("light", "dark"):
         t = get_theme(name)
         assert t.departure != t.highlight  # the current step's colour means the current step only
@@ -373,3 +381,40 @@ def test_the_scaling_hover_and_the_norm_batch_features_follow_the_conventions(ma
 def test_the_pe_axes_say_how_position_and_the_formulas_pos_relate(make_view):
     view = make_view(QtPositionalView, (900, 640), positional_data_for(F.session(steps=3)))
     assert "pos + 1" in view.curve_plot.getAxis("bottom").labelText  # positions 1…n on screen, pos from 0 in PE(pos, 2i)
+
+
+# -- GUI tests assert on keys, objectNames and numbers, not on English sentences ----------------------------
+DATA_MARK = "data, not UI text"  # a trailing comment on an assertion about model output, files or the CLI (English only)
+ENGLISH_PHRASE = re.compile(r"[A-Za-z]{2,} [A-Za-z]{2,}")  # two words: a phrase, not a key, a name or a formula
+MOST_ENGLISH_ASSERTIONS = 10  # where a test's point is that the English reads so
+#: Files other sessions kept while this rule came in, with the English assertions they had then: their
+#: number may only go down (the train panel's messages carry keys to assert on; see the report's list).
+ELSEWHERE: dict[str, int] = {}
+
+
+def english_phrase_assertions(folder: Path) -> dict[str, list[str]]:
+    """file name -> ``line: phrase`` of each assertion in ``folder``'s tests that compares against an
+    English phrase, leaving out those whose lines carry the ``# data, not UI text`` comment."""
+    found: dict[str, list[str]] = {}
+    for path in sorted(folder.rglob("test_*.py")):
+        text = path.read_text(encoding="utf-8")
+        marked = {tok.start[0] for tok in tokenize.generate_tokens(io.StringIO(text).readline)
+                  if tok.type == tokenize.COMMENT and DATA_MARK in tok.string}
+        for node in ast.walk(ast.parse(text)):
+            if not isinstance(node, ast.Assert):
+                continue
+            phrases = [c.value for c in ast.walk(node.test) if isinstance(c, ast.Constant) and isinstance(c.value, str)
+                       and ENGLISH_PHRASE.search(c.value)]
+            if phrases and not marked.intersection(range(node.lineno, (node.end_lineno or node.lineno) + 1)):
+                found.setdefault(path.name, []).append(f"{path.name}:{node.lineno}: {phrases[0][:60]!r}")
+    return found
+
+
+def test_gui_tests_assert_on_keys_not_english_sentences():
+    """The interface is bilingual: a GUI test asserts on a message's key, an objectName, a widget's
+    state or a number, so that it holds in either language; at most a few assert on English text."""
+    found = english_phrase_assertions(Path(__file__).parent)
+    ours = [line for name, lines in found.items() if name not in ELSEWHERE for line in lines]
+    assert len(ours) <= MOST_ENGLISH_ASSERTIONS, "\n".join(ours)
+    grown = {name: found.get(name, []) for name, most in ELSEWHERE.items() if len(found.get(name, [])) > most}
+    assert not grown, "\n".join(line for lines in grown.values() for line in lines)

@@ -20,7 +20,6 @@ from attnviz.core.decoding.strategies import BeamSearch, Greedy, Sampling
 from attnviz.core.model.config import TransformerConfig
 from attnviz.core.model.interventions import ABLATION_KINDS
 from attnviz.qt.core_text import ablation_name, head_text, heads_text, kind_formula, kind_name, kind_title, strategy_text, word_start_legend
-from attnviz.qt.i18n import install
 from attnviz.qt.sample_data import SOURCE, TARGET, sample_attention_sets, sample_masks
 from attnviz.qt.selection import ViewChoice
 from attnviz.qt.views.attention_grid import QtAttentionGridView
@@ -33,13 +32,6 @@ STRATEGIES = (Greedy(), Sampling(), Sampling(0.7, 5, 0.9, 3), BeamSearch(), Beam
 WORD = re.compile(r"[A-Za-z]{2,}")
 # what stays in Latin letters in the Chinese views: the sample's tokens and the formulas' names
 KEPT = {"SOS", "EOS", "love", "eating", "fish", "softmax", "QK", "KV", "PAD", "log", "nats", "top", "cos"}
-
-
-@pytest.fixture
-def chinese(qapp):
-    assert install("zh_CN") == "zh_CN"
-    yield
-    install("en")
 
 
 def english_words(text: str) -> set[str]:

@@ -84,19 +84,19 @@ def test_gpt2_continues_its_prompt_with_decoder_views_only(qtbot, tmp_path):
         s = w.session
         prompt = [s.bundle.config.bos_id, *s.bundle.src_tokenizer.encode(PROMPT)]
         assert list(s.decoding.tgt_ids[: len(prompt)]) == prompt and len(s.decoding.tgt_ids) > len(prompt)
-        assert w.input_bar.source_label.text() == "Prompt" and "decoder-only" in w.model_label.toolTip() + w.model_label.full_text()
+        assert w.input_bar.source_label.text() == "Prompt" and "decoder-only" in w.status.model_label.toolTip() + w.status.model_label.full_text()
         shown = _every_shown_view_draws(qtbot, w)
         assert _kinds_offered(w) == {"decoder"}
         assert {"compare", "teacher-vs-free", "attribution", "masked"}.isdisjoint(shown)
         for name in ("compare", "teacher-vs-free", "attribution", "masked"):
             assert not w.docks[w.views.specs[name].dock_name].toggleViewAction().isEnabled()
-        w.reset_act.trigger()
-        assert list(s.decoding.tgt_ids) == prompt and not w.back_act.isEnabled()
-        w.step_act.trigger()
-        assert len(s.decoding.tgt_ids) == len(prompt) + 1 and w.back_act.isEnabled()
-        w.back_act.trigger()
-        assert list(s.decoding.tgt_ids) == prompt and not w.back_act.isEnabled()
-        w.run_act.trigger()
+        w.acts.reset.trigger()
+        assert list(s.decoding.tgt_ids) == prompt and not w.acts.back.isEnabled()
+        w.acts.step.trigger()
+        assert len(s.decoding.tgt_ids) == len(prompt) + 1 and w.acts.back.isEnabled()
+        w.acts.back.trigger()
+        assert list(s.decoding.tgt_ids) == prompt and not w.acts.back.isEnabled()
+        w.acts.run.trigger()
         wait_idle(qtbot, w)
         ids = torch.tensor([list(s.decoding.input_ids)])
         with torch.no_grad():
@@ -114,10 +114,10 @@ def test_bert_predicts_masked_tokens_and_the_default_model_gets_everything_back(
     try:
         s = w.session
         assert s.decoding is None and s.forced is None and s.masked is not None
-        assert not any(a.isEnabled() for a in (w.step_act, w.back_act, w.run_act, w.reset_act))
-        assert not w.decode_menu.menuAction().isEnabled() and not w.step_bar.isEnabled() and not w.input_bar.target_edit.isVisibleTo(w)
+        assert not any(a.isEnabled() for a in (w.acts.step, w.acts.back, w.acts.run, w.acts.reset))
+        assert not w.menus.decode_menu.menuAction().isEnabled() and not w.step_bar.isEnabled() and not w.input_bar.target_edit.isVisibleTo(w)
         hidden = {n for n in DECODING_VIEWS if w.docks[w.views.specs[n].dock_name].isHidden()}
-        assert hidden == set(DECODING_VIEWS) and w.topk_dock.isHidden() and "encoder-only" in w.model_label.full_text()
+        assert hidden == set(DECODING_VIEWS) and w.docks["topkDock"].isHidden() and "encoder-only" in w.status.model_label.full_text()
         assert not any(w.docks[w.views.specs[n].dock_name].toggleViewAction().isEnabled() for n in DECODING_VIEWS)
         shown = _every_shown_view_draws(qtbot, w)
         assert "masked" in shown and _kinds_offered(w) <= {"encoder"}
@@ -142,8 +142,8 @@ def test_bert_predicts_masked_tokens_and_the_default_model_gets_everything_back(
         _settle(qtbot, w)
         assert not any(w.docks[w.views.specs[n].dock_name].isHidden() for n in DECODING_VIEWS if w.views.specs[n].applies(s.bundle.config))
         assert all(d.toggleViewAction().isEnabled() for n, d in w.docks.items() if n != "maskedPredictionDock")
-        assert w.docks["maskedPredictionDock"].isHidden() and not w.topk_dock.isHidden()
-        assert w.decode_menu.menuAction().isEnabled() and w.step_bar.isEnabled() and w.input_bar.target_edit.isVisibleTo(w)
-        assert w.back_act.isEnabled() and w.input_bar.source_label.text() == "Source" and w.chips.isVisibleTo(w)
+        assert w.docks["maskedPredictionDock"].isHidden() and not w.docks["topkDock"].isHidden()
+        assert w.menus.decode_menu.menuAction().isEnabled() and w.step_bar.isEnabled() and w.input_bar.target_edit.isVisibleTo(w)
+        assert w.acts.back.isEnabled() and w.input_bar.source_label.text() == "Source" and w.chips.isVisibleTo(w)
     finally:
         close_window(w)

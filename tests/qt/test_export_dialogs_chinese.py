@@ -9,20 +9,15 @@ from test_i18n import english_words, widget_texts
 
 from attnviz.qt.export.dialogs import FigureExportDialog
 from attnviz.qt.export.files import ExportError, render_view_to_file
-from attnviz.qt.i18n import install
 from attnviz.qt.train.figure import TrainingFigure
 
 
 @pytest.fixture
-def figure(qtbot, qapp):
-    assert install("zh_CN") == "zh_CN"
-    try:
-        view = TrainingFigure()
-        qtbot.addWidget(view)
-        view.resize(600, 400)
-        yield view
-    finally:
-        install("en")
+def figure(qtbot, chinese):
+    view = TrainingFigure()
+    qtbot.addWidget(view)
+    view.resize(600, 400)
+    return view
 
 
 def test_the_figure_dialog_is_chinese(qtbot, figure):

@@ -21,4 +21,4 @@ def one_line(capsys) -> str:
 def test_an_export_too_large_to_draw_is_one_line(tmp_path, capsys, options, pixels):
     out = tmp_path / "figures"
     assert main(["export", "--src", "我是学生。", "--out", str(out), *options]) == 2
-    assert f"makes a PNG of {pixels} pixels" in one_line(capsys) and not out.exists()
+    assert f"makes a PNG of {pixels} pixels" in one_line(capsys) and not out.exists()  # the CLI's stderr: data, not UI text

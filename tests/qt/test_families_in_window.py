@@ -12,7 +12,11 @@ import torch
 from PySide6 import QtWidgets
 from window_helpers import close_shared_window, open_shared_window, wait_until
 
+from attnviz.core.analysis.model_info import SCORE_TEMPLATES
+from attnviz.qt.i18n import translate
+from attnviz.qt.views.model_info import row_texts
 from attnviz.qt.views.registry import VIEWS
+from attnviz.qt.views.scaling import NOTES, SCALED, UNSCALED
 
 transformers = pytest.importorskip("transformers", reason="transformers is not installed (pip install 'attnviz[hf]')")
 
@@ -128,9 +132,9 @@ def test_the_scaling_view_says_whether_the_model_scales(opened):
     view = window.views["scaling"]
     view.select(kind="encoder", layer=0, head=0)
     if family == "bart":
-        assert view.scaling_note() == "" and view.note("÷√d_k") == "the model's"
+        assert view.scaling_note() == "" and view.note(SCALED) == translate("scaling", NOTES[SCALED])  # the model's
         return
-    assert "this model does not divide by √d_k" in view.scaling_note() and view.note("÷1") == "the model's"
+    assert view.formula(UNSCALED) in view.scaling_note() and view.note(UNSCALED) == translate("scaling", NOTES[SCALED])  # ÷1 is the model's
     assert view.formula("÷1") == "softmax(QKᵀ + B + M)"
     c = view.comparison()  # the ÷1 panel holds the model's own weights
     np.testing.assert_allclose(c.unscaled, window.session.current.all_attention("encoder")[0], atol=1e-5)
@@ -145,16 +149,19 @@ def test_positions_norms_and_model_info_name_the_family(opened):
     raise_dock(window, "model-info")
     table = window.findChild(QtWidgets.QTableWidget, "modelInfoTable")
     rows = {table.item(r, 0).text(): table.item(r, 1).text() for r in range(table.rowCount())}
+    info = {row.key: row for row in window.views["model-info"].info().rows}  # the core's rows the table shows
+    for key in ("positions", "scores"):
+        assert rows[key] == row_texts(info[key])[1], key
     if family == "bart":
         table_rows = theirs.model.encoder.embed_positions.weight.detach().numpy()[2:2 + pe.n_positions]  # BART's offset of 2
         assert pe.kind == "learned"
         np.testing.assert_allclose(pe.pe, table_rows, atol=1e-6)
-        assert rows["positions"].startswith("a learned table") and "LayerNorm" in window.norm_label.text()
+        assert info["positions"].values == {"n": window.session.bundle.config.max_len} and "LayerNorm" in window.status.norm_label.text()  # a learned table
         return
-    assert pe.kind == "relative" and "relative position bias B" in window.views["pe"].title.plain_text()
+    assert pe.kind == "relative" and "softmax(QKᵀ + B + M)" in window.views["pe"].title.plain_text()  # no PE: the bias B instead
     site = norm.group_sites()[0]
     assert site.kind == "rms"
     np.testing.assert_allclose(site.stats.rms, np.sqrt(np.mean(site.x_in.astype(np.float64) ** 2, -1)), rtol=1e-4)
-    assert "RMSNorm" in window.norm_label.text() and "RMSNorm" in rows["normalization"]
-    assert rows["scores"].startswith("softmax(QKᵀ + B + M): no ÷√d_k") and rows["scores"].endswith("B in the self-attentions only")
+    assert "RMSNorm" in window.status.norm_label.text() and "RMSNorm" in rows["normalization"]
+    assert info["scores"].template == SCORE_TEMPLATES[False, True] and rows["scores"].startswith("softmax(QKᵀ + B + M)")  # no ÷√d_k; B in the self-attentions
     assert rows["positions"].startswith("relative")

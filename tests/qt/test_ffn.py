@@ -9,7 +9,7 @@ import torch
 
 from attnviz.core.analysis.ffn import FfnForm, ffn_data_for
 from attnviz.core.model.config import TransformerConfig
-from attnviz.qt.views.ffn import QtFfnView
+from attnviz.qt.views.ffn import QtFfnView, off_text
 
 from inside_fixtures import session
 from story_helpers import click, shown
@@ -25,8 +25,8 @@ def test_ffn_view_shows_the_hidden_activations_and_their_sparsity(make_view, qtb
     np.testing.assert_allclose(view.heatmap.matrix(), hidden, atol=1e-6)
     assert view.heatmap.highlight_row() == 2
     assert view.off_share() == pytest.approx(float(np.mean(hidden == 0.0)))
-    assert "ReLU sparsity" in view.title.plain_text() and f"{np.mean(hidden == 0.0):.1%}" in view.title.plain_text()
-    assert "FFN(x) = max(0, xW₁ + b₁)W₂ + b₂, per token" in view.title.plain_text()  # the paper's model: ReLU, biases
+    assert f"{off_text('relu', FfnForm.of(s.config).gate_text)}: {np.mean(hidden == 0.0):.1%}" in view.title.plain_text()  # ReLU: exact zeros
+    assert "FFN(x) = max(0, xW₁ + b₁)W₂ + b₂" in view.title.plain_text()  # the paper's model: ReLU, biases
     assert view.gate_heatmap.scene() is None  # a plain FFN has no gate to show
     heights = view.top_bars.opts["height"]
     np.testing.assert_allclose(heights, np.sort(hidden[2])[::-1][: len(heights)], atol=1e-6)
@@ -50,7 +50,7 @@ def test_ffn_view_of_a_gelu_model_says_what_it_counts(make_view):
     s.step()
     view = shown(make_view, QtFfnView, ffn_data_for(s, b.config))
     text = view.title.plain_text()
-    assert "≤ 0 after GELU" in text and "exact zeros in" not in text
+    assert off_text("gelu") in text and off_text("relu", FfnForm.of(b.config).gate_text) not in text  # units ≤ 0, not exact zeros
     assert view.off_share() == pytest.approx(float(np.mean(s.accumulated("encoder.layers.0.ffn.hidden") <= 0)))
 
 
@@ -90,8 +90,8 @@ def test_a_gated_ffn_shows_its_gate_beside_the_hidden_units(loaded, tiny_family,
     np.testing.assert_allclose(view.heatmap.matrix(), gate * (x @ w_up.T), atol=1e-5)
     assert view.gate_heatmap.scene() is view.heatmap.scene() is not None and view.gate_heatmap.highlight_row() == 1
     text = view.title.plain_text()
-    assert "FFN(x) = (GELU(xW₁) ⊙ xW_up)W₂, per token" in text and "max(0" not in text and "b₂" not in text
-    assert "≤ 0 after GELU" in text and view.off_share() == pytest.approx(float(np.mean(gate <= 0.0)), abs=1e-6)
+    assert "FFN(x) = (GELU(xW₁) ⊙ xW_up)W₂" in text and "max(0" not in text and "b₂" not in text
+    assert off_text("gelu_tanh") in text and view.off_share() == pytest.approx(float(np.mean(gate <= 0.0)), abs=1e-6)
     np.testing.assert_allclose(view.figure_data().extras["gate"], gate, atol=1e-5)
 
 
@@ -154,7 +154,7 @@ def test_the_ffn_acts_on_each_position_alone(loaded, stack, layer):
     np.testing.assert_allclose(f.alone, alone, atol=1e-5)
     np.testing.assert_allclose(f.output, alone, atol=1e-5)
     assert f.positionwise_error == pytest.approx(np.abs(f.alone - f.output).max()) and f.positionwise_error < 1e-5
-    assert "FFN(x_i) alone = output row i" in view.title.plain_text()
+    assert f"= {f.positionwise_error:.1e})" in view.title.plain_text()  # FFN(x_i) alone = output row i, and by how much
     u = view.unit()
     assert u == int(np.argmax(np.maximum(0.0, x[2] @ w1.T + b1)))  # the selected token's most active unit
     pre = x @ w1[u] + b1[u]  # one w₁, b₁ at every position
@@ -187,7 +187,8 @@ def test_the_model_without_each_ffn(loaded):
         assert r.translations[key] == tok.decode(_greedy_without(model, path, cur.src_ids, max_len))
     assert r.translation == tok.decode(_greedy_without(model, None, cur.src_ids, max_len))
     view.select("decoder", 1)
-    assert "without this FFN" in view.title.plain_text() and r.translations["decoder:1"] in view.title.plain_text()
+    text = view.removal_text()  # this layer's FFN removed: its next token and translation
+    assert text in view.title.plain_text() and r.translations["decoder:1"] in text and f"{r.removed['decoder:1'].prob:.2f}" in text
     np.testing.assert_allclose(view.removal_bars.opts["height"], [r.removed[k].intact_prob for k in r.removed])
     assert list(r.removed)[-1] == "all" and len(r.removed) == 2 * 2 + 1  # every layer of the tiny model's two stacks, then all
 
@@ -201,7 +202,7 @@ def test_the_export_writes_the_ffn_role(qapp, tmp_path):
         assert float(z["positionwise_max_abs_diff"]) < 1e-5
         np.testing.assert_allclose(z["ffn_alone"], z["ffn_output"], atol=1e-5)
         assert list(z["removed"]) == ["encoder:0", "encoder:1", "encoder:2", "decoder:0", "decoder:1", "decoder:2", "all"]
-        assert str(z["translation"]) == "The cat is eating fish."
+        assert str(z["translation"]) == "The cat is eating fish."  # data, not UI text
         assert z["removed_translation"][-1] != z["translation"]  # without every FFN the translation falls apart
 
 

@@ -9,7 +9,7 @@ from PySide6 import QtWidgets
 
 from attnviz.cli import main
 from attnviz.core.analysis.figure_data import AttentionData, AttentionFrame
-from attnviz.core.analysis.word_groups import language_of, word_spans
+from attnviz.core.analysis.word_groups import grouping_notes, language_of, word_spans
 from attnviz.qt.i18n import translate
 from attnviz.qt.selection import ViewChoice
 from attnviz.qt.views.base import GROUP_WORDS, WORDS_LEGEND
@@ -97,7 +97,7 @@ def test_export_group_words_writes_a_words_by_words_csv(qapp, tmp_path):
     expected = np.array([[pieces[qa:qb, ka:kb].sum(axis=1).mean() for ka, kb in spans] for qa, qb in spans])
     np.testing.assert_allclose(words, expected, atol=1e-6)
     assert queries == keys == ["".join(labels[a:b]) for a, b in spans]
-    assert any(line.startswith("grouping: by word") for line in meta)
+    assert f"grouping: {grouping_notes()['grouping']}" in meta  # the core's note of the rows
 
 
 def test_export_group_words_is_refused_by_a_view_without_words(qapp, tmp_path, capsys):

@@ -8,14 +8,12 @@ import pytest
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from attnviz.core.analysis.figure_data import AttentionData, AttentionFrame
-from attnviz.core.data.pieces import WORD_START_LEGEND, display_piece
+from attnviz.core.data.pieces import WORD_START_LEGEND, display_piece, display_pieces
+from attnviz.qt.i18n import translate
 from attnviz.qt.sample_data import SOURCE, TARGET, sample_attention, sample_attention_sets
 from attnviz.qt.selection import ViewChoice
+from attnviz.qt.views.base import AXIS_TITLES, CURRENT_ROW_LEGEND
 from attnviz.qt.views.head_detail import QtHeadDetailView
-
-
-def shown(pieces):
-    return tuple(display_piece(p) for p in pieces)
 
 
 @pytest.fixture
@@ -30,8 +28,8 @@ def test_object_name_and_one_head(view):
     # rows are queries (target pieces), columns are keys (source pieces)
     np.testing.assert_array_equal(view.plot.matrix(), d.weights[1, 2])
     assert view.plot.matrix().shape == (len(TARGET), len(SOURCE))
-    assert view.plot.row_axis.labels() == shown(TARGET)
-    assert view.plot.col_axis.labels() == shown(SOURCE)
+    assert view.plot.row_axis.labels() == display_pieces(TARGET)
+    assert view.plot.col_axis.labels() == display_pieces(SOURCE)
     assert "我" in view.plot.col_axis.labels()
     assert view.plot.highlight_row() == len(TARGET) - 1
     assert view.figure_title() == "Cross-attention · layer 2 · head 3"
@@ -129,7 +127,7 @@ def test_single_image_item(view):
 
 def test_rows_read_fed_token_then_predicted_token(view):
     view.select(kind="cross", layer=0, head=0, mode="head")
-    assert "fed token (predicts next)" in view.plot.row_axis.label.toPlainText()
+    assert translate("base", AXIS_TITLES["cross"][0]) in view.plot.row_axis.label.toPlainText()  # the fed token, which predicts the next
     info = view.plot.hover_cell(2, 1)
     fed, nxt = display_piece(TARGET[2]), display_piece(TARGET[3])
     assert info.row == 2
@@ -143,17 +141,19 @@ def test_rows_read_fed_token_then_predicted_token(view):
     view.select(kind="encoder")
     view.plot.hover_cell(1, 1)
     assert view.readout.text().startswith(f"query “{display_piece(SOURCE[1])}” (pos 2)")
-    assert "queries · source" in view.plot.row_axis.label.toPlainText()
+    assert translate("base", AXIS_TITLES["encoder"][0]) in view.plot.row_axis.label.toPlainText()
+    assert AXIS_TITLES["encoder"][0] != AXIS_TITLES["cross"][0]
 
 
 def test_every_highlight_has_a_legend(view):
     view.select(kind="cross")
     legend = view.title.legend()
-    assert any(colour == view.theme.highlight and "current step" in text for _, colour, text in legend)
+    current = translate("base", CURRENT_ROW_LEGEND)
+    assert any(colour == view.theme.highlight and text == current for _, colour, text in legend)
     assert any(text == WORD_START_LEGEND for _, _, text in legend)  # the pieces carry the word-start mark
-    assert "current step" in view.title.plain_text()
+    assert current in view.title.plain_text()
     view.select(kind="encoder")  # no current row in the encoder
-    assert not any("current step" in text for _, _, text in view.title.legend())
+    assert not any(text == current or colour == view.theme.highlight for _, colour, text in view.title.legend())
 
 
 def test_the_controls_fit_a_narrow_dock(view, qtbot):

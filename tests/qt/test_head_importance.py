@@ -73,7 +73,7 @@ def test_the_ablation_is_an_option_and_the_view_set_computes_it_again(qtbot):
     zero = view.report()
     assert zero is not None and zero.kind == "zero"
     b = bundle()
-    expected = head_importance_for(s.frozen(), b.model, b.src_tokenizer, b.tgt_tokenizer, "uniform")
+    expected = head_importance_for(s.frames.frozen(), b.model, b.src_tokenizer, b.tgt_tokenizer, "uniform")
     view.set_options({"ablationKind": 2})
     assert s.analyses.wait()
     qtbot.waitUntil(lambda: view.report() is not None and view.report().kind == "uniform", timeout=10000)

@@ -11,12 +11,11 @@ from PySide6 import QtWidgets
 from attnviz.core.analysis.head_roles import MEASURES, CorpusRun, head_roles
 from attnviz.core.bundle import Bundle
 from attnviz.core.data.corpora import Pair, load_tsv
-from attnviz.qt.session import Session
 from attnviz.qt.views import head_roles as view_module
 from attnviz.qt.views.head_roles import QtHeadRolesView, sentence_pair
 
 from inside_fixtures import bundle, session
-from story_helpers import click, shown
+from story_helpers import click, session_for, shown, shown_views
 from tiny_models import EN, ZH
 
 PAIRS = [Pair(z, e) for z, e in zip(ZH[:3], EN[:3])]
@@ -53,18 +52,8 @@ def test_the_heatmap_shows_each_measure_and_a_click_selects_a_head(make_view, qt
 
 
 def view_set(qtbot, b):
-    from attnviz.qt.views.registry import ViewSet
-
-    s = Session()
-    s.bundle = b
-    s.decoding = session(steps=3)
-    views = ViewSet(s, only=("heads",))
-    frame = views.frames["heads"]
-    qtbot.addWidget(frame)
-    frame.resize(900, 600)
-    frame.show()
-    qtbot.waitExposed(frame)
-    views.refresh(views["heads"])
+    s = session_for(b, session(steps=3))
+    views = shown_views(qtbot, s, ("heads",), (900, 600))
     return s, views, views["heads"]
 
 

@@ -100,7 +100,7 @@ def test_language_menu_rebuilds_the_window_and_keeps_its_state(qtbot, settings):
     tokens = list(w.session.decoding.tgt_ids)
     try:
         w.findChild(QtWidgets.QMenu, "languageMenu")  # the menu exists under its objectName
-        action = next(a for a in w.language_group.actions() if a.objectName() == "language_zh_CN")
+        action = next(a for a in w.menus.language_group.actions() if a.objectName() == "language_zh_CN")
         action.trigger()
         new = QtWidgets.QApplication.instance()._attnviz_window
         assert new is not w and current_language() == "zh_CN"
@@ -178,7 +178,7 @@ def data_words(w: MainWindow, fed: list) -> set[str]:
     """Words that are data, not interface: the sentences, the examples, the models' folders,
     every piece of the open vocabularies, and the strings of what the views were given."""
     s = w.session
-    texts = [s.source, s.target, str(s.bundle.path), *(p.name for p in models_dir().iterdir()), *w.recent_models(), *strings_in(fed)]
+    texts = [s.source, s.target, str(s.bundle.path), *(p.name for p in models_dir().iterdir()), *w.window_settings.recent_models(), *strings_in(fed)]
     combo = w.findChild(QtWidgets.QComboBox, "exampleCombo")
     texts += [combo.itemText(i) for i in range(combo.count())] if combo is not None else []
     other = load_bundle(default_other(s.bundle.config))  # the norm-batch view draws its pieces beside the open model's

@@ -7,22 +7,16 @@ import pytest
 from PySide6 import QtCore
 from window_helpers import TextBox, check_texts
 
-from attnviz.core.data.pieces import display_piece
+from attnviz.core.data.pieces import display_piece, display_pieces
 from attnviz.qt.sample_data import SOURCE, TARGET, pieces, sample_attention, sample_attention_sets
 from attnviz.qt.selection import ViewChoice
 from attnviz.qt.views.lines import ALL_LINES_UP_TO, DEFAULT_TOP_K, QtLinesView
 
 
-def shown(pieces):
-    return tuple(display_piece(p) for p in pieces)
-
-
 @pytest.fixture
-def lines(make_view, qtbot):
-    v = make_view(QtLinesView, (640, 480), sample_attention_sets())
+def lines(make_view):
+    v = make_view(QtLinesView, (640, 480), sample_attention_sets(), shown=True)
     v.set_kind("cross")
-    v.show()
-    qtbot.waitExposed(v)
     return v
 
 
@@ -103,7 +97,7 @@ def test_mouse_hover_and_click_pin(lines, qtbot):
 
 def test_encoder_kind_and_labels(lines):
     lines.set_kind("encoder")
-    assert lines.lines.query_labels() == shown(SOURCE) and lines.lines.key_labels() == shown(SOURCE)
+    assert lines.lines.query_labels() == display_pieces(SOURCE) and lines.lines.key_labels() == display_pieces(SOURCE)
     data = lines.figure_data()
     assert data.dims == ("head", "query", "key") and data.shape == (4, 5, 5)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from attnviz.core.analysis.attribution import AttributionError, token_id
 from attnviz.core.analysis.logit_attribution import logit_attribution_for
 from attnviz.qt.views.logit_attribution import LogitAttributionFrame, QtLogitAttributionView
 
@@ -41,7 +42,7 @@ def test_the_contrast_token_is_an_option_and_a_bad_one_is_said_in_the_view(qtbot
     view = views["logit-attribution"]
     plain = view.result()
     assert plain is not None and plain.contrast_piece is None
-    other = s.frozen().steps[-1].topk[1][0]  # the step's runner-up
+    other = s.frames.frozen().steps[-1].topk[1][0]  # the step's runner-up
     view.set_options({"contrastEdit": other})
     assert s.analyses.wait()
     qtbot.waitUntil(lambda: view.result() is not None and view.result().contrast_piece == other, timeout=10000)
@@ -51,5 +52,7 @@ def test_the_contrast_token_is_an_option_and_a_bad_one_is_said_in_the_view(qtbot
     view.set_options({"contrastEdit": "no-such-piece-here"})
     assert s.analyses.wait()
     qtbot.waitUntil(lambda: view.reason() is not None, timeout=10000)
-    assert "not a piece of the target vocabulary" in view.reason() and not view.has_data()
+    with pytest.raises(AttributionError) as bad:
+        token_id(s.bundle.tgt_tokenizer, "no-such-piece-here")
+    assert view.reason() == str(bad.value) and not view.has_data()  # the core's reason, said in the view
     assert view.reason_label.isVisible() and not view.heatmap.isVisible()

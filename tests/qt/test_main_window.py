@@ -34,7 +34,7 @@ def test_opens_bundled_model_with_an_example_already_decoded(window):
     s = window.session
     assert s.bundle.path.resolve() == default_model().resolve()
     assert len(s.decoding.steps) >= 2 and s.decoding.finished
-    assert "d_model" in window.model_label.full_text() and "LayerNorm" in window.model_label.full_text()
+    assert "d_model" in window.status.model_label.full_text() and "LayerNorm" in window.status.model_label.full_text()
     grid = find(window, QtWidgets.QWidget, "attentionGridView")
     assert grid.kind() == "cross"
     np.testing.assert_array_equal(grid.data().weights, s.decoding.all_attention("cross"))
@@ -93,7 +93,7 @@ def test_type_step_back_force_run(qtbot, window):
     qtbot.mouseClick(find(window, QtWidgets.QToolButton, "runButton"), QtCore.Qt.MouseButton.LeftButton)
     wait_idle(qtbot, window)
     assert s.decoding.finished
-    assert "finished" in window.step_label.text()
+    assert "finished" in window.status.step_label.text()
     qtbot.mouseClick(find(window, QtWidgets.QToolButton, "resetButton"), QtCore.Qt.MouseButton.LeftButton)
     assert len(s.decoding.steps) == 0
 
@@ -129,7 +129,7 @@ def test_teacher_forced_mode(qtbot, window):
     qtbot.keyClick(target, QtCore.Qt.Key.Key_Return)
     assert s.forced is not None and s.decoding is None
     assert s.forced.input_pieces[0] == "SOS" and s.forced.output_pieces[-1] == "EOS"
-    assert "teacher-forced" in window.step_label.text()
+    assert "teacher-forced" in window.status.step_label.text()
     np.testing.assert_array_equal(window.grid.data().weights, s.forced.all_attention("cross"))
     window.session.back()
     assert s.forced_cursor == len(s.forced.steps) - 2
@@ -187,7 +187,7 @@ def test_settings_persist(qtbot, tmp_path):
     w.set_colormap("magma")
     w.docks["masksDock"].hide()
     w.close()
-    assert str(default_model()) in w.recent_models()[0] or w.recent_models()[0].endswith(default_model().name)
+    assert str(default_model()) in w.window_settings.recent_models()[0] or w.window_settings.recent_models()[0].endswith(default_model().name)
     w2 = MainWindow(settings=QtCore.QSettings(str(tmp_path / "s.ini"), QtCore.QSettings.Format.IniFormat))
     qtbot.addWidget(w2)
     w2.show()
@@ -195,5 +195,5 @@ def test_settings_persist(qtbot, tmp_path):
     wait_idle(qtbot, w2)
     assert w2.colormap_name == "magma"
     assert not w2.docks["masksDock"].isVisible()
-    assert w2.recent_menu.actions()[0].text().endswith(default_model().name)
+    assert w2.menus.recent_menu.actions()[0].text().endswith(default_model().name)
     w2.close()

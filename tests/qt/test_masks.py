@@ -9,14 +9,11 @@ import pytest
 from PySide6 import QtCore, QtWidgets
 
 from attnviz.core.analysis.figure_data import MaskData, MaskFrame
-from attnviz.core.data.pieces import display_piece
+from attnviz.core.data.pieces import display_piece, display_pieces
+from attnviz.qt.i18n import translate
 from attnviz.qt.sample_data import SOURCE, TARGET, look_ahead, sample_masks
 from attnviz.qt.selection import ViewChoice
-from attnviz.qt.views.masks import QtMasksView
-
-
-def shown(pieces):
-    return tuple(display_piece(p) for p in pieces)
+from attnviz.qt.views.masks import CACHED_CAPTION, CACHED_LEGEND, RECOMPUTED_NOTE, QtMasksView
 
 
 @pytest.fixture
@@ -51,8 +48,8 @@ def test_titles_use_the_tutorials_notation(masks):
     assert any("QKᵀ/√d_k" in t and "+ M" not in t for t in titles)
     assert any("② M" in t for t in titles)
     assert any("softmax(QKᵀ/√d_k + M)" in t for t in titles)
-    assert masks.panels["scaled_scores"].row_axis.labels() == shown(TARGET)
-    assert masks.panels["weights"].col_axis.labels() == shown(TARGET)
+    assert masks.panels["scaled_scores"].row_axis.labels() == display_pieces(TARGET)
+    assert masks.panels["weights"].col_axis.labels() == display_pieces(TARGET)
 
 
 def test_current_step_row_and_padding(masks):
@@ -62,7 +59,7 @@ def test_current_step_row_and_padding(masks):
     assert "step 4" in masks.title.plain_text()  # row 3, shown 1-based
     tgt_pad = masks.padding["tgt_padding"]
     np.testing.assert_array_equal(tgt_pad.raw_matrix(), np.zeros((1, len(TARGET))))
-    assert masks.padding["src_padding"].col_axis.labels() == shown(SOURCE)
+    assert masks.padding["src_padding"].col_axis.labels() == display_pieces(SOURCE)
     # a padded source: PAD keys become −∞ in the padding row
     d = sample_masks()
     padded = MaskData(d.query_labels, d.key_labels, d.look_ahead, d.scaled_scores, d.weights,
@@ -121,9 +118,10 @@ def test_readable_in_a_bottom_dock_a_right_dock_and_full_size(qtbot, width, heig
     assert view.arrangement() == how
     left = ("scaled_scores", "masked_scores") if how == "grid" else ("scaled_scores",)
     _check_readable(view, left)
-    assert all(view.panels[name].row_axis.labels() == shown(TARGET) for name in left)
+    assert all(view.panels[name].row_axis.labels() == display_pieces(TARGET) for name in left)
     if how == "row":  # the padding masks in words, as they are not drawn
-        assert "no target PAD" in view.title.plain_text()
+        assert not np.any(sample_masks(step=4).tgt_padding > 0.5)  # no target PAD: none to list
+        assert view.padding_summary() in view.title.plain_text() and not any(c.isdigit() for c in view.padding_summary())
     title = view.title
     assert title.text_rect().width() <= title.size().width() + 0.5  # wraps, never clipped
 
@@ -179,9 +177,16 @@ def test_every_text_reads_in_a_narrow_dock(make_view, qtbot):
         qtbot.wait(20)
     assert view.arrangement() == "grid"
     texts = scene_texts(view.canvas, view)
-    assert any(t.text == "source padding · none" for t in texts) and any(t.text == "target padding · none" for t in texts)
+    captions = _padding_captions(view)
+    assert all(c.endswith(translate("masks", " · none")) for c in captions)  # no PAD anywhere
+    assert all(any(t.text == c for t in texts) for c in captions)  # both drawn whole
     problems = check_texts(texts, visible_rect(view.canvas.viewport(), view))
     assert problems == [], "\n".join(problems)
+
+
+def _padding_captions(view) -> list[str]:
+    """The captions of the source's and the target's padding masks, as the view wrote them."""
+    return [view.padding[name].titleLabel.text for name in ("src_padding", "tgt_padding")]
 
 
 def test_the_padding_captions_shorten_in_the_narrowest_dock(make_view, qtbot):
@@ -195,12 +200,15 @@ def test_the_padding_captions_shorten_in_the_narrowest_dock(make_view, qtbot):
     for _ in range(4):
         qtbot.wait(20)
     texts = scene_texts(view.canvas, view)
-    assert any(t.text == "src padding · none" for t in texts) and any(t.text == "tgt padding · none" for t in texts)
+    narrow = _padding_captions(view)
+    assert all(any(t.text == c for t in texts) for c in narrow)
     assert check_texts(texts, visible_rect(view.canvas.viewport(), view)) == []
     view.resize(520, 560)
     for _ in range(4):
         qtbot.wait(20)
-    assert any(t.text == "source padding · none" for t in scene_texts(view.canvas, view))
+    wide = _padding_captions(view)
+    assert all(len(w) > len(n) for w, n in zip(wide, narrow))  # "src …" becomes "source …" again
+    assert all(any(t.text == c for t in scene_texts(view.canvas, view)) for c in wide)
 
 
 # -- free decoding: the rows come from KV-cached steps ------------------------------------------------------
@@ -236,7 +244,7 @@ def test_stepping_shows_the_cached_steps_own_rows_and_says_the_future_was_recomp
     row = session.current_row()
     assert row == steps - 1 and view.rows_cached()
     text = view.title.plain_text()
-    assert "KV cache" in text and "computed only its own row" in text and "recomputed" in text and "full pass" in text
+    assert translate("masks", CACHED_CAPTION) in text  # each step ran with a KV cache; the future was recomputed in a full pass
     with torch.inference_mode():  # one full pass over the decoded prefix, for the future scores the caption speaks of
         _, full = session.bundle.model.run_with_trace(torch.tensor([cur.src_ids]), torch.tensor([cur.input_ids]), names=["decoder.*.self_attn.*"])
     upper = np.triu(np.ones((row + 1, row + 1), dtype=bool), 1)
@@ -257,15 +265,16 @@ def test_stepping_shows_the_cached_steps_own_rows_and_says_the_future_was_recomp
     assert bool(view.figure_data().extras["rows_from_cached_steps"])
     if row:
         view.panels["scaled_scores"].hover_cell(0, row)
-        assert "recomputed" in view.readout.text()
+        assert view.readout.text().endswith(translate("masks", RECOMPUTED_NOTE))
     view.panels["scaled_scores"].hover_cell(row, 0)
-    assert "recomputed" not in view.readout.text()
+    assert translate("masks", RECOMPUTED_NOTE) not in view.readout.text()
 
 
 def test_a_teacher_forced_pass_computed_every_cell(loaded):
     _, view, session, ok = loaded("mask", target="I like apples.")
     assert ok and session.forced is not None and not view.rows_cached()
-    assert "KV cache" not in view.title.plain_text()
+    legend = [text for _, _, text in view.title.legend()]
+    assert translate("masks", CACHED_CAPTION) not in view.title.plain_text() and translate("masks", CACHED_LEGEND) not in legend
     assert not view.figure_data().extras["recomputed_scores"].any()
 
 

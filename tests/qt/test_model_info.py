@@ -13,7 +13,7 @@ from attnviz.core.analysis.model_info import PARTS, model_info, model_kind, para
 from attnviz.core.bundle import load_bundle
 from attnviz.core.model.transformer import Transformer
 from attnviz.paths import default_model
-from attnviz.qt.views.model_info import QtModelInfoView
+from attnviz.qt.views.model_info import QtModelInfoView, row_texts
 
 from story_helpers import shown
 from tiny_models import random_model
@@ -31,13 +31,15 @@ def test_the_table_and_the_bars_say_what_the_model_is(make_view, default):
     shown_rows = {table.item(r, 0).text(): table.item(r, 1).text() for r in range(table.rowCount())}
     cfg = default.config
     assert shown_rows["d_k = d_v"] == f"{cfg.d_model // cfg.n_heads} (d_model / h)" and cfg.d_k == cfg.d_model // cfg.n_heads
-    assert shown_rows["scores"] == "softmax(QKᵀ/√d_k + M)" and shown_rows["positions"] == "sinusoidal PE(pos, 2i) added to the embeddings"
+    rows = {row.key: row for row in info.rows}  # the core's rows: a sinusoidal PE has no table, so nothing to fill in
+    assert shown_rows["scores"] == "softmax(QKᵀ/√d_k + M)" and shown_rows["positions"] == row_texts(rows["positions"])[1]
+    assert rows["positions"].values == {} and "PE(pos, 2i)" in shown_rows["positions"] and cfg.positional == "sinusoidal"
     assert shown_rows["kind"] == "encoder-decoder" and shown_rows["heads h"] == str(cfg.n_heads)
     assert shown_rows["parameters"] == f"{sum(p.numel() for p in default.model.parameters()):,}"
     assert shown_rows["licence"] == default.meta["data"]["licence"]
     enc_layers = sum(p.numel() for layer in default.model.encoder.layers for p in layer.parameters())
-    assert info.parameters["encoder layers"] >= enc_layers
-    assert info.parameters["source embedding"] == default.model.encoder.embed.table.weight.numel()
+    assert info.parameters["encoder layers"] >= enc_layers  # the core's part names: data, not UI text
+    assert info.parameters["source embedding"] == default.model.encoder.embed.table.weight.numel()  # data, not UI text
     data = view.figure_data()
     assert list(data.values["parameters"]) == [info.parameters[p] for p in PARTS]
 
@@ -47,7 +49,7 @@ def test_a_shared_matrix_counts_once():
     parts = parameters_per_part(model)
     assert sum(parts.values()) == sum(p.numel() for p in model.parameters())  # parameters() yields a shared one once
     bias = model.generator.bias
-    assert parts["output layer"] == (0 if bias is None else bias.numel())  # its matrix is the target embedding's
+    assert parts["output layer"] == (0 if bias is None else bias.numel())  # its matrix is the target embedding's; data, not UI text
 
 
 @pytest.mark.parametrize("enc,dec,word", [(2, 0, "encoder-only"), (0, 2, "decoder-only"), (2, 2, "encoder-decoder")])

@@ -15,9 +15,10 @@ from attnviz.core import Transformer
 from attnviz.core.analysis.neighbours import build_index, fed_rows, neighbours_of
 from attnviz.core.bundle import Bundle
 from attnviz.core.data.corpora import Pair, load_tsv
+from attnviz.qt.i18n import translate
 from attnviz.qt.selection import ViewChoice
 from attnviz.qt.session import Session
-from attnviz.qt.views.neighbours import NotApplicable, QtNeighboursView, neighbours_data
+from attnviz.qt.views.neighbours import REASONS, NotApplicable, QtNeighboursView, neighbours_data
 
 from inside_fixtures import bundle, session
 from story_helpers import shown
@@ -67,7 +68,7 @@ def test_an_encoder_only_model_and_a_model_without_data_say_why(make_view):
     data = neighbours_data(s2, ViewChoice())
     assert data == NotApplicable("no-decoder")
     view = shown(make_view, QtNeighboursView, data)
-    assert view.has_data() and view.reason() == "no-decoder" and "no decoder" in view.title.plain_text()
+    assert view.has_data() and view.reason() == "no-decoder" and translate("neighbours", REASONS["no-decoder"]) in view.title.plain_text()
     assert view.table.rowCount() == 0 and view.result() is None
 
 
@@ -92,11 +93,11 @@ def test_the_view_set_computes_each_step_in_a_worker_and_keeps_the_index(qtbot, 
     assert s.analyses.wait()
     qtbot.waitUntil(lambda: view.result() is not None, timeout=10000)
     got = view.result()
-    frozen = s.frozen()
+    frozen = s.frames.frozen()
     index = build_index(b.model, b.src_tokenizer, b.tgt_tokenizer, load_tsv(tsv).train)
     want = neighbours_of(index, b.model, b.src_tokenizer, b.tgt_tokenizer, frozen.src_ids, frozen.input_ids, frozen.output_ids, 2)
     assert got.position == 2 and [(n.pair_id, n.position) for n in got.neighbours] == [(n.pair_id, n.position) for n in want.neighbours]
-    assert "not kept" in got.notice  # an in-memory bundle has no files to name its index by
+    assert "not kept" in got.notice  # an in-memory bundle has no files to name its index by (the core's notice); data, not UI text
     views.request("neighbours", query=0)  # another target row: computed again
     assert s.analyses.wait()
     qtbot.waitUntil(lambda: view.result().position == 0, timeout=10000)

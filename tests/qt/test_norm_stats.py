@@ -7,10 +7,11 @@ import pytest
 
 from attnviz.core.analysis import stats as A
 from attnviz.core.analysis.norms import NormSites, histogram, norm_site_data_for
+from attnviz.core.model.config import NORM_NAMES
 from attnviz.core.model.trace import trace_schema
 from attnviz.qt.export.files import render_view_to_file
 from attnviz.qt.selection import ViewChoice
-from attnviz.qt.views.norm_stats import QtNormStatsView
+from attnviz.qt.views.norm_stats import QtNormStatsView, group_title
 
 import inside_fixtures as F
 
@@ -65,7 +66,8 @@ def test_statistics_of_the_chosen_layer(make_view, norm, placement):
         assert before.sum() == arrays[site.site + ".input"].size
     where = "after" if placement == "post" else "before"
     assert f"norm2 · {where} cross-attention" in view.columns[1].title.plain_text()
-    assert view.group_combo.currentText() == "Decoder layer 2"
+    assert view.group_combo.currentData() == "decoder:1" and view.group_combo.currentText() == group_title(("decoder", 1))
+    assert view.group_combo.currentText().endswith("2")  # layers count from 1
 
 
 def test_ln_vs_bn_on_the_same_matrix(make_view):
@@ -98,7 +100,7 @@ def test_ln_vs_bn_on_the_same_matrix(make_view):
     assert row_band.rect().getRect() == (-0.5, 0.5, d, 1.0)
     assert col_band.rect().getRect() == (4.5, -0.5, 1.0, n)
     assert {i.data(0) for i in view.axis_items["x"]} == {"row", "col"}
-    assert "this model uses LayerNorm" in view.cmp_title.plain_text()
+    assert view.cmp_title.plain_text().split(" — ")[0].endswith(NORM_NAMES["layer"])  # the norm this model uses
     view.cmp_plots["x"].hover_cell(1, 5)
     assert f"LN: (x − {c.layer_mean[1]:.3f})" in view.readout.text()
 
@@ -169,4 +171,4 @@ def test_both_bundled_models(make_view, name, norm):
     else:
         np.testing.assert_allclose(col.std_b.getData()[1], forced.trace[site.site + ".running_var"])
         assert not np.allclose(st.batch_var, st.running_var)  # this sentence's statistics are not the running ones
-    assert f"this model uses {'LayerNorm' if norm == 'layer' else 'BatchNorm'}" in view.cmp_title.plain_text()
+    assert view.cmp_title.plain_text().split(" — ")[0].endswith(NORM_NAMES[norm])  # the norm this model uses

@@ -34,7 +34,7 @@ def test_show_draws_what_export_writes(qapp, tmp_path):
 def test_a_loaded_bundle_and_a_choice_match_the_commands_too(qapp, tmp_path):
     bundle = load_bundle(default_model())
     figure = show(bundle, "猫吃鱼。", "The cat eats fish.", view="head", kind="cross", layer=2, head=3, size=(520, 420))
-    assert main(["export", "--view", "head", "--src", "猫吃鱼。", "--tgt", "The cat eats fish.", "--kind", "cross", "--layer", "2",
+    assert main(["export", "--view", "head", "--src", "猫吃鱼。", "--tgt", "The cat eats fish.", "--kind", "cross", "--layer", "2",  # data, not UI text
                  "--head", "3", "--size", "520x420", "--out", str(tmp_path)]) == 0
     np.testing.assert_array_equal(pixels(figure.png), pixels(next(tmp_path.glob("*.png")).read_bytes()))
     with pytest.raises(AttnvizError, match="unknown view"):

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
 from attnviz.core.analysis import stats as A
 from attnviz.core.analysis.positional import PositionalData, TokenEmbeddingData, positional_data_for
 from attnviz.qt.export.files import render_view_to_file
-from attnviz.qt.views.positional import QtPositionalView, default_dimensions, read_dimensions
+from attnviz.qt.i18n import translate
+from attnviz.qt.views.positional import LEARNED_FORMULA, MAX_DIMENSIONS, QtPositionalView, default_dimensions, read_dimensions
 
 import inside_fixtures as F
 
@@ -67,7 +70,8 @@ def test_pe_similarity_and_curves(make_view, data):
     assert view.dimensions() == [4, 5, 6, 30]
     np.testing.assert_allclose(view.curve_data(), A.positional_curves(d.pe, [4, 5, 6, 30]), atol=1e-6)
     assert [c.isVisible() for c in view.curves] == [True] * 4 + [False] * (len(view.curves) - 4)
-    assert "2 entries left out" in view.readout.text()
+    note = read_dimensions("4-6, 30, 999, x", dm)[1]  # 999 and x left out, numbers from 0 to dm - 1
+    assert view.readout.text() == note and re.findall(r"\d+", note)[:3] == ["2", "0", str(dm - 1)]
     assert read_dimensions("1;3-2", 8) == ([1], "") and read_dimensions("7, 0", 8) == ([7, 0], "")
 
 
@@ -83,10 +87,10 @@ def test_a_huge_typed_range_is_bounded_and_said(make_view, data):
         view.dims_edit.editingFinished.emit()
     assert time.perf_counter() - t0 < 2.0
     dims, note = read_dimensions("0-999999999", d.d_model)
-    assert dims == list(range(12)) and note == "Dimensions: at most 12 dimensions are drawn"
+    assert dims == list(range(12)) and re.findall(r"\d+", note) == [str(MAX_DIMENSIONS)] == ["12"]  # at most 12 are drawn
     view.dims_edit.setText("2-999999999")
     view.dims_edit.editingFinished.emit()
-    assert view.dimensions() == list(range(2, 14)) and "at most 12" in view.readout.text()
+    assert view.dimensions() == list(range(2, 14)) and view.readout.text() == note  # the same note
     assert read_dimensions("0-11", 64) == (list(range(12)), "")
 
 
@@ -105,11 +109,12 @@ def test_embeddings_pe_and_sum_side_by_side(make_view, data):
     np.testing.assert_allclose(norms["positional_norm"], np.sqrt(s.config.d_model / 2), rtol=1e-5)  # every PE row: √(d/2)
     np.testing.assert_allclose(norms["sum_norm"], np.linalg.norm(s.accumulated("encoder.embed.sum").astype(np.float64), axis=-1), rtol=1e-6)
     # the target side (SOS, y1, ...) through the combo
+    source_title = view.emb_title.plain_text().split(" — ")[0]
     view.side_combo.setCurrentIndex(view.side_combo.findData("target"))
     assert view.side() == "target"
     np.testing.assert_array_equal(view.emb_plots["summed"].matrix(), s.accumulated("decoder.embed.sum"))
     assert view.emb_plots["summed"].row_labels() == s.input_pieces
-    assert "Target tokens" in view.emb_title.plain_text()
+    assert view.emb_title.plain_text().split(" — ")[0] not in ("", source_title)  # the title names the target's tokens
 
 
 def test_updates_in_place_and_exports(make_view, data, tmp_path):
@@ -154,7 +159,7 @@ def test_gpt2s_learned_table_is_shown_as_its_own_rows(loaded, tiny_family):
     legend = [label.text for _, label in view.curve_legend.items]
     assert legend == [f"column {c}" for c in dims]
     texts = " ".join([view.title.plain_text(), view.emb_title.plain_text(), *legend])
-    assert "learned table" in texts and "sin(" not in texts and "cos(" not in texts and "√(d_model/2)" not in texts
+    assert translate("positional", LEARNED_FORMULA) in texts and "sin(" not in texts and "cos(" not in texts and "√(d_model/2)" not in texts
     data = view.figure_data()
     np.testing.assert_allclose(data.values["pe"], wpe[:n], atol=1e-6)
     assert data.coords["column"] == tuple(str(c) for c in range(wpe.shape[1]))

@@ -34,7 +34,7 @@ def test_the_grid_is_presented_stepped_and_put_back(qtbot, window, tmp_path):
     wait_idle(qtbot, window)
     assert len(window.session.decoding.steps) == steps + 1
     label = shown.findChild(QtWidgets.QLabel, "presentationStep")
-    assert label.text() == window.step_label.text() and str(steps + 1) in label.text()
+    assert label.text() == window.status.step_label.text() and str(steps + 1) in label.text()
     shown.grab().save(str(tmp_path / "presentation.png"))
     shown.close()
     qtbot.waitUntil(lambda: _presentation() is None)
@@ -49,6 +49,6 @@ def test_a_dock_view_goes_back_to_its_dock(qtbot, window):
     shown = window.presentation.enter("pe")
     assert shown is not None and frame.parentWidget() is shown
     assert window.presentation.enter("grid") is None  # one at a time
-    window.presentation_act.trigger()  # F11 again leaves
+    window.acts.presentation.trigger()  # F11 again leaves
     qtbot.waitUntil(lambda: _presentation() is None)
     assert dock.widget() is frame

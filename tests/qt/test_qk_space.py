@@ -18,7 +18,7 @@ def test_the_sentence_on_screen_is_drawn_where_the_projection_puts_it(qtbot, loa
     spec, view, session, ok = loaded("qk")
     assert ok and view.shown_head() == ("cross", 0, 0)
     space = view.space()
-    expected = project(sentence_vectors(session.frozen(), "cross", 0, 0), "cross", 0, 0).coords
+    expected = project(sentence_vectors(session.frames.frozen(), "cross", 0, 0), "cross", 0, 0).coords
     np.testing.assert_allclose(space.coords, expected)  # a tiny model names no held-out data: the sentence alone
     queries, keys = view.items[("query", "sentence")], view.items[("key", "sentence")]
     assert len(queries.points()) == session.n_rows() and len(keys.points()) == len(session.src_pieces())

@@ -13,11 +13,13 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from attnviz.core.bundle import BundleError, load_bundle
 from attnviz.core.training import trainer as T
+from attnviz.qt.core_text import kind_name
 from attnviz.qt.export.files import render_view_to_file
+from attnviz.qt.i18n import translate
 from attnviz.qt.train.controls import TrainControls, default_runs_dir
-from attnviz.qt.train.history import TrainHistory, site_label
-from attnviz.qt.train.panel import TrainPanel
-from attnviz.qt.train.run import AUTO_WARMUP, SYNTHETIC_CHOICES, TrainRequest, auto_warmup, summarize_norm_stats
+from attnviz.qt.train.history import LAYER_SITE, TrainHistory, site_label
+from attnviz.qt.train.panel import RESUME_HINT, TrainPanel
+from attnviz.qt.train.run import AUTO_WARMUP, SYNTHETIC_CHOICES, WARMUP_CAP, WARMUP_SHARE, TrainRequest, auto_warmup, state_text, summarize_norm_stats
 from attnviz.qt.widgets.colormaps import ui_font
 from attnviz.qt.workers import active_workers
 
@@ -28,6 +30,12 @@ TIMEOUT = 180_000  # ms; a tiny run takes seconds, but the machine is shared
 def tiny(out, epochs: int = 2, **kw) -> TrainRequest:
     return TrainRequest(data="reverse", n_examples=160, size="tiny", norm=kw.pop("norm", "layer"), epochs=epochs, lr=3e-3, warmup=10,
                         batch_tokens=120, out_dir=str(out), **kw)
+
+
+def is_auto_rule(note: QtWidgets.QLabel) -> bool:
+    """The warm-up note states the automatic rule, min(400, 10% of the steps), in either language."""
+    text = note.text()
+    return note.property("key") == "auto-rule" and str(WARMUP_CAP) in text and f"{WARMUP_SHARE:.0%}" in text
 
 
 def make_panel(qtbot, req: TrainRequest) -> TrainPanel:
@@ -109,7 +117,7 @@ def test_pause_resume_and_stop(qtbot, tmp_path):
     trainer = panel.trainer
     held = trainer.step
     assert trainer.paused and any(w.is_running for w in active_workers()) and form.pause_button.text().startswith("Resume")
-    assert panel.status.state_label.text() == "Paused" and panel.is_running()
+    assert panel.status.state_label.text() == state_text("paused") and panel.is_running()
     QtCore.QCoreApplication.processEvents()
     assert trainer.step == held  # held between steps
     with qtbot.waitSignal(panel.stateChanged, timeout=TIMEOUT, check_params_cb=lambda s: s == "running"):
@@ -142,7 +150,8 @@ def test_nan_loss_is_shown_and_the_last_good_checkpoint_kept(qtbot, tmp_path):
         panel.start(req)
     assert done.args[0] == "failed" and panel.state() == "failed"
     text = panel.error_text()
-    assert "NaN" in text and "last good checkpoint" in text
+    assert panel.error_key() == "run-failed" and str(out) in text  # the trainer's message names the folder that keeps the checkpoint
+    assert "NaN" in text and "last good checkpoint" in text  # the core's message (English by design); data, not UI text
     b = load_bundle(out)  # refuses NaN weights: what is there is the epoch-1 checkpoint
     assert b.meta["epoch"] == 1 and torch.isfinite(b.model.generator.weight).all()
     assert not panel.controls.open_button.isEnabled()
@@ -158,8 +167,8 @@ def test_a_full_disk_is_shown(qtbot, tmp_path, monkeypatch):
     with qtbot.waitSignal(panel.trainingFinished, timeout=TIMEOUT) as done:
         panel.start()
     assert done.args[0] == "failed"
-    assert "No space left on device" in panel.error_text() and panel.status.error_banner.isVisibleTo(panel)
-    assert panel.status.state_label.text() == "Failed"
+    assert "No space left on device" in panel.error_text() and panel.status.error_banner.isVisibleTo(panel)  # the OS's error; data, not UI text
+    assert panel.error_key() == "run-error" and panel.status.state_label.text() == state_text("failed")
 
 
 def test_shutdown_stops_and_joins_the_worker(qtbot, tmp_path):
@@ -178,16 +187,17 @@ def test_shutdown_stops_and_joins_the_worker(qtbot, tmp_path):
 def test_bad_requests(qtbot, tmp_path):
     panel = make_panel(qtbot, tiny(tmp_path / "x"))
     assert not panel.start(TrainRequest(out_dir=""))
-    assert "output folder" in panel.error_text()
+    assert panel.error_key() == "no-output-folder" and panel.error_text()
     f = tmp_path / "file"
     f.write_text("x")
     assert not panel.start(tiny(f))
+    assert panel.error_key() == "output-is-a-file" and str(f) in panel.error_text()
     form = panel.controls
     form.data_combo.setCurrentIndex(form.data_combo.findData("tsv"))
     assert form.tsv_edit.isVisibleTo(panel) and not form.examples_spin.isVisibleTo(panel)
     with qtbot.waitSignal(panel.trainingFinished, timeout=TIMEOUT) as done:
         assert panel.start(TrainRequest(data="tsv", tsv_path=str(tmp_path / "missing.tsv"), out_dir=str(tmp_path / "y")))
-    assert done.args[0] == "failed" and "missing.tsv" in panel.error_text()
+    assert done.args[0] == "failed" and panel.error_key() == "run-error" and "missing.tsv" in panel.error_text()
     assert math.isfinite(panel.status.progress.value())
 
 
@@ -232,19 +242,19 @@ def test_history_records_steps_evaluations_and_snapshots():
     np.testing.assert_array_equal(history.probe_matrix(0, 0), np.full((3, 4), 0.25))
     steps, a, b, names = history.norm_curves("encoder.layers.0.norm1")
     assert list(steps) == [5] and list(a) == [1.5] and list(b) == [0.1] and names[0].startswith("std")
-    assert site_label("encoder.layers.0.norm1") == "encoder layer 1 · norm1"
+    assert site_label("encoder.layers.0.norm1") == translate("history", LAYER_SITE).format(stack=kind_name("encoder"), layer=1, norm="norm1")
     history.clear()
     assert not history.steps and history.probe_matrix(0) is None and history.norm_sites() == []
 
 
 def _record_questions(monkeypatch, answer):
-    """Patch the question box: record each question's text and answer ``answer``."""
+    """Patch the question box: record each question's text, text format and key, and answer ``answer``."""
     from PySide6 import QtWidgets
 
     asked = []
 
     def exec_(box):
-        asked.append((box.text(), box.textFormat()))
+        asked.append((box.text(), box.textFormat(), box.property("key")))
         return answer
 
     monkeypatch.setattr(QtWidgets.QMessageBox, "exec", exec_)
@@ -261,7 +271,7 @@ def test_a_folder_that_is_not_a_bundle_is_refused_without_a_question(qtbot, tmp_
     panel = make_panel(qtbot, tiny(user))
     qtbot.mouseClick(panel.controls.start_button, LEFT)
     assert not panel.is_running() and asked == []
-    assert "not an attnviz model bundle" in panel.error_text() and "<b>u</b>" in panel.error_text()
+    assert panel.error_key() == "output-not-a-bundle" and str(user) in panel.error_text()  # the folder's name, "<b>u</b>" as typed
     assert panel.status.error_banner.textFormat() == QtCore.Qt.TextFormat.PlainText
     assert (user / "thesis.tex").read_text() == "x" and (user / "photos").is_dir()
     panel.grab().save(str(tmp_path / "refused.png"))
@@ -279,7 +289,8 @@ def test_replacing_a_bundle_asks_first(qtbot, tmp_path, monkeypatch):
     buttons = QtWidgets.QMessageBox.StandardButton
     asked = _record_questions(monkeypatch, buttons.No)
     qtbot.mouseClick(panel.controls.start_button, LEFT)
-    assert len(asked) == 1 and "already holds a model bundle" in asked[0][0] and asked[0][1] == QtCore.Qt.TextFormat.PlainText
+    text, text_format, key = asked[0]
+    assert len(asked) == 1 and key == "replace-bundle" and str(out) in text and text_format == QtCore.Qt.TextFormat.PlainText
     assert not panel.is_running() and load_bundle(out).meta["saved_at"] == saved_at
     asked = _record_questions(monkeypatch, buttons.Yes)
     with qtbot.waitSignal(panel.trainingFinished, timeout=TIMEOUT) as done:
@@ -305,7 +316,7 @@ def test_stop_clears_the_eta_and_resume_from_continues_the_run(qtbot, tmp_path, 
     assert done.args == ["stopped", str(out)]
     assert panel.status.eta_label.text() == ""  # no ETA for a run that is not training
     log = form.log.toPlainText()
-    assert "Resume from…" in log and "--resume" not in log
+    assert translate("panel", RESUME_HINT) in log and "--resume" not in log  # the panel's button, not the command line's option
     stopped_at = load_bundle(out).meta["step"]
     assert form.resume_button.isEnabled()
     _choose_folder(monkeypatch, out)
@@ -315,7 +326,8 @@ def test_stop_clears_the_eta_and_resume_from_continues_the_run(qtbot, tmp_path, 
     with qtbot.waitSignal(panel.trainingFinished, timeout=TIMEOUT) as done:
         qtbot.mouseClick(form.stop_button, LEFT)
     meta = load_bundle(out).meta
-    assert done.args[0] == "stopped" and meta["step"] > stopped_at and "Train panel" in meta["resumed_with"][-1]
+    assert done.args[0] == "stopped" and meta["step"] > stopped_at
+    assert "Train panel" in meta["resumed_with"][-1]  # meta.json's record of the command (English); data, not UI text
 
 
 def test_resume_from_refuses_a_folder_that_is_not_a_bundle(qtbot, tmp_path, monkeypatch):
@@ -324,7 +336,7 @@ def test_resume_from_refuses_a_folder_that_is_not_a_bundle(qtbot, tmp_path, monk
     (tmp_path / "other" / "notes.txt").write_text("mine", encoding="utf-8")
     _choose_folder(monkeypatch, tmp_path / "other")
     qtbot.mouseClick(panel.controls.resume_button, LEFT)
-    assert panel.state() == "idle" and "not an attnviz model bundle" in panel.error_text()
+    assert panel.state() == "idle" and panel.error_key() == "resume-not-a-bundle" and str(tmp_path / "other") in panel.error_text()
 
 
 @pytest.mark.slow  # two trainings
@@ -333,7 +345,7 @@ def test_the_warm_up_scales_to_the_run_and_a_finished_run_resumes_to_more_epochs
     form = TrainControls()
     qtbot.addWidget(form)
     assert form.request().warmup == AUTO_WARMUP and form.warmup_spin.text() == "auto"
-    assert form.warmup_note.text() == "auto: min(400, 10% of steps)"
+    assert is_auto_rule(form.warmup_note)
     req = TrainRequest(data="reverse", n_examples=160, size="tiny", epochs=2, lr=3e-3, batch_tokens=120, out_dir=str(out))
     panel = make_panel(qtbot, req)
     with qtbot.waitSignal(panel.trainingFinished, timeout=TIMEOUT) as done:
@@ -349,7 +361,7 @@ def test_the_warm_up_scales_to_the_run_and_a_finished_run_resumes_to_more_epochs
     _choose_folder(monkeypatch, out)
     with qtbot.waitSignal(panel.trainingFinished, timeout=TIMEOUT) as done:
         qtbot.mouseClick(panel.controls.resume_button, LEFT)
-    assert done.args[0] == "failed" and "finished its 2 epochs" in panel.error_text()
+    assert done.args[0] == "failed" and panel.error_key() == "already-finished" and str(out) in panel.error_text()
     panel.controls.epochs_spin.setValue(3)
     with qtbot.waitSignal(panel.trainingFinished, timeout=TIMEOUT) as done:
         qtbot.mouseClick(panel.controls.resume_button, LEFT)
@@ -450,7 +462,7 @@ def test_the_panel_reads_at_the_dock_sizes_of_small_screens(qtbot):
         for plot in (panel.figure.loss_plot, panel.figure.probe):
             assert plot.sceneBoundingRect().height() >= 150
         note = panel.controls.warmup_note
-        assert note.text() == "auto: min(400, 10% of steps)" and note.height() >= note.heightForWidth(note.width())  # wrapped, never cut
+        assert is_auto_rule(note) and note.height() >= note.heightForWidth(note.width())  # wrapped, never cut
         scroll.close()
 
 
@@ -477,7 +489,7 @@ def test_hsk_runs_widen_their_data_as_the_default_model_did_unless_asked_not_to(
     form.data_combo.setCurrentIndex(form.data_combo.findData("hsk-zh-en"))
     assert form.augment_check.isVisibleTo(form) and form.augment_check.isChecked()
     req = form.request()
-    assert req.augment and "CC-CEDICT + word swaps" in req.describe()
+    assert req.augment and "CC-CEDICT + word swaps" in req.describe()  # meta.json's record of the run (English); data, not UI text
     data = _load_dataset(req)
     assert data.spec["augment"]["kinds"] == ["cedict", "substitution"] and data.spec["augment"]["per_pair"] == 4
     form.augment_check.setChecked(False)
@@ -516,7 +528,8 @@ def test_a_folder_another_run_owns_is_refused_in_one_line(qtbot, tmp_path):
             assert panel.start() is not False
         assert lock_path(out).read_bytes() == lock
     assert done.args[0] == "failed"
-    assert "in use by another" in panel.error_text() and "\n" not in panel.error_text().strip()
+    assert panel.error_key() == "run-error" and "\n" not in panel.error_text().strip()
+    assert "in use by another" in panel.error_text()  # the core's folder lock message (English by design); data, not UI text
 
 
 def test_a_choice_wider_than_its_box_reads_shortened_with_its_whole_text_in_the_tooltip(qtbot):

@@ -121,14 +121,14 @@ def test_the_session_keys_each_part_of_its_frame():
     s = Session()
     s.bundle = bundle()
     s.decoding = session(steps=1)
-    model, source, step = s.frame_key(()), s.frame_key(("source",)), s.frame_key(("source", "step"))
+    model, source, step = s.frames.key(()), s.frames.key(("source",)), s.frames.key(("source", "step"))
     s.decoding.step()
-    assert s.frame_key(()).same(model) and s.frame_key(("source",)).same(source)
-    assert not s.frame_key(("source", "step")).same(step)
+    assert s.frames.key(()).same(model) and s.frames.key(("source",)).same(source)
+    assert not s.frames.key(("source", "step")).same(step)
     s.decoding = session(steps=2)  # another decoding of the same sentence: another result
-    assert s.frame_key(()).same(model) and not s.frame_key(("source",)).same(source)
+    assert s.frames.key(()).same(model) and not s.frames.key(("source",)).same(source)
     with pytest.raises(ValueError, match="unknown frame parts"):
-        s.frame_key(("target",))
+        s.frames.key(("target",))
 
 
 def test_views_of_one_kind_at_a_time_keep_an_encoder_choice_over_steps():

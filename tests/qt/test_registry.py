@@ -14,8 +14,9 @@ import pytest
 from PySide6 import QtWidgets
 
 from attnviz.core.model.sites import KINDS
+from attnviz.qt.i18n import translate
 from attnviz.qt.views.naming import class_name, dock_object_name, scroll_object_name, view_object_name
-from attnviz.qt.views.registry import VIEW_NAMES, VIEWS, build_view, on_screen
+from attnviz.qt.views.registry import VIEW_NAMES, VIEWS, build_view, on_screen, view_spec
 
 pytestmark = pytest.mark.window_size(1366, 768)  # the window fixture's size (tests/qt/conftest.py)
 
@@ -24,7 +25,7 @@ def test_a_step_draws_only_the_views_on_screen_and_builds_each_kind_once(qtbot, 
     s, views = window.session, window.views
     s.back()
     QtWidgets.QApplication.processEvents()
-    builds, refreshes = Counter(s.builds), dict(views.refreshes)
+    builds, refreshes = Counter(s.frames.builds), dict(views.refreshes)
     s.step()
     QtWidgets.QApplication.processEvents()
     shown = {name for name, view in views.views.items() if on_screen(view)}
@@ -33,9 +34,9 @@ def test_a_step_draws_only_the_views_on_screen_and_builds_each_kind_once(qtbot, 
         drawn = views.refreshes[name] - refreshes[name]
         assert drawn == (1 if name in shown else 0), name
     assert views.stale == set(views.views) - shown
-    for kind in KINDS:  # the grid and the head detail share one AttentionData per kind
-        assert s.builds[f"attention:{kind}"] - builds[f"attention:{kind}"] == 1, kind
-    assert window.grid.data() is s.attention_data("cross") and window.head_detail.data() is s.attention_data("cross")
+    for kind in KINDS:  # the grid and the head detail share one AttentionData per kind; the encoder's, one per sentence
+        assert s.frames.builds[f"attention:{kind}"] - builds[f"attention:{kind}"] == (kind != "encoder"), kind
+    assert window.grid.data() is s.frames.attention_data("cross") and window.head_detail.data() is s.frames.attention_data("cross")
 
 
 def test_a_background_tab_catches_up_once_when_raised(qtbot, window):
@@ -77,8 +78,8 @@ def test_a_data_file_from_the_window_says_what_the_command_line_says(qtbot, tmp_
     views["head"].export_data_dialog()
     gui_lines = [line for line in out.read_text(encoding="utf-8").splitlines() if line.startswith("#")]
     assert gui_lines == cli_lines
-    assert any(line.startswith("# model: ") for line in gui_lines) and any("count from 0" in line for line in gui_lines)
-    assert "# target: The" in "\n".join(gui_lines) and "decoded with greedy" in "\n".join(gui_lines)
+    assert any(line.startswith("# model: ") for line in gui_lines) and any("count from 0" in line for line in gui_lines)  # data, not UI text
+    assert "# target: The" in "\n".join(gui_lines) and "decoded with greedy" in "\n".join(gui_lines)  # data, not UI text
 
 
 def test_the_naming_scheme_comes_from_the_module_name():
@@ -140,7 +141,7 @@ def test_a_view_set_of_some_views_builds_only_those_and_links_them(qtbot):
     s.decoding = session(steps=3)
     views = ViewSet(s, only=("grid", "head"))
     assert set(views.views) == set(views.frames) == {"grid", "head"}
-    assert views.docks("right") == [("Head detail", views.frames["head"], "headDetailDock")]
+    assert views.docks("right") == [(translate("views", view_spec("head").title), views.frames["head"], "headDetailDock")]
     for name in views.views:
         qtbot.addWidget(views.frames[name])
         views.frames[name].show()

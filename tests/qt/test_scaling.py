@@ -56,7 +56,10 @@ def test_scaling_view_recomputed_from_q_and_k(loaded, kind):
     np.testing.assert_allclose(view.row_max.series("÷d_k")[1], over_dk.max(1), atol=1e-5)
     np.testing.assert_allclose(view.row_entropy.series("÷1")[1], _entropy(unscaled), atol=1e-5)
     np.testing.assert_allclose(view.row_entropy.series("÷d_k")[1], _entropy(over_dk), atol=1e-5)
-    assert "largest weight" in view.title.plain_text() and "nats" in view.title.plain_text()
+    row = view.row_scaling().row  # its largest weight and entropy (nats) under ÷1 / ÷√d_k / ÷d_k, in the title
+    maxima = " / ".join(f"{m[row].max():.2f}" for m in (unscaled, scaled, over_dk))
+    entropies = " / ".join(f"{_entropy(m)[row]:.2f}" for m in (unscaled, scaled, over_dk))
+    assert maxima in view.summary() and entropies in view.summary() and view.summary() in view.title.plain_text()
 
 
 @pytest.mark.parametrize("kind", ["decoder", "cross", "encoder"])

@@ -15,6 +15,7 @@ from attnviz.cli import main as cli_main
 from attnviz.paths import default_model
 from attnviz.qt.main_window import MainWindow
 from attnviz.qt.session_file import capture
+from attnviz.qt.state import SessionFileError, load_state
 from attnviz.qt.views.registry import on_screen
 
 SIZE = (1366, 768)
@@ -55,7 +56,7 @@ def _make_choices(qtbot, window) -> None:
     wait_idle(qtbot, window)
     s.back()
     s.back()
-    s.force(int(s.next_topk()[1][1]))
+    s.force(int(s.frames.next_topk()[1][1]))
     s.step()
     window.views.selection.update(kind="decoder", layer=1, head=2, mode="head")
     window.views.set_linked("lines", False)
@@ -106,7 +107,9 @@ def test_a_missing_model_is_asked_for_and_a_bad_file_changes_nothing(qtbot, wind
     bad = tmp_path / "bad.attnviz"
     bad.write_text('{"format": "attnviz-session", "version": 7}', encoding="utf-8")
     assert not window.session_files.open(bad)
-    assert window.message_bar.property("level") == "error" and "newer attnviz" in window.message_bar.text()
+    with pytest.raises(SessionFileError) as newer:
+        load_state(bad)  # a newer version: the file's own reading of why
+    assert window.message_bar.property("level") == "error" and window.message_bar.text() == str(newer.value)
     assert window.session.source == source
 
 
@@ -115,7 +118,7 @@ def test_the_command_line_refuses_a_bad_session_file_in_one_line(tmp_path, capsy
     bad.write_text("{", encoding="utf-8")
     assert cli_main(["--session", str(bad)]) == 2
     err = capsys.readouterr().err.strip()
-    assert "damaged JSON" in err and len(err.splitlines()) == 1
+    assert "damaged JSON" in err and len(err.splitlines()) == 1  # the CLI's stderr: data, not UI text
 
 
 def test_a_dropped_session_file_is_restored(qtbot, window, tmp_path):

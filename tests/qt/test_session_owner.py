@@ -84,7 +84,7 @@ def f(window, session):
     session.set_inputs("a", "")  # a move of its own: fine
     other.decodingChanged.emit()  # not a session
 '''
-    assert offences(ast.parse(source)) == sorted(["5: writes session.strategy", "6: writes session.forced_cursor",
+    assert offences(ast.parse(source)) == sorted(["5: writes session.strategy", "6: writes session.forced_cursor",  # data, not UI text
                                                   "7: writes session.source", "7: writes session.target",
                                                   "8: emits session.decodingChanged", "9: emits session.message"])
 
@@ -135,3 +135,30 @@ def test_the_cursor_moves_within_the_target_with_one_signal(qapp):
     assert s.forced_cursor == 0 and len(seen) == 3  # go_to counts 1-based positions
     assert s.replay([], cursor=2) is None and s.forced_cursor == 2
     s.deleteLater()
+
+
+def test_apply_is_one_change_and_equals_the_moves_made_one_by_one(qapp):
+    by_hand = Session()
+    by_hand.set_decode_as_you_type(False)
+    by_hand.set_bundle(F.bundle())
+    by_hand.set_inputs("我喜欢吃苹果。", "")
+    by_hand.go_to(3)
+    s = Session()
+    s.set_decode_as_you_type(False)
+    s.set_bundle(F.bundle())
+    seen = _counted(s)
+    assert s.apply("我喜欢吃苹果。", "", steps=3) is None
+    assert len(seen) == 1 and s.decoding.tgt_ids == by_hand.decoding.tgt_ids and len(s.decoding.steps) == 3
+    tokens = list(by_hand.decoding.tgt_ids[1:])
+    assert s.apply("我喜欢吃苹果。", "", tokens=tokens[:2], forced=[1]) is None  # a saved position again
+    assert len(seen) == 2 and s.decoding.tgt_ids == by_hand.decoding.tgt_ids[:3]
+    assert [st.forced for st in s.decoding.steps] == [False, True]
+    s.apply("我喜欢吃苹果。", "I like apples.", cursor=1)  # teacher-forced: the cursor
+    assert len(seen) == 3 and s.forced is not None and s.forced_cursor == 1
+    with s.one_change():  # moves inside reach the views once; nested, still once
+        s.set_cursor(0)
+        with s.one_change():
+            s.set_cursor(2)
+        assert len(seen) == 3
+    assert len(seen) == 4 and s.forced_cursor == 2
+    s.deleteLater(), by_hand.deleteLater()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import defaultdict
 from dataclasses import replace
 
 import numpy as np
@@ -21,8 +22,20 @@ from attnviz.core.model.interventions import NoPositional
 from attnviz.core.model.sites import AttentionSite
 from attnviz.core.tour_data import LANGUAGES, MEASURES, REGIONS, fill, load_tour
 from attnviz.qt.i18n import install
-from attnviz.qt.tour import MEASURE_GROUPS, REGION_FUNCS, Context, TourPanel, other_tour, other_tour_words, region_of, start_tour, tour_for
-from attnviz.qt.views.registry import VIEW_NAMES, on_screen
+from attnviz.qt.tour import (
+    Context,
+    TourPanel,
+    TourSpecError,
+    check_specs,
+    model_measures,
+    other_tour,
+    other_tour_words,
+    region_of,
+    spec_gaps,
+    start_tour,
+    tour_for,
+)
+from attnviz.qt.views.registry import VIEW_NAMES, VIEWS, on_screen
 
 READY_MS = 180000  # the attribution stop runs integrated gradients in a worker
 SCREENSHOT_STOP = "look-ahead-mask"
@@ -221,7 +234,7 @@ def expect_teacher_free(w, stop) -> dict:
 
 
 def expect_mask(w, stop) -> dict:
-    md, st = w.session.mask_data(), stop.state
+    md, st = w.session.frames.mask_data(), stop.state
     a = np.asarray(md.weights[st.layer, st.head], np.float64)
     n = a.shape[0]
     upper = a[np.triu_indices(n, 1)]
@@ -280,11 +293,29 @@ def check_stop(qtbot, w, panel: TourPanel) -> None:
 
 
 # -- the tests --------------------------------------------------------------------------------------
-def test_every_measure_and_region_is_implemented_where_its_view_is():
-    groups = set(MEASURE_GROUPS)
-    assert {m.view for m in MEASURES.values()} <= groups and set(REGION_FUNCS) == set(REGIONS)
+def test_every_measure_and_region_is_declared_by_its_views_spec():
+    assert spec_gaps(VIEWS) == []
+    declared = {name for spec in VIEWS for name in spec.regions}
+    assert declared == {r for r, v in REGIONS.items() if v is not None}
     assert {v for v in REGIONS.values() if v} <= set(VIEW_NAMES)
-    assert set(EXPECTED) == {v for v in groups if v is not None}
+    assert set(EXPECTED) == {spec.name for spec in VIEWS if spec.measures is not None} == {m.view for m in MEASURES.values()} - {None}
+
+
+def with_spec(name: str, **changes) -> list:
+    """The registry's specs, view ``name``'s with ``changes``."""
+    return [replace(spec, **changes) if spec.name == name else spec for spec in VIEWS]
+
+
+@pytest.mark.parametrize(("view", "changes", "named"), [
+    ("head", {"regions": {}}, "region 'head-row'"),
+    ("walkthrough", {"measure_names": ("walk_query",)}, "measure 'walk_top_key'"),
+    ("mask", {"measures": None}, "measure 'mask_upper_max'"),
+    ("ffn", {"measure_names": ("ffn_layer", "ffn_off", "ffn_token", "ffn_active", "ffn_units")}, "'ffn_units'"),
+])
+def test_a_spec_that_lacks_what_the_tour_reads_fails_the_load_check(view, changes, named):
+    check_specs(VIEWS)
+    with pytest.raises(TourSpecError, match=f"the {view} view's spec .*{re.escape(named)}"):
+        check_specs(with_spec(view, **changes))
 
 
 @pytest.mark.parametrize("stop_id", ["look-ahead-mask", "weighted-sums", "cross-attention", "shift-right"])
@@ -397,12 +428,20 @@ def test_every_stop_shows_what_its_text_says(qtbot, tour_window, language, tmp_p
     w, panel = tour_window
     start_tour(w, language)
     assert panel.tour.ids() == load_tour("en").ids()
+    read: dict[str | None, set[str]] = defaultdict(set)  # view → the measure names its spec's function gave
     for i, stop in enumerate(panel.tour.stops):
         panel.go(i)
         qtbot.waitUntil(lambda: panel.ready, timeout=READY_MS)
         check_stop(qtbot, w, panel)
+        ctx = Context(w, stop)
+        read[None] |= set(model_measures(ctx))
+        read[stop.view] |= set(ctx.spec.measures(ctx.view, ctx.ask))
         if stop.id == SCREENSHOT_STOP:
             w.grab().save(str(tmp_path / f"tour_{'en' if language == 'en' else 'zh'}.png"))
+    listed = defaultdict(set)
+    for name, measure in MEASURES.items():
+        listed[measure.view].add(name)
+    assert read == listed  # every view's function gives exactly the measures listed for it, over the walk
 
 
 def test_leaving_the_tour_lays_the_docks_out_as_before(qtbot, window):

@@ -86,4 +86,4 @@ def test_a_hostile_tour_is_one_line_exit_2(tmp_path, capsys, name):
 
 def test_a_missing_file_is_one_line(tmp_path, capsys):
     code, out, err = check(tmp_path / "none.attnviz-tour", capsys)
-    assert code == 2 and err.count("\n") == 1 and "could not read the tour" in err
+    assert code == 2 and err.count("\n") == 1 and "could not read the tour" in err  # the CLI's stderr: data, not UI text

@@ -10,19 +10,9 @@ import numpy as np
 import pytest
 from test_i18n import english_words, widget_texts
 
-from attnviz.qt.i18n import install
 from attnviz.qt.train.history import site_label
 from attnviz.qt.train.panel import TrainPanel
 from attnviz.qt.train.run import TrainRequest
-
-
-@pytest.fixture
-def chinese(qapp):
-    assert install("zh_CN") == "zh_CN"
-    try:
-        yield
-    finally:
-        install("en")
 
 
 @pytest.fixture
@@ -39,7 +29,7 @@ def test_the_form_is_chinese_and_asks_for_the_same_run(panel):
     assert form.start_button.text() == "开始" and form.size_combo.currentText().startswith("基础 · d_model 128")
     req = form.request()
     assert (req.data, req.size, req.norm, req.placement) == ("hsk-zh-en", "base", "layer", "pre")
-    assert req.describe() == "hsk-zh-en + CC-CEDICT + word swaps · base · LayerNorm (pre-norm) · 30 epochs"  # meta.json's record stays English
+    assert req.describe() == "hsk-zh-en + CC-CEDICT + word swaps · base · LayerNorm (pre-norm) · 30 epochs"  # meta.json's record stays English: data, not UI text
     assert req.summary() == "hsk-zh-en + CC-CEDICT + 换词造句 · 基础 · LayerNorm（前置归一化）· 30 轮"
 
 

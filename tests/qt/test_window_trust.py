@@ -13,7 +13,7 @@ import threading
 from PySide6 import QtCore, QtWidgets
 from window_helpers import TIMEOUT_MS, broken_config_bundle, copy_bundle, wait_idle
 
-import attnviz.qt.session as session_module
+import attnviz.qt.model_loader as loader_module
 from attnviz.core.bundle import load_bundle
 from attnviz.paths import default_model
 
@@ -37,7 +37,7 @@ def _slow_first_loader(gate: threading.Event, slow_path):
 def test_a_superseded_load_never_reaches_the_window(qtbot, window, tmp_path, monkeypatch):
     a, b = copy_bundle(tmp_path / "model-a"), copy_bundle(tmp_path / "model-b")
     gate = threading.Event()
-    monkeypatch.setattr(session_module, "load_bundle", _slow_first_loader(gate, a))
+    monkeypatch.setattr(loader_module, "load_bundle", _slow_first_loader(gate, a))
     window.open_model(a)  # slow: finishes after b
     window.open_model(b)
     qtbot.waitUntil(lambda: window.session.bundle.path == b, timeout=TIMEOUT_MS)
@@ -47,8 +47,8 @@ def test_a_superseded_load_never_reaches_the_window(qtbot, window, tmp_path, mon
     wait_idle(qtbot, window)
     assert window.session.bundle.path == b
     assert window.model_path == b and window.windowTitle() == "attnviz — model-b"
-    assert window.model_label.text().startswith("model-b:")
-    assert window.recent_models()[0] == str(b)
+    assert window.status.model_label.text().startswith("model-b:")
+    assert window.window_settings.recent_models()[0] == str(b)
     assert window.grid.data() is not None and window.session.current.config == window.session.bundle.config
 
 
@@ -57,12 +57,12 @@ def test_a_load_can_be_cancelled_and_changes_nothing(qtbot, window, tmp_path, mo
     title = window.windowTitle()
     slow = copy_bundle(tmp_path / "slow")
     gate = threading.Event()
-    monkeypatch.setattr(session_module, "load_bundle", _slow_first_loader(gate, slow))
+    monkeypatch.setattr(loader_module, "load_bundle", _slow_first_loader(gate, slow))
     window.open_model(slow)
     QtWidgets.QApplication.processEvents()
-    assert window.busy.isVisibleTo(window) and window.cancel_load_button.isVisibleTo(window)
-    qtbot.mouseClick(window.cancel_load_button, QtCore.Qt.MouseButton.LeftButton)
-    assert not window.busy.isVisibleTo(window) and not window.cancel_load_button.isVisibleTo(window)
+    assert window.status.busy.isVisibleTo(window) and window.status.cancel_load_button.isVisibleTo(window)
+    qtbot.mouseClick(window.status.cancel_load_button, QtCore.Qt.MouseButton.LeftButton)
+    assert not window.status.busy.isVisibleTo(window) and not window.status.cancel_load_button.isVisibleTo(window)
     assert "cancelled" in window.message_bar.text()
     gate.set()
     qtbot.waitUntil(lambda: not window.session._workers, timeout=TIMEOUT_MS)
@@ -79,17 +79,17 @@ def test_html_in_a_folder_name_and_a_config_value_is_shown_literally(qtbot, wind
         window.open_model(bad)
     bar = window.message_bar
     assert bar.textFormat() == PLAIN and bar.property("level") == "error"
-    assert "<b>bold" in bar.text() and "<span style=" in bar.text() and "\n" not in bar.text()
+    assert "<b>bold" in bar.text() and "<span style=" in bar.text() and "\n" not in bar.text()  # data, not UI text
     assert window.session.bundle.path.resolve() == default_model().resolve()
     good = copy_bundle(tmp_path / "<i>model & <img src=x>")
     window.open_model(good)
     qtbot.waitUntil(lambda: window.session.bundle.path == good, timeout=TIMEOUT_MS)
     wait_idle(qtbot, window)
-    assert window.windowTitle() == "attnviz — <i>model & <img src=x>"
-    assert window.model_label.textFormat() == PLAIN and window.model_label.text().startswith("<i>model & <img src=x>:")
-    assert "&lt;i&gt;" in window.model_label.toolTip()  # a tooltip is rich text: the name is escaped in it
-    assert window.recent_menu.actions()[0].text().startswith(str(tmp_path).replace("&", "&&"))
-    for label in (window.step_label, window.grid.readout, window.topk_panel.caption):
+    assert window.windowTitle() == "attnviz — <i>model & <img src=x>"  # data, not UI text
+    assert window.status.model_label.textFormat() == PLAIN and window.status.model_label.text().startswith("<i>model & <img src=x>:")  # data, not UI text
+    assert "&lt;i&gt;" in window.status.model_label.toolTip()  # a tooltip is rich text: the name is escaped in it
+    assert window.menus.recent_menu.actions()[0].text().startswith(str(tmp_path).replace("&", "&&"))
+    for label in (window.status.step_label, window.grid.readout, window.topk_panel.caption):
         assert label.textFormat() == PLAIN
 
 
@@ -99,9 +99,9 @@ def test_token_pieces_with_html_are_plain_in_the_readouts(qtbot, window):
     head.readout.setText("query “<b>x</b>” (pos 0)")
     assert head.readout.textFormat() == PLAIN
     window.chips.set_tokens(["SOS", "<img src=x>", "<b>y</b>"])
-    assert "&lt;img src=x&gt;" in window.chips.text() and "<img" not in window.chips.text()
+    assert "&lt;img src=x&gt;" in window.chips.text() and "<img" not in window.chips.text()  # data, not UI text
 
 
 def test_a_multi_line_message_is_one_line(window):
     window.show_message("error", "first\nsecond\r\nthird\x00\u202efourth")
-    assert window.message_bar.text() == "first second third fourth"
+    assert window.message_bar.text() == "first second third fourth"  # data, not UI text

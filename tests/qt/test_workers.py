@@ -35,7 +35,7 @@ def test_errors_are_reported_not_raised(qtbot):
     worker = FunctionWorker(boom)
     with qtbot.waitSignal(worker.errored, timeout=5000) as blocker:
         worker.start()
-    assert isinstance(blocker.args[0], ValueError) and "bad bundle" in str(blocker.args[0])
+    assert isinstance(blocker.args[0], ValueError) and "bad bundle" in str(blocker.args[0])  # data, not UI text
 
 
 def test_inference_mode_is_entered_in_the_worker_thread(qtbot):

@@ -20,11 +20,9 @@ from attnviz.core.decoding.result import (
     DecodingResult,
     PreparedSource,
     TopK,
-    check_finite,
-    checked_interventions,
-    model_device,
     prepare_source,
     topk_list,
+    traced_pass,
 )
 from attnviz.core.decoding.strategies import DecodingError
 from attnviz.core.model.config import TransformerConfig
@@ -86,13 +84,8 @@ def masked_prediction(
         raise DecodingError(f"masked-token prediction needs an encoder-only model (BERT), not a {cfg.kind} one")
     src = prepare_source(tokenizer, text, cfg)
     mask_id = getattr(tokenizer, "mask_id", None)
-    device = model_device(model)
-    with torch.inference_mode():
-        logits, trace = model.run_with_trace(torch.tensor([src.ids], device=device), None, names=names,
-                                             interventions=checked_interventions(interventions, cfg))
-        logits = logits[0].double().cpu()  # [L, V]
-    check_finite(logits, "for this sentence")
-    probs = torch.softmax(logits, -1)
+    logits, trace = traced_pass(model, src.ids, None, names, interventions, "for this sentence")
+    probs = torch.softmax(logits.double().cpu(), -1)  # [L, V]
     positions = tuple(
         MaskedPosition(i, topk_list(probs[i], top_k, tokenizer), float(torch.special.entr(probs[i]).sum()))
         for i, t in enumerate(src.ids) if mask_id is not None and t == mask_id

@@ -1,7 +1,8 @@
 """What every decoding result answers, stepped (``DecodingSession``) or teacher-forced
 (``TeacherForced``): the ``DecodingResult`` base class and the ``StepRecord`` protocol of its
 per-row records, plus what both need before and after the model runs (``PreparedSource``,
-``prepare_source``, ``topk_list``, ``entropy_nats``, ``model_device``, ``check_eval_mode``). No Qt.
+``prepare_source``, ``topk_list``, ``entropy_nats``, ``model_device``, ``check_eval_mode``,
+``traced_pass``). No Qt.
 
 These live here, not in ``session``, because ``teacher_forcing`` needs them and a teacher-forced
 pass is no decoding session: neither of the two result modules imports the other.
@@ -25,7 +26,7 @@ from attnviz.core.data.tokenizer import Tokenizer, unreadable_text
 from attnviz.core.decoding.strategies import DecodingError
 from attnviz.core.model.interventions import checked
 from attnviz.core.model.sites import AttentionSite, n_layers
-from attnviz.core.model.trace import Change
+from attnviz.core.model.trace import Change, Trace
 
 if TYPE_CHECKING:
     from attnviz.core.model.config import TransformerConfig
@@ -196,3 +197,18 @@ def check_eval_mode(model: Transformer) -> None:
         raise DecodingError("the model is in training mode (dropout would change every step); call model.eval() first")
     if model.config.kind == "encoder-only":
         raise DecodingError("an encoder-only model (BERT) has no decoder: it predicts masked tokens, it does not decode")
+
+
+def traced_pass(model: Transformer, src_ids: Sequence[int], tgt_ids: Sequence[int] | None, names: Iterable[str] | None,
+                interventions: Iterable[Change], where: str) -> tuple[torch.Tensor, Trace]:
+    """One pass of ``model`` over ``src_ids`` and ``tgt_ids`` fed to the decoder (``None``: the
+    encoder alone), with ``interventions`` (checked here) and a trace of ``names``: the logits of
+    its one row ``[L, V]``, on the model's device, and the trace; ``where`` says which pass when
+    the logits are not finite (``check_finite``)."""
+    device = model_device(model)
+    src = torch.tensor([list(src_ids)], device=device)
+    tgt = None if tgt_ids is None else torch.tensor([list(tgt_ids)], device=device)
+    with torch.inference_mode():
+        logits, trace = model.run_with_trace(src, tgt, names=names, interventions=checked_interventions(interventions, model.config))
+    check_finite(logits, where)
+    return logits[0], trace

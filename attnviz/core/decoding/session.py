@@ -185,6 +185,7 @@ class DecodingSession(DecodingResult):
         self.source = prepare_source(src_tokenizer, source, self.config, reserved=1 if prompted else 0)
         self._prompt = self.source.ids if prompted else ()
         self._forced_first = () if forced_first_token is None else (forced_first_token,)
+        self._first: tuple[Strategy, FrozenDecoding] | None = None  # the row at step 0 (first_row), with its strategy
         default = min(self.config.max_len, 2 * len(self.source.ids) + 10)
         if max_len is not None and (not isinstance(max_len, int) or max_len < 1):
             raise DecodingError(f"maximum length must be a positive integer, not {max_len!r}")
@@ -395,6 +396,17 @@ class DecodingSession(DecodingResult):
         index, (row, _) = len(best.origin) - 1, best.origin[-1]
         made = call if index == len(self._history) else self._history[index]
         return NextToken(topk_list(made.probs[row], self.top_k, self.tgt_tokenizer), entropy_nats(made.logits[row]))
+
+    def first_row(self) -> FrozenDecoding:
+        """What step 0 shows: the row SOS is fed in, one step on, frozen, with the session left at
+        step 0 (a sampled token is drawn again the same, as ``back`` restores the generator); kept
+        while the strategy is the same."""
+        if self._first is None or self._first[0] != self._strategy:
+            self.step()
+            row = self.prefix(1)
+            self.back()
+            self._first = (self._strategy, row)
+        return self._first[1]
 
     def force(self, token: str | int) -> DecodeStep:
         """Append ``token`` (a piece, e.g. from a top-k list, or an id) instead of the strategy's

@@ -18,12 +18,10 @@ from attnviz.core.decoding.result import (
     PreparedSource,
     TopK,
     check_eval_mode,
-    check_finite,
-    checked_interventions,
     entropy_nats,
-    model_device,
     prepare_source,
     topk_list,
+    traced_pass,
 )
 from attnviz.core.decoding.strategies import DecodingError
 from attnviz.core.model.config import TransformerConfig
@@ -123,15 +121,10 @@ def teacher_forced(
         y = y[: cfg.max_len - 1]
     inputs = (cfg.bos_id, *y)
     labels = (*y, cfg.eos_id)
-    device = model_device(model)
-    with torch.inference_mode():
-        logits, trace = model.run_with_trace(
-            torch.tensor([src.ids], device=device), torch.tensor([inputs], device=device), names=names, interventions=checked_interventions(interventions, cfg)
-        )
-        logits = logits[0].float().cpu()  # [Lt, V]
-        probs = torch.softmax(logits, -1)
-        logp = torch.log_softmax(logits.double(), -1)
-    check_finite(logits, "for this target")
+    logits, trace = traced_pass(model, src.ids, inputs, names, interventions, "for this target")
+    logits = logits.float().cpu()  # [Lt, V]
+    probs = torch.softmax(logits, -1)
+    logp = torch.log_softmax(logits.double(), -1)
     tok = tgt_tokenizer
     positions = []
     for i, (inp, lab) in enumerate(zip(inputs, labels)):
@@ -164,13 +157,8 @@ def log_prob_of(
     cfg = model.config
     if not output_ids:
         raise DecodingError("no target tokens to score")
-    device = model_device(model)
-    inputs = torch.tensor([[cfg.bos_id, *output_ids[:-1]]], device=device)
-    with torch.inference_mode():
-        logits, trace = model.run_with_trace(torch.tensor([list(src_ids)], device=device), inputs, names=tuple(names),
-                                             interventions=checked_interventions(interventions, cfg))
-    check_finite(logits, "for this target")
-    logp = torch.log_softmax(logits[0].double(), -1)  # [Lt, V]
+    logits, trace = traced_pass(model, src_ids, (cfg.bos_id, *output_ids[:-1]), tuple(names), interventions, "for this target")
+    logp = torch.log_softmax(logits.double(), -1)  # [Lt, V]
     return float(logp[torch.arange(len(output_ids)), torch.tensor(list(output_ids))].sum()), trace
 
 

@@ -132,12 +132,10 @@ def _stage_images(view, total: int, progress) -> list[QtGui.QImage] | None:
 def _replay_session(bundle: Bundle, source: str, target: str, strategy) -> Session:
     session = Session()
     session.set_decode_as_you_type(False)
-    session.set_strategy(strategy if strategy is not None else Greedy())
     session.set_bundle(bundle)
-    session.set_inputs(source, target)
+    session.apply(source, target, strategy=strategy if strategy is not None else Greedy(), cursor=0)  # SOS, or the first position of a target
     if session.current is None:
         raise AnimationError(session.error or translate("animation", "nothing to animate: type a source sentence"))
-    session.set_cursor(0)  # teacher-forced: the first position
     return session
 
 

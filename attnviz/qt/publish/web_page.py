@@ -223,7 +223,7 @@ def _step_record(session) -> PageStep:
     row = session.current_row()
     attention = {}
     for kind in KINDS:
-        data = session.attention_data(kind)
+        data = session.frames.attention_data(kind)
         if data is not None and data.weights.size:
             attention[kind] = PageAttention(np.array(data.weights, dtype=np.float32), tuple(data.query_labels),
                                             tuple(data.key_labels), data.highlight)

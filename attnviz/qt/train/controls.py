@@ -237,10 +237,13 @@ class TrainControls(QtWidgets.QGroupBox):
         """Beside the warm-up: the rule (auto, before a run) or the steps the run uses (``steps`` of ``total``)."""
         if steps is not None and total:
             self.warmup_note.setText(translate("controls", "→ {steps} of {total} steps").format(steps=steps, total=total))
+            self.warmup_note.setProperty("key", "run-steps")  # what the note says, in any language
         elif self.warmup_spin.value() == AUTO_WARMUP:
             self.warmup_note.setText(translate("controls", "auto: min({cap}, {share:.0%} of steps)").format(cap=WARMUP_CAP, share=WARMUP_SHARE))
+            self.warmup_note.setProperty("key", "auto-rule")
         else:
             self.warmup_note.setText("")
+            self.warmup_note.setProperty("key", "")
 
     def request(self) -> TrainRequest:
         """The run the form describes."""
@@ -356,8 +359,10 @@ class TrainStatus(QtWidgets.QWidget):
         """No ETA once the run is not training (paused, stopping, ended)."""
         self.eta_label.setText("")
 
-    def show_error(self, text: str) -> None:
+    def show_error(self, text: str, key: str = "") -> None:
+        """Show ``text``; ``key`` names the error in any language (``error_key``)."""
         self.error_banner.setText(text)
+        self.error_banner.setProperty("key", key)
         self.error_banner.setVisible(True)
 
     def clear_error(self) -> None:
@@ -366,3 +371,7 @@ class TrainStatus(QtWidgets.QWidget):
     def error_text(self) -> str:
         """The error shown ("" when none)."""
         return "" if self.error_banner.isHidden() else self.error_banner.text()
+
+    def error_key(self) -> str:
+        """Which error is shown, in any language (``output-not-a-bundle``, ``run-failed``, …; "" when none)."""
+        return "" if self.error_banner.isHidden() else str(self.error_banner.property("key") or "")

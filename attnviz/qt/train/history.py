@@ -12,17 +12,21 @@ from typing import Any
 
 import numpy as np
 from PySide6 import QtCore, QtWidgets
+from PySide6.QtCore import QT_TRANSLATE_NOOP
 
 from attnviz.qt.core_text import kind_name
 from attnviz.qt.i18n import translate
 from attnviz.qt.train.figure import TrainingFigure
+
+#: A norm site in a layer, as the snapshot bar names it: ``decoder layer 2 · norm2``.
+LAYER_SITE = QT_TRANSLATE_NOOP("history", "{stack} layer {layer} · {norm}")
 
 
 def site_label(site: str) -> str:
     """``decoder.layers.1.norm2`` → ``decoder layer 2 · norm2``."""
     parts = site.split(".")
     if len(parts) == 4 and parts[1] == "layers" and parts[2].isdigit():
-        return translate("history", "{stack} layer {layer} · {norm}").format(stack=kind_name(parts[0]), layer=int(parts[2]) + 1, norm=parts[3])
+        return translate("history", LAYER_SITE).format(stack=kind_name(parts[0]), layer=int(parts[2]) + 1, norm=parts[3])
     return " · ".join(kind_name(p) for p in parts).replace("_", " ")
 
 

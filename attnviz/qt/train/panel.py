@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from PySide6 import QtCore, QtGui, QtWidgets
+from PySide6.QtCore import QT_TRANSLATE_NOOP
 
 from attnviz.core.analysis.figure_data import FigureData
 from attnviz.qt.i18n import translate
@@ -51,6 +52,9 @@ from attnviz.qt.train.history import SnapshotBar, TrainHistory
 from attnviz.qt.train.run import ACTIVE_STATES, WARMUP_CAP, WARMUP_SHARE, TrainRequest, TrainRun, state_text
 from attnviz.qt.widgets.colormaps import Theme
 from attnviz.qt.workers import FunctionWorker
+
+#: What the log says instead of the core's ``continue with --resume`` (the panel's Resume from… button).
+RESUME_HINT = QT_TRANSLATE_NOOP("panel", "continue it with Resume from…")
 
 
 def _training_text(epoch: int, epochs: int) -> str:
@@ -204,16 +208,16 @@ class TrainPanel(QtWidgets.QWidget):
         from attnviz.core.training.checkpoint import folder_kind
 
         if not req.out_dir:
-            self.status.show_error(translate("panel", "Choose an output folder for the model bundle."))
+            self.status.show_error(translate("panel", "Choose an output folder for the model bundle."), "no-output-folder")
             return False
         out = Path(req.out_dir)
         kind = folder_kind(out)
         if kind == "file":
-            self.status.show_error(translate("panel", "{path} is a file, not a folder. Choose a folder for the model bundle.").format(path=out))
+            self.status.show_error(translate("panel", "{path} is a file, not a folder. Choose a folder for the model bundle.").format(path=out), "output-is-a-file")
             return False
         if kind == "foreign":
             self.status.show_error(translate("panel", "{path} holds files that are not an attnviz model bundle; training never replaces them. "
-                                             "Choose a new or empty folder.").format(path=out))
+                                             "Choose a new or empty folder.").format(path=out), "output-not-a-bundle")
             return False
         if kind == "bundle" and confirm:
             return self._ask_to_replace(out)
@@ -225,7 +229,7 @@ class TrainPanel(QtWidgets.QWidget):
 
         if folder_kind(Path(req.resume_from)) != "bundle":
             self.status.show_error(translate("panel", "{path} is not an attnviz model bundle: choose the output folder of a run to resume it.").format(
-                path=req.resume_from))
+                path=req.resume_from), "resume-not-a-bundle")
             return False
         return True
 
@@ -237,6 +241,7 @@ class TrainPanel(QtWidgets.QWidget):
                                               "The bundle stays until the new run's first checkpoint is saved.").format(path=out),
                                     buttons.Yes | buttons.No, self)
         box.setTextFormat(QtCore.Qt.TextFormat.PlainText)
+        box.setProperty("key", "replace-bundle")  # what the question asks, in any language
         box.setDefaultButton(buttons.No)
         return box.exec() == buttons.Yes
 
@@ -296,11 +301,11 @@ class TrainPanel(QtWidgets.QWidget):
             self._finish("stopped", translate("panel", "stopped before training began"), "")
             return
         path = str(result.path) if result.path is not None else ""
-        message = result.message.replace("continue with --resume", translate("panel", "continue it with Resume from…"))
+        message = result.message.replace("continue with --resume", translate("panel", RESUME_HINT))
         last = self.history.last_checkpoint
         if result.status == "failed":
             extra = translate("panel", " The last good checkpoint is kept in {path}.").format(path=last) if last else ""
-            self.status.show_error(message + ("" if "checkpoint" in message else extra))
+            self.status.show_error(message + ("" if "checkpoint" in message else extra), "run-failed")
         self._finish(result.status, message, path if (path and Path(path).is_dir()) else "")
 
     def _on_errored(self, exc: BaseException) -> None:
@@ -309,7 +314,7 @@ class TrainPanel(QtWidgets.QWidget):
         last = self.history.last_checkpoint
         if last:
             msg += translate("panel", " — the last good checkpoint is kept in {path}").format(path=last)
-        self.status.show_error(msg)
+        self.status.show_error(msg, getattr(exc, "key", "") or "run-error")  # the error's own key, where it has one
         self._finish("failed", msg, last)
 
     def _finish(self, status: str, message: str, path: str) -> None:
@@ -365,7 +370,7 @@ class TrainPanel(QtWidgets.QWidget):
         elif name == "message":
             self._log(payload.level, payload.text)
             if payload.level == "error":
-                self.status.show_error(payload.text)
+                self.status.show_error(payload.text, "run-message")
 
     def _on_start(self, event: Any) -> None:
         self.history.total_steps = int(event.total_steps)
@@ -433,6 +438,10 @@ class TrainPanel(QtWidgets.QWidget):
     def error_text(self) -> str:
         """The error the panel shows ("" when none)."""
         return self.status.error_text()
+
+    def error_key(self) -> str:
+        """Which error the panel shows, in any language ("" when none; ``TrainStatus.error_key``)."""
+        return self.status.error_key()
 
     # -- the figure, as the other views offer it (theme, colour map, export) --------------------------
     @property

@@ -299,8 +299,10 @@ class TrainRun:
         epochs = None
         if isinstance(saved, int) and isinstance(meta.get("epoch"), int) and meta["epoch"] >= saved:
             if req.epochs <= saved:
-                raise TrainingError(translate("run", "{folder} has finished its {epochs} epochs: set Epochs above {epochs} to train it further").format(
+                error = TrainingError(translate("run", "{folder} has finished its {epochs} epochs: set Epochs above {epochs} to train it further").format(
                     folder=folder, epochs=saved))
+                error.key = "already-finished"  # what the message says, in any language (the panel's error_key)
+                raise error
             epochs = req.epochs
         trainer = Trainer.from_checkpoint(folder, _resumed_data(meta), epochs=epochs, threads=req.threads)
         trainer.meta.setdefault("resumed_with", []).append(f"attnviz (Train panel): resume to {trainer.options.epochs} epochs")

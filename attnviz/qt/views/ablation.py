@@ -189,7 +189,7 @@ def moved_most(e: AblationEffect) -> tuple[str, int, int, float] | None:
 
 def ablation_data(session: Session, choice: ViewChoice) -> Analysis | None:
     """Before and after the session's ablation at its current row: model runs, in a worker."""
-    bundle, frozen, row = session.bundle, session.frozen(), session.current_row()
+    bundle, frozen, row = session.bundle, session.frames.frozen(), session.current_row()
     if bundle is None or frozen is None or row is None or not session.ablation:
         return None
     return Analysis(ablation_effect, (frozen, row, bundle.model, bundle.src_tokenizer, bundle.tgt_tokenizer, session.ablation))

@@ -13,23 +13,32 @@ computed in a worker.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from PySide6 import QtWidgets
 from PySide6.QtCore import QT_TRANSLATE_NOOP
 
-from attnviz.core.analysis.attention_vs_attribution import MEASURE_TITLES, Importance, agreement, importance_for
+from attnviz.core.analysis.attention_vs_attribution import (
+    ATTENTION_MEASURES,
+    ATTRIBUTION_MEASURES,
+    MEASURE_TITLES,
+    Importance,
+    agreement,
+    importance_for,
+)
 from attnviz.core.analysis.figure_data import FigureData
-from attnviz.core.data.pieces import display_piece
+from attnviz.core.data.pieces import SP_WORD_START, display_piece
 from attnviz.qt.analyses import Analysis
 from attnviz.qt.i18n import translate
 from attnviz.qt.views.base import FigureViewBase
-from attnviz.qt.views.spec import ViewSpec
+from attnviz.qt.views.spec import TourAsk, ViewSpec
 from attnviz.qt.widgets.colormaps import DIVERGING_COLORMAP
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo, format_change
+from attnviz.qt.widgets.regions import Region, cells
 
 if TYPE_CHECKING:
+    from attnviz.core.decoding.teacher_forcing import TeacherForced
     from attnviz.qt.selection import ViewChoice
     from attnviz.qt.session import Session
 
@@ -166,7 +175,7 @@ class QtAttentionVsAttributionView(FigureViewBase):
 def attribution_data(session: Session, choice: ViewChoice) -> Analysis | None:
     """Every measure for the output token of the chosen row (default: the last word written):
     gradients and a max-flow per source token, run in a worker."""
-    bundle, frozen = session.bundle, session.frozen()
+    bundle, frozen = session.bundle, session.frames.frozen()
     if bundle is None or frozen is None:
         return None
     row = choice.query if choice.kind != "encoder" and choice.query is not None else None
@@ -175,6 +184,57 @@ def attribution_data(session: Session, choice: ViewChoice) -> Analysis | None:
     return Analysis(importance_for, (frozen, row, bundle.model, bundle.tgt_tokenizer), gradients=True)
 
 
+# -- what the tour reads and outlines ---------------------------------------------------------------
+TOUR_MEASURES = ("attr_token", "attr_position", "attr_sources", "attr_focus_ranks", "attr_attention_top", "attr_ig_top", "attr_rho",
+                 "attr_known", "attr_targets", "attr_accuracy")
+
+
+def word_pieces(pieces: tuple[str, ...], word: str) -> list[int]:
+    """The positions of the pieces that spell ``word`` where it first occurs in ``pieces``."""
+    texts = [p.replace(SP_WORD_START, "") for p in pieces]
+    starts = np.cumsum([0, *map(len, texts)])
+    at = "".join(texts).find(word)
+    if at < 0:
+        return []
+    return [i for i, t in enumerate(texts) if starts[i] < at + len(word) and starts[i] + len(t) > at]
+
+
+def focus_ranks(pieces: tuple[str, ...], ranking: tuple[int, ...], words: tuple[str, ...]) -> str | None:
+    """``开 26 · 心 10``: each piece of the focus words and its rank (1 = first) in ``ranking``."""
+    found = [i for word in words for i in word_pieces(pieces, word)]
+    return " · ".join(f"{display_piece(pieces[i])} {ranking.index(i) + 1}" for i in found) or None
+
+
+def top_pieces(pieces: tuple[str, ...], ranking: tuple[int, ...], n: int = 3) -> str:
+    """The first ``n`` pieces of ``ranking``, as shown."""
+    return " ".join(display_piece(pieces[i]) for i in ranking[:n])
+
+
+def known_measures(forced: TeacherForced | None) -> dict[str, Any]:
+    """How well the model knows the typed translation: teacher-forced, how many of its tokens it
+    predicts (``None`` each without a typed target)."""
+    if forced is None or not forced.steps:
+        return {"attr_known": None, "attr_targets": None, "attr_accuracy": None}
+    return {"attr_known": sum(p.match for p in forced.steps), "attr_targets": len(forced.steps), "attr_accuracy": forced.accuracy}
+
+
+def tour_measures(view: QtAttentionVsAttributionView, ask: TourAsk) -> dict[str, Any]:
+    """The token explained, how attention and integrated gradients rank its source pieces (the
+    stop's focus words among them), how much they agree, and how well the model knows the target."""
+    r = view.result()
+    pieces, att, ig = r.source_pieces, r.ranking(ATTENTION_MEASURES[0]), r.ranking("ig")
+    return {"attr_token": display_piece(r.question.token_piece), "attr_position": r.question.position + 1,
+            "attr_sources": len(pieces), "attr_focus_ranks": focus_ranks(pieces, att, ask.state.focus),
+            "attr_attention_top": top_pieces(pieces, att), "attr_ig_top": top_pieces(pieces, ig),
+            "attr_rho": r.mean_rho(ATTENTION_MEASURES, ATTRIBUTION_MEASURES), **known_measures(ask.session.forced)}
+
+
+def region_cross_row(view: QtAttentionVsAttributionView, ask: TourAsk) -> Region | None:
+    """The cross-attention measure of every source piece (the first row of the plot's matrix)."""
+    return cells(view.measures, 0, 0, len(view.result().source_pieces), 1)
+
+
 SPEC = ViewSpec("attribution", QtAttentionVsAttributionView, QT_TRANSLATE_NOOP("views", "Attention vs attribution"), "bottom", ("query",),
                 data=attribution_data, from_choice=True, query_rows="target", needs=("cross",),
-                empty="nothing to attribute: decode a token first (a model with no cross layers has no source to attribute to)")
+                empty="nothing to attribute: decode a token first (a model with no cross layers has no source to attribute to)",
+                measures=tour_measures, measure_names=TOUR_MEASURES, regions={"attribution-cross-row": region_cross_row})

@@ -470,23 +470,26 @@ class AttentionSetsMixin(PredictedRowsMixin):
         if kind not in self._datasets:
             raise ValueError(f"no {kind!r} attention was given to this view")
 
+    def _switch_box(self, text: str, object_name: str, tooltip: str) -> QtWidgets.QCheckBox:
+        """A check box that switches how the frame is shown (``_on_switch``)."""
+        box = QtWidgets.QCheckBox(text, objectName=object_name)
+        box.setToolTip(tooltip)
+        box.toggled.connect(self._on_switch)
+        return box
+
     def _group_words_box(self) -> QtWidgets.QCheckBox:
         """The "Words" switch, made once; its host places it among its controls."""
-        box = QtWidgets.QCheckBox(translate("base", "Words"), objectName=GROUP_WORDS)
-        box.setToolTip(translate("base", "Group the pieces into words (Chinese by a dictionary, the other side by its word marks): "
-                                         "a key word's weight is the sum over its pieces, a query word's row the mean of its pieces' rows"))
-        box.toggled.connect(self._on_switch)
-        self.group_words = box
-        return box
+        self.group_words = self._switch_box(translate("base", "Words"), GROUP_WORDS, translate(
+            "base", "Group the pieces into words (Chinese by a dictionary, the other side by its word marks): "
+                    "a key word's weight is the sum over its pieces, a query word's row the mean of its pieces' rows"))
+        return self.group_words
 
     def _content_only_box(self) -> QtWidgets.QCheckBox:
         """The "Content" switch, made once; its host places it beside "Words"."""
-        box = QtWidgets.QCheckBox(translate("base", "Content"), objectName=CONTENT_ONLY)
-        box.setToolTip(translate("base", "Content keys only: leave out the keys SOS, EOS and punctuation, where many heads park "
-                                         "their attention, and renormalise each row over the keys left"))
-        box.toggled.connect(self._on_switch)
-        self.content_box = box
-        return box
+        self.content_box = self._switch_box(translate("base", "Content"), CONTENT_ONLY, translate(
+            "base", "Content keys only: leave out the keys SOS, EOS and punctuation, where many heads park "
+                    "their attention, and renormalise each row over the keys left"))
+        return self.content_box
 
     def _take_frame(self, frame: AttentionFrame) -> None:
         """Keep ``frame`` and show it, between words where the switch is on: ``_datasets`` and the predictions."""
@@ -637,3 +640,26 @@ class LayerHeadChoice:
         """Take the combos' choice (what the user picked)."""
         self.layer = int(self.layer_combo.currentData() or 0)
         self.head = int(self.head_combo.currentData() or 0)
+
+
+class LayerHeadViewMixin:
+    """``select``/``apply``/``layer``/``head`` of a view that shows one layer and head of one kind
+    (compare, teacher vs free, masks): the view holds ``layer_head`` (:class:`LayerHeadChoice`),
+    fits it to its data in ``_fit_choice`` and redraws the chosen head in ``_show_choice``."""
+
+    layer_head: LayerHeadChoice
+
+    def select(self, layer: int | None = None, head: int | None = None) -> None:
+        self.layer_head.set(layer, head)
+        self._fit_choice()
+        self._show_choice()
+
+    def apply(self, choice) -> None:
+        """The selected layer and head (of the one kind the view shows)."""
+        self.select(layer=choice.layer, head=choice.head)
+
+    def layer(self) -> int:
+        return self.layer_head.layer
+
+    def head(self) -> int:
+        return self.layer_head.head

@@ -171,6 +171,7 @@ class QtBeamTreeView(FigureViewBase):
         self._node = " ".join(str(t) for t in node.token_ids)
         self._place_ring(frame.tree, index)
         self.node_label.setText(translate("beam_tree", "{prefix} · computing its cross-attention…").format(prefix=prefix_text(node)))
+        self.node_label.setProperty("key", "computing")
         self.optionsChanged.emit()
 
     # drawing -------------------------------------------------------------------------------------
@@ -183,6 +184,7 @@ class QtBeamTreeView(FigureViewBase):
                                  translate("beam_tree", "needs a decoded sentence: choose Beam in the strategy box (greedy shows one path)"))
             self.title.set_legend(())
             self.node_label.setText("")
+            self.node_label.setProperty("key", "")
             return
         self._set_title(frame)
         self._draw_tree(frame.tree)
@@ -279,6 +281,7 @@ class QtBeamTreeView(FigureViewBase):
             status=status) + end)
         visible = a.weights.shape[0] > 0 and a.weights.shape[2] > 0
         self.heatmap.setVisible(visible)
+        self.node_label.setProperty("key", "node" if visible else "sos-chose-nothing")  # what the label says, in any language
         if not visible:
             self.node_label.setText(self.node_label.text() + translate("beam_tree", " · SOS chose nothing yet: click a later node for its cross-attention"))
             return
@@ -365,7 +368,7 @@ def beam_tree_data(session: Session, choice: ViewChoice, options: dict) -> Analy
     bundle, decoding = session.bundle, session.decoding
     if bundle is None or decoding is None or session.forced is not None:
         return None
-    history = session.derived("beam-history", lambda: beam_history(decoding))
+    history = session.frames.derive("beam-history", lambda: beam_history(decoding))
     return Analysis(beam_tree_frame, (bundle.model, decoding.source, history, parse_node(options.get(NODE)),
                                       tuple(decoding.interventions), strategy_text(decoding.strategy)))
 

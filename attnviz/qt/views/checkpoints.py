@@ -29,13 +29,12 @@ from attnviz.core.analysis.figure_data import FigureData
 from attnviz.core.bundle import folder_stamp
 from attnviz.core.data.pieces import display_piece
 from attnviz.core.model.sites import KINDS
-from attnviz.errors import AttnvizError
+from attnviz.errors import AttnvizError, one_line
 from attnviz.paths import models_dir
 from attnviz.qt.analyses import Analysis
 from attnviz.qt.core_text import head_text, kind_name, kind_title
 from attnviz.qt.i18n import translate
 from attnviz.qt.selection import fit_head
-from attnviz.qt.session import one_line
 from attnviz.qt.views.base import AXIS_TITLES, FigureViewBase
 from attnviz.qt.views.spec import ViewSpec
 from attnviz.qt.widgets.colormaps import DIVERGING_COLORMAP

@@ -8,7 +8,7 @@ of tokens, and B's vectors are exactly A's, reordered.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from PySide6 import QtWidgets
@@ -17,15 +17,16 @@ from PySide6.QtCore import QT_TRANSLATE_NOOP
 from attnviz.core.analysis.compare import CompareFrame, SourceComparison, compare_both, swap_ends
 from attnviz.core.analysis.figure_data import FigureData
 from attnviz.core.data.examples import accepted_translations, is_accepted
-from attnviz.core.data.pieces import display_piece
+from attnviz.core.data.pieces import display_piece, display_pieces
 from attnviz.qt.analyses import Analysis
 from attnviz.qt.core_text import word_start_legend
 from attnviz.qt.i18n import translate
 from attnviz.qt.selection import ViewChoice
-from attnviz.qt.views.base import FigureViewBase, LayerHeadChoice, make_combo
-from attnviz.qt.views.spec import ATTENTION_SELECTORS, ViewSpec
+from attnviz.qt.views.base import FigureViewBase, LayerHeadChoice, LayerHeadViewMixin, make_combo
+from attnviz.qt.views.spec import ATTENTION_SELECTORS, TourAsk, ViewSpec
 from attnviz.qt.widgets.colormaps import DIVERGING_COLORMAP, Theme
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo, format_score
+from attnviz.qt.widgets.regions import Region, items_region
 
 if TYPE_CHECKING:
     from attnviz.qt.session import Session
@@ -49,7 +50,7 @@ def _diverging(theme: Theme, label: str) -> HeatmapPlot:
     return HeatmapPlot(theme, colormap=DIVERGING_COLORMAP, value_format=format_score, colorbar_label=label)
 
 
-class QtCompareView(FigureViewBase):
+class QtCompareView(LayerHeadViewMixin, FigureViewBase):
     """Sources A (the session's) and B (typed here; default: A with its first and last word or
     character swapped) through the encoder, with or without PE.
 
@@ -128,20 +129,8 @@ class QtCompareView(FigureViewBase):
     def has_data(self) -> bool:
         return self._result is not None
 
-    def select(self, layer: int | None = None, head: int | None = None) -> None:
-        self.layer_head.set(layer, head)
-        self._fit_choice()
+    def _show_choice(self) -> None:
         self._refresh()
-
-    def apply(self, choice: ViewChoice) -> None:
-        """The selected layer and head (of the encoder: the only kind the view shows)."""
-        self.select(layer=choice.layer, head=choice.head)
-
-    def layer(self) -> int:
-        return self.layer_head.layer
-
-    def head(self) -> int:
-        return self.layer_head.head
 
     def matrices(self) -> dict[str, np.ndarray]:
         """The six matrices shown, by panel name."""
@@ -170,8 +159,8 @@ class QtCompareView(FigureViewBase):
         r = self._result
         if r is None:
             return {}
-        a = tuple(display_piece(p) for p in r.a.pieces)
-        b = tuple(display_piece(p) for p in r.b.pieces)
+        a = display_pieces(r.a.pieces)
+        b = display_pieces(r.b.pieces)
         matched = tuple(f"{p}↔{j + 1}" if j >= 0 else f"{p}↔·" for p, j in zip(a, r.match))
         return {"a": a, "b": b, "matched": matched, "features": tuple(str(j) for j in range(r.a.output.shape[1]))}
 
@@ -342,5 +331,23 @@ def compare_data(session: Session, choice: ViewChoice, options: dict[str, object
     return Analysis(compare_both, (bundle.model, bundle.src_tokenizer, a, b, not options.get("comparePeOff"), bundle.tgt_tokenizer))
 
 
+# -- what the tour reads and outlines ---------------------------------------------------------------
+TOUR_MEASURES = ("cmp_a", "cmp_b", "cmp_max_difference", "cmp_translation_a", "cmp_translation_b", "cmp_translation_no_pe")
+
+
+def tour_measures(view: QtCompareView, ask: TourAsk) -> dict[str, Any]:
+    """The two sources, how far their encodings differ with positions, and their translations."""
+    r, t = view.comparison(), view.translations()
+    return {"cmp_a": r.a.text, "cmp_b": r.b.text, "cmp_max_difference": r.max_deviation if r.positional else None,
+            "cmp_translation_a": t.get(("A", True)), "cmp_translation_b": t.get(("B", True)),
+            "cmp_translation_no_pe": t.get(("A", False))}
+
+
+def region_difference(view: QtCompareView, ask: TourAsk) -> Region | None:
+    """The panel of the encodings' difference."""
+    return items_region(view.panels["out_diff"])
+
+
 SPEC = ViewSpec("compare", QtCompareView, QT_TRANSLATE_NOOP("views", "Word order (compare)"), "bottom", ATTENTION_SELECTORS, data=compare_data,
-                reads_options=True, kinds=("encoder",), needs=("decoder",), empty="nothing to compare: type a source sentence", depends_on=("source",))
+                reads_options=True, kinds=("encoder",), needs=("decoder",), empty="nothing to compare: type a source sentence", depends_on=("source",),
+                measures=tour_measures, measure_names=TOUR_MEASURES, regions={"compare-difference": region_difference})

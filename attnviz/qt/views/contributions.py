@@ -174,7 +174,7 @@ def framed(result: Contributions | None) -> ContributionsFrame | None:
 
 def contributions_data(session: Session, choice: ViewChoice) -> Analysis | ContributionsFrame | None:
     """The shares of the frame's tokens: one model pass, run in a worker; the reason where the model has no source to share."""
-    bundle, frozen = session.bundle, session.frozen()
+    bundle, frozen = session.bundle, session.frames.frozen()
     if bundle is None or frozen is None:
         return None
     why = not_applicable(bundle.config)

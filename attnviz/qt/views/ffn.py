@@ -16,7 +16,7 @@ The view renders :class:`attnviz.core.analysis.ffn.FfnData`; click a cell to sel
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyqtgraph as pg
@@ -43,9 +43,10 @@ from attnviz.qt.core_text import kind_name
 from attnviz.qt.i18n import translate
 from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
 from attnviz.qt.views.small_plots import apply_plot_theme, legend_title, series, set_ticks, small_plot
-from attnviz.qt.views.spec import ViewSpec
+from attnviz.qt.views.spec import TourAsk, ViewSpec
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo
 from attnviz.qt.widgets.plots import curve, pen
+from attnviz.qt.widgets.regions import Region, items_region
 
 if TYPE_CHECKING:
     from attnviz.qt.selection import ViewChoice
@@ -436,8 +437,27 @@ def ffn_data(session: Session, choice: ViewChoice) -> Analysis | None:
     if session.bundle is None or session.current is None:
         return None
     b = session.bundle
-    return Analysis(ffn_roles_for, (session.frozen(), b.model, b.src_tokenizer, b.tgt_tokenizer, session.current_row()))
+    return Analysis(ffn_roles_for, (session.frames.frozen(), b.model, b.src_tokenizer, b.tgt_tokenizer, session.current_row()))
+
+
+# -- what the tour reads and outlines ---------------------------------------------------------------
+TOUR_MEASURES = ("ffn_layer", "ffn_off", "ffn_token", "ffn_active")
+
+
+def tour_measures(view: QtFfnView, ask: TourAsk) -> dict[str, Any]:
+    """The layer shown, its share of hidden units at 0, the selected token and its active units."""
+    f, q = view.current(), view.query()
+    if f is None:
+        return {}
+    return {"ffn_layer": f.layer + 1, "ffn_off": view.off_share(), "ffn_token": display_piece(f.pieces[q]),
+            "ffn_active": int(np.count_nonzero(f.hidden[q] > 0))}
+
+
+def region_hidden(view: QtFfnView, ask: TourAsk) -> Region | None:
+    """The hidden units' heatmap."""
+    return items_region(view.heatmap)
 
 
 SPEC = ViewSpec("ffn", QtFfnView, QT_TRANSLATE_NOOP("views", "FFN"), "bottom", ("kind", "layer", "query"), data=ffn_data,
-                kinds=("encoder", "decoder"), stack_view=True)
+                kinds=("encoder", "decoder"), stack_view=True, measures=tour_measures, measure_names=TOUR_MEASURES,
+                regions={"ffn-hidden": region_hidden})

@@ -9,12 +9,14 @@ it, and that region large beside it (:mod:`attnviz.qt.widgets.overview`).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 from PySide6 import QtCore, QtWidgets
 from PySide6.QtCore import QT_TRANSLATE_NOOP
 
 from attnviz.core.analysis.figure_data import AttentionData, AttentionFrame, FigureData
+from attnviz.core.data.pieces import display_piece
 from attnviz.core.model.sites import KINDS
 from attnviz.qt.core_text import kind_formula, kind_title
 from attnviz.qt.i18n import translate
@@ -30,10 +32,11 @@ from attnviz.qt.views.base import (
     set_combo_items,
     word_start_legend,
 )
-from attnviz.qt.views.spec import ATTENTION_SELECTORS, CROSS_FIRST, HEAD_MODES, ViewSpec, attention_frame, encoder_side
+from attnviz.qt.views.spec import ATTENTION_SELECTORS, CROSS_FIRST, HEAD_MODES, TourAsk, ViewSpec, attention_frame, encoder_side
 from attnviz.qt.widgets.colormaps import Theme
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo
 from attnviz.qt.widgets.overview import ZoomedHeatmap
+from attnviz.qt.widgets.regions import Region, cells
 
 MODES: dict[str, str] = {  # shown as translate("head_detail", text)
     "head": QT_TRANSLATE_NOOP("head_detail", "One head"),
@@ -284,5 +287,36 @@ class QtHeadDetailView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
         return [self.plot.hover_marker, self.plot.linked_marker]
 
 
+# -- what the tour reads and outlines ---------------------------------------------------------------
+TOUR_MEASURES = ("head_layer", "head_head", "head_query", "head_keys", "head_row_sum", "head_max_weight", "head_max_key")
+
+
+def tour_row(view: QtHeadDetailView, ask: TourAsk) -> int:
+    """The row a tour stop talks about: its query row, else the current step's, else the last."""
+    d = view.data()
+    n = d.weights.shape[2]
+    q = ask.state.query
+    if q is None:
+        q = d.highlight if d.highlight is not None else n - 1
+    return min(max(q, 0), n - 1)
+
+
+def tour_measures(view: QtHeadDetailView, ask: TourAsk) -> dict[str, Any]:
+    """The layer and head shown and the stop's row: its piece, keys, sum and largest weight."""
+    row, d = tour_row(view, ask), view.data()
+    w = np.asarray(view.current_matrix(), np.float64)[row]
+    j = int(np.argmax(w))
+    return {"head_layer": view.layer() + 1, "head_head": view.head() + 1, "head_query": display_piece(d.query_labels[row]),
+            "head_keys": int(w.size), "head_row_sum": float(w.sum()), "head_max_weight": float(w[j]),
+            "head_max_key": display_piece(d.key_labels[j])}
+
+
+def region_head_row(view: QtHeadDetailView, ask: TourAsk) -> Region | None:
+    """The stop's row of the matrix."""
+    row, n = tour_row(view, ask), view.current_matrix().shape[1]
+    return cells(view.plot, 0, row, n, row + 1)
+
+
 SPEC = ViewSpec("head", QtHeadDetailView, QT_TRANSLATE_NOOP("views", "Head detail"), "right", ATTENTION_SELECTORS, data=attention_frame,
-                kinds=KINDS, head_modes=HEAD_MODES, opening=CROSS_FIRST, depends_on=encoder_side)
+                kinds=KINDS, head_modes=HEAD_MODES, opening=CROSS_FIRST, depends_on=encoder_side,
+                measures=tour_measures, measure_names=TOUR_MEASURES, regions={"head-row": region_head_row})

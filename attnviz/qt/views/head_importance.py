@@ -192,7 +192,7 @@ class QtHeadImportanceView(FigureViewBase):
 # -- the registry's entry ----------------------------------------------------------------------
 def head_importance_data(session: Session, choice: ViewChoice, options: dict) -> Analysis | None:
     """Every head ablated alone on the frame's tokens: one batched model pass, run in a worker."""
-    bundle, frozen = session.bundle, session.frozen()
+    bundle, frozen = session.bundle, session.frames.frozen()
     if bundle is None or frozen is None:
         return None
     index = options.get("ablationKind", 0)

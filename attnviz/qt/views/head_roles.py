@@ -255,7 +255,7 @@ def _keep(held: dict, run: CorpusRun) -> CorpusRun:
 
 def sentence_pair(session: Session) -> Pair:
     """The sentence on screen and its typed target or, without one, what was decoded so far."""
-    frozen, bundle = session.frozen(), session.bundle
+    frozen, bundle = session.frames.frozen(), session.bundle
     target = session.target.strip()
     if not target and frozen is not None and frozen.output_ids:
         ids = [i for i in after_prompt(bundle.config, frozen.src_ids, frozen.output_ids) if i != bundle.config.eos_id]
@@ -274,7 +274,7 @@ def head_roles_data(session: Session, choice: ViewChoice, options: dict) -> Anal
     spec = data_spec(bundle.meta)
     fallback = () if spec is not None else (sentence_pair(session),)
     key = f"head-roles:{n}" if spec is not None else f"head-roles:on-screen:{fallback[0].src}\t{fallback[0].tgt}"
-    held = session.per_model(key, dict)
+    held = session.frames.derive(key, scope="model", build=dict)
     run = held.get("run")
     if run is not None and (run.complete or options.get("headRolesStop") is True):
         return run

@@ -232,7 +232,7 @@ def attributed(current: DecodingResult, row: int | None, model: Transformer, tgt
 
 def logit_attribution_data(session: Session, choice: ViewChoice, options: dict) -> Analysis | LogitAttributionFrame | None:
     """The frame's row (the linked query, else the current step) split into its terms: one model pass, run in a worker."""
-    bundle, frozen = session.bundle, session.frozen()
+    bundle, frozen = session.bundle, session.frames.frozen()
     if bundle is None or frozen is None:
         return None
     why = not_applicable(bundle.config)

@@ -192,7 +192,7 @@ class QtLogitLensView(FigureViewBase):
 def logit_lens_data(session: Session, choice: ViewChoice) -> Analysis | None:
     """Each decoder layer's recorded output of the frame through the final norm and the output
     layer: a model call, run in a worker."""
-    bundle, frozen = session.bundle, session.frozen()
+    bundle, frozen = session.bundle, session.frames.frozen()
     if bundle is None or frozen is None:
         return None
     return Analysis(logit_lens_for, (frozen, bundle.model, bundle.tgt_tokenizer))

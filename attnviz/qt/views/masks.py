@@ -15,7 +15,7 @@ over the decoded prefix gives them), and the view says so (:class:`~attnviz.core
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from PySide6 import QtCore, QtWidgets
@@ -29,6 +29,7 @@ from attnviz.qt.views.base import (
     CURRENT_ROW_LEGEND,
     FigureViewBase,
     LayerHeadChoice,
+    LayerHeadViewMixin,
     PredictedRowsMixin,
     fed_text,
     make_combo,
@@ -36,9 +37,10 @@ from attnviz.qt.views.base import (
     query_text,
     word_start_legend,
 )
-from attnviz.qt.views.spec import ATTENTION_SELECTORS, ViewSpec, mask_frame
+from attnviz.qt.views.spec import ATTENTION_SELECTORS, TourAsk, ViewSpec, mask_frame
 from attnviz.qt.widgets.colormaps import DIVERGING_COLORMAP, Theme
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo, format_mask, format_score, format_weight
+from attnviz.qt.widgets.regions import Region, cells_polygon, items_region, upper_triangle
 
 if TYPE_CHECKING:
     from attnviz.qt.session import Session
@@ -84,7 +86,7 @@ def _padding_row(padding: np.ndarray | None, n: int) -> np.ndarray:
     return row
 
 
-class QtMasksView(PredictedRowsMixin, FigureViewBase):
+class QtMasksView(LayerHeadViewMixin, PredictedRowsMixin, FigureViewBase):
     """The pieces of softmax(QKᵀ/√d_k + M) for one head of the decoder's masked self-attention.
 
     ``set_data(MaskRows)`` (a :class:`MaskFrame` and whether its rows come from KV-cached steps; a
@@ -250,19 +252,8 @@ class QtMasksView(PredictedRowsMixin, FigureViewBase):
         """The rows come from KV-cached steps (free decoding): the future scores were recomputed."""
         return self._rows is not None and self._rows.cached
 
-    def select(self, layer: int | None = None, head: int | None = None) -> None:
-        self.layer_head.set(layer, head)
-        self._fit_choice()
+    def _show_choice(self) -> None:
         self._refresh_head()
-
-    def apply(self, choice: ViewChoice) -> None:
-        self.select(layer=choice.layer, head=choice.head)
-
-    def layer(self) -> int:
-        return self.layer_head.layer
-
-    def head(self) -> int:
-        return self.layer_head.head
 
     def matrices(self) -> dict[str, np.ndarray]:
         """The ``[query, key]`` matrices shown, by panel name (−∞ kept): four, five with a position bias B."""
@@ -451,5 +442,29 @@ def mask_rows(session: Session, choice: ViewChoice) -> MaskRows | None:
     return MaskRows(frame, cached=session.forced is None) if frame is not None else None
 
 
+# -- what the tour reads and outlines ---------------------------------------------------------------
+TOUR_MEASURES = ("mask_upper_max", "mask_masked", "mask_row", "mask_row_sum", "mask_allowed")
+
+
+def tour_measures(view: QtMasksView, ask: TourAsk) -> dict[str, Any]:
+    """The weights above the diagonal (their largest, how many), and the current step's row: its
+    sum and the keys it may see."""
+    m = view.matrices()
+    w = np.asarray(m["weights"], np.float64)
+    n, step = w.shape[0], view.data().step
+    row = n - 1 if step is None else step
+    upper = w[np.triu_indices(n, 1)]
+    return {"mask_upper_max": float(upper.max()) if upper.size else 0.0, "mask_masked": int(upper.size), "mask_row": row + 1,
+            "mask_row_sum": float(w[row].sum()), "mask_allowed": int(np.isfinite(m["mask"][row]).sum())}
+
+
+def region_upper_triangle(view: QtMasksView, ask: TourAsk) -> Region | None:
+    """The weights' cells above the diagonal (the whole panel when there are none)."""
+    plot = view.panels["weights"]
+    n = view.matrices()["weights"].shape[0]
+    return cells_polygon(plot, upper_triangle(n)) if n > 1 else items_region(plot)
+
+
 SPEC = ViewSpec("mask", QtMasksView, QT_TRANSLATE_NOOP("views", "Masks"), "right", ATTENTION_SELECTORS, data=mask_rows,
-                kinds=("decoder",), empty="the mask view needs at least one decoded step")
+                kinds=("decoder",), empty="the mask view needs at least one decoded step",
+                measures=tour_measures, measure_names=TOUR_MEASURES, regions={"mask-upper-triangle": region_upper_triangle})

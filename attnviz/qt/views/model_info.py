@@ -6,7 +6,7 @@ layers, heads, d_model, d_k, d_ff, where it normalizes, its vocabularies, its pa
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyqtgraph as pg
@@ -18,7 +18,8 @@ from attnviz.core.analysis.model_info import PARTS, InfoRow, ModelInfo, figure_d
 from attnviz.qt.i18n import translate
 from attnviz.qt.views.base import FigureViewBase
 from attnviz.qt.views.small_plots import apply_plot_theme, small_plot
-from attnviz.qt.views.spec import ViewSpec
+from attnviz.qt.views.spec import TourAsk, ViewSpec
+from attnviz.qt.widgets.regions import Region, widget_region
 
 if TYPE_CHECKING:
     from attnviz.qt.selection import ViewChoice
@@ -144,8 +145,18 @@ class QtModelInfoView(FigureViewBase):
 def model_info_data(session: Session, choice: ViewChoice) -> ModelInfo | None:
     """The open model's description (kept while the model stays open)."""
     bundle = session.bundle
-    return None if bundle is None else session.per_model("model_info", lambda: model_info(bundle))
+    return None if bundle is None else session.frames.derive("model_info", scope="model", build=lambda: model_info(bundle))
+
+
+def tour_measures(view: QtModelInfoView, ask: TourAsk) -> dict[str, Any]:
+    """The model's parameters."""
+    return {"info_parameters": view.info().total}
+
+
+def region_table(view: QtModelInfoView, ask: TourAsk) -> Region:
+    """The table of the model's parts."""
+    return widget_region(view.table)
 
 
 SPEC = ViewSpec("model-info", QtModelInfoView, QT_TRANSLATE_NOOP("views", "Model info"), "bottom", (), data=model_info_data, empty="no model open",
-                depends_on=())
+                depends_on=(), measures=tour_measures, measure_names=("info_parameters",), regions={"model-table": region_table})

@@ -445,7 +445,7 @@ def model_map_data(session: Session, choice: ViewChoice) -> MapFrame | None:
     bundle = session.bundle
     if bundle is None:
         return None
-    diagram = session.per_model("model_map", lambda: model_diagram(bundle.config))
+    diagram = session.frames.derive("model_map", scope="model", build=lambda: model_diagram(bundle.config))
     row = session.current_row() if diagram.column("decoder") is not None else None
     fed, out = session.input_pieces(), session.output_pieces()
     pieces = (fed[row], out[row]) if row is not None and row < len(fed) and row < len(out) else ("", "")

@@ -164,7 +164,7 @@ def _short(text: str) -> str:
 def neighbours_data(session: Session, choice: ViewChoice) -> Analysis | NotApplicable | None:
     """The training rows nearest to the chosen target row (default: the current step), run in a
     worker; the model's index is read or built there on first use."""
-    bundle, frozen = session.bundle, session.frozen()
+    bundle, frozen = session.bundle, session.frames.frozen()
     if bundle is None or frozen is None:
         return None
     spec = data_spec(bundle.meta)
@@ -175,7 +175,7 @@ def neighbours_data(session: Session, choice: ViewChoice) -> Analysis | NotAppli
         return None
     row = choice.query if choice.kind != "encoder" and choice.query is not None else len(frozen.output_ids) - 1
     row = min(max(row, 0), len(frozen.output_ids) - 1)
-    shared = session.per_model("neighbours", lambda: SharedIndex(cache_folder(), model_hash(bundle.path) if bundle.path else None, spec))
+    shared = session.frames.derive("neighbours", scope="model", build=lambda: SharedIndex(cache_folder(), model_hash(bundle.path) if bundle.path else None, spec))
     return Analysis(neighbours_for, (shared, bundle.model, bundle.src_tokenizer, bundle.tgt_tokenizer, tuple(frozen.src_ids),
                                      tuple(frozen.input_ids), tuple(frozen.output_ids), row))
 

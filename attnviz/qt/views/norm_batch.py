@@ -586,11 +586,11 @@ def norm_batch_data(session: Session, choice: ViewChoice, options: dict) -> Anal
     """The frame's sentence in a batch with a few examples, through the open model and the bundle
     in the view's option (empty: the other bundled model) in a worker (each model's builder keeps
     what a new step of the same source can reuse; nothing runs while the inputs stay the same)."""
-    bundle, frozen = session.bundle, session.frozen()
+    bundle, frozen = session.bundle, session.frames.frozen()
     if bundle is None or frozen is None:
         return None
-    builder = session.per_model("norm-batch", lambda: norm_batch_builder(bundle))
-    other = session.per_model("norm-batch-other", lambda: OtherBundle(bundle))
+    builder = session.frames.derive("norm-batch", scope="model", build=lambda: norm_batch_builder(bundle))
+    other = session.frames.derive("norm-batch-other", scope="model", build=lambda: OtherBundle(bundle))
     typed = str(options.get(OTHER_OPTION) or "").strip()
     path = str(Path(typed).expanduser()) if typed and "\x00" not in typed else typed or str(default_other(bundle.config))
     return Analysis(norm_pair_frame, (builder, other, frozen.source.text, tuple(frozen.src_ids), tuple(frozen.input_ids),

@@ -28,7 +28,7 @@ is a :class:`SiteColumn`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyqtgraph as pg
@@ -53,10 +53,11 @@ from attnviz.qt.core_text import kind_name
 from attnviz.qt.i18n import translate
 from attnviz.qt.selection import ViewChoice
 from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
-from attnviz.qt.views.spec import ViewSpec, encoder_side
+from attnviz.qt.views.spec import TourAsk, ViewSpec, encoder_side
 from attnviz.qt.widgets.colormaps import DIVERGING_COLORMAP, Theme, ui_font
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo
 from attnviz.qt.widgets.plots import SpacedAxis, curve, pen, quiet_plot, set_title
+from attnviz.qt.widgets.regions import Region, items_region
 from attnviz.qt.widgets.title_item import TitleItem
 from attnviz.qt.widgets.token_axis import TokenAxis
 
@@ -605,5 +606,29 @@ def norm_sites(session: Session, choice: ViewChoice) -> NormSites | None:
     return NormSites(norm_site_data_for(cur, cfg), cfg.norm, cfg.norm_placement)
 
 
+# -- what the tour reads and outlines ---------------------------------------------------------------
+TOUR_MEASURES = ("norm_token", "norm_ln_mean", "norm_ln_std", "norm_feature", "norm_bn_mean", "norm_bn_std", "norm_tokens")
+
+
+def tour_measures(view: QtNormStatsView, ask: TourAsk) -> dict[str, Any]:
+    """The marked token's mean and σ over its features (LN) and the marked feature's over the
+    tokens (BN), at the compared site."""
+    site = view.compared_site()
+    if site is None:
+        return {}
+    row, col = view.marked()
+    c = site.comparison
+    return {"norm_token": display_piece(site.pieces[row]), "norm_ln_mean": float(c.layer_mean[row]), "norm_ln_std": float(c.layer_std[row]),
+            "norm_feature": col, "norm_bn_mean": float(c.batch_mean[col]), "norm_bn_std": float(c.batch_std[col]),
+            "norm_tokens": len(site.pieces)}
+
+
+def region_compare(view: QtNormStatsView, ask: TourAsk) -> Region | None:
+    """The LN and BN heatmaps side by side (``None`` before they are drawn)."""
+    plots = list(view.cmp_plots.values())
+    return items_region(*plots) if plots else None
+
+
 SPEC = ViewSpec("norm", QtNormStatsView, QT_TRANSLATE_NOOP("views", "LayerNorm / BatchNorm"), "bottom", ("kind", "layer"), data=norm_sites,
-                kinds=("encoder", "decoder"), stack_view=True, depends_on=encoder_side)
+                kinds=("encoder", "decoder"), stack_view=True, depends_on=encoder_side,
+                measures=tour_measures, measure_names=TOUR_MEASURES, regions={"norm-compare": region_compare})

@@ -33,12 +33,13 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from PySide6.QtCore import QT_TRANSLATE_NOOP
 
 from attnviz.core.analysis.figure_data import FigureData, OutputFrame
-from attnviz.core.data.pieces import WORD_START, display_piece
+from attnviz.core.data.pieces import WORD_START, display_piece, display_pieces
 from attnviz.qt.i18n import translate
 from attnviz.qt.selection import ViewChoice
 from attnviz.qt.views.base import FigureViewBase
-from attnviz.qt.views.spec import ViewSpec
+from attnviz.qt.views.spec import TourAsk, ViewSpec
 from attnviz.qt.widgets.colormaps import Theme, ui_font
+from attnviz.qt.widgets.regions import Region, items_region
 from attnviz.qt.widgets.title_item import TitleItem
 from attnviz.qt.widgets.token_axis import TokenAxis
 
@@ -251,6 +252,7 @@ class QtOutputView(FigureViewBase):
             chosen = int(dist.token_id)
             chosen_prob = float(dist.prob)
             forced_note = translate("output", "target")
+        self.title.setProperty("key", "forced" if self._step is not None and self._step.forced else "")  # the title says "forced by you"
         n = len(self._topk)
         probs = [p for _, _, p in self._topk]
         labels = [piece for piece, _, _ in self._topk]
@@ -515,4 +517,35 @@ def output_frame(session: Session, choice: ViewChoice) -> OutputFrame:
     return OutputFrame(session.current_step(), forced, session.forced_cursor if forced is not None else None)
 
 
-SPEC = ViewSpec("output", QtOutputView, QT_TRANSLATE_NOOP("views", "Output distribution"), "bottom", (), data=output_frame, needs=("decoder",))
+# -- what the tour reads and outlines ---------------------------------------------------------------
+FORCED_MEASURES = ("out_fed", "out_labels", "out_positions", "out_loss")  # teacher-forced
+STEP_MEASURES = ("out_step", "out_token", "out_prob", "out_entropy")  # a decoding step
+
+
+def tour_measures(view: QtOutputView, ask: TourAsk) -> dict[str, Any]:
+    """Teacher-forced: the decoder's input, the labels and the mean loss; else the step shown,
+    its most likely piece and the distribution's entropy."""
+    loss = view.forced_arrays()["loss"]
+    if loss.size:
+        return {"out_fed": " ".join(display_pieces(view.in_axis.labels())), "out_labels": " ".join(display_pieces(view.target_axis.labels())),
+                "out_positions": int(loss.size), "out_loss": float(loss.mean())}
+    if not view.topk():
+        return {}
+    piece, _, p = view.topk()[0]
+    return {"out_step": ask.session.n_rows(), "out_token": display_piece(piece), "out_prob": float(p),
+            "out_entropy": float(view.figure_data().extras["entropy"])}
+
+
+def region_forced(view: QtOutputView, ask: TourAsk) -> Region | None:
+    """The teacher-forcing plots: each position's probability of its label and its loss."""
+    return items_region(view.prob_plot, view.loss_plot)
+
+
+def region_topk(view: QtOutputView, ask: TourAsk) -> Region | None:
+    """The top-k bars."""
+    return items_region(view.topk_plot)
+
+
+SPEC = ViewSpec("output", QtOutputView, QT_TRANSLATE_NOOP("views", "Output distribution"), "bottom", (), data=output_frame, needs=("decoder",),
+                measures=tour_measures, measure_names=FORCED_MEASURES + STEP_MEASURES,
+                regions={"output-forced": region_forced, "output-topk": region_topk})

@@ -158,6 +158,7 @@ def column_name(column: int, d: PositionalData) -> str:
 FORMULA = QT_TRANSLATE_NOOP("positional", "PE(pos, 2i) = sin(pos/10000^(2i/d_model)),  PE(pos, 2i+1) = cos(pos/10000^(2i/d_model)):  "
                                           "i numbers the sin/cos pairs")
 NOTE = QT_TRANSLATE_NOOP("positional", "low columns turn fast, high ones slowly; PE·PEᵀ depends on the distance between positions")
+LEARNED_FORMULA = QT_TRANSLATE_NOOP("positional", "a learned table: row pos is added to the embedding of the token at pos (no sin/cos formula)")
 COLUMN_AXIS = QT_TRANSLATE_NOOP("positional", "column 2i (sin) · 2i+1 (cos)")
 SIDES = {"source": QT_TRANSLATE_NOOP("positional", "Source"), "target": QT_TRANSLATE_NOOP("positional", "Target")}  # the Tokens combo
 MATRICES = {"tokens": QT_TRANSLATE_NOOP("positional", "embedding"), "positional": QT_TRANSLATE_NOOP("positional", "PE"),
@@ -419,7 +420,7 @@ class QtPositionalView(FigureViewBase):
             self.title.set_legend(())
             return
         if d.kind == "learned":
-            formula = translate("positional", "a learned table: row pos is added to the embedding of the token at pos (no sin/cos formula)")
+            formula = translate("positional", LEARNED_FORMULA)
         self.title.set_title(translate("positional", "Positional encoding · {n} positions × d_model {d}").format(n=d.n_positions, d=d.d_model), formula)
         self.title.set_legend((("", "", translate("positional", NOTE)),) if d.kind == "sinusoidal" else ())
 

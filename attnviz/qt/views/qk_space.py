@@ -24,7 +24,7 @@ from PySide6.QtCore import QT_TRANSLATE_NOOP
 from attnviz.core.analysis.figure_data import FigureData
 from attnviz.core.analysis.qk_space import DEFAULT_HELD_OUT, QKSpace, qk_space_held_out
 from attnviz.core.data.examples import data_spec
-from attnviz.core.data.pieces import display_piece
+from attnviz.core.data.pieces import display_piece, display_pieces
 from attnviz.core.limits import MAX_HELD_OUT
 from attnviz.core.model.sites import KINDS
 from attnviz.qt.analyses import Analysis
@@ -255,7 +255,7 @@ class QtQkSpaceView(FigureViewBase):
         values = {"pc1": s.coords[:, 0], "pc2": s.coords[:, 1], "is_key": is_key.astype(np.int8),
                   "sentence": np.concatenate([v.query_sentence, v.key_sentence]),
                   "position": np.concatenate([v.query_position, v.key_position]) + 1}
-        coords = {"point": tuple(display_piece(p) for p in v.query_pieces + v.key_pieces)}
+        coords = {"point": display_pieces(v.query_pieces + v.key_pieces)}
         extras = {"queries": s.normalised.queries, "keys": s.normalised.keys, "components": s.components, "explained": s.explained,
                   "scale": np.array(s.normalised.scale)}
         return FigureData(self.figure_title(), ("point",), values, coords, extras)
@@ -264,12 +264,12 @@ class QtQkSpaceView(FigureViewBase):
 def qk_space_data(session: Session, choice: ViewChoice, options: dict) -> Analysis | None:
     """The chosen head's queries and keys of the frame and of ``qkHeldOut`` held-out pairs, computed in
     a worker (the pairs read once per model and kept); the chosen query row marked."""
-    frozen, bundle = session.frozen(), session.bundle
+    frozen, bundle = session.frames.frozen(), session.bundle
     if frozen is None or bundle is None:
         return None
     n = options.get(HELD_OUT_OPTION, DEFAULT_HELD_OUT)
     n = n if type(n) is int and 0 <= n <= MAX_HELD_OUT else DEFAULT_HELD_OUT
-    held = session.per_model(f"qk-pairs:{n}", dict)
+    held = session.frames.derive(f"qk-pairs:{n}", scope="model", build=dict)
     args = (bundle.model, (bundle.src_tokenizer, bundle.tgt_tokenizer), frozen, choice.kind or "cross", choice.layer or 0,
             choice.head or 0, data_spec(bundle.meta), n, held.get("pairs"))
     return Analysis(qk_space_held_out, args, finish=partial(_finish, held, choice.query))

@@ -178,6 +178,7 @@ class ViewSet(QtCore.QObject):
         self.frames: dict[str, ViewFrame] = {name: ViewFrame(view) for name, view in self.views.items()}
         self.stale: set[str] = set()  # views whose data is older than the session's
         self.refreshes: dict[str, int] = dict.fromkeys(self.views, 0)  # how often each view was drawn anew
+        self.refresh_failures: list[str] = []  # the views that could not draw, in turn (each said so: failed)
         self.skips: dict[str, int] = dict.fromkeys(self.views, 0)  # refreshes that found its data's key unchanged
         self._keys: dict[str, FrameKey] = {}  # what the data each view holds (or computes) is of
         self._parts: dict[str, FrameKey] = {}  # the same, of the session's frame parts alone
@@ -278,6 +279,7 @@ class ViewSet(QtCore.QObject):
             self.refresh(self.views[name])
         except Exception as exc:  # noqa: BLE001 - a view that cannot draw says so; the app goes on
             self.stale.discard(name)
+            self.refresh_failures.append(name)
             self.failed.emit(translate("registry", "Could not update {view}: {error}").format(
                 view=self.views[name].objectName() or name, error=f"{type(exc).__name__}: {exc}"))
             import traceback
@@ -307,7 +309,7 @@ class ViewSet(QtCore.QObject):
         depends on, the function that computes it, the choice when its data is computed from it
         and its options when it reads them."""
         spec = self.specs[name]
-        key = self.session.frame_key(spec.parts(choice))
+        key = self.session.frames.key(spec.parts(choice))
         values = ((choice,) if spec.from_choice else ()) + ((self.views[name].options(),) if spec.reads_options else ())
         return FrameKey(key.objects + (spec.data,), key.values + values)
 
@@ -316,7 +318,7 @@ class ViewSet(QtCore.QObject):
         of the encoder's side, kept over decoder steps, turned to the decoder)."""
         held = self._parts.get(name)
         parts = self.specs[name].parts(self.followed(name))
-        return held is not None and self.session.current is not None and not self.session.frame_key(parts).same(held)
+        return held is not None and self.session.current is not None and not self.session.frames.key(parts).same(held)
 
     def _on_model_changed(self, _bundle: object) -> None:
         """Another model: no view's data is of it (and none keeps the old model alive); a selected
@@ -333,7 +335,7 @@ class ViewSet(QtCore.QObject):
         """Give view ``name`` its data for ``choice``: at once, or when its analysis returns."""
         spec, view = self.specs[name], self.views[name]
         self._keys[name] = self.data_key(name, choice)
-        self._parts[name] = self.session.frame_key(spec.parts(choice))
+        self._parts[name] = self.session.frames.key(spec.parts(choice))
         if spec.from_choice:  # what it will show: a later choice equal to this one needs no new feed, another does
             self._applied[name] = choice
         data = view_data(spec, view, self.session, choice)
@@ -486,6 +488,7 @@ class ViewSet(QtCore.QObject):
             view.set_link_state(True, translate("registry", "follows: {choice}").format(choice=choice))
         else:
             view.set_link_state(False, translate("registry", "own choice: {choice}").format(choice=choice))
+        view.link_caption.setProperty("key", "follows" if self.is_linked(name) else "own-choice")  # what the caption says, in any language
 
     def _on_query_hovered(self, name: str, kind: str, row: int) -> None:
         self._hover_source = name

@@ -8,7 +8,7 @@ The view renders :class:`attnviz.core.analysis.residual.ResidualStack` (one per 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyqtgraph as pg
@@ -24,8 +24,9 @@ from attnviz.qt.core_text import kind_name
 from attnviz.qt.i18n import translate
 from attnviz.qt.views.base import FigureViewBase
 from attnviz.qt.views.small_plots import apply_plot_theme, legend_title, series, set_ticks, small_plot
-from attnviz.qt.views.spec import ViewSpec
+from attnviz.qt.views.spec import TourAsk, ViewSpec
 from attnviz.qt.widgets.plots import curve, pen
+from attnviz.qt.widgets.regions import Region, items_region
 
 if TYPE_CHECKING:
     from attnviz.qt.selection import ViewChoice
@@ -205,5 +206,26 @@ def residual_data(session: Session, choice: ViewChoice) -> ResidualFrame | None:
     return ResidualFrame(residual_data_for(session.current, cfg), placement_formula(cfg.norm, cfg.norm_placement))
 
 
+# -- what the tour reads and outlines ---------------------------------------------------------------
+TOUR_MEASURES = ("res_formula", "res_first", "res_last")
+
+
+def tour_measures(view: QtResidualView, ask: TourAsk) -> dict[str, Any]:
+    """Where the model normalizes, and the encoder's mean ‖x‖ after its embedding and after its
+    last sublayer (none without an encoder)."""
+    cfg = ask.session.bundle.config
+    out: dict[str, Any] = {"res_formula": placement_formula(cfg.norm, cfg.norm_placement)}
+    stack = view.stack("encoder")
+    if stack is not None:
+        stream = stack.mean_stream()
+        out.update(res_first=float(stream[0]), res_last=float(stream[-1]))
+    return out
+
+
+def region_encoder(view: QtResidualView, ask: TourAsk) -> Region | None:
+    """The encoder's plot."""
+    return items_region(view.plots["encoder"].plot)
+
+
 SPEC = ViewSpec("residual", QtResidualView, QT_TRANSLATE_NOOP("views", "Residual stream"), "bottom", ("kind", "layer", "query"), data=residual_data,
-                kinds=KINDS)
+                kinds=KINDS, measures=tour_measures, measure_names=TOUR_MEASURES, regions={"residual-encoder": region_encoder})

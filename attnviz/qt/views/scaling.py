@@ -10,7 +10,7 @@ random q, k with unit-variance entries at growing d_k (Var(q·k) = d_k).
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyqtgraph as pg
@@ -36,10 +36,11 @@ from attnviz.qt.i18n import translate
 from attnviz.qt.selection import ViewChoice
 from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
 from attnviz.qt.views.series_plot import SeriesPlot
-from attnviz.qt.views.spec import SELECTORS, ViewSpec, encoder_side
+from attnviz.qt.views.spec import SELECTORS, TourAsk, ViewSpec, encoder_side
 from attnviz.qt.widgets.colormaps import Theme, ui_font
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo
 from attnviz.qt.widgets.plots import pen
+from attnviz.qt.widgets.regions import Region, items_region
 
 if TYPE_CHECKING:
     from attnviz.qt.session import Session
@@ -477,5 +478,23 @@ def scaling_data(session: Session, choice: ViewChoice) -> ScalingFrame | None:
                         biased=tuple(k for k in KINDS if position_biased(cfg, k)))
 
 
+# -- what the tour reads and outlines ---------------------------------------------------------------
+TOUR_MEASURES = ("scale_sqrt_dk", "scale_max_scaled", "scale_max_unscaled", "scale_entropy_scaled", "scale_entropy_unscaled")
+
+
+def tour_measures(view: QtScalingView, ask: TourAsk) -> dict[str, Any]:
+    """√d_k and the selected layer's mean largest weight and row entropy, with and without ÷√d_k."""
+    stats, i = view.layer_stats(), view.layer()
+    scaled, unscaled = SCALINGS.index(SCALED), SCALINGS.index(UNSCALED)
+    return {"scale_sqrt_dk": math.sqrt(view.comparison().d_k), "scale_max_scaled": float(stats.max_weight[scaled][i]),
+            "scale_max_unscaled": float(stats.max_weight[unscaled][i]), "scale_entropy_scaled": float(stats.entropy[scaled][i]),
+            "scale_entropy_unscaled": float(stats.entropy[unscaled][i])}
+
+
+def region_heatmaps(view: QtScalingView, ask: TourAsk) -> Region | None:
+    """The two heatmaps, with ÷√d_k and without."""
+    return items_region(view.heat_scaled, view.heat_unscaled)
+
+
 SPEC = ViewSpec("scaling", QtScalingView, QT_TRANSLATE_NOOP("views", "Why ÷√d_k"), "bottom", SELECTORS, data=scaling_data, kinds=KINDS,
-                depends_on=encoder_side)
+                depends_on=encoder_side, measures=tour_measures, measure_names=TOUR_MEASURES, regions={"scaling-heatmaps": region_heatmaps})

@@ -1,14 +1,15 @@
 """What a view declares about itself, :class:`ViewSpec`: its ``--view`` name, class, dock, the
 selectors it takes (kind, layer, head, query) and the kinds it shows, how it gets its data from
-the session and how a choice reaches it. Each view module declares its own ``SPEC``; the registry
-(:mod:`attnviz.qt.views.registry`) keeps the table. The data functions shared by several views
-(the attention of every kind, the masks) are here too."""
+the session and how a choice reaches it, and what the tour may read of it (its ``measures``) and
+outline in it (its ``regions``, asked with a :class:`TourAsk`). Each view module declares its own
+``SPEC``; the registry (:mod:`attnviz.qt.views.registry`) keeps the table. The data functions
+shared by several views (the attention of every kind, the masks) are here too."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from attnviz.core.analysis.figure_data import AttentionFrame, MaskFrame
 from attnviz.core.model.sites import KINDS, n_layers
@@ -16,9 +17,11 @@ from attnviz.qt.frame_key import FRAME_PARTS
 from attnviz.qt.selection import Selection, ViewChoice, query_axis
 from attnviz.qt.views.base import FigureViewBase
 from attnviz.qt.views.naming import dock_object_name, module_stem
+from attnviz.qt.widgets.regions import Region
 
 if TYPE_CHECKING:
     from attnviz.core.model.config import TransformerConfig
+    from attnviz.core.tour_data import StopState
     from attnviz.qt.session import Session
 
 SELECTORS: tuple[str, ...] = ("kind", "layer", "head", "query")
@@ -28,6 +31,19 @@ HEAD_MODES: tuple[str, ...] = ("mean", "rollout", "all")  # what --head takes be
 
 DataFn = Callable[..., object]  # (session, choice[, options]) -> the view's data, an Analysis to run for it, or None
 Depends = tuple[str, ...] | Callable[[ViewChoice], tuple[str, ...]]  # of FRAME_PARTS, or the parts a choice's data changes with
+
+
+@dataclass(frozen=True)
+class TourAsk:
+    """What a tour stop tells a view when it reads the view's measures or outlines one of its
+    regions: the state the stop set (its query row, its focus words…) and the window's session."""
+
+    state: StopState
+    session: Session
+
+
+MeasureFn = Callable[[Any, TourAsk], dict[str, Any]]  # (view, ask) -> the view's tour measures now, name → value
+RegionFn = Callable[[Any, TourAsk], Region | None]  # (view, ask) -> where a region of the view is now (None: nothing to outline yet)
 
 
 def encoder_side(choice: ViewChoice) -> tuple[str, ...]:
@@ -53,6 +69,12 @@ class ViewSpec:
     has and is not drawn again; the key of a view's data is the session's
     :meth:`~attnviz.qt.session.Session.frame_key` of those parts, ``data`` itself, its choice
     (``from_choice``) and its options (``reads_options``).
+
+    The tour reads a view only through its spec: ``measures(view, ask)`` gives the numbers a
+    stop's text quotes (names of ``measure_names``; one it cannot read yet is left out) and
+    ``regions[name](view, ask)`` where a region is (:mod:`attnviz.qt.widgets.regions`); both are
+    asked only while the view ``has_data()``. The tour checks when it is loaded that every
+    measure and region of :mod:`attnviz.core.tour_data` is declared by its view's spec.
     """
 
     name: str  # the --view name of ``attnviz export``
@@ -71,6 +93,9 @@ class ViewSpec:
     query_rows: str | None = None  # the rows its query takes ("target"), when not every kind's
     depends_on: Depends = FRAME_PARTS  # what its data changes with: on a frame where none changed, the view is not fed again
     needs: tuple[str, ...] = ()  # of NEEDS: what the model must have for the view to apply ("decoder": it decodes)
+    measures: MeasureFn | None = None  # the numbers a tour stop at the view may quote (those of measure_names)
+    measure_names: tuple[str, ...] = ()  # of attnviz.core.tour_data.MEASURES: every name ``measures`` may give
+    regions: Mapping[str, RegionFn] = field(default_factory=dict, hash=False)  # of tour_data.REGIONS: what a stop may outline
 
     @property
     def stem(self) -> str:
@@ -123,12 +148,12 @@ CROSS_FIRST = ViewChoice(kind="cross")  # the attention views open on cross-atte
 def attention_frame(session: Session, choice: ViewChoice) -> AttentionFrame | None:
     """Every kind's attention of the current frame and the predicted pieces: the attention
     views' data (``None``: the model has no attention to show yet)."""
-    sets = {k: d for k in KINDS if (d := session.attention_data(k)) is not None}
+    sets = {k: d for k in KINDS if (d := session.frames.attention_data(k)) is not None}
     return AttentionFrame(sets, session.output_pieces(), session.ablation.heads, session.ablation.kind) if sets else None
 
 
 def mask_frame(session: Session, choice: ViewChoice) -> MaskFrame | None:
     """The decoder self-attention's masks and scores of the current frame and the predicted
     pieces: the mask view's data (``None``: no decoder step yet)."""
-    md = session.mask_data()
+    md = session.frames.mask_data()
     return MaskFrame(md, session.output_pieces()) if md is not None else None

@@ -9,7 +9,7 @@ the first position they are fed different tokens.
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyqtgraph as pg
@@ -18,16 +18,18 @@ from PySide6.QtCore import QT_TRANSLATE_NOOP
 
 from attnviz.core.analysis.figure_data import FigureData
 from attnviz.core.analysis.teacher_free import TeacherVsFree, TeacherVsFreeFrame, teacher_vs_free
-from attnviz.core.data.pieces import display_piece
+from attnviz.core.data.pieces import display_piece, display_pieces
 from attnviz.qt.analyses import Analysis
 from attnviz.qt.core_text import word_start_legend
 from attnviz.qt.i18n import translate
 from attnviz.qt.selection import ViewChoice
-from attnviz.qt.views.base import FigureViewBase, LayerHeadChoice, make_combo
+from attnviz.qt.views.base import FigureViewBase, LayerHeadChoice, LayerHeadViewMixin, make_combo
 from attnviz.qt.views.series_plot import SeriesPlot
-from attnviz.qt.views.spec import ATTENTION_SELECTORS, ViewSpec
+from attnviz.qt.views.spec import ATTENTION_SELECTORS, TourAsk, ViewSpec
 from attnviz.qt.widgets.colormaps import Theme, ui_font
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo, quiet_axes
+from attnviz.qt.widgets.plots import pen
+from attnviz.qt.widgets.regions import Region, items_region
 
 if TYPE_CHECKING:
     from attnviz.qt.session import Session
@@ -75,12 +77,8 @@ class PieceTable(pg.PlotItem):
             ax.setPen(pg.mkPen(theme.muted))
             ax.setTextPen(pg.mkPen(theme.foreground))
             ax.setStyle(tickFont=ui_font(8))
-        pen = pg.mkPen(theme.departure, width=2.5)
-        pen.setCosmetic(True)
-        self.frame.setPen(pen)
-        cpen = pg.mkPen(theme.selection, width=1.5, style=QtCore.Qt.PenStyle.DashLine)
-        cpen.setCosmetic(True)
-        self.cursor.setPen(cpen)
+        self.frame.setPen(pen(theme.departure, 2.5))
+        self.cursor.setPen(pen(theme.selection, 1.5, QtCore.Qt.PenStyle.DashLine))
 
     def cells(self) -> tuple[tuple[str, ...], ...]:
         """The pieces shown, row by row ("" where a run has no such position)."""
@@ -120,7 +118,7 @@ class PieceTable(pg.PlotItem):
             self.cursor.setRect(QtCore.QRectF(column - 0.45, -0.45, 0.9, rows - 0.1))
 
 
-class QtTeacherVsFreeView(FigureViewBase):
+class QtTeacherVsFreeView(LayerHeadViewMixin, FigureViewBase):
     """``set_data(TeacherVsFreeFrame(result, cursor))`` (no result: no target, an empty state); ``select(layer=, head=)``
     (0-based cross-attention layer and head)."""
 
@@ -184,20 +182,8 @@ class QtTeacherVsFreeView(FigureViewBase):
     def has_data(self) -> bool:
         return self._result is not None
 
-    def select(self, layer: int | None = None, head: int | None = None) -> None:
-        self.layer_head.set(layer, head)
-        self._fit_choice()
+    def _show_choice(self) -> None:
         self._refresh()
-
-    def apply(self, choice: ViewChoice) -> None:
-        """The selected layer and head (of cross-attention: the only kind the view shows)."""
-        self.select(layer=choice.layer, head=choice.head)
-
-    def layer(self) -> int:
-        return self.layer_head.layer
-
-    def head(self) -> int:
-        return self.layer_head.head
 
     def table_rows(self) -> list[list[str]]:
         """Reference, teacher fed/predicted, free fed/predicted: pieces as shown."""
@@ -258,9 +244,9 @@ class QtTeacherVsFreeView(FigureViewBase):
         if not has_cross:
             return
         lh = self.layer_head.index
-        src = tuple(display_piece(p) for p in r.src_pieces)
-        fed_t = tuple(display_piece(p) for p in r.teacher.fed_pieces)
-        fed_f = tuple(display_piece(p) for p in r.free.fed_pieces)
+        src = display_pieces(r.src_pieces)
+        fed_t = display_pieces(r.teacher.fed_pieces)
+        fed_f = display_pieces(r.free.fed_pieces)
         cur = self._cursor
         self.heat_teacher.set_matrix(r.teacher.cross[lh], fed_t, src, cur, levels=(0.0, 1.0))
         self.heat_free.set_matrix(r.free.cross[lh], fed_f, src, cur, levels=(0.0, 1.0))
@@ -380,6 +366,28 @@ def teacher_vs_free_data(session: Session, choice: ViewChoice) -> Analysis | Tea
                     finish=partial(TeacherVsFreeFrame, cursor=session.forced_cursor))
 
 
+# -- what the tour reads and outlines ---------------------------------------------------------------
+TOUR_MEASURES = ("tvf_departure", "tvf_free", "tvf_reference")
+
+
+def tour_measures(view: QtTeacherVsFreeView, ask: TourAsk) -> dict[str, Any]:
+    """Where the inference loop first departs from the reference, and the two pieces there
+    (none when it never does)."""
+    r = view.result()
+    d = r.departure
+    if d is None:
+        return {}
+    free, ref = r.free.predicted_pieces, r.reference_pieces
+    return {"tvf_departure": d + 1, "tvf_free": display_piece(free[d]) if d < len(free) else None,
+            "tvf_reference": display_piece(ref[d]) if d < len(ref) else None}
+
+
+def region_table(view: QtTeacherVsFreeView, ask: TourAsk) -> Region | None:
+    """The table of the pieces, teacher-forced and free."""
+    return items_region(view.table)
+
+
 SPEC = ViewSpec("teacher-vs-free", QtTeacherVsFreeView, QT_TRANSLATE_NOOP("views", "Teacher forcing vs free running"), "bottom",
                 ATTENTION_SELECTORS, data=teacher_vs_free_data, kinds=("cross",),
-                empty="the teacher-vs-free view needs a target: pass --tgt TEXT (teacher-forced mode)")
+                empty="the teacher-vs-free view needs a target: pass --tgt TEXT (teacher-forced mode)",
+                measures=tour_measures, measure_names=TOUR_MEASURES, regions={"teacher-table": region_table})

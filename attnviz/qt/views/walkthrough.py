@@ -50,7 +50,7 @@ from attnviz.qt.core_text import kind_title
 from attnviz.qt.i18n import translate
 from attnviz.qt.selection import ViewChoice, query_axis
 from attnviz.qt.views.base import FigureViewBase, make_combo, set_combo_items
-from attnviz.qt.views.spec import SELECTORS, ViewSpec
+from attnviz.qt.views.spec import SELECTORS, RegionFn, TourAsk, ViewSpec
 from attnviz.qt.views.walkthrough_play import StageStrip, frame_caption, frame_lines
 from attnviz.qt.views.walkthrough_tables import (
     CROSS_SECTION_1,
@@ -68,6 +68,7 @@ from attnviz.qt.views.walkthrough_tables import (
 )
 from attnviz.qt.widgets.colormaps import Theme
 from attnviz.qt.widgets.heatmap import MINUS, HoverInfo
+from attnviz.qt.widgets.regions import Region, cells, items_region
 
 #: Cells shown at most along each kind of axis before the rest is elided (scroll to see it).
 if TYPE_CHECKING:
@@ -79,6 +80,7 @@ _AXIS_NAMES = {"query": QT_TRANSLATE_NOOP("walkthrough", "queries"), "key": QT_T
 PLAY_MS = 700  # how long Play shows each frame of the stages
 Z_TERMS = 6  # terms of Σⱼ a_ij v_j written out in the read-out (the largest weights), the rest summed
 _SCROLL_NAMES = {"model": "d_model", "k": "d_k", "pos": QT_TRANSLATE_NOOP("walkthrough", "positions")}  # shown translated
+ROW_SUM_NOTE = QT_TRANSLATE_NOOP("walkthrough", "   (row sums to 1)")  # after a weight in the read-out
 
 
 def _with_query(walk: Any, query: int) -> Any:
@@ -710,7 +712,7 @@ class QtWalkthroughView(FigureViewBase):
         value = format_value(info.value) if not math.isfinite(info.value) else f"{info.value:.5f}"
         text = f"{plain(title_text(spec.title))}   [{self._where(spec.rows, row)}, {self._where(spec.cols, col)}]   = {value}"
         if spec.name == "weights":
-            text += translate("walkthrough", "   (row sums to 1)")
+            text += translate("walkthrough", ROW_SUM_NOTE)
         elif spec.name == "concat":
             text += translate("walkthrough", "   (column {column} belongs to head {head})").format(column=col, head=col // self._walk.d_k + 1)
         elif spec.name == "z":
@@ -782,12 +784,46 @@ def _is_bias(item: StageSpec | str) -> bool:
 def walkthrough_data(session: Session, choice: ViewChoice) -> Analysis | None:
     """One head's walkthrough of the frame for ``choice``: the model's weights on the frame's
     recorded inputs, computed in a worker."""
-    frozen = session.frozen()
+    frozen = session.frames.frozen()
     if frozen is None or session.bundle is None:
         return None
     return Analysis(walkthrough_frame, (session.bundle.model, frozen, choice.kind or "cross", choice.layer or 0,
                                         choice.head or 0, choice.query, session.current_row()))
 
 
+# -- what the tour reads and outlines ---------------------------------------------------------------
+TOUR_MEASURES = ("walk_query", "walk_top_key", "walk_top_score", "walk_top_weight", "walk_row_sum", "walk_min_weight", "walk_z",
+                 "walk_head", "walk_head_first", "walk_head_last")
+
+
+def tour_measures(view: QtWalkthroughView, ask: TourAsk) -> dict[str, Any]:
+    """The query's row: its piece, the key it weighs most (score and weight), the row's sum and
+    smallest weight, Z_i's first column, and the head's columns of Concat(Z_1..Z_h)."""
+    w = view.data()
+    q = w.query
+    a = np.asarray(w.weights[q], np.float64)
+    j = int(np.argmax(a))
+    return {"walk_query": display_piece(w.query_labels[q]), "walk_top_key": display_piece(w.key_labels[j]),
+            "walk_top_score": float(w.scores[q, j]), "walk_top_weight": float(a[j]), "walk_row_sum": float(a.sum()),
+            "walk_min_weight": float(a.min()), "walk_z": float(w.z[q, 0]), "walk_head": w.head + 1,
+            "walk_head_first": w.head_columns[0], "walk_head_last": w.head_columns[1] - 1}
+
+
+def region_weights_row(view: QtWalkthroughView, ask: TourAsk) -> Region | None:
+    """The query's row of A_i, as far as its table's window shows it."""
+    table = view.tables["weights"]
+    rows, cols = table.window
+    row = view.data().query - rows.start
+    return cells(table, 0, row, cols.stop - cols.start, row + 1)
+
+
+def region_tables(*keys: str) -> RegionFn:
+    """The region around the tables ``keys`` (the scores, Z_i, Concat and W^O...)."""
+    return lambda view, ask: items_region(*(view.tables[k] for k in keys))
+
+
 SPEC = ViewSpec("walkthrough", QtWalkthroughView, QT_TRANSLATE_NOOP("views", "One-head walkthrough"), "bottom", SELECTORS,
-                data=walkthrough_data, from_choice=True, kinds=KINDS, empty="nothing to walk through")
+                data=walkthrough_data, from_choice=True, kinds=KINDS, empty="nothing to walk through",
+                measures=tour_measures, measure_names=TOUR_MEASURES,
+                regions={"walk-scores": region_tables("scores"), "walk-weights-row": region_weights_row, "walk-z": region_tables("z"),
+                         "walk-concat": region_tables("concat", "w_o")})

@@ -23,6 +23,7 @@ from attnviz.qt.i18n import translate
 from attnviz.qt.views.walkthrough_tables import StageSpec, StageTable, format_value
 from attnviz.qt.widgets.colormaps import DIVERGING_COLORMAP, Theme
 from attnviz.qt.widgets.heatmap import MINUS
+from attnviz.qt.widgets.plots import pen
 
 LINES, SLOTS = 3, 3  # lines of tables in the strip, tables in a line
 DIMS = 6  # d_k columns a strip table shows (from the view's d_k window)
@@ -215,9 +216,7 @@ class StripTable(StageTable):
         self.apply_lit_pen(theme)
 
     def apply_lit_pen(self, theme: Theme) -> None:
-        pen = pg.mkPen(theme.selection, width=2.5)
-        pen.setCosmetic(True)
-        self.lit.setPen(pen)
+        self.lit.setPen(pen(theme.selection, 2.5))
 
     def show_cells(self, cells: Cells, foreground: str) -> None:
         if cells.scale != self._scale:

@@ -28,6 +28,7 @@ from attnviz.core.data.pieces import display_piece
 from attnviz.qt.widgets.colormaps import Theme, get_colormap, lookup_table, ui_font
 from attnviz.qt.widgets.figures import lut_indices
 from attnviz.qt.widgets.matrix_image import CellTextItem, MatrixImageItem
+from attnviz.qt.widgets.plots import pen
 from attnviz.qt.widgets.title_item import relaxed_update_min
 from attnviz.qt.widgets.token_axis import TokenAxis
 
@@ -260,15 +261,9 @@ class HeatmapPlot(pg.PlotItem):
             self._panel_title = None
             self.set_panel_title(args[0], color=args[1], size=args[2])
         self.image.set_masked_color(theme.masked if self._masked else None)
-        pen = pg.mkPen(theme.highlight, width=2)
-        pen.setCosmetic(True)
-        self.row_marker.setPen(pen)
-        hpen = pg.mkPen(theme.selection, width=2)
-        hpen.setCosmetic(True)
-        self.hover_marker.setPen(hpen)
-        lpen = pg.mkPen(theme.selection, width=1.5, style=QtCore.Qt.PenStyle.DashLine)
-        lpen.setCosmetic(True)
-        self.linked_marker.setPen(lpen)
+        self.row_marker.setPen(pen(theme.highlight, 2))
+        self.hover_marker.setPen(pen(theme.selection, 2))
+        self.linked_marker.setPen(pen(theme.selection, 1.5, QtCore.Qt.PenStyle.DashLine))
         if self.colorbar is not None:
             for name in ("left", "right", "top", "bottom"):
                 ax = self.colorbar.getAxis(name)

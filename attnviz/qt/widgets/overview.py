@@ -22,6 +22,7 @@ from attnviz.qt.i18n import translate
 from attnviz.qt.widgets.colormaps import Theme, lookup_table
 from attnviz.qt.widgets.heatmap import HeatmapPlot, HoverInfo, setup_matrix_plot
 from attnviz.qt.widgets.matrix_image import MatrixImageItem
+from attnviz.qt.widgets.plots import pen
 
 MIN_CELL_PX = 4.0  # a cell narrower or shorter than this is too small to read: the overview and the region take over
 LEAVE_CELL_PX = 5.0  # the whole matrix comes back once its cells would be this large (no flicker at the edge)
@@ -71,9 +72,7 @@ class MatrixOverview(pg.PlotItem):
     def apply_theme(self, theme: Theme) -> None:
         self.setTitle(translate("overview", "whole matrix · drag the box"), size="8pt", color=theme.muted)
         self.image.set_masked_color(theme.masked)
-        pen = pg.mkPen(theme.selection, width=2)
-        pen.setCosmetic(True)
-        self.roi.setPen(pen)
+        self.roi.setPen(pen(theme.selection, 2))
 
     def set_lut(self, lut: np.ndarray) -> None:
         self.image.setLookupTable(lut)
