@@ -5623,7 +5623,6 @@ The bundle stays until the new run's first checkpoint is saved.</source>
     <name>walkthrough</name>
     <message>
         <source>queries</source>
-        <extracomment>Cells shown at most along each kind of axis before the rest is elided (scroll to see it).</extracomment>
         <translation>查询</translation>
     </message>
     <message>

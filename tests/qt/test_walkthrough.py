@@ -12,8 +12,10 @@ from attnviz.core.analysis.walkthrough import WalkthroughFrame, session_walkthro
 from attnviz.core.model.sites import KINDS
 from attnviz.qt.export.files import render_view_to_file
 from attnviz.qt.i18n import translate
-from attnviz.qt.views.walkthrough import ROW_SUM_NOTE, WINDOW, QtWalkthroughView
+from attnviz.qt.views.walkthrough import QtWalkthroughView
 from attnviz.qt.views.walkthrough_tables import plain
+from attnviz.qt.views.walkthrough_text import ROW_SUM_NOTE
+from attnviz.qt.views.walkthrough_windows import WINDOW
 
 import inside_fixtures as F
 

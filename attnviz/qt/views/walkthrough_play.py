@@ -3,6 +3,8 @@
 a caption that says what the frame computes, with its numbers, then up to three lines of small
 tables (row ``i`` of each step, the cells the frame computes outlined). :func:`frame_lines`
 says what each line holds; the numbers are the frame's, nothing is computed here.
+:class:`StagePlayer` owns the strip and the row of controls that play it (Play/Pause, a stage
+back and forward) on a timer.
 """
 
 from __future__ import annotations
@@ -16,11 +18,12 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from attnviz.core.analysis.walkthrough_stages import N_STAGES, StageFrame
+from attnviz.core.analysis.walkthrough_stages import N_STAGES, StageFrame, next_stage, stage_frames
 from attnviz.core.data.pieces import display_piece
 from attnviz.qt.core_text import kind_title
 from attnviz.qt.i18n import translate
 from attnviz.qt.views.walkthrough_tables import StageSpec, StageTable, format_value
+from attnviz.qt.views.walkthrough_windows import AxisWindows
 from attnviz.qt.widgets.colormaps import DIVERGING_COLORMAP, Theme
 from attnviz.qt.widgets.heatmap import MINUS
 from attnviz.qt.widgets.plots import pen
@@ -28,6 +31,7 @@ from attnviz.qt.widgets.plots import pen
 LINES, SLOTS = 3, 3  # lines of tables in the strip, tables in a line
 DIMS = 6  # d_k columns a strip table shows (from the view's d_k window)
 _HIDDEN = 16777215  # Qt's largest size: "no maximum"
+PLAY_MS = 700  # how long Play shows each frame of the stages
 
 
 @dataclass(frozen=True, eq=False)
@@ -326,3 +330,127 @@ def _set_shown(label: pg.LabelItem, text: str, color: str) -> None:
     label.setText(text, color=color)
     label.setVisible(bool(text))
     label.setMaximumWidth(_HIDDEN if text else 0)
+
+
+class StagePlayer(QtCore.QObject):
+    """The chosen query's row played stage by stage (QK^T one dot product at a time, ÷ √d_k, + M,
+    softmax, · V) in a :class:`StageStrip`: the frames of the walkthrough, the one shown, and
+    ``row``, the controls that move it — Play/Pause, a stage back and forward, and which stage is
+    shown ("2/5") — with the ``timer`` that plays them. The strip shows the keys and d_k dimensions
+    of ``windows``'s windows. ``resized``: the strip's size changed (fit the canvas again)."""
+
+    resized = QtCore.Signal()
+
+    def __init__(self, theme: Theme, windows: AxisWindows, parent: QtCore.QObject | None = None):
+        super().__init__(parent)
+        self.windows = windows
+        self.strip = StageStrip(theme)
+        self._walk: Any = None
+        self._frames: tuple[StageFrame, ...] = ()  # the stages of the chosen query's row
+        self._at = 0  # the frame shown
+        self._strip_size: tuple[float, float] | None = None
+        self.row = self._build_row()
+        self.timer = QtCore.QTimer(self)
+        self.timer.setInterval(PLAY_MS)
+        self.timer.timeout.connect(self._on_tick)
+
+    def _build_row(self) -> QtWidgets.QHBoxLayout:
+        """The controls, in a row of their own under the view's selectors (that row has no room to spare)."""
+        row = QtWidgets.QHBoxLayout()
+        row.setContentsMargins(6, 0, 6, 0)
+        row.setSpacing(6)
+        row.addWidget(QtWidgets.QLabel(translate("walkthrough", "Stages of the query's row:")))
+        self.play_button = _tool_button(row, "walkPlay", translate("walkthrough", "Play"),
+                                        translate("walkthrough", "Play the chosen query's row stage by stage"), self.toggle)
+        self.prev_button = _tool_button(row, "walkStagePrev", "◀", translate("walkthrough", "The previous stage"), self.back)
+        self.stage_label = QtWidgets.QLabel(f"1/{N_STAGES}")
+        self.stage_label.setObjectName("walkStage")
+        self.stage_label.setToolTip(translate("walkthrough", "The stage shown: QKᵀ, ÷√d_k, mask, softmax, ·V"))
+        row.addWidget(self.stage_label)
+        self.next_button = _tool_button(row, "walkStageNext", "▶", translate("walkthrough", "The next stage"), self.forward)
+        row.addStretch(1)
+        return row
+
+    def frames(self) -> tuple[StageFrame, ...]:
+        """The frames of the chosen query's row, stage by stage (empty without a walkthrough)."""
+        return self._frames
+
+    def frame(self) -> StageFrame | None:
+        """The frame shown."""
+        return self._frames[self._at] if self._frames else None
+
+    def restage(self, walk: Any) -> None:
+        """The frames of ``walk``'s query row; the same frame index where it still exists."""
+        self._walk = walk
+        self._frames = stage_frames(walk) if walk is not None else ()
+        self._at = min(self._at, max(0, len(self._frames) - 1))
+        self.strip.forget_height()
+
+    def show_frame(self, index: int) -> None:
+        """Show frame ``index`` (clamped)."""
+        if not self._frames:
+            return
+        self._at = max(0, min(int(index), len(self._frames) - 1))
+        self.show()
+
+    def back(self) -> None:
+        self._step(-1)
+
+    def forward(self) -> None:
+        self._step(1)
+
+    def _step(self, step: int) -> None:
+        if self._frames:
+            self.pause()
+            self.show_frame(next_stage(self._frames, self._at, step))
+
+    def is_playing(self) -> bool:
+        return self.timer.isActive()
+
+    def toggle(self) -> None:
+        if self.is_playing():
+            self.pause()
+        elif self._frames:
+            if self._at == len(self._frames) - 1:
+                self.show_frame(0)  # played to the end: from the start again
+            self.timer.start()
+            self.play_button.setText(translate("walkthrough", "Pause"))
+
+    def pause(self) -> None:
+        self.timer.stop()
+        self.play_button.setText(translate("walkthrough", "Play"))
+
+    def _on_tick(self) -> None:
+        if self._at + 1 >= len(self._frames):
+            self.pause()
+            return
+        self.show_frame(self._at + 1)
+        if self._at == len(self._frames) - 1:
+            self.pause()
+
+    def show(self) -> None:
+        """Draw the frame shown in the strip (through the windows as they are now); says ``resized``
+        where the strip's size changed."""
+        w = self._walk
+        for button in (self.play_button, self.prev_button, self.next_button):
+            button.setEnabled(bool(self._frames))
+        if w is None or not self._frames:
+            self.stage_label.setText(f"–/{N_STAGES}")
+            return
+        frame = self._frames[self._at]
+        self.stage_label.setText(f"{frame.stage + 1}/{N_STAGES}")
+        keys = self.windows.slice("key", w.x_kv.shape[0])
+        self.strip.show_frame(frame_caption(frame, w), frame_lines(frame, w, keys, self.windows.slice("k", w.d_k)))
+        self.strip.keep_height()
+        size = self.strip.effectiveSizeHint(QtCore.Qt.SizeHint.MinimumSize)
+        if (size.width(), size.height()) != self._strip_size:
+            self._strip_size = (size.width(), size.height())
+            self.resized.emit()
+
+
+def _tool_button(row: QtWidgets.QHBoxLayout, name: str, text: str, tip: str, slot) -> QtWidgets.QToolButton:
+    button = QtWidgets.QToolButton(objectName=name, text=text)
+    button.setToolTip(tip)
+    button.clicked.connect(slot)
+    row.addWidget(button)
+    return button

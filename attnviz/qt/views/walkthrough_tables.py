@@ -1,7 +1,7 @@
 """The walkthrough view's tables: what each step's table shows (``StageSpec``, the figure's
 ``SECTIONS``), how cells are formatted, and ``StageTable``, one step's matrix drawn as a small
-table of a window of its cells. :mod:`attnviz.qt.views.walkthrough` lays them out and chooses
-the windows.
+table of a window of its cells. :mod:`attnviz.qt.views.walkthrough_sections` lays them out and
+fills them; :mod:`attnviz.qt.views.walkthrough_windows` chooses the windows.
 """
 
 from __future__ import annotations
