@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import signal
 import sys
@@ -176,8 +177,14 @@ def command_line(argv: Sequence[str] | None = None) -> str:
     return shlex.join(["attnviz", *args])
 
 
+COMMAND_ENV = "ATTNVIZ_TRAIN_COMMAND"  # the launcher's command as typed, for the processes torchrun starts
+
+
 def _command(args: argparse.Namespace) -> str:
-    """The command line that ran this: ``sys.argv`` when it is a train command, else rebuilt from ``args``."""
+    """The command line that ran this: the launcher's (a process torchrun started), ``sys.argv``
+    when it is a train command, else rebuilt from ``args``."""
+    if os.environ.get(COMMAND_ENV):
+        return os.environ[COMMAND_ENV]
     if sys.argv[1:2] == ["train"]:
         return command_line(sys.argv[1:])
     return command_line(_words(args))
@@ -207,7 +214,8 @@ def run(args: argparse.Namespace) -> int:
     env = distributed.environment()
     if _starts_processes(args.nproc, env):
         _check_before_launch(args)
-        return distributed.launch(args.nproc, _words(args, leave_out=("nproc",)))  # torchrun's own flags take --nproc
+        # torchrun's own flags take --nproc; its processes record the command as typed (COMMAND_ENV)
+        return distributed.launch(args.nproc, _words(args, leave_out=("nproc",)), {COMMAND_ENV: _command(args)})
     distributed.claim_gpu(env)
     command, main = _command(args), env is None or env.rank == 0
     try:

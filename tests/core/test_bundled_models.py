@@ -15,7 +15,12 @@ from attnviz.core.data import corpora as D
 from attnviz.core.training.evaluation import greedy_translate, teacher_forced_metrics
 from attnviz.paths import default_model, models_dir
 
-BUNDLED = ("zh-en", "hsk-only-zh-en", "zh-en-guided", "zh-en-batchnorm", "zh-en-postnorm", "reverse")
+BUNDLED = ("zh-en", "zh-en-large", "hsk-only-zh-en", "zh-en-guided", "zh-en-batchnorm", "zh-en-postnorm", "reverse")
+# The larger model: the default's command with a wider residual stream and FFN, tied target
+# embeddings, subject/object role swaps added to the augmentation and 14 epochs (two processes);
+# the same corpora, valid and test pairs.
+LARGE = "zh-en-large"
+LARGE_CHANGES = {"--d-model": "256", "--d-ff": "1024", "--tie-embeddings": "", "--augment": "cedict,substitution,roles", "--epochs": "14", "--nproc": "2"}
 # The default is trained on the HSK + Tatoeba mix; everyday sentences Tatoeba holds that it never
 # trained on (the held-out rules keep them out).
 TATOEBA_TYPED = {"我爱你。": "I love you.", "你叫什么名字？": "What's your name?", "现在几点了？": "What time is it now?"}
@@ -240,13 +245,34 @@ def test_the_default_translates_everyday_sentences_it_never_trained_on(default):
     assert out == list(TATOEBA_TYPED.values())
 
 
-@pytest.mark.slow  # the HSK + Tatoeba mix rebuilt and augmented (~10 s)
-def test_the_default_trained_on_no_held_out_sentence(default, augmented):
+def test_the_larger_model_is_the_defaults_command_wider_with_role_swaps_on_the_same_split(default):
+    large = load_bundle(models_dir() / LARGE)
+    assert options(large.meta["command"]) == {**options(default.meta["command"]), **LARGE_CHANGES}
+    same, ours = default.meta["data"], large.meta["data"]  # the same corpora and held-out rules; the role swaps add training pairs
+    assert ours["spec"]["parts"] == same["spec"]["parts"] and large.meta["epochs"] == 14
+    assert (ours["sizes"]["valid"], ours["sizes"]["test"]) == (same["sizes"]["valid"], same["sizes"]["test"])
+    assert (large.config.d_model, large.config.d_ff, large.config.tie_embeddings) == (256, 1024, True)
+    assert large.meta["data"]["spec"]["augment"]["kinds"] == ["cedict", "substitution", "roles"]
+
+
+def test_the_larger_model_translates_what_a_learner_types_first():
+    """Greedy, on the weights as shipped: the sentences of the default's tests, and the one-line
+    tests of the default issue (none is in its training data: the next test checks)."""
+    large = load_bundle(models_dir() / LARGE)
+    typed = {**TATOEBA_TYPED, "我爱你。": "I love you.", "我是学生。": "I am a student.", "我明天去北京。": "I'll go to Beijing tomorrow.",
+             "猫吃鱼。": "The cat eats fish."}
+    assert greedy_translate(large.model, large.src_tokenizer, large.tgt_tokenizer, list(typed)) == list(typed.values())
+
+
+@pytest.mark.slow  # the HSK + Tatoeba mix rebuilt and augmented (~10 s a model)
+@pytest.mark.parametrize("name", ["zh-en", LARGE])
+def test_the_default_and_the_larger_model_trained_on_no_held_out_sentence(name, augmented):
     """Its training data rebuilt from its meta.json (about 8 s): the same split and training data, and
     no training source equal to or one edit from an HSK valid/test source, an everyday sentence
     (tests/data/everyday-zh-en.tsv) or 猫吃鱼。/鱼吃猫。."""
-    data = augmented(default.meta["data"]["spec"])
-    assert (data.split_hash, data.train_hash) == (default.meta["data"]["split_hash"], default.meta["data"]["train_hash"])
+    meta = load_bundle(models_dir() / name).meta
+    data = augmented(meta["data"]["spec"])
+    assert (data.split_hash, data.train_hash) == (meta["data"]["split_hash"], meta["data"]["train_hash"])
     assert not trained_near_held_out(data)
     assert not {"猫吃鱼。", "鱼吃猫。", *TATOEBA_TYPED, *FIRST_TYPED} & {p.src for p in data.train}
 

@@ -116,6 +116,7 @@ def test_two_processes_train_as_one_with_the_same_global_batch(tmp_path, monkeyp
     assert sorted(p.name for p in two.iterdir()) == sorted(p.name for p in one.iterdir())
     assert sorted(p.name for p in tmp_path.iterdir()) == ["one", "two"]  # no lock or stray file left beside them
     assert "--resume" in m2["resumed_with"][0]
+    assert "--nproc 2" in m2["command"] and "--nproc 2" in m2["resumed_with"][0]  # the launcher's command, as typed
 
 
 def _digest(weights: dict[str, torch.Tensor]) -> str:

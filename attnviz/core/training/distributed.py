@@ -184,13 +184,14 @@ def process_group(env: Environment | None, device: torch.device) -> Iterator[Ran
         dist.destroy_process_group()
 
 
-def launch(nproc: int, argv: Sequence[str]) -> int:
+def launch(nproc: int, argv: Sequence[str], env_extra: Mapping[str, str] | None = None) -> int:
     """Run ``attnviz ARGV`` as ``nproc`` processes on this machine under torchrun (``--standalone``:
-    its own rendezvous on a free port) and wait for it; its exit status, or 130 when a Ctrl-C
+    its own rendezvous on a free port; ``env_extra`` added to their environment) and wait for it;
+    its exit status, or 130 when a Ctrl-C
     stopped it. Ctrl-C reaches torchrun, which passes it to the processes (they save and stop);
     this one only waits."""
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}", "-m", "attnviz", *argv]
-    env = dict(os.environ)
+    env = {**os.environ, **(env_extra or {})}
     env.setdefault("OMP_NUM_THREADS", "1")  # --threads sets torch's own; this silences torchrun's notice
     proc = subprocess.Popen(cmd, env=env, preexec_fn=functools.partial(_stop_with_parent, os.getpid()))
     interrupted: list[int] = []
