@@ -26,7 +26,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from attnviz.paths import default_model, models_dir, resource
+from attnviz.paths import models_dir, resource
 
 BUNDLE_EXAMPLES = "examples.json"  # a bundle's own examples, beside its meta.json
 EXAMPLES_LIMIT = 256 * 1024  # bytes read of an examples file
@@ -129,18 +129,36 @@ def data_spec(meta: Mapping[str, Any]) -> dict[str, Any] | None:
     return dict(spec) if isinstance(spec, Mapping) and isinstance(spec.get("kind"), str) else None
 
 
+SCORE_SPLITS = ("test:hsk-zh-en", "test")  # what zh→en bundles are compared on: the HSK test pairs, which every one is scored on
+
+
+def bundled_score(folder: Path) -> float | None:
+    """chrF on the HSK test pairs that the zh→en bundle in ``folder`` recorded when its training
+    finished (its meta.json's ``final``), or ``None`` (no such bundle or score)."""
+    try:
+        meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+        spec, final = data_spec(meta), meta["final"]
+        if spec is None or spec.get("kind") not in ZH_EN_KINDS:
+            return None
+        return float(next(final[split]["chrf"] for split in SCORE_SPLITS if split in final))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, StopIteration):
+        return None
+
+
 def better_bundled(meta: Mapping[str, Any], folder: str | Path | None) -> Path | None:
     """The bundled model to try first when the model in ``folder`` (with ``meta``) is unsure: the
-    default, when ``folder`` is another bundled model of its language pair (models/README.md
-    measures the default against each on every held-out set), else ``None``."""
-    default = default_model()
-    if folder is None or not default.is_dir():
-        return None
-    folder = Path(folder).resolve()
-    if folder.parent != models_dir().resolve() or folder == default.resolve():
-        return None
+    bundled zh→en model that scores best on the HSK test pairs (:func:`bundled_score`; models/README.md
+    measures each on every held-out set), when ``folder`` is another bundled model of that language
+    pair and scores below it; else ``None``."""
+    home = models_dir().resolve()
     spec = data_spec(meta)
-    return default if spec is not None and spec.get("kind") in ZH_EN_KINDS else None
+    if folder is None or Path(folder).resolve().parent != home or spec is None or spec.get("kind") not in ZH_EN_KINDS:
+        return None
+    here = Path(folder).resolve()
+    scores = {p.name: score for p in sorted(home.iterdir()) if p != here and (score := bundled_score(p)) is not None}
+    best = max(scores, key=scores.__getitem__, default=None)
+    own = bundled_score(here)
+    return models_dir() / best if best is not None and (own is None or scores[best] > own) else None
 
 
 def where_seen(meta: Mapping[str, Any], text: str) -> str:
