@@ -136,7 +136,7 @@ def test_a_view_says_computing_while_its_analysis_runs_and_a_failure_reaches_the
     def slow(session, choice, options):
         return Analysis(lambda: gate.wait(5) and None)
 
-    views.specs["patching"] = replace(spec, data=slow)
+    views.slots["patching"].spec = replace(spec, data=slow)
     views.refresh(views["patching"])
     assert frame.computing.isVisible() and frame.computing.objectName() == "computingBadge"
     gate.set()
@@ -146,7 +146,7 @@ def test_a_view_says_computing_while_its_analysis_runs_and_a_failure_reaches_the
     def broken(session, choice, options):
         return Analysis(lambda: 1 / 0)
 
-    views.specs["patching"] = replace(spec, data=broken)
+    views.slots["patching"].spec = replace(spec, data=broken)
     with qtbot.waitSignal(views.failed, timeout=5000) as sig:
         views.refresh(views["patching"])
         s.analyses.wait()

@@ -224,7 +224,7 @@ def test_a_view_computed_from_the_choice_ends_on_the_choice_it_follows(qtbot):
     views.selection.update(query=0)  # back before that result is shown
     assert s.analyses.wait()
     qtbot.wait(50)
-    assert views._applied["walkthrough"].query == 0
+    assert views.slots["walkthrough"].applied.query == 0
     assert views.views["walkthrough"].query() == 0
 
 

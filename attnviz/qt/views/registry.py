@@ -58,6 +58,7 @@ from attnviz.qt.views import (
 )
 from attnviz.qt.views.base import ExportAllHeadsMixin, FigureViewBase
 from attnviz.qt.views.head_detail import QtHeadDetailView
+from attnviz.qt.views.slot import ViewSlot
 from attnviz.qt.views.spec import ViewSpec
 
 VIEWS: tuple[ViewSpec, ...] = tuple(m.SPEC for m in (
@@ -148,8 +149,18 @@ def on_screen(widget: QtWidgets.QWidget) -> bool:
     return widget.isVisible() and not widget.visibleRegion().isEmpty()
 
 
+def _new_slot(spec: ViewSpec) -> ViewSlot:
+    """A new view of ``spec`` in its frame, nothing drawn yet."""
+    view = build_view(spec)
+    return ViewSlot(spec, view, ViewFrame(view))
+
+
 class ViewSet(QtCore.QObject):
     """The window's views, built from :data:`VIEWS`, each in a :class:`ViewFrame`; keeps each view in step with the session and with one :class:`LinkedSelection`.
+
+    What it knows of each view is in that view's :class:`~attnviz.qt.views.slot.ViewSlot`
+    (``slots``, by view name); ``views``, ``frames``, ``specs``, ``refreshes``, ``skips`` and
+    ``stale`` are read-only snapshots of them.
 
     Only what is on screen is drawn: on every change of the session's decoding (it subscribes to
     the session itself) the frames show their empty state or their view, and each view on screen
@@ -173,30 +184,20 @@ class ViewSet(QtCore.QObject):
         """``only``: the names of the views to build (default: every view of :data:`VIEWS`)."""
         super().__init__(session)
         self.session = session
-        self.specs = {spec.name: spec for spec in VIEWS if only is None or spec.name in only}
-        self.views: dict[str, FigureViewBase] = {name: build_view(spec) for name, spec in self.specs.items()}
-        self.frames: dict[str, ViewFrame] = {name: ViewFrame(view) for name, view in self.views.items()}
-        self.stale: set[str] = set()  # views whose data is older than the session's
-        self.refreshes: dict[str, int] = dict.fromkeys(self.views, 0)  # how often each view was drawn anew
+        self.slots: dict[str, ViewSlot] = {spec.name: _new_slot(spec) for spec in VIEWS if only is None or spec.name in only}
         self.refresh_failures: list[str] = []  # the views that could not draw, in turn (each said so: failed)
-        self.skips: dict[str, int] = dict.fromkeys(self.views, 0)  # refreshes that found its data's key unchanged
-        self._keys: dict[str, FrameKey] = {}  # what the data each view holds (or computes) is of
-        self._parts: dict[str, FrameKey] = {}  # the same, of the session's frame parts alone
-        self._drawn: dict[str, object] = {}  # the data object each view drew last
         self.selection = LinkedSelection()
-        self._own: dict[str, Selection] = {}  # an unlinked view's own selection
-        self._applied: dict[str, ViewChoice] = {}  # the choice each view shows now
         self._hover_source: str | None = None
         self._turns = Turns(self, self._refresh_on_screen)  # the stale views on screen not drawn yet
-        for spec in self.specs.values():
-            self._connect(spec)
-        for name, view in self.views.items():
-            view.installEventFilter(self)
-            view.provenance = partial(self.provenance, name)
+        for slot in self.slots.values():
+            self._connect(slot.spec)
+        for name, slot in self.slots.items():
+            slot.view.installEventFilter(self)
+            slot.view.provenance = partial(self.provenance, name)
         self.selection.changed.connect(self._on_selection_changed)
         self.selection.queryHovered.connect(self._on_query_hover_changed)
-        if "output" in self.views:
-            self.views["output"].positionClicked.connect(self._on_position_clicked)
+        if "output" in self.slots:
+            self.slots["output"].view.positionClicked.connect(self._on_position_clicked)
         session.decodingChanged.connect(self._on_decoding_changed)
         session.modelChanged.connect(self._on_model_changed)
         session.analyses.failed.connect(self._on_analysis_failed)
@@ -204,7 +205,7 @@ class ViewSet(QtCore.QObject):
     def _connect(self, spec: ViewSpec) -> None:
         """What view ``spec`` picks moves the selection; its options compute its data again; a view
         that takes selectors is linked (its toggle, its caption, the hovered query row)."""
-        view = self.views[spec.name]
+        view = self.slots[spec.name].view
         view.chose.connect(lambda changes, name=spec.name: self.request(name, **changes))
         if spec.reads_options:
             view.optionsChanged.connect(partial(self._on_options_changed, spec.name))
@@ -213,28 +214,60 @@ class ViewSet(QtCore.QObject):
             view.queryHovered.connect(partial(self._on_query_hovered, spec.name))
             self._update_caption(spec.name)
 
+    # -- the slots' read-only faces ----------------------------------------------------------
+    @property
+    def views(self) -> dict[str, FigureViewBase]:
+        """Each view, by name (a snapshot of the slots)."""
+        return {name: slot.view for name, slot in self.slots.items()}
+
+    @property
+    def frames(self) -> dict[str, ViewFrame]:
+        """Each view's frame, by view name (a snapshot of the slots)."""
+        return {name: slot.frame for name, slot in self.slots.items()}
+
+    @property
+    def specs(self) -> dict[str, ViewSpec]:
+        """Each view's spec, by view name (a snapshot of the slots)."""
+        return {name: slot.spec for name, slot in self.slots.items()}
+
+    @property
+    def refreshes(self) -> dict[str, int]:
+        """How often each view was drawn anew, by view name (a snapshot: two can be subtracted)."""
+        return {name: slot.refreshes for name, slot in self.slots.items()}
+
+    @property
+    def skips(self) -> dict[str, int]:
+        """How many refreshes of each view found its data's key unchanged, by view name (a snapshot)."""
+        return {name: slot.skips for name, slot in self.slots.items()}
+
+    @property
+    def stale(self) -> set[str]:
+        """The views whose data is older than the session's (a snapshot)."""
+        return {name for name, slot in self.slots.items() if slot.stale}
+
     def __getitem__(self, name: str) -> FigureViewBase:
-        return self.views[name]
+        return self.slots[name].view
 
     def all(self) -> list[FigureViewBase]:
-        return list(self.views.values())
+        return [slot.view for slot in self.slots.values()]
 
     def name_of(self, widget: QtWidgets.QWidget) -> str | None:
         """The name of the view ``widget`` is, or whose frame it is (``None``: neither)."""
-        return next((n for n, v in self.views.items() if widget is v or widget is self.frames[n]), None)
+        return next((n for n, s in self.slots.items() if widget is s.view or widget is s.frame), None)
 
     def docks(self, area: str) -> list[tuple[str, QtWidgets.QWidget, str]]:
         """(title, widget, objectName) of each dock in ``area`` ("right" or "bottom"), in order:
         a view's widget is its frame; the title in the interface's language (each view marks its
         spec's title in the context "views")."""
-        return [(translate("views", s.title), self.frames[s.name], s.dock_name) for s in self.specs.values() if s.area == area]
+        return [(translate("views", s.spec.title), s.frame, s.spec.dock_name) for s in self.slots.values() if s.spec.area == area]
 
     # -- drawing what is on screen --------------------------------------------------------------
     def _on_decoding_changed(self) -> None:
         empty = empty_state(self.session)
-        for frame in self.frames.values():
-            frame.set_empty(empty)
-        self.stale = set(self.views)
+        for slot in self.slots.values():
+            slot.frame.set_empty(empty)
+        for slot in self.slots.values():
+            slot.stale = True
         self._refresh_on_screen()
 
     def _refresh_on_screen(self) -> None:
@@ -243,7 +276,7 @@ class ViewSet(QtCore.QObject):
         the others on the next turn, after these were painted and the keyboard was read. A step
         taken meanwhile makes them stale again: they draw the newer frame, and the one in between is never drawn."""
         self._turns.begin()
-        waiting = [name for name, view in self.views.items() if name in self.stale and on_screen(view)]
+        waiting = [name for name, slot in self.slots.items() if slot.stale and on_screen(slot.view)]
         for i, name in enumerate(waiting):
             if i >= DRAWN_AT_ONCE and self._turns.spent():
                 self._turns.later()
@@ -258,7 +291,7 @@ class ViewSet(QtCore.QObject):
         """A stale view about to be painted (its tab raised, its dock shown) catches up first."""
         if event.type() in (QtCore.QEvent.Type.Paint, QtCore.QEvent.Type.Show):
             name = self.name_of(obj)
-            if name in self.stale:
+            if name is not None and self.slots[name].stale:
                 QtCore.QTimer.singleShot(0, self, lambda n=name: self.catch_up(n))
         return False
 
@@ -266,22 +299,24 @@ class ViewSet(QtCore.QObject):
         """Refresh the view ``widget`` is (or frames) now if it is stale, on screen or not: before
         it is exported, or when its dock is shown or its tab raised."""
         name = self.name_of(widget)
-        if name in self.stale:
+        if name is not None and self.slots[name].stale:
             self._guarded_refresh(name)
 
     def catch_up(self, name: str) -> None:
         """Refresh view ``name`` if it is stale and on screen."""
-        if name in self.stale and on_screen(self.views[name]):
+        slot = self.slots[name]
+        if slot.stale and on_screen(slot.view):
             self._guarded_refresh(name)
 
     def _guarded_refresh(self, name: str) -> None:
+        slot = self.slots[name]
         try:
-            self.refresh(self.views[name])
+            self.refresh(slot.view)
         except Exception as exc:  # noqa: BLE001 - a view that cannot draw says so; the app goes on
-            self.stale.discard(name)
+            slot.stale = False
             self.refresh_failures.append(name)
             self.failed.emit(translate("registry", "Could not update {view}: {error}").format(
-                view=self.views[name].objectName() or name, error=f"{type(exc).__name__}: {exc}"))
+                view=slot.view.objectName() or name, error=f"{type(exc).__name__}: {exc}"))
             import traceback
 
             traceback.print_exc()
@@ -292,40 +327,41 @@ class ViewSet(QtCore.QObject):
         name = self.name_of(view)
         if name is None:
             return
-        self.stale.discard(name)
+        slot = self.slots[name]
+        slot.stale = False
         if self.session.current is None:
             return
         choice = self.followed(name)
-        if self.data_key(name, choice).same(self._keys.get(name)):  # what it holds is this frame's already
-            self.skips[name] += 1
-            if self.is_linked(name):
+        if self.data_key(name, choice).same(slot.key):  # what it holds is this frame's already
+            slot.skips += 1
+            if slot.linked:
                 self._apply(name)  # the selection may have moved while it was off screen
             return
-        self.refreshes[name] += 1
+        slot.refreshes += 1
         self._feed(name, choice)
 
     def data_key(self, name: str, choice: ViewChoice) -> FrameKey:
         """What view ``name``'s data for ``choice`` is of now: the session's frame parts its spec
         depends on, the function that computes it, the choice when its data is computed from it
         and its options when it reads them."""
-        spec = self.specs[name]
+        slot = self.slots[name]
+        spec = slot.spec
         key = self.session.frames.key(spec.parts(choice))
-        values = ((choice,) if spec.from_choice else ()) + ((self.views[name].options(),) if spec.reads_options else ())
+        values = ((choice,) if spec.from_choice else ()) + ((slot.view.options(),) if spec.reads_options else ())
         return FrameKey(key.objects + (spec.data,), key.values + values)
 
     def _outdated(self, name: str) -> bool:
         """View ``name`` holds data of other parts of the frame than its choice now needs (a view
         of the encoder's side, kept over decoder steps, turned to the decoder)."""
-        held = self._parts.get(name)
-        parts = self.specs[name].parts(self.followed(name))
-        return held is not None and self.session.current is not None and not self.session.frames.key(parts).same(held)
+        slot = self.slots[name]
+        parts = slot.spec.parts(self.followed(name))
+        return slot.parts is not None and self.session.current is not None and not self.session.frames.key(parts).same(slot.parts)
 
     def _on_model_changed(self, _bundle: object) -> None:
         """Another model: no view's data is of it (and none keeps the old model alive); a selected
         kind the model has not (cross-attention in GPT-2) becomes one it has."""
-        self._keys.clear()
-        self._parts.clear()
-        self._drawn.clear()
+        for slot in self.slots.values():
+            slot.forget_data()
         if _bundle is not None and self.session.n_layers(self.selection.value().kind) == 0:
             kind = next((k for k in ("cross", "decoder", "encoder") if self.session.n_layers(k)), None)
             if kind is not None:
@@ -333,14 +369,14 @@ class ViewSet(QtCore.QObject):
 
     def _feed(self, name: str, choice: ViewChoice) -> None:
         """Give view ``name`` its data for ``choice``: at once, or when its analysis returns."""
-        spec, view = self.specs[name], self.views[name]
-        self._keys[name] = self.data_key(name, choice)
-        self._parts[name] = self.session.frames.key(spec.parts(choice))
-        if spec.from_choice:  # what it will show: a later choice equal to this one needs no new feed, another does
-            self._applied[name] = choice
-        data = view_data(spec, view, self.session, choice)
+        slot = self.slots[name]
+        slot.key = self.data_key(name, choice)
+        slot.parts = self.session.frames.key(slot.spec.parts(choice))
+        if slot.spec.from_choice:  # what it will show: a later choice equal to this one needs no new feed, another does
+            slot.applied = choice
+        data = view_data(slot.spec, slot.view, self.session, choice)
         if isinstance(data, Analysis):
-            self.frames[name].set_computing(True)
+            slot.frame.set_computing(True)
             self.session.analyses.submit(name, data, lambda result: self._deliver(name, choice, result))
         elif data is not None:
             self._deliver(name, choice, data)
@@ -348,43 +384,47 @@ class ViewSet(QtCore.QObject):
     def _deliver(self, name: str, choice: ViewChoice, data: object) -> None:
         """View ``name`` draws its new data of ``choice`` and takes the choice it follows now
         (``None``: the analysis found nothing to draw, a model without layers of a kind)."""
-        self.frames[name].set_computing(False)
+        slot = self.slots[name]
+        slot.frame.set_computing(False)
         if data is None:
             return
-        spec, view = self.specs[name], self.views[name]
-        if data is not self._drawn.get(name):  # an analysis's kept result, given again, is drawn already
+        spec, view = slot.spec, slot.view
+        if data is not slot.drawn:  # an analysis's kept result, given again, is drawn already
             view.set_data(data)
-            self._drawn[name] = data
+            slot.drawn = data
         if spec.from_choice:
-            self._applied[name] = choice
-        elif self.is_linked(name):
+            slot.applied = choice
+        elif slot.linked:
             self._apply(name)
-        elif name not in self._applied and spec.opening is not None:
+        elif slot.applied is None and spec.opening is not None:
             view.apply(spec.opening)
-            self._applied[name] = spec.opening
+            slot.applied = spec.opening
         view.settle()
         self._update_caption(name)
 
     def _on_analysis_failed(self, name: str, message: str) -> None:
         """A view's analysis raised: the view keeps what it showed, and one line says why."""
-        if name in self.frames:
-            self._keys.pop(name, None)  # the next refresh tries again
-            self.frames[name].set_computing(False)
-            self.failed.emit(translate("registry", "Could not compute the {view} view: {error}").format(view=self.specs[name].name, error=message))
+        if name in self.slots:
+            slot = self.slots[name]
+            slot.key = None  # the next refresh tries again
+            slot.frame.set_computing(False)
+            self.failed.emit(translate("registry", "Could not compute the {view} view: {error}").format(view=slot.spec.name, error=message))
 
     def _on_options_changed(self, name: str) -> None:
         """View ``name``'s own options changed what its data is: computed again (now, or when it is shown)."""
-        self._keys.pop(name, None)  # asked for: computed again even where the options read the same
-        self.stale.add(name)
+        slot = self.slots[name]
+        slot.key = None  # asked for: computed again even where the options read the same
+        slot.stale = True
         self.catch_up(name)
 
     # -- linking -----------------------------------------------------------------------------
     def is_linked(self, name: str) -> bool:
-        return name not in self._own
+        return self.slots[name].linked
 
     def followed(self, name: str) -> ViewChoice:
         """The choice view ``name`` shows: the linked selection's, or its own when unlinked."""
-        return self._choice(self.specs[name], self._own.get(name, self.selection.value()))
+        slot = self.slots[name]
+        return self._choice(slot.spec, self.selection.value() if slot.own is None else slot.own)
 
     def _choice(self, spec: ViewSpec, sel: Selection) -> ViewChoice:
         """The part of ``sel`` that ``spec``'s view takes and the session's model has: a kind
@@ -403,15 +443,16 @@ class ViewSet(QtCore.QObject):
     def set_linked(self, name: str, linked: bool) -> None:
         """Link view ``name`` to the selection (it takes the selection at once) or unlink it (it
         keeps what it shows)."""
-        if linked == self.is_linked(name):
+        slot = self.slots[name]
+        if linked == slot.linked:
             return
         if linked:
-            del self._own[name]
-            if on_screen(self.views[name]):
+            slot.own = None
+            if on_screen(slot.view):
                 self._apply(name)
         else:
-            self._own[name] = self.selection.value()
-            self._applied.pop(name, None)  # what it shows is its own from now on
+            slot.own = self.selection.value()
+            slot.applied = None  # what it shows is its own from now on
         self._update_caption(name)
 
     def provenance(self, name: str) -> dict[str, object]:
@@ -420,44 +461,46 @@ class ViewSet(QtCore.QObject):
 
     def own_selections(self) -> dict[str, Selection]:
         """The unlinked views' own selections, by view name."""
-        return dict(self._own)
+        return {name: slot.own for name, slot in self.slots.items() if slot.own is not None}
 
     def set_own_selection(self, name: str, sel: Selection) -> None:
         """Unlink view ``name`` and give it ``sel`` as its own choice (drawn at once when on screen)."""
         self.set_linked(name, False)
-        self._own[name] = sel
-        self._applied.pop(name, None)
-        self._keys.pop(name, None)
-        self.stale.add(name)
+        slot = self.slots[name]
+        slot.own = sel
+        slot.applied = None
+        slot.key = None
+        slot.stale = True
         self.catch_up(name)
         self._update_caption(name)
 
     def request(self, name: str, **changes) -> None:
         """View ``name`` chose ``changes`` (fields of :class:`Selection`): the linked selection
         moves, or, for an unlinked view, its own choice."""
-        spec = self.specs[name]
-        if self.is_linked(name):
+        slot = self.slots[name]
+        spec, given = slot.spec, {k: v for k, v in changes.items() if v is not None}
+        if slot.linked:
             if not spec.from_choice:  # the view shows it already; one drawn from the choice is drawn again
-                target = replace(self.selection.value(), **{k: v for k, v in changes.items() if v is not None})
-                self._applied[name] = self._choice(spec, target)
+                slot.applied = self._choice(spec, replace(self.selection.value(), **given))
             self.selection.update(**changes)
         else:
-            self._own[name] = replace(self._own[name], **{k: v for k, v in changes.items() if v is not None})
+            slot.own = replace(slot.own, **given)
             if spec.from_choice:  # the view is drawn from the choice: draw it again
-                self.refresh(self.views[name])
+                self.refresh(slot.view)
         if not spec.from_choice and self._outdated(name):  # its data of the old choice does not hold the new one's
-            self.stale.add(name)
+            slot.stale = True
             self.catch_up(name)
         self._update_caption(name)
 
     def _apply(self, name: str) -> None:
         """Bring view ``name`` to the choice it follows (nothing when it shows it already)."""
-        spec, view = self.specs[name], self.views[name]
+        slot = self.slots[name]
+        spec, view = slot.spec, slot.view
         choice = self.followed(name)
-        if self._applied.get(name) == choice:
+        if slot.applied == choice:
             return
         if not spec.from_choice and self._outdated(name):  # its data is of the old choice's parts: fed anew (on screen), then applied
-            self.stale.add(name)
+            slot.stale = True
             self.catch_up(name)
             return
         if not spec.from_choice and view.has_data():
@@ -467,37 +510,37 @@ class ViewSet(QtCore.QObject):
             self._feed(name, choice)
         else:
             return
-        self._applied[name] = choice
+        slot.applied = choice
         self._update_caption(name)
 
     def _on_selection_changed(self, _sel: Selection) -> None:
-        for name, view in self.views.items():
-            if not self.specs[name].selectors:
+        for name, slot in self.slots.items():
+            if not slot.spec.selectors:
                 continue
-            if self.is_linked(name) and on_screen(view):
+            if slot.linked and on_screen(slot.view):
                 self._apply(name)
             else:
                 self._update_caption(name)
-                if self.is_linked(name) and self._applied.get(name) != self.followed(name):
-                    self.stale.add(name)
+                if slot.linked and slot.applied != self.followed(name):
+                    slot.stale = True
 
     def _update_caption(self, name: str) -> None:
-        view = self.views[name]
+        view, linked = self.slots[name].view, self.slots[name].linked
         choice = self.followed(name).describe() or translate("registry", "the current step")  # no row chosen: the view shows the step's
-        if self.is_linked(name):
+        if linked:
             view.set_link_state(True, translate("registry", "follows: {choice}").format(choice=choice))
         else:
             view.set_link_state(False, translate("registry", "own choice: {choice}").format(choice=choice))
-        view.link_caption.setProperty("key", "follows" if self.is_linked(name) else "own-choice")  # what the caption says, in any language
+        view.link_caption.setProperty("key", "follows" if linked else "own-choice")  # what the caption says, in any language
 
     def _on_query_hovered(self, name: str, kind: str, row: int) -> None:
         self._hover_source = name
         self.selection.hover(query_axis(kind) if row >= 0 else "", row)
 
     def _on_query_hover_changed(self, axis: str, row: int) -> None:
-        for name, view in self.views.items():
-            if name != self._hover_source and on_screen(view):
-                view.show_linked_query(axis, row)
+        for name, slot in self.slots.items():
+            if name != self._hover_source and on_screen(slot.view):
+                slot.view.show_linked_query(axis, row)
 
     def _on_position_clicked(self, position: int) -> None:
         s = self.session
