@@ -90,7 +90,8 @@ class Session(QtCore.QObject):
         self.plans.ready.connect(self._on_plan_ready)
         self.plans.failed.connect(self._on_plan_failed)
         self._to_end = True  # whether the sentence waiting for its plan is decoded to the end when it comes
-        self._held: list[bool] | None = None  # inside one_change: whether the frame changed (its signal is held until the end)
+        self._holds = 0  # how many one_change blocks the moves are inside
+        self._held = False  # a change made inside them, whose signal waits for their end
 
     # -- model ------------------------------------------------------------------------------
     def open_model(self, path: str | Path, source: str | None = None, target: str | None = None, **inputs) -> None:
@@ -204,21 +205,23 @@ class Session(QtCore.QObject):
     # -- one change ---------------------------------------------------------------------------
     def _changed(self) -> None:
         """The frame changed: ``decodingChanged`` now, or once at the end of :meth:`one_change`."""
-        if self._held is None:
-            self.decodingChanged.emit()
+        if self._holds:
+            self._held = True
         else:
-            self._held[0] = True
+            self.decodingChanged.emit()
 
     @contextlib.contextmanager
     def one_change(self) -> Iterator[None]:
-        """Moves made inside reach the views as one change: one ``decodingChanged`` at the end."""
-        outer, self._held = self._held, [False]
+        """Moves made inside reach the views as one change: one ``decodingChanged`` at the end
+        of the outermost block."""
+        self._holds += 1
         try:
             yield
         finally:
-            changed, self._held = self._held[0], outer
-            if changed:
-                self._changed()
+            self._holds -= 1
+            if not self._holds and self._held:
+                self._held = False
+                self.decodingChanged.emit()
 
     def apply(self, source: str, target: str, *, strategy: Greedy | Sampling | BeamSearch | None = None,
               ablation: HeadSet | None = None, steps: int | None = None, tokens: Sequence[int] = (),

@@ -132,22 +132,38 @@ def data_spec(meta: Mapping[str, Any]) -> dict[str, Any] | None:
 SCORE_SPLITS = ("test:hsk-zh-en", "test")  # what zh→en bundles are compared on: the HSK test pairs, which every one is scored on
 
 
-def bundled_score(folder: Path) -> float | None:
-    """chrF on the HSK test pairs that the zh→en bundle in ``folder`` recorded when its training
-    finished (its meta.json's ``final``), or ``None`` (no such bundle or score)."""
+def meta_score(meta: Mapping[str, Any]) -> float | None:
+    """chrF on the HSK test pairs that a zh→en bundle's meta.json recorded when its training
+    finished (its ``final``), or ``None`` (another language pair, or no such score)."""
+    spec, final = data_spec(meta), meta.get("final")
+    if spec is None or spec.get("kind") not in ZH_EN_KINDS or not isinstance(final, Mapping):
+        return None
     try:
-        meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
-        spec, final = data_spec(meta), meta["final"]
-        if spec is None or spec.get("kind") not in ZH_EN_KINDS:
-            return None
         return float(next(final[split]["chrf"] for split in SCORE_SPLITS if split in final))
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, StopIteration):
+    except (KeyError, TypeError, ValueError, StopIteration):
+        return None
+
+
+@lru_cache(maxsize=64)
+def _stored_score(meta_file: str, _mtime_ns: int) -> float | None:
+    try:
+        return meta_score(json.loads(Path(meta_file).read_text(encoding="utf-8")))
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def bundled_score(folder: Path) -> float | None:
+    """:func:`meta_score` of the bundle in ``folder``, read once while its meta.json is unchanged."""
+    meta_file = folder / "meta.json"
+    try:
+        return _stored_score(str(meta_file), meta_file.stat().st_mtime_ns)
+    except OSError:
         return None
 
 
 def better_bundled(meta: Mapping[str, Any], folder: str | Path | None) -> Path | None:
     """The bundled model to try first when the model in ``folder`` (with ``meta``) is unsure: the
-    bundled zh→en model that scores best on the HSK test pairs (:func:`bundled_score`; models/README.md
+    bundled zh→en model that scores best on the HSK test pairs (:func:`meta_score`; models/README.md
     measures each on every held-out set), when ``folder`` is another bundled model of that language
     pair and scores below it; else ``None``."""
     home = models_dir().resolve()
@@ -157,7 +173,7 @@ def better_bundled(meta: Mapping[str, Any], folder: str | Path | None) -> Path |
     here = Path(folder).resolve()
     scores = {p.name: score for p in sorted(home.iterdir()) if p != here and (score := bundled_score(p)) is not None}
     best = max(scores, key=scores.__getitem__, default=None)
-    own = bundled_score(here)
+    own = meta_score(meta)
     return models_dir() / best if best is not None and (own is None or scores[best] > own) else None
 
 

@@ -266,7 +266,6 @@ class ViewSet(QtCore.QObject):
         empty = empty_state(self.session)
         for slot in self.slots.values():
             slot.frame.set_empty(empty)
-        for slot in self.slots.values():
             slot.stale = True
         self._refresh_on_screen()
 
