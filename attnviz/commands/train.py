@@ -56,9 +56,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="KINDS",
         help="add training pairs (training split only; the HSK sentences, alone or in hsk-zh-en,tatoeba-zh-en): cedict (CC-CEDICT word pairs), "
         "substitution (aligned word substitution), roles (subject/object role swaps of simple sentences with two people or animals: "
-        "up to twice --augment-per-pair per sentence), or several: cedict,substitution,roles",
+        "up to twice --augment-per-pair per sentence), roles-wide (role swaps as roles, from every training sentence, one without "
+        "HSK glosses segmented and glossed by CC-CEDICT; needs no HSK data), or several: cedict,substitution,roles",
     )
-    p.add_argument("--augment-per-pair", type=int, help="substitution, roles: new sentences made from each training sentence (default 2)")
+    p.add_argument("--augment-per-pair", type=int, help="substitution, roles, roles-wide: new sentences made from each training sentence (default 2)")
     p.add_argument(
         "--augment-pronouns",
         action="store_true",
@@ -285,7 +286,7 @@ def _check_flags(args: argparse.Namespace) -> None:
     elif args.augment_per_pair is not None or args.augment_pronouns:
         from attnviz.errors import CommandError
 
-        raise CommandError("--augment-per-pair and --augment-pronouns need --augment substitution (or roles, for --augment-per-pair)")
+        raise CommandError("--augment-per-pair and --augment-pronouns need --augment substitution (or roles or roles-wide, for --augment-per-pair)")
     if args.guided_weight is not None and args.guided_alignment is None:
         from attnviz.errors import CommandError
 

