@@ -7,7 +7,8 @@ Two modes:
 * **stepping** (no target typed): a ``DecodingSession`` drives step / back / force / run / reset;
   the current step is the last one decoded.
 * **teacher-forced** (a target typed): one pass over "SOS + y" gives every position at once;
-  step / back move the highlighted position instead of decoding.
+  step / back move the highlighted position instead of decoding. The pass runs in a worker
+  (``forcing``); a move asked for meanwhile waits for it, and ``decodingChanged`` comes with it.
 
 What the views render is asked of ``current``, the ``DecodingResult`` of either mode.
 """
@@ -80,7 +81,11 @@ class Session(QtCore.QObject):
         self.loader.busyChanged.connect(self.busyChanged)
         self.prediction = LatestRun(self._pool, self._workers, self)  # an encoder-only model's masked-token prediction
         self.prediction.returned.connect(self._on_masked)
-        self.prediction.errored.connect(self._on_masked_failed)
+        self.prediction.errored.connect(self._on_run_failed)
+        self.forcing = LatestRun(self._pool, self._workers, self)  # a typed target's teacher-forced pass
+        self.forcing.returned.connect(self._on_forced)
+        self.forcing.errored.connect(self._on_run_failed)
+        self._after_forced: Callable[[], object] | None = None  # the move asked for while the pass runs
         self.error: str | None = None
         self.decode_as_you_type = True  # a new sentence (typed or chosen) is decoded to the end at once
         self.frames = FrameCache(self)  # what is derived from the frame the views draw, built once each
@@ -126,7 +131,7 @@ class Session(QtCore.QObject):
         self.decoding = None
         self.forced = None
         self.masked = None
-        self.prediction.drop()
+        self._drop_runs()
         self.plans.drop()
         self._to_end = self.decode_as_you_type
         self.modelChanged.emit(bundle)
@@ -289,7 +294,7 @@ class Session(QtCore.QObject):
         self.decoding = None
         self.forced = None
         self.masked = None
-        self.prediction.drop()
+        self._drop_runs()
         self.error = None
         if self.bundle is None:
             self._changed()
@@ -303,10 +308,9 @@ class Session(QtCore.QObject):
             if self.bundle.config.kind == "encoder-only":  # no decoder: a masked-token prediction instead
                 self.prediction.start(masked_prediction_from_bundle, self.bundle, self.source, interventions=plan)
                 notices = ()
-            elif self.target.strip():
-                self.forced = teacher_forced_from_bundle(self.bundle, self.source, self.target, interventions=plan)
-                self.forced_cursor = len(self.forced.steps) - 1
-                notices = self.forced.notices
+            elif self.target.strip():  # the pass reports to _on_forced, decodingChanged with it
+                self.forcing.start(teacher_forced_from_bundle, self.bundle, self.source, self.target, interventions=plan)
+                return
             else:
                 self.decoding = DecodingSession.from_bundle(self.bundle, self.source, strategy=self.strategy, interventions=plan)
                 notices = tuple(self.decoding.notices)
@@ -319,6 +323,34 @@ class Session(QtCore.QObject):
             self.message.emit("info", n)
         self._changed()
 
+    def _drop_runs(self) -> None:
+        """Forget the passes under way and the move that waited for one."""
+        self.prediction.drop()
+        self.forcing.drop()
+        self._after_forced = None
+
+    def _on_forced(self, result: TeacherForced) -> None:
+        """The typed target's pass has come (only the latest counts): the cursor on its last
+        position, or the move asked for meanwhile; one ``decodingChanged``."""
+        move, self._after_forced = self._after_forced, None
+        with self.one_change():
+            self.forced, self.forced_cursor = result, len(result.steps) - 1
+            for n in result.notices:
+                self.message.emit("info", n)
+            self._changed()
+            if move is not None:
+                move()
+
+    def _wait(self, move: Callable[[], object]) -> bool:
+        """While a mean ablation's plan or a teacher-forced pass is on its way, keep ``move`` for
+        when it comes (True); else False."""
+        if self.plans.wait(move):
+            return True
+        if self.forcing.pending:
+            self._after_forced = move
+            return True
+        return False
+
     def _on_masked(self, result: MaskedPrediction) -> None:
         """An encoder-only model's one pass over the source (the user types [MASK] where a token is
         hidden) has returned from its worker (only the latest counts)."""
@@ -327,17 +359,17 @@ class Session(QtCore.QObject):
             self.message.emit("info", n)
         self._changed()
 
-    def _on_masked_failed(self, exc: BaseException) -> None:
+    def _on_run_failed(self, exc: BaseException) -> None:
         self.error = one_line(str(exc) if isinstance(exc, AttnvizError) else f"{type(exc).__name__}: {exc}")
         self.message.emit("warning", self.error)
         self._changed()
 
     def finish_prediction(self, msecs: int = 60000) -> None:
         """Wait for the work under way that the current result waits for (a mean ablation's plan,
-        then the sentence's masked-token prediction) and take its result (no event loop to wait
-        in: ``attnviz export``)."""
-        for _ in range(2):  # the plan, then a prediction the plan started
-            if not self.prediction.pending and not self.plans.pending:
+        then the sentence's teacher-forced pass or masked-token prediction) and take its result (no
+        event loop to wait in: ``attnviz export``, an animation's frames)."""
+        for _ in range(2):  # the plan, then a pass the plan started
+            if not self.pending:
                 return
             self._pool.waitForDone(msecs)
             QtCore.QCoreApplication.sendPostedEvents()
@@ -346,6 +378,11 @@ class Session(QtCore.QObject):
     def predicting(self) -> bool:
         """A masked-token prediction is running (its result will be shown)."""
         return self.prediction.pending
+
+    @property
+    def pending(self) -> bool:
+        """The current result waits for a worker: a plan, a teacher-forced pass or a prediction."""
+        return self.plans.pending or self.forcing.pending or self.prediction.pending
 
     # -- stepping ---------------------------------------------------------------------------
     def can_step(self) -> bool:
@@ -401,7 +438,7 @@ class Session(QtCore.QObject):
         position ``steps`` (1-based). One ``decodingChanged`` for the whole move, none where it is
         already there; a decoding error is said in one line and returned."""
         self.stop_run()
-        if self.plans.wait(lambda: self.go_to(steps)):
+        if self._wait(lambda: self.go_to(steps)):
             return None
         if self.forced is not None:
             n = len(self.forced.steps)
@@ -415,7 +452,7 @@ class Session(QtCore.QObject):
     def replay(self, tokens: Sequence[int], forced: Iterable[int] = (), cursor: int | None = None) -> str | None:
         """A saved position again: teacher-forced, the cursor at ``cursor`` (0-based); otherwise
         ``tokens`` decoded again, forced at the indices in ``forced``. One ``decodingChanged``."""
-        if self.plans.wait(lambda: self.replay(tokens, forced, cursor)):
+        if self._wait(lambda: self.replay(tokens, forced, cursor)):
             return None
         if self.forced is not None and cursor is not None:
             self.forced_cursor = max(0, min(cursor, len(self.forced.steps) - 1))

@@ -341,7 +341,7 @@ def raise_view(window: QtWidgets.QMainWindow, name: str) -> None:
 def stop_ready(window: QtWidgets.QMainWindow, stop: Stop) -> bool:
     """The stop's view shows the window's current data: nothing decoding, loading or computing."""
     s, views, name = window.session, window.views, stop.view
-    if s.bundle is None or s.loading or s.running or s.analyses.pending() or name in views.stale:
+    if s.bundle is None or s.loading or s.running or s.pending or s.analyses.pending() or name in views.stale:
         return False
     return not views.frames[name].is_empty() and views.views[name].has_data()
 

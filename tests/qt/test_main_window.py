@@ -127,7 +127,8 @@ def test_teacher_forced_mode(qtbot, window):
     type_source(qtbot, window, "老师，您好！")
     qtbot.keyClicks(target, "Hello, teacher!")
     qtbot.keyClick(target, QtCore.Qt.Key.Key_Return)
-    assert s.forced is not None and s.decoding is None
+    qtbot.waitUntil(lambda: s.forced is not None, timeout=TIMEOUT)  # the pass runs in a worker
+    assert s.decoding is None and not s.pending
     assert s.forced.input_pieces[0] == "SOS" and s.forced.output_pieces[-1] == "EOS"
     assert "teacher-forced" in window.status.step_label.text()
     np.testing.assert_array_equal(window.grid.data().weights, s.forced.all_attention("cross"))

@@ -64,9 +64,11 @@ def close_shared_window(window: MainWindow) -> None:
 
 
 def wait_idle(qtbot, window: MainWindow) -> None:
-    """Until no run to the end, no model load, no reading of a model's examples (it starts a moment
-    after the model opens, and may put its first example in) and no view's analysis is in progress."""
-    qtbot.waitUntil(lambda: not window.session.running and not window.session.loading and not window.input_bar.hints_pending(),
+    """Until no run to the end, no model load, no pass the session waits for (a target's teacher-forced
+    pass, a plan), no reading of a model's examples (it starts a moment after the model opens, and
+    may put its first example in) and no view's analysis is in progress."""
+    s = window.session
+    qtbot.waitUntil(lambda: not s.running and not s.loading and not s.pending and not window.input_bar.hints_pending(),
                     timeout=TIMEOUT_MS)
     assert window.session.analyses.wait(TIMEOUT_MS / 1000)
     QtWidgets.QApplication.processEvents()
