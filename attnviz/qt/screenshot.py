@@ -62,8 +62,8 @@ def _at_stop(app, window, language: str, stop: str) -> None:
 
     panel = start_tour(window, language)
     panel.go(panel.tour.index(stop))
+    _wait_until(app, lambda: panel.ready, 120000)  # explained: its exercise, if any, is asked now
     panel.exercises.skip()  # a stop that asks first: the picture shows its view and text, answered
-    _wait_until(app, lambda: panel.ready, 120000)
     window.session.analyses.wait(30)
     for _ in range(20):
         app.processEvents(QtCore.QEventLoop.ProcessEventsFlag.AllEvents, 20)

