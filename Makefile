@@ -57,12 +57,12 @@ figures: $(STAMP)
 	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
 	$(EXPORT) --view compare --src 猫吃鱼。 --size 1400x820 --out "$$tmp/compare" && \
 	$(EXPORT) --view scaling --src 猫吃鱼。 --size 1400x1170 --out "$$tmp/scaling" && \
-	$(EXPORT) --view norm-batch --src 我喜欢吃鱼。 --model models/zh-en-batchnorm --size 1100x760 --out "$$tmp/norm-batch" && \
+	$(EXPORT) --view norm-batch --src 我喜欢吃鱼。 --model models/zh-en-small-batchnorm --size 1100x760 --out "$$tmp/norm-batch" && \
 	cp "$$tmp"/compare/*.png $(FIGURES)/compare.png && \
 	cp "$$tmp"/scaling/*.png $(FIGURES)/scaling.png && \
-	$(EXPORT) --view head --kind cross --layer 2 --head 1 --model models/zh-en-guided --src 猫吃鱼。 \
+	$(EXPORT) --view head --kind cross --layer 2 --head 1 --model models/zh-en-small-guided --src 猫吃鱼。 \
 	    --tgt "The cat eats fish." --size 520x420 --out "$$tmp/word-order-1" && \
-	$(EXPORT) --view head --kind cross --layer 2 --head 1 --model models/zh-en-guided --src 鱼吃猫。 \
+	$(EXPORT) --view head --kind cross --layer 2 --head 1 --model models/zh-en-small-guided --src 鱼吃猫。 \
 	    --tgt "The fish eats the cat." --size 520x420 --out "$$tmp/word-order-2" && \
 	cp "$$tmp"/norm-batch/*.png $(FIGURES)/norm-batch.png && \
 	cp "$$tmp"/word-order-1/*.png $(FIGURES)/word-order-guided-1.png && \

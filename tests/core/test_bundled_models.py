@@ -15,31 +15,31 @@ from attnviz.core.data import corpora as D
 from attnviz.core.training.evaluation import greedy_translate, teacher_forced_metrics
 from attnviz.paths import default_model, models_dir
 
-BUNDLED = ("zh-en", "zh-en-large", "hsk-only-zh-en", "zh-en-guided", "zh-en-batchnorm", "zh-en-postnorm", "reverse")
-# The larger model: the default's command with a wider residual stream and FFN, tied target
+BUNDLED = ("zh-en", "zh-en-small", "hsk-only-zh-en", "zh-en-small-guided", "zh-en-small-batchnorm", "zh-en-small-postnorm", "reverse")
+# The default: the small model's command with a wider residual stream and FFN, tied target
 # embeddings, subject/object role swaps added to the augmentation and 14 epochs (two processes);
 # the same corpora, valid and test pairs.
-LARGE = "zh-en-large"
+SMALL = "zh-en-small"
 LARGE_CHANGES = {"--d-model": "256", "--d-ff": "1024", "--tie-embeddings": "", "--augment": "cedict,substitution,roles", "--epochs": "14", "--nproc": "2"}
-# The default is trained on the HSK + Tatoeba mix; everyday sentences Tatoeba holds that it never
+# The default and the small model are trained on the HSK + Tatoeba mix; everyday sentences Tatoeba holds that it never
 # trained on (the held-out rules keep them out).
 TATOEBA_TYPED = {"我爱你。": "I love you.", "你叫什么名字？": "What's your name?", "现在几点了？": "What time is it now?"}
-# The comparison bundles trained on the default's data with the default's command plus one option:
-# bundle -> (the config fields in which it differs from the default, the options its command
+# The comparison bundles trained on the small model's data with its command plus one option:
+# bundle -> (the config fields in which it differs from the small model, the options its command
 # changes or adds). Post-norm has no final norm; guided differs in its loss alone.
 VARIANTS = {
-    "zh-en-guided": ((), {"--guided-alignment": "2.1", "--guided-weight": "0.05"}),
-    "zh-en-batchnorm": (("norm",), {"--norm": "batch"}),
-    "zh-en-postnorm": (("norm_placement", "final_norm"), {"--norm-placement": "post"}),
+    "zh-en-small-guided": ((), {"--guided-alignment": "2.1", "--guided-weight": "0.05"}),
+    "zh-en-small-batchnorm": (("norm",), {"--norm": "batch"}),
+    "zh-en-small-postnorm": (("norm_placement", "final_norm"), {"--norm-placement": "post"}),
 }
 # Sentences a learner types first, in no training data.
 FIRST_TYPED = ("我是学生。", "我的妈妈是医生。", "我喜欢吃鱼。")
-HSK_ONLY = "hsk-only-zh-en"  # the default's recipe before Tatoeba, on the HSK pairs alone: "what the data buys"
+HSK_ONLY = "hsk-only-zh-en"  # the small model's recipe before Tatoeba, on the HSK pairs alone: "what the data buys"
 MB = 1024 * 1024
 # Measured on the shipped weights (the closing numbers of models/README.md), with a little room: of
 # HSK_KNOWN the post-norm model translates 6 exactly, the BatchNorm one 2; teacher-forced accuracy
-# on 400 HSK training pairs 0.794 and 0.674 (the default 0.794); the guided head aligns .804 where
-# the default's best free head reaches .686.
+# on 400 HSK training pairs 0.794 and 0.674 (the small model 0.794); the guided head aligns .804
+# where the small model's best free head reaches .686.
 POST_KNOWN, POST_ACC = 5, 0.77
 BN_KNOWN, BN_ACC = 1, 0.65
 GUIDED_GAIN = 0.1
@@ -68,6 +68,11 @@ def default():
 
 
 @pytest.fixture(scope="module")
+def small():
+    return load_bundle(models_dir() / SMALL)
+
+
+@pytest.fixture(scope="module")
 def hsk_only():
     return load_bundle(models_dir() / HSK_ONLY)
 
@@ -89,31 +94,31 @@ def test_models_folder_stays_small():
     assert total <= 64 * MB
 
 
-def test_default_is_pre_layernorm_and_each_variant_differs_only_in_its_norm(default):
-    assert default.config.norm == "layer" and default.config.norm_placement == "pre"
-    base = default.config.to_dict()
+def test_the_small_model_is_pre_layernorm_and_each_variant_differs_only_in_its_norm(small):
+    assert small.config.norm == "layer" and small.config.norm_placement == "pre"
+    base = small.config.to_dict()
     for name, (differ, _) in VARIANTS.items():
         variant = load_bundle(models_dir() / name).config.to_dict()
         assert all(variant[f] != base[f] for f in differ), name
         assert {k: v for k, v in variant.items() if k not in differ} == {k: v for k, v in base.items() if k not in differ}, name
 
 
-def test_each_variant_is_the_defaults_command_plus_its_one_option_on_the_same_data(default):
-    base = options(default.meta["command"])
+def test_each_variant_is_the_small_models_command_plus_its_one_option_on_the_same_data(small):
+    base = options(small.meta["command"])
     assert base["--data"] == "hsk-zh-en,tatoeba-zh-en" and base["--threads"] == "1"
-    for resumed in default.meta.get("resumed_with", []):  # the default ran 12 epochs, then resumed to 18
+    for resumed in small.meta.get("resumed_with", []):  # the small model ran 12 epochs, then resumed to 18
         base["--epochs"] = options(resumed)["--epochs"]
-    assert int(base["--epochs"]) == default.meta["epochs"]
+    assert int(base["--epochs"]) == small.meta["epochs"]
     for name, (_, changed) in VARIANTS.items():
         meta = load_bundle(models_dir() / name).meta
-        assert options(meta["command"]) == {**base, **changed} and meta["epochs"] == default.meta["epochs"], name
-        assert meta["data"]["train_hash"] == default.meta["data"]["train_hash"], name
-        assert meta["data"]["split_hash"] == default.meta["data"]["split_hash"], name
+        assert options(meta["command"]) == {**base, **changed} and meta["epochs"] == small.meta["epochs"], name
+        assert meta["data"]["train_hash"] == small.meta["data"]["train_hash"], name
+        assert meta["data"]["split_hash"] == small.meta["data"]["split_hash"], name
     assert "augment" not in load_bundle(models_dir() / HSK_ONLY).meta["data"]["spec"]
 
 
 def test_postnorm_model_is_the_papers_formula_and_learned_its_training_data(hsk):
-    post = load_bundle(models_dir() / "zh-en-postnorm")
+    post = load_bundle(models_dir() / "zh-en-small-postnorm")
     assert post.config.norm == "layer" and post.config.norm_placement == "post" and not post.config.final_norm
     by_id = {p.id: p for p in hsk.train}
     pairs = [by_id[i] for i in HSK_KNOWN]
@@ -131,8 +136,9 @@ def test_the_hsk_only_model_was_trained_on_todays_split(hsk_only, augmented):
     assert hsk_only.meta["data"]["licence"] == "CC-BY-SA-4.0"
 
 
-def test_the_default_learned_from_the_augmented_mix(default):
-    augment = default.meta["data"]["spec"]["augment"]
+def test_the_default_and_the_small_model_learned_from_the_augmented_mix(default, small):
+    assert default.meta["data"]["spec"]["augment"]["kinds"] == ["cedict", "substitution", "roles"]
+    augment = small.meta["data"]["spec"]["augment"]
     assert augment["kinds"] == ["cedict", "substitution"] and augment["pronouns"] is False
 
 
@@ -157,7 +163,7 @@ def test_default_handles_unknown_characters(default):
 
 
 def test_batchnorm_model_learned_its_training_data(hsk):
-    bn = load_bundle(models_dir() / "zh-en-batchnorm")
+    bn = load_bundle(models_dir() / "zh-en-small-batchnorm")
     sample = random.Random(0).sample(hsk.train, 400)
     ex = D.encode_pairs(sample, bn.src_tokenizer, bn.tgt_tokenizer, bn.config.max_len)
     assert teacher_forced_metrics(bn.model, ex)["token_accuracy"] >= BN_ACC  # eval mode: running statistics
@@ -202,18 +208,18 @@ def test_more_data_translates_everyday_sentences_better():
 
 
 @pytest.mark.slow  # two models over the HSK test split (~5 s)
-def test_guided_head_aligns_better_than_the_diagonal_and_every_free_head(default):
+def test_guided_head_aligns_better_than_the_diagonal_and_every_free_head(small):
     """The guided bundle's head 2.1 was trained toward the HSK gloss alignments: on the held-out
     test split it beats the diagonal baseline and is the best head, and the best free head of the
-    default (same data and recipe, no guidance) does not reach it."""
+    small model (same data and recipe, no guidance) does not reach it."""
     from attnviz.core.analysis.alignment import evaluate_hsk_alignment, hsk_records
 
     records = hsk_records("test")
-    guided = load_bundle(models_dir() / "zh-en-guided")
+    guided = load_bundle(models_dir() / "zh-en-small-guided")
     assert guided.meta["options"]["guided_alignment"] == "2.1"
     with torch.inference_mode():
         scores = evaluate_hsk_alignment(guided, records)["predicting"]
-        free = evaluate_hsk_alignment(default, records)["predicting"]
+        free = evaluate_hsk_alignment(small, records)["predicting"]
     assert (scores["best"]["layer"], scores["best"]["head"]) == (1, 0)  # 0-based: layer 2, head 1
     assert scores["best"]["accuracy"] > scores["diagonal"] + 0.1, scores
     assert scores["best"]["accuracy"] > free["best"]["accuracy"] + GUIDED_GAIN, (scores["best"], free["best"])
@@ -245,28 +251,26 @@ def test_the_default_translates_everyday_sentences_it_never_trained_on(default):
     assert out == list(TATOEBA_TYPED.values())
 
 
-def test_the_larger_model_is_the_defaults_command_wider_with_role_swaps_on_the_same_split(default):
-    large = load_bundle(models_dir() / LARGE)
-    assert options(large.meta["command"]) == {**options(default.meta["command"]), **LARGE_CHANGES}
-    same, ours = default.meta["data"], large.meta["data"]  # the same corpora and held-out rules; the role swaps add training pairs
-    assert ours["spec"]["parts"] == same["spec"]["parts"] and large.meta["epochs"] == 14
+def test_the_default_is_the_small_models_command_wider_with_role_swaps_on_the_same_split(default, small):
+    assert options(default.meta["command"]) == {**options(small.meta["command"]), **LARGE_CHANGES}
+    same, ours = small.meta["data"], default.meta["data"]  # the same corpora and held-out rules; the role swaps add training pairs
+    assert ours["spec"]["parts"] == same["spec"]["parts"] and default.meta["epochs"] == 14
     assert (ours["sizes"]["valid"], ours["sizes"]["test"]) == (same["sizes"]["valid"], same["sizes"]["test"])
-    assert (large.config.d_model, large.config.d_ff, large.config.tie_embeddings) == (256, 1024, True)
-    assert large.meta["data"]["spec"]["augment"]["kinds"] == ["cedict", "substitution", "roles"]
+    assert (default.config.d_model, default.config.d_ff, default.config.tie_embeddings) == (256, 1024, True)
+    assert default.meta["data"]["spec"]["augment"]["kinds"] == ["cedict", "substitution", "roles"]
 
 
-def test_the_larger_model_translates_what_a_learner_types_first():
-    """Greedy, on the weights as shipped: the sentences of the default's tests, and the one-line
+def test_the_default_translates_what_a_learner_types_first(default):
+    """Greedy, on the weights as shipped: the sentences of the small model's tests, and the one-line
     tests of the default issue (none is in its training data: the next test checks)."""
-    large = load_bundle(models_dir() / LARGE)
     typed = {**TATOEBA_TYPED, "我爱你。": "I love you.", "我是学生。": "I am a student.", "我明天去北京。": "I'll go to Beijing tomorrow.",
              "猫吃鱼。": "The cat eats fish."}
-    assert greedy_translate(large.model, large.src_tokenizer, large.tgt_tokenizer, list(typed)) == list(typed.values())
+    assert greedy_translate(default.model, default.src_tokenizer, default.tgt_tokenizer, list(typed)) == list(typed.values())
 
 
 @pytest.mark.slow  # the HSK + Tatoeba mix rebuilt and augmented (~10 s a model)
-@pytest.mark.parametrize("name", ["zh-en", LARGE])
-def test_the_default_and_the_larger_model_trained_on_no_held_out_sentence(name, augmented):
+@pytest.mark.parametrize("name", ["zh-en", SMALL])
+def test_the_default_and_the_small_model_trained_on_no_held_out_sentence(name, augmented):
     """Its training data rebuilt from its meta.json (about 8 s): the same split and training data, and
     no training source equal to or one edit from an HSK valid/test source, an everyday sentence
     (tests/data/everyday-zh-en.tsv) or 猫吃鱼。/鱼吃猫。."""
@@ -285,3 +289,15 @@ def test_the_launch_sentence_is_one_the_default_gets_right(default):
     first = load_examples()[0]
     (out,) = greedy_translate(default.model, default.src_tokenizer, default.tgt_tokenizer, [first.source])
     assert first.reference and out.lower().rstrip(".!?") == first.reference.lower().rstrip(".!?"), (first, out)
+
+
+def test_every_retired_bundled_name_leads_to_a_bundled_folder_in_one_step():
+    """A setting or session file naming an old folder (``zh-en-large``, ``zh-en-guided``…) opens
+    the folder that replaced it; no new name is itself retired (no chains)."""
+    from attnviz.paths import RENAMED_BUNDLES, bundled_replacement
+
+    for old, new in RENAMED_BUNDLES.items():
+        assert not (models_dir() / old).exists() and new not in RENAMED_BUNDLES, old
+        assert bundled_replacement(models_dir() / old) == models_dir() / new and (models_dir() / new / "model.safetensors").is_file(), old
+    assert bundled_replacement(models_dir() / "zh-en-large") == default_model()
+    assert bundled_replacement(models_dir() / "zh-en-guided") == models_dir() / "zh-en-small-guided"

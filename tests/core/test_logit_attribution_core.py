@@ -21,7 +21,7 @@ from attnviz.core.decoding.result import prepare_source
 from tiny_models import random_model, tokenizers
 
 MODELS = Path(__file__).resolve().parents[2] / "models"
-BUNDLED = ("zh-en", "zh-en-guided", "zh-en-postnorm", "zh-en-batchnorm", "hsk-only-zh-en")
+BUNDLED = ("zh-en", "zh-en-small", "zh-en-small-guided", "zh-en-small-postnorm", "zh-en-small-batchnorm", "hsk-only-zh-en")
 SOURCE, TARGET = "我喜欢吃苹果。", "I like eating apples."
 
 

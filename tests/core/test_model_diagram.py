@@ -63,7 +63,7 @@ def test_default_model_has_every_block_its_config_gives():
 
 
 def test_post_norm_draws_add_and_norm_after_each_sublayer():
-    cfg = bundled_config("zh-en-postnorm")
+    cfg = bundled_config("zh-en-small-postnorm")
     d = model_diagram(cfg)
     assert (cfg.norm_placement, cfg.final_norm) == ("post", False)
     assert kinds_of_layer(d, "encoder", 0) == ["attention", "add_norm", "ffn", "add_norm"]
@@ -72,7 +72,7 @@ def test_post_norm_draws_add_and_norm_after_each_sublayer():
 
 
 def test_batchnorm_model_names_its_norm():
-    cfg = bundled_config("zh-en-batchnorm")
+    cfg = bundled_config("zh-en-small-batchnorm")
     d = model_diagram(cfg)
     assert (d.norm, d.norm_name, d.norm_symbol) == ("batch", NORM_NAMES["batch"], "BN")
     first_layers, compact_rows, finals = 2 + 3, (cfg.n_encoder_layers - 1) + (cfg.n_decoder_layers - 1), 2  # a norm per sublayer; a chip per row
@@ -113,7 +113,7 @@ def test_the_current_step_lights_the_decoder_and_marks_ablated_layers():
     assert int((data.values["state"] == STATES.index("active")).sum()) == len(decoder)
 
 
-@pytest.mark.parametrize("name", ["zh-en", "zh-en-postnorm"])
+@pytest.mark.parametrize("name", ["zh-en", "zh-en-small-postnorm"])
 @pytest.mark.parametrize("size", [(1024, 640), (1366, 700), (520, 600), (300, 200)])
 def test_placed_blocks_never_overlap_and_fit_the_size_it_says(name, size):
     d = model_diagram(bundled_config(name))

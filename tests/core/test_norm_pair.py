@@ -92,7 +92,7 @@ def test_another_tokenizer_reads_the_sentence_as_text():
 
 
 def test_the_default_other_is_the_other_bundled_model():
-    assert default_other(tiny("layer").config).name == OTHER_BUNDLES["layer"] == "zh-en-batchnorm"
-    assert default_other(tiny("batch").config).name == OTHER_BUNDLES["batch"] == "zh-en"
+    assert default_other(tiny("layer").config).name == OTHER_BUNDLES["layer"] == "zh-en-small-batchnorm"
+    assert default_other(tiny("batch").config).name == OTHER_BUNDLES["batch"] == "zh-en-small"
     assert all(default_other(tiny(n).config).is_dir() for n in ("layer", "batch"))
-    assert default_other_name("rms") == "zh-en-batchnorm"  # any norm but BatchNorm gets the BatchNorm bundle beside it
+    assert default_other_name("rms") == "zh-en-small-batchnorm"  # any norm but BatchNorm gets the BatchNorm bundle beside it

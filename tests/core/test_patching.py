@@ -27,6 +27,15 @@ from tiny_models import NORM_VARIANTS, random_batch, random_model
 CAT, FISH = "猫吃鱼。", "鱼吃猫。"  # the cat eats the fish / the fish eats the cat: 4 tokens each
 
 
+@pytest.fixture(scope="module")
+def bundle():
+    """zh-en-small (d_model 128): the model these measured stories hold on (the README gives the default's)."""
+    from attnviz.core.bundle import load_bundle
+    from attnviz.paths import models_dir
+
+    return load_bundle(models_dir() / "zh-en-small")
+
+
 def run(model, src, tgt, interventions=()):
     with torch.inference_mode():
         return model.run_with_trace(src, tgt, batch_index=None, interventions=interventions)

@@ -80,6 +80,7 @@ def test_the_default_model_s_circuit_on_screen(qtbot, loaded, tmp_path):
     for _ in range(3):
         QtWidgets.QApplication.processEvents()
     c = view.result()
-    assert c.clean_token == "▁cat" and c.corrupt_token == "▁fish"
+    nouns = {t.strip("▁").lower().removesuffix("s") for t in (c.clean_token, c.corrupt_token)}
+    assert c.clean_token != c.corrupt_token and nouns == {"cat", "fish"}  # "cat(s)" against "fish", in either order
     image = view.grab().toImage()
     assert image.width() >= 1000 and len({image.pixel(x, y) for x in range(0, 1000, 25) for y in range(100, 600, 25)}) > 5

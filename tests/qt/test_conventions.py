@@ -325,14 +325,14 @@ def _svg_text(tmp_path, view: str, model: str, *extra: str) -> str:
 
 
 def test_the_residual_and_logit_lens_captions_follow_the_norm_placement(qapp, tmp_path):
-    post = _svg_text(tmp_path / "post", "residual", "zh-en-postnorm")
-    pre = _svg_text(tmp_path / "pre", "residual", "zh-en")
+    post = _svg_text(tmp_path / "post", "residual", "zh-en-small-postnorm")
+    pre = _svg_text(tmp_path / "pre", "residual", "zh-en-small")
     assert "x ← LN(x + Sublayer(x))" in post and "x ← x + Sublayer(LN(x))" in pre
-    lens_post = _svg_text(tmp_path / "lpost", "logit-lens", "zh-en-postnorm")
-    lens_pre = _svg_text(tmp_path / "lpre", "logit-lens", "zh-en")
+    lens_post = _svg_text(tmp_path / "lpost", "logit-lens", "zh-en-small-postnorm")
+    lens_pre = _svg_text(tmp_path / "lpre", "logit-lens", "zh-en-small")
     assert "softmax(Linear(h_l))" in lens_post and "Norm(h_l)" not in lens_post  # the post-norm bundle has no final norm
     assert "softmax(Linear(Norm(h_l)))" in lens_pre
-    norm = _svg_text(tmp_path / "norm", "norm", "zh-en-postnorm")
+    norm = _svg_text(tmp_path / "norm", "norm", "zh-en-small-postnorm")
     assert "Sublayer(x) = LayerNorm(x + SublayerModule(x))" in norm  # the tutorial's notation
 
 

@@ -52,7 +52,7 @@ def test_a_layer_norm_model_is_drawn_beside_the_batch_norm_bundle(make_view):
     view.select("encoder", 1)
     assert view.site().site == "encoder.layers.1.norm1"
     ln, bn = view.columns  # left the LayerNorm side (the open model), right the BatchNorm bundle
-    assert (ln.side.batch.norm, ln.side.opened, bn.side.batch.norm, bn.side.name) == ("layer", True, "batch", "zh-en-batchnorm")
+    assert (ln.side.batch.norm, ln.side.opened, bn.side.batch.norm, bn.side.name) == ("layer", True, "batch", "zh-en-small-batchnorm")
     assert view.findChild(QtWidgets.QPushButton, "normBatchMeasureButton").isEnabled()  # the bundle's training data is known
     assert view.findChild(QtWidgets.QWidget, "normBatchOtherProblem").full_text() == ""
     # the LN side: sentence 1's per-token std before LN, read off the trace here
@@ -92,7 +92,7 @@ def test_a_new_step_of_the_same_source_runs_only_the_decoder_on_the_session_sent
 
 
 def test_norm_batch_view_measures_the_accuracy_gap_of_the_batch_norm_bundle(make_view, qtbot, tmp_path):
-    b = load_bundle(models_dir() / "zh-en-batchnorm")
+    b = load_bundle(models_dir() / "zh-en-small-batchnorm")
     s, view = decoded_and_shown(make_view, b, SRC, ViewChoice())
     view.select("encoder", 0)
     site = view.site()
@@ -154,16 +154,16 @@ def tick_texts(axis) -> list[str]:
 
 
 def test_the_bundled_models_side_by_side_batch_norm_from_a_training_mode_pass(make_view, tmp_path):
-    """zh-en open, zh-en-batchnorm beside it: the BatchNorm side's statistics at decoder
+    """zh-en-small open, zh-en-small-batchnorm beside it: the BatchNorm side's statistics at decoder
     layer 2 equal a pass of a training-mode copy written here, and differ from what the
     evaluation pass's inputs give there; the LayerNorm side's equal its own model's pass."""
-    ln_bundle = load_bundle(models_dir() / "zh-en")
+    ln_bundle = load_bundle(models_dir() / "zh-en-small")
     s, view = decoded_and_shown(make_view, ln_bundle, FISH, ViewChoice(kind="decoder", layer=1))
     site = "decoder.layers.1.norm1"
     assert view.site().site == site
     bn_column, ln_column = view.column("batch"), view.column("layer")
     assert view.columns == [ln_column, bn_column] and bn_column.side.batch.batch_statistics
-    bn = load_bundle(models_dir() / "zh-en-batchnorm")
+    bn = load_bundle(models_dir() / "zh-en-small-batchnorm")
     rows = batch_rows(bn, s.current.src_ids, s.current.input_ids)  # both bundles read the sentences with the same ids
     src, tgt = padded([r[0] for r in rows], bn.config.pad_id), padded([r[1] for r in rows], bn.config.pad_id)
     x, valid = norm_input(training_copy(bn.model), site, src, tgt)

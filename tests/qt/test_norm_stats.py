@@ -150,7 +150,7 @@ def test_updates_in_place_and_exports(make_view, tmp_path):
     assert "encoder.layers.0.norm1.running_var" in fd.extras
 
 
-@pytest.mark.parametrize("name,norm", [("zh-en", "layer"), ("zh-en-batchnorm", "batch")])
+@pytest.mark.parametrize("name,norm", [("zh-en", "layer"), ("zh-en-small-batchnorm", "batch")])
 def test_both_bundled_models(make_view, name, norm):
     from attnviz.core.bundle import load_bundle
     from attnviz.core.decoding.teacher_forcing import teacher_forced_from_bundle

@@ -29,8 +29,8 @@ def test_the_form_is_chinese_and_asks_for_the_same_run(panel):
     assert form.start_button.text() == "开始" and form.size_combo.currentText().startswith("基础 · d_model 128")
     req = form.request()
     assert (req.data, req.size, req.norm, req.placement) == ("hsk-zh-en", "base", "layer", "pre")
-    assert req.describe() == "hsk-zh-en + CC-CEDICT + word swaps · base · LayerNorm (pre-norm) · 30 epochs"  # meta.json's record stays English: data, not UI text
-    assert req.summary() == "hsk-zh-en + CC-CEDICT + 换词造句 · 基础 · LayerNorm（前置归一化）· 30 轮"
+    assert req.describe() == "hsk-zh-en + CC-CEDICT + word and role swaps · base · LayerNorm (pre-norm) · 30 epochs"  # meta.json's record stays English: data, not UI text
+    assert req.summary() == "hsk-zh-en + CC-CEDICT + 换词与角色互换造句 · 基础 · LayerNorm（前置归一化）· 30 轮"
 
 
 def test_states_and_messages_are_chinese(panel, tmp_path):

@@ -1,8 +1,9 @@
 """LayerNorm and BatchNorm side by side: the open bundle and another one on the same sentence,
 each in the batch of :mod:`attnviz.core.analysis.norm_batch` (the norm-batch view's data).
 
-The other bundle is by default the other of the two bundled models (``zh-en``, LayerNorm, and
-``zh-en-batchnorm``, BatchNorm: the same data, recipe and tokenizers), or any bundle folder.
+The other bundle is by default the other of the two bundled models trained alike (``zh-en-small``,
+LayerNorm, and ``zh-en-small-batchnorm``, BatchNorm: the same data, recipe and tokenizers), or any
+bundle folder.
 A BatchNorm side's batch comes from a training-mode pass (every BatchNorm uses its batch's
 statistics; :class:`~attnviz.core.analysis.norm_batch.TrainingPassBuilder`). Where the two
 bundles' tokenizers differ, the other one reads the sentence's text through its own. No Qt.
@@ -22,7 +23,7 @@ from attnviz.core.decoding.result import model_device
 from attnviz.errors import AttnvizError
 from attnviz.paths import models_dir
 
-OTHER_BUNDLES = {"layer": "zh-en-batchnorm", "batch": "zh-en"}  # the bundled model beside one of each norm
+OTHER_BUNDLES = {"layer": "zh-en-small-batchnorm", "batch": "zh-en-small"}  # the bundled model beside one of each norm
 
 
 class NormPairError(AttnvizError):

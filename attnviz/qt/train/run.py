@@ -86,7 +86,7 @@ def state_text(state: str) -> str:
 
 
 #: What an HSK run's augment adds: in the run's description (meta.json, as is) and the form (translated).
-AUGMENT_LABEL = QT_TRANSLATE_NOOP("run", "CC-CEDICT + word swaps")
+AUGMENT_LABEL = QT_TRANSLATE_NOOP("run", "CC-CEDICT + word and role swaps")
 
 
 @dataclass
@@ -96,7 +96,7 @@ class TrainRequest:
     data: str = "reverse"  # a key of data_choices(): "hsk-zh-en", "tatoeba-zh-en", "hsk-zh-en,tatoeba-zh-en", "copy", "reverse", "sort" or "tsv"
     tsv_path: str = ""  # for data == "tsv"
     n_examples: int = 2000  # synthetic tasks: how many pairs
-    augment: bool = False  # HSK (alone or in the mix): add CC-CEDICT word pairs and word swaps (as the default model's --augment)
+    augment: bool = False  # HSK (alone or in the mix): add CC-CEDICT word pairs, word and role swaps (as the default model's --augment)
     size: str = "small"  # a key of MODEL_SIZES
     norm: str = "layer"  # "layer" | "batch"
     placement: str = "pre"  # "pre" | "post"
