@@ -88,7 +88,7 @@ def test_the_current_step_lights_the_decoder_and_the_encoder_ran_once(loaded, de
     encoder = [b.key for r in view.diagram.column("encoder").rows for b in r.blocks]
     assert view.lit_keys() == tuple(decoder)
     items = view.block_items()
-    assert {items[k].state for k in encoder} == {"once"} and view.frame.position == session.current_row()
+    assert {items[k].state for k in encoder} == {"once"} and view.given.position == session.current_row()
     assert view.column_state("decoder") == "active" and view.map.arrows[True].path().length() > 0
 
 

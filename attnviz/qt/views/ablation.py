@@ -45,10 +45,11 @@ class QtAblationView(FigureViewBase):
     """``set_data(AblationEffect | None)``; ``apply(choice)`` takes the kind, layer and head whose
     attention change is drawn."""
 
+    given: AblationEffect | None  # the data set_data was given (FigureViewBase)
+
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme=None):
         super().__init__(parent, theme=theme)
         self.canvas.setMinimumHeight(MIN_HEIGHT)
-        self._effect: AblationEffect | None = None
         self._head = ("cross", 0, 0)
         self.before_label = plain_label("", "ablationBefore")  # model output: plain text
         self.after_label = plain_label("", "ablationAfter")
@@ -70,33 +71,29 @@ class QtAblationView(FigureViewBase):
         self._on_theme_changed()
 
     # protocol ------------------------------------------------------------------------------------
-    def set_data(self, effect: AblationEffect | None) -> None:
-        self._effect = effect
+    def render(self, effect: AblationEffect | None) -> None:
         self._refresh()
 
     def apply(self, choice: ViewChoice) -> None:
         self._head = choice.head_from(self._head)
         self._refresh()
 
-    def has_data(self) -> bool:
-        return self._effect is not None
-
     def effect(self) -> AblationEffect | None:
-        return self._effect
+        return self.given
 
     def shown_head(self) -> tuple[str, int, int]:
         """The head whose ΔA is drawn (kind, layer, head; 0-based), within the model's heads: the
         selected one, or, when that one is ablated (its own weights are not what changes), the
         head whose attention moved most."""
-        if self._effect is None:
+        if self.given is None:
             return self._head
-        head = fit_head(self._head, self._effect.delta)
-        moved = moved_most(self._effect)
-        return moved[:3] if head in self._effect.heads.heads and moved is not None else head
+        head = fit_head(self._head, self.given.delta)
+        moved = moved_most(self.given)
+        return moved[:3] if head in self.given.heads.heads and moved is not None else head
 
     # drawing -------------------------------------------------------------------------------------
     def _refresh(self) -> None:
-        e = self._effect
+        e = self.given
         self.bars_plot.setVisible(e is not None)
         self.delta_map.setVisible(e is not None)
         if e is None:
@@ -156,12 +153,12 @@ class QtAblationView(FigureViewBase):
     # figure protocol -------------------------------------------------------------------------------
     def figure_title(self) -> str:
         """Names the head whose ΔA is drawn (the ablated heads are in the figure and its data)."""
-        if self._effect is None:
+        if self.given is None:
             return translate("ablation", "Ablation")
         return translate("ablation", "Ablation · ΔA of {head}").format(head=head_text(*self.shown_head()))
 
     def figure_data(self) -> FigureData:
-        e = self._effect
+        e = self.given
         if e is None:
             raise ValueError("the view shows no data yet")
         extras: dict[str, np.ndarray] = {"before": np.array(e.before), "after": np.array(e.after), "row": np.array(e.row + 1),

@@ -235,7 +235,7 @@ class QtAttentionGridView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBas
         self._set_title()
 
     # data -------------------------------------------------------------------------
-    def set_data(self, data: AttentionFrame | AttentionData | Mapping[str, AttentionData]) -> None:
+    def render(self, data: AttentionFrame | AttentionData | Mapping[str, AttentionData]) -> None:
         """Show new weights (updates the one tiled image in place)."""
         frame = AttentionFrame.of(data)
         self._take_frame(frame)

@@ -86,10 +86,11 @@ class QtAttentionVsAttributionView(FigureViewBase):
     """``set_data(Importance | None)``; ``apply(choice)``: nothing to take (the data is computed
     for the chosen row)."""
 
+    given: Importance | None  # the data set_data was given (FigureViewBase)
+
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme=None):
         super().__init__(parent, theme=theme)
         self.canvas.setMinimumHeight(MIN_HEIGHT)
-        self._result: Importance | None = None
         self.measures = HeatmapPlot(self.theme, colormap=DIVERGING_COLORMAP, value_format=format_change,
                                     colorbar_label=translate("attention_vs_attribution", "score / max |score|"))
         self.measures.set_axis_titles(translate("attention_vs_attribution", "source token"), translate("attention_vs_attribution", "measure"))
@@ -102,21 +103,17 @@ class QtAttentionVsAttributionView(FigureViewBase):
         self.canvas.ci.layout.setColumnStretchFactor(1, 2)
         self._refresh()
 
-    def set_data(self, result: Importance | None) -> None:
-        self._result = result
+    def render(self, result: Importance | None) -> None:
         self._refresh()
 
     def apply(self, choice: ViewChoice) -> None:
         """Nothing to take: the row chosen is in the data."""
 
-    def has_data(self) -> bool:
-        return self._result is not None
-
     def result(self) -> Importance | None:
-        return self._result
+        return self.given
 
     def _refresh(self) -> None:
-        r = self._result
+        r = self.given
         self.measures.setVisible(r is not None)
         self.rho.setVisible(r is not None)
         if r is None:
@@ -137,7 +134,7 @@ class QtAttentionVsAttributionView(FigureViewBase):
         self.rho.set_panel_title(translate("attention_vs_attribution", "Spearman ρ of |scores|"), color=self.theme.foreground)
 
     def _on_hovered(self, info: HoverInfo | None) -> None:
-        r = self._result
+        r = self.given
         if info is None or r is None:
             self.readout.setText(" ")
             return
@@ -153,13 +150,13 @@ class QtAttentionVsAttributionView(FigureViewBase):
         self._refresh()
 
     def figure_title(self) -> str:
-        r = self._result
+        r = self.given
         if r is None:
             return translate("attention_vs_attribution", "Attention vs attribution")
         return translate("attention_vs_attribution", "Attention vs attribution of output {position}").format(position=r.question.position + 1)
 
     def figure_data(self) -> FigureData:
-        r = self._result
+        r = self.given
         if r is None:
             raise ValueError("the view shows no data yet")
         values = {n.replace(" ", "_"): r.measures[n] for n in r.names}

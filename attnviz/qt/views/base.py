@@ -72,11 +72,13 @@ class FigureViewBase(QtWidgets.QWidget):
     the theme.
 
     Its objectName comes from its module (``headDetailView``, :mod:`attnviz.qt.views.naming`).
-    Subclasses fill the canvas once in ``__init__`` and implement ``figure_title`` and
-    ``figure_data``; ``transient_items`` lists items hidden while exporting.
+    Subclasses fill the canvas once in ``__init__`` and implement :meth:`render`, ``figure_title``
+    and ``figure_data``; ``transient_items`` lists items hidden while exporting.
 
-    The view protocol: :meth:`set_data` draws the one data object it is given (the view owns no model and
-    computes nothing that needs one), :meth:`apply` takes a choice's selectors, ``chose(changes)``
+    The view protocol: :meth:`set_data` keeps the one data object it is given in ``given`` and draws
+    it with the view's :meth:`render` (the view owns no model and computes nothing that needs one;
+    it overrides ``render``, never ``set_data``), :meth:`has_data` says whether that data has
+    something to draw (:meth:`_drawable`), :meth:`apply` takes a choice's selectors, ``chose(changes)``
     says what the user picked in it, :meth:`options`/:meth:`set_options` save and restore its
     own controls. Its spec (:class:`~attnviz.qt.views.spec.ViewSpec`) says where the data comes from.
 
@@ -100,6 +102,7 @@ class FigureViewBase(QtWidgets.QWidget):
         self.theme = get_theme(theme)
         self._colormap: str | None = None  # None: the theme's default
         self.provenance: Callable[[], dict[str, object]] | None = None  # what its data files say they are of
+        self.given: object = None  # the data set_data was given last (None: none yet)
         self.controls = QtWidgets.QHBoxLayout()
         self.controls.setContentsMargins(6, 4, 6, 0)
         self.controls.setSpacing(6)
@@ -268,8 +271,15 @@ class FigureViewBase(QtWidgets.QWidget):
                 i.setVisible(visible)
 
     def set_data(self, data: object) -> None:
-        """Draw ``data``: what the view's spec computes for a frame (one object; ``show`` is
-        QWidget's, hence the name)."""
+        """Keep ``data`` (``given``), what the view's spec computes for a frame (one object;
+        ``show`` is QWidget's, hence the name), and draw it (:meth:`render`). Views override
+        ``render``, not this."""
+        self.given = data
+        self.render(data)
+
+    def render(self, data: object) -> None:
+        """Draw ``data``, the view's own part of :meth:`set_data` (``given`` holds it already):
+        each view implements it."""
         raise NotImplementedError(f"{type(self).__name__} does not draw data yet")
 
     def settle(self) -> None:
@@ -285,7 +295,13 @@ class FigureViewBase(QtWidgets.QWidget):
         """Take the selectors of ``choice`` that the view has (``None`` fields: keep what it shows)."""
 
     def has_data(self) -> bool:
-        raise NotImplementedError
+        """Whether the view was given data with something to draw (:meth:`_drawable`)."""
+        return self.given is not None and self._drawable(self.given)
+
+    def _drawable(self, data: object) -> bool:
+        """Whether ``data`` (given, not ``None``) has something to draw; views whose data can be
+        there yet empty (no layers, no result) say so here. Default: any data."""
+        return True
 
     def why_empty(self) -> str | None:
         """Why the view has nothing to draw for the data it was given, in one line (``None``: the
@@ -421,15 +437,15 @@ class PredictedRowsMixin:
 
 
 class AttentionSetsMixin(PredictedRowsMixin):
-    """``has_data``, ``data`` and ``kind`` of a view of attention by kind. The state is the
-    mixin's own: ``_datasets`` (kind → data, in ``KINDS`` order) and ``_kind`` (the one shown),
-    which its hosts set in ``__init__`` and ``set_data``.
+    """``data`` and ``kind`` of a view of attention by kind. The state is the mixin's own:
+    ``_datasets`` (kind → data, in ``KINDS`` order) and ``_kind`` (the one shown), which its hosts
+    set in ``__init__`` and ``render``.
 
     The "Words" switch (a check box named :data:`GROUP_WORDS`, placed by the host from
     :meth:`_group_words_box`): on, the view shows its frame between words, as the core groups it
     (:func:`~attnviz.core.analysis.word_groups.group_frame`: keys summed, queries averaged over a
-    word's pieces), and ``_datasets`` holds that. The host's ``set_data`` hands its frame to
-    :meth:`_take_frame`; flipping the switch calls ``set_data`` again with the same frame. Query
+    word's pieces), and ``_datasets`` holds that. The host's ``render`` hands its frame to
+    :meth:`_take_frame`; flipping the switch calls ``render`` again with the same frame. Query
     rows hovered in or shown from other views are pieces' rows (:meth:`_piece_row`, :meth:`_word_row`).
 
     The "Content" switch (a check box named :data:`CONTENT_ONLY`, from :meth:`_content_only_box`):
@@ -450,9 +466,6 @@ class AttentionSetsMixin(PredictedRowsMixin):
     def _query_text(self, index: int) -> str:
         d = self.data()
         return query_text(d.kind, d.query_labels, index, self._predicted) if d is not None else ""
-
-    def has_data(self) -> bool:
-        return bool(self._datasets)
 
     def data(self) -> AttentionData | None:
         return self._datasets.get(self._kind) if self._kind else None
@@ -531,7 +544,7 @@ class AttentionSetsMixin(PredictedRowsMixin):
 
     def _on_switch(self, _on: bool) -> None:
         if self._frame is not None:
-            self.set_data(self._frame)
+            self.render(self._frame)
 
     def _switch_legend(self, shown: np.ndarray | None = None) -> tuple[tuple[str, str, str], ...]:
         """The legend lines of the switches that are on; with content keys only, a line for the

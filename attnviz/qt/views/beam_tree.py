@@ -81,10 +81,11 @@ class QtBeamTreeView(FigureViewBase):
     """``set_data(BeamTreeFrame | None)``; options: the selected node (``beamTreeNode``; a click
     sets it and emits ``optionsChanged``), and the layer and head of the attention shown."""
 
+    given: BeamTreeFrame | None  # the data set_data was given (FigureViewBase)
+
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme=None):
         super().__init__(parent, theme=theme, title_span=2)
         self.canvas.setMinimumHeight(MIN_HEIGHT)
-        self._frame: BeamTreeFrame | None = None
         self._node = ""
         self._layer: int | None = None  # None: the last layer
         self._head: int | None = None  # None: the mean over heads
@@ -134,18 +135,14 @@ class QtBeamTreeView(FigureViewBase):
         return plot
 
     # protocol ------------------------------------------------------------------------------------
-    def set_data(self, frame: BeamTreeFrame | None) -> None:
-        self._frame = frame
+    def render(self, frame: BeamTreeFrame | None) -> None:
         self._refresh()
 
     def apply(self, choice: ViewChoice) -> None:
         """Nothing to take: the view shows the whole search; its node is its own option."""
 
-    def has_data(self) -> bool:
-        return self._frame is not None
-
     def frame(self) -> BeamTreeFrame | None:
-        return self._frame
+        return self.given
 
     def options(self) -> dict[str, object]:
         return {**super().options(), NODE: self._node}
@@ -164,7 +161,7 @@ class QtBeamTreeView(FigureViewBase):
 
     def select_node(self, index: int) -> None:
         """Select node ``index`` of the tree shown, as a click does: its attention is computed again."""
-        frame = self._frame
+        frame = self.given
         if frame is None or not 0 <= index < len(frame.tree.nodes):
             return
         node = frame.tree.nodes[index]
@@ -176,7 +173,7 @@ class QtBeamTreeView(FigureViewBase):
 
     # drawing -------------------------------------------------------------------------------------
     def _refresh(self) -> None:
-        frame = self._frame
+        frame = self.given
         self.tree_plot.setVisible(frame is not None)
         self.heatmap.setVisible(frame is not None)
         if frame is None:
@@ -270,7 +267,7 @@ class QtBeamTreeView(FigureViewBase):
         return (int(layer) if layer is not None else 0), (None if head is None or head < 0 else int(head))
 
     def _draw_attention(self) -> None:
-        frame = self._frame
+        frame = self.given
         if frame is None:
             return
         a, node = frame.attention, frame.node
@@ -302,7 +299,7 @@ class QtBeamTreeView(FigureViewBase):
             self.select_node(int(points[0].data()))
 
     def _on_marker_hovered(self, _item, points, _event) -> None:
-        frame = self._frame
+        frame = self.given
         if frame is None or not len(points):
             self.readout.setText(" ")
             return
@@ -313,7 +310,7 @@ class QtBeamTreeView(FigureViewBase):
             step=node.step, prefix=prefix_text(node), log_p=score_text(node.log_prob), score=score_text(node.score)) + "".join(f" · {f}" for f in flags))
 
     def _on_cell_hovered(self, info: HoverInfo | None) -> None:
-        frame = self._frame
+        frame = self.given
         if info is None or frame is None:
             self.readout.setText(" ")
             return
@@ -335,9 +332,9 @@ class QtBeamTreeView(FigureViewBase):
         return translate("beam_tree", "Beam tree")
 
     def figure_data(self) -> FigureData:
-        if self._frame is None:
+        if self.given is None:
             raise ValueError("the view shows no data yet")
-        return figure_data(self._frame)
+        return figure_data(self.given)
 
     def transient_items(self):
         return [self.heatmap.hover_marker]
@@ -345,7 +342,7 @@ class QtBeamTreeView(FigureViewBase):
     # for tests and scripts ---------------------------------------------------------------------------
     def node_scene_pos(self, index: int) -> QtCore.QPointF:
         """Where node ``index`` is drawn, in scene coordinates (to click it)."""
-        x, y = self._frame.tree.positions()[index]
+        x, y = self.given.tree.positions()[index]
         return self.tree_plot.getViewBox().mapViewToScene(QtCore.QPointF(float(x), float(y)))
 
     def drawn_nodes(self) -> int:

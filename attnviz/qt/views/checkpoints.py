@@ -86,11 +86,11 @@ class QtCheckpointsView(FigureViewBase):
     ``chose({"kind", "layer", "head", "mode"})`` when the user clicks a head; ``optionsChanged``
     when model B's folder changes (computed again)."""
 
+    given: CheckpointComparison | ComparisonProblem | None  # the data set_data was given (FigureViewBase)
+
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme=None):
         super().__init__(parent, theme=theme, title_span=2)
         self.canvas.setMinimumHeight(MIN_HEIGHT)
-        self._result: CheckpointComparison | None = None
-        self._problem: ComparisonProblem | None = None
         self._head = ("cross", 0, 0)
         self._sides_shown = False  # the canvas holds A's and B's attention (no ΔA), not the summary and ΔA
         self._build_controls()
@@ -148,36 +148,34 @@ class QtCheckpointsView(FigureViewBase):
         self.layout().insertWidget(3, self.notice_label)
 
     # protocol ------------------------------------------------------------------------------------
-    def set_data(self, data: CheckpointComparison | ComparisonProblem | None) -> None:
-        self._result = data if isinstance(data, CheckpointComparison) else None
-        self._problem = data if isinstance(data, ComparisonProblem) else None
+    def render(self, data: CheckpointComparison | ComparisonProblem | None) -> None:
         self._refresh()
 
     def apply(self, choice: ViewChoice) -> None:
         self._head = choice.head_from(self._head)
         self._refresh()
 
-    def has_data(self) -> bool:
-        return self._result is not None
+    def _drawable(self, data: CheckpointComparison | ComparisonProblem) -> bool:
+        return isinstance(data, CheckpointComparison)
 
     def result(self) -> CheckpointComparison | None:
-        return self._result
+        return self.given if isinstance(self.given, CheckpointComparison) else None
 
     def problem(self) -> str:
         """The one line saying why model B's folder could not be compared ("" when none)."""
-        return self._problem.message if self._problem is not None else ""
+        return self.given.message if isinstance(self.given, ComparisonProblem) else ""
 
     def shown_head(self) -> tuple[str, int, int]:
         """The head whose ΔA is drawn (kind, layer, head; 0-based), within the models' heads; without
         ΔA, A's head drawn (:meth:`shown_heads`)."""
-        r = self._result
+        r = self.result()
         if r is None:
             return self._head
         return fit_head(self._head, r.moved) if r.delta_available else self.shown_heads()[0]
 
     def shown_heads(self) -> tuple[tuple[str, int, int], tuple[str, int, int]]:
         """(A's, B's) head drawn without ΔA: the chosen one of a kind both models have, within each model's layers and heads."""
-        r = self._result
+        r = self.result()
         if r is None:
             return self._head, self._head
         kind = fit_head(self._head, {k: r.attention_a.weights[k] for k in r.kinds})[0]
@@ -190,11 +188,11 @@ class QtCheckpointsView(FigureViewBase):
 
     # drawing -------------------------------------------------------------------------------------
     def _refresh(self) -> None:
-        r = self._result
+        r = self.result()
         self._show_sides(r is not None and not r.delta_available)
         for plot in self._plots():
             plot.setVisible(r is not None)
-        self.problem_label.setVisible(self._problem is not None)
+        self.problem_label.setVisible(isinstance(self.given, ComparisonProblem))
         self.problem_label.setText(self.problem())
         self._set_notice(r)
         if r is None:
@@ -316,7 +314,7 @@ class QtCheckpointsView(FigureViewBase):
         self.optionsChanged.emit()
 
     def _on_cell_clicked(self, row: int, col: int) -> None:
-        r = self._result
+        r = self.result()
         if r is None or not 0 <= row < len(r.rows()):
             return
         kind, layer = r.rows()[row]
@@ -325,7 +323,7 @@ class QtCheckpointsView(FigureViewBase):
         self.chose.emit({"kind": kind, "layer": layer, "head": col, "mode": "head"})
 
     def _on_summary_hovered(self, info: HoverInfo | None) -> None:
-        r = self._result
+        r = self.result()
         if info is None or r is None or not 0 <= info.row < len(r.rows()):
             self.readout.setText(" ")
             return
@@ -335,7 +333,7 @@ class QtCheckpointsView(FigureViewBase):
             head=head_text(kind, layer, info.col), value=info.value, n=n))
 
     def _on_delta_hovered(self, info: HoverInfo | None) -> None:
-        r = self._result
+        r = self.result()
         if info is None or r is None:
             self.readout.setText(" ")
             return
@@ -345,7 +343,7 @@ class QtCheckpointsView(FigureViewBase):
         self.readout.setText(f"{display_piece(info.row_label)} → {display_piece(info.col_label)}: A {a:.3f}, B {b:.3f}, ΔA = {b - a:+.4f}")
 
     def _on_side_hovered(self, tag: str, info: HoverInfo | None) -> None:
-        if info is None or self._result is None:
+        if info is None or self.result() is None:
             self.readout.setText(" ")
             return
         self.readout.setText(f"{tag} · {display_piece(info.row_label)} → {display_piece(info.col_label)}: {info.value:.3f}")
@@ -353,7 +351,7 @@ class QtCheckpointsView(FigureViewBase):
     # figure protocol -------------------------------------------------------------------------------
     def figure_title(self) -> str:
         """Names the head whose ΔA is drawn."""
-        r = self._result
+        r = self.result()
         if r is None:
             return translate("checkpoints", "Compare checkpoints")
         if not r.delta_available:
@@ -363,9 +361,9 @@ class QtCheckpointsView(FigureViewBase):
         return translate("checkpoints", "Compare checkpoints · ΔA of {head}").format(head=head_text(*self.shown_head()))
 
     def figure_data(self) -> FigureData:
-        if self._result is None:
+        if self.result() is None:
             raise ValueError("the view shows no data yet")
-        return figure_data(self._result)
+        return figure_data(self.result())
 
     def transient_items(self):
         return [plot.hover_marker for plot in (self.summary_map, self.delta_map, self.attention_a_map, self.attention_b_map)]

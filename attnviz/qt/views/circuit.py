@@ -82,10 +82,11 @@ class QtCircuitView(FigureViewBase):
     the default it shows), the edges drawn (``circuitTopSpin``) and the EAP-IG steps
     (``circuitIgSpin``, 0: plain EAP); ``chose({"kind", "layer", "head", "mode"})`` on a head's click."""
 
+    given: CircuitFrame | None  # the data set_data was given (FigureViewBase)
+
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme=None):
         super().__init__(parent, theme=theme, title_span=2)
         self.canvas.setMinimumHeight(MIN_HEIGHT)
-        self._frame: CircuitFrame | None = None
         self._why_not: str | None = None
         self._positions = np.zeros((0, 2))
         self._build_controls()
@@ -153,9 +154,8 @@ class QtCircuitView(FigureViewBase):
         return plot
 
     # protocol ------------------------------------------------------------------------------------
-    def set_data(self, frame: CircuitFrame | None) -> None:
+    def render(self, frame: CircuitFrame | None) -> None:
         """Draw ``frame``'s circuit; the other sentence's field shows the default it stands for when empty."""
-        self._frame = frame if frame is not None and frame.circuit is not None else None
         self._why_not = None
         if frame is not None:
             self.other_edit.setPlaceholderText(swap_ends(frame.source))
@@ -169,11 +169,11 @@ class QtCircuitView(FigureViewBase):
     def why_empty(self) -> str | None:
         return self._why_not
 
-    def has_data(self) -> bool:
-        return self._frame is not None
+    def _drawable(self, frame: CircuitFrame) -> bool:
+        return frame.circuit is not None
 
     def result(self) -> Circuit | None:
-        return None if self._frame is None else self._frame.circuit
+        return None if self.given is None else self.given.circuit
 
     def top(self) -> int:
         return self.top_spin.value()

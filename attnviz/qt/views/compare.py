@@ -59,13 +59,10 @@ class QtCompareView(LayerHeadViewMixin, FigureViewBase):
     ``select(layer=, head=)`` (0-based encoder layer and head). ``comparison()`` is what is shown.
     """
 
+    given: CompareFrame | None  # the data set_data was given (FigureViewBase)
+
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme: Theme | str | None = None):
         super().__init__(parent, theme=theme, title_span=3)
-        self._source = ""
-        self._result: SourceComparison | None = None
-        self._contrast: SourceComparison | None = None  # the same pair with PE switched the other way
-        self._error: str | None = None
-        self._translations: dict[tuple[str, bool], str] = {}  # (A or B, with PE) -> greedy translation
         self.other_edit = QtWidgets.QLineEdit(objectName="compareOtherEdit")
         self.other_edit.setToolTip(translate("compare", "Source B; empty: A with its first and last word swapped. Press Enter to compare."))
         self.other_edit.setMinimumWidth(160)
@@ -103,10 +100,8 @@ class QtCompareView(LayerHeadViewMixin, FigureViewBase):
         self._set_title()
 
     # data -------------------------------------------------------------------------------
-    def set_data(self, frame: CompareFrame) -> None:
+    def render(self, frame: CompareFrame) -> None:
         """Source A and its comparisons with B (computed from this view's options: B's text, PE off)."""
-        self._source, self._result, self._contrast, self._error = frame.source, frame.result, frame.contrast, frame.error
-        self._translations = frame.translations or {}
         self.other_edit.setPlaceholderText(swap_ends(frame.source))
         self._fit_choice()
         self._refresh()
@@ -121,20 +116,20 @@ class QtCompareView(LayerHeadViewMixin, FigureViewBase):
         self.pe_off.setChecked(not on)
 
     def other_text(self) -> str:
-        return self.other_edit.text().strip() or swap_ends(self._source)
+        return self.other_edit.text().strip() or swap_ends(self.given.source if self.given is not None else "")
 
     def comparison(self) -> SourceComparison | None:
-        return self._result
+        return None if self.given is None else self.given.result
 
-    def has_data(self) -> bool:
-        return self._result is not None
+    def _drawable(self, frame: CompareFrame) -> bool:
+        return frame.result is not None
 
     def _show_choice(self) -> None:
         self._refresh()
 
     def matrices(self) -> dict[str, np.ndarray]:
         """The six matrices shown, by panel name."""
-        r = self._result
+        r = self.comparison()
         if r is None:
             return {}
         out = {"out_a": r.a.output, "out_b": r.b.output, "out_diff": r.difference}
@@ -145,7 +140,8 @@ class QtCompareView(LayerHeadViewMixin, FigureViewBase):
 
     # internals ----------------------------------------------------------------------------
     def _fit_choice(self) -> None:
-        shape = self._result.a.weights.shape if self._result is not None else (0, 0)
+        r = self.comparison()
+        shape = r.a.weights.shape if r is not None else (0, 0)
         self.layer_head.fit(shape[0], shape[1])
 
     def _on_controls_changed(self) -> None:
@@ -156,7 +152,7 @@ class QtCompareView(LayerHeadViewMixin, FigureViewBase):
 
     def labels(self) -> dict[str, tuple[str, ...]]:
         """Row labels of A and B (pieces), and A's pieces with their matched position in B."""
-        r = self._result
+        r = self.comparison()
         if r is None:
             return {}
         a = display_pieces(r.a.pieces)
@@ -166,7 +162,7 @@ class QtCompareView(LayerHeadViewMixin, FigureViewBase):
 
     def _refresh(self) -> None:
         self._set_title()
-        r = self._result
+        r = self.comparison()
         if r is None:
             return
         m, lab = self.matrices(), self.labels()
@@ -188,12 +184,12 @@ class QtCompareView(LayerHeadViewMixin, FigureViewBase):
     def summary(self) -> str:
         """The numbers that make the point, without PE and with it: the largest deviation of
         C_A from C_B over matched tokens, and (with PE) each token's cosine."""
-        r = self._result
+        r = self.comparison()
         if r is None:
             return ""
         if not np.isfinite(r.max_deviation):
             return translate("compare", "A and B share no token: nothing to match")
-        by_pe = {c.positional: c for c in (r, self._contrast) if c is not None}
+        by_pe = {c.positional: c for c in (r, self.given.contrast) if c is not None}
         parts = []
         if False in by_pe:
             dev = by_pe[False].max_deviation
@@ -207,9 +203,10 @@ class QtCompareView(LayerHeadViewMixin, FigureViewBase):
         return translate("compare", ";  ").join(parts)  # the summary's parts: "; " in English
 
     def _set_title(self) -> None:
-        r = self._result
+        r = self.comparison()
         if r is None:
-            why = translate("compare", "cannot compare ({error})").format(error=self._error) if self._error else translate("compare", "no source to compare yet")
+            error = None if self.given is None else self.given.error
+            why = translate("compare", "cannot compare ({error})").format(error=error) if error else translate("compare", "no source to compare yet")
             self.title.set_title(translate("compare", "Word order: {why}").format(why=why))
             return
         pe = translate("compare", "PE off: x = embedding·√d_model") if not r.positional else translate("compare", "with PE: x = embedding·√d_model + PE")
@@ -222,7 +219,7 @@ class QtCompareView(LayerHeadViewMixin, FigureViewBase):
 
     def translation_legend(self) -> tuple:
         """Both sentences' translations with PE and without it, one legend entry each way."""
-        t = self._translations
+        t = self.translations()
         if not t:
             return ()
         same = t[("A", False)] == t[("B", False)]
@@ -231,31 +228,33 @@ class QtCompareView(LayerHeadViewMixin, FigureViewBase):
                 (translate("compare", "without PE"), self.theme.foreground, f"A → {t[('A', False)]}   B → {t[('B', False)]}" + note))
 
     def translations(self) -> dict[tuple[str, bool], str]:
-        return dict(self._translations)
+        """(A or B, with PE) -> greedy translation, of the comparison drawn."""
+        return dict(self.given.translations or {}) if self.given is not None else {}
 
     def translation_fields(self) -> dict[str, str]:
         """The translations the legend shows, as a data file carries them: ``translation_a_with_pe``,
         ``translation_a_without_pe``, then B's (none before the comparison's first run)."""
-        t = self._translations
+        t = self.translations()
         return {f"translation_{which.lower()}_{'with' if pe else 'without'}_pe": t[(which, pe)]
                 for which in ("A", "B") for pe in (True, False) if (which, pe) in t}
 
     def verdicts(self) -> dict[str, bool | None]:
         """A's and B's translation with PE: right (``True``) or wrong against the translations the
         examples accept for that sentence, ``None`` where they know none."""
-        r, t = self._result, self._translations
+        r, t = self.comparison(), self.translations()
         if r is None or not t:
             return {}
         return {"A": is_accepted(r.a.text, t[("A", True)]), "B": is_accepted(r.b.text, t[("B", True)])}
 
     def _judged(self, which: str) -> str:
         """A translation with PE, marked ✓ or ✗ (with the expected one) where the examples know the sentence."""
-        out, verdict = self._translations[(which, True)], self.verdicts()[which]
+        out, verdict = self.translations()[(which, True)], self.verdicts()[which]
         if verdict is None:
             return out
         if verdict:
             return f"{out} ✓"
-        text = self._result.a.text if which == "A" else self._result.b.text
+        r = self.comparison()
+        text = r.a.text if which == "A" else r.b.text
         return out + translate("compare", " ✗ (right: {reference})").format(reference=accepted_translations(text)[0])
 
     def _on_plot_hovered(self, info: HoverInfo | None) -> None:
@@ -280,7 +279,7 @@ class QtCompareView(LayerHeadViewMixin, FigureViewBase):
 
     # figure protocol ------------------------------------------------------------------------
     def figure_title(self) -> str:
-        r = self._result
+        r = self.comparison()
         if r is None:
             return translate("compare", "Word order")
         pe = translate("compare", "without PE") if not r.positional else translate("compare", "with PE")
@@ -288,7 +287,7 @@ class QtCompareView(LayerHeadViewMixin, FigureViewBase):
             a=r.a.text, b=r.b.text, pe=pe, layer=self.layer_head.layer + 1, head=self.layer_head.head + 1)
 
     def figure_data(self) -> FigureData:
-        r = self._result
+        r = self.comparison()
         if r is None:
             raise ValueError("the view shows no data yet")
         ok = r.match >= 0

@@ -54,10 +54,11 @@ class ContributionsFrame:
 class QtContributionsView(FigureViewBase):
     """``set_data(ContributionsFrame | None)``; the per-layer reading is the view's own option (drawn, not computed)."""
 
+    given: ContributionsFrame | None  # the data set_data was given (FigureViewBase)
+
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme=None):
         super().__init__(parent, theme=theme)
         self.canvas.setMinimumHeight(MIN_HEIGHT)
-        self._frame: ContributionsFrame | None = None
         self.reading = self._add_control(translate("contributions", "Each layer:"), QtWidgets.QComboBox(objectName=LAYERS))
         for text in READINGS:
             self.reading.addItem(translate("contributions", text))
@@ -82,21 +83,20 @@ class QtContributionsView(FigureViewBase):
         self._refresh()
 
     # protocol ------------------------------------------------------------------------------------
-    def set_data(self, frame: ContributionsFrame | None) -> None:
-        self._frame = frame
+    def render(self, frame: ContributionsFrame | None) -> None:
         self._refresh()
 
     def apply(self, choice: ViewChoice) -> None:
         """Nothing to take: the view shows every token and layer."""
 
-    def has_data(self) -> bool:
-        return self.result() is not None
+    def _drawable(self, frame: ContributionsFrame) -> bool:
+        return frame.result is not None
 
     def result(self) -> Contributions | None:
-        return None if self._frame is None else self._frame.result
+        return None if self.given is None else self.given.result
 
     def reason(self) -> str | None:
-        return None if self._frame is None else self._frame.reason
+        return None if self.given is None else self.given.reason
 
     def layer_values(self) -> np.ndarray | None:
         """``[layer, token]``: what each layer's line shows (the option's reading)."""

@@ -86,11 +86,12 @@ class QtFfnView(FigureViewBase):
     the unit (0-based; unit −1: the token's most active). ``chose({kind, layer})`` and
     ``chose({query})`` when the user picks them in the view."""
 
+    given: FfnData | None  # the data set_data was given (FigureViewBase)
+
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme=None):
         super().__init__(parent, theme=theme, title_span=2)
         self.canvas.setMinimumHeight(MIN_HEIGHT)  # below it the figure scrolls (a short dock)
         self._scroll_canvas()
-        self._data: FfnData | None = None
         self._stack, self._layer, self._query = "encoder", 0, None
         self.layer_combo = self._add_control(translate("ffn", "Layer"), make_combo("ffnLayerCombo", translate("ffn", "Which layer's FFN")))
         self.unit_spin = self._add_control(translate("ffn", "Unit"), QtWidgets.QSpinBox(objectName="ffnUnitSpin"))
@@ -145,8 +146,7 @@ class QtFfnView(FigureViewBase):
             ci.layout.setRowStretchFactor(row, stretch)
 
     # data and selection ----------------------------------------------------------------------
-    def set_data(self, data: FfnData) -> None:
-        self._data = data
+    def render(self, data: FfnData) -> None:
         if data.get(self._stack, self._layer) is None and data.layers:
             self._stack, self._layer = data.layers[0].stack, data.layers[0].layer
         self._update_controls()
@@ -161,7 +161,7 @@ class QtFfnView(FigureViewBase):
         unit ``unit`` (−1: the token's most active); ``None`` keeps."""
         stack = stack_of(kind) if kind is not None else self._stack
         layer = self._layer if layer is None else layer
-        if self._data is not None and self._data.get(stack, layer) is not None:
+        if self.given is not None and self.given.get(stack, layer) is not None:
             self._stack, self._layer = stack, layer
         if query is not None:
             self._query = query
@@ -170,14 +170,14 @@ class QtFfnView(FigureViewBase):
             self.unit_spin.setValue(int(unit))  # redraws through _on_unit_changed when it changes
         self._refresh()
 
-    def has_data(self) -> bool:
-        return self._data is not None and bool(self._data.layers)
+    def _drawable(self, data: FfnData) -> bool:
+        return bool(data.layers)
 
     def current(self) -> FfnLayer | None:
-        return None if self._data is None else self._data.get(self._stack, self._layer)
+        return None if self.given is None else self.given.get(self._stack, self._layer)
 
     def removal(self) -> FfnRemoval | None:
-        return None if self._data is None else self._data.removal
+        return None if self.given is None else self.given.removal
 
     def query(self) -> int:
         """The selected token (the last one unless chosen)."""
@@ -195,11 +195,11 @@ class QtFfnView(FigureViewBase):
 
     def off_share(self) -> float:
         f = self.current()
-        return off_share(f.activated, self._data.activation) if f is not None else float("nan")
+        return off_share(f.activated, self.given.activation) if f is not None else float("nan")
 
     # drawing ------------------------------------------------------------------------------------
     def _update_controls(self) -> None:
-        items = [] if self._data is None else [(stack_layer_text(f.stack, f.layer, capital=True), f"{f.stack}:{f.layer}") for f in self._data.layers]
+        items = [] if self.given is None else [(stack_layer_text(f.stack, f.layer, capital=True), f"{f.stack}:{f.layer}") for f in self.given.layers]
         set_combo_items(self.layer_combo, items, f"{self._stack}:{self._layer}")
         self.layer_combo.setEnabled(bool(items))
         f = self.current()
@@ -216,7 +216,7 @@ class QtFfnView(FigureViewBase):
             self.title.set_legend(())
             return
         self._set_title(f)
-        form = self._data.form
+        form = self.given.form
         self._draw_map(self.heatmap, f.hidden, f.pieces, nonnegative=form.activation == "relu" and not form.gated)
         if f.gate is not None:
             self._draw_map(self.gate_heatmap, f.gate, f.pieces, nonnegative=form.activation == "relu")
@@ -245,11 +245,11 @@ class QtFfnView(FigureViewBase):
             self.heatmap.set_panel_title("")
 
     def _hidden_name(self) -> str:
-        return self._data.form.hidden_text
+        return self.given.form.hidden_text
 
     def _set_title(self, f: FfnLayer) -> None:
         name = self._hidden_name()
-        form = self._data.form
+        form = self.given.form
         alone = ""
         if f.alone is not None:
             alone = translate("ffn", " · the same weights at every position: FFN(x_i) alone = output row i (max |Δ| = {error:.1e})").format(
@@ -288,13 +288,13 @@ class QtFfnView(FigureViewBase):
     def _draw_off(self) -> None:
         names, most = [], 1
         for i, (stack, line) in enumerate(self.off_lines.items()):
-            shares = self._data.off_shares(stack)
+            shares = self.given.off_shares(stack)
             line.setData(np.arange(1, len(shares) + 1, dtype=float), shares)
             if len(shares):
                 names.append((i, kind_name(stack)))
                 most = max(most, len(shares))
         self.off_plot.getAxis("bottom").setTicks([[(i, str(i)) for i in range(1, most + 1)]])
-        what = translate("ffn", "share of zeros") if self._data.activation == "relu" else translate("ffn", "share of units ≤ 0")
+        what = translate("ffn", "share of zeros") if self.given.activation == "relu" else translate("ffn", "share of units ≤ 0")
         legend_title(self.off_plot, what, names, self.theme)
         self.off_plot.setYRange(0.0, 1.0, padding=0.05)
         self.off_plot.setXRange(0.7, most + 0.3, padding=0)
@@ -309,7 +309,7 @@ class QtFfnView(FigureViewBase):
         set_ticks(self.unit_plot, [display_piece(p) for p in f.pieces])
         self.unit_plot.setXRange(-0.6, max(len(x), 1) - 0.4, padding=0)
         self.unit_plot.enableAutoRange(axis="y")
-        weights = "w₁, b₁" if self._data.form.bias else "w₁"
+        weights = "w₁, b₁" if self.given.form.bias else "w₁"
         dashed = f" · <span style='color:{self.theme.head_color(1).name()}'>■</span> x·{weights.replace(', ', ' + ')}" if f.pre is not None else ""
         self.unit_plot.setTitle(translate("ffn", "unit {unit} at every position: {hidden}, one {weights}{dashed}").format(
             unit=u, hidden=self._hidden_name().replace('xW', 'x·w'), weights=weights, dashed=dashed), size="8.5pt", color=self.theme.foreground)
@@ -401,8 +401,8 @@ class QtFfnView(FigureViewBase):
         if f is None:
             raise ValueError("the view shows no data yet")
         units, values = top_units(f.hidden[self.query()], TOP_UNITS)
-        extras = {f"off_share_{s}": self._data.off_shares(s) for s in self._data.stacks()}
-        extras.update(top_units=units, top_activations=values, off_share_per_token=f.off_per_token(self._data.activation))
+        extras = {f"off_share_{s}": self.given.off_shares(s) for s in self.given.stacks()}
+        extras.update(top_units=units, top_activations=values, off_share_per_token=f.off_per_token(self.given.activation))
         extras.update(unit=np.array(self.unit()), unit_activation=f.hidden[:, self.unit()])
         if f.gate is not None:
             extras.update(gate=f.gate, unit_gate=f.gate[:, self.unit()])

@@ -115,7 +115,7 @@ class QtHeadDetailView(AttentionSetsMixin, ExportAllHeadsMixin, FigureViewBase):
         return box
 
     # data -----------------------------------------------------------------------
-    def set_data(self, data: AttentionFrame | AttentionData | Mapping[str, AttentionData]) -> None:
+    def render(self, data: AttentionFrame | AttentionData | Mapping[str, AttentionData]) -> None:
         """Show new weights; keeps the current kind, mode, layer and head where they still exist."""
         self._take_frame(AttentionFrame.of(data))
         if self._kind not in self._datasets:

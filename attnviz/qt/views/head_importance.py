@@ -55,10 +55,11 @@ class QtHeadImportanceView(FigureViewBase):
     """``set_data(HeadImportance | None)``; ``chose({"kind", "layer", "head", "mode"})`` when the
     user clicks a head; ``optionsChanged`` when the ablation changes (computed again)."""
 
+    given: HeadImportance | None  # the data set_data was given (FigureViewBase)
+
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme=None):
         super().__init__(parent, theme=theme)
         self.canvas.setMinimumHeight(MIN_HEIGHT)
-        self._report: HeadImportance | None = None
         self._rows: list[tuple[str, int]] = []  # (kind, layer) of each heatmap row
         self.ablation = self._add_control(translate("head_importance", "Ablation:"), QtWidgets.QComboBox(objectName="ablationKind"))
         for kind in ABLATION_KINDS:
@@ -92,25 +93,21 @@ class QtHeadImportanceView(FigureViewBase):
         return table
 
     # protocol ------------------------------------------------------------------------------------
-    def set_data(self, report: HeadImportance | None) -> None:
-        self._report = report
+    def render(self, report: HeadImportance | None) -> None:
         self._refresh()
 
     def apply(self, choice: ViewChoice) -> None:
         """Nothing to take: the view shows every head; the selected one is outlined in the grid."""
 
-    def has_data(self) -> bool:
-        return self._report is not None
-
     def report(self) -> HeadImportance | None:
-        return self._report
+        return self.given
 
     def kind(self) -> str:
         return self.ablation.currentData() or "zero"
 
     # drawing -------------------------------------------------------------------------------------
     def _refresh(self) -> None:
-        report = self._report
+        report = self.given
         self.heatmap.setVisible(report is not None)
         if report is None:
             self.title.set_title(translate("head_importance", "Head importance"),
@@ -166,7 +163,7 @@ class QtHeadImportanceView(FigureViewBase):
             self._choose(kind, layer - 1, head - 1)
 
     def _on_hovered(self, info: HoverInfo | None) -> None:
-        report = self._report
+        report = self.given
         if info is None or report is None or not 0 <= info.row < len(self._rows):
             self.readout.setText(" ")
             return
@@ -180,7 +177,7 @@ class QtHeadImportanceView(FigureViewBase):
         return translate("head_importance", "Head importance")
 
     def figure_data(self) -> FigureData:
-        report = self._report
+        report = self.given
         if report is None:
             raise ValueError("the view shows no data yet")
         return figure_data(report)

@@ -81,10 +81,11 @@ class QtHeadRolesView(FigureViewBase):
     clicks a head; ``optionsChanged`` when the number of pairs or *Stop* changes, and after a chunk
     while the run is not complete (the next chunk is computed)."""
 
+    given: CorpusRun | None  # the data set_data was given (FigureViewBase)
+
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme=None):
         super().__init__(parent, theme=theme)
         self.canvas.setMinimumHeight(MIN_HEIGHT)
-        self._run: CorpusRun | None = None
         self._rows: list[tuple[str, int]] = []  # (kind, layer) of each heatmap row
         self._build_controls()
         self.heatmap = HeatmapPlot(self.theme, value_format=format_measure, colorbar_label=translate("head_roles", MEASURE_TEXT[MEASURES[0]]))
@@ -117,8 +118,7 @@ class QtHeadRolesView(FigureViewBase):
         self.controls.addStretch(1)
 
     # protocol ------------------------------------------------------------------------------------
-    def set_data(self, run: CorpusRun | None) -> None:
-        self._run = run
+    def render(self, run: CorpusRun | None) -> None:
         self._refresh()
         if run is not None and not run.complete and not self.stop.isChecked():
             self._next.start()  # the next chunk, once this one is drawn
@@ -126,11 +126,8 @@ class QtHeadRolesView(FigureViewBase):
     def apply(self, choice: ViewChoice) -> None:
         """Nothing to take: the view shows every head."""
 
-    def has_data(self) -> bool:
-        return self._run is not None
-
     def run(self) -> CorpusRun | None:
-        return self._run
+        return self.given
 
     def measure_name(self) -> str:
         return self.measure.currentData() or MEASURES[0]
@@ -140,7 +137,7 @@ class QtHeadRolesView(FigureViewBase):
 
     # drawing -------------------------------------------------------------------------------------
     def _refresh(self) -> None:
-        run = self._run
+        run = self.given
         self.heatmap.setVisible(run is not None and run.done > 0)
         self._update_progress()
         if run is None or run.done == 0:
@@ -168,7 +165,7 @@ class QtHeadRolesView(FigureViewBase):
                                       translate("head_roles", "click a head to select it")) if t)
 
     def _update_progress(self) -> None:
-        run = self._run
+        run = self.given
         total = run.total if run is not None else self.sentences.value()
         self.progress.setMaximum(max(total, 1))
         self.progress.setValue(run.done if run is not None else 0)
@@ -197,7 +194,7 @@ class QtHeadRolesView(FigureViewBase):
             self.chose.emit({"kind": kind, "layer": layer, "head": col, "mode": "head"})
 
     def _on_hovered(self, info: HoverInfo | None) -> None:
-        run = self._run
+        run = self.given
         if info is None or run is None or not 0 <= info.row < len(self._rows):
             self.readout.setText(" ")
             return
@@ -215,7 +212,7 @@ class QtHeadRolesView(FigureViewBase):
 
     def figure_data(self) -> FigureData:
         """Every measure as ``[kind, layer, head]`` (NaN where a kind has fewer layers or the measure does not apply)."""
-        run = self._run
+        run = self.given
         if run is None or run.done == 0:
             raise ValueError("the view shows no data yet")
         roles = run.roles

@@ -115,7 +115,7 @@ class QtLinesView(AttentionSetsMixin, FigureViewBase):
         self._set_title()
 
     # data ----------------------------------------------------------------------------
-    def set_data(self, data: AttentionFrame | AttentionData | Mapping[str, AttentionData]) -> None:
+    def render(self, data: AttentionFrame | AttentionData | Mapping[str, AttentionData]) -> None:
         self._take_frame(AttentionFrame.of(data))
         self._data_version += 1
         if self._kind not in self._datasets:

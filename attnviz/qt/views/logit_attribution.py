@@ -72,10 +72,11 @@ class QtLogitAttributionView(FigureViewBase):
     """``set_data(LogitAttributionFrame | None)``; ``chose({"kind", "layer", "head", "mode"})`` when
     the user clicks a head; ``optionsChanged`` when the contrast token changes (computed again)."""
 
+    given: LogitAttributionFrame | None  # the data set_data was given (FigureViewBase)
+
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme=None):
         super().__init__(parent, theme=theme)
         self.canvas.setMinimumHeight(MIN_HEIGHT)
-        self._frame: LogitAttributionFrame | None = None
         self._rows: list[tuple[str, int]] = []  # (kind, layer) of each heatmap row
         self._others: list[tuple[Term, float]] = []
         self.contrast = self._add_control(translate("logit_attribution", "Contrast:"), QtWidgets.QLineEdit(objectName=CONTRAST))
@@ -105,22 +106,21 @@ class QtLogitAttributionView(FigureViewBase):
         self._refresh()
 
     # protocol ------------------------------------------------------------------------------------
-    def set_data(self, frame: LogitAttributionFrame | None) -> None:
-        self._frame = frame
+    def render(self, frame: LogitAttributionFrame | None) -> None:
         self._refresh()
 
     def apply(self, choice: ViewChoice) -> None:
         """Nothing to take: the row chosen is in the data."""
 
-    def has_data(self) -> bool:
-        return self.result() is not None
+    def _drawable(self, frame: LogitAttributionFrame) -> bool:
+        return frame.result is not None
 
     def result(self) -> LogitAttribution | None:
-        return None if self._frame is None else self._frame.result
+        return None if self.given is None else self.given.result
 
     def reason(self) -> str | None:
         """Why there is nothing to draw (a model without a decoder, a contrast token not in the vocabulary), or None."""
-        return None if self._frame is None else self._frame.reason
+        return None if self.given is None else self.given.reason
 
     def contrast_token(self) -> str | None:
         text = self.contrast.text().strip()

@@ -40,11 +40,12 @@ class QtLogitLensView(FigureViewBase):
     """``set_data(LogitLens | None)``; ``select(query)`` picks the position (0-based);
     ``chose({"query": row})`` when the user clicks one."""
 
+    given: LogitLens | None  # the data set_data was given (FigureViewBase)
+
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme=None):
         super().__init__(parent, theme=theme)
         self.canvas.setMinimumHeight(MIN_HEIGHT)  # below it the figure scrolls (a short dock)
         self._scroll_canvas()
-        self._lens: LogitLens | None = None
         self._read = "Norm(h_l)"  # what the output layer reads (h_l itself without a final norm)
         self._query: int | None = None
         ci = self.canvas.ci
@@ -64,10 +65,9 @@ class QtLogitLensView(FigureViewBase):
         self._apply_theme()
         self._refresh()
 
-    def set_data(self, lens: LogitLens | None) -> None:
+    def render(self, lens: LogitLens | None) -> None:
         """The lens to draw; its ``final_norm`` says what the output layer reads (post-norm
         bundles have no norm after the decoder)."""
-        self._lens = lens
         self._read = "Norm(h_l)" if lens is None or lens.final_norm else "h_l"
         self._refresh()
 
@@ -81,19 +81,16 @@ class QtLogitLensView(FigureViewBase):
             self._query = query
         self._refresh()
 
-    def has_data(self) -> bool:
-        return self._lens is not None
-
     def lens(self) -> LogitLens | None:
-        return self._lens
+        return self.given
 
     def query(self) -> int:
-        n = len(self._lens.pieces) if self._lens is not None else 1
+        n = len(self.given.pieces) if self.given is not None else 1
         return n - 1 if self._query is None or not 0 <= self._query < n else self._query
 
     # drawing -------------------------------------------------------------------------------------
     def _refresh(self) -> None:
-        lens = self._lens
+        lens = self.given
         for item in (self.heatmap, self.prob_plot):
             item.setVisible(lens is not None)
         if lens is None:
@@ -155,14 +152,14 @@ class QtLogitLensView(FigureViewBase):
 
     def _on_colormap_changed(self) -> None:
         self.heatmap.set_colormap(self.colormap())
-        self._place_texts(self._lens)
+        self._place_texts(self.given)
 
     def _on_cell_clicked(self, row: int, col: int) -> None:
         self.select(col)
         self.chose.emit({"query": col})
 
     def _on_hovered(self, info: HoverInfo | None) -> None:
-        lens = self._lens
+        lens = self.given
         if info is None or lens is None:
             self.readout.setText(" ")
             return
@@ -175,7 +172,7 @@ class QtLogitLensView(FigureViewBase):
         return translate("logit_lens", "Logit lens")
 
     def figure_data(self) -> FigureData:
-        lens = self._lens
+        lens = self.given
         if lens is None:
             raise ValueError("the view shows no data yet")
         layers = tuple(str(i + 1) for i in range(lens.n_layers))

@@ -35,9 +35,10 @@ def position_text(prediction: MaskedPrediction, index: int) -> str:
 class QtMaskedPredictionView(FigureViewBase):
     """``set_data(MaskedPrediction)``: the top-k at every ``[MASK]`` (the table) and at one of them (the bars)."""
 
+    given: MaskedPrediction | None  # the data set_data was given (FigureViewBase)
+
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme=None):
         super().__init__(parent, theme=theme)
-        self._data: MaskedPrediction | None = None
         self.position_combo = self._add_control(translate("masked_prediction", "Position"), make_combo(
             "maskedPositionCombo", translate("masked_prediction", "Which [MASK] the bars show")))
         self.controls.addStretch(1)
@@ -56,8 +57,7 @@ class QtMaskedPredictionView(FigureViewBase):
         self.canvas.ci.addItem(self.plot, row=1, col=0)
         self._on_theme_changed()
 
-    def set_data(self, data: MaskedPrediction | None) -> None:
-        self._data = data
+    def render(self, data: MaskedPrediction | None) -> None:
         positions = data.positions if data is not None else ()
         set_combo_items(self.position_combo, [(position_text(data, p.index), p.index) for p in positions],
                         self.position_combo.currentData())
@@ -67,14 +67,11 @@ class QtMaskedPredictionView(FigureViewBase):
     def apply(self, choice: ViewChoice) -> None:
         """Nothing to take: the view shows the sentence's hidden positions."""
 
-    def has_data(self) -> bool:
-        return self._data is not None
-
     def prediction(self) -> MaskedPrediction | None:
-        return self._data
+        return self.given
 
     def _fill_table(self) -> None:
-        rows = [(p.index, r, piece, prob) for p in (self._data.positions if self._data else ()) for r, (piece, _id, prob) in enumerate(p.topk)]
+        rows = [(p.index, r, piece, prob) for p in (self.given.positions if self.given else ()) for r, (piece, _id, prob) in enumerate(p.topk)]
         self.table.setRowCount(len(rows))
         for r, (index, rank, piece, prob) in enumerate(rows):
             for c, text in enumerate((str(index + 1), str(rank + 1), display_piece(piece), f"{prob:.4f}")):
@@ -84,12 +81,12 @@ class QtMaskedPredictionView(FigureViewBase):
     def _shown(self):
         """The hidden position the bars show (``None``: there is none)."""
         index = self.position_combo.currentData()
-        return next((p for p in (self._data.positions if self._data else ()) if p.index == index), None)
+        return next((p for p in (self.given.positions if self.given else ()) if p.index == index), None)
 
     def _draw_bars(self) -> None:
         shown = self._shown()
         self.plot.setVisible(shown is not None)
-        if self._data is None:
+        if self.given is None:
             self.title.set_title(translate("masked_prediction", "Masked tokens"), "")
             return
         if shown is None:
@@ -102,7 +99,7 @@ class QtMaskedPredictionView(FigureViewBase):
         self.plot.setYRange(-0.6, len(probs) - 0.4, padding=0)
         self.plot.setXRange(0, max(float(probs.max()), 1e-6) * 1.05, padding=0)
         self.plot.getViewBox().invertY(True)
-        self.title.set_title(translate("masked_prediction", "Masked tokens · {position}").format(position=position_text(self._data, shown.index)),
+        self.title.set_title(translate("masked_prediction", "Masked tokens · {position}").format(position=position_text(self.given, shown.index)),
                              translate("masked_prediction", "P(token at {mask} | the sentence) = softmax(logits)").format(mask=MASK_PIECE))
 
     def _on_theme_changed(self) -> None:
@@ -113,9 +110,9 @@ class QtMaskedPredictionView(FigureViewBase):
         return translate("masked_prediction", "Masked tokens")
 
     def figure_data(self) -> FigureData:
-        if self._data is None or not self._data.positions:
+        if self.given is None or not self.given.positions:
             raise ValueError("the view shows no masked position yet")
-        positions = self._data.positions
+        positions = self.given.positions
         k = min(len(p.topk) for p in positions)
         probs = np.array([[prob for _piece, _id, prob in p.topk[:k]] for p in positions], np.float64)  # [position, rank]
         ids = np.array([[i for _piece, i, _prob in p.topk[:k]] for p in positions], np.int64)

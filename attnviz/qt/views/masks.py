@@ -100,8 +100,8 @@ class QtMasksView(LayerHeadViewMixin, PredictedRowsMixin, FigureViewBase):
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme: Theme | str | None = None):
         super().__init__(parent, theme=theme)
-        self._data: MaskData | None = None
-        self._rows: MaskRows | None = None
+        self._data: MaskData | None = None  # the masks of _rows
+        self._rows: MaskRows | None = None  # the data given, as rows
 
         self.layer_combo = self._add_control(translate("masks", "Layer"), make_combo("maskLayerCombo", translate("masks", "Decoder layer")))
         self.head_combo = self._add_control(translate("masks", "Head"), make_combo("maskHeadCombo", translate("masks", "Head i")))
@@ -233,7 +233,7 @@ class QtMasksView(LayerHeadViewMixin, PredictedRowsMixin, FigureViewBase):
         return {name: plot.titleLabel.text for name, plot in self.panels.items()}
 
     # data -------------------------------------------------------------------------
-    def set_data(self, data: MaskRows | MaskFrame | MaskData) -> None:
+    def render(self, data: MaskRows | MaskFrame | MaskData) -> None:
         rows = data if isinstance(data, MaskRows) else MaskRows(MaskFrame.of(data))  # TypeError for anything else
         self._rows = rows
         self._data = rows.frame.masks
@@ -241,9 +241,6 @@ class QtMasksView(LayerHeadViewMixin, PredictedRowsMixin, FigureViewBase):
         self._fit_choice()
         self._arrange(self._arrangement)  # B's panel comes or goes with the model
         self._refresh()
-
-    def has_data(self) -> bool:
-        return self._data is not None
 
     def data(self) -> MaskData | None:
         return self._data

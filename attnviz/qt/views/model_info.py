@@ -70,9 +70,10 @@ def row_texts(row: InfoRow) -> tuple[str, str]:
 class QtModelInfoView(FigureViewBase):
     """``set_data(ModelInfo | None)``: the table of properties and the parameters per part."""
 
+    given: ModelInfo | None  # the data set_data was given (FigureViewBase)
+
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme=None):
         super().__init__(parent, theme=theme)
-        self._info: ModelInfo | None = None
         self.table = QtWidgets.QTableWidget(0, 2, objectName="modelInfoTable")
         self.table.setHorizontalHeaderLabels([translate("model_info", "property"), translate("model_info", "value")])
         self.table.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
@@ -88,21 +89,17 @@ class QtModelInfoView(FigureViewBase):
         self.canvas.setMinimumHeight(220)
         self._on_theme_changed()
 
-    def set_data(self, info: ModelInfo | None) -> None:
-        self._info = info
+    def render(self, info: ModelInfo | None) -> None:
         self._refresh()
 
     def apply(self, choice: ViewChoice) -> None:
         """Nothing to take: the view describes the whole model."""
 
-    def has_data(self) -> bool:
-        return self._info is not None
-
     def info(self) -> ModelInfo | None:
-        return self._info
+        return self.given
 
     def _refresh(self) -> None:
-        info = self._info
+        info = self.given
         self.bars_plot.setVisible(info is not None)
         if info is None:
             self.title.set_title(translate("model_info", "Model info"), translate("model_info", "no model open"))
@@ -131,12 +128,12 @@ class QtModelInfoView(FigureViewBase):
 
     def figure_title(self) -> str:
         title = translate("model_info", "Model info")
-        return title if self._info is None else f"{title} · {self._info.name}"
+        return title if self.given is None else f"{title} · {self.given.name}"
 
     def figure_data(self) -> FigureData:
-        if self._info is None:
+        if self.given is None:
             raise ValueError("the view shows no data yet")
-        return figure_data(self._info)
+        return figure_data(self.given)
 
     def sizeHint(self) -> QtCore.QSize:  # noqa: N802 - Qt API
         return QtCore.QSize(480, 520)

@@ -243,7 +243,7 @@ class MapItem(pg.GraphicsWidget):
 
     def restyle(self) -> None:
         """The blocks' states and marks, and the connections, lit where the step runs."""
-        frame, p = self.owner.frame, self.placement
+        frame, p = self.owner.given, self.placement
         if p is None:
             return
         for key, item in self.items.items():
@@ -311,12 +311,13 @@ class QtModelMapView(FigureViewBase):
     ``click_block(key)`` does what a click on a block does: ``chose(changes)`` with the selection
     the block's view opens on (when it has one), then ``viewRequested(name)``."""
 
+    given: MapFrame | None  # the data set_data was given (FigureViewBase)
+
     viewRequested = QtCore.Signal(str)  # the view (its --view name) that shows the clicked block
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme=None):
         super().__init__(parent, theme=theme)
-        self.diagram: Diagram | None = None
-        self.frame: MapFrame | None = None
+        self.diagram: Diagram | None = None  # the model's blocks, of the frame drawn
         self.map = MapItem(self)
         self.canvas.ci.addItem(self.map, row=1, col=0)
         self.canvas.setMinimumHeight(360)
@@ -324,9 +325,8 @@ class QtModelMapView(FigureViewBase):
         self._set_title()
 
     # data -------------------------------------------------------------------------------
-    def set_data(self, frame: MapFrame | None) -> None:
+    def render(self, frame: MapFrame | None) -> None:
         new_model = frame is None or self.diagram is not frame.diagram
-        self.frame = frame
         self.diagram = None if frame is None else frame.diagram
         if new_model and self.diagram is not None:
             self.map.build(self.diagram)
@@ -339,9 +339,6 @@ class QtModelMapView(FigureViewBase):
     def apply(self, choice: ViewChoice) -> None:
         """Nothing to take: the map shows the whole model."""
 
-    def has_data(self) -> bool:
-        return self.frame is not None
-
     def _fit_height(self) -> None:
         """The canvas is at least as tall as the map at its smallest blocks (the dock scrolls)."""
         if self.diagram is None:
@@ -353,13 +350,13 @@ class QtModelMapView(FigureViewBase):
     def column_state(self, stack: str) -> str:
         """How the current step uses ``stack``: ``active``, ``once`` or ``idle``."""
         column = self.diagram.column(stack) if self.diagram is not None else None
-        if self.frame is None or column is None or not column.rows:
+        if self.given is None or column is None or not column.rows:
             return "idle"
-        return self.frame.states.get(column.rows[0].blocks[0].key, "idle")
+        return self.given.states.get(column.rows[0].blocks[0].key, "idle")
 
     def header_texts(self, stack: str) -> tuple[str, str]:
         """A column's title and what the current step does in it."""
-        column, frame = self.diagram.column(stack), self.frame
+        column, frame = self.diagram.column(stack), self.given
         title = (translate("model_map", "Encoder · {n} layers") if stack == "encoder" else translate("model_map", "Decoder · {n} layers")).format(n=column.n_layers)
         state = self.column_state(stack)
         if state == "once":
@@ -381,7 +378,7 @@ class QtModelMapView(FigureViewBase):
         return "\n".join(lines)
 
     def shape_text(self, block: Block) -> str:
-        frame = self.frame
+        frame = self.given
         src, tgt = (frame.src_len, frame.tgt_len) if frame is not None else (0, 0)
         return translate("model_map", block.shape).format(**shape_values(self.diagram, block, src, tgt))
 
@@ -400,7 +397,7 @@ class QtModelMapView(FigureViewBase):
         self.title.set_legend(self._legend())
 
     def _legend(self) -> tuple[tuple[str, str, str], ...]:
-        t, frame = self.theme, self.frame
+        t, frame = self.theme, self.given
         entries = [("▭", t.highlight, translate("model_map", "this step passes through"))]
         if frame is not None and "once" in frame.states.values():
             entries.append(("▭", t.muted, translate("model_map", "ran once for this sentence")))
@@ -432,9 +429,9 @@ class QtModelMapView(FigureViewBase):
         return translate("model_map", "Model map")
 
     def figure_data(self) -> FigureData:
-        if self.frame is None:
+        if self.given is None:
             raise ValueError("the view shows no data yet")
-        return figure_data(self.frame)
+        return figure_data(self.given)
 
     def sizeHint(self) -> QtCore.QSize:  # noqa: N802 - Qt API
         return QtCore.QSize(640, 700)

@@ -55,9 +55,10 @@ class NotApplicable:
 class QtNeighboursView(FigureViewBase):
     """``set_data(Neighbours | NotApplicable | None)``; the row comes with the data (the chosen query row)."""
 
+    given: Neighbours | NotApplicable | None  # the data set_data was given (FigureViewBase)
+
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme=None):
         super().__init__(parent, theme=theme)
-        self._data: Neighbours | NotApplicable | None = None
         self.table = QtWidgets.QTableWidget(0, len(COLUMNS), objectName="neighboursTable")
         self.table.setHorizontalHeaderLabels([translate("neighbours", c) for c in COLUMNS])
         self.table.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
@@ -77,26 +78,22 @@ class QtNeighboursView(FigureViewBase):
         self._on_theme_changed()
 
     # protocol ------------------------------------------------------------------------------------
-    def set_data(self, data: Neighbours | NotApplicable | None) -> None:
-        self._data = data
+    def render(self, data: Neighbours | NotApplicable | None) -> None:
         self._refresh()
 
     def apply(self, choice: ViewChoice) -> None:
         """Nothing to take: the row chosen is in the data."""
 
-    def has_data(self) -> bool:
-        return self._data is not None
-
     def result(self) -> Neighbours | None:
-        return self._data if isinstance(self._data, Neighbours) else None
+        return self.given if isinstance(self.given, Neighbours) else None
 
     def reason(self) -> str | None:
         """The key of why the model cannot be searched, when it cannot."""
-        return self._data.reason if isinstance(self._data, NotApplicable) else None
+        return self.given.reason if isinstance(self.given, NotApplicable) else None
 
     # drawing -------------------------------------------------------------------------------------
     def _refresh(self) -> None:
-        data = self._data
+        data = self.given
         found = data if isinstance(data, Neighbours) else None
         self.bars_plot.setVisible(found is not None)
         if found is None:

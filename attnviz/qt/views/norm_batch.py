@@ -2,7 +2,7 @@
 
 The session's sentence and a few example sentences of other lengths, padded with PAD, go as one
 batch through two models: the open one and another bundle beside it (by default the other of the
-two bundled models: ``zh-en``, LayerNorm, and ``zh-en-batchnorm``, BatchNorm; the view's
+two bundled models: ``zh-en-small``, LayerNorm, and ``zh-en-small-batchnorm``, BatchNorm; the view's
 option ``normBatchOtherEdit``, typed or chosen with *Browse…*; ``attnviz export --other-model
 DIR``). The LayerNorm side is drawn on the left, the BatchNorm side on the right. LN normalizes
 each token over its features; BN each feature over the batch's tokens. For the chosen
@@ -157,7 +157,7 @@ class NormColumn:
         self._draw_batch_norm() if side.batch.norm == "batch" else self._draw_layer_norm()
 
     def heading(self) -> str:
-        """``BatchNorm · zh-en-batchnorm (open)``: the side's norm and bundle."""
+        """``BatchNorm · zh-en-small-batchnorm (open)``: the side's norm and bundle."""
         s = self.side
         if s is None:
             return ""
@@ -245,6 +245,8 @@ class QtNormBatchView(FigureViewBase):
     the combo offers; ``measured(AccuracyGap)`` after a measurement; ``optionsChanged`` when the
     other bundle's folder changes (computed again)."""
 
+    given: NormBatchFrame | None  # the data set_data was given (FigureViewBase)
+
     measured = QtCore.Signal(object)  # AccuracyGap
     progressed = QtCore.Signal(int, int)  # done, total (emitted from the worker thread)
 
@@ -252,7 +254,7 @@ class QtNormBatchView(FigureViewBase):
         super().__init__(parent, theme=theme, title_span=2)
         self.canvas.setMinimumHeight(MIN_HEIGHT)  # below it the figure scrolls (a short dock)
         self._scroll_canvas()
-        self._frame: NormBatchFrame | None = None
+        self._model: object = None  # the model of the frame drawn last: _gap is of it
         self._site: str | None = None
         self._stack, self._layer = "encoder", 0
         self._feature = 0
@@ -321,13 +323,13 @@ class QtNormBatchView(FigureViewBase):
         self.layout().insertLayout(1, row)
 
     # data and selection ----------------------------------------------------------------------------
-    def set_data(self, frame: NormBatchFrame) -> None:
+    def render(self, frame: NormBatchFrame) -> None:
         """Show ``frame``'s sides; ``frame.measure`` measures the accuracy gap of ``frame.model``
         (``None``: it cannot); another ``frame.model`` than the last drops the measured numbers."""
-        if self._frame is None or frame.model is not self._frame.model:
+        if frame.model is not self._model:
             self._stop_worker()
             self._gap = None
-        self._frame = frame
+        self._model = frame.model
         opened = frame.sides[0].batch.norm
         self.other_edit.setPlaceholderText(translate("norm_batch", "{name} (the other bundled model)").format(name=default_other_name(opened)))
         if self._site is None or frame.sides[0].batch.get(self._site) is None:
@@ -349,18 +351,19 @@ class QtNormBatchView(FigureViewBase):
             self.select(None if choice.kind is None else stack_of(choice.kind), choice.layer)
 
     def set_site(self, site: str) -> None:
-        if self._frame is None or self._frame.sides[0].batch.get(site) is None:
+        if self.given is None or self.given.sides[0].batch.get(site) is None:
             raise ValueError(f"no normalization {site!r} in the batch")
         self._site = site
         self._update_controls()
         self._refresh()
 
-    def has_data(self) -> bool:
-        return self.site() is not None
+    def _drawable(self, frame: NormBatchFrame) -> bool:
+        """The open model has a normalization (then one is always chosen: :meth:`site`)."""
+        return bool(frame.sides[0].batch.sites)
 
     def site(self) -> NormSiteBatch | None:
         """The open model's chosen normalization."""
-        return None if self._frame is None or self._site is None else self._frame.sides[0].batch.get(self._site)
+        return None if self.given is None or self._site is None else self.given.sides[0].batch.get(self._site)
 
     def column(self, norm: str) -> NormColumn | None:
         """The column drawing the side whose model normalizes with ``norm`` ("layer" or "batch")."""
@@ -375,17 +378,17 @@ class QtNormBatchView(FigureViewBase):
 
     def problem(self) -> str:
         """Why no bundle is beside the open one ("" when one is)."""
-        return self._frame.problem if self._frame is not None else ""
+        return self.given.problem if self.given is not None else ""
 
     def _sites_of_layer(self) -> list[str]:
-        if self._frame is None:
+        if self.given is None:
             return []
-        sites = self._frame.sides[0].batch.sites
+        sites = self.given.sides[0].batch.sites
         prefix = f"{self._stack}.layers.{self._layer}."
         return [s.site for s in sites if s.site.startswith(prefix)] + [s.site for s in sites if s.site == f"{self._stack}.final_norm"]
 
     def _default_site(self) -> str | None:
-        sites = self._frame.sides[0].batch.sites if self._frame is not None else ()
+        sites = self.given.sides[0].batch.sites if self.given is not None else ()
         names = self._sites_of_layer() or [s.site for s in sites[:1]]
         return names[0] if names else None
 
@@ -402,10 +405,10 @@ class QtNormBatchView(FigureViewBase):
         self.feature_spin.setValue(min(self._feature, d - 1))
         self._feature = self.feature_spin.value()
         self.feature_spin.blockSignals(blocked)
-        batch_norm = self._frame is not None and any(s.batch.norm == "batch" for s in self._frame.sides)
+        batch_norm = self.given is not None and any(s.batch.norm == "batch" for s in self.given.sides)
         self.batch_norm_controls.setVisible(batch_norm)  # no BatchNorm side: no feature to pick, nothing to measure
         running = self._worker is not None
-        measure = self._frame.measure if self._frame is not None else None
+        measure = self.given.measure if self.given is not None else None
         self.measure_button.setEnabled(measure is not None and not running)
         self.measure_button.setText(translate("norm_batch", MEASURING if running else MEASURE))
         problem = self.problem()
@@ -429,7 +432,7 @@ class QtNormBatchView(FigureViewBase):
             pairs=g.pairs, batch=g.batch, running=g.running, single=g.single)
 
     def _refresh(self) -> None:
-        sides = ordered_sides(self._frame.sides) if self._frame is not None else []
+        sides = ordered_sides(self.given.sides) if self.given is not None else []
         for i, column in enumerate(self.columns):
             column.show(sides[i] if i < len(sides) else None, self._site)
         if self.site() is None:
@@ -507,7 +510,7 @@ class QtNormBatchView(FigureViewBase):
         """Measure the accuracy gap in a worker (``measured`` follows); ``None`` when it cannot."""
         from attnviz.qt.workers import FunctionWorker, while_alive
 
-        measure = self._frame.measure if self._frame is not None else None
+        measure = self.given.measure if self.given is not None else None
         if measure is None or self._worker is not None:
             return None
         n = self.pairs_spin.value()
@@ -562,7 +565,7 @@ class QtNormBatchView(FigureViewBase):
         site = self.site()
         if site is None:
             raise ValueError("the view shows no data yet")
-        opened = self._frame.sides[0]
+        opened = self.given.sides[0]
         values = side_arrays(opened, site)
         if opened.batch.norm == "batch":
             dims, coords = ("feature",), {}

@@ -247,15 +247,14 @@ class QtNormStatsView(FigureViewBase):
     ``apply(choice)`` shows the choice's layer (of its kind's stack).
     """
 
+    given: NormSites | None  # the data set_data was given (FigureViewBase)
+
     groupChanged = QtCore.Signal(str, int)
 
     MAX_SITES = 3
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme: Theme | str | None = None):
         super().__init__(parent, theme=theme)
-        self._sites: list[NormSiteData] = []
-        self._norm = "layer"
-        self._placement = "post"
         self._group: tuple[str, int] | None = None
         self._compare: int = 0  # index of the compared site within the group
         self._row: int | None = None  # marked token (LN axis); None: the last one
@@ -338,11 +337,8 @@ class QtNormStatsView(FigureViewBase):
         return item
 
     # data ------------------------------------------------------------------------------------
-    def set_data(self, data: NormSites) -> None:
+    def render(self, data: NormSites) -> None:
         """Show the current pass's normalizations; keeps the chosen layer if it still exists."""
-        self._sites = list(data.sites)
-        self._norm = data.norm
-        self._placement = data.placement
         groups = self.groups()
         if self._group not in groups:
             self._group = groups[0] if groups else None
@@ -350,9 +346,13 @@ class QtNormStatsView(FigureViewBase):
         self._update_controls()
         self._refresh()
 
+    def _sites(self) -> tuple[NormSiteData, ...]:
+        """Every site given (none before the data)."""
+        return () if self.given is None else self.given.sites
+
     def groups(self) -> list[tuple[str, int]]:
         out: list[tuple[str, int]] = []
-        for s in self._sites:
+        for s in self._sites():
             if s.group not in out:
                 out.append(s.group)
         order = {"encoder": 0, "decoder": 1}
@@ -364,7 +364,7 @@ class QtNormStatsView(FigureViewBase):
 
     def group_sites(self) -> list[NormSiteData]:
         """The sites of the chosen layer, in sublayer order."""
-        return sorted((s for s in self._sites if s.group == self._group), key=lambda s: s.index)
+        return sorted((s for s in self._sites() if s.group == self._group), key=lambda s: s.index)
 
     def select(self, stack: str, layer: int) -> None:
         """Show ``stack``'s ``layer`` (0-based; -1: the final norm)."""
@@ -390,8 +390,8 @@ class QtNormStatsView(FigureViewBase):
             self._col = int(col)
         self._place_axes()
 
-    def has_data(self) -> bool:
-        return bool(self._sites)
+    def _drawable(self, data: NormSites) -> bool:
+        return bool(data.sites)
 
     def compared_site(self) -> NormSiteData | None:
         sites = self.group_sites()
@@ -416,7 +416,6 @@ class QtNormStatsView(FigureViewBase):
 
     def _refresh(self) -> None:
         sites = self.group_sites()
-        norm_name = NORM_NAMES[self._norm]
         if not sites:
             self.title.set_title(translate("norm_stats", "Normalization statistics"),
                                  translate("norm_stats", "LayerNorm normalizes the features of one token; BatchNorm one feature over the batch"))
@@ -425,19 +424,19 @@ class QtNormStatsView(FigureViewBase):
             self._set_comparison_visible(False)
             return
         self._set_comparison_visible(True)
+        norm, placement = self.given.norm, self.given.placement
         what = {"layer": translate("norm_stats", "per token: its features' mean and std before, normalized, after γ, β"),
                 "rms": translate("norm_stats", "per token: x / RMS(x) · γ, RMS(x) = √(mean(x²) + ε), no mean taken away (no β)"),
-                }.get(self._norm, translate("norm_stats", "per feature: this batch's statistics beside the running ones"))
-        placement = translate("norm_stats", "pre-norm") if self._placement == "pre" else translate("norm_stats", "post-norm")
+                }.get(norm, translate("norm_stats", "per feature: this batch's statistics beside the running ones"))
         title = translate("norm_stats", "{layer} · {norm} · {placement}: every sublayer is {formula} · {n} tokens").format(
-            layer=group_title(self._group), norm=norm_name, placement=placement, formula=placement_formula(self._norm, self._placement),
-            n=len(sites[0].pieces))
-        self.title.set_title(title, f"{tutorial_formula(self._norm, self._placement)} · {what}")
+            layer=group_title(self._group), norm=NORM_NAMES[norm], formula=placement_formula(norm, placement), n=len(sites[0].pieces),
+            placement=translate("norm_stats", "pre-norm") if placement == "pre" else translate("norm_stats", "post-norm"))
+        self.title.set_title(title, f"{tutorial_formula(norm, placement)} · {what}")
         self.title.set_legend(self._legend())
         for i, c in enumerate(self.columns):
             if i < len(sites):
                 c.set_visible(True)
-                c.show(sites[i], self._placement, self.theme)
+                c.show(sites[i], placement, self.theme)
             else:
                 c.set_visible(False)
         grid = self.columns[0].title.parentLayoutItem()
@@ -452,7 +451,7 @@ class QtNormStatsView(FigureViewBase):
         th = self.theme
         names = {"layer": (translate("norm_stats", "x before"), translate("norm_stats", "after γ, β (output)"), translate("norm_stats", NORMALIZED)),
                  "rms": (translate("norm_stats", "x before"), translate("norm_stats", "after γ (output)"), translate("norm_stats", "x / RMS(x) before γ")),
-                 }.get(self._norm, (translate("norm_stats", "batch"), translate("norm_stats", "running")))
+                 }.get(self.given.norm, (translate("norm_stats", "batch"), translate("norm_stats", "running")))
         series = tuple((mark, th.head_color(i).name(), name) for i, (mark, name) in enumerate(zip(("●", "■", "▲"), names)))
         return series + ((WORD_START, th.muted, translate("norm_stats", "= start of a word")),)
 
@@ -474,7 +473,7 @@ class QtNormStatsView(FigureViewBase):
         for key, p in self.cmp_plots.items():
             m = m_x if key == "x" else m_n
             p.set_matrix(mats[key], site.pieces, cols, levels=(-m, m))
-        title, formula = site_title(site, self._placement)
+        title, formula = site_title(site, self.given.placement)
         uses = NORM_NAMES[site.kind]
         self.cmp_title.set_title(
             translate("norm_stats", "LN vs BN on the same activations · {site} · this model uses {norm}").format(site=title, norm=uses),

@@ -97,6 +97,8 @@ class _TextPool:
         fm = QtGui.QFontMetricsF(self.font)
         return max((fm.horizontalAdvance(t) for t in texts), default=0.0)
 
+NO_OUTPUT = OutputFrame()  # what the view shows before its data
+
 
 class QtOutputView(FigureViewBase):
     """The next-token distribution (top-k bars, entropy) and the teacher-forced table.
@@ -111,13 +113,12 @@ class QtOutputView(FigureViewBase):
     ``positionClicked(position)`` when the user clicks a teacher-forcing position.
     """
 
+    given: OutputFrame | None  # the data set_data was given (FigureViewBase)
+
     positionClicked = QtCore.Signal(int)
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme: Theme | str | None = None):
         super().__init__(parent, theme=theme)
-        self._step: Any = None
-        self._forced: Any = None
-        self._position: int | None = None
         self._topk: tuple[tuple[str, int, float], ...] = ()
 
         self.hint = QtWidgets.QLabel(translate("output", "Type a target sentence to compare every position's prediction with it (teacher forcing)."))
@@ -193,18 +194,23 @@ class QtOutputView(FigureViewBase):
             ax.enableAutoSIPrefix(False)
 
     # data ------------------------------------------------------------------------------
-    def set_data(self, data: OutputFrame) -> None:
+    def render(self, data: OutputFrame) -> None:
         """Show the step's distribution and/or the teacher-forced per-position table (updated in place)."""
-        self._step, self._forced, self._position = data.step, data.forced, data.position
         self._refresh()
+
+    @property
+    def _shown(self) -> OutputFrame:
+        """The frame given (an empty one before any)."""
+        return self.given if self.given is not None else NO_OUTPUT
 
     def set_position(self, position: int) -> None:
         """Move the teacher-forcing cursor (its distribution is shown when no step is given)."""
-        if self._forced is not None:
-            self.set_data(OutputFrame(self._step, self._forced, position))
+        if self._shown.forced is not None:
+            self.set_data(OutputFrame(self.given.step, self.given.forced, position))
 
-    def has_data(self) -> bool:
-        return bool(self._topk) or self._forced is not None
+    def _drawable(self, data: OutputFrame) -> bool:
+        """A teacher-forced table, or a step with a top-k to show."""
+        return data.forced is not None or (data.step is not None and bool(data.step.topk))
 
     def topk(self) -> tuple[tuple[str, int, float], ...]:
         """The (piece, id, probability) rows the bars show, most likely first."""
@@ -218,8 +224,8 @@ class QtOutputView(FigureViewBase):
     def forced_arrays(self) -> dict[str, np.ndarray]:
         """What the teacher-forcing plots show: ``target_prob`` and ``loss`` per position."""
         return {
-            "target_prob": np.asarray(self.prob_bars.opts.get("height") if self._forced is not None else [], dtype=np.float64),
-            "loss": np.asarray(self.loss_bars.opts.get("height") if self._forced is not None else [], dtype=np.float64),
+            "target_prob": np.asarray(self.prob_bars.opts.get("height") if self._shown.forced is not None else [], dtype=np.float64),
+            "loss": np.asarray(self.loss_bars.opts.get("height") if self._shown.forced is not None else [], dtype=np.float64),
         }
 
     def predicted_labels(self) -> list[str]:
@@ -228,31 +234,32 @@ class QtOutputView(FigureViewBase):
     # drawing ---------------------------------------------------------------------------
     def _distribution(self) -> tuple[Any, str]:
         """The object whose top-k is shown and a caption saying which distribution it is."""
-        if self._step is not None:
-            s = self._step
+        shown = self._shown
+        if shown.step is not None:
+            s = shown.step
             return s, translate("output", "step {step}").format(step=s.index + 1)
-        if self._forced is not None and self._forced.steps:
-            p = self._forced.steps[self._position or 0]
+        if shown.forced is not None and shown.forced.steps:
+            p = shown.forced.steps[shown.position or 0]
             return p, translate("output", "position {position} (after “{piece}”)").format(position=p.index + 1, piece=display_piece(p.input_piece))
         return None, ""
 
     def _refresh(self) -> None:
-        th = self.theme
+        th, step = self.theme, self._shown.step
         dist, where = self._distribution()
         self._topk = tuple(dist.topk) if dist is not None else ()
         ids = [i for _, i, _ in self._topk]
         chosen = None
         chosen_prob = math.nan
         forced_note = ""
-        if self._step is not None:
-            chosen = int(self._step.token_id)
-            chosen_prob = float(getattr(self._step, "prob", math.nan))
-            forced_note = translate("output", "forced by you") if self._step.forced else translate("output", "chosen")
+        if step is not None:
+            chosen = int(step.token_id)
+            chosen_prob = float(getattr(step, "prob", math.nan))
+            forced_note = translate("output", "forced by you") if step.forced else translate("output", "chosen")
         elif dist is not None:
             chosen = int(dist.token_id)
             chosen_prob = float(dist.prob)
             forced_note = translate("output", "target")
-        self.title.setProperty("key", "forced" if self._step is not None and self._step.forced else "")  # the title says "forced by you"
+        self.title.setProperty("key", "forced" if step is not None and step.forced else "")  # the title says "forced by you"
         n = len(self._topk)
         probs = [p for _, _, p in self._topk]
         labels = [piece for piece, _, _ in self._topk]
@@ -266,7 +273,7 @@ class QtOutputView(FigureViewBase):
         vb.setRange(xRange=(0.0, 1.12 if top_p > 0.45 else max(0.05, top_p * 1.4)), yRange=(-0.6, max(n, 1) - 0.4), padding=0.0)
         if dist is not None:
             h = float(dist.entropy)
-            piece = display_piece(self._step.piece if self._step is not None else dist.piece)
+            piece = display_piece(step.piece if step is not None else dist.piece)
             note = translate("output", "{what}: “{piece}” with p = {p:.4f}").format(what=forced_note, piece=piece, p=chosen_prob)
             if chosen is not None and chosen not in ids:
                 note += translate("output", " (not in the top {n})").format(n=n)
@@ -281,7 +288,7 @@ class QtOutputView(FigureViewBase):
         self._refresh_forced()
 
     def _refresh_forced(self) -> None:
-        f = self._forced
+        f = self._shown.forced
         visible = f is not None
         self.hint.setVisible(not visible)
         for item in (self.forced_title, self.prob_plot, self.loss_plot):
@@ -319,13 +326,13 @@ class QtOutputView(FigureViewBase):
         self.prob_bars.setOpts(x=x, height=tp, width=0.7, brushes=fill)
         loss_brush = [th.qcolor("muted", 160) if m else QtGui.QColor(MISS_COLOR) for m in match]
         self.loss_bars.setOpts(x=x, height=loss, width=0.7, brushes=loss_brush)
-        self.in_axis.set_labels([p.input_piece for p in pos], self._position)
-        self.target_axis.set_labels([p.piece for p in pos], self._position)
+        self.in_axis.set_labels([p.input_piece for p in pos], self._shown.position)
+        self.target_axis.set_labels([p.piece for p in pos], self._shown.position)
         top = max(1.0, float(loss.max()) if n else 1.0) * 1.4
         self.prob_plot.getViewBox().setRange(xRange=(-0.6, n - 0.4), yRange=(0.0, 1.3), padding=0.0)
         self.loss_plot.getViewBox().setRange(xRange=(-0.6, n - 0.4), yRange=(0.0, top), padding=0.0)
         self.prob_plot.getAxis("left").setTicks([[(0.0, "0"), (0.5, "0.5"), (1.0, "1")], []])
-        cur = self._position if self._position is not None else 0
+        cur = self._shown.position if self._shown.position is not None else 0
         brush = th.qcolor("highlight", 40)
         self.cursor.setBrush(brush)
         self.cursor.setRect(QtCore.QRectF(cur - 0.5, 0.0, 1.0, 1.3))
@@ -336,7 +343,7 @@ class QtOutputView(FigureViewBase):
 
     def _bar_pitch(self) -> float:
         """Pixels per position in the teacher-forcing plots (from the canvas width before the first layout)."""
-        n = max(1, len(self._forced.steps)) if self._forced is not None else 1
+        n = max(1, len(self._shown.forced.steps)) if self._shown.forced is not None else 1
         width = self.prob_plot.getViewBox().width()
         if width <= 1:
             width = max(1.0, self.canvas.width() - 80.0)
@@ -345,7 +352,7 @@ class QtOutputView(FigureViewBase):
     def _fit_forced_labels(self) -> None:
         """The predicted token above each bar (shortened to the bar's width) and the loss values
         (left out when the bars are narrower than a number)."""
-        f = self._forced
+        f = self._shown.forced
         if f is None:
             return
         th = self.theme
@@ -370,7 +377,7 @@ class QtOutputView(FigureViewBase):
     def _arrange(self) -> bool:
         """Teacher forcing in a wide view: the top-k beside the per-position plots rather than above
         them (a short dock then needs less scrolling). Returns whether they sit side by side."""
-        wide = self._forced is not None and self.width() >= WIDE_PX
+        wide = self._shown.forced is not None and self.width() >= WIDE_PX
         if wide != self._wide:
             self._wide = wide  # first: moving the items resizes the axes, which calls back here
             ci = self.canvas.ci
@@ -394,7 +401,7 @@ class QtOutputView(FigureViewBase):
         ci.setRowMinimumHeight(1, 0 if wide else topk_px)
         ci.setRowMaximumHeight(1, 0 if wide else 1e6)
         height = TITLE_PX + topk_px
-        if self._forced is not None:
+        if self._shown.forced is not None:
             prob_px = BARS_PX + 24 + self.in_axis.height()  # bars, the predicted tokens, the fed tokens
             loss_px = BARS_PX + 14 + self.target_axis.height()
             ci.setRowMinimumHeight(3, prob_px)
@@ -407,16 +414,16 @@ class QtOutputView(FigureViewBase):
         self.scroll.fit.set_min_height(int(height) + 16)
 
     def _on_bars_resized(self) -> None:
-        if self._forced is not None:
+        if self._shown.forced is not None:
             self._fit_forced_labels()
 
     def _on_axis_resized(self) -> None:
-        if self._forced is not None:
+        if self._shown.forced is not None:
             self._fit_height()
 
     def resizeEvent(self, event: QtGui.QResizeEvent) -> None:
         super().resizeEvent(event)
-        if self._forced is not None:
+        if self._shown.forced is not None:
             self._fit_height()  # side by side or not; the fed tokens' axis turns its labels with the width
 
     def _apply_theme_to_items(self) -> None:
@@ -440,14 +447,14 @@ class QtOutputView(FigureViewBase):
 
     # interaction ------------------------------------------------------------------------
     def _forced_index_at(self, scene_pos: QtCore.QPointF) -> int | None:
-        if self._forced is None:
+        if self._shown.forced is None:
             return None
         for plot in (self.prob_plot, self.loss_plot):
             vb = plot.getViewBox()
             if vb.sceneBoundingRect().contains(scene_pos):
                 x = vb.mapSceneToView(scene_pos).x()
                 i = int(round(x))
-                if 0 <= i < len(self._forced.steps):
+                if 0 <= i < len(self._shown.forced.steps):
                     return i
         return None
 
@@ -460,7 +467,7 @@ class QtOutputView(FigureViewBase):
     def _on_mouse_moved(self, scene_pos) -> None:
         i = self._forced_index_at(scene_pos)
         if i is not None:
-            p = self._forced.steps[i]
+            p = self._shown.forced.steps[i]
             self.readout.setText(translate(
                 "output", "position {position}: fed “{fed}” → expected “{expected}”, predicted “{predicted}”   "
                           "P(target) = {p:.4f}   loss = {loss:.4f}   H = {h:.3f} nats").format(
@@ -480,8 +487,8 @@ class QtOutputView(FigureViewBase):
     # figure protocol -----------------------------------------------------------------------
     def figure_title(self) -> str:
         dist, where = self._distribution()
-        if self._forced is not None:
-            return translate("output", "Output distribution · teacher forcing ({n} positions)").format(n=len(self._forced.steps))
+        if self._shown.forced is not None:
+            return translate("output", "Output distribution · teacher forcing ({n} positions)").format(n=len(self._shown.forced.steps))
         if dist is None:
             return translate("output", "Output distribution")
         return translate("output", "Output distribution · {where}").format(where=where)
@@ -492,7 +499,7 @@ class QtOutputView(FigureViewBase):
         if not self.has_data():
             raise ValueError("the view shows no data yet")
         extras = {"topk_id": np.asarray([i for _, i, _ in self._topk], np.int64), "topk_prob": np.asarray([p for _, _, p in self._topk])}
-        f = self._forced
+        f = self._shown.forced
         if f is not None:
             pos = f.steps
             values = {

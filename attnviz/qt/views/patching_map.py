@@ -68,10 +68,11 @@ class QtPatchingMapView(FigureViewBase):
     the default it shows), the scored token (``patchTokenSpin``, 0: where the runs differ most) and
     the clicked cell."""
 
+    given: PatchingFrame | None  # the data set_data was given (FigureViewBase)
+
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme=None):
         super().__init__(parent, theme=theme)
         self.canvas.setMinimumHeight(MIN_HEIGHT)
-        self._pair: PatchingPair | None = None
         self._why_not: str | None = None  # why the sentences cannot be paired
         self._cell = ""
         self.other_edit = QtWidgets.QLineEdit(objectName="patchOtherEdit")
@@ -105,9 +106,8 @@ class QtPatchingMapView(FigureViewBase):
         self._refresh()
 
     # protocol ------------------------------------------------------------------------------------
-    def set_data(self, frame: PatchingFrame | None) -> None:
+    def render(self, frame: PatchingFrame | None) -> None:
         """Draw ``frame``'s pair; the other sentence's field shows the default it stands for when empty."""
-        self._pair = frame.pair if frame is not None else None
         self._why_not = None
         if frame is not None:
             self.other_edit.setPlaceholderText(swap_ends(frame.source))
@@ -122,11 +122,11 @@ class QtPatchingMapView(FigureViewBase):
     def why_empty(self) -> str | None:
         return self._why_not
 
-    def has_data(self) -> bool:
-        return self._pair is not None
+    def _drawable(self, frame: PatchingFrame) -> bool:
+        return frame.pair is not None
 
     def pair(self) -> PatchingPair | None:
-        return self._pair
+        return None if self.given is None else self.given.pair
 
     def options(self) -> dict[str, object]:
         return {**super().options(), CELL: self._cell}
@@ -140,7 +140,7 @@ class QtPatchingMapView(FigureViewBase):
 
     # drawing -------------------------------------------------------------------------------------
     def _refresh(self) -> None:
-        pair = self._pair
+        pair = self.pair()
         for plot in self.maps.values():
             plot.setVisible(pair is not None)
         if pair is None:
@@ -189,7 +189,7 @@ class QtPatchingMapView(FigureViewBase):
         self.optionsChanged.emit()
 
     def _on_hovered(self, stack: str, info: HoverInfo | None) -> None:
-        pair = self._pair
+        pair = self.pair()
         if info is None or pair is None:
             self.readout.setText(" ")
             return
@@ -209,9 +209,9 @@ class QtPatchingMapView(FigureViewBase):
         return translate("patching_map", "Activation patching")
 
     def figure_data(self) -> FigureData:
-        if self._pair is None:
+        if self.pair() is None:
             raise ValueError("the view shows no data yet")
-        return figure_data(self._pair.map)
+        return figure_data(self.pair().map)
 
     def transient_items(self):
         return [plot.hover_marker for plot in self.maps.values()]

@@ -172,9 +172,10 @@ class QtPositionalView(FigureViewBase):
     (``set_dimensions``) and which side's tokens are shown (``set_side``).
     """
 
+    given: PositionalData | None  # the data set_data was given (FigureViewBase)
+
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme: Theme | str | None = None):
         super().__init__(parent, theme=theme, title_span=2)
-        self._data: PositionalData | None = None
         self._dims: list[int] | None = None  # None: default_dimensions
         self._side = "source"
         self._legend_key: tuple | None = None
@@ -275,8 +276,7 @@ class QtPositionalView(FigureViewBase):
         emb.layout.setColumnStretchFactor(3, 2)
 
     # data ------------------------------------------------------------------------------------
-    def set_data(self, data: PositionalData) -> None:
-        self._data = data
+    def render(self, data: PositionalData) -> None:
         sides = [e.side for e in data.embeddings]
         if self._side not in sides and sides:
             self._side = sides[0]
@@ -285,13 +285,10 @@ class QtPositionalView(FigureViewBase):
         self._refresh()
 
     def data(self) -> PositionalData | None:
-        return self._data
-
-    def has_data(self) -> bool:
-        return self._data is not None
+        return self.given
 
     def dimensions(self) -> list[int]:
-        d = self._data.d_model if self._data is not None else 0
+        d = self.given.d_model if self.given is not None else 0
         dims = self._dims if self._dims is not None else default_dimensions(d)
         return [x for x in dims if x < d]
 
@@ -321,7 +318,7 @@ class QtPositionalView(FigureViewBase):
             item.setVisible(visible)
 
     def _refresh(self) -> None:
-        d = self._data
+        d = self.given
         self._set_titles()
         self._set_content_visible(d is not None and d.kind != "relative")
         if d is None or d.kind == "relative":
@@ -338,7 +335,7 @@ class QtPositionalView(FigureViewBase):
         self.dims_edit.setText(", ".join(str(x) for x in self.dimensions()))
 
     def _refresh_curves(self) -> None:
-        d = self._data
+        d = self.given
         dims = self.dimensions()
         n = d.n_positions
         while len(self.curves) < len(dims):
@@ -374,7 +371,7 @@ class QtPositionalView(FigureViewBase):
         self.curve_plot.getAxis("bottom").setTickSpacing(major=step, minor=step)
 
     def _refresh_embeddings(self) -> None:
-        d = self._data
+        d = self.given
         e = d.side(self._side)
         if e is None:
             for p in self.emb_plots.values():
@@ -400,14 +397,14 @@ class QtPositionalView(FigureViewBase):
         self.emb_title.set_legend(((WORD_START, self.theme.muted, translate("positional", "= start of a word")),))
         title = (translate("positional", "Target tokens: embedding + PE = what the first layer reads") if self._side == "target" else
                  translate("positional", "Source tokens: embedding + PE = what the first layer reads"))
-        if self._data.kind == "learned":
+        if self.given.kind == "learned":
             norms = translate("positional", "‖PE‖ differs from row to row of the learned table; on average ‖PE‖ / ‖embedding‖ = {ratio:.2f}")
         else:
             norms = translate("positional", "‖PE‖ = √(d_model/2) = {norm:.2f} at every position; on average ‖PE‖ / ‖embedding‖ = {ratio:.2f}")
         self.emb_title.set_title(title, norms.format(norm=np.sqrt(dm / 2), ratio=ratio))
 
     def _set_titles(self) -> None:
-        d = self._data
+        d = self.given
         formula = translate("positional", FORMULA)
         if d is None:
             self.title.set_title(translate("positional", "Positional encoding"), formula)
@@ -463,7 +460,7 @@ class QtPositionalView(FigureViewBase):
         self.sim_plot.set_colormap(self.colormap())
 
     def _on_dims_edited(self) -> None:
-        d = self._data.d_model if self._data is not None else 10**9
+        d = self.given.d_model if self.given is not None else 10**9
         dims, note = read_dimensions(self.dims_edit.text(), d)
         if dims:
             self.set_dimensions(dims)
@@ -483,11 +480,11 @@ class QtPositionalView(FigureViewBase):
         if info is None:
             self.readout.setText(" ")
             return
-        if plot is self.pe_plot and self._data.kind == "learned":
+        if plot is self.pe_plot and self.given.kind == "learned":
             self.readout.setText(translate("positional", "position {position}, column {column}: row {pos} of the learned table = {value:.4f}").format(
                 position=info.row + 1, column=info.col, pos=info.row, value=info.value))
         elif plot is self.pe_plot:
-            c, d = info.col, self._data
+            c, d = info.col, self.given
             self.readout.setText(translate("positional", "position {position}, column {column} = {role}:  PE(pos {pos}, {column}) = "
                                                          "{formula} = {value:.4f}   (pos = position − 1)").format(
                 position=info.row + 1, column=c, role=column_role(c, d.d_model, d.layout), pos=info.row,
@@ -502,13 +499,13 @@ class QtPositionalView(FigureViewBase):
 
     # figure protocol ----------------------------------------------------------------------------
     def figure_title(self) -> str:
-        d = self._data
+        d = self.given
         if d is None:
             return translate("positional", "Positional encoding")
         return translate("positional", "Positional encoding ({n} positions, d_model {d})").format(n=d.n_positions, d=d.d_model)
 
     def figure_data(self) -> FigureData:
-        d = self._data
+        d = self.given
         if d is None:
             raise ValueError("the view shows no data yet")
         extras: dict[str, np.ndarray] = {"similarity": d.similarity, "curve_dims": np.asarray(self.dimensions())}

@@ -52,10 +52,11 @@ class QtQkSpaceView(FigureViewBase):
     user picks a head in the combos or clicks a query of the sentence on screen; ``optionsChanged``
     when the number of held-out pairs changes."""
 
+    given: QKSpace | None  # the data set_data was given (FigureViewBase)
+
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme=None):
         super().__init__(parent, theme=theme)
         self.canvas.setMinimumHeight(MIN_HEIGHT)
-        self._space: QKSpace | None = None
         self._build_controls()
         self.plot = pg.PlotItem(enableMenu=False)
         self.plot.hideButtons()
@@ -94,24 +95,20 @@ class QtQkSpaceView(FigureViewBase):
         self.controls.addStretch(1)
 
     # protocol ------------------------------------------------------------------------------------
-    def set_data(self, space: QKSpace | None) -> None:
-        self._space = space
+    def render(self, space: QKSpace | None) -> None:
         self._update_controls()
         self._refresh()
 
-    def has_data(self) -> bool:
-        return self._space is not None
-
     def space(self) -> QKSpace | None:
-        return self._space
+        return self.given
 
     def shown_head(self) -> tuple[str, int, int] | None:
-        s = self._space
+        s = self.given
         return None if s is None else (s.kind, s.layer, s.head)
 
     # drawing -------------------------------------------------------------------------------------
     def _update_controls(self) -> None:
-        s = self._space
+        s = self.given
         kinds = [k for k in KINDS if s is not None and s.layers.get(k)]
         set_combo_items(self.kind_combo, [(kind_title(k), k) for k in kinds], s.kind if s else None)
         set_combo_items(self.layer_combo, [(str(i + 1), i) for i in range(s.layers.get(s.kind, 0) if s else 0)], s.layer if s else None)
@@ -120,7 +117,7 @@ class QtQkSpaceView(FigureViewBase):
             c.setEnabled(s is not None)
 
     def _refresh(self) -> None:
-        s = self._space
+        s = self.given
         self.plot.setVisible(s is not None)
         if s is None:
             self.title.set_title(translate("qk_space", "Queries and keys"), translate("qk_space", "one head's queries and keys in one space (computing…)"))
@@ -194,12 +191,12 @@ class QtQkSpaceView(FigureViewBase):
         for axis in ("bottom", "left"):
             self.plot.getAxis(axis).setPen(self.theme.muted)
             self.plot.getAxis(axis).setTextPen(self.theme.foreground)
-        if self._space is not None:
+        if self.given is not None:
             self._refresh()
 
     # the user's choices ----------------------------------------------------------------------------
     def _on_head_changed(self) -> None:
-        s = self._space
+        s = self.given
         if s is None:
             return
         kind = self.kind_combo.currentData() or s.kind
@@ -209,14 +206,14 @@ class QtQkSpaceView(FigureViewBase):
             self.chose.emit({"kind": kind, "layer": layer, "head": head, "mode": "head"})
 
     def _on_query_clicked(self, _item, points, _event) -> None:
-        s = self._space
+        s = self.given
         if s is None or not len(points):
             return
         row = int(s.vectors.query_position[int(points[0].data())])
         self.chose.emit({"query": row, "kind": s.kind, "layer": s.layer, "head": s.head, "mode": "head"})
 
     def _on_hovered(self, what: str, _item, points, _event) -> None:
-        s = self._space
+        s = self.given
         if s is None or not len(points):
             self.readout.setText(" ")
             self.queryHovered.emit(s.kind if s is not None else "", -1)
@@ -229,7 +226,7 @@ class QtQkSpaceView(FigureViewBase):
 
     def point_text(self, what: str, i: int) -> str:
         """``query 3 “␣love” · sentence on screen: 我爱你。`` (plain text): the point ``i`` of ``what``."""
-        v = self._space.vectors
+        v = self.given.vectors
         pieces, sentence, position = ((v.query_pieces, v.query_sentence, v.query_position) if what == "query"
                                       else (v.key_pieces, v.key_sentence, v.key_position))
         where = (translate("qk_space", "sentence on screen") if sentence[i] == 0
@@ -239,14 +236,14 @@ class QtQkSpaceView(FigureViewBase):
 
     # figure protocol -------------------------------------------------------------------------------
     def figure_title(self) -> str:
-        s = self._space
+        s = self.given
         if s is None:
             return translate("qk_space", "Queries and keys")
         return translate("qk_space", "Queries and keys · {head}").format(head=head_text(s.kind, s.layer, s.head))
 
     def figure_data(self) -> FigureData:
         """Every point: PC1, PC2, whether it is a key, its sentence and position; the normalised vectors in the NPZ."""
-        s = self._space
+        s = self.given
         if s is None:
             raise ValueError("the view shows no data yet")
         v = s.vectors

@@ -100,10 +100,9 @@ class QtResidualView(FigureViewBase):
         self._apply_theme()
         self._refresh()
 
-    def set_data(self, frame: ResidualFrame) -> None:
-        stacks, formula = frame.stacks, frame.formula
-        self._formula = formula
-        self._stacks = {s.stack: s for s in stacks}
+    def render(self, frame: ResidualFrame) -> None:
+        self._formula = frame.formula
+        self._stacks = {s.stack: s for s in frame.stacks}
         self._refresh()
 
     def apply(self, choice: ViewChoice) -> None:
@@ -120,8 +119,8 @@ class QtResidualView(FigureViewBase):
             self._query = query
         self._refresh()
 
-    def has_data(self) -> bool:
-        return bool(self._stacks)
+    def _drawable(self, frame: ResidualFrame) -> bool:
+        return bool(frame.stacks)
 
     def stack(self, name: str) -> ResidualStack | None:
         return self._stacks.get(name)

@@ -227,7 +227,7 @@ class QtScalingView(FigureViewBase):
             marker.setPen(pen(self.theme.muted, 1.0, QtCore.Qt.PenStyle.DotLine))
 
     # data ---------------------------------------------------------------------------------
-    def set_data(self, frame: ScalingFrame) -> None:
+    def render(self, frame: ScalingFrame) -> None:
         self._sites = {k: tuple(v) for k, v in frame.sites.items() if v}
         self._labels = {k: (tuple(map(display_piece, q)), tuple(map(display_piece, c))) for k, (q, c) in frame.labels.items()}
         self._highlight = frame.highlight
@@ -236,8 +236,8 @@ class QtScalingView(FigureViewBase):
         self._update_controls()
         self._refresh()
 
-    def has_data(self) -> bool:
-        return bool(self._sites)
+    def _drawable(self, frame: ScalingFrame) -> bool:
+        return any(frame.sites.values())
 
     def apply(self, choice: ViewChoice) -> None:
         """The selected kind (where the view has it), layer, head and query row."""

@@ -122,11 +122,11 @@ class QtTeacherVsFreeView(LayerHeadViewMixin, FigureViewBase):
     """``set_data(TeacherVsFreeFrame(result, cursor))`` (no result: no target, an empty state); ``select(layer=, head=)``
     (0-based cross-attention layer and head)."""
 
+    given: TeacherVsFreeFrame | None  # the data set_data was given (FigureViewBase)
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme: Theme | str | None = None):
         super().__init__(parent, theme=theme, title_span=2)
-        self._result: TeacherVsFree | None = None
-        self._cursor: int | None = None
+        self._result: TeacherVsFree | None = None  # the result drawn (another one fills the table anew)
         self.layer_combo = self._add_control(translate("teacher_vs_free", "Layer"),
                                              make_combo("teacherFreeLayerCombo", translate("teacher_vs_free", "Decoder layer (cross-attention)")))
         self.head_combo = self._add_control(translate("teacher_vs_free", "Head"), make_combo("teacherFreeHeadCombo", translate("teacher_vs_free", "Head i")))
@@ -165,11 +165,11 @@ class QtTeacherVsFreeView(LayerHeadViewMixin, FigureViewBase):
         self.scroll.fit.set_min_size(max(width, TABLE_LABELS + COLUMN * positions), height)
 
     # data -------------------------------------------------------------------------------
-    def set_data(self, frame: TeacherVsFreeFrame) -> None:
+    def render(self, frame: TeacherVsFreeFrame) -> None:
         """The two runs and the teacher-forced pass's row; a frame without a result empties the view."""
         result = frame.result
         changed = result is not self._result
-        self._result, self._cursor = result, frame.cursor
+        self._result = result
         self._fit_choice()
         if changed and result is not None:
             self._fill_table()
@@ -179,8 +179,8 @@ class QtTeacherVsFreeView(LayerHeadViewMixin, FigureViewBase):
     def result(self) -> TeacherVsFree | None:
         return self._result
 
-    def has_data(self) -> bool:
-        return self._result is not None
+    def _drawable(self, frame: TeacherVsFreeFrame) -> bool:
+        return frame.result is not None
 
     def _show_choice(self) -> None:
         self._refresh()
@@ -247,7 +247,7 @@ class QtTeacherVsFreeView(LayerHeadViewMixin, FigureViewBase):
         src = display_pieces(r.src_pieces)
         fed_t = display_pieces(r.teacher.fed_pieces)
         fed_f = display_pieces(r.free.fed_pieces)
-        cur = self._cursor
+        cur = self.given.cursor
         self.heat_teacher.set_matrix(r.teacher.cross[lh], fed_t, src, cur, levels=(0.0, 1.0))
         self.heat_free.set_matrix(r.free.cross[lh], fed_f, src, cur, levels=(0.0, 1.0))
         self.heat_teacher.set_panel_title(translate("teacher_vs_free", "teacher forcing: fed SOS + y"))

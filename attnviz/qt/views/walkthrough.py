@@ -89,7 +89,7 @@ class QtWalkthroughView(FigureViewBase):
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, theme: Theme | str | None = None):
         super().__init__(parent, theme=theme)
-        self._walk: Any = None
+        self._walk: Any = None  # the frame's walk, following the query row chosen (set_query)
         self._layers: dict[str, int] = {}
         self._fitted: tuple | None = None  # what the canvas was last sized to (see _refresh)
         self.windows = AxisWindows()
@@ -141,7 +141,7 @@ class QtWalkthroughView(FigureViewBase):
         self.head_marks = self.sections.head_marks
 
     # data ---------------------------------------------------------------------------------
-    def set_data(self, frame: WalkthroughFrame) -> None:
+    def render(self, frame: WalkthroughFrame) -> None:
         """Show ``frame.walk``; the tables are updated in place. Windows keep their place where
         possible; the d_model window moves to head i's columns when the head changes."""
         prev, walk = self._walk, frame.walk
@@ -157,9 +157,6 @@ class QtWalkthroughView(FigureViewBase):
 
     def data(self) -> "HeadWalkthrough | None":
         return self._walk
-
-    def has_data(self) -> bool:
-        return self._walk is not None
 
     def query(self) -> int | None:
         return None if self._walk is None else int(self._walk.query)
