@@ -8,7 +8,7 @@ Two modes:
   the current step is the last one decoded.
 * **teacher-forced** (a target typed): one pass over "SOS + y" gives every position at once;
   step / back move the highlighted position instead of decoding. The pass runs in a worker
-  (``forcing``); a move asked for meanwhile waits for it, and ``decodingChanged`` comes with it.
+  (``runs.forcing``); a move asked for meanwhile waits for it, and ``decodingChanged`` comes with it.
 
 What the views render is asked of ``current``, the ``DecodingResult`` of either mode.
 """
@@ -32,12 +32,11 @@ from attnviz.core.decoding.teacher_forcing import TeacherForced, teacher_forced_
 from attnviz.core.model.interventions import InterventionError
 from attnviz.core.model.sites import n_layers
 from attnviz.errors import AttnvizError, one_line
-from attnviz.qt.ablation_plans import AblationPlans
 from attnviz.qt.analyses import Analyses
 from attnviz.qt.frame_cache import FrameCache
 from attnviz.qt.i18n import translate
 from attnviz.qt.model_loader import ModelLoader
-from attnviz.qt.workers import LatestRun
+from attnviz.qt.session_runs import SessionRuns
 
 
 def _positioned(decoding: DecodingSession, steps: int | None) -> bool:
@@ -79,21 +78,18 @@ class Session(QtCore.QObject):
         self.loader.failed.connect(lambda line: self.message.emit("error", line))
         self.loader.note.connect(lambda line: self.message.emit("info", line))
         self.loader.busyChanged.connect(self.busyChanged)
-        self.prediction = LatestRun(self._pool, self._workers, self)  # an encoder-only model's masked-token prediction
-        self.prediction.returned.connect(self._on_masked)
-        self.prediction.errored.connect(self._on_run_failed)
-        self.forcing = LatestRun(self._pool, self._workers, self)  # a typed target's teacher-forced pass
-        self.forcing.returned.connect(self._on_forced)
-        self.forcing.errored.connect(self._on_run_failed)
-        self._after_forced: Callable[[], object] | None = None  # the move asked for while the pass runs
+        self.runs = SessionRuns(self._pool, self._workers, self)  # what the current result waits for, in workers
+        self.runs.prediction.returned.connect(self._on_masked)
+        self.runs.forcing.returned.connect(self._on_forced)
+        for run in (self.runs.prediction, self.runs.forcing):
+            run.errored.connect(self._on_run_failed)
+        self.runs.plans.ready.connect(self._on_plan_ready)
+        self.runs.plans.failed.connect(self._on_plan_failed)
         self.error: str | None = None
         self.decode_as_you_type = True  # a new sentence (typed or chosen) is decoded to the end at once
         self.frames = FrameCache(self)  # what is derived from the frame the views draw, built once each
         self.analyses = Analyses(self)  # the views' analyses that call the model, in workers
         self.ablation = HeadSet()  # heads ablated in every run the views show (none: the model as trained)
-        self.plans = AblationPlans(self._pool, self._workers, self)  # a mean ablation's plan is made in a worker
-        self.plans.ready.connect(self._on_plan_ready)
-        self.plans.failed.connect(self._on_plan_failed)
         self._to_end = True  # whether the sentence waiting for its plan is decoded to the end when it comes
         self._holds = 0  # how many one_change blocks the moves are inside
         self._held = False  # a change made inside them, whose signal waits for their end
@@ -131,8 +127,8 @@ class Session(QtCore.QObject):
         self.decoding = None
         self.forced = None
         self.masked = None
-        self._drop_runs()
-        self.plans.drop()
+        self.runs.drop()
+        self.runs.plans.drop()
         self._to_end = self.decode_as_you_type
         self.modelChanged.emit(bundle)
         self._take(source, target, strategy, ablation)
@@ -154,7 +150,7 @@ class Session(QtCore.QObject):
                 self.message.emit("warning", one_line(str(exc)))
                 return
         quiet = not heads and not self.ablation  # no head before or after: nothing runs again
-        self.plans.drop()
+        self.runs.plans.drop()
         self._to_end = self.decode_as_you_type
         self.ablation = heads
         self.ablationChanged.emit()
@@ -187,7 +183,7 @@ class Session(QtCore.QObject):
     @property
     def preparing(self) -> bool:
         """A mean ablation's plan is being made: the sentence runs when it comes."""
-        return self.plans.pending
+        return self.runs.plans.pending
 
     def _on_plan_ready(self, move: Callable[[], object] | None) -> None:
         """The plan has come: the sentence runs, then the move asked for meanwhile (or to the end)."""
@@ -294,22 +290,22 @@ class Session(QtCore.QObject):
         self.decoding = None
         self.forced = None
         self.masked = None
-        self._drop_runs()
+        self.runs.drop()
         self.error = None
         if self.bundle is None:
             self._changed()
             return
         self._fit_ablation(self.bundle)
         try:
-            plan = self.plans.plan(self.bundle, self.ablation, self.source, self.target)
+            plan = self.runs.plans.plan(self.bundle, self.ablation, self.source, self.target)
             if plan is None:  # a mean ablation's plan is on its way
                 self._changed()
                 return
             if self.bundle.config.kind == "encoder-only":  # no decoder: a masked-token prediction instead
-                self.prediction.start(masked_prediction_from_bundle, self.bundle, self.source, interventions=plan)
+                self.runs.prediction.start(masked_prediction_from_bundle, self.bundle, self.source, interventions=plan)
                 notices = ()
             elif self.target.strip():  # the pass reports to _on_forced, decodingChanged with it
-                self.forcing.start(teacher_forced_from_bundle, self.bundle, self.source, self.target, interventions=plan)
+                self.runs.forcing.start(teacher_forced_from_bundle, self.bundle, self.source, self.target, interventions=plan)
                 return
             else:
                 self.decoding = DecodingSession.from_bundle(self.bundle, self.source, strategy=self.strategy, interventions=plan)
@@ -323,16 +319,10 @@ class Session(QtCore.QObject):
             self.message.emit("info", n)
         self._changed()
 
-    def _drop_runs(self) -> None:
-        """Forget the passes under way and the move that waited for one."""
-        self.prediction.drop()
-        self.forcing.drop()
-        self._after_forced = None
-
     def _on_forced(self, result: TeacherForced) -> None:
         """The typed target's pass has come (only the latest counts): the cursor on its last
         position, or the move asked for meanwhile; one ``decodingChanged``."""
-        move, self._after_forced = self._after_forced, None
+        move = self.runs.take_move()
         with self.one_change():
             self.forced, self.forced_cursor = result, len(result.steps) - 1
             for n in result.notices:
@@ -340,16 +330,6 @@ class Session(QtCore.QObject):
             self._changed()
             if move is not None:
                 move()
-
-    def _wait(self, move: Callable[[], object]) -> bool:
-        """While a mean ablation's plan or a teacher-forced pass is on its way, keep ``move`` for
-        when it comes (True); else False."""
-        if self.plans.wait(move):
-            return True
-        if self.forcing.pending:
-            self._after_forced = move
-            return True
-        return False
 
     def _on_masked(self, result: MaskedPrediction) -> None:
         """An encoder-only model's one pass over the source (the user types [MASK] where a token is
@@ -368,21 +348,12 @@ class Session(QtCore.QObject):
         """Wait for the work under way that the current result waits for (a mean ablation's plan,
         then the sentence's teacher-forced pass or masked-token prediction) and take its result (no
         event loop to wait in: ``attnviz export``, an animation's frames)."""
-        for _ in range(2):  # the plan, then a pass the plan started
-            if not self.pending:
-                return
-            self._pool.waitForDone(msecs)
-            QtCore.QCoreApplication.sendPostedEvents()
-
-    @property
-    def predicting(self) -> bool:
-        """A masked-token prediction is running (its result will be shown)."""
-        return self.prediction.pending
+        self.runs.finish(msecs)
 
     @property
     def pending(self) -> bool:
         """The current result waits for a worker: a plan, a teacher-forced pass or a prediction."""
-        return self.plans.pending or self.forcing.pending or self.prediction.pending
+        return self.runs.pending
 
     # -- stepping ---------------------------------------------------------------------------
     def can_step(self) -> bool:
@@ -438,7 +409,7 @@ class Session(QtCore.QObject):
         position ``steps`` (1-based). One ``decodingChanged`` for the whole move, none where it is
         already there; a decoding error is said in one line and returned."""
         self.stop_run()
-        if self._wait(lambda: self.go_to(steps)):
+        if self.runs.wait(lambda: self.go_to(steps)):
             return None
         if self.forced is not None:
             n = len(self.forced.steps)
@@ -452,7 +423,7 @@ class Session(QtCore.QObject):
     def replay(self, tokens: Sequence[int], forced: Iterable[int] = (), cursor: int | None = None) -> str | None:
         """A saved position again: teacher-forced, the cursor at ``cursor`` (0-based); otherwise
         ``tokens`` decoded again, forced at the indices in ``forced``. One ``decodingChanged``."""
-        if self._wait(lambda: self.replay(tokens, forced, cursor)):
+        if self.runs.wait(lambda: self.replay(tokens, forced, cursor)):
             return None
         if self.forced is not None and cursor is not None:
             self.forced_cursor = max(0, min(cursor, len(self.forced.steps) - 1))

@@ -48,7 +48,7 @@ def _window(qtbot, tmp_path, folder, src: str) -> MainWindow:
 
 
 def _settle(qtbot, w: MainWindow) -> None:
-    qtbot.waitUntil(lambda: w.session.current is not None and not w.session.predicting, timeout=TIMEOUT_MS)
+    qtbot.waitUntil(lambda: w.session.current is not None and not w.session.pending, timeout=TIMEOUT_MS)
     wait_idle(qtbot, w)
 
 
