@@ -15,8 +15,10 @@ import torch
 
 from attnviz.cli import main
 from attnviz.core.analysis.attribution import forced_pass
-from attnviz.core.analysis.circuit import CircuitError, Node, circuit_graph, circuit_of
+from attnviz.core.analysis.circuit import CircuitError, Node, circuit, circuit_graph, circuit_of
+from attnviz.core.bundle import load_bundle
 from attnviz.core.model.sites import AttentionSite
+from attnviz.paths import default_model
 
 from tiny_models import random_model
 
@@ -192,16 +194,20 @@ def test_a_post_norm_model_and_unequal_sentences_are_one_line():
 
 
 def test_the_command_prints_the_top_edges_and_the_curve(capsys):
+    """The command's decision and edges are the core's on the default model, computed here."""
+    want = circuit(load_bundle(default_model()), "猫吃鱼。", "鱼吃猫。", ks=(7,))
     assert main(["circuit", "--src", "猫吃鱼。", "--corrupt", "鱼吃猫。", "--top", "7", "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
-    assert got["clean_token"] == "▁cat" and got["corrupt_token"] == "▁fish" and got["position"] == 2
+    assert (got["clean_token"], got["corrupt_token"], got["position"]) == (want.clean_token, want.corrupt_token, want.decision.position + 1)
+    assert got["clean_token"] != got["corrupt_token"] and got["n_edges"] == want.graph.n_edges
     assert len(got["edges"]) == 7 and [f["k"] for f in got["faithfulness"]][:3] == [0, 5, 7]
+    assert [e["score"] for e in got["edges"]] == pytest.approx(want.scores[want.top(7)].tolist(), abs=1e-6)
     scores = [abs(e["score"]) for e in got["edges"]]
     assert scores == sorted(scores, reverse=True)
     assert got["faithfulness"][-1]["recovered"] == pytest.approx(1, abs=1e-4) and got["faithfulness"][-1]["k"] == got["n_edges"]
     assert main(["circuit", "--src", "猫吃鱼。", "--corrupt", "鱼吃猫。", "--top", "3"]) == 0
     out = capsys.readouterr().out
-    assert "logit(▁cat) - logit(▁fish)" in out and "k = 664" in out
+    assert f"logit({want.clean_token}) - logit({want.corrupt_token})" in out and f"k = {want.graph.n_edges}" in out
 
 
 def test_the_command_refuses_unequal_sentences_in_one_line(capsys):

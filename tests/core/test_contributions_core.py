@@ -14,7 +14,7 @@ from family_checks import refused_cli, refused_on_tiny, run_cli
 
 from attnviz.core.analysis.contributions import contributions
 from attnviz.core.bundle import Bundle, load_bundle
-from attnviz.paths import default_model
+from attnviz.paths import default_model, models_dir
 
 from tiny_models import random_model, tokenizers
 
@@ -125,12 +125,17 @@ def test_the_rollout_is_alti_plus_and_every_row_sums_to_one():
 
 
 def test_a_nonsense_target_takes_less_from_the_source_than_the_reference():
-    b = load_bundle(default_model())
-    reference = contributions(b, "我爱你。", "I love you.")
-    nonsense = contributions(b, "我爱你。", "banana the ran purple")
-    assert nonsense.mean_source_share < reference.mean_source_share - 0.02
-    assert reference.mean_source_share == pytest.approx(0.4808, abs=2e-3)  # measured; see the command's numbers
-    assert nonsense.mean_source_share == pytest.approx(0.4419, abs=2e-3)
+    """On 我爱你。 the reference "I love you." takes more of its prediction from the source than a
+    nonsense target, by more than 0.02, on the default model (measured 0.559 against 0.451 on the
+    d_model 256 default) and on zh-en-small, whose numbers the README gives and are pinned here
+    (0.481 against 0.442); the default's are not, as it may be retrained."""
+    shares = {}
+    for model in (default_model(), models_dir() / "zh-en-small"):
+        b = load_bundle(model)
+        shares[model.name] = [contributions(b, "我爱你。", tgt).mean_source_share for tgt in ("I love you.", "banana the ran purple")]
+    for name, (reference, nonsense) in shares.items():
+        assert nonsense < reference - 0.02, name
+    assert shares["zh-en-small"] == pytest.approx([0.4808, 0.4419], abs=2e-3)  # measured; see the command's numbers
 
 
 def test_the_command_prints_json_and_refuses_a_bad_length(capsys):

@@ -60,3 +60,17 @@ def test_an_svg_renders_in_librsvg_as_in_qt(tmp_path, view):
     got = _grey(out, size=(ref.shape[1], ref.shape[0]))
     diff = np.abs(ref - got)
     assert diff.mean() < MEAN_DIFF and (diff > 60).mean() < STRONG, f"{view}: mean {diff.mean():.1f}, strong {(diff > 60).mean():.3f}"
+
+
+def test_outlines_with_numbers_in_exponent_form_keep_their_size():
+    """Qt writes 1.28e+06 for a bar a million wide (the default model's parts, in parameters): the
+    outline moved to device coordinates keeps that width (a pattern that read only e-06 drew the
+    model-info bars zero wide in librsvg)."""
+    from attnviz.qt.widgets.figures import scale_free_strokes
+
+    svg = ('<g transform="matrix(0.001,0,0,1,10,0)">'
+           '<rect x="0" y="5" width="1.28e+06" height="2" vector-effect="non-scaling-stroke"/>'
+           '<path d="M0,0 L1e+06,3E-1 " vector-effect="non-scaling-stroke"/></g>')
+    out = scale_free_strokes(svg)
+    assert 'd="M10,5 L1290,5 L1290,7 L10,7 Z"' in out and "width=" not in out
+    assert 'd="M10,0 L1010,0.3 "' in out and "non-scaling-stroke" not in out

@@ -240,8 +240,9 @@ _FONT_FAMILY_ATTR = re.compile(r'font-family="[^"]*"')
 
 _GROUP = re.compile(r'(<g\b[^>]*?transform="matrix\(([^)]*)\)"[^>]*>)(.*?)(</g>)', re.S)
 _SCALE_FREE = re.compile(r'<(rect|path|polyline|polygon)\b([^>]*?)\svector-effect="non-scaling-stroke"([^>]*?)(/?)>')
-_PAIR = re.compile(r'(-?[\d.]+(?:e-?\d+)?),(-?[\d.]+(?:e-?\d+)?)')
-_ATTR = re.compile(r'\s(x|y|width|height)="(-?[\d.]+(?:e-?\d+)?)"')
+_NUMBER = r'-?[\d.]+(?:[eE][-+]?\d+)?'  # as Qt writes one: 1.28e+06 too (a bar a million wide)
+_PAIR = re.compile(rf'({_NUMBER}),({_NUMBER})')
+_ATTR = re.compile(rf'\s(x|y|width|height)="({_NUMBER})"')
 
 
 def _matrix_map(m: tuple[float, ...]):
