@@ -5,7 +5,7 @@ TORCH_VERSION ?= 2.13.0
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(TORCH_VERSION)
 
-.PHONY: run test test-fast lint bench bench-smoke venv clean screenshot figures wheel-smoke translations
+.PHONY: run test test-fast lint bench bench-smoke venv clean screenshot figures readme-numbers wheel-smoke translations
 
 venv: $(STAMP)
 
@@ -48,6 +48,12 @@ bench-smoke: $(STAMP)
 
 screenshot: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(PY) -m attnviz.qt.screenshot
+
+# Every number README.md quotes of the default model, measured again on it and printed by README
+# section (bench/readme_numbers.py); ARGS=--slow adds the slow sections, ARGS="--only circuit,patching"
+# picks some, ARGS="--model DIR" measures another bundle. Writes nothing in the repository.
+readme-numbers: $(STAMP)
+	QT_QPA_PLATFORM=offscreen $(PY) bench/readme_numbers.py $(ARGS)
 
 # The README's figures, drawn headless from the bundled models; writes only these nine files.
 FIGURES := resources/figures
