@@ -17,10 +17,10 @@ from attnviz.paths import default_model, models_dir
 
 BUNDLED = ("zh-en", "zh-en-small", "hsk-only-zh-en", "zh-en-small-guided", "zh-en-small-batchnorm", "zh-en-small-postnorm", "reverse")
 # The default: the small model's command with a wider residual stream and FFN, tied target
-# embeddings, subject/object role swaps added to the augmentation and 14 epochs (two processes);
-# the same corpora, valid and test pairs.
+# embeddings, subject/object role swaps from every training sentence added to the augmentation and
+# 14 epochs (two processes); the same corpora, valid and test pairs.
 SMALL = "zh-en-small"
-LARGE_CHANGES = {"--d-model": "256", "--d-ff": "1024", "--tie-embeddings": "", "--augment": "cedict,substitution,roles", "--epochs": "14", "--nproc": "2"}
+LARGE_CHANGES = {"--d-model": "256", "--d-ff": "1024", "--tie-embeddings": "", "--augment": "cedict,substitution,roles-wide", "--epochs": "14", "--nproc": "2"}
 # The default and the small model are trained on the HSK + Tatoeba mix; everyday sentences Tatoeba holds that it never
 # trained on (the held-out rules keep them out).
 TATOEBA_TYPED = {"我爱你。": "I love you.", "你叫什么名字？": "What's your name?", "现在几点了？": "What time is it now?"}
@@ -137,7 +137,7 @@ def test_the_hsk_only_model_was_trained_on_todays_split(hsk_only, augmented):
 
 
 def test_the_default_and_the_small_model_learned_from_the_augmented_mix(default, small):
-    assert default.meta["data"]["spec"]["augment"]["kinds"] == ["cedict", "substitution", "roles"]
+    assert default.meta["data"]["spec"]["augment"]["kinds"] == ["cedict", "substitution", "roles-wide"]
     augment = small.meta["data"]["spec"]["augment"]
     assert augment["kinds"] == ["cedict", "substitution"] and augment["pronouns"] is False
 
@@ -257,15 +257,17 @@ def test_the_default_is_the_small_models_command_wider_with_role_swaps_on_the_sa
     assert ours["spec"]["parts"] == same["spec"]["parts"] and default.meta["epochs"] == 14
     assert (ours["sizes"]["valid"], ours["sizes"]["test"]) == (same["sizes"]["valid"], same["sizes"]["test"])
     assert (default.config.d_model, default.config.d_ff, default.config.tie_embeddings) == (256, 1024, True)
-    assert default.meta["data"]["spec"]["augment"]["kinds"] == ["cedict", "substitution", "roles"]
+    assert default.meta["data"]["spec"]["augment"]["kinds"] == ["cedict", "substitution", "roles-wide"]
 
 
 def test_the_default_translates_what_a_learner_types_first(default):
     """Greedy, on the weights as shipped: the sentences of the small model's tests, and the one-line
     tests of the default issue (none is in its training data: the next test checks)."""
-    typed = {**TATOEBA_TYPED, "我爱你。": "I love you.", "我是学生。": "I am a student.", "我明天去北京。": "I'll go to Beijing tomorrow.",
-             "猫吃鱼。": "The cat eats fish."}
-    assert greedy_translate(default.model, default.src_tokenizer, default.tgt_tokenizer, list(typed)) == list(typed.values())
+    typed = {**TATOEBA_TYPED, "我爱你。": "I love you.", "我是学生。": ("I am a student.", "I'm a student."),
+             "我明天去北京。": ("I'll go to Beijing tomorrow.", "I'm going to Beijing tomorrow."),
+             "猫吃鱼。": ("The cat eats fish.", "The cat eats the fish."), "鱼吃猫。": ("The fish eats the cat.", "The fish eats cats.")}
+    out = greedy_translate(default.model, default.src_tokenizer, default.tgt_tokenizer, list(typed))
+    assert all(o in ((want,) if isinstance(want, str) else want) for o, want in zip(out, typed.values())), out
 
 
 @pytest.mark.slow  # the HSK + Tatoeba mix rebuilt and augmented (~10 s a model)

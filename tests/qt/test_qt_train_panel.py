@@ -491,7 +491,7 @@ def test_hsk_runs_widen_their_data_as_the_default_model_did_unless_asked_not_to(
     req = form.request()
     assert req.augment and "CC-CEDICT + word and role swaps" in req.describe()  # meta.json's record of the run (English); data, not UI text
     data = _load_dataset(req)
-    assert data.spec["augment"]["kinds"] == ["cedict", "substitution", "roles"] and data.spec["augment"]["per_pair"] == 4
+    assert data.spec["augment"]["kinds"] == ["cedict", "substitution", "roles-wide"] and data.spec["augment"]["per_pair"] == 4
     form.augment_check.setChecked(False)
     assert "augment" not in _load_dataset(form.request()).spec
     form.augment_check.setChecked(True)
