@@ -63,7 +63,10 @@ def _at_stop(app, window, language: str, stop: str) -> None:
     panel = start_tour(window, language)
     panel.go(panel.tour.index(stop))
     _wait_until(app, lambda: panel.ready, 120000)  # explained: its exercise, if any, is asked now
-    panel.exercises.skip()  # a stop that asks first: the picture shows its view and text, answered
+    host, bar = panel.exercises, window.input_bar
+    _wait_until(app, lambda: host.stop is None or host.stop.exercise is None or host.exercise is not None, 120000)  # its answer computed
+    host.skip()  # a stop that asks first: the picture shows its view and text, answered
+    _wait_until(app, lambda: not bar.hints_pending() and not bar.source_info.lookup_pending())  # the stop's sentence looked up
     window.session.analyses.wait(30)
     for _ in range(20):
         app.processEvents(QtCore.QEventLoop.ProcessEventsFlag.AllEvents, 20)
