@@ -87,7 +87,7 @@ def _session(model: str | os.PathLike | Bundle, src: str, tgt: str | None):
     session = Session()
     session.set_bundle(bundle)
     error = session.apply(src, tgt or "")
-    session.finish_prediction()  # a teacher-forced or encoder-only pass runs in a worker
+    session.finish_runs()  # a teacher-forced or encoder-only pass runs in a worker
     if session.current is None:
         raise CommandError(session.error or "nothing to draw")
     if error:

@@ -240,7 +240,7 @@ def _decoded_session(args: argparse.Namespace, spec: ViewSpec) -> Session:
     _ablate(session, args)
     steps = None if args.steps is None or args.tgt else max(0, args.steps)  # teacher-forced: the last position
     error = session.apply(args.src, args.tgt or "", steps=steps)
-    session.finish_prediction()  # a teacher-forced or encoder-only pass (and a mean ablation's plan) runs in a worker
+    session.finish_runs()  # a teacher-forced or encoder-only pass (and a mean ablation's plan) runs in a worker
     if session.current is None:
         raise CommandError(session.error or "nothing to draw")
     if error:

@@ -344,7 +344,7 @@ class Session(QtCore.QObject):
         self.message.emit("warning", self.error)
         self._changed()
 
-    def finish_prediction(self, msecs: int = 60000) -> None:
+    def finish_runs(self, msecs: int = 60000) -> None:
         """Wait for the work under way that the current result waits for (a mean ablation's plan,
         then the sentence's teacher-forced pass or masked-token prediction) and take its result (no
         event loop to wait in: ``attnviz export``, an animation's frames)."""

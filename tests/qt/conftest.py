@@ -56,7 +56,7 @@ def loaded(qtbot):
         sessions.append(session)
         session.set_bundle(bundle() if model is None else model)
         session.set_inputs(source, target)
-        session.finish_prediction()  # a target's teacher-forced pass runs in a worker
+        session.finish_runs()  # a target's teacher-forced pass runs in a worker
         if session.decoding is not None:
             session.decoding.run()
         spec = view_spec(name)

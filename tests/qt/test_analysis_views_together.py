@@ -107,7 +107,7 @@ def test_a_model_without_layers_of_a_kind(qtbot, layers):
     session = Session()
     session.set_bundle(Bundle(model, src, tgt, {"name": "layerless"}))
     session.set_inputs(SRC, TGT)
-    session.finish_prediction()
+    session.finish_runs()
     for name in ("compare", "scaling", "teacher-vs-free"):
         spec = view_spec(name)
         view = build_view(spec)

@@ -51,7 +51,7 @@ def loss_names(window) -> tuple[str, str]:
 def test_the_mean_loss_and_the_loss_here_have_two_names_in_both_languages(qtbot, window):
     s = window.session
     s.set_inputs(SRC, TGT)
-    s.finish_prediction()
+    s.finish_runs()
     wait_idle(qtbot, window)
     assert s.forced is not None and s.forced_cursor == len(s.forced.steps) - 1
     mean, here = loss_names(window)

@@ -24,7 +24,7 @@ def map_of(loaded, model, source: str):
     """``loaded("model-map", ...)``, an encoder-only model's masked-token prediction awaited: (spec, view, session, drawn)."""
     spec, view, session, ok = loaded("model-map", model=model, source=source)
     if session.current is None:
-        session.finish_prediction()
+        session.finish_runs()
         ok = feed_now(spec, view, session, ViewChoice())
     return spec, view, session, ok
 

@@ -46,7 +46,7 @@ def test_a_click_moves_the_linked_selection_and_the_combos_choose_a_head(qtbot):
     s = Session()
     s.set_bundle(bundle())
     s.set_inputs("我喜欢吃苹果。", "I like eating apples.")
-    s.finish_prediction()
+    s.finish_runs()
     views = ViewSet(s, only=("qk", "head"))
     for frame in views.frames.values():
         qtbot.addWidget(frame)

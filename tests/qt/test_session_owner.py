@@ -124,7 +124,7 @@ def test_the_cursor_moves_within_the_target_with_one_signal(qapp):
     s = Session()
     s.set_bundle(F.bundle())
     s.set_inputs("我喜欢吃苹果。", "I like apples.")
-    s.finish_prediction()  # the pass runs in a worker
+    s.finish_runs()  # the pass runs in a worker
     n = len(s.forced.steps)
     seen = _counted(s)
     s.set_cursor(1)
@@ -156,7 +156,7 @@ def test_apply_is_one_change_and_equals_the_moves_made_one_by_one(qapp):
     assert [st.forced for st in s.decoding.steps] == [False, True]
     s.apply("我喜欢吃苹果。", "I like apples.", cursor=1)  # teacher-forced: the pass runs in a worker, the cursor waits for it
     assert len(seen) == 2 and s.forced is None and s.pending
-    s.finish_prediction()
+    s.finish_runs()
     assert len(seen) == 3 and s.forced is not None and s.forced_cursor == 1 and not s.pending
     with s.one_change():  # moves inside reach the views once; nested, still once
         s.set_cursor(0)

@@ -35,7 +35,7 @@ def set_window(qtbot, window, view, source, target, steps, kind, layer, head, qu
     s = window.session
     window.input_bar.set_texts(source, target)
     s.set_inputs(source, target, to_end=False)
-    s.finish_prediction()
+    s.finish_runs()
     s.go_to(steps)
     window.views.selection.update(kind=kind, layer=layer, head=head, mode="head", query=query)
     dock = window.docks[window.views.specs[view].dock_name]

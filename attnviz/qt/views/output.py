@@ -97,6 +97,7 @@ class _TextPool:
         fm = QtGui.QFontMetricsF(self.font)
         return max((fm.horizontalAdvance(t) for t in texts), default=0.0)
 
+
 NO_OUTPUT = OutputFrame()  # what the view shows before its data
 
 
